@@ -1,0 +1,439 @@
+//! The one event model shared by every rankscale crate.
+//!
+//! The shim turns each intercepted MPI call into one [`Event`]; the compressor,
+//! the raw log, extrapolation, replay and analysis all consume this type and
+//! nothing else. Nothing here knows which MPI implementation produced the event:
+//! handles are already resolved into stable per-rank identifiers
+//! ([`CommId`], [`ReqId`]) and peers into world ranks.
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! ops {
+    ($( $(#[$doc:meta])* $group:ident { $($variant:ident = $name:literal),* $(,)? } )*) => {
+        /// An intercepted MPI operation, named as in the MPI standard without
+        /// the `MPI_` prefix.
+        ///
+        /// The order of the variants is part of the trace format (it is the
+        /// operation's numeric code), so new operations are only ever appended.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[non_exhaustive]
+        pub enum Op { $($($variant,)*)* }
+
+        impl Op {
+            /// Every operation, in code order.
+            pub const ALL: &'static [Op] = &[$($(Op::$variant,)*)*];
+
+            /// The MPI name without the `MPI_` prefix, e.g. `"Sendrecv_replace"`.
+            /// This is the spelling used by the raw log grammar.
+            pub fn name(self) -> &'static str {
+                match self { $($(Op::$variant => $name,)*)* }
+            }
+
+            /// The function family, used to group coverage and profiles.
+            pub fn family(self) -> Family {
+                match self { $($(Op::$variant => Family::$group,)*)* }
+            }
+
+            /// Looks an operation up by its raw-log name.
+            pub fn from_name(name: &str) -> Option<Op> {
+                match name { $($($name => Some(Op::$variant),)*)* _ => None }
+            }
+        }
+    };
+}
+
+ops! {
+    InitExit { Init = "Init", InitThread = "Init_thread", Finalize = "Finalize", Abort = "Abort" }
+    BlockingP2p {
+        Send = "Send", Ssend = "Ssend", Bsend = "Bsend", Rsend = "Rsend", Recv = "Recv",
+        Sendrecv = "Sendrecv", SendrecvReplace = "Sendrecv_replace",
+    }
+    NonblockingP2p {
+        Isend = "Isend", Issend = "Issend", Ibsend = "Ibsend", Irsend = "Irsend", Irecv = "Irecv",
+    }
+    Persistent {
+        SendInit = "Send_init", SsendInit = "Ssend_init", RecvInit = "Recv_init",
+        Start = "Start", Startall = "Startall", RequestFree = "Request_free",
+    }
+    Completion {
+        Wait = "Wait", Waitall = "Waitall", Waitany = "Waitany", Waitsome = "Waitsome",
+        Test = "Test", Testall = "Testall", Testany = "Testany", Testsome = "Testsome",
+    }
+    Probe {
+        Probe = "Probe", Iprobe = "Iprobe", Mprobe = "Mprobe", Improbe = "Improbe",
+        Mrecv = "Mrecv", Imrecv = "Imrecv",
+    }
+    Collective {
+        Barrier = "Barrier", Bcast = "Bcast", Reduce = "Reduce", Allreduce = "Allreduce",
+        Gather = "Gather", Gatherv = "Gatherv", Scatter = "Scatter", Scatterv = "Scatterv",
+        Allgather = "Allgather", Allgatherv = "Allgatherv", Alltoall = "Alltoall",
+        Alltoallv = "Alltoallv", Alltoallw = "Alltoallw", ReduceScatter = "Reduce_scatter",
+        ReduceScatterBlock = "Reduce_scatter_block", Scan = "Scan", Exscan = "Exscan",
+    }
+    NonblockingCollective {
+        Ibarrier = "Ibarrier", Ibcast = "Ibcast", Ireduce = "Ireduce", Iallreduce = "Iallreduce",
+        Igather = "Igather", Igatherv = "Igatherv", Iscatter = "Iscatter", Iscatterv = "Iscatterv",
+        Iallgather = "Iallgather", Iallgatherv = "Iallgatherv", Ialltoall = "Ialltoall",
+        Ialltoallv = "Ialltoallv", Ialltoallw = "Ialltoallw", IreduceScatter = "Ireduce_scatter",
+        IreduceScatterBlock = "Ireduce_scatter_block", Iscan = "Iscan", Iexscan = "Iexscan",
+    }
+    CommManagement {
+        CommDup = "Comm_dup", CommSplit = "Comm_split", CommSplitType = "Comm_split_type",
+        CommCreate = "Comm_create", CommFree = "Comm_free", CartCreate = "Cart_create",
+        CartSub = "Cart_sub", GraphCreate = "Graph_create", DistGraphCreate = "Dist_graph_create",
+        DistGraphCreateAdjacent = "Dist_graph_create_adjacent",
+    }
+}
+
+/// The function families of the interception contract (see the README's
+/// coverage table). Tests check coverage per family, so that a missing wrapper
+/// shows up as a named gap rather than a count mismatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Family {
+    /// Init, Init_thread, Finalize, Abort.
+    InitExit,
+    /// Blocking point-to-point.
+    BlockingP2p,
+    /// Nonblocking point-to-point.
+    NonblockingP2p,
+    /// Persistent requests.
+    Persistent,
+    /// Wait/Test and their all/any/some forms.
+    Completion,
+    /// Probe, Iprobe, Mprobe, Improbe, Mrecv, Imrecv.
+    Probe,
+    /// Blocking collectives.
+    Collective,
+    /// Nonblocking collectives.
+    NonblockingCollective,
+    /// Communicator and topology constructors and Comm_free.
+    CommManagement,
+}
+
+impl Op {
+    /// True for collectives, blocking or not: every member of the
+    /// communicator takes part, so the peer is implicit.
+    pub fn is_collective(self) -> bool {
+        matches!(
+            self.family(),
+            Family::Collective | Family::NonblockingCollective
+        )
+    }
+}
+
+/// A communicator, named by its creation order on this rank.
+///
+/// `0` is `MPI_COMM_WORLD` and `1` is `MPI_COMM_SELF`; every constructor call
+/// (even one that returns `MPI_COMM_NULL`) takes the next id. Because
+/// constructors are collective over their parent, SPMD ranks give the same id
+/// to the "same" communicator, which is what lets traces of different ranks
+/// merge. The creation event ([`CommCreate`]) is the communicator's lineage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CommId(pub u32);
+
+impl CommId {
+    /// `MPI_COMM_WORLD`.
+    pub const WORLD: CommId = CommId(0);
+    /// `MPI_COMM_SELF`.
+    pub const SELF: CommId = CommId(1);
+    /// The first id handed to a created communicator.
+    pub const FIRST_CREATED: u32 = 2;
+}
+
+/// A request, named by its creation order on this rank (starting at 0).
+///
+/// Handles are reused by MPI and may even change under a persistent request
+/// (Open MPI swaps it at `MPI_Start`), so the shim never stores raw handles in
+/// events: it maps each live handle to the id of the call that created it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ReqId(pub u64);
+
+/// A point-to-point endpoint as the application named it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Peer {
+    /// A concrete rank, as a world rank and as a rank in the call's communicator.
+    Rank {
+        /// Rank in `MPI_COMM_WORLD` (absolute, as in the raw log).
+        world: i32,
+        /// Rank in the communicator the call used.
+        local: i32,
+    },
+    /// `MPI_ANY_SOURCE`; the matched source is in [`Event::matched`].
+    Any,
+    /// `MPI_PROC_NULL`.
+    Null,
+}
+
+/// A tag as the application gave it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Tag {
+    /// A concrete tag.
+    Value(i32),
+    /// `MPI_ANY_TAG`.
+    Any,
+}
+
+/// One side of a message transfer: what was sent or what was posted to receive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Transfer {
+    /// Destination (send side) or source (receive side).
+    pub peer: Peer,
+    /// Message tag.
+    pub tag: Tag,
+    /// Element count.
+    pub count: i64,
+    /// Size in bytes of one element of the datatype (`MPI_Type_size`).
+    pub dsize: i64,
+}
+
+impl Transfer {
+    /// Bytes moved: count times datatype size.
+    pub fn bytes(&self) -> i64 {
+        self.count * self.dsize
+    }
+}
+
+/// What a wildcard receive or a probe actually matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Matched {
+    /// The request this outcome belongs to, for completions; `None` for the
+    /// blocking call that itself matched (Recv, Probe, Mprobe, ...).
+    pub req: Option<ReqId>,
+    /// Matched source, as a world rank.
+    pub source: i32,
+    /// Matched tag.
+    pub tag: i32,
+}
+
+/// A reduction operation. Built-in operations keep their name so that replay
+/// can re-issue them; user-defined operations replay as `MPI_SUM` of bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReduceOp {
+    /// MPI_MAX.
+    Max,
+    /// MPI_MIN.
+    Min,
+    /// MPI_SUM.
+    Sum,
+    /// MPI_PROD.
+    Prod,
+    /// MPI_LAND.
+    Land,
+    /// MPI_BAND.
+    Band,
+    /// MPI_LOR.
+    Lor,
+    /// MPI_BOR.
+    Bor,
+    /// MPI_LXOR.
+    Lxor,
+    /// MPI_BXOR.
+    Bxor,
+    /// MPI_MAXLOC.
+    Maxloc,
+    /// MPI_MINLOC.
+    Minloc,
+    /// MPI_REPLACE, MPI_NO_OP or a user-defined operation.
+    Other,
+}
+
+impl ReduceOp {
+    /// Every reduction op, in raw-log name order.
+    pub const ALL: [ReduceOp; 13] = [
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Land,
+        ReduceOp::Band,
+        ReduceOp::Lor,
+        ReduceOp::Bor,
+        ReduceOp::Lxor,
+        ReduceOp::Bxor,
+        ReduceOp::Maxloc,
+        ReduceOp::Minloc,
+        ReduceOp::Other,
+    ];
+
+    /// Raw-log spelling, e.g. `sum`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::Sum => "sum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Land => "land",
+            ReduceOp::Band => "band",
+            ReduceOp::Lor => "lor",
+            ReduceOp::Bor => "bor",
+            ReduceOp::Lxor => "lxor",
+            ReduceOp::Bxor => "bxor",
+            ReduceOp::Maxloc => "maxloc",
+            ReduceOp::Minloc => "minloc",
+            ReduceOp::Other => "other",
+        }
+    }
+}
+
+/// How a communicator-creating call built its result: the lineage that lets
+/// replay and extrapolation re-create it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CommCreate {
+    /// The id given to the new communicator; `None` when MPI returned
+    /// `MPI_COMM_NULL` (the id is still consumed, see [`CommId`]).
+    pub new: Option<CommId>,
+    /// Size of the new communicator (0 for `MPI_COMM_NULL`).
+    pub size: i32,
+    /// Comm_split colour (`None` = `MPI_UNDEFINED`) and key; Comm_split_type
+    /// key.
+    pub color: Option<i32>,
+    /// Comm_split / Comm_split_type key.
+    pub key: Option<i32>,
+    /// Comm_split_type split type.
+    pub split_type: Option<i32>,
+    /// Cartesian or graph dimensions / Cart_sub remain_dims / graph index.
+    pub dims: Vec<i32>,
+    /// Cartesian periods.
+    pub periods: Vec<i32>,
+    /// Graph edges, or dist-graph destinations (ranks in the parent).
+    pub edges: Vec<i32>,
+    /// Dist-graph sources (ranks in the parent).
+    pub sources: Vec<i32>,
+    /// Comm_create group members, as world ranks.
+    pub members: Vec<i32>,
+    /// Whether reordering was allowed.
+    pub reorder: Option<bool>,
+}
+
+/// One intercepted MPI call.
+///
+/// Fields that an operation does not use stay at their empty value (`None`,
+/// empty vector). The raw log prints exactly the fields that are set, in a
+/// fixed order (see [`crate::raw`]). Message contents are never recorded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The MPI operation.
+    pub op: Op,
+    /// Call-site signature: a hash of (module name, offset) of the calling
+    /// frames, so that it is the same on every rank and across runs
+    /// regardless of ASLR.
+    pub site: u64,
+    /// Index of the calling thread on this rank (0 = the thread that called
+    /// the first MPI function).
+    pub thread: u32,
+    /// The communicator the call used.
+    pub comm: CommId,
+    /// Send side (send, sendrecv, collectives' send buffer).
+    pub send: Option<Transfer>,
+    /// Receive side (recv, sendrecv, probes, collectives' receive buffer).
+    pub recv: Option<Transfer>,
+    /// Root of a rooted collective, as a rank in `comm`.
+    pub root: Option<i32>,
+    /// Reduction operation.
+    pub redop: Option<ReduceOp>,
+    /// `MPI_IN_PLACE` given as the send buffer (or receive buffer, for the
+    /// non-root side of rooted calls where the standard allows it).
+    pub in_place: bool,
+    /// Per-peer send counts of v/w collectives.
+    pub send_counts: Vec<i32>,
+    /// Per-peer receive counts of v/w collectives (and Reduce_scatter).
+    pub recv_counts: Vec<i32>,
+    /// Per-peer send datatype sizes of Alltoallw.
+    pub send_dsizes: Vec<i32>,
+    /// Per-peer receive datatype sizes of Alltoallw.
+    pub recv_dsizes: Vec<i32>,
+    /// Request created by this call (nonblocking, persistent, Imrecv).
+    pub req: Option<ReqId>,
+    /// Requests handed to a completion call, Start/Startall or Request_free,
+    /// in argument order (`MPI_REQUEST_NULL` entries are left out).
+    pub reqs: Vec<ReqId>,
+    /// Requests this call completed (Wait*, Test*), in completion order.
+    pub done: Vec<ReqId>,
+    /// For Test/Iprobe/Improbe: whether the flag came back true.
+    pub flag: Option<bool>,
+    /// Matched source and tag of wildcard receives and of probes.
+    pub matched: Vec<Matched>,
+    /// Message handle id of Mprobe/Improbe (created) and Mrecv/Imrecv (used).
+    pub message: Option<u64>,
+    /// Communicator construction details.
+    pub create: Option<Box<CommCreate>>,
+    /// Free-form integer argument: Init_thread (required, provided) packed as
+    /// `required * 16 + provided`, Abort error code.
+    pub value: Option<i64>,
+    /// Timing, never part of the raw log.
+    pub time: Timing,
+}
+
+/// Timing of one event, in nanoseconds since the rank's first event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// When the call was entered.
+    pub enter_ns: u64,
+    /// Time spent inside MPI.
+    pub dur_ns: u64,
+    /// Computation time since the calling thread left its previous MPI call.
+    pub compute_ns: u64,
+}
+
+impl Event {
+    /// An event of `op` with every parameter empty; wrappers fill in what the
+    /// operation has.
+    pub fn new(op: Op) -> Event {
+        Event {
+            op,
+            site: 0,
+            thread: 0,
+            comm: CommId::WORLD,
+            send: None,
+            recv: None,
+            root: None,
+            redop: None,
+            in_place: false,
+            send_counts: Vec::new(),
+            recv_counts: Vec::new(),
+            send_dsizes: Vec::new(),
+            recv_dsizes: Vec::new(),
+            req: None,
+            reqs: Vec::new(),
+            done: Vec::new(),
+            flag: None,
+            matched: Vec::new(),
+            message: None,
+            create: None,
+            value: None,
+            time: Timing::default(),
+        }
+    }
+
+    /// Total bytes this call hands to MPI to send (v/w variants summed).
+    pub fn bytes_sent(&self) -> i64 {
+        let base = self.send.map_or(0, |t| t.bytes());
+        if !self.send_dsizes.is_empty() {
+            return self
+                .send_counts
+                .iter()
+                .zip(&self.send_dsizes)
+                .map(|(&c, &d)| i64::from(c) * i64::from(d))
+                .sum();
+        }
+        if !self.send_counts.is_empty() {
+            let dsize = self.send.map_or(0, |t| t.dsize);
+            return self.send_counts.iter().map(|&c| i64::from(c)).sum::<i64>() * dsize;
+        }
+        base
+    }
+}
+
+/// A consumer of events, in the manner of ripgrep's `Sink`: the shim *pushes*
+/// each event as the call returns, and the sink decides what to keep.
+///
+/// Implementations must be cheap per event (the shim's budget is a few hundred
+/// nanoseconds per call) and must never panic on well-formed events. Errors
+/// are reported, not thrown: a sink that fails returns the error once and the
+/// shim then stops tracing while the application goes on.
+pub trait EventSink: Send {
+    /// Takes one event. Called in the rank's call order (per thread).
+    fn push(&mut self, event: &Event) -> Result<(), crate::Error>;
+    /// Flushes everything; called once, at `MPI_Finalize` or `MPI_Abort`.
+    fn finish(&mut self) -> Result<(), crate::Error>;
+}

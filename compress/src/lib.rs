@@ -1,0 +1,61 @@
+//! The trace model of rankscale.
+//!
+//! This crate owns the contract between all rankscale tools: the [`Event`]
+//! model that the tracer records, the canonical raw text form of events
+//! ([`raw`]) and, built on them, the compressed trace. Every other crate uses
+//! these types through this API and never depends on how the shim built them.
+
+pub mod event;
+pub mod profile;
+pub mod raw;
+
+pub use event::{
+    CommCreate, CommId, Event, EventSink, Family, Matched, Op, Peer, ReduceOp, ReqId, Tag, Timing,
+    Transfer,
+};
+
+use std::path::{Path, PathBuf};
+
+/// Errors of the trace model. Every reader error names the file and, where
+/// it applies, the line, so that a user can find the bad input.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A raw log line does not follow the grammar.
+    #[error("line {line}: {msg}")]
+    RawSyntax {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// An error located in a file.
+    #[error("{path}: {inner}")]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// The error inside it.
+        inner: Box<Error>,
+    },
+}
+
+impl Error {
+    /// Wraps the error with the file it came from.
+    pub fn in_file(self, path: &Path) -> Error {
+        match self {
+            e @ (Error::Io { .. } | Error::InFile { .. }) => e,
+            e => Error::InFile {
+                path: path.to_path_buf(),
+                inner: Box::new(e),
+            },
+        }
+    }
+}

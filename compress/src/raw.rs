@@ -1,0 +1,538 @@
+//! The canonical raw text form of events: one event per line.
+//!
+//! This grammar is a contract. The tracer's raw mode (`RANKSCALE_RAW=DIR`)
+//! writes it per rank, and `rankscale show --expand RANK` prints it from a
+//! compressed trace, so that lossless compression is checked with `diff`.
+//! It therefore holds no timing and no raw handles, and every field has
+//! exactly one spelling. The grammar is documented in the README; in short:
+//!
+//! ```text
+//! line     = OP " site=" HEX16 [" thread=" N] [" comm=" N] {" " field}
+//! field    = "send=" xfer | "recv=" xfer | "root=" N | "redop=" NAME | "inplace"
+//!          | "scounts=" list | "rcounts=" list | "sdsizes=" list | "rdsizes=" list
+//!          | "req=" N | "reqs=" list | "done=" list | "flag=" 0|1
+//!          | "match=" m {"," m} | "msg=" N | "new=" (N|"null") " size=" N
+//!          | "color=" (N|"undef") | "key=" N | "stype=" N | "dims=" list
+//!          | "periods=" list | "edges=" list | "sources=" list | "members=" list
+//!          | "reorder=" 0|1 | "value=" N
+//! xfer     = peer "/" tag "/" COUNT "/" DSIZE      (point-to-point and probes)
+//!          | COUNT "/" DSIZE                      (collectives: no peer, no tag)
+//! peer     = WORLD_RANK | "any" | "null"
+//! tag      = N | "any"                            m    = (REQ | "-") ":" SRC ":" TAG
+//! list     = [N {"," N}]
+//! ```
+//!
+//! Fields appear in the order above, and only when set.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+use crate::event::{
+    CommCreate, CommId, Event, EventSink, Family, Matched, Op, Peer, ReduceOp, ReqId, Tag, Transfer,
+};
+
+/// The file name of rank `rank`'s raw log inside the raw directory.
+pub fn rank_file_name(rank: i32) -> String {
+    format!("rank-{rank:05}.txt")
+}
+
+/// Whether the raw form of `op` names a communicator.
+fn has_comm(op: Op) -> bool {
+    !matches!(op.family(), Family::InitExit | Family::Completion)
+        && !matches!(op, Op::Start | Op::Startall | Op::RequestFree)
+}
+
+fn write_list<T: std::fmt::Display>(out: &mut String, key: &str, items: &[T]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = write!(out, " {key}=");
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{x}");
+    }
+}
+
+fn write_peer(out: &mut String, peer: Peer) {
+    match peer {
+        Peer::Rank { world, .. } => {
+            let _ = write!(out, "{world}");
+        }
+        Peer::Any => out.push_str("any"),
+        Peer::Null => out.push_str("null"),
+    }
+}
+
+fn write_xfer(out: &mut String, key: &str, t: &Transfer, collective: bool) {
+    let _ = write!(out, " {key}=");
+    if collective {
+        // Collectives have no peer and no tag: only count and datatype size.
+        let _ = write!(out, "{}/{}", t.count, t.dsize);
+        return;
+    }
+    write_peer(out, t.peer);
+    match t.tag {
+        Tag::Value(v) => {
+            let _ = write!(out, "/{v}");
+        }
+        Tag::Any => out.push_str("/any"),
+    }
+    let _ = write!(out, "/{}/{}", t.count, t.dsize);
+}
+
+/// Appends the canonical line for `ev` (without the newline) to `out`.
+pub fn format_event(ev: &Event, out: &mut String) {
+    let _ = write!(out, "{} site={:016x}", ev.op.name(), ev.site);
+    if ev.thread != 0 {
+        let _ = write!(out, " thread={}", ev.thread);
+    }
+    if has_comm(ev.op) {
+        let _ = write!(out, " comm={}", ev.comm.0);
+    }
+    if let Some(t) = &ev.send {
+        write_xfer(out, "send", t, ev.op.is_collective());
+    }
+    if let Some(t) = &ev.recv {
+        write_xfer(out, "recv", t, ev.op.is_collective());
+    }
+    if let Some(r) = ev.root {
+        let _ = write!(out, " root={r}");
+    }
+    if let Some(op) = ev.redop {
+        let _ = write!(out, " redop={}", op.name());
+    }
+    if ev.in_place {
+        out.push_str(" inplace");
+    }
+    write_list(out, "scounts", &ev.send_counts);
+    write_list(out, "rcounts", &ev.recv_counts);
+    write_list(out, "sdsizes", &ev.send_dsizes);
+    write_list(out, "rdsizes", &ev.recv_dsizes);
+    if let Some(r) = ev.req {
+        let _ = write!(out, " req={}", r.0);
+    }
+    let reqs: Vec<u64> = ev.reqs.iter().map(|r| r.0).collect();
+    write_list(out, "reqs", &reqs);
+    let done: Vec<u64> = ev.done.iter().map(|r| r.0).collect();
+    write_list(out, "done", &done);
+    if let Some(f) = ev.flag {
+        let _ = write!(out, " flag={}", u8::from(f));
+    }
+    if !ev.matched.is_empty() {
+        out.push_str(" match=");
+        for (i, m) in ev.matched.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match m.req {
+                Some(r) => {
+                    let _ = write!(out, "{}", r.0);
+                }
+                None => out.push('-'),
+            }
+            let _ = write!(out, ":{}:{}", m.source, m.tag);
+        }
+    }
+    if let Some(m) = ev.message {
+        let _ = write!(out, " msg={m}");
+    }
+    if let Some(c) = &ev.create {
+        match c.new {
+            Some(id) => {
+                let _ = write!(out, " new={}", id.0);
+            }
+            None => out.push_str(" new=null"),
+        }
+        let _ = write!(out, " size={}", c.size);
+        if let Some(color) = c.color {
+            let _ = write!(out, " color={color}");
+        } else if c.key.is_some() && c.split_type.is_none() {
+            out.push_str(" color=undef");
+        }
+        if let Some(k) = c.key {
+            let _ = write!(out, " key={k}");
+        }
+        if let Some(s) = c.split_type {
+            let _ = write!(out, " stype={s}");
+        }
+        write_list(out, "dims", &c.dims);
+        write_list(out, "periods", &c.periods);
+        write_list(out, "edges", &c.edges);
+        write_list(out, "sources", &c.sources);
+        write_list(out, "members", &c.members);
+        if let Some(r) = c.reorder {
+            let _ = write!(out, " reorder={}", u8::from(r));
+        }
+    }
+    if let Some(v) = ev.value {
+        let _ = write!(out, " value={v}");
+    }
+}
+
+/// The canonical line for `ev`, without the newline.
+pub fn event_line(ev: &Event) -> String {
+    let mut s = String::with_capacity(96);
+    format_event(ev, &mut s);
+    s
+}
+
+fn bad(line: usize, msg: impl Into<String>) -> Error {
+    Error::RawSyntax {
+        line,
+        msg: msg.into(),
+    }
+}
+
+fn num<T: std::str::FromStr>(line: usize, key: &str, v: &str) -> Result<T, Error> {
+    v.parse()
+        .map_err(|_| bad(line, format!("field `{key}`: `{v}` is not a number")))
+}
+
+fn list<T: std::str::FromStr>(line: usize, key: &str, v: &str) -> Result<Vec<T>, Error> {
+    v.split(',').map(|x| num(line, key, x)).collect()
+}
+
+fn parse_peer(line: usize, v: &str) -> Result<Peer, Error> {
+    Ok(match v {
+        "any" => Peer::Any,
+        "null" => Peer::Null,
+        _ => {
+            let world = num(line, "peer", v)?;
+            // The raw form is absolute: the local rank is not part of it.
+            Peer::Rank { world, local: -1 }
+        }
+    })
+}
+
+fn parse_xfer(line: usize, key: &str, v: &str) -> Result<Transfer, Error> {
+    let parts: Vec<&str> = v.split('/').collect();
+    if let [count, dsize] = parts[..] {
+        // The collective form (see `write_xfer`).
+        return Ok(Transfer {
+            peer: Peer::Null,
+            tag: Tag::Value(0),
+            count: num(line, key, count)?,
+            dsize: num(line, key, dsize)?,
+        });
+    }
+    let [peer, tag, count, dsize] = parts[..] else {
+        return Err(bad(
+            line,
+            format!("field `{key}` needs peer/tag/count/dsize"),
+        ));
+    };
+    Ok(Transfer {
+        peer: parse_peer(line, peer)?,
+        tag: if tag == "any" {
+            Tag::Any
+        } else {
+            Tag::Value(num(line, key, tag)?)
+        },
+        count: num(line, key, count)?,
+        dsize: num(line, key, dsize)?,
+    })
+}
+
+fn parse_match(line: usize, v: &str) -> Result<Vec<Matched>, Error> {
+    v.split(',')
+        .map(|m| {
+            let parts: Vec<&str> = m.split(':').collect();
+            let [req, src, tag] = parts[..] else {
+                return Err(bad(line, "field `match` needs req:src:tag"));
+            };
+            Ok(Matched {
+                req: if req == "-" {
+                    None
+                } else {
+                    Some(ReqId(num(line, "match", req)?))
+                },
+                source: num(line, "match", src)?,
+                tag: num(line, "match", tag)?,
+            })
+        })
+        .collect()
+}
+
+/// Parses one canonical line back into an event (timing zero, local peer
+/// ranks unknown: `-1`). `line_no` is only used in error messages.
+///
+/// `parse_line(event_line(e))` gives `e` back up to timing and local ranks,
+/// which is what tests rely on to compare raw logs structurally.
+pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
+    let mut toks = text.split_ascii_whitespace();
+    let op_name = toks.next().ok_or_else(|| bad(line_no, "empty line"))?;
+    let op = Op::from_name(op_name)
+        .ok_or_else(|| bad(line_no, format!("unknown operation `{op_name}`")))?;
+    let mut ev = Event::new(op);
+    let mut create: Option<CommCreate> = None;
+    let cc = |c: &mut Option<CommCreate>| -> Result<(), Error> {
+        if c.is_none() {
+            return Err(bad(line_no, "communicator field before `new=`"));
+        }
+        Ok(())
+    };
+    for tok in toks {
+        if tok == "inplace" {
+            ev.in_place = true;
+            continue;
+        }
+        let (k, v) = tok
+            .split_once('=')
+            .ok_or_else(|| bad(line_no, format!("`{tok}` is not key=value")))?;
+        let l = line_no;
+        match k {
+            "site" => {
+                ev.site = u64::from_str_radix(v, 16)
+                    .map_err(|_| bad(l, format!("site `{v}` is not hex")))?
+            }
+            "thread" => ev.thread = num(l, k, v)?,
+            "comm" => ev.comm = CommId(num(l, k, v)?),
+            "send" => ev.send = Some(parse_xfer(l, k, v)?),
+            "recv" => ev.recv = Some(parse_xfer(l, k, v)?),
+            "root" => ev.root = Some(num(l, k, v)?),
+            "redop" => {
+                ev.redop = Some(
+                    ReduceOp::ALL
+                        .into_iter()
+                        .find(|o| o.name() == v)
+                        .ok_or_else(|| bad(l, format!("unknown redop `{v}`")))?,
+                )
+            }
+            "scounts" => ev.send_counts = list(l, k, v)?,
+            "rcounts" => ev.recv_counts = list(l, k, v)?,
+            "sdsizes" => ev.send_dsizes = list(l, k, v)?,
+            "rdsizes" => ev.recv_dsizes = list(l, k, v)?,
+            "req" => ev.req = Some(ReqId(num(l, k, v)?)),
+            "reqs" => ev.reqs = list(l, k, v)?.into_iter().map(ReqId).collect(),
+            "done" => ev.done = list(l, k, v)?.into_iter().map(ReqId).collect(),
+            "flag" => ev.flag = Some(num::<u8>(l, k, v)? != 0),
+            "match" => ev.matched = parse_match(l, v)?,
+            "msg" => ev.message = Some(num(l, k, v)?),
+            "value" => ev.value = Some(num(l, k, v)?),
+            "new" => {
+                create = Some(CommCreate {
+                    new: if v == "null" {
+                        None
+                    } else {
+                        Some(CommId(num(l, k, v)?))
+                    },
+                    size: 0,
+                    color: None,
+                    key: None,
+                    split_type: None,
+                    dims: Vec::new(),
+                    periods: Vec::new(),
+                    edges: Vec::new(),
+                    sources: Vec::new(),
+                    members: Vec::new(),
+                    reorder: None,
+                })
+            }
+            _ => {
+                cc(&mut create)?;
+                let c = create.as_mut().expect("checked above");
+                match k {
+                    "size" => c.size = num(l, k, v)?,
+                    "color" => {
+                        c.color = if v == "undef" {
+                            None
+                        } else {
+                            Some(num(l, k, v)?)
+                        }
+                    }
+                    "key" => c.key = Some(num(l, k, v)?),
+                    "stype" => c.split_type = Some(num(l, k, v)?),
+                    "dims" => c.dims = list(l, k, v)?,
+                    "periods" => c.periods = list(l, k, v)?,
+                    "edges" => c.edges = list(l, k, v)?,
+                    "sources" => c.sources = list(l, k, v)?,
+                    "members" => c.members = list(l, k, v)?,
+                    "reorder" => c.reorder = Some(num::<u8>(l, k, v)? != 0),
+                    _ => return Err(bad(l, format!("unknown field `{k}`"))),
+                }
+            }
+        }
+    }
+    ev.create = create.map(Box::new);
+    Ok(ev)
+}
+
+/// Reads a whole raw log (one rank's file).
+pub fn read_log(path: &Path) -> Result<Vec<Event>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| parse_line(l, i + 1))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.in_file(path))
+}
+
+/// An [`EventSink`] that writes the canonical raw log of one rank.
+///
+/// Output is buffered; [`EventSink::finish`] flushes it. The file is created
+/// lazily by [`RawLogWriter::create`], so that a directory that cannot be
+/// written is reported once, before any event is lost silently.
+pub struct RawLogWriter {
+    out: BufWriter<File>,
+    path: PathBuf,
+    line: String,
+}
+
+impl RawLogWriter {
+    /// Creates `DIR/rank-NNNNN.txt` (and `DIR` if needed).
+    pub fn create(dir: &Path, rank: i32) -> Result<RawLogWriter, Error> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let path = dir.join(rank_file_name(rank));
+        let file = File::create(&path).map_err(io(&path))?;
+        Ok(RawLogWriter {
+            out: BufWriter::with_capacity(1 << 16, file),
+            path,
+            line: String::with_capacity(128),
+        })
+    }
+}
+
+impl EventSink for RawLogWriter {
+    fn push(&mut self, event: &Event) -> Result<(), Error> {
+        self.line.clear();
+        format_event(event, &mut self.line);
+        self.line.push('\n');
+        self.out
+            .write_all(self.line.as_bytes())
+            .map_err(|source| Error::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        self.out.flush().map_err(|source| Error::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<Event> {
+        let mut a = Event::new(Op::Isend);
+        a.site = 0xdead_beef;
+        a.comm = CommId(3);
+        a.send = Some(Transfer {
+            peer: Peer::Rank {
+                world: 5,
+                local: -1,
+            },
+            tag: Tag::Value(7),
+            count: 64,
+            dsize: 8,
+        });
+        a.req = Some(ReqId(12));
+        let mut b = Event::new(Op::Waitsome);
+        b.thread = 2;
+        b.reqs = vec![ReqId(12), ReqId(13)];
+        b.done = vec![ReqId(13)];
+        b.matched = vec![Matched {
+            req: Some(ReqId(13)),
+            source: 4,
+            tag: 1,
+        }];
+        let mut c = Event::new(Op::CommSplit);
+        c.create = Some(Box::new(CommCreate {
+            new: None,
+            size: 0,
+            color: None,
+            key: Some(3),
+            split_type: None,
+            dims: vec![],
+            periods: vec![],
+            edges: vec![],
+            sources: vec![],
+            members: vec![],
+            reorder: None,
+        }));
+        let mut d = Event::new(Op::Alltoallw);
+        d.send_counts = vec![1, 2];
+        d.recv_counts = vec![3, 4];
+        d.send_dsizes = vec![4, 8];
+        d.recv_dsizes = vec![8, 4];
+        d.in_place = true;
+        let mut e = Event::new(Op::Recv);
+        e.recv = Some(Transfer {
+            peer: Peer::Any,
+            tag: Tag::Any,
+            count: 1,
+            dsize: 4,
+        });
+        e.matched = vec![Matched {
+            req: None,
+            source: 2,
+            tag: 9,
+        }];
+        let mut f = Event::new(Op::Allreduce);
+        f.redop = Some(ReduceOp::Sum);
+        vec![a, b, c, d, e, f]
+    }
+
+    #[test]
+    fn raw_line_round_trips_through_the_parser() {
+        for ev in sample() {
+            let line = event_line(&ev);
+            let back = parse_line(&line, 1).unwrap();
+            assert_eq!(event_line(&back), line);
+            assert_eq!(back.op, ev.op);
+        }
+    }
+
+    #[test]
+    fn raw_line_spelling_is_stable() {
+        let lines: Vec<String> = sample().iter().map(event_line).collect();
+        assert_eq!(
+            lines[0],
+            "Isend site=00000000deadbeef comm=3 send=5/7/64/8 req=12"
+        );
+        assert_eq!(
+            lines[1],
+            "Waitsome site=0000000000000000 thread=2 reqs=12,13 done=13 match=13:4:1"
+        );
+        assert_eq!(
+            lines[2],
+            "Comm_split site=0000000000000000 comm=0 new=null size=0 color=undef key=3"
+        );
+        assert_eq!(
+            lines[4],
+            "Recv site=0000000000000000 comm=0 recv=any/any/1/4 match=-:2:9"
+        );
+    }
+
+    #[test]
+    fn malformed_lines_are_errors_not_panics() {
+        for bad in [
+            "",
+            "Frobnicate site=0",
+            "Send site=xyz",
+            "Send send=1/2/3",
+            "Send key=3",
+            "Send match=1:2",
+            "Send =",
+            "Send flag=yes",
+        ] {
+            assert!(parse_line(bad, 1).is_err(), "{bad:?} should fail");
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Tracer settings, read once from `RANKSCALE_*` environment variables at
+//! `MPI_Init`. A bad value is reported with a warning and the default is used:
+//! a typo in a variable must never stop the application.
+
+use std::path::PathBuf;
+
+use crate::tracer::warn;
+
+/// The tracer's settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    /// `RANKSCALE_RAW=DIR`: write one canonical raw log per rank into DIR.
+    pub raw_dir: Option<PathBuf>,
+    /// `RANKSCALE_DEPTH=N` (default 1): call-site frames in the signature.
+    pub depth: usize,
+    /// `RANKSCALE_YIELD=1`: blocking calls wait by test-and-sleep, so that
+    /// oversubscribed busy-polling MPI libraries make progress. The recorded
+    /// events are the same with and without it.
+    pub yield_wait: bool,
+    /// `RANKSCALE_YIELD_US` (default 20): the sleep between two tests.
+    pub yield_us: u64,
+}
+
+fn parse<T: std::str::FromStr>(name: &str, default: T, ok: impl Fn(&T) -> bool) -> T {
+    match std::env::var(name) {
+        Err(_) => default,
+        Ok(v) => match v.trim().parse::<T>() {
+            Ok(x) if ok(&x) => x,
+            _ => {
+                warn(None, &format!("ignoring {name}={v:?}: not a valid value"));
+                default
+            }
+        },
+    }
+}
+
+impl Config {
+    /// Reads the environment.
+    pub fn from_env() -> Config {
+        let raw_dir = std::env::var_os("RANKSCALE_RAW")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let flag = |name: &str| {
+            std::env::var(name).is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false" | "no"))
+        };
+        Config {
+            raw_dir,
+            depth: parse("RANKSCALE_DEPTH", 1usize, |d| (1..=64).contains(d)),
+            yield_wait: flag("RANKSCALE_YIELD"),
+            yield_us: parse("RANKSCALE_YIELD_US", 20u64, |d| *d <= 1_000_000),
+        }
+    }
+}

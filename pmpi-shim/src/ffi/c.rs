@@ -1,0 +1,1306 @@
+//! C entry points (`MPI_*`), each forwarding to `PMPI_*`.
+//!
+//! Every wrapper has the same shape (see [`entry!`]): read the caller's return
+//! address, enter a [`Scope`] (or pass straight through when tracing is off
+//! or the call is nested in another wrapper), call PMPI with the
+//! application's arguments unchanged, describe the call as an [`Event`], and
+//! return MPI's own return code. Whatever happens in the tracer, the
+//! application sees the same MPI results and return codes.
+//!
+//! Argument rules follow the standard: buffers, counts and datatypes that are
+//! "significant only at root" are only read at the root, `MPI_IN_PLACE`
+//! arguments are never read, and request handles are read before the call
+//! (completion sets them to `MPI_REQUEST_NULL`).
+#![allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::Arc;
+
+use compress::{Event, Matched, Op, Peer, ReqId, Tag, Transfer};
+use mpi_sys::*;
+
+use super::{
+    Key, coll, comm, comm_rank, comm_size, consts, dsize, group_members, ints, is_wildcard, nap,
+    new_comm, redop, xfer,
+};
+use crate::return_address;
+use crate::tracer::{self, CommInfo, ReqInfo, Scope, Tracer};
+
+/// Defines one C entry point. `$body` runs only when the call is traced; it
+/// must call PMPI with the same arguments and record the event.
+macro_rules! entry {
+    ($name:ident, $pmpi:ident, ($($a:ident : $t:ty),* $(,)?), |$s:ident| $body:block) => {
+        #[doc = concat!("Interposes `", stringify!($name), "`: records the call, then forwards to `", stringify!($pmpi), "`.")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> c_int {
+            let ret = return_address!();
+            let Some($s) = Scope::enter(ret) else {
+                // SAFETY: the application's arguments go unchanged to the
+                // library's own implementation, exactly as without the shim.
+                return unsafe { $pmpi($($a),*) };
+            };
+            #[allow(unused_unsafe)]
+            // SAFETY: the body forwards the application's arguments
+            // unchanged to PMPI and reads only the arguments the standard
+            // says are significant for this call, after or before the call
+            // as MPI allows (see the module documentation).
+            unsafe { $body }
+        }
+    };
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn null_req() -> MPI_Request {
+    // SAFETY: reading an initialised mpi-sys constant.
+    unsafe { RSMPI_REQUEST_NULL }
+}
+
+fn ignore() -> *mut MPI_Status {
+    // SAFETY: reading an initialised mpi-sys constant.
+    unsafe { RSMPI_STATUS_IGNORE }
+}
+
+/// Waits for a request by test-and-sleep (the yielding mode).
+///
+/// # Safety
+/// `req` must point to a valid request; `status` to a status or be
+/// `MPI_STATUS_IGNORE`.
+unsafe fn wait_yield(t: &Tracer, req: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    loop {
+        let mut flag: c_int = 0;
+        // SAFETY: guaranteed by the caller.
+        let rc = unsafe { PMPI_Test(req, &mut flag, status) };
+        if rc != 0 || flag != 0 {
+            return rc;
+        }
+        nap(t.config.yield_us);
+    }
+}
+
+/// A status the shim can read: the caller's, or `local` when the caller
+/// passed `MPI_STATUS_IGNORE` but the outcome must be recorded.
+fn status_for(user: *mut MPI_Status, need: bool, local: &mut MPI_Status) -> *mut MPI_Status {
+    if need && user as usize == consts().status_ignore {
+        local
+    } else {
+        user
+    }
+}
+
+/// The array version of [`status_for`].
+fn statuses_for(
+    user: *mut MPI_Status,
+    need: bool,
+    n: usize,
+    local: &mut Vec<MPI_Status>,
+) -> *mut MPI_Status {
+    if need && user as usize == consts().statuses_ignore {
+        // SAFETY: MPI_Status is plain old data; zeroed is a valid value.
+        local.resize(n, unsafe { std::mem::zeroed() });
+        local.as_mut_ptr()
+    } else {
+        user
+    }
+}
+
+fn zero_status() -> MPI_Status {
+    // SAFETY: MPI_Status is plain old data; zeroed is a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+/// The matched source (as a world rank) and tag of a completed receive.
+fn matched(info: &CommInfo, st: &MPI_Status, req: Option<ReqId>) -> Matched {
+    let src = st.MPI_SOURCE;
+    Matched {
+        req,
+        source: if src < 0 { -1 } else { info.world(src) },
+        tag: st.MPI_TAG,
+    }
+}
+
+/// Registers the request MPI returned in `*request`.
+///
+/// # Safety
+/// `request` must point to the request the call just wrote.
+unsafe fn add_req(
+    t: &Tracer,
+    request: *mut MPI_Request,
+    persistent: bool,
+    wildcard: bool,
+    c: MPI_Comm,
+) -> Option<ReqId> {
+    // SAFETY: guaranteed by the caller.
+    let r = unsafe { *request };
+    if r.key() == consts().request_null {
+        return None;
+    }
+    Some(t.add_req(r.key(), persistent, wildcard, comm(t, c)))
+}
+
+/// Handle keys of a request array, read before the call nulls them.
+///
+/// # Safety
+/// `reqs` must point to `n` requests.
+unsafe fn req_keys(reqs: *const MPI_Request, n: c_int) -> Vec<usize> {
+    let n = usize::try_from(n).unwrap_or(0);
+    if reqs.is_null() || n == 0 {
+        return Vec::new();
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(reqs, n) }
+        .iter()
+        .map(|r| r.key())
+        .collect()
+}
+
+/// Fills a completion event: the requests handed in, the ones completed
+/// (by index into `keys`), and the matched source/tag of completed wildcard
+/// receives. Retires completed non-persistent requests.
+fn completion(
+    t: &Tracer,
+    ev: &mut Event,
+    keys: &[usize],
+    infos: &[Option<ReqInfo>],
+    done: &[usize],
+    status_of: impl Fn(usize) -> Option<MPI_Status>,
+) {
+    ev.reqs = infos.iter().flatten().map(|r| r.id).collect();
+    let mut retired = Vec::with_capacity(done.len());
+    for (k, &i) in done.iter().enumerate() {
+        let Some(Some(info)) = infos.get(i) else {
+            continue;
+        };
+        ev.done.push(info.id);
+        retired.push(keys[i]);
+        if info.wildcard
+            && let Some(st) = status_of(k)
+        {
+            ev.matched.push(matched(&info.comm, &st, Some(info.id)));
+        }
+    }
+    t.retire_reqs(&retired, false);
+}
+
+fn any_wildcard(infos: &[Option<ReqInfo>]) -> bool {
+    infos.iter().flatten().any(|r| r.wildcard)
+}
+
+// ------------------------------------------------------------ init / exit
+
+/// Records `Init`/`Init_thread` once the tracer exists.
+fn after_init(ret: usize, op: Op, value: Option<i64>) {
+    let started = std::panic::catch_unwind(super::start_tracer);
+    if started.is_err() {
+        tracer::warn(
+            None,
+            "could not start the tracer; the application continues untraced",
+        );
+        return;
+    }
+    if let Some(s) = Scope::enter(ret) {
+        s.record(op, |_, ev| ev.value = value);
+    }
+}
+
+/// Interposes `MPI_Init`: initialises MPI, then the tracer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let ret = return_address!();
+    // SAFETY: the application's arguments go unchanged to the library.
+    let rc = tracer::untraced(|| unsafe { PMPI_Init(argc, argv) });
+    if rc == 0 && tracer::get().is_none() {
+        after_init(ret, Op::Init, None);
+    }
+    rc
+}
+
+/// Interposes `MPI_Init_thread`: initialises MPI, then the tracer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    let ret = return_address!();
+    // SAFETY: the application's arguments go unchanged to the library.
+    let rc = tracer::untraced(|| unsafe { PMPI_Init_thread(argc, argv, required, provided) });
+    if rc == 0 && tracer::get().is_none() {
+        // SAFETY: MPI wrote `*provided` on success.
+        let p = if provided.is_null() {
+            -1
+        } else {
+            unsafe { *provided }
+        };
+        after_init(
+            ret,
+            Op::InitThread,
+            Some(i64::from(required) * 16 + i64::from(p)),
+        );
+    }
+    rc
+}
+
+/// Records Finalize and flushes the trace while MPI is still usable.
+pub(crate) fn before_finalize(ret: usize) {
+    if let Some(s) = Scope::enter(ret) {
+        s.record(Op::Finalize, |_, _| {});
+    }
+    if let Some(t) = tracer::get() {
+        let _ = std::panic::catch_unwind(|| t.finish());
+    }
+}
+
+/// Records Abort and flushes what can be flushed.
+pub(crate) fn before_abort(ret: usize, comm_h: MPI_Comm, code: c_int) {
+    if let Some(s) = Scope::enter(ret) {
+        s.record(Op::Abort, |t, ev| {
+            ev.comm = comm(t, comm_h).id;
+            ev.value = Some(i64::from(code));
+        });
+    }
+    if let Some(t) = tracer::get() {
+        let _ = std::panic::catch_unwind(|| t.finish());
+    }
+}
+
+/// Interposes `MPI_Finalize`: records it, writes the trace, finalises MPI.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    let ret = return_address!();
+    before_finalize(ret);
+    // SAFETY: no arguments; the library's own Finalize.
+    tracer::untraced(|| unsafe { PMPI_Finalize() })
+}
+
+/// Interposes `MPI_Abort`: records it and flushes before aborting.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Abort(comm_h: MPI_Comm, code: c_int) -> c_int {
+    let ret = return_address!();
+    before_abort(ret, comm_h, code);
+    // SAFETY: the application's arguments go unchanged to the library.
+    unsafe { PMPI_Abort(comm_h, code) }
+}
+
+// ------------------------------------------------------ point-to-point
+
+macro_rules! blocking_send {
+    ($name:ident, $pmpi:ident, $ipmpi:ident, $op:expr) => {
+        entry!($name, $pmpi, (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm), |s| {
+            let rc = if s.tracer().config.yield_wait {
+                let mut r = null_req();
+                let rc = $ipmpi(buf, count, datatype, dest, tag, comm_h, &mut r);
+                if rc == 0 { wait_yield(s.tracer(), &mut r, ignore()) } else { rc }
+            } else {
+                $pmpi(buf, count, datatype, dest, tag, comm_h)
+            };
+            s.record($op, |t, ev| {
+                let ci = comm(t, comm_h);
+                ev.comm = ci.id;
+                ev.send = Some(xfer(&ci, dest, tag, count, datatype));
+            });
+            rc
+        });
+    };
+}
+blocking_send!(MPI_Send, PMPI_Send, PMPI_Isend, Op::Send);
+blocking_send!(MPI_Ssend, PMPI_Ssend, PMPI_Issend, Op::Ssend);
+blocking_send!(MPI_Rsend, PMPI_Rsend, PMPI_Irsend, Op::Rsend);
+// Bsend is local: it never waits for the receiver, so it needs no yielding.
+blocking_send!(MPI_Bsend, PMPI_Bsend, PMPI_Ibsend, Op::Bsend);
+
+macro_rules! nonblocking_send {
+    ($name:ident, $pmpi:ident, $op:expr, $persistent:expr) => {
+        entry!($name, $pmpi, (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
+            let rc = $pmpi(buf, count, datatype, dest, tag, comm_h, request);
+            s.record($op, |t, ev| {
+                let ci = comm(t, comm_h);
+                ev.comm = ci.id;
+                ev.send = Some(xfer(&ci, dest, tag, count, datatype));
+                if rc == 0 {
+                    ev.req = add_req(t, request, $persistent, false, comm_h);
+                }
+            });
+            rc
+        });
+    };
+}
+nonblocking_send!(MPI_Isend, PMPI_Isend, Op::Isend, false);
+nonblocking_send!(MPI_Issend, PMPI_Issend, Op::Issend, false);
+nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, Op::Ibsend, false);
+nonblocking_send!(MPI_Irsend, PMPI_Irsend, Op::Irsend, false);
+nonblocking_send!(MPI_Send_init, PMPI_Send_init, Op::SendInit, true);
+nonblocking_send!(MPI_Ssend_init, PMPI_Ssend_init, Op::SsendInit, true);
+
+macro_rules! nonblocking_recv {
+    ($name:ident, $pmpi:ident, $op:expr, $persistent:expr) => {
+        entry!($name, $pmpi, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
+            let rc = $pmpi(buf, count, datatype, source, tag, comm_h, request);
+            s.record($op, |t, ev| {
+                let ci = comm(t, comm_h);
+                ev.comm = ci.id;
+                ev.recv = Some(xfer(&ci, source, tag, count, datatype));
+                if rc == 0 {
+                    ev.req = add_req(t, request, $persistent, is_wildcard(source, tag), comm_h);
+                }
+            });
+            rc
+        });
+    };
+}
+nonblocking_recv!(MPI_Irecv, PMPI_Irecv, Op::Irecv, false);
+nonblocking_recv!(MPI_Recv_init, PMPI_Recv_init, Op::RecvInit, true);
+
+entry!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
+    let wild = is_wildcard(source, tag);
+    let mut local = zero_status();
+    let st = status_for(status, wild, &mut local);
+    let rc = if s.tracer().config.yield_wait {
+        let mut r = null_req();
+        let rc = PMPI_Irecv(buf, count, datatype, source, tag, comm_h, &mut r);
+        if rc == 0 { wait_yield(s.tracer(), &mut r, st) } else { rc }
+    } else {
+        PMPI_Recv(buf, count, datatype, source, tag, comm_h, st)
+    };
+    s.record(Op::Recv, |t, ev| {
+        let ci = comm(t, comm_h);
+        ev.comm = ci.id;
+        ev.recv = Some(xfer(&ci, source, tag, count, datatype));
+        if wild && rc == 0 {
+            ev.matched.push(matched(&ci, &*st, None));
+        }
+    });
+    rc
+});
+
+entry!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
+    let wild = is_wildcard(source, recvtag);
+    let mut local = zero_status();
+    let st = status_for(status, wild, &mut local);
+    let rc = if s.tracer().config.yield_wait {
+        let mut r = [null_req(), null_req()];
+        let mut sts = [zero_status(), zero_status()];
+        let mut rc = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm_h, &mut r[0]);
+        if rc == 0 {
+            rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm_h, &mut r[1]);
+        }
+        if rc == 0 {
+            rc = yield_all(s.tracer(), 2, r.as_mut_ptr(), sts.as_mut_ptr());
+            if st as usize != consts().status_ignore {
+                *st = sts[0];
+            }
+        }
+        rc
+    } else {
+        PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm_h, st)
+    };
+    s.record(Op::Sendrecv, |t, ev| {
+        let ci = comm(t, comm_h);
+        ev.comm = ci.id;
+        ev.send = Some(xfer(&ci, dest, sendtag, sendcount, sendtype));
+        ev.recv = Some(xfer(&ci, source, recvtag, recvcount, recvtype));
+        if wild && rc == 0 {
+            ev.matched.push(matched(&ci, &*st, None));
+        }
+    });
+    rc
+});
+
+entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
+    let wild = is_wildcard(source, recvtag);
+    let mut local = zero_status();
+    let st = status_for(status, wild, &mut local);
+    let rc = PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm_h, st);
+    s.record(Op::SendrecvReplace, |t, ev| {
+        let ci = comm(t, comm_h);
+        ev.comm = ci.id;
+        ev.send = Some(xfer(&ci, dest, sendtag, count, datatype));
+        ev.recv = Some(xfer(&ci, source, recvtag, count, datatype));
+        if wild && rc == 0 {
+            ev.matched.push(matched(&ci, &*st, None));
+        }
+    });
+    rc
+});
+
+// ------------------------------------------------------------ persistent
+
+entry!(MPI_Start, PMPI_Start, (request: *mut MPI_Request), |s| {
+    let before = (*request).key();
+    let rc = PMPI_Start(request);
+    let after = (*request).key();
+    s.record(Op::Start, |t, ev| {
+        t.rekey_req(before, after);
+        ev.reqs = t.reqs(&[after]).into_iter().flatten().map(|r| r.id).collect();
+    });
+    rc
+});
+
+entry!(MPI_Startall, PMPI_Startall, (count: c_int, requests: *mut MPI_Request), |s| {
+    let before = req_keys(requests, count);
+    let rc = PMPI_Startall(count, requests);
+    let after = req_keys(requests, count);
+    s.record(Op::Startall, |t, ev| {
+        for (b, a) in before.iter().zip(&after) {
+            t.rekey_req(*b, *a);
+        }
+        ev.reqs = t.reqs(&after).into_iter().flatten().map(|r| r.id).collect();
+    });
+    rc
+});
+
+entry!(MPI_Request_free, PMPI_Request_free, (request: *mut MPI_Request), |s| {
+    let key = (*request).key();
+    let rc = PMPI_Request_free(request);
+    s.record(Op::RequestFree, |t, ev| {
+        ev.reqs = t.reqs(&[key]).into_iter().flatten().map(|r| r.id).collect();
+        t.retire_reqs(&[key], true);
+    });
+    rc
+});
+
+// ------------------------------------------------------------ completion
+
+/// Testall loop with sleeps (yielding Waitall).
+///
+/// # Safety
+/// As for `MPI_Waitall`.
+unsafe fn yield_all(t: &Tracer, n: c_int, reqs: *mut MPI_Request, sts: *mut MPI_Status) -> c_int {
+    loop {
+        let mut flag: c_int = 0;
+        // SAFETY: guaranteed by the caller.
+        let rc = unsafe { PMPI_Testall(n, reqs, &mut flag, sts) };
+        if rc != 0 || flag != 0 {
+            return rc;
+        }
+        nap(t.config.yield_us);
+    }
+}
+
+entry!(MPI_Wait, PMPI_Wait, (request: *mut MPI_Request, status: *mut MPI_Status), |s| {
+    let t = s.tracer();
+    let keys = [(*request).key()];
+    let infos = t.reqs(&keys);
+    let mut local = zero_status();
+    let st = status_for(status, any_wildcard(&infos), &mut local);
+    let rc = if t.config.yield_wait { wait_yield(t, request, st) } else { PMPI_Wait(request, st) };
+    s.record(Op::Wait, |t, ev| {
+        if rc == 0 {
+            completion(t, ev, &keys, &infos, &[0], |_| Some(*st));
+        } else {
+            ev.reqs = infos.iter().flatten().map(|r| r.id).collect();
+        }
+    });
+    rc
+});
+
+entry!(MPI_Test, PMPI_Test, (request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status), |s| {
+    let t = s.tracer();
+    let keys = [(*request).key()];
+    let infos = t.reqs(&keys);
+    let mut local = zero_status();
+    let st = status_for(status, any_wildcard(&infos), &mut local);
+    let rc = PMPI_Test(request, flag, st);
+    s.record(Op::Test, |t, ev| {
+        let f = rc == 0 && *flag != 0;
+        ev.flag = Some(f);
+        let done: &[usize] = if f { &[0] } else { &[] };
+        completion(t, ev, &keys, &infos, done, |_| Some(*st));
+    });
+    rc
+});
+
+entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, requests: *mut MPI_Request, statuses: *mut MPI_Status), |s| {
+    let t = s.tracer();
+    let keys = req_keys(requests, count);
+    let infos = t.reqs(&keys);
+    let mut local = Vec::new();
+    let sts = statuses_for(statuses, any_wildcard(&infos), keys.len(), &mut local);
+    let rc = if t.config.yield_wait { yield_all(t, count, requests, sts) } else { PMPI_Waitall(count, requests, sts) };
+    s.record(Op::Waitall, |t, ev| {
+        let all: Vec<usize> = if rc == 0 { (0..keys.len()).collect() } else { Vec::new() };
+        completion(t, ev, &keys, &infos, &all, |k| Some(*sts.add(all[k])));
+    });
+    rc
+});
+
+entry!(MPI_Testall, PMPI_Testall, (count: c_int, requests: *mut MPI_Request, flag: *mut c_int, statuses: *mut MPI_Status), |s| {
+    let t = s.tracer();
+    let keys = req_keys(requests, count);
+    let infos = t.reqs(&keys);
+    let mut local = Vec::new();
+    let sts = statuses_for(statuses, any_wildcard(&infos), keys.len(), &mut local);
+    let rc = PMPI_Testall(count, requests, flag, sts);
+    s.record(Op::Testall, |t, ev| {
+        let f = rc == 0 && *flag != 0;
+        ev.flag = Some(f);
+        let all: Vec<usize> = if f { (0..keys.len()).collect() } else { Vec::new() };
+        completion(t, ev, &keys, &infos, &all, |k| Some(*sts.add(all[k])));
+    });
+    rc
+});
+
+entry!(MPI_Waitany, PMPI_Waitany, (count: c_int, requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status), |s| {
+    let t = s.tracer();
+    let keys = req_keys(requests, count);
+    let infos = t.reqs(&keys);
+    let mut local = zero_status();
+    let st = status_for(status, any_wildcard(&infos), &mut local);
+    let rc = if t.config.yield_wait {
+        loop {
+            let mut flag: c_int = 0;
+            let rc = PMPI_Testany(count, requests, index, &mut flag, st);
+            if rc != 0 || flag != 0 {
+                break rc;
+            }
+            nap(t.config.yield_us);
+        }
+    } else {
+        PMPI_Waitany(count, requests, index, st)
+    };
+    s.record(Op::Waitany, |t, ev| {
+        let done: Vec<usize> = if rc == 0 { usize::try_from(*index).into_iter().collect() } else { Vec::new() };
+        completion(t, ev, &keys, &infos, &done, |_| Some(*st));
+    });
+    rc
+});
+
+entry!(MPI_Testany, PMPI_Testany, (count: c_int, requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status), |s| {
+    let t = s.tracer();
+    let keys = req_keys(requests, count);
+    let infos = t.reqs(&keys);
+    let mut local = zero_status();
+    let st = status_for(status, any_wildcard(&infos), &mut local);
+    let rc = PMPI_Testany(count, requests, index, flag, st);
+    s.record(Op::Testany, |t, ev| {
+        let f = rc == 0 && *flag != 0;
+        ev.flag = Some(f);
+        let done: Vec<usize> = if f { usize::try_from(*index).into_iter().collect() } else { Vec::new() };
+        completion(t, ev, &keys, &infos, &done, |_| Some(*st));
+    });
+    rc
+});
+
+macro_rules! some_completion {
+    ($name:ident, $pmpi:ident, $op:expr, $yield:expr) => {
+        entry!($name, $pmpi, (incount: c_int, requests: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status), |s| {
+            let t = s.tracer();
+            let keys = req_keys(requests, incount);
+            let infos = t.reqs(&keys);
+            let mut local = Vec::new();
+            let sts = statuses_for(statuses, any_wildcard(&infos), keys.len(), &mut local);
+            let rc = if $yield && t.config.yield_wait {
+                loop {
+                    let rc = PMPI_Testsome(incount, requests, outcount, indices, sts);
+                    if rc != 0 || *outcount != 0 {
+                        break rc;
+                    }
+                    nap(t.config.yield_us);
+                }
+            } else {
+                $pmpi(incount, requests, outcount, indices, sts)
+            };
+            s.record($op, |t, ev| {
+                let n = if rc == 0 && *outcount > 0 { *outcount } else { 0 };
+                let done: Vec<usize> = ints(indices, n).into_iter().filter_map(|i| usize::try_from(i).ok()).collect();
+                completion(t, ev, &keys, &infos, &done, |k| Some(*sts.add(k)));
+            });
+            rc
+        });
+    };
+}
+some_completion!(MPI_Waitsome, PMPI_Waitsome, Op::Waitsome, true);
+some_completion!(MPI_Testsome, PMPI_Testsome, Op::Testsome, false);
+
+// ----------------------------------------------------------------- probes
+
+/// A probe's receive side: the posted source/tag and the probed size.
+fn probe_xfer(ci: &CommInfo, source: c_int, tag: c_int, st: Option<&MPI_Status>) -> Transfer {
+    let mut bytes: c_int = 0;
+    if let Some(st) = st {
+        // SAFETY: `st` is a status MPI just filled for a matched message;
+        // MPI_Get_count only reads it. RSMPI_UINT8_T is a byte-sized type.
+        unsafe { PMPI_Get_count(st, RSMPI_UINT8_T, &mut bytes) };
+    }
+    let mut x = xfer(ci, source, tag, 0, unsafe_byte());
+    x.count = i64::from(bytes.max(0));
+    x
+}
+
+fn unsafe_byte() -> MPI_Datatype {
+    // SAFETY: reading an initialised mpi-sys constant.
+    unsafe { RSMPI_UINT8_T }
+}
+
+entry!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
+    let t = s.tracer();
+    let mut local = zero_status();
+    let st = status_for(status, true, &mut local);
+    let rc = if t.config.yield_wait {
+        loop {
+            let mut flag: c_int = 0;
+            let rc = PMPI_Iprobe(source, tag, comm_h, &mut flag, st);
+            if rc != 0 || flag != 0 {
+                break rc;
+            }
+            nap(t.config.yield_us);
+        }
+    } else {
+        PMPI_Probe(source, tag, comm_h, st)
+    };
+    s.record(Op::Probe, |t, ev| {
+        let ci = comm(t, comm_h);
+        ev.comm = ci.id;
+        let ok = rc == 0;
+        ev.recv = Some(probe_xfer(&ci, source, tag, ok.then_some(&*st)));
+        if ok {
+            ev.matched.push(matched(&ci, &*st, None));
+        }
+    });
+    rc
+});
+
+entry!(MPI_Iprobe, PMPI_Iprobe, (source: c_int, tag: c_int, comm_h: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status), |s| {
+    let mut local = zero_status();
+    let st = status_for(status, true, &mut local);
+    let rc = PMPI_Iprobe(source, tag, comm_h, flag, st);
+    s.record(Op::Iprobe, |t, ev| {
+        let ci = comm(t, comm_h);
+        ev.comm = ci.id;
+        let f = rc == 0 && *flag != 0;
+        ev.flag = Some(f);
+        ev.recv = Some(probe_xfer(&ci, source, tag, f.then_some(&*st)));
+        if f {
+            ev.matched.push(matched(&ci, &*st, None));
+        }
+    });
+    rc
+});
+
+/// Records a matched message of Mprobe/Improbe.
+///
+/// # Safety
+/// `message` must point to the message handle MPI just wrote.
+unsafe fn add_message(
+    t: &Tracer,
+    ev: &mut Event,
+    ci: &Arc<CommInfo>,
+    message: *mut MPI_Message,
+    st: &MPI_Status,
+) {
+    // SAFETY: guaranteed by the caller.
+    let m = unsafe { *message }.key();
+    let c = consts();
+    if m != c.message_null && m != c.message_no_proc {
+        ev.message = Some(t.add_msg(m, Arc::clone(ci), st.MPI_SOURCE, st.MPI_TAG));
+    }
+}
+
+entry!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm_h: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status), |s| {
+    let t = s.tracer();
+    let mut local = zero_status();
+    let st = status_for(status, true, &mut local);
+    let rc = if t.config.yield_wait {
+        loop {
+            let mut flag: c_int = 0;
+            let rc = PMPI_Improbe(source, tag, comm_h, &mut flag, message, st);
+            if rc != 0 || flag != 0 {
+                break rc;
+            }
+            nap(t.config.yield_us);
+        }
+    } else {
+        PMPI_Mprobe(source, tag, comm_h, message, st)
+    };
+    s.record(Op::Mprobe, |t, ev| {
+        let ci = comm(t, comm_h);
+        ev.comm = ci.id;
+        let ok = rc == 0;
+        ev.recv = Some(probe_xfer(&ci, source, tag, ok.then_some(&*st)));
+        if ok {
+            ev.matched.push(matched(&ci, &*st, None));
+            add_message(t, ev, &ci, message, &*st);
+        }
+    });
+    rc
+});
+
+entry!(MPI_Improbe, PMPI_Improbe, (source: c_int, tag: c_int, comm_h: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status), |s| {
+    let mut local = zero_status();
+    let st = status_for(status, true, &mut local);
+    let rc = PMPI_Improbe(source, tag, comm_h, flag, message, st);
+    s.record(Op::Improbe, |t, ev| {
+        let ci = comm(t, comm_h);
+        ev.comm = ci.id;
+        let f = rc == 0 && *flag != 0;
+        ev.flag = Some(f);
+        ev.recv = Some(probe_xfer(&ci, source, tag, f.then_some(&*st)));
+        if f {
+            ev.matched.push(matched(&ci, &*st, None));
+            add_message(t, ev, &ci, message, &*st);
+        }
+    });
+    rc
+});
+
+/// Fills Mrecv/Imrecv: the message id (which names the probe that matched
+/// it), the matched source and tag, and the receive buffer's count and
+/// datatype size. Returns the communicator of the message, if known (a
+/// message of `MPI_PROC_NULL` has none).
+fn fill_mrecv(
+    t: &Tracer,
+    ev: &mut Event,
+    key: usize,
+    count: c_int,
+    datatype: MPI_Datatype,
+) -> Option<Arc<CommInfo>> {
+    let msg = t.take_msg(key);
+    let (peer, tag) = match &msg {
+        Some(m) => {
+            ev.comm = m.comm.id;
+            ev.message = Some(m.id);
+            (
+                Peer::Rank {
+                    world: m.comm.world(m.source),
+                    local: m.source,
+                },
+                Tag::Value(m.tag),
+            )
+        }
+        None => (Peer::Null, Tag::Any),
+    };
+    ev.recv = Some(Transfer {
+        peer,
+        tag,
+        count: i64::from(count),
+        dsize: dsize(datatype),
+    });
+    msg.map(|m| m.comm)
+}
+
+entry!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status), |s| {
+    let key = (*message).key();
+    let t = s.tracer();
+    let rc = if t.config.yield_wait {
+        let mut r = null_req();
+        let rc = PMPI_Imrecv(buf, count, datatype, message, &mut r);
+        if rc == 0 { wait_yield(t, &mut r, status) } else { rc }
+    } else {
+        PMPI_Mrecv(buf, count, datatype, message, status)
+    };
+    s.record(Op::Mrecv, |t, ev| {
+        fill_mrecv(t, ev, key, count, datatype);
+    });
+    rc
+});
+
+entry!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request), |s| {
+    let key = (*message).key();
+    let rc = PMPI_Imrecv(buf, count, datatype, message, request);
+    s.record(Op::Imrecv, |t, ev| {
+        let ci = fill_mrecv(t, ev, key, count, datatype);
+        let r = *request;
+        if rc == 0 && r.key() != consts().request_null && let Some(ci) = ci {
+            ev.req = Some(t.add_req(r.key(), false, false, ci));
+        }
+    });
+    rc
+});
+
+// ------------------------------------------------------------ collectives
+
+fn in_place(p: *const c_void) -> bool {
+    p as usize == consts().in_place
+}
+
+/// Common part of every collective: the communicator, and whether this rank
+/// is the root of a rooted one.
+fn coll_comm(
+    t: &Tracer,
+    ev: &mut Event,
+    comm_h: MPI_Comm,
+    root: Option<c_int>,
+) -> (Arc<CommInfo>, bool) {
+    let ci = comm(t, comm_h);
+    ev.comm = ci.id;
+    ev.root = root;
+    let is_root = root.is_some_and(|r| r == comm_rank(comm_h));
+    (ci, is_root)
+}
+
+unsafe fn fill_barrier(t: &Tracer, ev: &mut Event, comm_h: MPI_Comm) {
+    coll_comm(t, ev, comm_h, None);
+}
+
+unsafe fn fill_bcast(
+    t: &Tracer,
+    ev: &mut Event,
+    _buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm_h: MPI_Comm,
+) {
+    coll_comm(t, ev, comm_h, Some(root));
+    ev.send = Some(coll(count, datatype));
+}
+
+unsafe fn fill_reduce(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    _recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm_h: MPI_Comm,
+) {
+    coll_comm(t, ev, comm_h, Some(root));
+    ev.send = Some(coll(count, datatype));
+    ev.redop = Some(redop(op));
+    ev.in_place = in_place(sendbuf);
+}
+
+/// Allreduce, Scan and Exscan.
+unsafe fn fill_allreduce(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    _recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm_h: MPI_Comm,
+) {
+    coll_comm(t, ev, comm_h, None);
+    ev.send = Some(coll(count, datatype));
+    ev.redop = Some(redop(op));
+    ev.in_place = in_place(sendbuf);
+}
+
+unsafe fn fill_gather(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    _recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm_h: MPI_Comm,
+) {
+    let (_, is_root) = coll_comm(t, ev, comm_h, Some(root));
+    ev.in_place = is_root && in_place(sendbuf);
+    if !ev.in_place {
+        ev.send = Some(coll(sendcount, sendtype));
+    }
+    if is_root {
+        ev.recv = Some(coll(recvcount, recvtype));
+    }
+}
+
+unsafe fn fill_scatter(
+    t: &Tracer,
+    ev: &mut Event,
+    _sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm_h: MPI_Comm,
+) {
+    let (_, is_root) = coll_comm(t, ev, comm_h, Some(root));
+    if is_root {
+        ev.send = Some(coll(sendcount, sendtype));
+    }
+    ev.in_place = is_root && in_place(recvbuf);
+    if !ev.in_place {
+        ev.recv = Some(coll(recvcount, recvtype));
+    }
+}
+
+/// Allgather and Alltoall.
+unsafe fn fill_allgather(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    _recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm_h: MPI_Comm,
+) {
+    coll_comm(t, ev, comm_h, None);
+    ev.in_place = in_place(sendbuf);
+    if !ev.in_place {
+        ev.send = Some(coll(sendcount, sendtype));
+    }
+    ev.recv = Some(coll(recvcount, recvtype));
+}
+
+unsafe fn fill_gatherv(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    _recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    _displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm_h: MPI_Comm,
+) {
+    let (_, is_root) = coll_comm(t, ev, comm_h, Some(root));
+    ev.in_place = is_root && in_place(sendbuf);
+    if !ev.in_place {
+        ev.send = Some(coll(sendcount, sendtype));
+    }
+    if is_root {
+        ev.recv = Some(coll(0, recvtype));
+        // SAFETY: at the root, recvcounts has one entry per rank.
+        ev.recv_counts = unsafe { ints(recvcounts, comm_size(comm_h)) };
+    }
+}
+
+unsafe fn fill_scatterv(
+    t: &Tracer,
+    ev: &mut Event,
+    _sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    _displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm_h: MPI_Comm,
+) {
+    let (_, is_root) = coll_comm(t, ev, comm_h, Some(root));
+    if is_root {
+        ev.send = Some(coll(0, sendtype));
+        // SAFETY: at the root, sendcounts has one entry per rank.
+        ev.send_counts = unsafe { ints(sendcounts, comm_size(comm_h)) };
+    }
+    ev.in_place = is_root && in_place(recvbuf);
+    if !ev.in_place {
+        ev.recv = Some(coll(recvcount, recvtype));
+    }
+}
+
+unsafe fn fill_allgatherv(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    _recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    _displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm_h: MPI_Comm,
+) {
+    coll_comm(t, ev, comm_h, None);
+    ev.in_place = in_place(sendbuf);
+    if !ev.in_place {
+        ev.send = Some(coll(sendcount, sendtype));
+    }
+    ev.recv = Some(coll(0, recvtype));
+    // SAFETY: recvcounts has one entry per rank.
+    ev.recv_counts = unsafe { ints(recvcounts, comm_size(comm_h)) };
+}
+
+unsafe fn fill_alltoallv(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    _sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    _recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    _rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm_h: MPI_Comm,
+) {
+    coll_comm(t, ev, comm_h, None);
+    let n = comm_size(comm_h);
+    ev.in_place = in_place(sendbuf);
+    if !ev.in_place {
+        ev.send = Some(coll(0, sendtype));
+        // SAFETY: sendcounts has one entry per rank when not in place.
+        ev.send_counts = unsafe { ints(sendcounts, n) };
+    }
+    ev.recv = Some(coll(0, recvtype));
+    // SAFETY: recvcounts has one entry per rank.
+    ev.recv_counts = unsafe { ints(recvcounts, n) };
+}
+
+/// Datatype sizes of an Alltoallw type array.
+///
+/// # Safety
+/// `types` must point to `n` datatypes.
+unsafe fn type_sizes(types: *const MPI_Datatype, n: c_int) -> Vec<i32> {
+    let n = usize::try_from(n).unwrap_or(0);
+    if types.is_null() || n == 0 {
+        return Vec::new();
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(types, n) }
+        .iter()
+        .map(|&d| i32::try_from(dsize(d)).unwrap_or(i32::MAX))
+        .collect()
+}
+
+unsafe fn fill_alltoallw(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    _sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    _recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    _rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm_h: MPI_Comm,
+) {
+    coll_comm(t, ev, comm_h, None);
+    let n = comm_size(comm_h);
+    ev.in_place = in_place(sendbuf);
+    // SAFETY: the arrays have one entry per rank (send side when not in place).
+    unsafe {
+        if !ev.in_place {
+            ev.send_counts = ints(sendcounts, n);
+            ev.send_dsizes = type_sizes(sendtypes, n);
+        }
+        ev.recv_counts = ints(recvcounts, n);
+        ev.recv_dsizes = type_sizes(recvtypes, n);
+    }
+}
+
+unsafe fn fill_reduce_scatter(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    _recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm_h: MPI_Comm,
+) {
+    coll_comm(t, ev, comm_h, None);
+    ev.in_place = in_place(sendbuf);
+    ev.recv = Some(coll(0, datatype));
+    ev.redop = Some(redop(op));
+    // SAFETY: recvcounts has one entry per rank.
+    ev.recv_counts = unsafe { ints(recvcounts, comm_size(comm_h)) };
+}
+
+unsafe fn fill_reduce_scatter_block(
+    t: &Tracer,
+    ev: &mut Event,
+    sendbuf: *const c_void,
+    _recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm_h: MPI_Comm,
+) {
+    coll_comm(t, ev, comm_h, None);
+    ev.in_place = in_place(sendbuf);
+    ev.recv = Some(coll(recvcount, datatype));
+    ev.redop = Some(redop(op));
+}
+
+/// Defines a blocking collective and its nonblocking `I` form from one
+/// argument list and one fill function. In yielding mode the blocking form
+/// is issued as the `I` form plus a test-and-sleep wait.
+macro_rules! collective {
+    ($fill:ident: $name:ident, $pmpi:ident, $op:expr; $iname:ident, $ipmpi:ident, $iop:expr; $c:ident; ($($a:ident : $t:ty),* $(,)?)) => {
+        entry!($name, $pmpi, ($($a: $t),*), |s| {
+            let rc = if s.tracer().config.yield_wait {
+                let mut r = null_req();
+                let rc = $ipmpi($($a,)* &mut r);
+                if rc == 0 { wait_yield(s.tracer(), &mut r, ignore()) } else { rc }
+            } else {
+                $pmpi($($a),*)
+            };
+            s.record($op, |t, ev| $fill(t, ev, $($a),*));
+            rc
+        });
+        entry!($iname, $ipmpi, ($($a: $t,)* request: *mut MPI_Request), |s| {
+            let rc = $ipmpi($($a,)* request);
+            s.record($iop, |t, ev| {
+                $fill(t, ev, $($a),*);
+                if rc == 0 {
+                    ev.req = add_req(t, request, false, false, $c);
+                }
+            });
+            rc
+        });
+    };
+}
+
+collective!(fill_barrier: MPI_Barrier, PMPI_Barrier, Op::Barrier; MPI_Ibarrier, PMPI_Ibarrier, Op::Ibarrier; comm_h; (comm_h: MPI_Comm));
+collective!(fill_bcast: MPI_Bcast, PMPI_Bcast, Op::Bcast; MPI_Ibcast, PMPI_Ibcast, Op::Ibcast; comm_h;
+    (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+collective!(fill_reduce: MPI_Reduce, PMPI_Reduce, Op::Reduce; MPI_Ireduce, PMPI_Ireduce, Op::Ireduce; comm_h;
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm_h: MPI_Comm));
+collective!(fill_allreduce: MPI_Allreduce, PMPI_Allreduce, Op::Allreduce; MPI_Iallreduce, PMPI_Iallreduce, Op::Iallreduce; comm_h;
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+collective!(fill_allreduce: MPI_Scan, PMPI_Scan, Op::Scan; MPI_Iscan, PMPI_Iscan, Op::Iscan; comm_h;
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+collective!(fill_allreduce: MPI_Exscan, PMPI_Exscan, Op::Exscan; MPI_Iexscan, PMPI_Iexscan, Op::Iexscan; comm_h;
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+collective!(fill_gather: MPI_Gather, PMPI_Gather, Op::Gather; MPI_Igather, PMPI_Igather, Op::Igather; comm_h;
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+collective!(fill_scatter: MPI_Scatter, PMPI_Scatter, Op::Scatter; MPI_Iscatter, PMPI_Iscatter, Op::Iscatter; comm_h;
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+collective!(fill_allgather: MPI_Allgather, PMPI_Allgather, Op::Allgather; MPI_Iallgather, PMPI_Iallgather, Op::Iallgather; comm_h;
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+collective!(fill_allgather: MPI_Alltoall, PMPI_Alltoall, Op::Alltoall; MPI_Ialltoall, PMPI_Ialltoall, Op::Ialltoall; comm_h;
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+collective!(fill_gatherv: MPI_Gatherv, PMPI_Gatherv, Op::Gatherv; MPI_Igatherv, PMPI_Igatherv, Op::Igatherv; comm_h;
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+collective!(fill_scatterv: MPI_Scatterv, PMPI_Scatterv, Op::Scatterv; MPI_Iscatterv, PMPI_Iscatterv, Op::Iscatterv; comm_h;
+    (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+collective!(fill_allgatherv: MPI_Allgatherv, PMPI_Allgatherv, Op::Allgatherv; MPI_Iallgatherv, PMPI_Iallgatherv, Op::Iallgatherv; comm_h;
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+collective!(fill_alltoallv: MPI_Alltoallv, PMPI_Alltoallv, Op::Alltoallv; MPI_Ialltoallv, PMPI_Ialltoallv, Op::Ialltoallv; comm_h;
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+collective!(fill_alltoallw: MPI_Alltoallw, PMPI_Alltoallw, Op::Alltoallw; MPI_Ialltoallw, PMPI_Ialltoallw, Op::Ialltoallw; comm_h;
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
+collective!(fill_reduce_scatter: MPI_Reduce_scatter, PMPI_Reduce_scatter, Op::ReduceScatter; MPI_Ireduce_scatter, PMPI_Ireduce_scatter, Op::IreduceScatter; comm_h;
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+collective!(fill_reduce_scatter_block: MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, Op::ReduceScatterBlock; MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, Op::IreduceScatterBlock; comm_h;
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+
+// ------------------------------------------- communicators and topologies
+
+/// Records a constructor: the parent communicator and the new one's lineage.
+///
+/// # Safety
+/// `newcomm` must point to the communicator MPI just wrote (when rc == 0).
+unsafe fn fill_create(
+    t: &Tracer,
+    ev: &mut Event,
+    rc: c_int,
+    parent: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    extra: impl FnOnce(&mut compress::CommCreate),
+) {
+    ev.comm = comm(t, parent).id;
+    let nc = if rc == 0 {
+        // SAFETY: guaranteed by the caller.
+        unsafe { *newcomm }
+    } else {
+        // SAFETY: reading an initialised mpi-sys constant.
+        unsafe { RSMPI_COMM_NULL }
+    };
+    let mut c = new_comm(t, nc);
+    extra(&mut c);
+    ev.create = Some(Box::new(c));
+}
+
+entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Comm_dup(comm_h, newcomm);
+    s.record(Op::CommDup, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |_| {}));
+    rc
+});
+
+entry!(MPI_Comm_split, PMPI_Comm_split, (comm_h: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Comm_split(comm_h, color, key, newcomm);
+    s.record(Op::CommSplit, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
+        c.color = (color != consts().undefined).then_some(color);
+        c.key = Some(key);
+    }));
+    rc
+});
+
+entry!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm_h: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Comm_split_type(comm_h, split_type, key, info, newcomm);
+    s.record(Op::CommSplitType, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
+        c.split_type = Some(split_type);
+        c.key = Some(key);
+    }));
+    rc
+});
+
+entry!(MPI_Comm_create, PMPI_Comm_create, (comm_h: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Comm_create(comm_h, group, newcomm);
+    s.record(Op::CommCreate, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| c.members = group_members(group)));
+    rc
+});
+
+entry!(MPI_Comm_free, PMPI_Comm_free, (comm_h: *mut MPI_Comm), |s| {
+    let key = (*comm_h).key();
+    let id = comm(s.tracer(), *comm_h).id;
+    let rc = PMPI_Comm_free(comm_h);
+    s.record(Op::CommFree, |t, ev| {
+        ev.comm = id;
+        if rc == 0 {
+            t.remove_comm(key);
+        }
+    });
+    rc
+});
+
+entry!(MPI_Cart_create, PMPI_Cart_create, (comm_h: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Cart_create(comm_h, ndims, dims, periods, reorder, newcomm);
+    s.record(Op::CartCreate, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
+        c.dims = ints(dims, ndims);
+        c.periods = ints(periods, ndims).into_iter().map(|p| i32::from(p != 0)).collect();
+        c.reorder = Some(reorder != 0);
+    }));
+    rc
+});
+
+entry!(MPI_Cart_sub, PMPI_Cart_sub, (comm_h: MPI_Comm, remain_dims: *const c_int, newcomm: *mut MPI_Comm), |s| {
+    let mut ndims: c_int = 0;
+    PMPI_Cartdim_get(comm_h, &mut ndims);
+    let rc = PMPI_Cart_sub(comm_h, remain_dims, newcomm);
+    s.record(Op::CartSub, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
+        c.dims = ints(remain_dims, ndims).into_iter().map(|p| i32::from(p != 0)).collect();
+    }));
+    rc
+});
+
+entry!(MPI_Graph_create, PMPI_Graph_create, (comm_h: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Graph_create(comm_h, nnodes, index, edges, reorder, newcomm);
+    s.record(Op::GraphCreate, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
+        c.dims = ints(index, nnodes);
+        let nedges = c.dims.last().copied().unwrap_or(0);
+        c.edges = ints(edges, nedges);
+        c.reorder = Some(reorder != 0);
+    }));
+    rc
+});
+
+entry!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_h: MPI_Comm, n: c_int, sources: *const c_int, degrees: *const c_int, destinations: *const c_int, weights: *const c_int, info: MPI_Info, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Dist_graph_create(comm_h, n, sources, degrees, destinations, weights, info, reorder, newcomm);
+    s.record(Op::DistGraphCreate, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
+        c.sources = ints(sources, n);
+        c.dims = ints(degrees, n);
+        let nedges: c_int = c.dims.iter().sum();
+        c.edges = ints(destinations, nedges);
+        c.reorder = Some(reorder != 0);
+    }));
+    rc
+});
+
+entry!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent, (comm_h: MPI_Comm, indegree: c_int, sources: *const c_int, sourceweights: *const c_int, outdegree: c_int, destinations: *const c_int, destweights: *const c_int, info: MPI_Info, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Dist_graph_create_adjacent(comm_h, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, newcomm);
+    s.record(Op::DistGraphCreateAdjacent, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
+        c.sources = ints(sources, indegree);
+        c.edges = ints(destinations, outdegree);
+        c.reorder = Some(reorder != 0);
+    }));
+    rc
+});

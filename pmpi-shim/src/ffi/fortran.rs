@@ -1,0 +1,1 @@
+//! Fortran entry points (`mpif.h`, `use mpi`, `use mpi_f08`).

@@ -1,0 +1,369 @@
+//! The FFI membrane: everything that knows the MPI ABI lives below this
+//! module. It turns handles into stable ids, sentinels into flags and calls
+//! into [`compress::Event`]s, then hands the event to the tracer.
+
+pub(crate) mod c;
+pub(crate) mod fortran;
+pub(crate) mod sys;
+
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, OnceLock};
+
+use compress::{CommCreate, CommId, Peer, ReduceOp, Tag, Transfer};
+use mpi_sys::*;
+
+use crate::tracer::{self, CommInfo, Tracer};
+
+unsafe extern "C" {
+    fn rs_in_place() -> *mut c_void;
+    fn rs_bottom() -> *mut c_void;
+    fn rs_f_status_ignore() -> *mut RSMPI_Fint;
+    fn rs_f_statuses_ignore() -> *mut RSMPI_Fint;
+    fn rs_op_maxloc() -> MPI_Op;
+    fn rs_op_minloc() -> MPI_Op;
+    fn rs_f_status_size() -> c_int;
+    fn rs_status_f2c(f: *const RSMPI_Fint, c: *mut MPI_Status) -> c_int;
+}
+
+/// An MPI handle as an opaque map key. MPICH handles are `int`s and Open MPI
+/// handles are pointers; both fit in a `usize`.
+pub(crate) trait Key: Copy {
+    /// The key.
+    fn key(self) -> usize;
+}
+
+macro_rules! impl_key {
+    ($($t:ty),*) => {$(
+        impl Key for $t {
+            #[inline]
+            fn key(self) -> usize {
+                const N: usize = std::mem::size_of::<$t>();
+                // SAFETY: MPI handle types are plain integers (MPICH) or raw
+                // pointers (Open MPI) wrapped in a newtype: exactly N bytes
+                // without padding or invalid bit patterns, so reading them
+                // as an unsigned integer of the same size is sound.
+                unsafe {
+                    match N {
+                        4 => std::mem::transmute_copy::<$t, u32>(&self) as usize,
+                        8 => std::mem::transmute_copy::<$t, u64>(&self) as usize,
+                        _ => unreachable!("MPI handles are 4 or 8 bytes"),
+                    }
+                }
+            }
+        }
+    )*};
+}
+impl_key!(
+    MPI_Comm,
+    MPI_Request,
+    MPI_Message,
+    MPI_Datatype,
+    MPI_Op,
+    MPI_Group
+);
+
+/// Values of MPI constants, read once (some are link-time symbols in Open
+/// MPI and macros in MPICH, so they are not Rust constants).
+pub(crate) struct Consts {
+    pub in_place: usize,
+    pub bottom: usize,
+    pub any_source: c_int,
+    pub any_tag: c_int,
+    pub proc_null: c_int,
+    pub undefined: c_int,
+    pub comm_null: usize,
+    pub comm_world: usize,
+    pub comm_self: usize,
+    pub request_null: usize,
+    pub message_null: usize,
+    pub message_no_proc: usize,
+    pub datatype_null: usize,
+    pub status_ignore: usize,
+    pub statuses_ignore: usize,
+    pub f_status_ignore: usize,
+    pub f_statuses_ignore: usize,
+    pub f_status_size: usize,
+    ops: [(usize, ReduceOp); 12],
+}
+
+/// The MPI constants.
+pub(crate) fn consts() -> &'static Consts {
+    static C: OnceLock<Consts> = OnceLock::new();
+    C.get_or_init(|| {
+        // SAFETY: the RSMPI_* statics are initialised constants of mpi-sys's
+        // C shim and the rs_* helpers only return MPI constants; none of
+        // them has preconditions.
+        unsafe {
+            Consts {
+                in_place: rs_in_place() as usize,
+                bottom: rs_bottom() as usize,
+                any_source: RSMPI_ANY_SOURCE,
+                any_tag: RSMPI_ANY_TAG,
+                proc_null: RSMPI_PROC_NULL,
+                undefined: RSMPI_UNDEFINED,
+                comm_null: RSMPI_COMM_NULL.key(),
+                comm_world: RSMPI_COMM_WORLD.key(),
+                comm_self: RSMPI_COMM_SELF.key(),
+                request_null: RSMPI_REQUEST_NULL.key(),
+                message_null: RSMPI_MESSAGE_NULL.key(),
+                message_no_proc: RSMPI_MESSAGE_NO_PROC.key(),
+                datatype_null: RSMPI_DATATYPE_NULL.key(),
+                status_ignore: RSMPI_STATUS_IGNORE as usize,
+                statuses_ignore: RSMPI_STATUSES_IGNORE as usize,
+                f_status_ignore: rs_f_status_ignore() as usize,
+                f_statuses_ignore: rs_f_statuses_ignore() as usize,
+                f_status_size: usize::try_from(rs_f_status_size()).unwrap_or(6),
+                ops: [
+                    (RSMPI_MAX.key(), ReduceOp::Max),
+                    (RSMPI_MIN.key(), ReduceOp::Min),
+                    (RSMPI_SUM.key(), ReduceOp::Sum),
+                    (RSMPI_PROD.key(), ReduceOp::Prod),
+                    (RSMPI_LAND.key(), ReduceOp::Land),
+                    (RSMPI_BAND.key(), ReduceOp::Band),
+                    (RSMPI_LOR.key(), ReduceOp::Lor),
+                    (RSMPI_BOR.key(), ReduceOp::Bor),
+                    (RSMPI_LXOR.key(), ReduceOp::Lxor),
+                    (RSMPI_BXOR.key(), ReduceOp::Bxor),
+                    (rs_op_maxloc().key(), ReduceOp::Maxloc),
+                    (rs_op_minloc().key(), ReduceOp::Minloc),
+                ],
+            }
+        }
+    })
+}
+
+/// The event model's name for a reduction operation handle.
+pub(crate) fn redop(op: MPI_Op) -> ReduceOp {
+    let k = op.key();
+    consts()
+        .ops
+        .iter()
+        .find(|(h, _)| *h == k)
+        .map_or(ReduceOp::Other, |(_, o)| *o)
+}
+
+/// `MPI_Type_size` of a datatype; 0 for `MPI_DATATYPE_NULL` or on error.
+pub(crate) fn dsize(dt: MPI_Datatype) -> i64 {
+    if dt.key() == consts().datatype_null {
+        return 0;
+    }
+    let mut s: c_int = 0;
+    // SAFETY: `dt` is a datatype handle the application passed to MPI for a
+    // significant argument; PMPI_Type_size only writes the int out-param.
+    let rc = unsafe { PMPI_Type_size(dt, &mut s) };
+    if rc == 0 { i64::from(s) } else { 0 }
+}
+
+/// The rank → world-rank table of a communicator (`None` for the world
+/// itself). For an inter-communicator, peers are ranks of the remote group.
+fn world_map(comm: MPI_Comm) -> Option<Box<[i32]>> {
+    let c = consts();
+    if comm.key() == c.comm_world {
+        return None;
+    }
+    // SAFETY: `comm` is a valid communicator (just created by MPI or given
+    // by the application to an MPI call that accepted it). The group handles
+    // are created and freed here; the arrays are sized by the group size.
+    unsafe {
+        let mut inter: c_int = 0;
+        PMPI_Comm_test_inter(comm, &mut inter);
+        let mut group = RSMPI_GROUP_NULL;
+        if inter != 0 {
+            PMPI_Comm_remote_group(comm, &mut group);
+        } else {
+            PMPI_Comm_group(comm, &mut group);
+        }
+        let mut world_group = RSMPI_GROUP_NULL;
+        PMPI_Comm_group(RSMPI_COMM_WORLD, &mut world_group);
+        let mut n: c_int = 0;
+        PMPI_Group_size(group, &mut n);
+        let ranks: Vec<c_int> = (0..n).collect();
+        let mut out = vec![0 as c_int; ranks.len()];
+        PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), world_group, out.as_mut_ptr());
+        PMPI_Group_free(&mut group);
+        PMPI_Group_free(&mut world_group);
+        Some(out.into_boxed_slice())
+    }
+}
+
+/// The tracer's view of a communicator handle. A communicator created by a
+/// call the shim does not wrap (e.g. `MPI_Intercomm_create`) is registered
+/// on first use, so its events are still recorded with world peers.
+pub(crate) fn comm(t: &Tracer, comm: MPI_Comm) -> Arc<CommInfo> {
+    let k = comm.key();
+    if let Some(info) = t.comm(k) {
+        return info;
+    }
+    t.add_comm(Some(k), world_map(comm));
+    t.comm(k).unwrap_or_else(|| {
+        Arc::new(CommInfo {
+            id: CommId(u32::MAX),
+            to_world: None,
+        })
+    })
+}
+
+/// Registers a communicator returned by a constructor and fills in the
+/// common part of its lineage record.
+pub(crate) fn new_comm(t: &Tracer, newcomm: MPI_Comm) -> CommCreate {
+    let c = consts();
+    let (key, map, size) = if newcomm.key() == c.comm_null {
+        (None, None, 0)
+    } else {
+        let mut size: c_int = 0;
+        // SAFETY: a non-null communicator just returned by MPI.
+        unsafe { PMPI_Comm_size(newcomm, &mut size) };
+        (Some(newcomm.key()), world_map(newcomm), size)
+    };
+    let id = t.add_comm(key, map);
+    CommCreate {
+        new: key.map(|_| id),
+        size,
+        color: None,
+        key: None,
+        split_type: None,
+        dims: Vec::new(),
+        periods: Vec::new(),
+        edges: Vec::new(),
+        sources: Vec::new(),
+        members: Vec::new(),
+        reorder: None,
+    }
+}
+
+/// World ranks of a group's members (for `MPI_Comm_create`).
+pub(crate) fn group_members(group: MPI_Group) -> Vec<i32> {
+    // SAFETY: `group` is the group the application passed to
+    // MPI_Comm_create, which MPI accepted; arrays are sized by its size.
+    unsafe {
+        let mut n: c_int = 0;
+        if PMPI_Group_size(group, &mut n) != 0 || n <= 0 {
+            return Vec::new();
+        }
+        let mut world_group = RSMPI_GROUP_NULL;
+        PMPI_Comm_group(RSMPI_COMM_WORLD, &mut world_group);
+        let ranks: Vec<c_int> = (0..n).collect();
+        let mut out = vec![0 as c_int; ranks.len()];
+        PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), world_group, out.as_mut_ptr());
+        PMPI_Group_free(&mut world_group);
+        out
+    }
+}
+
+/// A transfer descriptor for a point-to-point argument list.
+pub(crate) fn xfer(
+    info: &CommInfo,
+    peer: c_int,
+    tag: c_int,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> Transfer {
+    let c = consts();
+    Transfer {
+        peer: info.peer(peer, c.any_source, c.proc_null),
+        tag: if tag == c.any_tag {
+            Tag::Any
+        } else {
+            Tag::Value(tag)
+        },
+        count: i64::from(count),
+        dsize: dsize(dt),
+    }
+}
+
+/// A transfer descriptor for a collective buffer (no peer, no tag).
+pub(crate) fn coll(count: c_int, dt: MPI_Datatype) -> Transfer {
+    Transfer {
+        peer: Peer::Null,
+        tag: Tag::Value(0),
+        count: i64::from(count),
+        dsize: dsize(dt),
+    }
+}
+
+/// Whether a receive posted with these arguments is a wildcard whose
+/// outcome must be recorded.
+pub(crate) fn is_wildcard(source: c_int, tag: c_int) -> bool {
+    let c = consts();
+    source == c.any_source || tag == c.any_tag
+}
+
+/// Copies `n` ints from a C array; empty for a null pointer or a negative n.
+///
+/// # Safety
+/// `p` must be null or point to at least `n` readable ints.
+pub(crate) unsafe fn ints(p: *const c_int, n: c_int) -> Vec<i32> {
+    let n = usize::try_from(n).unwrap_or(0);
+    if p.is_null() || n == 0 {
+        return Vec::new();
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
+}
+
+/// The size of a communicator (the length of v-collective count arrays).
+/// For an inter-communicator it is the remote group's size.
+pub(crate) fn comm_size(comm: MPI_Comm) -> c_int {
+    let mut n: c_int = 0;
+    let mut inter: c_int = 0;
+    // SAFETY: `comm` is a communicator the application passed to a
+    // collective; both calls only write their int out-params.
+    unsafe {
+        PMPI_Comm_test_inter(comm, &mut inter);
+        if inter != 0 {
+            PMPI_Comm_remote_size(comm, &mut n);
+        } else {
+            PMPI_Comm_size(comm, &mut n);
+        }
+    }
+    n
+}
+
+/// This process's rank in a communicator.
+pub(crate) fn comm_rank(comm: MPI_Comm) -> c_int {
+    let mut r: c_int = 0;
+    // SAFETY: valid communicator; writes the int out-param only.
+    unsafe { PMPI_Comm_rank(comm, &mut r) };
+    r
+}
+
+/// Converts a Fortran status to a C status (`MPI_Status_f2c`).
+///
+/// # Safety
+/// `f` must point to a Fortran status (`MPI_STATUS_SIZE` integers).
+pub(crate) unsafe fn status_f2c(f: *const RSMPI_Fint) -> MPI_Status {
+    // SAFETY: MPI_Status is plain old data; zeroed is a valid value.
+    let mut s: MPI_Status = unsafe { std::mem::zeroed() };
+    // SAFETY: guaranteed by the caller; `s` is a valid out-param.
+    unsafe { rs_status_f2c(f, &mut s) };
+    s
+}
+
+/// Installs the tracer after a successful `PMPI_Init`/`PMPI_Init_thread`.
+pub(crate) fn start_tracer() {
+    let c = consts();
+    let rank = comm_rank(
+        // SAFETY: reading an initialised mpi-sys constant.
+        unsafe { RSMPI_COMM_WORLD },
+    );
+    // SAFETY: reading an initialised mpi-sys constant.
+    let self_map = world_map(unsafe { RSMPI_COMM_SELF });
+    tracer::install(
+        rank,
+        crate::config::Config::from_env(),
+        CommInfo {
+            id: CommId::WORLD,
+            to_world: None,
+        },
+        CommInfo {
+            id: CommId::SELF,
+            to_world: self_map,
+        },
+        [c.comm_world, c.comm_self],
+    );
+}
+
+/// Sleeps between two tests of the yielding wait mode.
+pub(crate) fn nap(us: u64) {
+    std::thread::sleep(std::time::Duration::from_micros(us));
+}

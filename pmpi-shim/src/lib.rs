@@ -1,0 +1,23 @@
+//! `libpmpi_shim.so`: rankscale's PMPI interposition library.
+//!
+//! Preload it into an unmodified MPI application (`LD_PRELOAD`) and every
+//! MPI call the application makes, from C or Fortran, is recorded as one
+//! [`compress::Event`] and handed to an [`compress::EventSink`]. The shim is
+//! only a membrane: all ABI knowledge (MPICH `int` handles, Open MPI
+//! pointers, Fortran sentinels and manglings) stays in [`ffi`], and nothing
+//! past it knows which MPI it runs on.
+//!
+//! Guarantees to the application:
+//! - every wrapper forwards the application's arguments unchanged to `PMPI_*`
+//!   and returns MPI's own return code;
+//! - no panic crosses the FFI boundary: a failure in the tracer turns
+//!   tracing off with one warning on stderr, and the application goes on;
+//! - calls the shim does not know are not defined here, so they go straight
+//!   to MPI.
+//!
+//! Settings come from `RANKSCALE_*` environment variables (see the README).
+
+mod callsite;
+mod config;
+pub mod ffi;
+mod tracer;

@@ -1,0 +1,2 @@
+//! The `rankscale` command line.
+fn main() {}

@@ -1,0 +1,66 @@
+/* Shared helpers for the rankscale MPI test programs (header only). */
+#ifndef RANKSCALE_TEST_COMMON_H
+#define RANKSCALE_TEST_COMMON_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GCC >= 11 warns when small-integer sentinel pointers (MPICH's
+ * MPI_STATUSES_IGNORE == (MPI_Status *)1, Open MPI's MPI_UNWEIGHTED == (int *)2)
+ * are passed to prototypes declared with array parameters ("accessing 20
+ * bytes in a region of size 0").  The sentinels are exercised on purpose, so
+ * silence these false positives. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#pragma GCC diagnostic ignored "-Wstringop-overread"
+#endif
+
+/* splitmix64 finaliser: a cheap, well-mixed 64-bit hash. */
+static inline uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t dbits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* Validation failure: report and abort the whole job with a non-zero code. */
+#define CHECK(cond, ...)                                                        \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            int check_rank_;                                                    \
+            MPI_Comm_rank(MPI_COMM_WORLD, &check_rank_);                        \
+            fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", check_rank_, \
+                    __FILE__, __LINE__, #cond);                                 \
+            fprintf(stderr, __VA_ARGS__);                                       \
+            fprintf(stderr, "\n");                                              \
+            fflush(stderr);                                                     \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                       \
+        }                                                                       \
+    } while (0)
+
+/* Parse a strictly positive (or non-negative if allow_zero) integer argument. */
+static inline int parse_int(const char *s, const char *what, int allow_zero)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || v < (allow_zero ? 0 : 1) || v > 1000000000L) {
+        int r;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        if (r == 0) fprintf(stderr, "invalid %s: '%s'\n", what, s);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return (int)v;
+}
+
+#endif
