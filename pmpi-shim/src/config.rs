@@ -19,6 +19,10 @@ pub(crate) struct Config {
     pub yield_wait: bool,
     /// `RANKSCALE_YIELD_US` (default 20): the sleep between two tests.
     pub yield_us: u64,
+    /// `RANKSCALE_FAULT=panic@N`: fault injection for the robustness tests;
+    /// the tracer panics while recording its N-th event. It proves that a
+    /// tracer bug cannot cross the FFI boundary into the application.
+    pub panic_at: Option<u64>,
 }
 
 fn parse<T: std::str::FromStr>(name: &str, default: T, ok: impl Fn(&T) -> bool) -> T {
@@ -48,6 +52,9 @@ impl Config {
             depth: parse("RANKSCALE_DEPTH", 1usize, |d| (1..=64).contains(d)),
             yield_wait: flag("RANKSCALE_YIELD"),
             yield_us: parse("RANKSCALE_YIELD_US", 20u64, |d| *d <= 1_000_000),
+            panic_at: std::env::var("RANKSCALE_FAULT")
+                .ok()
+                .and_then(|v| v.strip_prefix("panic@").and_then(|n| n.parse().ok())),
         }
     }
 }

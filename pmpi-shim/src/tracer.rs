@@ -11,7 +11,6 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
@@ -100,6 +99,7 @@ pub(crate) struct Tracer {
     msgs: Mutex<HashMap<usize, MsgInfo>>,
     next_msg: AtomicU64,
     next_thread: AtomicU32,
+    events: AtomicU64,
     sink: Mutex<Option<Box<dyn EventSink>>>,
     enabled: AtomicBool,
     epoch: Instant,
@@ -179,6 +179,7 @@ pub(crate) fn install(
         msgs: Mutex::new(HashMap::new()),
         next_msg: AtomicU64::new(0),
         next_thread: AtomicU32::new(0),
+        events: AtomicU64::new(0),
         sink: Mutex::new(sink),
         enabled: AtomicBool::new(enabled),
         epoch: Instant::now(),
@@ -341,11 +342,6 @@ impl Tracer {
         }
         self.enabled.store(false, Ordering::SeqCst);
     }
-
-    /// Raw log directory, if raw mode is on.
-    pub fn raw_dir(&self) -> Option<&PathBuf> {
-        self.config.raw_dir.as_ref()
-    }
 }
 
 /// One wrapper invocation between entering the wrapper and recording its
@@ -388,6 +384,10 @@ impl Scope {
         let tracer = self.tracer;
         let leave = tracer.now();
         let r = catch_unwind(AssertUnwindSafe(|| {
+            let n = tracer.events.fetch_add(1, Ordering::Relaxed) + 1;
+            if tracer.config.panic_at == Some(n) {
+                panic!("fault injected by RANKSCALE_FAULT at event {n}");
+            }
             let mut ev = Event::new(op);
             fill(tracer, &mut ev);
             ev.site = callsite::signature(self.ret, tracer.config.depth);
@@ -421,6 +421,12 @@ impl Drop for Scope {
     fn drop(&mut self) {
         BUSY.with(|b| b.set(false));
     }
+}
+
+/// Whether this thread is inside a wrapper (a Fortran wrapper that forwards
+/// to a Fortran binding which calls the C entry point, for instance).
+pub(crate) fn nested() -> bool {
+    BUSY.with(Cell::get)
 }
 
 /// Runs `f` with the re-entry guard set, without recording (for calls the

@@ -188,8 +188,8 @@ fn any_wildcard(infos: &[Option<ReqInfo>]) -> bool {
 
 // ------------------------------------------------------------ init / exit
 
-/// Records `Init`/`Init_thread` once the tracer exists.
-fn after_init(ret: usize, op: Op, value: Option<i64>) {
+/// Starts the tracer and records `Init`/`Init_thread`.
+pub(crate) fn after_init(ret: usize, op: Op, value: Option<i64>) {
     let started = std::panic::catch_unwind(super::start_tracer);
     if started.is_err() {
         tracer::warn(
@@ -208,8 +208,10 @@ fn after_init(ret: usize, op: Op, value: Option<i64>) {
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let ret = return_address!();
     // SAFETY: the application's arguments go unchanged to the library.
+    let nested = tracer::nested();
     let rc = tracer::untraced(|| unsafe { PMPI_Init(argc, argv) });
-    if rc == 0 && tracer::get().is_none() {
+    // Nested inside a Fortran MPI_INIT wrapper: that wrapper records Init.
+    if rc == 0 && !nested && tracer::get().is_none() {
         after_init(ret, Op::Init, None);
     }
     rc
@@ -225,8 +227,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
 ) -> c_int {
     let ret = return_address!();
     // SAFETY: the application's arguments go unchanged to the library.
+    let nested = tracer::nested();
     let rc = tracer::untraced(|| unsafe { PMPI_Init_thread(argc, argv, required, provided) });
-    if rc == 0 && tracer::get().is_none() {
+    if rc == 0 && !nested && tracer::get().is_none() {
         // SAFETY: MPI wrote `*provided` on success.
         let p = if provided.is_null() {
             -1

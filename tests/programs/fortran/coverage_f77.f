@@ -26,7 +26,7 @@ C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
       common /abuf/ sb, rb, sb2, rb2, req, sreq, idx
       integer bbuf(4096)
       common /bsbuf/ bbuf
-      integer ierr, i, k, n, ndone, outcnt, index, cnt, provided
+      integer ierr, i, k, n, ndone, outcnt, aidx, cnt, provided
       integer status(MPI_STATUS_SIZE)
       integer stats(MPI_STATUS_SIZE, 4)
       integer msg
@@ -45,7 +45,7 @@ C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
       integer wgrp, egrp, evens(16), ne, dims(2)
       logical periods(2), remain(2)
       integer gindex(16), gedges(32), nnb, isrc(1), idst(1), ideg(1)
-      integer indeg, outdeg
+      integer indeg, outdeg, iw1(1), iw2(1)
       logical weighted
 
       call MPI_INIT(ierr)
@@ -215,9 +215,9 @@ C     Irecv / Isend / Testany loop
      &               req(2), ierr)
       ndone = 0
    40 continue
-      call MPI_TESTANY(2, req, index, flag, status, ierr)
+      call MPI_TESTANY(2, req, aidx, flag, status, ierr)
       if (flag) then
-         call chk(index .eq. 1 .or. index .eq. 2, 'testany index')
+         call chk(aidx .eq. 1 .or. aidx .eq. 2, 'testany index')
          ndone = ndone + 1
       end if
       if (ndone .lt. 2) goto 40
@@ -427,8 +427,8 @@ C     ring graph (duplicate neighbours removed for np = 2)
       call MPI_DIST_GRAPH_CREATE_ADJACENT(MPI_COMM_WORLD, 1, isrc,
      &     MPI_UNWEIGHTED, 1, idst, MPI_UNWEIGHTED, MPI_INFO_NULL,
      &     .false., dga, ierr)
-      call MPI_DIST_GRAPH_NEIGHBORS(dga, 1, isrc, MPI_UNWEIGHTED, 1,
-     &     idst, MPI_UNWEIGHTED, ierr)
+      call MPI_DIST_GRAPH_NEIGHBORS(dga, 1, isrc, iw1, 1, idst, iw2,
+     &     ierr)
       call chk(isrc(1) .eq. left .and. idst(1) .eq. right,
      &         'dist_graph_adjacent neighbours')
       call MPI_COMM_FREE(dup, ierr)

@@ -1,0 +1,117 @@
+//! `rankscale trace`: runs a launch command with the matching shim preloaded.
+//!
+//! A shim built for one MPI implementation crashes inside the other, so the
+//! implementation is taken from the launcher's name (`mpirun.mpich`,
+//! `mpiexec.hydra`, `mpirun.openmpi`, `orterun`, ...) or from `--mpi`, and
+//! the shim of that build is used. The environment reaches the ranks through
+//! the launcher's own flags (`-genv` for MPICH's Hydra, `-x` for Open MPI),
+//! so the launcher process itself is never traced.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// The build's own MPI implementation (see build.rs).
+const BUILD_MPI: &str = env!("RANKSCALE_BUILD_MPI");
+
+/// Which implementation a launcher belongs to, from its file name.
+fn mpi_of_launcher(cmd: &str) -> Option<&'static str> {
+    let name = Path::new(cmd).file_name()?.to_str()?;
+    if name.ends_with(".mpich") || name.contains("hydra") {
+        Some("mpich")
+    } else if name.ends_with(".openmpi") || name == "orterun" || name == "prterun" {
+        Some("openmpi")
+    } else {
+        None
+    }
+}
+
+/// Finds `libpmpi_shim.so` for `imp`: `RANKSCALE_SHIM`, else the build
+/// directory of that implementation next to this executable's
+/// (`target/<imp>/<profile>/`).
+fn find_shim(imp: &str) -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("RANKSCALE_SHIM") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().context("cannot locate the rankscale executable")?;
+    let dir = exe.parent().context("executable has no directory")?;
+    let mut candidates = vec![];
+    if imp == BUILD_MPI {
+        candidates.push(dir.join("libpmpi_shim.so"));
+    }
+    if let (Some(profile), Some(target)) = (dir.file_name(), dir.parent().and_then(Path::parent)) {
+        candidates.push(target.join(imp).join(profile).join("libpmpi_shim.so"));
+    }
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .with_context(|| {
+            format!(
+                "no tracer library built for {imp}; build it with `scripts/with-mpi {imp} cargo build --release` or set RANKSCALE_SHIM (looked in {})",
+                candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            )
+        })
+}
+
+/// Runs the traced command and reports where the output went.
+pub fn trace(
+    command: &[String],
+    raw: Option<&Path>,
+    mpi: Option<&str>,
+    yield_wait: bool,
+) -> Result<()> {
+    let Some((launcher, args)) = command.split_first() else {
+        bail!("no command given after `--`");
+    };
+    let guessed = mpi_of_launcher(launcher);
+    let imp = match (mpi, guessed) {
+        (Some(m), _) => m,
+        (None, Some(g)) => g,
+        (None, None) => {
+            eprintln!(
+                "rankscale: cannot tell which MPI `{launcher}` belongs to; assuming {BUILD_MPI} (use --mpi to say)"
+            );
+            BUILD_MPI
+        }
+    };
+    let shim = find_shim(imp)?;
+    let mut env: Vec<(String, String)> = vec![("LD_PRELOAD".into(), shim.display().to_string())];
+    if let Some(dir) = raw {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let abs = dir.canonicalize()?;
+        env.push(("RANKSCALE_RAW".into(), abs.display().to_string()));
+    }
+    if yield_wait {
+        env.push(("RANKSCALE_YIELD".into(), "1".into()));
+    }
+    let mut cmd = Command::new(launcher);
+    match guessed {
+        Some("mpich") => {
+            for (k, v) in &env {
+                cmd.args(["-genv", k, v]);
+            }
+        }
+        Some(_) => {
+            for (k, v) in &env {
+                cmd.arg("-x").arg(format!("{k}={v}"));
+            }
+        }
+        None => {
+            cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        }
+    }
+    cmd.args(args);
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run `{launcher}`"))?;
+    if let Some(dir) = raw {
+        let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+        eprintln!("rankscale: raw logs of {n} ranks in {}", dir.display());
+    }
+    if !status.success() {
+        bail!("the traced command failed ({status})");
+    }
+    Ok(())
+}

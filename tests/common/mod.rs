@@ -1,0 +1,230 @@
+//! Shared harness of the MPI integration tests: where the built artifacts
+//! are, how to launch real `mpirun` jobs on each implementation, and how to
+//! read raw logs.
+//!
+//! The artifacts (both shims in release mode and the test programs built
+//! with each implementation's wrappers) are made by `scripts/test.sh` before
+//! `cargo test` runs. A missing artifact fails the test with the command to
+//! run: a test that silently skips would hide a broken build.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use compress::{Event, Op};
+
+/// The MPI implementations under test (`RANKSCALE_TEST_MPIS`, default both).
+pub fn mpis() -> Vec<&'static str> {
+    let want = std::env::var("RANKSCALE_TEST_MPIS").unwrap_or_else(|_| "mpich openmpi".into());
+    ["mpich", "openmpi"]
+        .into_iter()
+        .filter(|m| want.split_whitespace().any(|w| w == *m))
+        .collect()
+}
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn must_exist(p: PathBuf) -> PathBuf {
+    assert!(
+        p.exists(),
+        "{} is missing: run `scripts/test.sh` (it builds both shims and the MPI test programs)",
+        p.display()
+    );
+    p
+}
+
+/// The release shim of one implementation.
+pub fn shim(imp: &str) -> PathBuf {
+    must_exist(
+        root()
+            .join("target")
+            .join(imp)
+            .join("release/libpmpi_shim.so"),
+    )
+}
+
+/// A test program built with one implementation's wrappers.
+pub fn program(imp: &str, name: &str) -> PathBuf {
+    must_exist(root().join("target/programs").join(imp).join(name))
+}
+
+/// A scratch directory, fresh for each call.
+pub fn scratch(tag: &str) -> PathBuf {
+    let d = root().join("target/test-scratch").join(
+        format!("{tag}-{}-{:?}", std::process::id(), Instant::now()).replace([' ', ':', '.'], "_"),
+    );
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The result of one MPI job.
+#[derive(Debug)]
+pub struct Job {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+/// Options of one launch.
+#[derive(Default, Clone)]
+pub struct Launch<'a> {
+    pub env: Vec<(&'a str, String)>,
+    /// Preload this implementation's shim.
+    pub traced: bool,
+    pub timeout_s: u64,
+}
+
+/// Runs `np` ranks of `bin` with real `mpirun` of `imp`.
+pub fn mpirun(imp: &str, np: usize, bin: &Path, args: &[String], opt: &Launch) -> Job {
+    let mut env = opt.env.clone();
+    if opt.traced {
+        env.push(("LD_PRELOAD", shim(imp).display().to_string()));
+    }
+    let mut cmd;
+    match imp {
+        "mpich" => {
+            cmd = Command::new("mpirun.mpich");
+            cmd.args(["-n", &np.to_string()]);
+            cmd.args([
+                "-genv",
+                "MPIR_CVAR_NOLOCAL",
+                "1",
+                "-genv",
+                "UCX_TLS",
+                "self,sm",
+            ]);
+            for (k, v) in &env {
+                cmd.args(["-genv", k, v]);
+            }
+        }
+        "openmpi" => {
+            cmd = Command::new("mpirun.openmpi");
+            cmd.args([
+                "-n",
+                &np.to_string(),
+                "--oversubscribe",
+                "--bind-to",
+                "none",
+            ]);
+            cmd.args(["--mca", "pml", "ob1", "--mca", "btl", "self,vader"]);
+            cmd.args(["--mca", "mpi_yield_when_idle", "1"]);
+            cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
+            cmd.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+            cmd.env("HWLOC_COMPONENTS", "-pci,-linuxio");
+            for (k, v) in &env {
+                cmd.arg("-x").arg(format!("{k}={v}"));
+            }
+        }
+        other => panic!("unknown MPI {other}"),
+    }
+    cmd.arg(bin).args(args);
+    run_with_timeout(cmd, opt.timeout_s.max(1))
+}
+
+/// Runs a command, killing it (and failing the test) after `secs`.
+pub fn run_with_timeout(mut cmd: Command, secs: u64) -> Job {
+    let start = Instant::now();
+    let desc = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {desc}: {e}"));
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = start + Duration::from_secs(secs);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("timed out after {secs} s: {desc}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Job {
+        code: status.code(),
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+        elapsed: start.elapsed(),
+    }
+}
+
+/// Reads every rank's raw log from a raw directory, asserting that exactly
+/// `np` files named `rank-NNNNN.txt` are there.
+pub fn raw_logs(dir: &Path, np: usize) -> Vec<Vec<Event>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let want: Vec<String> = (0..np as i32).map(compress::raw::rank_file_name).collect();
+    assert_eq!(
+        names,
+        want,
+        "raw directory {} must hold one file per rank",
+        dir.display()
+    );
+    want.iter()
+        .map(|n| compress::raw::read_log(&dir.join(n)).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+/// Calls per operation in one rank's log.
+pub fn counts(events: &[Event]) -> BTreeMap<Op, u64> {
+    let mut m = BTreeMap::new();
+    for e in events {
+        *m.entry(e.op).or_default() += 1;
+    }
+    m
+}
+
+/// The text of one rank's raw log file.
+pub fn raw_text(dir: &Path, rank: i32) -> String {
+    std::fs::read_to_string(dir.join(compress::raw::rank_file_name(rank))).unwrap()
+}
+
+/// The launch options for a traced run writing raw logs into `dir`.
+/// MPICH busy-polls, so its traced runs use the shim's yielding waits
+/// (which record the same events, see `yield_mode.rs`).
+pub fn traced_raw(imp: &str, dir: &Path) -> Launch<'static> {
+    let mut env = vec![("RANKSCALE_RAW", dir.display().to_string())];
+    if imp == "mpich" {
+        env.push(("RANKSCALE_YIELD", "1".to_string()));
+    }
+    Launch {
+        env,
+        traced: true,
+        timeout_s: 180,
+    }
+}
+
+/// The launch options for an untraced run.
+pub fn untraced() -> Launch<'static> {
+    Launch {
+        env: vec![],
+        traced: false,
+        timeout_s: 180,
+    }
+}

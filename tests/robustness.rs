@@ -1,0 +1,196 @@
+//! The tracer never hurts the application, stays correct under threads, and
+//! records the same events whether blocking waits yield or not.
+
+mod common;
+
+use common::*;
+
+fn args(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// An output directory that cannot be created: the shim must warn once per
+/// rank and the application must run exactly as untraced.
+#[test]
+fn unwritable_raw_dir_warns_once_and_leaves_the_application_intact() {
+    for imp in mpis() {
+        let bin = program(imp, "stencil");
+        let a = args(&["-d", "2", "-i", "5"]);
+        let plain = mpirun(imp, 4, &bin, &a, &untraced());
+        let mut opt = traced_raw(
+            imp,
+            std::path::Path::new("/proc/rankscale-cannot-write-here"),
+        );
+        opt.timeout_s = 120;
+        let traced = mpirun(imp, 4, &bin, &a, &opt);
+        assert_eq!(plain.code, Some(0), "{imp}: {}", plain.stderr);
+        assert_eq!(traced.code, plain.code, "{imp}: {}", traced.stderr);
+        assert_eq!(traced.stdout, plain.stdout, "{imp}");
+        let warnings: Vec<&str> = traced
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("rankscale: warning"))
+            .collect();
+        assert_eq!(
+            warnings.len(),
+            4,
+            "{imp}: one warning per rank, got:\n{}",
+            traced.stderr
+        );
+        assert!(
+            warnings
+                .iter()
+                .all(|w| w.contains("cannot write the raw log")),
+            "{warnings:?}"
+        );
+        assert!(
+            !traced.stderr.contains("panicked"),
+            "{imp}: {}",
+            traced.stderr
+        );
+    }
+}
+
+/// A panic inside the tracer (injected with `RANKSCALE_FAULT=panic@N`) is
+/// caught at the FFI boundary: one warning, tracing stops, and the
+/// application's output and exit code are unchanged.
+#[test]
+fn a_panic_in_the_tracer_never_crosses_the_ffi_boundary() {
+    for imp in mpis() {
+        let bin = program(imp, "stencil");
+        let a = args(&["-d", "2", "-i", "5"]);
+        let plain = mpirun(imp, 4, &bin, &a, &untraced());
+        let dir = scratch(&format!("{imp}-panic"));
+        let mut opt = traced_raw(imp, &dir);
+        opt.env.push(("RANKSCALE_FAULT", "panic@7".into()));
+        let traced = mpirun(imp, 4, &bin, &a, &opt);
+        assert_eq!(traced.code, plain.code, "{imp}: {}", traced.stderr);
+        assert_eq!(traced.stdout, plain.stdout, "{imp}");
+        let warnings = traced
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("rankscale: warning") && l.contains("internal error"))
+            .count();
+        assert_eq!(
+            warnings, 4,
+            "{imp}: one warning per rank:\n{}",
+            traced.stderr
+        );
+        assert!(
+            !traced.stderr.contains("panicked at"),
+            "{imp}: the panic message leaked:\n{}",
+            traced.stderr
+        );
+    }
+}
+
+/// `MPI_THREAD_MULTIPLE`: four threads per rank each make point-to-point and
+/// collective calls on their own communicator. Repeated runs must all finish
+/// (no deadlock) with every event recorded (no loss, no race).
+#[test]
+fn multithreaded_program_records_every_event_without_races() {
+    let runs: usize = std::env::var("RANKSCALE_THREAD_REPEATS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    for imp in mpis() {
+        let bin = program(imp, "threads");
+        let iters = 20;
+        let a = args(&[&iters.to_string()]);
+        for k in 0..runs {
+            let dir = scratch(&format!("{imp}-threads-{k}"));
+            let mut opt = traced_raw(imp, &dir);
+            opt.timeout_s = 120;
+            let job = mpirun(imp, 2, &bin, &a, &opt);
+            assert_eq!(job.code, Some(0), "{imp} run {k}: {}", job.stderr);
+            for (rank, events) in raw_logs(&dir, 2).iter().enumerate() {
+                // Per thread: iters × (Sendrecv + Allreduce + Isend + Irecv
+                // + Waitall) on its own communicator.
+                for thread in 0..4u32 {
+                    let mine: Vec<_> = events.iter().filter(|e| e.thread == thread).collect();
+                    let n = |op| mine.iter().filter(|e| e.op == op).count();
+                    use compress::Op::*;
+                    if thread == 0 {
+                        assert_eq!(n(InitThread), 1, "{imp} run {k} rank {rank}");
+                    }
+                    let workers: Vec<u32> = events.iter().map(|e| e.thread).collect();
+                    assert!(
+                        workers.iter().all(|&t| t <= 4),
+                        "{imp}: unexpected thread index"
+                    );
+                    let _ = (Sendrecv, Allreduce);
+                }
+                let per_op = counts(events);
+                use compress::Op::*;
+                for (op, want) in [
+                    (Sendrecv, 4 * iters),
+                    (Allreduce, 4 * iters),
+                    (Isend, 4 * iters),
+                    (Irecv, 4 * iters),
+                    (Waitall, 4 * iters),
+                    (CommDup, 4),
+                    (CommFree, 4),
+                    (InitThread, 1),
+                    (Finalize, 1),
+                ] {
+                    assert_eq!(
+                        per_op.get(&op).copied().unwrap_or(0),
+                        want as u64,
+                        "{imp} run {k} rank {rank}: {}",
+                        op.name()
+                    );
+                }
+                // Each worker thread's events are on one communicator.
+                let mut by_thread: std::collections::BTreeMap<
+                    u32,
+                    std::collections::BTreeSet<u32>,
+                > = Default::default();
+                for e in events
+                    .iter()
+                    .filter(|e| matches!(e.op, Sendrecv | Allreduce | Isend | Irecv))
+                {
+                    by_thread.entry(e.thread).or_default().insert(e.comm.0);
+                }
+                assert_eq!(
+                    by_thread.len(),
+                    4,
+                    "{imp} run {k} rank {rank}: four worker threads"
+                );
+                assert!(
+                    by_thread.values().all(|c| c.len() == 1),
+                    "{imp}: a thread used two communicators: {by_thread:?}"
+                );
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// The yielding wait mode changes how the shim waits, never what it records.
+#[test]
+fn yielding_waits_record_the_same_events() {
+    for imp in ["openmpi"].into_iter().filter(|i| mpis().contains(i)) {
+        for (bin, a, np) in [
+            ("stencil", args(&["-d", "2", "-i", "6", "-k", "2"]), 4),
+            ("collectives", args(&["2"]), 4),
+            ("persistent", args(&["4"]), 4),
+            ("ring", args(&["3"]), 3),
+        ] {
+            let prog = program(imp, bin);
+            let d1 = scratch(&format!("{imp}-{bin}-busy"));
+            let d2 = scratch(&format!("{imp}-{bin}-yield"));
+            let mut busy = traced_raw(imp, &d1);
+            busy.env.retain(|(k, _)| *k != "RANKSCALE_YIELD");
+            let mut yielding = traced_raw(imp, &d2);
+            yielding.env.push(("RANKSCALE_YIELD", "1".into()));
+            let j1 = mpirun(imp, np, &prog, &a, &busy);
+            let j2 = mpirun(imp, np, &prog, &a, &yielding);
+            assert_eq!(j1.code, Some(0), "{}", j1.stderr);
+            assert_eq!(j2.code, Some(0), "{}", j2.stderr);
+            assert_eq!(j1.stdout, j2.stdout);
+            for r in 0..np as i32 {
+                assert_eq!(raw_text(&d1, r), raw_text(&d2, r), "{imp} {bin} rank {r}");
+            }
+        }
+    }
+}
