@@ -194,3 +194,24 @@ fn yielding_waits_record_the_same_events() {
         }
     }
 }
+
+/// `MPI_Abort` is recorded and the raw log flushed before MPI kills the
+/// job, and the job's exit code is the same traced and untraced.
+#[test]
+fn abort_is_recorded_and_flushed_before_the_job_dies() {
+    for imp in mpis() {
+        let bin = program(imp, "abort");
+        let a = args(&["3"]);
+        let plain = mpirun(imp, 2, &bin, &a, &untraced());
+        let dir = scratch(&format!("{imp}-abort"));
+        let traced = mpirun(imp, 2, &bin, &a, &traced_raw(imp, &dir));
+        assert_ne!(plain.code, Some(0), "{imp}: an aborted job fails");
+        assert_eq!(traced.code, plain.code, "{imp}: {}", traced.stderr);
+        // (stdout is not compared: whether the launcher forwards rank 0's
+        // last line before it kills the job is a race, traced or not.)
+        let rank0 = compress::raw::read_log(&dir.join(compress::raw::rank_file_name(0))).unwrap();
+        let ops: Vec<&str> = rank0.iter().map(|e| e.op.name()).collect();
+        assert_eq!(ops, ["Init", "Barrier", "Abort"], "{imp}");
+        assert_eq!(rank0[2].value, Some(3), "{imp}: the error code is recorded");
+    }
+}

@@ -124,11 +124,17 @@ struct ThreadState {
 }
 
 /// Prints a warning on stderr, prefixed so that it is clearly the tracer's.
+///
+/// The line goes out in one `write` call: launchers such as Open MPI's
+/// forward each rank's stderr in chunks, and a line written piecemeal could
+/// be interleaved with another rank's.
 pub(crate) fn warn(rank: Option<i32>, msg: &str) {
-    match rank {
-        Some(r) => eprintln!("rankscale: warning: rank {r}: {msg}"),
-        None => eprintln!("rankscale: warning: {msg}"),
-    }
+    use std::io::Write;
+    let line = match rank {
+        Some(r) => format!("rankscale: warning: rank {r}: {msg}\n"),
+        None => format!("rankscale: warning: {msg}\n"),
+    };
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// The tracer, if `MPI_Init` has run and tracing is on.
@@ -193,7 +199,17 @@ fn install_panic_hook() {
     // hook only sees the tracer's panics, never the application's. It keeps
     // the message for the one warning printed by `Tracer::fail`.
     std::panic::set_hook(Box::new(|info| {
-        LAST_PANIC.with(|p| *p.borrow_mut() = Some(info.to_string()));
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown cause".into());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{payload}{place}")));
     }));
 }
 

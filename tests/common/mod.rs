@@ -56,9 +56,11 @@ pub fn program(imp: &str, name: &str) -> PathBuf {
 
 /// A scratch directory, fresh for each call.
 pub fn scratch(tag: &str) -> PathBuf {
-    let d = root().join("target/test-scratch").join(
-        format!("{tag}-{}-{:?}", std::process::id(), Instant::now()).replace([' ', ':', '.'], "_"),
-    );
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = root()
+        .join("target/test-scratch")
+        .join(format!("{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -171,24 +173,29 @@ pub fn run_with_timeout(mut cmd: Command, secs: u64) -> Job {
     }
 }
 
-/// Reads every rank's raw log from a raw directory, asserting that exactly
-/// `np` files named `rank-NNNNN.txt` are there.
-pub fn raw_logs(dir: &Path, np: usize) -> Vec<Vec<Event>> {
+/// Reads every rank's raw log from a raw directory, which must hold
+/// exactly `np` files named `rank-NNNNN.txt`.
+pub fn try_raw_logs(dir: &Path, np: usize) -> Result<Vec<Vec<Event>>, String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map_err(|e| format!("{}: {e}", dir.display()))?
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
     let want: Vec<String> = (0..np as i32).map(compress::raw::rank_file_name).collect();
-    assert_eq!(
-        names,
-        want,
-        "raw directory {} must hold one file per rank",
-        dir.display()
-    );
+    if names != want {
+        return Err(format!(
+            "raw directory {} holds {names:?}, want one file per rank ({np})",
+            dir.display()
+        ));
+    }
     want.iter()
-        .map(|n| compress::raw::read_log(&dir.join(n)).unwrap_or_else(|e| panic!("{e}")))
+        .map(|n| compress::raw::read_log(&dir.join(n)).map_err(|e| e.to_string()))
         .collect()
+}
+
+/// [`try_raw_logs`], failing the test on error.
+pub fn raw_logs(dir: &Path, np: usize) -> Vec<Vec<Event>> {
+    try_raw_logs(dir, np).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Calls per operation in one rank's log.

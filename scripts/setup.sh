@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what rankscale needs on a Debian 12 machine, only when missing:
+# MPICH and Open MPI (runtime, headers, compiler wrappers), gfortran, libclang
+# (for bindgen) and pkg-config. Needs root (or sudo) for apt-get.
+set -euo pipefail
+
+need=()
+for cmd in mpicc.mpich mpif90.mpich mpirun.mpich mpicc.openmpi mpif90.openmpi mpirun.openmpi gfortran pkg-config; do
+  command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
+done
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang)
+if ((${#need[@]})); then
+  echo "setup: missing ${need[*]}; installing from Debian"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+    mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev pkg-config >/dev/null
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: error: no Rust toolchain (cargo) on PATH; install Rust 1.85 or newer" >&2
+  exit 1
+fi
+echo "setup: MPICH $(mpichversion 2>/dev/null | sed -n 's/MPICH Version:[[:space:]]*//p'), Open MPI $(ompi_info --version 2>/dev/null | sed -n 's/.*v\([0-9.]*\).*/\1/p' | head -1), $(cargo --version)"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every check and test of rankscale from a bare Debian 12 machine:
+# installs what is missing, builds both MPI flavours, lints, and runs the
+# unit, property and MPI integration tests (real mpirun, MPICH and Open MPI).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+scripts/setup.sh
+scripts/build.sh
+echo "test: cargo fmt --check"
+cargo fmt --all --check
+for imp in mpich openmpi; do
+  echo "test: clippy ($imp)"
+  scripts/with-mpi "$imp" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
+done
+echo "test: cargo test (MPI tests run one at a time: the machine is small)"
+RUST_TEST_THREADS=1 cargo test --release --workspace
