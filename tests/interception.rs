@@ -119,6 +119,9 @@ fn every_family_is_intercepted_once_per_call_from_c_and_fortran() {
             };
             let lang = fortran_interface(&run.binary).unwrap_or("C");
             for (rank, events) in logs.iter().enumerate() {
+                if let Err(e) = requests_are_consistent(events) {
+                    failures.push(format!("{what} rank {rank}: {e}"));
+                }
                 let got = counts(events);
                 seen.entry(lang).or_default().extend(got.keys().copied());
                 for (name, v) in &run.expect {

@@ -104,6 +104,9 @@ fn multithreaded_program_records_every_event_without_races() {
             let job = mpirun(imp, 2, &bin, &a, &opt);
             assert_eq!(job.code, Some(0), "{imp} run {k}: {}", job.stderr);
             for (rank, events) in raw_logs(&dir, 2).iter().enumerate() {
+                if let Err(e) = requests_are_consistent(events) {
+                    panic!("{imp} run {k} rank {rank}: {e}");
+                }
                 // Per thread: iters × (Sendrecv + Allreduce + Isend + Irecv
                 // + Waitall) on its own communicator.
                 for thread in 0..4u32 {

@@ -94,7 +94,15 @@ pub(crate) struct Tracer {
     pub config: Config,
     comms: RwLock<HashMap<usize, Arc<CommInfo>>>,
     next_comm: AtomicU32,
-    reqs: Mutex<HashMap<usize, ReqInfo>>,
+    /// Live requests by (handle, creating thread). A handle can stand for
+    /// several live requests at once: MPICH hands out one shared,
+    /// already-complete request handle for sends that completed on the spot,
+    /// and under `MPI_THREAD_MULTIPLE` another thread may get a freed handle
+    /// back before this thread has recorded its completion. Keying by thread
+    /// keeps each thread's requests its own; within a key, requests are kept
+    /// and taken in creation order. A request completed by another thread
+    /// than its creator is found by a scan.
+    reqs: Mutex<HashMap<(usize, u32), Vec<ReqInfo>>>,
     next_req: AtomicU64,
     msgs: Mutex<HashMap<usize, MsgInfo>>,
     next_msg: AtomicU64,
@@ -265,37 +273,62 @@ impl Tracer {
         comm: Arc<CommInfo>,
     ) -> ReqId {
         let id = ReqId(self.next_req.fetch_add(1, Ordering::Relaxed));
+        let me = self.thread_index();
         if let Ok(mut m) = self.reqs.lock() {
-            m.insert(
-                key,
-                ReqInfo {
-                    id,
-                    persistent,
-                    wildcard,
-                    comm,
-                },
-            );
+            m.entry((key, me)).or_default().push(ReqInfo {
+                id,
+                persistent,
+                wildcard,
+                comm,
+            });
         }
         id
     }
 
-    /// Looks requests up by handle key (before a completion call nulls them).
+    /// Looks requests up by handle key (before a completion call nulls
+    /// them). The k-th occurrence of a handle in `keys` names the k-th live
+    /// request behind it, so an array holding one shared handle several
+    /// times maps to distinct requests.
     pub fn reqs(&self, keys: &[usize]) -> Vec<Option<ReqInfo>> {
-        match self.reqs.lock() {
-            Ok(m) => keys.iter().map(|k| m.get(k).cloned()).collect(),
-            Err(_) => vec![None; keys.len()],
-        }
+        let me = self.thread_index();
+        let Ok(m) = self.reqs.lock() else {
+            return vec![None; keys.len()];
+        };
+        // Occurrence counting: quadratic scans for the usual short arrays,
+        // a map for long ones.
+        let mut seen: HashMap<usize, usize> = HashMap::new();
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| {
+                let nth = if keys.len() <= 16 {
+                    keys[..i].iter().filter(|x| *x == k).count()
+                } else {
+                    let n = seen.entry(*k).or_default();
+                    *n += 1;
+                    *n - 1
+                };
+                req_queue(&m, *k, me).and_then(|q| q.get(nth)).cloned()
+            })
+            .collect()
     }
 
     /// Forgets completed non-persistent requests (and freed ones when
-    /// `free_persistent`).
+    /// `free_persistent`): one live request per occurrence of its handle,
+    /// oldest first.
     pub fn retire_reqs(&self, keys: &[usize], free_persistent: bool) {
+        let me = self.thread_index();
         if let Ok(mut m) = self.reqs.lock() {
-            for k in keys {
-                if let Some(r) = m.get(k)
-                    && (free_persistent || !r.persistent)
-                {
-                    m.remove(k);
+            for &k in keys {
+                let Some(owner) = req_owner(&m, k, me) else {
+                    continue;
+                };
+                if let Some(q) = m.get_mut(&(k, owner)) {
+                    if let Some(pos) = q.iter().position(|r| free_persistent || !r.persistent) {
+                        q.remove(pos);
+                    }
+                    if q.is_empty() {
+                        m.remove(&(k, owner));
+                    }
                 }
             }
         }
@@ -303,12 +336,29 @@ impl Tracer {
 
     /// Moves a request to a new handle (Open MPI may swap it at `MPI_Start`).
     pub fn rekey_req(&self, old: usize, new: usize) {
-        if old != new
-            && let Ok(mut m) = self.reqs.lock()
-            && let Some(r) = m.remove(&old)
-        {
-            m.insert(new, r);
+        if old == new {
+            return;
         }
+        let me = self.thread_index();
+        if let Ok(mut m) = self.reqs.lock()
+            && let Some(owner) = req_owner(&m, old, me)
+            && let Some(q) = m.get_mut(&(old, owner))
+        {
+            let r = q.remove(0);
+            if q.is_empty() {
+                m.remove(&(old, owner));
+            }
+            m.entry((new, owner)).or_default().push(r);
+        }
+    }
+
+    /// This thread's index on this rank, assigned on first use.
+    pub fn thread_index(&self) -> u32 {
+        THREAD.with(|ts| {
+            *ts.borrow_mut()
+                .idx
+                .get_or_insert_with(|| self.next_thread.fetch_add(1, Ordering::Relaxed))
+        })
     }
 
     /// Registers a matched message and returns its id.
@@ -360,6 +410,21 @@ impl Tracer {
     }
 }
 
+type ReqMap = HashMap<(usize, u32), Vec<ReqInfo>>;
+
+/// The thread whose live requests include handle `key`: this thread if it
+/// has one, else any other (a request completed by another thread).
+fn req_owner(m: &ReqMap, key: usize, me: u32) -> Option<u32> {
+    if m.get(&(key, me)).is_some_and(|q| !q.is_empty()) {
+        return Some(me);
+    }
+    m.keys().find(|(k, _)| *k == key).map(|(_, t)| *t)
+}
+
+fn req_queue(m: &ReqMap, key: usize, me: u32) -> Option<&Vec<ReqInfo>> {
+    m.get(&(key, req_owner(m, key, me)?))
+}
+
 /// One wrapper invocation between entering the wrapper and recording its
 /// event. Holding a `Scope` means this thread is inside a wrapper: nested MPI
 /// calls pass through. Dropping it (also on unwinding) clears that state.
@@ -407,12 +472,9 @@ impl Scope {
             let mut ev = Event::new(op);
             fill(tracer, &mut ev);
             ev.site = callsite::signature(self.ret, tracer.config.depth);
+            ev.thread = tracer.thread_index();
             THREAD.with(|ts| {
                 let mut ts = ts.borrow_mut();
-                let idx = *ts
-                    .idx
-                    .get_or_insert_with(|| tracer.next_thread.fetch_add(1, Ordering::Relaxed));
-                ev.thread = idx;
                 ev.time.enter_ns = self.enter;
                 ev.time.dur_ns = leave.saturating_sub(self.enter);
                 ev.time.compute_ns = if ts.last_leave == 0 {

@@ -8,7 +8,7 @@
 //! run: a test that silently skips would hide a broken build.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -234,4 +234,48 @@ pub fn untraced() -> Launch<'static> {
         traced: false,
         timeout_s: 180,
     }
+}
+
+/// Request bookkeeping is sound: every request a completion, Start or
+/// Request_free names was created before and is still live; a completion
+/// lists each request once; a completed non-persistent request is gone.
+pub fn requests_are_consistent(events: &[Event]) -> Result<(), String> {
+    let mut live: HashMap<u64, bool> = HashMap::new(); // id -> persistent
+    for (i, e) in events.iter().enumerate() {
+        let line = i + 1;
+        for r in e.reqs.iter().chain(&e.done) {
+            if !live.contains_key(&r.0) {
+                return Err(format!(
+                    "line {line} ({}): request {} is not live",
+                    e.op.name(),
+                    r.0
+                ));
+            }
+        }
+        let mut once = std::collections::BTreeSet::new();
+        if let Some(r) = e.done.iter().find(|r| !once.insert(r.0)) {
+            return Err(format!(
+                "line {line} ({}): request {} completed twice",
+                e.op.name(),
+                r.0
+            ));
+        }
+        for r in &e.done {
+            if live.get(&r.0) == Some(&false) {
+                live.remove(&r.0);
+            }
+        }
+        if e.op == Op::RequestFree {
+            for r in &e.reqs {
+                live.remove(&r.0);
+            }
+        }
+        if let Some(r) = e.req {
+            let persistent = matches!(e.op, Op::SendInit | Op::SsendInit | Op::RecvInit);
+            if live.insert(r.0, persistent).is_some() {
+                return Err(format!("line {line}: request id {} reused", r.0));
+            }
+        }
+    }
+    Ok(())
 }
