@@ -16,7 +16,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-use compress::{Event, Matched, Op, Peer, ReqId, Tag, Transfer};
+use compress::{CommId, Event, Matched, Op, Peer, ReqId, Tag, Transfer};
 use mpi_sys::*;
 
 use super::{
@@ -110,7 +110,7 @@ fn zero_status() -> MPI_Status {
 }
 
 /// The matched source (as a world rank) and tag of a completed receive.
-fn matched(info: &CommInfo, st: &MPI_Status, req: Option<ReqId>) -> Matched {
+pub(crate) fn matched(info: &CommInfo, st: &MPI_Status, req: Option<ReqId>) -> Matched {
     let src = st.MPI_SOURCE;
     Matched {
         req,
@@ -119,19 +119,16 @@ fn matched(info: &CommInfo, st: &MPI_Status, req: Option<ReqId>) -> Matched {
     }
 }
 
-/// Registers the request MPI returned in `*request`.
-///
-/// # Safety
-/// `request` must point to the request the call just wrote.
-unsafe fn add_req(
+/// Registers the request a call created. `request` is what MPI wrote, or
+/// `None` when the call failed (and so wrote nothing).
+pub(crate) fn new_req(
     t: &Tracer,
-    request: *mut MPI_Request,
+    request: Option<MPI_Request>,
     persistent: bool,
     wildcard: bool,
     c: MPI_Comm,
 ) -> Option<ReqId> {
-    // SAFETY: guaranteed by the caller.
-    let r = unsafe { *request };
+    let r = request?;
     if r.key() == consts().request_null {
         return None;
     }
@@ -156,8 +153,9 @@ unsafe fn req_keys(reqs: *const MPI_Request, n: c_int) -> Vec<usize> {
 
 /// Fills a completion event: the requests handed in, the ones completed
 /// (by index into `keys`), and the matched source/tag of completed wildcard
-/// receives. Retires completed non-persistent requests.
-fn completion(
+/// receives (`status_of(k)` is the status of the `k`-th completed request).
+/// Retires completed non-persistent requests.
+pub(crate) fn completion(
     t: &Tracer,
     ev: &mut Event,
     keys: &[usize],
@@ -182,7 +180,9 @@ fn completion(
     t.retire_reqs(&retired, false);
 }
 
-fn any_wildcard(infos: &[Option<ReqInfo>]) -> bool {
+/// Whether any of these requests is a wildcard receive (whose completion
+/// needs a readable status).
+pub(crate) fn any_wildcard(infos: &[Option<ReqInfo>]) -> bool {
     infos.iter().flatten().any(|r| r.wildcard)
 }
 
@@ -288,6 +288,112 @@ pub unsafe extern "C" fn MPI_Abort(comm_h: MPI_Comm, code: c_int) -> c_int {
 
 // ------------------------------------------------------ point-to-point
 
+/// Fills a blocking send (Send, Ssend, Bsend, Rsend).
+pub(crate) fn fill_send(
+    t: &Tracer,
+    ev: &mut Event,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+) {
+    let ci = comm(t, comm_h);
+    ev.comm = ci.id;
+    ev.send = Some(xfer(&ci, dest, tag, count, datatype));
+}
+
+/// Fills a nonblocking or persistent send. `request` is the request MPI
+/// wrote, `None` when the call failed.
+pub(crate) fn fill_isend(
+    t: &Tracer,
+    ev: &mut Event,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    request: Option<MPI_Request>,
+    persistent: bool,
+) {
+    fill_send(t, ev, count, datatype, dest, tag, comm_h);
+    ev.req = new_req(t, request, persistent, false, comm_h);
+}
+
+/// Fills a nonblocking or persistent receive. `request` is the request MPI
+/// wrote, `None` when the call failed.
+pub(crate) fn fill_irecv(
+    t: &Tracer,
+    ev: &mut Event,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    request: Option<MPI_Request>,
+    persistent: bool,
+) {
+    let ci = comm(t, comm_h);
+    ev.comm = ci.id;
+    ev.recv = Some(xfer(&ci, source, tag, count, datatype));
+    ev.req = new_req(t, request, persistent, is_wildcard(source, tag), comm_h);
+}
+
+/// Fills a blocking receive. `status` is the status MPI filled for a
+/// successful wildcard receive (`None` otherwise): its source and tag are
+/// the recorded match.
+pub(crate) fn fill_recv(
+    t: &Tracer,
+    ev: &mut Event,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    status: Option<&MPI_Status>,
+) {
+    let ci = comm(t, comm_h);
+    ev.comm = ci.id;
+    ev.recv = Some(xfer(&ci, source, tag, count, datatype));
+    if let Some(st) = status {
+        ev.matched.push(matched(&ci, st, None));
+    }
+}
+
+/// Fills Sendrecv; `status` as for [`fill_recv`].
+pub(crate) fn fill_sendrecv(
+    t: &Tracer,
+    ev: &mut Event,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm_h: MPI_Comm,
+    status: Option<&MPI_Status>,
+) {
+    let ci = comm(t, comm_h);
+    ev.comm = ci.id;
+    ev.send = Some(xfer(&ci, dest, sendtag, sendcount, sendtype));
+    ev.recv = Some(xfer(&ci, source, recvtag, recvcount, recvtype));
+    if let Some(st) = status {
+        ev.matched.push(matched(&ci, st, None));
+    }
+}
+
+/// The status to record for a receive: the one MPI filled when the call
+/// succeeded and the receive is a wildcard, else `None`.
+///
+/// # Safety
+/// When `wild && rc == 0`, `st` must point to a status MPI just filled.
+unsafe fn wild_status<'a>(wild: bool, rc: c_int, st: *const MPI_Status) -> Option<&'a MPI_Status> {
+    // SAFETY: guaranteed by the caller.
+    (wild && rc == 0).then(|| unsafe { &*st })
+}
+
 macro_rules! blocking_send {
     ($name:ident, $pmpi:ident, $ipmpi:ident, $op:expr) => {
         entry!($name, $pmpi, (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm), |s| {
@@ -298,11 +404,7 @@ macro_rules! blocking_send {
             } else {
                 $pmpi(buf, count, datatype, dest, tag, comm_h)
             };
-            s.record($op, |t, ev| {
-                let ci = comm(t, comm_h);
-                ev.comm = ci.id;
-                ev.send = Some(xfer(&ci, dest, tag, count, datatype));
-            });
+            s.record($op, |t, ev| fill_send(t, ev, count, datatype, dest, tag, comm_h));
             rc
         });
     };
@@ -318,12 +420,7 @@ macro_rules! nonblocking_send {
         entry!($name, $pmpi, (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
             let rc = $pmpi(buf, count, datatype, dest, tag, comm_h, request);
             s.record($op, |t, ev| {
-                let ci = comm(t, comm_h);
-                ev.comm = ci.id;
-                ev.send = Some(xfer(&ci, dest, tag, count, datatype));
-                if rc == 0 {
-                    ev.req = add_req(t, request, $persistent, false, comm_h);
-                }
+                fill_isend(t, ev, count, datatype, dest, tag, comm_h, (rc == 0).then(|| *request), $persistent);
             });
             rc
         });
@@ -341,12 +438,7 @@ macro_rules! nonblocking_recv {
         entry!($name, $pmpi, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
             let rc = $pmpi(buf, count, datatype, source, tag, comm_h, request);
             s.record($op, |t, ev| {
-                let ci = comm(t, comm_h);
-                ev.comm = ci.id;
-                ev.recv = Some(xfer(&ci, source, tag, count, datatype));
-                if rc == 0 {
-                    ev.req = add_req(t, request, $persistent, is_wildcard(source, tag), comm_h);
-                }
+                fill_irecv(t, ev, count, datatype, source, tag, comm_h, (rc == 0).then(|| *request), $persistent);
             });
             rc
         });
@@ -367,12 +459,7 @@ entry!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: MPI_Datat
         PMPI_Recv(buf, count, datatype, source, tag, comm_h, st)
     };
     s.record(Op::Recv, |t, ev| {
-        let ci = comm(t, comm_h);
-        ev.comm = ci.id;
-        ev.recv = Some(xfer(&ci, source, tag, count, datatype));
-        if wild && rc == 0 {
-            ev.matched.push(matched(&ci, &*st, None));
-        }
+        fill_recv(t, ev, count, datatype, source, tag, comm_h, wild_status(wild, rc, st));
     });
     rc
 });
@@ -399,13 +486,7 @@ entry!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_int, s
         PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm_h, st)
     };
     s.record(Op::Sendrecv, |t, ev| {
-        let ci = comm(t, comm_h);
-        ev.comm = ci.id;
-        ev.send = Some(xfer(&ci, dest, sendtag, sendcount, sendtype));
-        ev.recv = Some(xfer(&ci, source, recvtag, recvcount, recvtype));
-        if wild && rc == 0 {
-            ev.matched.push(matched(&ci, &*st, None));
-        }
+        fill_sendrecv(t, ev, sendcount, sendtype, dest, sendtag, recvcount, recvtype, source, recvtag, comm_h, wild_status(wild, rc, st));
     });
     rc
 });
@@ -416,27 +497,35 @@ entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c_
     let st = status_for(status, wild, &mut local);
     let rc = PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm_h, st);
     s.record(Op::SendrecvReplace, |t, ev| {
-        let ci = comm(t, comm_h);
-        ev.comm = ci.id;
-        ev.send = Some(xfer(&ci, dest, sendtag, count, datatype));
-        ev.recv = Some(xfer(&ci, source, recvtag, count, datatype));
-        if wild && rc == 0 {
-            ev.matched.push(matched(&ci, &*st, None));
-        }
+        fill_sendrecv(t, ev, count, datatype, dest, sendtag, count, datatype, source, recvtag, comm_h, wild_status(wild, rc, st));
     });
     rc
 });
 
 // ------------------------------------------------------------ persistent
 
+/// Fills Start/Startall: follows requests whose handle MPI changed (Open
+/// MPI may swap it) and lists the requests started. `before`/`after` are
+/// the handle keys before and after the call.
+pub(crate) fn fill_start(t: &Tracer, ev: &mut Event, before: &[usize], after: &[usize]) {
+    for (b, a) in before.iter().zip(after) {
+        t.rekey_req(*b, *a);
+    }
+    ev.reqs = t.reqs(after).into_iter().flatten().map(|r| r.id).collect();
+}
+
+/// Fills Request_free and forgets the request (`key`: its handle key,
+/// read before the call).
+pub(crate) fn fill_request_free(t: &Tracer, ev: &mut Event, key: usize) {
+    ev.reqs = t.reqs(&[key]).into_iter().flatten().map(|r| r.id).collect();
+    t.retire_reqs(&[key], true);
+}
+
 entry!(MPI_Start, PMPI_Start, (request: *mut MPI_Request), |s| {
     let before = (*request).key();
     let rc = PMPI_Start(request);
     let after = (*request).key();
-    s.record(Op::Start, |t, ev| {
-        t.rekey_req(before, after);
-        ev.reqs = t.reqs(&[after]).into_iter().flatten().map(|r| r.id).collect();
-    });
+    s.record(Op::Start, |t, ev| fill_start(t, ev, &[before], &[after]));
     rc
 });
 
@@ -444,22 +533,14 @@ entry!(MPI_Startall, PMPI_Startall, (count: c_int, requests: *mut MPI_Request), 
     let before = req_keys(requests, count);
     let rc = PMPI_Startall(count, requests);
     let after = req_keys(requests, count);
-    s.record(Op::Startall, |t, ev| {
-        for (b, a) in before.iter().zip(&after) {
-            t.rekey_req(*b, *a);
-        }
-        ev.reqs = t.reqs(&after).into_iter().flatten().map(|r| r.id).collect();
-    });
+    s.record(Op::Startall, |t, ev| fill_start(t, ev, &before, &after));
     rc
 });
 
 entry!(MPI_Request_free, PMPI_Request_free, (request: *mut MPI_Request), |s| {
     let key = (*request).key();
     let rc = PMPI_Request_free(request);
-    s.record(Op::RequestFree, |t, ev| {
-        ev.reqs = t.reqs(&[key]).into_iter().flatten().map(|r| r.id).collect();
-        t.retire_reqs(&[key], true);
-    });
+    s.record(Op::RequestFree, |t, ev| fill_request_free(t, ev, key));
     rc
 });
 
@@ -636,6 +717,46 @@ fn unsafe_byte() -> MPI_Datatype {
     unsafe { RSMPI_UINT8_T }
 }
 
+/// Fills Probe/Iprobe: the posted source and tag, and, when a message was
+/// found (`found`: the status MPI filled), its size and its source and tag.
+/// The caller sets `ev.flag` for Iprobe.
+pub(crate) fn fill_probe(
+    t: &Tracer,
+    ev: &mut Event,
+    source: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    found: Option<&MPI_Status>,
+) -> Arc<CommInfo> {
+    let ci = comm(t, comm_h);
+    ev.comm = ci.id;
+    ev.recv = Some(probe_xfer(&ci, source, tag, found));
+    if let Some(st) = found {
+        ev.matched.push(matched(&ci, st, None));
+    }
+    ci
+}
+
+/// Fills Mprobe/Improbe: [`fill_probe`], plus the matched message (the
+/// handle MPI wrote) registered for the Mrecv/Imrecv that will use it.
+pub(crate) fn fill_mprobe(
+    t: &Tracer,
+    ev: &mut Event,
+    source: c_int,
+    tag: c_int,
+    comm_h: MPI_Comm,
+    found: Option<(&MPI_Status, MPI_Message)>,
+) {
+    let ci = fill_probe(t, ev, source, tag, comm_h, found.map(|f| f.0));
+    if let Some((st, message)) = found {
+        let m = message.key();
+        let c = consts();
+        if m != c.message_null && m != c.message_no_proc {
+            ev.message = Some(t.add_msg(m, ci, st.MPI_SOURCE, st.MPI_TAG));
+        }
+    }
+}
+
 entry!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
     let t = s.tracer();
     let mut local = zero_status();
@@ -653,13 +774,7 @@ entry!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm_h: MPI_Comm, stat
         PMPI_Probe(source, tag, comm_h, st)
     };
     s.record(Op::Probe, |t, ev| {
-        let ci = comm(t, comm_h);
-        ev.comm = ci.id;
-        let ok = rc == 0;
-        ev.recv = Some(probe_xfer(&ci, source, tag, ok.then_some(&*st)));
-        if ok {
-            ev.matched.push(matched(&ci, &*st, None));
-        }
+        fill_probe(t, ev, source, tag, comm_h, (rc == 0).then(|| &*st));
     });
     rc
 });
@@ -669,36 +784,12 @@ entry!(MPI_Iprobe, PMPI_Iprobe, (source: c_int, tag: c_int, comm_h: MPI_Comm, fl
     let st = status_for(status, true, &mut local);
     let rc = PMPI_Iprobe(source, tag, comm_h, flag, st);
     s.record(Op::Iprobe, |t, ev| {
-        let ci = comm(t, comm_h);
-        ev.comm = ci.id;
         let f = rc == 0 && *flag != 0;
         ev.flag = Some(f);
-        ev.recv = Some(probe_xfer(&ci, source, tag, f.then_some(&*st)));
-        if f {
-            ev.matched.push(matched(&ci, &*st, None));
-        }
+        fill_probe(t, ev, source, tag, comm_h, f.then(|| &*st));
     });
     rc
 });
-
-/// Records a matched message of Mprobe/Improbe.
-///
-/// # Safety
-/// `message` must point to the message handle MPI just wrote.
-unsafe fn add_message(
-    t: &Tracer,
-    ev: &mut Event,
-    ci: &Arc<CommInfo>,
-    message: *mut MPI_Message,
-    st: &MPI_Status,
-) {
-    // SAFETY: guaranteed by the caller.
-    let m = unsafe { *message }.key();
-    let c = consts();
-    if m != c.message_null && m != c.message_no_proc {
-        ev.message = Some(t.add_msg(m, Arc::clone(ci), st.MPI_SOURCE, st.MPI_TAG));
-    }
-}
 
 entry!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm_h: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status), |s| {
     let t = s.tracer();
@@ -717,14 +808,7 @@ entry!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm_h: MPI_Comm, me
         PMPI_Mprobe(source, tag, comm_h, message, st)
     };
     s.record(Op::Mprobe, |t, ev| {
-        let ci = comm(t, comm_h);
-        ev.comm = ci.id;
-        let ok = rc == 0;
-        ev.recv = Some(probe_xfer(&ci, source, tag, ok.then_some(&*st)));
-        if ok {
-            ev.matched.push(matched(&ci, &*st, None));
-            add_message(t, ev, &ci, message, &*st);
-        }
+        fill_mprobe(t, ev, source, tag, comm_h, (rc == 0).then(|| (&*st, *message)));
     });
     rc
 });
@@ -734,24 +818,19 @@ entry!(MPI_Improbe, PMPI_Improbe, (source: c_int, tag: c_int, comm_h: MPI_Comm, 
     let st = status_for(status, true, &mut local);
     let rc = PMPI_Improbe(source, tag, comm_h, flag, message, st);
     s.record(Op::Improbe, |t, ev| {
-        let ci = comm(t, comm_h);
-        ev.comm = ci.id;
         let f = rc == 0 && *flag != 0;
         ev.flag = Some(f);
-        ev.recv = Some(probe_xfer(&ci, source, tag, f.then_some(&*st)));
-        if f {
-            ev.matched.push(matched(&ci, &*st, None));
-            add_message(t, ev, &ci, message, &*st);
-        }
+        fill_mprobe(t, ev, source, tag, comm_h, f.then(|| (&*st, *message)));
     });
     rc
 });
 
 /// Fills Mrecv/Imrecv: the message id (which names the probe that matched
 /// it), the matched source and tag, and the receive buffer's count and
-/// datatype size. Returns the communicator of the message, if known (a
-/// message of `MPI_PROC_NULL` has none).
-fn fill_mrecv(
+/// datatype size. `key` is the message handle's key, read before the call.
+/// Returns the communicator of the message, if known (a message of
+/// `MPI_PROC_NULL` has none).
+pub(crate) fn fill_mrecv(
     t: &Tracer,
     ev: &mut Event,
     key: usize,
@@ -782,6 +861,25 @@ fn fill_mrecv(
     msg.map(|m| m.comm)
 }
 
+/// Fills Imrecv: [`fill_mrecv`] plus the request MPI wrote (`None` when
+/// the call failed).
+pub(crate) fn fill_imrecv(
+    t: &Tracer,
+    ev: &mut Event,
+    key: usize,
+    count: c_int,
+    datatype: MPI_Datatype,
+    request: Option<MPI_Request>,
+) {
+    let ci = fill_mrecv(t, ev, key, count, datatype);
+    if let Some(r) = request
+        && r.key() != consts().request_null
+        && let Some(ci) = ci
+    {
+        ev.req = Some(t.add_req(r.key(), false, false, ci));
+    }
+}
+
 entry!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status), |s| {
     let key = (*message).key();
     let t = s.tracer();
@@ -801,13 +899,7 @@ entry!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Dat
 entry!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request), |s| {
     let key = (*message).key();
     let rc = PMPI_Imrecv(buf, count, datatype, message, request);
-    s.record(Op::Imrecv, |t, ev| {
-        let ci = fill_mrecv(t, ev, key, count, datatype);
-        let r = *request;
-        if rc == 0 && r.key() != consts().request_null && let Some(ci) = ci {
-            ev.req = Some(t.add_req(r.key(), false, false, ci));
-        }
-    });
+    s.record(Op::Imrecv, |t, ev| fill_imrecv(t, ev, key, count, datatype, (rc == 0).then(|| *request)));
     rc
 });
 
@@ -832,11 +924,11 @@ fn coll_comm(
     (ci, is_root)
 }
 
-unsafe fn fill_barrier(t: &Tracer, ev: &mut Event, comm_h: MPI_Comm) {
+pub(crate) unsafe fn fill_barrier(t: &Tracer, ev: &mut Event, comm_h: MPI_Comm) {
     coll_comm(t, ev, comm_h, None);
 }
 
-unsafe fn fill_bcast(
+pub(crate) unsafe fn fill_bcast(
     t: &Tracer,
     ev: &mut Event,
     _buf: *mut c_void,
@@ -849,7 +941,7 @@ unsafe fn fill_bcast(
     ev.send = Some(coll(count, datatype));
 }
 
-unsafe fn fill_reduce(
+pub(crate) unsafe fn fill_reduce(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -867,7 +959,7 @@ unsafe fn fill_reduce(
 }
 
 /// Allreduce, Scan and Exscan.
-unsafe fn fill_allreduce(
+pub(crate) unsafe fn fill_allreduce(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -883,7 +975,7 @@ unsafe fn fill_allreduce(
     ev.in_place = in_place(sendbuf);
 }
 
-unsafe fn fill_gather(
+pub(crate) unsafe fn fill_gather(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -905,7 +997,7 @@ unsafe fn fill_gather(
     }
 }
 
-unsafe fn fill_scatter(
+pub(crate) unsafe fn fill_scatter(
     t: &Tracer,
     ev: &mut Event,
     _sendbuf: *const c_void,
@@ -928,7 +1020,7 @@ unsafe fn fill_scatter(
 }
 
 /// Allgather and Alltoall.
-unsafe fn fill_allgather(
+pub(crate) unsafe fn fill_allgather(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -947,7 +1039,7 @@ unsafe fn fill_allgather(
     ev.recv = Some(coll(recvcount, recvtype));
 }
 
-unsafe fn fill_gatherv(
+pub(crate) unsafe fn fill_gatherv(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -972,7 +1064,7 @@ unsafe fn fill_gatherv(
     }
 }
 
-unsafe fn fill_scatterv(
+pub(crate) unsafe fn fill_scatterv(
     t: &Tracer,
     ev: &mut Event,
     _sendbuf: *const c_void,
@@ -997,7 +1089,7 @@ unsafe fn fill_scatterv(
     }
 }
 
-unsafe fn fill_allgatherv(
+pub(crate) unsafe fn fill_allgatherv(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -1019,7 +1111,7 @@ unsafe fn fill_allgatherv(
     ev.recv_counts = unsafe { ints(recvcounts, comm_size(comm_h)) };
 }
 
-unsafe fn fill_alltoallv(
+pub(crate) unsafe fn fill_alltoallv(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -1061,7 +1153,7 @@ unsafe fn type_sizes(types: *const MPI_Datatype, n: c_int) -> Vec<i32> {
         .collect()
 }
 
-unsafe fn fill_alltoallw(
+pub(crate) unsafe fn fill_alltoallw(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -1088,7 +1180,7 @@ unsafe fn fill_alltoallw(
     }
 }
 
-unsafe fn fill_reduce_scatter(
+pub(crate) unsafe fn fill_reduce_scatter(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -1106,7 +1198,7 @@ unsafe fn fill_reduce_scatter(
     ev.recv_counts = unsafe { ints(recvcounts, comm_size(comm_h)) };
 }
 
-unsafe fn fill_reduce_scatter_block(
+pub(crate) unsafe fn fill_reduce_scatter_block(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
@@ -1142,9 +1234,7 @@ macro_rules! collective {
             let rc = $ipmpi($($a,)* request);
             s.record($iop, |t, ev| {
                 $fill(t, ev, $($a),*);
-                if rc == 0 {
-                    ev.req = add_req(t, request, false, false, $c);
-                }
+                ev.req = new_req(t, (rc == 0).then(|| *request), false, false, $c);
             });
             rc
         });
@@ -1187,123 +1277,291 @@ collective!(fill_reduce_scatter_block: MPI_Reduce_scatter_block, PMPI_Reduce_sca
 
 // ------------------------------------------- communicators and topologies
 
-/// Records a constructor: the parent communicator and the new one's lineage.
-///
-/// # Safety
-/// `newcomm` must point to the communicator MPI just wrote (when rc == 0).
-unsafe fn fill_create(
+/// Records a constructor: the parent communicator and the new one's
+/// lineage. `newcomm` is the communicator MPI returned (`MPI_COMM_NULL` when
+/// the call failed).
+pub(crate) fn fill_create(
     t: &Tracer,
     ev: &mut Event,
-    rc: c_int,
     parent: MPI_Comm,
-    newcomm: *mut MPI_Comm,
+    newcomm: MPI_Comm,
     extra: impl FnOnce(&mut compress::CommCreate),
 ) {
     ev.comm = comm(t, parent).id;
-    let nc = if rc == 0 {
+    let mut c = new_comm(t, newcomm);
+    extra(&mut c);
+    ev.create = Some(Box::new(c));
+}
+
+/// The communicator a constructor wrote, or `MPI_COMM_NULL` when it failed.
+///
+/// # Safety
+/// When `rc == 0`, `newcomm` must point to the communicator MPI just wrote.
+unsafe fn created(rc: c_int, newcomm: *const MPI_Comm) -> MPI_Comm {
+    if rc == 0 {
         // SAFETY: guaranteed by the caller.
         unsafe { *newcomm }
     } else {
         // SAFETY: reading an initialised mpi-sys constant.
         unsafe { RSMPI_COMM_NULL }
-    };
-    let mut c = new_comm(t, nc);
-    extra(&mut c);
-    ev.create = Some(Box::new(c));
+    }
+}
+
+/// Fills Comm_dup.
+pub(crate) fn fill_comm_dup(t: &Tracer, ev: &mut Event, parent: MPI_Comm, newcomm: MPI_Comm) {
+    fill_create(t, ev, parent, newcomm, |_| {});
+}
+
+/// Fills Comm_split.
+pub(crate) fn fill_comm_split(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: MPI_Comm,
+) {
+    fill_create(t, ev, parent, newcomm, |c| {
+        c.color = (color != consts().undefined).then_some(color);
+        c.key = Some(key);
+    });
+}
+
+/// Fills Comm_split_type.
+pub(crate) fn fill_comm_split_type(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    split_type: c_int,
+    key: c_int,
+    newcomm: MPI_Comm,
+) {
+    fill_create(t, ev, parent, newcomm, |c| {
+        c.split_type = Some(split_type);
+        c.key = Some(key);
+    });
+}
+
+/// Fills Comm_create.
+pub(crate) fn fill_comm_create(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    group: MPI_Group,
+    newcomm: MPI_Comm,
+) {
+    fill_create(t, ev, parent, newcomm, |c| c.members = group_members(group));
+}
+
+/// Fills Cart_create. `periods` are C ints or Fortran LOGICALs (nonzero is
+/// true), as is `reorder`.
+///
+/// # Safety
+/// `dims` and `periods` must point to `ndims` ints.
+pub(crate) unsafe fn fill_cart_create(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    reorder: c_int,
+    newcomm: MPI_Comm,
+) {
+    fill_create(t, ev, parent, newcomm, |c| {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            c.dims = ints(dims, ndims);
+            c.periods = ints(periods, ndims)
+                .into_iter()
+                .map(|p| i32::from(p != 0))
+                .collect();
+        }
+        c.reorder = Some(reorder != 0);
+    });
+}
+
+/// The number of dimensions of a Cartesian communicator (read before
+/// Cart_sub, for the length of `remain_dims`).
+pub(crate) fn cartdim(comm_h: MPI_Comm) -> c_int {
+    let mut ndims: c_int = 0;
+    // SAFETY: a communicator the application passed to MPI_Cart_sub; the
+    // call only writes the int out-param.
+    unsafe { PMPI_Cartdim_get(comm_h, &mut ndims) };
+    ndims
+}
+
+/// Fills Cart_sub (`ndims` from [`cartdim`]).
+///
+/// # Safety
+/// `remain_dims` must point to `ndims` ints (C ints or Fortran LOGICALs).
+pub(crate) unsafe fn fill_cart_sub(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    ndims: c_int,
+    remain_dims: *const c_int,
+    newcomm: MPI_Comm,
+) {
+    fill_create(t, ev, parent, newcomm, |c| {
+        // SAFETY: guaranteed by the caller.
+        c.dims = unsafe { ints(remain_dims, ndims) }
+            .into_iter()
+            .map(|p| i32::from(p != 0))
+            .collect();
+    });
+}
+
+/// Fills Graph_create.
+///
+/// # Safety
+/// `index` must point to `nnodes` ints and `edges` to `index[nnodes-1]`.
+pub(crate) unsafe fn fill_graph_create(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    reorder: c_int,
+    newcomm: MPI_Comm,
+) {
+    fill_create(t, ev, parent, newcomm, |c| {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            c.dims = ints(index, nnodes);
+            let nedges = c.dims.last().copied().unwrap_or(0);
+            c.edges = ints(edges, nedges);
+        }
+        c.reorder = Some(reorder != 0);
+    });
+}
+
+/// Fills Dist_graph_create.
+///
+/// # Safety
+/// `sources` and `degrees` must point to `n` ints and `destinations` to
+/// the sum of the degrees.
+pub(crate) unsafe fn fill_dist_graph_create(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    n: c_int,
+    sources: *const c_int,
+    degrees: *const c_int,
+    destinations: *const c_int,
+    reorder: c_int,
+    newcomm: MPI_Comm,
+) {
+    fill_create(t, ev, parent, newcomm, |c| {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            c.sources = ints(sources, n);
+            c.dims = ints(degrees, n);
+            let nedges: c_int = c.dims.iter().sum();
+            c.edges = ints(destinations, nedges);
+        }
+        c.reorder = Some(reorder != 0);
+    });
+}
+
+/// Fills Dist_graph_create_adjacent.
+///
+/// # Safety
+/// `sources` must point to `indegree` ints, `destinations` to `outdegree`.
+pub(crate) unsafe fn fill_dist_graph_create_adjacent(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    indegree: c_int,
+    sources: *const c_int,
+    outdegree: c_int,
+    destinations: *const c_int,
+    reorder: c_int,
+    newcomm: MPI_Comm,
+) {
+    fill_create(t, ev, parent, newcomm, |c| {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            c.sources = ints(sources, indegree);
+            c.edges = ints(destinations, outdegree);
+        }
+        c.reorder = Some(reorder != 0);
+    });
+}
+
+/// What Comm_free must know before the call frees the handle: its key and
+/// its id.
+pub(crate) fn comm_free_before(t: &Tracer, comm_h: MPI_Comm) -> (usize, CommId) {
+    (comm_h.key(), comm(t, comm_h).id)
+}
+
+/// Fills Comm_free and forgets the communicator if the call succeeded.
+pub(crate) fn fill_comm_free(t: &Tracer, ev: &mut Event, rc: c_int, (key, id): (usize, CommId)) {
+    ev.comm = id;
+    if rc == 0 {
+        t.remove_comm(key);
+    }
 }
 
 entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_dup(comm_h, newcomm);
-    s.record(Op::CommDup, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |_| {}));
+    s.record(Op::CommDup, |t, ev| fill_comm_dup(t, ev, comm_h, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Comm_split, PMPI_Comm_split, (comm_h: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_split(comm_h, color, key, newcomm);
-    s.record(Op::CommSplit, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
-        c.color = (color != consts().undefined).then_some(color);
-        c.key = Some(key);
-    }));
+    s.record(Op::CommSplit, |t, ev| fill_comm_split(t, ev, comm_h, color, key, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm_h: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_split_type(comm_h, split_type, key, info, newcomm);
-    s.record(Op::CommSplitType, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
-        c.split_type = Some(split_type);
-        c.key = Some(key);
-    }));
+    s.record(Op::CommSplitType, |t, ev| fill_comm_split_type(t, ev, comm_h, split_type, key, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Comm_create, PMPI_Comm_create, (comm_h: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_create(comm_h, group, newcomm);
-    s.record(Op::CommCreate, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| c.members = group_members(group)));
+    s.record(Op::CommCreate, |t, ev| fill_comm_create(t, ev, comm_h, group, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Comm_free, PMPI_Comm_free, (comm_h: *mut MPI_Comm), |s| {
-    let key = (*comm_h).key();
-    let id = comm(s.tracer(), *comm_h).id;
+    let before = comm_free_before(s.tracer(), *comm_h);
     let rc = PMPI_Comm_free(comm_h);
-    s.record(Op::CommFree, |t, ev| {
-        ev.comm = id;
-        if rc == 0 {
-            t.remove_comm(key);
-        }
-    });
+    s.record(Op::CommFree, |t, ev| fill_comm_free(t, ev, rc, before));
     rc
 });
 
 entry!(MPI_Cart_create, PMPI_Cart_create, (comm_h: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Cart_create(comm_h, ndims, dims, periods, reorder, newcomm);
-    s.record(Op::CartCreate, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
-        c.dims = ints(dims, ndims);
-        c.periods = ints(periods, ndims).into_iter().map(|p| i32::from(p != 0)).collect();
-        c.reorder = Some(reorder != 0);
-    }));
+    s.record(Op::CartCreate, |t, ev| fill_cart_create(t, ev, comm_h, ndims, dims, periods, reorder, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Cart_sub, PMPI_Cart_sub, (comm_h: MPI_Comm, remain_dims: *const c_int, newcomm: *mut MPI_Comm), |s| {
-    let mut ndims: c_int = 0;
-    PMPI_Cartdim_get(comm_h, &mut ndims);
+    let ndims = cartdim(comm_h);
     let rc = PMPI_Cart_sub(comm_h, remain_dims, newcomm);
-    s.record(Op::CartSub, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
-        c.dims = ints(remain_dims, ndims).into_iter().map(|p| i32::from(p != 0)).collect();
-    }));
+    s.record(Op::CartSub, |t, ev| fill_cart_sub(t, ev, comm_h, ndims, remain_dims, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Graph_create, PMPI_Graph_create, (comm_h: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Graph_create(comm_h, nnodes, index, edges, reorder, newcomm);
-    s.record(Op::GraphCreate, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
-        c.dims = ints(index, nnodes);
-        let nedges = c.dims.last().copied().unwrap_or(0);
-        c.edges = ints(edges, nedges);
-        c.reorder = Some(reorder != 0);
-    }));
+    s.record(Op::GraphCreate, |t, ev| fill_graph_create(t, ev, comm_h, nnodes, index, edges, reorder, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_h: MPI_Comm, n: c_int, sources: *const c_int, degrees: *const c_int, destinations: *const c_int, weights: *const c_int, info: MPI_Info, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Dist_graph_create(comm_h, n, sources, degrees, destinations, weights, info, reorder, newcomm);
-    s.record(Op::DistGraphCreate, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
-        c.sources = ints(sources, n);
-        c.dims = ints(degrees, n);
-        let nedges: c_int = c.dims.iter().sum();
-        c.edges = ints(destinations, nedges);
-        c.reorder = Some(reorder != 0);
-    }));
+    s.record(Op::DistGraphCreate, |t, ev| fill_dist_graph_create(t, ev, comm_h, n, sources, degrees, destinations, reorder, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent, (comm_h: MPI_Comm, indegree: c_int, sources: *const c_int, sourceweights: *const c_int, outdegree: c_int, destinations: *const c_int, destweights: *const c_int, info: MPI_Info, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Dist_graph_create_adjacent(comm_h, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, newcomm);
-    s.record(Op::DistGraphCreateAdjacent, |t, ev| fill_create(t, ev, rc, comm_h, newcomm, |c| {
-        c.sources = ints(sources, indegree);
-        c.edges = ints(destinations, outdegree);
-        c.reorder = Some(reorder != 0);
-    }));
+    s.record(Op::DistGraphCreateAdjacent, |t, ev| fill_dist_graph_create_adjacent(t, ev, comm_h, indegree, sources, outdegree, destinations, reorder, created(rc, newcomm)));
     rc
 });

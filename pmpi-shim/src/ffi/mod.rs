@@ -17,12 +17,9 @@ use crate::tracer::{self, CommInfo, Tracer};
 unsafe extern "C" {
     fn rs_in_place() -> *mut c_void;
     fn rs_bottom() -> *mut c_void;
-    fn rs_f_status_ignore() -> *mut RSMPI_Fint;
-    fn rs_f_statuses_ignore() -> *mut RSMPI_Fint;
     fn rs_op_maxloc() -> MPI_Op;
     fn rs_op_minloc() -> MPI_Op;
     fn rs_f_status_size() -> c_int;
-    fn rs_status_f2c(f: *const RSMPI_Fint, c: *mut MPI_Status) -> c_int;
 }
 
 /// An MPI handle as an opaque map key. MPICH handles are `int`s and Open MPI
@@ -80,8 +77,8 @@ pub(crate) struct Consts {
     pub datatype_null: usize,
     pub status_ignore: usize,
     pub statuses_ignore: usize,
-    pub f_status_ignore: usize,
-    pub f_statuses_ignore: usize,
+    /// `MPI_STATUS_SIZE`: the INTEGERs of a Fortran status, which has the
+    /// layout of `MPI_Status` on both implementations.
     pub f_status_size: usize,
     ops: [(usize, ReduceOp); 12],
 }
@@ -110,8 +107,6 @@ pub(crate) fn consts() -> &'static Consts {
                 datatype_null: RSMPI_DATATYPE_NULL.key(),
                 status_ignore: RSMPI_STATUS_IGNORE as usize,
                 statuses_ignore: RSMPI_STATUSES_IGNORE as usize,
-                f_status_ignore: rs_f_status_ignore() as usize,
-                f_statuses_ignore: rs_f_statuses_ignore() as usize,
                 f_status_size: usize::try_from(rs_f_status_size()).unwrap_or(6),
                 ops: [
                     (RSMPI_MAX.key(), ReduceOp::Max),
@@ -325,18 +320,6 @@ pub(crate) fn comm_rank(comm: MPI_Comm) -> c_int {
     // SAFETY: valid communicator; writes the int out-param only.
     unsafe { PMPI_Comm_rank(comm, &mut r) };
     r
-}
-
-/// Converts a Fortran status to a C status (`MPI_Status_f2c`).
-///
-/// # Safety
-/// `f` must point to a Fortran status (`MPI_STATUS_SIZE` integers).
-pub(crate) unsafe fn status_f2c(f: *const RSMPI_Fint) -> MPI_Status {
-    // SAFETY: MPI_Status is plain old data; zeroed is a valid value.
-    let mut s: MPI_Status = unsafe { std::mem::zeroed() };
-    // SAFETY: guaranteed by the caller; `s` is a valid out-param.
-    unsafe { rs_status_f2c(f, &mut s) };
-    s
 }
 
 /// Installs the tracer after a successful `PMPI_Init`/`PMPI_Init_thread`.
