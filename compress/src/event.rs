@@ -187,6 +187,18 @@ pub struct Transfer {
 }
 
 impl Transfer {
+    /// A collective's buffer: collectives have no peer and no tag, so both
+    /// are fixed (`Peer::Null`, tag 0) and the raw form prints only count and
+    /// datatype size.
+    pub fn collective(count: i64, dsize: i64) -> Transfer {
+        Transfer {
+            peer: Peer::Null,
+            tag: Tag::Value(0),
+            count,
+            dsize,
+        }
+    }
+
     /// Bytes moved: count times datatype size.
     pub fn bytes(&self) -> i64 {
         self.count * self.dsize
@@ -303,6 +315,26 @@ pub struct CommCreate {
     pub members: Vec<i32>,
     /// Whether reordering was allowed.
     pub reorder: Option<bool>,
+}
+
+impl CommCreate {
+    /// The lineage of a new communicator with every construction detail
+    /// still empty; the wrapper of each constructor fills in its own.
+    pub fn new(new: Option<CommId>, size: i32) -> CommCreate {
+        CommCreate {
+            new,
+            size,
+            color: None,
+            key: None,
+            split_type: None,
+            dims: Vec::new(),
+            periods: Vec::new(),
+            edges: Vec::new(),
+            sources: Vec::new(),
+            members: Vec::new(),
+            reorder: None,
+        }
+    }
 }
 
 /// One intercepted MPI call.

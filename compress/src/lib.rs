@@ -5,14 +5,25 @@
 //! ([`raw`]) and, built on them, the compressed trace. Every other crate uses
 //! these types through this API and never depends on how the shim built them.
 
+pub mod codec;
 pub mod event;
+pub mod intra;
 pub mod profile;
 pub mod raw;
+pub mod seq;
+pub mod timing;
+pub mod trace;
 
 pub use event::{
     CommCreate, CommId, Event, EventSink, Family, Matched, Op, Peer, ReduceOp, ReqId, Tag, Timing,
     Transfer,
 };
+
+pub use codec::Shape;
+pub use intra::{Compressor, Config};
+pub use seq::ValueSeq;
+pub use timing::{Dist, Histogram, PathTiming, Stats, TimeStats};
+pub use trace::{Expand, Leaf, Loop, Node, Single, Trace, TraceStats};
 
 use std::path::{Path, PathBuf};
 
@@ -37,6 +48,10 @@ pub enum Error {
         /// What is wrong.
         msg: String,
     },
+    /// Writing spilled events to the caller's writer failed (see
+    /// [`Compressor::with_spill_writer`]); those events are lost.
+    #[error("writing the spilled trace prefix: {0}")]
+    Spill(std::io::Error),
     /// An error located in a file.
     #[error("{path}: {inner}")]
     InFile {

@@ -213,12 +213,10 @@ fn parse_xfer(line: usize, key: &str, v: &str) -> Result<Transfer, Error> {
     let parts: Vec<&str> = v.split('/').collect();
     if let [count, dsize] = parts[..] {
         // The collective form (see `write_xfer`).
-        return Ok(Transfer {
-            peer: Peer::Null,
-            tag: Tag::Value(0),
-            count: num(line, key, count)?,
-            dsize: num(line, key, dsize)?,
-        });
+        return Ok(Transfer::collective(
+            num(line, key, count)?,
+            num(line, key, dsize)?,
+        ));
     }
     let [peer, tag, count, dsize] = parts[..] else {
         return Err(bad(
@@ -315,23 +313,12 @@ pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
             "msg" => ev.message = Some(num(l, k, v)?),
             "value" => ev.value = Some(num(l, k, v)?),
             "new" => {
-                create = Some(CommCreate {
-                    new: if v == "null" {
-                        None
-                    } else {
-                        Some(CommId(num(l, k, v)?))
-                    },
-                    size: 0,
-                    color: None,
-                    key: None,
-                    split_type: None,
-                    dims: Vec::new(),
-                    periods: Vec::new(),
-                    edges: Vec::new(),
-                    sources: Vec::new(),
-                    members: Vec::new(),
-                    reorder: None,
-                })
+                let new = if v == "null" {
+                    None
+                } else {
+                    Some(CommId(num(l, k, v)?))
+                };
+                create = Some(CommCreate::new(new, 0));
             }
             _ => {
                 cc(&mut create)?;
@@ -454,17 +441,8 @@ mod tests {
         }];
         let mut c = Event::new(Op::CommSplit);
         c.create = Some(Box::new(CommCreate {
-            new: None,
-            size: 0,
-            color: None,
             key: Some(3),
-            split_type: None,
-            dims: vec![],
-            periods: vec![],
-            edges: vec![],
-            sources: vec![],
-            members: vec![],
-            reorder: None,
+            ..CommCreate::new(None, 0)
         }));
         let mut d = Event::new(Op::Alltoallw);
         d.send_counts = vec![1, 2];

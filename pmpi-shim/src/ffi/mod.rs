@@ -9,7 +9,7 @@ pub(crate) mod sys;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, OnceLock};
 
-use compress::{CommCreate, CommId, Peer, ReduceOp, Tag, Transfer};
+use compress::{CommCreate, CommId, ReduceOp, Tag, Transfer};
 use mpi_sys::*;
 
 use crate::tracer::{self, CommInfo, Tracer};
@@ -211,19 +211,7 @@ pub(crate) fn new_comm(t: &Tracer, newcomm: MPI_Comm) -> CommCreate {
         (Some(newcomm.key()), world_map(newcomm), size)
     };
     let id = t.add_comm(key, map);
-    CommCreate {
-        new: key.map(|_| id),
-        size,
-        color: None,
-        key: None,
-        split_type: None,
-        dims: Vec::new(),
-        periods: Vec::new(),
-        edges: Vec::new(),
-        sources: Vec::new(),
-        members: Vec::new(),
-        reorder: None,
-    }
+    CommCreate::new(key.map(|_| id), size)
 }
 
 /// World ranks of a group's members (for `MPI_Comm_create`).
@@ -268,12 +256,7 @@ pub(crate) fn xfer(
 
 /// A transfer descriptor for a collective buffer (no peer, no tag).
 pub(crate) fn coll(count: c_int, dt: MPI_Datatype) -> Transfer {
-    Transfer {
-        peer: Peer::Null,
-        tag: Tag::Value(0),
-        count: i64::from(count),
-        dsize: dsize(dt),
-    }
+    Transfer::collective(i64::from(count), dsize(dt))
 }
 
 /// Whether a receive posted with these arguments is a wildcard whose

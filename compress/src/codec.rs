@@ -1,0 +1,826 @@
+//! The lossless split of an [`Event`] into a [`Shape`] and a flat list of
+//! integer parameters.
+//!
+//! Intra-node compression matches events on *structure* (operation, call
+//! site, thread and which fields are present) and keeps everything else as
+//! value sequences (seed 001 §2: RSDs record "the parameters and information
+//! of a single MPI event nested in a loop"; ScalaTrace matches on signature,
+//! opcode and loop shape only, PRIOR-ART.md). A shape is therefore what two
+//! iterations of a loop must share, and the parameters are what may change
+//! between iterations without breaking the loop: counts, tags, peers, request
+//! ids, the communicator, list items and list lengths.
+//!
+//! Choices, and why:
+//!
+//! * **Peers are relative** to the recording rank's world rank
+//!   (`world - rank`), the location-independent encoding of seed 001 §2, so
+//!   that the inter-node merge can unify the endpoints of SPMD ranks. The
+//!   matched source of wildcard receives is relative for the same reason.
+//!   `MPI_ANY_SOURCE` and `MPI_PROC_NULL` are sentinel values of the same
+//!   parameter (not part of the shape): a rank on a non-periodic boundary
+//!   whose loop over directions hits `MPI_PROC_NULL` keeps one loop. The local
+//!   (communicator) rank is kept as its difference to the world rank (0 in
+//!   `MPI_COMM_WORLD`).
+//! * **The communicator is a parameter**: a loop that creates, uses and frees
+//!   a communicator per iteration sees its id count up and still folds.
+//! * **List lengths are parameters**: `Waitsome`/`Testsome` complete a varying
+//!   number of requests and `MPI_REQUEST_NULL` entries are left out of
+//!   `reqs`, so lengths vary between iterations of the same loop.
+//! * **Request ids are kept as they are**: they grow by a constant per
+//!   iteration, which a strided [`crate::seq::ValueSeq`] absorbs.
+//! * Presence of optional fields, `in_place`, the reduction operation and the
+//!   presence parts of a communicator's lineage are the shape: they are the
+//!   same for every execution of a call site in SPMD codes, and they decide
+//!   how many parameters there are.
+//!
+//! The encoding is exact: `decode(encode(e)) == e` for every event except its
+//! timing, including local peer ranks and the (unprinted) peer/tag of
+//! collective transfers.
+
+#![warn(missing_docs)]
+
+use crate::event::{
+    CommCreate, CommId, Event, Matched, Op, Peer, ReduceOp, ReqId, Tag, Timing, Transfer,
+};
+
+/// The parameter value of `MPI_ANY_SOURCE` (no relative peer can take it: a
+/// difference of two `i32` ranks is far smaller).
+pub(crate) const PEER_ANY: i64 = i64::MIN;
+/// The parameter value of `MPI_PROC_NULL`.
+pub(crate) const PEER_NULL: i64 = i64::MIN + 1;
+/// The parameter value of `MPI_ANY_TAG`.
+pub(crate) const TAG_ANY: i64 = i64::MIN;
+
+const SEND: u16 = 1;
+const RECV: u16 = 1 << 1;
+const ROOT: u16 = 1 << 2;
+const IN_PLACE: u16 = 1 << 3;
+const REQ: u16 = 1 << 4;
+const FLAG: u16 = 1 << 5;
+const MSG: u16 = 1 << 6;
+const VALUE: u16 = 1 << 7;
+const CREATE: u16 = 1 << 8;
+const C_NEW: u16 = 1 << 9;
+const C_COLOR: u16 = 1 << 10;
+const C_KEY: u16 = 1 << 11;
+const C_STYPE: u16 = 1 << 12;
+const C_REORDER: u16 = 1 << 13;
+const ALL_FLAGS: u16 = (1 << 14) - 1;
+
+/// Items per entry of each list parameter, in encoding order:
+/// scounts, rcounts, sdsizes, rdsizes, reqs, done, match (req?, req, src, tag).
+const BASE_LISTS: [u8; 7] = [1, 1, 1, 1, 1, 1, 4];
+/// The same plus the lineage lists: dims, periods, edges, sources, members.
+const CREATE_LISTS: [u8; 12] = [1, 1, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1];
+
+/// What two executions of an event must share to be the same event of a loop:
+/// operation, call site, thread, and the presence of every optional field.
+///
+/// 16 bytes, `Copy`, compared and hashed in O(1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    op: Op,
+    redop: u8,
+    flags: u16,
+    thread: u32,
+    site: u64,
+}
+
+impl Default for Shape {
+    /// The shape of `Event::new(Op::Init)`.
+    fn default() -> Shape {
+        Shape {
+            op: Op::Init,
+            redop: 0,
+            flags: 0,
+            thread: 0,
+            site: 0,
+        }
+    }
+}
+
+impl Shape {
+    /// The MPI operation.
+    pub fn op(&self) -> Op {
+        self.op
+    }
+    /// The call-site signature.
+    pub fn site(&self) -> u64 {
+        self.site
+    }
+    /// The calling thread's index.
+    pub fn thread(&self) -> u32 {
+        self.thread
+    }
+    /// The reduction operation, if the call has one.
+    pub fn redop(&self) -> Option<ReduceOp> {
+        self.redop
+            .checked_sub(1)
+            .and_then(|i| ReduceOp::ALL.get(usize::from(i)).copied())
+    }
+
+    /// A well-mixed 64-bit hash, the key of the candidate index of
+    /// [`crate::Compressor`]. Stable across runs and ranks.
+    pub fn hash64(&self) -> u64 {
+        let packed = (self.op as u64)
+            | (u64::from(self.thread) << 8)
+            | (u64::from(self.flags) << 40)
+            | (u64::from(self.redop) << 56);
+        mix64(self.site ^ mix64(packed))
+    }
+
+    fn has(&self, f: u16) -> bool {
+        self.flags & f != 0
+    }
+
+    /// Number of fixed (non-list) parameters, and the entry width of each list
+    /// parameter that follows them.
+    pub(crate) fn layout(&self) -> (usize, &'static [u8]) {
+        let mut n = 1; // comm
+        if self.has(SEND) {
+            n += 5;
+        }
+        if self.has(RECV) {
+            n += 5;
+        }
+        for f in [ROOT, REQ, FLAG, MSG, VALUE] {
+            n += usize::from(self.has(f));
+        }
+        if self.has(CREATE) {
+            n += 1; // size
+            for f in [C_NEW, C_COLOR, C_KEY, C_STYPE, C_REORDER] {
+                n += usize::from(self.has(f));
+            }
+            (n, &CREATE_LISTS)
+        } else {
+            (n, &BASE_LISTS)
+        }
+    }
+
+    /// The shape's fields as integers, for the binary spill format.
+    pub(crate) fn to_words(self) -> [u64; 5] {
+        [
+            self.op as u64,
+            u64::from(self.redop),
+            u64::from(self.flags),
+            u64::from(self.thread),
+            self.site,
+        ]
+    }
+
+    /// Inverse of [`Shape::to_words`]; `None` for anything `to_words` cannot
+    /// produce.
+    pub(crate) fn from_words(w: [u64; 5]) -> Option<Shape> {
+        let op = *Op::ALL.get(usize::try_from(w[0]).ok()?)?;
+        let redop = u8::try_from(w[1]).ok()?;
+        if usize::from(redop) > ReduceOp::ALL.len() {
+            return None;
+        }
+        let flags = u16::try_from(w[2]).ok()?;
+        if flags & !ALL_FLAGS != 0 {
+            return None;
+        }
+        Some(Shape {
+            op,
+            redop,
+            flags,
+            thread: u32::try_from(w[3]).ok()?,
+            site: w[4],
+        })
+    }
+}
+
+/// The splitmix64 finaliser: a fast bijective mixer, so that hashes of
+/// structured values spread over all 64 bits.
+pub(crate) fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn push_peer(out: &mut Vec<i64>, peer: Peer, rank: i32) {
+    match peer {
+        Peer::Rank { world, local } => {
+            out.push(i64::from(world) - i64::from(rank));
+            out.push(i64::from(local) - i64::from(world));
+        }
+        Peer::Any => out.extend([PEER_ANY, 0]),
+        Peer::Null => out.extend([PEER_NULL, 0]),
+    }
+}
+
+fn push_xfer(out: &mut Vec<i64>, t: &Transfer, rank: i32) {
+    push_peer(out, t.peer, rank);
+    out.push(match t.tag {
+        Tag::Value(v) => i64::from(v),
+        Tag::Any => TAG_ANY,
+    });
+    out.push(t.count);
+    out.push(t.dsize);
+}
+
+fn push_list<T: Copy>(out: &mut Vec<i64>, items: &[T], f: impl Fn(T) -> i64) {
+    out.push(items.len() as i64);
+    out.extend(items.iter().map(|&x| f(x)));
+}
+
+/// Splits `ev` into its shape and its parameters (appended to `out`, which
+/// is cleared first). `rank` is the recording rank's world rank.
+pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
+    out.clear();
+    let mut flags = 0u16;
+    let mut set = |cond: bool, f: u16| {
+        if cond {
+            flags |= f;
+        }
+    };
+    set(ev.send.is_some(), SEND);
+    set(ev.recv.is_some(), RECV);
+    set(ev.root.is_some(), ROOT);
+    set(ev.in_place, IN_PLACE);
+    set(ev.req.is_some(), REQ);
+    set(ev.flag.is_some(), FLAG);
+    set(ev.message.is_some(), MSG);
+    set(ev.value.is_some(), VALUE);
+    if let Some(c) = &ev.create {
+        set(true, CREATE);
+        set(c.new.is_some(), C_NEW);
+        set(c.color.is_some(), C_COLOR);
+        set(c.key.is_some(), C_KEY);
+        set(c.split_type.is_some(), C_STYPE);
+        set(c.reorder.is_some(), C_REORDER);
+    }
+    let redop = ev.redop.map_or(0, |r| {
+        ReduceOp::ALL
+            .iter()
+            .position(|&o| o == r)
+            .map_or(0, |i| i as u8 + 1)
+    });
+
+    out.push(i64::from(ev.comm.0));
+    if let Some(t) = &ev.send {
+        push_xfer(out, t, rank);
+    }
+    if let Some(t) = &ev.recv {
+        push_xfer(out, t, rank);
+    }
+    out.extend(ev.root.map(i64::from));
+    out.extend(ev.req.map(|r| r.0 as i64));
+    out.extend(ev.flag.map(i64::from));
+    out.extend(ev.message.map(|m| m as i64));
+    out.extend(ev.value);
+    if let Some(c) = &ev.create {
+        out.extend(c.new.map(|id| i64::from(id.0)));
+        out.push(i64::from(c.size));
+        out.extend(c.color.map(i64::from));
+        out.extend(c.key.map(i64::from));
+        out.extend(c.split_type.map(i64::from));
+        out.extend(c.reorder.map(i64::from));
+    }
+    push_list(out, &ev.send_counts, i64::from);
+    push_list(out, &ev.recv_counts, i64::from);
+    push_list(out, &ev.send_dsizes, i64::from);
+    push_list(out, &ev.recv_dsizes, i64::from);
+    push_list(out, &ev.reqs, |r| r.0 as i64);
+    push_list(out, &ev.done, |r| r.0 as i64);
+    out.push(ev.matched.len() as i64);
+    for m in &ev.matched {
+        out.extend([
+            i64::from(m.req.is_some()),
+            m.req.map_or(0, |r| r.0 as i64),
+            i64::from(m.source) - i64::from(rank),
+            i64::from(m.tag),
+        ]);
+    }
+    if let Some(c) = &ev.create {
+        push_list(out, &c.dims, i64::from);
+        push_list(out, &c.periods, i64::from);
+        push_list(out, &c.edges, i64::from);
+        push_list(out, &c.sources, i64::from);
+        push_list(out, &c.members, i64::from);
+    }
+    Shape {
+        op: ev.op,
+        redop,
+        flags,
+        thread: ev.thread,
+        site: ev.site,
+    }
+}
+
+/// A checked reader over a parameter list.
+struct Rd<'a> {
+    v: &'a [i64],
+    i: usize,
+}
+
+impl Rd<'_> {
+    fn next(&mut self) -> Option<i64> {
+        let x = *self.v.get(self.i)?;
+        self.i += 1;
+        Some(x)
+    }
+    fn i32(&mut self) -> Option<i32> {
+        i32::try_from(self.next()?).ok()
+    }
+    fn bool(&mut self) -> Option<bool> {
+        match self.next()? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+    fn opt<T>(
+        &mut self,
+        present: bool,
+        f: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<Option<T>> {
+        if present {
+            f(self).map(Some)
+        } else {
+            Some(None)
+        }
+    }
+    fn len(&mut self) -> Option<usize> {
+        let n = usize::try_from(self.next()?).ok()?;
+        // A list cannot be longer than what is left.
+        (n <= self.v.len() - self.i).then_some(n)
+    }
+    fn list_i32(&mut self) -> Option<Vec<i32>> {
+        let n = self.len()?;
+        (0..n).map(|_| self.i32()).collect()
+    }
+    fn list_req(&mut self) -> Option<Vec<ReqId>> {
+        let n = self.len()?;
+        (0..n)
+            .map(|_| self.next().map(|x| ReqId(x as u64)))
+            .collect()
+    }
+    fn peer(&mut self, rank: i32) -> Option<Peer> {
+        let code = self.next()?;
+        let delta = self.next()?;
+        Some(match code {
+            PEER_ANY => Peer::Any,
+            PEER_NULL => Peer::Null,
+            _ => {
+                let world = i32::try_from(code.checked_add(i64::from(rank))?).ok()?;
+                let local = i32::try_from(delta.checked_add(i64::from(world))?).ok()?;
+                Peer::Rank { world, local }
+            }
+        })
+    }
+    fn xfer(&mut self, rank: i32) -> Option<Transfer> {
+        let peer = self.peer(rank)?;
+        let tag = match self.next()? {
+            TAG_ANY => Tag::Any,
+            t => Tag::Value(i32::try_from(t).ok()?),
+        };
+        Some(Transfer {
+            peer,
+            tag,
+            count: self.next()?,
+            dsize: self.next()?,
+        })
+    }
+}
+
+/// Rebuilds the event from its shape and parameters (timing zero), or `None`
+/// if the parameters are not ones [`encode`] can produce for this shape.
+pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
+    let mut r = Rd { v: params, i: 0 };
+    let s = *shape;
+    let mut ev = Event::new(s.op);
+    ev.site = s.site;
+    ev.thread = s.thread;
+    ev.comm = CommId(u32::try_from(r.next()?).ok()?);
+    ev.send = r.opt(s.has(SEND), |r| r.xfer(rank))?;
+    ev.recv = r.opt(s.has(RECV), |r| r.xfer(rank))?;
+    ev.root = r.opt(s.has(ROOT), Rd::i32)?;
+    ev.redop = match s.redop {
+        0 => None,
+        _ => Some(s.redop()?),
+    };
+    ev.in_place = s.has(IN_PLACE);
+    ev.req = r.opt(s.has(REQ), |r| r.next().map(|x| ReqId(x as u64)))?;
+    ev.flag = r.opt(s.has(FLAG), Rd::bool)?;
+    ev.message = r.opt(s.has(MSG), |r| r.next().map(|x| x as u64))?;
+    ev.value = r.opt(s.has(VALUE), Rd::next)?;
+    let mut create = None;
+    if s.has(CREATE) {
+        create = Some(CommCreate {
+            new: r
+                .opt(s.has(C_NEW), |r| {
+                    r.next().and_then(|x| u32::try_from(x).ok())
+                })?
+                .map(CommId),
+            size: r.i32()?,
+            color: r.opt(s.has(C_COLOR), Rd::i32)?,
+            key: r.opt(s.has(C_KEY), Rd::i32)?,
+            split_type: r.opt(s.has(C_STYPE), Rd::i32)?,
+            reorder: r.opt(s.has(C_REORDER), Rd::bool)?,
+            dims: Vec::new(),
+            periods: Vec::new(),
+            edges: Vec::new(),
+            sources: Vec::new(),
+            members: Vec::new(),
+        });
+    }
+    ev.send_counts = r.list_i32()?;
+    ev.recv_counts = r.list_i32()?;
+    ev.send_dsizes = r.list_i32()?;
+    ev.recv_dsizes = r.list_i32()?;
+    ev.reqs = r.list_req()?;
+    ev.done = r.list_req()?;
+    let n = r.len()?;
+    ev.matched = (0..n)
+        .map(|_| {
+            let has = r.bool()?;
+            let req = r.next()?;
+            let source = i32::try_from(r.next()?.checked_add(i64::from(rank))?).ok()?;
+            let tag = r.i32()?;
+            Some(Matched {
+                req: has.then_some(ReqId(req as u64)),
+                source,
+                tag,
+            })
+        })
+        .collect::<Option<_>>()?;
+    if let Some(c) = &mut create {
+        c.dims = r.list_i32()?;
+        c.periods = r.list_i32()?;
+        c.edges = r.list_i32()?;
+        c.sources = r.list_i32()?;
+        c.members = r.list_i32()?;
+    }
+    ev.create = create.map(Box::new);
+    ev.time = Timing::default();
+    (r.i == params.len()).then_some(ev)
+}
+
+/// Appends `x` as an unsigned LEB128 varint.
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut x: u64) {
+    while x >= 0x80 {
+        out.push((x as u8) | 0x80);
+        x >>= 7;
+    }
+    out.push(x as u8);
+}
+
+/// Reads an unsigned LEB128 varint at `*pos`.
+pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut x = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        x |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(x);
+        }
+    }
+    None
+}
+
+fn zigzag(x: i64) -> u64 {
+    ((x << 1) ^ (x >> 63)) as u64
+}
+
+fn unzigzag(x: u64) -> i64 {
+    ((x >> 1) as i64) ^ -((x & 1) as i64)
+}
+
+/// Appends one event in the compact binary form of the in-memory spill:
+/// the five shape words, the parameter count and the parameters, all LEB128
+/// varints (parameters zigzag-encoded). A typical event takes 15–30 bytes.
+pub(crate) fn write_binary(shape: &Shape, params: &[i64], out: &mut Vec<u8>) {
+    for w in shape.to_words() {
+        put_varint(out, w);
+    }
+    put_varint(out, params.len() as u64);
+    for &p in params {
+        put_varint(out, zigzag(p));
+    }
+}
+
+/// Reads one event written by [`write_binary`] into `params`.
+pub(crate) fn read_binary(buf: &[u8], pos: &mut usize, params: &mut Vec<i64>) -> Option<Shape> {
+    let mut w = [0u64; 5];
+    for x in &mut w {
+        *x = get_varint(buf, pos)?;
+    }
+    let shape = Shape::from_words(w)?;
+    let n = usize::try_from(get_varint(buf, pos)?).ok()?;
+    params.clear();
+    for _ in 0..n {
+        params.push(unzigzag(get_varint(buf, pos)?));
+    }
+    Some(shape)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::raw::event_line;
+
+    fn rank_peer(world: i32, local: i32) -> Peer {
+        Peer::Rank { world, local }
+    }
+
+    fn p2p(peer: Peer, tag: Tag) -> Transfer {
+        Transfer {
+            peer,
+            tag,
+            count: 1024,
+            dsize: 8,
+        }
+    }
+
+    fn coll(count: i64) -> Transfer {
+        // What the shim's `coll()` builds: no peer, no tag.
+        Transfer {
+            peer: Peer::Null,
+            tag: Tag::Value(0),
+            count,
+            dsize: 4,
+        }
+    }
+
+    fn lineage() -> CommCreate {
+        CommCreate {
+            new: Some(CommId(2)),
+            size: 4,
+            color: None,
+            key: None,
+            split_type: None,
+            dims: vec![],
+            periods: vec![],
+            edges: vec![],
+            sources: vec![],
+            members: vec![],
+            reorder: None,
+        }
+    }
+
+    /// One event per operation, with its fields set the way the shim sets
+    /// them (pmpi-shim/src/ffi/c.rs), on rank 5 of 8.
+    pub(crate) fn every_op() -> Vec<Event> {
+        let mut out = Vec::new();
+        for &op in Op::ALL {
+            let mut e = Event::new(op);
+            e.site = 0x1234_5678_9abc_def0 ^ (op as u64);
+            e.time = Timing {
+                enter_ns: 1,
+                dur_ns: 2,
+                compute_ns: 3,
+            };
+            use Op::*;
+            match op {
+                Init | Finalize => {}
+                InitThread => e.value = Some(3 * 16 + 3),
+                Abort => {
+                    e.comm = CommId(0);
+                    e.value = Some(17);
+                }
+                Send | Ssend | Bsend | Rsend => e.send = Some(p2p(rank_peer(6, 6), Tag::Value(3))),
+                Isend | Issend | Ibsend | Irsend | SendInit | SsendInit => {
+                    e.comm = CommId(3);
+                    e.send = Some(p2p(rank_peer(1, 0), Tag::Value(9)));
+                    e.req = Some(ReqId(41));
+                }
+                Irecv | RecvInit => {
+                    e.recv = Some(p2p(Peer::Any, Tag::Any));
+                    e.req = Some(ReqId(42));
+                }
+                Recv => {
+                    e.recv = Some(p2p(Peer::Any, Tag::Value(1)));
+                    e.matched = vec![Matched {
+                        req: None,
+                        source: 2,
+                        tag: 1,
+                    }];
+                }
+                Sendrecv | SendrecvReplace => {
+                    e.send = Some(p2p(rank_peer(4, 4), Tag::Value(0)));
+                    e.recv = Some(p2p(Peer::Null, Tag::Any));
+                }
+                Start | Startall | RequestFree => e.reqs = vec![ReqId(1), ReqId(2)],
+                Wait | Waitall | Waitany | Waitsome => {
+                    e.reqs = vec![ReqId(7), ReqId(8), ReqId(9)];
+                    e.done = vec![ReqId(9), ReqId(7)];
+                    e.matched = vec![Matched {
+                        req: Some(ReqId(9)),
+                        source: 0,
+                        tag: 5,
+                    }];
+                }
+                Test | Testall | Testany | Testsome => {
+                    e.reqs = vec![ReqId(u64::MAX)];
+                    e.flag = Some(op != Testall);
+                    if op != Testall {
+                        e.done = vec![ReqId(u64::MAX)];
+                    }
+                }
+                Probe | Iprobe | Mprobe | Improbe => {
+                    e.recv = Some(p2p(Peer::Any, Tag::Any));
+                    e.matched = vec![Matched {
+                        req: None,
+                        source: 7,
+                        tag: 0,
+                    }];
+                    if matches!(op, Iprobe | Improbe) {
+                        e.flag = Some(true);
+                    }
+                    if matches!(op, Mprobe | Improbe) {
+                        e.message = Some(3);
+                    }
+                }
+                Mrecv | Imrecv => {
+                    e.message = Some(3);
+                    e.recv = Some(p2p(rank_peer(7, 7), Tag::Value(0)));
+                    if op == Imrecv {
+                        e.req = Some(ReqId(43));
+                    }
+                }
+                Barrier | Ibarrier => {}
+                Bcast | Ibcast => {
+                    e.root = Some(0);
+                    e.send = Some(coll(10));
+                }
+                Reduce | Ireduce | Allreduce | Iallreduce | Scan | Iscan | Exscan | Iexscan => {
+                    e.send = Some(coll(1));
+                    e.redop = Some(ReduceOp::Sum);
+                    e.in_place = matches!(op, Allreduce);
+                    if matches!(op, Reduce | Ireduce) {
+                        e.root = Some(2);
+                    }
+                }
+                Gather | Igather | Scatter | Iscatter | Allgather | Iallgather | Alltoall
+                | Ialltoall => {
+                    e.send = Some(coll(4));
+                    e.recv = Some(coll(4));
+                }
+                Gatherv | Igatherv | Allgatherv | Iallgatherv => {
+                    e.send = Some(coll(4));
+                    e.recv = Some(coll(0));
+                    e.recv_counts = vec![4, 4, 4, 4, 4, 4, 4, 5];
+                }
+                Scatterv | Iscatterv => {
+                    e.send = Some(coll(0));
+                    e.send_counts = vec![1, 2, 3, 4, 5, 6, 7, 8];
+                    e.recv = Some(coll(5));
+                    e.root = Some(5);
+                }
+                Alltoallv | Ialltoallv => {
+                    e.send = Some(coll(0));
+                    e.recv = Some(coll(0));
+                    e.send_counts = vec![1; 8];
+                    e.recv_counts = vec![2; 8];
+                }
+                Alltoallw | Ialltoallw => {
+                    e.in_place = true;
+                    e.send_counts = vec![1, 2];
+                    e.recv_counts = vec![3, 4];
+                    e.send_dsizes = vec![4, 8];
+                    e.recv_dsizes = vec![8, 4];
+                }
+                ReduceScatter | IreduceScatter => {
+                    e.recv = Some(coll(0));
+                    e.redop = Some(ReduceOp::Other);
+                    e.recv_counts = vec![1; 8];
+                }
+                ReduceScatterBlock | IreduceScatterBlock => {
+                    e.recv = Some(coll(3));
+                    e.redop = Some(ReduceOp::Maxloc);
+                }
+                CommDup
+                | CommCreate
+                | CommSplit
+                | CommSplitType
+                | CartCreate
+                | CartSub
+                | GraphCreate
+                | DistGraphCreate
+                | DistGraphCreateAdjacent => {
+                    e.comm = CommId(2);
+                    let mut c = lineage();
+                    match op {
+                        CommSplit => {
+                            c.color = None;
+                            c.key = Some(3);
+                            c.new = None;
+                            c.size = 0;
+                        }
+                        CommSplitType => {
+                            c.key = Some(1);
+                            c.split_type = Some(0);
+                        }
+                        CommCreate => c.members = vec![0, 2, 4, 6],
+                        CartCreate => {
+                            c.dims = vec![2, 4];
+                            c.periods = vec![1, 0];
+                            c.reorder = Some(false);
+                        }
+                        CartSub => c.dims = vec![0, 1],
+                        GraphCreate => {
+                            c.dims = vec![1, 2];
+                            c.edges = vec![1, 0];
+                            c.reorder = Some(true);
+                        }
+                        DistGraphCreate | DistGraphCreateAdjacent => {
+                            c.sources = vec![4, 6];
+                            c.edges = vec![6];
+                            c.reorder = Some(false);
+                        }
+                        _ => c.color = Some(1),
+                    }
+                    e.create = Some(Box::new(c));
+                }
+                CommFree => e.comm = CommId(2),
+            }
+            out.push(e);
+        }
+        out
+    }
+
+    fn untimed(e: &Event) -> Event {
+        let mut e = e.clone();
+        e.time = Timing::default();
+        e
+    }
+
+    #[test]
+    fn every_op_round_trips_exactly() {
+        let events = every_op();
+        assert_eq!(events.len(), Op::ALL.len());
+        let mut params = Vec::new();
+        for e in &events {
+            let shape = encode(e, 5, &mut params);
+            let back = decode(&shape, &params, 5).expect("decodes");
+            assert_eq!(event_line(&back), event_line(e));
+            assert_eq!(back, untimed(e), "{}", event_line(e));
+            // The layout describes the parameters exactly.
+            let (fixed, lists) = shape.layout();
+            let mut i = fixed;
+            for w in lists {
+                let n = params[i] as usize;
+                i += 1 + n * usize::from(*w);
+            }
+            assert_eq!(i, params.len(), "{}", event_line(e));
+            // And the binary form too.
+            let mut buf = Vec::new();
+            write_binary(&shape, &params, &mut buf);
+            let mut pos = 0;
+            let mut p2 = Vec::new();
+            assert_eq!(read_binary(&buf, &mut pos, &mut p2), Some(shape));
+            assert_eq!((pos, &p2), (buf.len(), &params));
+        }
+    }
+
+    #[test]
+    fn peers_are_relative_to_the_recording_rank() {
+        let mut a = Event::new(Op::Send);
+        a.send = Some(p2p(rank_peer(6, 6), Tag::Value(0)));
+        let mut b = a.clone();
+        b.send = Some(p2p(rank_peer(11, 11), Tag::Value(0)));
+        let (mut pa, mut pb) = (Vec::new(), Vec::new());
+        let sa = encode(&a, 5, &mut pa);
+        let sb = encode(&b, 10, &mut pb);
+        assert_eq!(
+            (sa, &pa),
+            (sb, &pb),
+            "rank 5 -> 6 and rank 10 -> 11 encode alike"
+        );
+        assert_eq!(event_line(&decode(&sb, &pb, 10).unwrap()), event_line(&b));
+    }
+
+    #[test]
+    fn proc_null_and_any_source_do_not_change_the_shape() {
+        let mut a = Event::new(Op::Isend);
+        a.send = Some(p2p(rank_peer(1, 1), Tag::Value(0)));
+        let mut b = a.clone();
+        b.send = Some(p2p(Peer::Null, Tag::Any));
+        let mut p = Vec::new();
+        assert_eq!(encode(&a, 0, &mut p), encode(&b, 0, &mut p));
+    }
+
+    #[test]
+    fn malformed_parameters_are_rejected_not_panics() {
+        let e = &every_op()[Op::Waitsome as usize];
+        let mut params = Vec::new();
+        let shape = encode(e, 5, &mut params);
+        for cut in 0..params.len() {
+            assert!(decode(&shape, &params[..cut], 5).is_none());
+        }
+        let mut bad = params.clone();
+        bad.push(0);
+        assert!(decode(&shape, &bad, 5).is_none());
+        let mut bad = params.clone();
+        bad[1] = i64::MAX; // list length
+        assert!(decode(&shape, &bad, 5).is_none());
+        assert!(Shape::from_words([999, 0, 0, 0, 0]).is_none());
+        assert!(Shape::from_words([0, 0, 1 << 15, 0, 0]).is_none());
+        let mut pos = 0;
+        assert!(read_binary(&[0xff; 3], &mut pos, &mut params).is_none());
+    }
+}

@@ -1,0 +1,432 @@
+//! Timing statistics of compressed events.
+//!
+//! Seed 001 §2 ("Besides communication tracing, SCALATRACE also preserves the
+//! timing information ... in a scalable way"): delta times of one call across
+//! loop iterations are not recorded one by one but as statistics with a fixed
+//! number of histogram bins, and they are kept apart by *path*, because the
+//! first iteration of a loop (entry), the steady state and the last iteration
+//! (exit) differ. We keep, for each event of the compressed trace:
+//!
+//! * two quantities: the computation time before the call
+//!   ([`crate::Timing::compute_ns`]) and the time inside MPI
+//!   ([`crate::Timing::dur_ns`]);
+//! * for each, a [`Dist`]: exact count/min/max/mean/variance ([`Stats`],
+//!   Welford's update, Chan et al.'s parallel merge) and a log2-binned
+//!   [`Histogram`] with count/min/avg/max per bin;
+//! * per path class relative to the event's innermost enclosing loop
+//!   ([`PathTiming`]): first iteration, steady state, last iteration.
+//!
+//! Everything is mergeable (so the inter-node merge can combine ranks) and of
+//! a size that does not grow with the run: at most 65 bins per histogram.
+//! Unlike ScalaTrace's 5 bins merged by closeness (PRIOR-ART.md), fixed log2
+//! bins merge exactly and associatively.
+
+#![warn(missing_docs)]
+
+/// Streaming summary of a set of durations, in nanoseconds.
+///
+/// Mergeable: `a.merge(&b)` equals the summary of the union, so statistics
+/// of loop iterations, loop executions and ranks combine in any order.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stats {
+    count: u64,
+    min: u64,
+    max: u64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Stats {
+    /// Adds one sample (Welford's online update).
+    pub fn add(&mut self, x: u64) {
+        if self.count == 0 {
+            *self = Stats {
+                count: 1,
+                min: x,
+                max: x,
+                mean: x as f64,
+                m2: 0.0,
+            };
+            return;
+        }
+        self.count += 1;
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        let d = x as f64 - self.mean;
+        self.mean += d / self.count as f64;
+        self.m2 += d * (x as f64 - self.mean);
+    }
+
+    /// Merges another summary into this one (Chan, Golub and LeVeque's
+    /// pairwise formula), exact up to floating-point rounding.
+    pub fn merge(&mut self, o: &Stats) {
+        if o.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = *o;
+            return;
+        }
+        let n = self.count.saturating_add(o.count);
+        let (na, nb) = (self.count as f64, o.count as f64);
+        let d = o.mean - self.mean;
+        self.mean += d * nb / n as f64;
+        self.m2 += o.m2 + d * d * na * nb / n as f64;
+        self.count = n;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
+    /// Number of samples.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+    /// Smallest sample (0 when empty).
+    pub fn min(&self) -> u64 {
+        self.min
+    }
+    /// Largest sample (0 when empty).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+    /// Arithmetic mean (0 when empty).
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+    /// Population variance (0 for fewer than two samples).
+    pub fn variance(&self) -> f64 {
+        if self.count < 2 {
+            0.0
+        } else {
+            self.m2 / self.count as f64
+        }
+    }
+}
+
+/// One histogram bin: the samples whose bit length is `index`
+/// (`[2^(index-1), 2^index)`; bin 0 holds zeros).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bin {
+    index: u8,
+    count: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+}
+
+impl Bin {
+    /// Bin number: the bit length of its samples (0..=64).
+    pub fn index(&self) -> u8 {
+        self.index
+    }
+    /// Smallest value the bin can hold.
+    pub fn lower(&self) -> u64 {
+        if self.index == 0 {
+            0
+        } else {
+            1u64 << (self.index - 1)
+        }
+    }
+    /// Samples in the bin.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+    /// Smallest sample in the bin.
+    pub fn min(&self) -> u64 {
+        self.min
+    }
+    /// Largest sample in the bin.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+    /// Mean of the bin's samples; replay draws from bins with this value.
+    pub fn avg(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+}
+
+/// A histogram with fixed log2-spaced bins over nanoseconds, stored sparsely
+/// (only non-empty bins), each with count/min/avg/max.
+///
+/// Fixed bins make merging exact: two histograms merge bin by bin, so the
+/// result does not depend on the order in which iterations or ranks merge.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Histogram {
+    bins: Vec<Bin>,
+}
+
+impl Histogram {
+    /// The bin number of a sample: its bit length.
+    pub fn bin_of(x: u64) -> u8 {
+        (64 - x.leading_zeros()) as u8
+    }
+
+    /// Adds one sample.
+    pub fn add(&mut self, x: u64) {
+        let index = Histogram::bin_of(x);
+        match self.bins.binary_search_by_key(&index, |b| b.index) {
+            Ok(i) => {
+                let b = &mut self.bins[i];
+                b.count += 1;
+                b.min = b.min.min(x);
+                b.max = b.max.max(x);
+                b.sum += u128::from(x);
+            }
+            Err(i) => self.bins.insert(
+                i,
+                Bin {
+                    index,
+                    count: 1,
+                    min: x,
+                    max: x,
+                    sum: u128::from(x),
+                },
+            ),
+        }
+    }
+
+    /// Merges another histogram bin by bin.
+    pub fn merge(&mut self, o: &Histogram) {
+        for ob in &o.bins {
+            match self.bins.binary_search_by_key(&ob.index, |b| b.index) {
+                Ok(i) => {
+                    let b = &mut self.bins[i];
+                    b.count = b.count.saturating_add(ob.count);
+                    b.min = b.min.min(ob.min);
+                    b.max = b.max.max(ob.max);
+                    b.sum = b.sum.saturating_add(ob.sum);
+                }
+                Err(i) => self.bins.insert(i, *ob),
+            }
+        }
+    }
+
+    /// The non-empty bins in increasing order.
+    pub fn bins(&self) -> &[Bin] {
+        &self.bins
+    }
+}
+
+/// The distribution of one quantity: summary statistics and histogram.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Dist {
+    stats: Stats,
+    hist: Histogram,
+}
+
+impl Dist {
+    /// Adds one sample.
+    pub fn add(&mut self, x: u64) {
+        self.stats.add(x);
+        self.hist.add(x);
+    }
+    /// Merges another distribution.
+    pub fn merge(&mut self, o: &Dist) {
+        self.stats.merge(&o.stats);
+        self.hist.merge(&o.hist);
+    }
+    /// Summary statistics.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+    /// Histogram.
+    pub fn histogram(&self) -> &Histogram {
+        &self.hist
+    }
+}
+
+/// Computation and MPI time of a set of executions of one event.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TimeStats {
+    compute: Dist,
+    mpi: Dist,
+}
+
+impl TimeStats {
+    /// Adds one execution.
+    pub fn add(&mut self, compute_ns: u64, mpi_ns: u64) {
+        self.compute.add(compute_ns);
+        self.mpi.add(mpi_ns);
+    }
+    /// Merges another set of executions.
+    pub fn merge(&mut self, o: &TimeStats) {
+        self.compute.merge(&o.compute);
+        self.mpi.merge(&o.mpi);
+    }
+    /// Computation time before the call (the "delta time" of seed 001 §2).
+    pub fn compute(&self) -> &Dist {
+        &self.compute
+    }
+    /// Time inside MPI.
+    pub fn mpi(&self) -> &Dist {
+        &self.mpi
+    }
+    /// Number of executions summarised.
+    pub fn count(&self) -> u64 {
+        self.compute.stats.count
+    }
+}
+
+/// Path-sensitive timing of one event in the compressed trace.
+///
+/// Classes are relative to the event's *innermost enclosing loop*, per
+/// execution of that loop: the event's executions in the loop's first
+/// iteration go to [`first`](PathTiming::first), those in its last iteration
+/// (when it ran at least twice) to [`last`](PathTiming::last), and all others
+/// to [`steady`](PathTiming::steady). An event outside any loop has only
+/// `first`. This separates the entry path (computation before the loop is
+/// entered lands in the first iteration's first event) and the exit path
+/// (the last iteration) from the steady state, as seed 001 §2 asks, in three
+/// fixed-size summaries.
+///
+/// While the trace is being built the newest iteration is held back in
+/// `pending` until it is known whether another iteration follows (it then
+/// becomes steady) or not (it is the last). [`crate::Compressor::into_trace`]
+/// settles it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PathTiming {
+    first: TimeStats,
+    steady: TimeStats,
+    last: TimeStats,
+    /// The newest iteration's (compute, mpi) sample: a direct member of a
+    /// loop runs once per iteration, so this is never more than one sample,
+    /// and keeping it as a pair makes the per-iteration update allocation-free.
+    pending: Option<(u64, u64)>,
+}
+
+impl PathTiming {
+    pub(crate) fn single(compute_ns: u64, mpi_ns: u64) -> PathTiming {
+        let mut t = PathTiming::default();
+        t.first.add(compute_ns, mpi_ns);
+        t
+    }
+
+    /// Executions in the first iteration of the innermost enclosing loop.
+    pub fn first(&self) -> &TimeStats {
+        &self.first
+    }
+    /// Executions in neither the first nor the last iteration.
+    pub fn steady(&self) -> &TimeStats {
+        &self.steady
+    }
+    /// Executions in the last iteration (of loop executions that had at least
+    /// two iterations).
+    pub fn last(&self) -> &TimeStats {
+        &self.last
+    }
+    /// All executions, whatever the path.
+    pub fn total(&self) -> TimeStats {
+        let mut t = self.first.clone();
+        t.merge(&self.steady);
+        t.merge(&self.last);
+        if let Some((c, m)) = self.pending {
+            t.add(c, m);
+        }
+        t
+    }
+
+    /// A new iteration of the innermost loop's current execution: the
+    /// previous newest iteration was not the last one after all.
+    pub(crate) fn next_iteration(&mut self, compute_ns: u64, mpi_ns: u64) {
+        if let Some((c, m)) = self.pending.replace((compute_ns, mpi_ns)) {
+            self.steady.add(c, m);
+        }
+    }
+
+    /// Appends the executions of `o` (a later execution of the enclosing
+    /// loop): our current execution is over, so its newest iteration was the
+    /// last one.
+    pub(crate) fn append_execution(&mut self, o: &PathTiming) {
+        self.settle();
+        self.first.merge(&o.first);
+        self.steady.merge(&o.steady);
+        self.last.merge(&o.last);
+        self.pending = o.pending;
+    }
+
+    /// The innermost loop is over: the held-back iteration was the last.
+    pub(crate) fn settle(&mut self) {
+        if let Some((c, m)) = self.pending.take() {
+            self.last.add(c, m);
+        }
+    }
+
+    /// The event got a new innermost loop (it was wrapped into a loop of one
+    /// iteration per execution): every execution is a first iteration now.
+    pub(crate) fn reclassify_as_first(&mut self) {
+        let mut all = self.total();
+        std::mem::swap(&mut self.first, &mut all);
+        self.steady = TimeStats::default();
+        self.last = TimeStats::default();
+        self.pending = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_stats_equal_stats_of_the_union() {
+        let xs: Vec<u64> = (0..1000).map(|i| (i * 7919) % 1013 + 5).collect();
+        let mut all = Stats::default();
+        xs.iter().for_each(|&x| all.add(x));
+        let mut a = Stats::default();
+        let mut b = Stats::default();
+        xs[..300].iter().for_each(|&x| a.add(x));
+        xs[300..].iter().for_each(|&x| b.add(x));
+        a.merge(&b);
+        assert_eq!(a.count(), all.count());
+        assert_eq!((a.min(), a.max()), (all.min(), all.max()));
+        assert!((a.mean() - all.mean()).abs() < 1e-9);
+        assert!((a.variance() - all.variance()).abs() < 1e-6 * all.variance());
+        let mean = xs.iter().sum::<u64>() as f64 / xs.len() as f64;
+        let var = xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+        assert!((all.variance() - var).abs() < 1e-6 * var);
+    }
+
+    #[test]
+    fn histogram_bins_are_log2_and_merge_exactly() {
+        let mut h = Histogram::default();
+        for x in [0, 1, 2, 3, 4, 1000, 1023, 1024] {
+            h.add(x);
+        }
+        let idx: Vec<u8> = h.bins().iter().map(|b| b.index()).collect();
+        assert_eq!(idx, [0, 1, 2, 3, 10, 11]);
+        let b10 = h.bins()[4];
+        assert_eq!(
+            (b10.count(), b10.min(), b10.max(), b10.lower()),
+            (2, 1000, 1023, 512)
+        );
+        assert_eq!(b10.avg(), 1011.5);
+        let mut a = Histogram::default();
+        let mut b = Histogram::default();
+        for x in [0, 1, 2, 3] {
+            a.add(x);
+        }
+        for x in [4, 1000, 1023, 1024] {
+            b.add(x);
+        }
+        a.merge(&b);
+        assert_eq!(a, h);
+    }
+
+    #[test]
+    fn path_classes_follow_iterations() {
+        let mut t = PathTiming::single(100, 1);
+        t.next_iteration(10, 1);
+        t.next_iteration(11, 1);
+        t.next_iteration(12, 1);
+        t.settle();
+        assert_eq!(t.first().count(), 1);
+        assert_eq!(t.steady().count(), 2);
+        assert_eq!(t.last().count(), 1);
+        assert_eq!(t.last().compute().stats().max(), 12);
+        assert_eq!(t.first().compute().stats().max(), 100);
+        assert_eq!(t.total().count(), 4);
+    }
+}

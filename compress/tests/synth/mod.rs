@@ -1,0 +1,190 @@
+//! Synthetic event streams shared by the bounded-memory tests and the
+//! benchmark (included with `#[path]` from `benches/compress.rs`).
+
+#![allow(dead_code)]
+
+use compress::{CommId, Event, Op, Peer, ReduceOp, ReqId, Tag, Timing, Transfer};
+
+/// World rank used by the synthetic streams: an interior rank of an 8×8 grid.
+pub const RANK: i32 = 27;
+
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// A 2D 5-point stencil time loop on rank 27 of an 8×8 grid:
+///
+/// ```text
+/// Init
+/// for it in 0.. {
+///     if it.is_multiple_of(10) { Barrier }
+///     for d in 0..4 { Irecv(nbr[d], tag d); Isend(nbr[d], tag d) }
+///     Waitall(the 8 requests of this iteration)
+///     for k in 0..3 { Allreduce(1 double, sum) }
+/// }
+/// ```
+///
+/// Peers rotate, request ids grow by 8 per iteration, and computation times
+/// vary, so nothing but the structure repeats exactly.
+pub struct Stencil {
+    left: u64,
+    it: u64,
+    queue: Vec<Event>,
+    rng: u64,
+    started: bool,
+}
+
+pub fn stencil(events: u64) -> Stencil {
+    Stencil {
+        left: events,
+        it: 0,
+        queue: Vec::new(),
+        rng: 0x9e37_79b9_7f4a_7c15,
+        started: false,
+    }
+}
+
+impl Stencil {
+    fn timed(&mut self, mut e: Event) -> Event {
+        let r = xorshift(&mut self.rng);
+        e.time = Timing {
+            enter_ns: 0,
+            dur_ns: 500 + r % 2000,
+            compute_ns: 10_000 + (r >> 20) % 5000,
+        };
+        e
+    }
+
+    fn iteration(&mut self) {
+        let it = self.it;
+        self.it += 1;
+        if it.is_multiple_of(10) {
+            let mut b = Event::new(Op::Barrier);
+            b.site = 0x5100;
+            self.queue.push(b);
+        }
+        let nbr = [RANK - 8, RANK + 8, RANK - 1, RANK + 1];
+        let base = it * 8;
+        for (d, &p) in nbr.iter().enumerate() {
+            let peer = Peer::Rank { world: p, local: p };
+            let xfer = Transfer {
+                peer,
+                tag: Tag::Value(d as i32),
+                count: 1024,
+                dsize: 8,
+            };
+            let mut r = Event::new(Op::Irecv);
+            r.site = 0x5101;
+            r.recv = Some(xfer);
+            r.req = Some(ReqId(base + 2 * d as u64));
+            let mut s = Event::new(Op::Isend);
+            s.site = 0x5102;
+            s.send = Some(xfer);
+            s.req = Some(ReqId(base + 2 * d as u64 + 1));
+            self.queue.push(r);
+            self.queue.push(s);
+        }
+        let mut w = Event::new(Op::Waitall);
+        w.site = 0x5103;
+        w.reqs = (base..base + 8).map(ReqId).collect();
+        w.done = w.reqs.clone();
+        self.queue.push(w);
+        for _ in 0..3 {
+            let mut a = Event::new(Op::Allreduce);
+            a.site = 0x5104;
+            a.comm = CommId::WORLD;
+            a.send = Some(Transfer {
+                peer: Peer::Null,
+                tag: Tag::Value(0),
+                count: 1,
+                dsize: 8,
+            });
+            a.redop = Some(ReduceOp::Sum);
+            self.queue.push(a);
+        }
+        self.queue.reverse();
+    }
+}
+
+impl Iterator for Stencil {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        if !self.started {
+            self.started = true;
+            let mut e = Event::new(Op::Init);
+            e.site = 0x5000;
+            return Some(e);
+        }
+        if self.queue.is_empty() {
+            self.iteration();
+        }
+        let e = self.queue.pop()?;
+        Some(self.timed(e))
+    }
+}
+
+/// `n` events that never repeat: every one from its own call site.
+pub fn distinct(n: u64) -> impl Iterator<Item = Event> {
+    (0..n).map(|i| {
+        let mut e = Event::new(Op::Send);
+        e.site = 0x1_0000_0000 + i;
+        e.send = Some(Transfer {
+            peer: Peer::Rank {
+                world: (i % 64) as i32,
+                local: (i % 64) as i32,
+            },
+            tag: Tag::Value((i % 7) as i32),
+            count: (i % 4096) as i64,
+            dsize: 8,
+        });
+        e.time = Timing {
+            enter_ns: i,
+            dur_ns: 100,
+            compute_ns: 1000,
+        };
+        e
+    })
+}
+
+/// `n` events drawn at random from 16 call sites with random peers, tags
+/// and counts: little structure to find, many candidates to check.
+pub fn random(n: u64, seed: u64) -> impl Iterator<Item = Event> {
+    let mut x = seed | 1;
+    (0..n).map(move |_| {
+        let r = xorshift(&mut x);
+        let op = [Op::Isend, Op::Irecv, Op::Send, Op::Recv][(r & 3) as usize];
+        let mut e = Event::new(op);
+        e.site = 0x7000 + ((r >> 2) & 15);
+        let t = Transfer {
+            peer: Peer::Rank {
+                world: ((r >> 8) % 64) as i32,
+                local: ((r >> 8) % 64) as i32,
+            },
+            tag: Tag::Value(((r >> 16) % 5) as i32),
+            count: ((r >> 24) % 100_000) as i64,
+            dsize: 4,
+        };
+        if matches!(op, Op::Isend | Op::Send) {
+            e.send = Some(t);
+        } else {
+            e.recv = Some(t);
+        }
+        if matches!(op, Op::Isend | Op::Irecv) {
+            e.req = Some(ReqId(r >> 40));
+        }
+        e.time = Timing {
+            enter_ns: 0,
+            dur_ns: (r >> 44) % 1000,
+            compute_ns: (r >> 50) % 10_000,
+        };
+        e
+    })
+}
