@@ -136,7 +136,7 @@ impl Shape {
     /// Number of fixed (non-list) parameters, and the entry width of each list
     /// parameter that follows them.
     pub(crate) fn layout(&self) -> (usize, &'static [u8]) {
-        let mut n = 1; // comm
+        let mut n = 2; // comm, comm_rank
         if self.has(SEND) {
             n += 5;
         }
@@ -260,6 +260,7 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
     });
 
     out.push(i64::from(ev.comm.0));
+    out.push(i64::from(ev.comm_rank) - i64::from(rank));
     if let Some(t) = &ev.send {
         push_xfer(out, t, rank);
     }
@@ -395,6 +396,7 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
     ev.site = s.site;
     ev.thread = s.thread;
     ev.comm = CommId(u32::try_from(r.next()?).ok()?);
+    ev.comm_rank = i32::try_from(r.next()?.checked_add(i64::from(rank))?).ok()?;
     ev.send = r.opt(s.has(SEND), |r| r.xfer(rank))?;
     ev.recv = r.opt(s.has(RECV), |r| r.xfer(rank))?;
     ev.root = r.opt(s.has(ROOT), Rd::i32)?;
@@ -569,6 +571,9 @@ pub(crate) mod tests {
         for &op in Op::ALL {
             let mut e = Event::new(op);
             e.site = 0x1234_5678_9abc_def0 ^ (op as u64);
+            if op.has_comm() {
+                e.comm_rank = 2;
+            }
             e.time = Timing {
                 enter_ns: 1,
                 dur_ns: 2,
@@ -780,9 +785,13 @@ pub(crate) mod tests {
     #[test]
     fn peers_are_relative_to_the_recording_rank() {
         let mut a = Event::new(Op::Send);
+        a.comm_rank = 5;
         a.send = Some(p2p(rank_peer(6, 6), Tag::Value(0)));
         let mut b = a.clone();
+        b.comm_rank = 10;
         b.send = Some(p2p(rank_peer(11, 11), Tag::Value(0)));
+        assert_eq!(a.relative(a.send.unwrap().peer), Some(1));
+        assert_eq!(b.relative(b.send.unwrap().peer), Some(1));
         let (mut pa, mut pb) = (Vec::new(), Vec::new());
         let sa = encode(&a, 5, &mut pa);
         let sb = encode(&b, 10, &mut pb);

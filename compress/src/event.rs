@@ -111,6 +111,13 @@ pub enum Family {
 }
 
 impl Op {
+    /// Whether the call names a communicator (everything but init/exit,
+    /// completion calls, Start, Startall and Request_free).
+    pub fn has_comm(self) -> bool {
+        !matches!(self.family(), Family::InitExit | Family::Completion)
+            && !matches!(self, Op::Start | Op::Startall | Op::RequestFree)
+    }
+
     /// True for collectives, blocking or not: every member of the
     /// communicator takes part, so the peer is implicit.
     pub fn is_collective(self) -> bool {
@@ -355,6 +362,11 @@ pub struct Event {
     pub thread: u32,
     /// The communicator the call used.
     pub comm: CommId,
+    /// The caller's rank in `comm` (-1 for calls without a communicator).
+    /// With a peer's local rank it gives the peer relative to the caller,
+    /// the location-independent endpoint that lets SPMD ranks merge
+    /// (seed 001 §2): see [`Event::relative`].
+    pub comm_rank: i32,
     /// Send side (send, sendrecv, collectives' send buffer).
     pub send: Option<Transfer>,
     /// Receive side (recv, sendrecv, probes, collectives' receive buffer).
@@ -416,6 +428,7 @@ impl Event {
             site: 0,
             thread: 0,
             comm: CommId::WORLD,
+            comm_rank: -1,
             send: None,
             recv: None,
             root: None,
@@ -434,6 +447,18 @@ impl Event {
             create: None,
             value: None,
             time: Timing::default(),
+        }
+    }
+
+    /// A peer relative to the caller within the call's communicator
+    /// (`local - comm_rank`), or `None` for wildcards, `MPI_PROC_NULL`, or
+    /// when the caller's rank is unknown.
+    pub fn relative(&self, peer: Peer) -> Option<i32> {
+        match peer {
+            Peer::Rank { local, .. } if self.comm_rank >= 0 && local >= 0 => {
+                Some(local - self.comm_rank)
+            }
+            _ => None,
         }
     }
 

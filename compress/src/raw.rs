@@ -31,18 +31,12 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::event::{
-    CommCreate, CommId, Event, EventSink, Family, Matched, Op, Peer, ReduceOp, ReqId, Tag, Transfer,
+    CommCreate, CommId, Event, EventSink, Matched, Op, Peer, ReduceOp, ReqId, Tag, Transfer,
 };
 
 /// The file name of rank `rank`'s raw log inside the raw directory.
 pub fn rank_file_name(rank: i32) -> String {
     format!("rank-{rank:05}.txt")
-}
-
-/// Whether the raw form of `op` names a communicator.
-fn has_comm(op: Op) -> bool {
-    !matches!(op.family(), Family::InitExit | Family::Completion)
-        && !matches!(op, Op::Start | Op::Startall | Op::RequestFree)
 }
 
 fn write_list<T: std::fmt::Display>(out: &mut String, key: &str, items: &[T]) {
@@ -91,7 +85,7 @@ pub fn format_event(ev: &Event, out: &mut String) {
     if ev.thread != 0 {
         let _ = write!(out, " thread={}", ev.thread);
     }
-    if has_comm(ev.op) {
+    if ev.op.has_comm() {
         let _ = write!(out, " comm={}", ev.comm.0);
     }
     if let Some(t) = &ev.send {

@@ -29,6 +29,8 @@ pub(crate) struct CommInfo {
     pub id: CommId,
     /// Local rank → world rank; `None` for `MPI_COMM_WORLD` itself.
     pub to_world: Option<Box<[i32]>>,
+    /// This process's rank in the communicator.
+    pub me: i32,
 }
 
 impl CommInfo {
@@ -93,6 +95,9 @@ pub(crate) struct Tracer {
     /// Settings from the environment.
     pub config: Config,
     comms: RwLock<HashMap<usize, Arc<CommInfo>>>,
+    /// This process's rank in each communicator ever registered, by id
+    /// (kept after `MPI_Comm_free`: ids are never reused).
+    comm_ranks: RwLock<HashMap<CommId, i32>>,
     next_comm: AtomicU32,
     /// Live requests by (handle, creating thread). A handle can stand for
     /// several live requests at once: MPICH hands out one shared,
@@ -180,6 +185,7 @@ pub(crate) fn install(
         None => Some(Box::new(Profile::new())),
     };
     let enabled = sink.is_some();
+    let comm_ranks = HashMap::from([(world.id, world.me), (self_.id, self_.me)]);
     let mut comms = HashMap::new();
     comms.insert(keys[0], Arc::new(world));
     comms.insert(keys[1], Arc::new(self_));
@@ -187,6 +193,7 @@ pub(crate) fn install(
         rank,
         config,
         comms: RwLock::new(comms),
+        comm_ranks: RwLock::new(comm_ranks),
         next_comm: AtomicU32::new(CommId::FIRST_CREATED),
         reqs: Mutex::new(HashMap::new()),
         next_req: AtomicU64::new(0),
@@ -245,16 +252,28 @@ impl Tracer {
         self.comms.read().ok()?.get(&key).cloned()
     }
 
-    /// Registers a communicator under a fresh id. `to_world` is `None` only
-    /// when the handle cannot be inspected (`MPI_COMM_NULL`).
-    pub fn add_comm(&self, key: Option<usize>, to_world: Option<Box<[i32]>>) -> CommId {
+    /// Registers a communicator under a fresh id; `key` is `None` for
+    /// `MPI_COMM_NULL` (the id is consumed all the same, see [`CommId`]).
+    pub fn add_comm(&self, key: Option<usize>, to_world: Option<Box<[i32]>>, me: i32) -> CommId {
         let id = CommId(self.next_comm.fetch_add(1, Ordering::Relaxed));
-        if let Some(key) = key
-            && let Ok(mut m) = self.comms.write()
-        {
-            m.insert(key, Arc::new(CommInfo { id, to_world }));
+        if let Some(key) = key {
+            if let Ok(mut m) = self.comms.write() {
+                m.insert(key, Arc::new(CommInfo { id, to_world, me }));
+            }
+            if let Ok(mut r) = self.comm_ranks.write() {
+                r.insert(id, me);
+            }
         }
         id
+    }
+
+    /// This process's rank in communicator `id` (-1 if unknown).
+    pub fn comm_rank(&self, id: CommId) -> i32 {
+        self.comm_ranks
+            .read()
+            .ok()
+            .and_then(|r| r.get(&id).copied())
+            .unwrap_or(-1)
     }
 
     /// Forgets a freed communicator.
@@ -472,6 +491,9 @@ impl Scope {
             let mut ev = Event::new(op);
             fill(tracer, &mut ev);
             ev.site = callsite::signature(self.ret, tracer.config.depth);
+            if ev.op.has_comm() {
+                ev.comm_rank = tracer.comm_rank(ev.comm);
+            }
             ev.thread = tracer.thread_index();
             THREAD.with(|ts| {
                 let mut ts = ts.borrow_mut();

@@ -189,11 +189,12 @@ pub(crate) fn comm(t: &Tracer, comm: MPI_Comm) -> Arc<CommInfo> {
     if let Some(info) = t.comm(k) {
         return info;
     }
-    t.add_comm(Some(k), world_map(comm));
+    t.add_comm(Some(k), world_map(comm), comm_rank(comm));
     t.comm(k).unwrap_or_else(|| {
         Arc::new(CommInfo {
             id: CommId(u32::MAX),
             to_world: None,
+            me: -1,
         })
     })
 }
@@ -202,15 +203,20 @@ pub(crate) fn comm(t: &Tracer, comm: MPI_Comm) -> Arc<CommInfo> {
 /// common part of its lineage record.
 pub(crate) fn new_comm(t: &Tracer, newcomm: MPI_Comm) -> CommCreate {
     let c = consts();
-    let (key, map, size) = if newcomm.key() == c.comm_null {
-        (None, None, 0)
+    let (key, map, size, me) = if newcomm.key() == c.comm_null {
+        (None, None, 0, -1)
     } else {
         let mut size: c_int = 0;
         // SAFETY: a non-null communicator just returned by MPI.
         unsafe { PMPI_Comm_size(newcomm, &mut size) };
-        (Some(newcomm.key()), world_map(newcomm), size)
+        (
+            Some(newcomm.key()),
+            world_map(newcomm),
+            size,
+            comm_rank(newcomm),
+        )
     };
-    let id = t.add_comm(key, map);
+    let id = t.add_comm(key, map, me);
     CommCreate::new(key.map(|_| id), size)
 }
 
@@ -320,10 +326,12 @@ pub(crate) fn start_tracer() {
         CommInfo {
             id: CommId::WORLD,
             to_world: None,
+            me: rank,
         },
         CommInfo {
             id: CommId::SELF,
             to_world: self_map,
+            me: 0,
         },
         [c.comm_world, c.comm_self],
     );
