@@ -17,7 +17,7 @@ macro_rules! ops {
         /// operation's numeric code), so new operations are only ever appended.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[non_exhaustive]
-        pub enum Op { $($($variant,)*)* }
+        pub enum Op { $($(#[doc = concat!("`MPI_", $name, "`.")] $variant,)*)* }
 
         impl Op {
             /// Every operation, in code order.
