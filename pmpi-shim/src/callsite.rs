@@ -30,15 +30,15 @@ fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
 /// Whether frames in this module belong to MPI or to the tracer, and so are
 /// not the application's call site.
 fn is_library(m: &Module) -> bool {
-    const PREFIXES: [&str; 8] = [
+    // `libmpi` also covers `libmpich`, `libmpichfort` and Open MPI's
+    // `libmpi_mpifh` / `libmpi_usempif08`.
+    const PREFIXES: [&str; 6] = [
         "libmpi",
         "libpmpi",
-        "libmpich",
         "libopen-pal",
         "libopen-rte",
         "libucp",
         "libucs",
-        "libpmpi_shim",
     ];
     m.is_self || PREFIXES.iter().any(|p| m.name.starts_with(p))
 }
@@ -62,16 +62,14 @@ pub(crate) fn signature(ret: usize, depth: usize) -> u64 {
         let hit = match cached {
             Some(v) => v,
             None => {
-                let v = module_of(ret).and_then(|m| {
-                    (!is_library(&m)).then(|| frame_hash(FNV_OFFSET, &m, ret - m.base))
-                });
-                // A return address whose module cannot be named still gets
-                // a signature of its own, so that nothing is merged wrongly.
-                let v = v.or_else(|| {
-                    module_of(ret)
-                        .is_none()
-                        .then(|| fnv(FNV_OFFSET, &ret.to_le_bytes()))
-                });
+                let v = match module_of(ret) {
+                    Some(m) if is_library(&m) => None,
+                    Some(m) => Some(frame_hash(FNV_OFFSET, &m, ret - m.base)),
+                    // A return address outside any known module still gets
+                    // a signature of its own, so that nothing is merged
+                    // wrongly.
+                    None => Some(fnv(FNV_OFFSET, &ret.to_le_bytes())),
+                };
                 CACHE.with(|c| c.borrow_mut().insert(ret, v));
                 v
             }
