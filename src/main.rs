@@ -29,6 +29,9 @@ enum Cmd {
         /// Write the canonical per-rank raw logs into this directory.
         #[arg(long)]
         raw: Option<PathBuf>,
+        /// Write one compressed trace file (not implemented yet).
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
         /// MPI implementation of the command (default: guessed from the
         /// launcher's name, else the one rankscale was built for).
         #[arg(long, value_parser = ["mpich", "openmpi"])]
@@ -53,10 +56,23 @@ fn main() {
     let r = match cli.cmd {
         Cmd::Trace {
             raw,
+            output,
             mpi,
             yield_wait,
             command,
-        } => launch::trace(&command, raw.as_deref(), mpi.as_deref(), yield_wait),
+        } => {
+            if output.is_some() {
+                eprintln!(
+                    "rankscale: error: compressed trace files (-o) are not implemented yet; use --raw DIR for per-rank raw logs"
+                );
+                std::process::exit(2);
+            }
+            if raw.is_none() {
+                eprintln!("rankscale: error: say where the trace goes: --raw DIR");
+                std::process::exit(2);
+            }
+            launch::trace(&command, raw.as_deref(), mpi.as_deref(), yield_wait)
+        }
         Cmd::Stats { dir } => stats(&dir),
     };
     if let Err(e) = r {
