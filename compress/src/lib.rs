@@ -5,10 +5,13 @@
 //! ([`raw`]) and, built on them, the compressed trace. Every other crate uses
 //! these types through this API and never depends on how the shim built them.
 
+#![warn(missing_docs)]
+
 pub mod codec;
 pub mod event;
 pub mod intra;
 pub mod profile;
+pub mod ranklist;
 pub mod raw;
 pub mod seq;
 pub mod timing;
@@ -21,6 +24,7 @@ pub use event::{
 
 pub use codec::Shape;
 pub use intra::{Compressor, Config};
+pub use ranklist::RankList;
 pub use seq::ValueSeq;
 pub use timing::{Dist, Histogram, PathTiming, Stats, TimeStats};
 pub use trace::{Expand, Leaf, Loop, Node, Single, Trace, TraceStats};

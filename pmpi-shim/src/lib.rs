@@ -17,6 +17,8 @@
 //!
 //! Settings come from `RANKSCALE_*` environment variables (see the README).
 
+#![warn(missing_docs)]
+
 mod callsite;
 mod config;
 pub mod ffi;
