@@ -11,26 +11,10 @@ mod common;
 
 use common::*;
 use compress::{Compressor, Config, raw};
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-struct Manifest {
-    run: Vec<Run>,
-}
-
-#[derive(Deserialize)]
-struct Run {
-    name: String,
-    binary: String,
-    #[serde(default)]
-    args: Vec<String>,
-    np: usize,
-}
 
 #[test]
 fn compressing_real_raw_logs_and_expanding_gives_them_back() {
-    let path = root().join("tests/programs/manifest.toml");
-    let m: Manifest = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let m = manifest();
     let mut failures = Vec::new();
     for imp in mpis() {
         for run in &m.run {

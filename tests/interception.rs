@@ -14,22 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
 use compress::{Family, Op};
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-struct Manifest {
-    run: Vec<Run>,
-}
-
-#[derive(Deserialize)]
-struct Run {
-    name: String,
-    binary: String,
-    #[serde(default)]
-    args: Vec<String>,
-    np: usize,
-    expect: BTreeMap<String, toml::Value>,
-}
 
 /// What the manifest says of one operation on one rank.
 #[derive(Debug, PartialEq)]
@@ -54,12 +38,6 @@ fn want(v: &toml::Value, rank: usize, np: usize, what: &str) -> Want {
         }
         other => panic!("{what}: bad expectation {other:?}"),
     }
-}
-
-fn manifest() -> Manifest {
-    let path = root().join("tests/programs/manifest.toml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The programs written in Fortran, by the interface they use.

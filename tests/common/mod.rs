@@ -16,6 +16,31 @@ use std::time::{Duration, Instant};
 
 use compress::{Event, Op};
 
+/// `tests/programs/manifest.toml`: the program runs and, for each, the
+/// hand-counted calls per operation and rank (see that file's header).
+#[derive(serde::Deserialize)]
+pub struct Manifest {
+    pub run: Vec<Run>,
+}
+
+/// One program run of the manifest.
+#[derive(serde::Deserialize)]
+pub struct Run {
+    pub name: String,
+    pub binary: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    pub np: usize,
+    pub expect: BTreeMap<String, toml::Value>,
+}
+
+/// Reads the manifest.
+pub fn manifest() -> Manifest {
+    let path = root().join("tests/programs/manifest.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// The MPI implementations under test (`RANKSCALE_TEST_MPIS`, default both).
 pub fn mpis() -> Vec<&'static str> {
     let want = std::env::var("RANKSCALE_TEST_MPIS").unwrap_or_else(|_| "mpich openmpi".into());
