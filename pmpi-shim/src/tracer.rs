@@ -29,8 +29,6 @@ pub(crate) struct CommInfo {
     pub id: CommId,
     /// Local rank → world rank; `None` for `MPI_COMM_WORLD` itself.
     pub to_world: Option<Box<[i32]>>,
-    /// This process's rank in the communicator.
-    pub me: i32,
 }
 
 impl CommInfo {
@@ -185,7 +183,7 @@ pub(crate) fn install(
         None => Some(Box::new(Profile::new())),
     };
     let enabled = sink.is_some();
-    let comm_ranks = HashMap::from([(world.id, world.me), (self_.id, self_.me)]);
+    let comm_ranks = HashMap::from([(world.id, rank), (self_.id, 0)]);
     let mut comms = HashMap::new();
     comms.insert(keys[0], Arc::new(world));
     comms.insert(keys[1], Arc::new(self_));
@@ -258,7 +256,7 @@ impl Tracer {
         let id = CommId(self.next_comm.fetch_add(1, Ordering::Relaxed));
         if let Some(key) = key {
             if let Ok(mut m) = self.comms.write() {
-                m.insert(key, Arc::new(CommInfo { id, to_world, me }));
+                m.insert(key, Arc::new(CommInfo { id, to_world }));
             }
             if let Ok(mut r) = self.comm_ranks.write() {
                 r.insert(id, me);

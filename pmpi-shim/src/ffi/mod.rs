@@ -194,7 +194,6 @@ pub(crate) fn comm(t: &Tracer, comm: MPI_Comm) -> Arc<CommInfo> {
         Arc::new(CommInfo {
             id: CommId(u32::MAX),
             to_world: None,
-            me: -1,
         })
     })
 }
@@ -326,12 +325,10 @@ pub(crate) fn start_tracer() {
         CommInfo {
             id: CommId::WORLD,
             to_world: None,
-            me: rank,
         },
         CommInfo {
             id: CommId::SELF,
             to_world: self_map,
-            me: 0,
         },
         [c.comm_world, c.comm_self],
     );
