@@ -58,6 +58,7 @@ fn find_shim(imp: &str) -> Result<PathBuf> {
 /// Runs the traced command and reports where the output went.
 pub fn trace(
     command: &[String],
+    output: Option<&Path>,
     raw: Option<&Path>,
     mpi: Option<&str>,
     yield_wait: bool,
@@ -83,6 +84,27 @@ pub fn trace(
         let abs = dir.canonicalize()?;
         env.push(("RANKSCALE_RAW".into(), abs.display().to_string()));
     }
+    let output = match output {
+        Some(o) => {
+            let abs = if o.is_absolute() {
+                o.to_path_buf()
+            } else {
+                std::env::current_dir()?.join(o)
+            };
+            if let Some(d) = abs.parent() {
+                std::fs::create_dir_all(d)
+                    .with_context(|| format!("cannot create {}", d.display()))?;
+            }
+            // A stale file must not pass for this run's trace.
+            let _ = std::fs::remove_file(&abs);
+            env.push(("RANKSCALE_TRACE".into(), abs.display().to_string()));
+            Some(abs)
+        }
+        None => {
+            env.push(("RANKSCALE_TRACE".into(), "0".into()));
+            None
+        }
+    };
     if yield_wait {
         env.push(("RANKSCALE_YIELD".into(), "1".into()));
     }
@@ -109,6 +131,38 @@ pub fn trace(
     if let Some(dir) = raw {
         let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
         eprintln!("rankscale: raw logs of {n} ranks in {}", dir.display());
+    }
+    if let Some(path) = &output {
+        match compress::TraceFile::read(path) {
+            Ok(f) => {
+                let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                let mut loops = 0u64;
+                let mut calls = 0u64;
+                fn count(n: &compress::MNode, loops: &mut u64, calls: &mut u64) {
+                    match n {
+                        compress::MNode::Loop(l) => {
+                            *loops += 1;
+                            l.body().iter().for_each(|b| count(b, loops, calls));
+                        }
+                        _ => *calls += 1,
+                    }
+                }
+                f.trace
+                    .nodes()
+                    .iter()
+                    .for_each(|n| count(n, &mut loops, &mut calls));
+                eprintln!(
+                    "rankscale: {}: {size} bytes; {} ranks, {} events in {calls} calls and {loops} loops",
+                    path.display(),
+                    f.trace.ranks().len(),
+                    f.trace.total_events(),
+                );
+            }
+            Err(e) if status.success() => {
+                bail!("the run succeeded but left no readable trace: {e}")
+            }
+            Err(_) => {}
+        }
     }
     if !status.success() {
         bail!("the traced command failed ({status})");

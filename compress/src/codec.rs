@@ -18,9 +18,11 @@
 //!   matched source of wildcard receives is relative for the same reason.
 //!   `MPI_ANY_SOURCE` and `MPI_PROC_NULL` are sentinel values of the same
 //!   parameter (not part of the shape): a rank on a non-periodic boundary
-//!   whose loop over directions hits `MPI_PROC_NULL` keeps one loop. The local
-//!   (communicator) rank is kept as its difference to the world rank (0 in
-//!   `MPI_COMM_WORLD`).
+//!   whose loop over directions hits `MPI_PROC_NULL` keeps one loop. A peer's
+//!   local rank is kept relative to the caller's rank *in the communicator
+//!   used*, so a neighbour offset in a row or column communicator is the same
+//!   number on every rank. The caller's own communicator rank is kept as its
+//!   difference to its world rank (0 in `MPI_COMM_WORLD`).
 //! * **The communicator is a parameter**: a loop that creates, uses and frees
 //!   a communicator per iteration sees its id count up and still folds.
 //! * **List lengths are parameters**: `Waitsome`/`Testsome` complete a varying
@@ -45,11 +47,11 @@ use crate::event::{
 
 /// The parameter value of `MPI_ANY_SOURCE` (no relative peer can take it: a
 /// difference of two `i32` ranks is far smaller).
-pub(crate) const PEER_ANY: i64 = i64::MIN;
+pub const PEER_ANY: i64 = i64::MIN;
 /// The parameter value of `MPI_PROC_NULL`.
-pub(crate) const PEER_NULL: i64 = i64::MIN + 1;
+pub const PEER_NULL: i64 = i64::MIN + 1;
 /// The parameter value of `MPI_ANY_TAG`.
-pub(crate) const TAG_ANY: i64 = i64::MIN;
+pub const TAG_ANY: i64 = i64::MIN;
 
 const SEND: u16 = 1;
 const RECV: u16 = 1 << 1;
@@ -77,7 +79,11 @@ const CREATE_LISTS: [u8; 12] = [1, 1, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1];
 /// operation, call site, thread, and the presence of every optional field.
 ///
 /// 16 bytes, `Copy`, compared and hashed in O(1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// Serialized as the five words of `to_words`, and checked when read, so
+/// that a corrupted file cannot produce a shape the codec never makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "[u64; 5]", try_from = "[u64; 5]")]
 pub struct Shape {
     op: Op,
     redop: u8,
@@ -157,6 +163,98 @@ impl Shape {
         }
     }
 
+    /// The names of the fixed parameters, in encoding order, for display
+    /// (`rankscale show`) and JSON. Peers are `*.peer` (world rank relative
+    /// to the recording rank) and `*.local` (communicator rank relative to
+    /// the caller's rank in that communicator).
+    pub fn param_names(&self) -> Vec<&'static str> {
+        let mut v = vec!["comm", "comm_rank"];
+        if self.has(SEND) {
+            v.extend([
+                "send.peer",
+                "send.local",
+                "send.tag",
+                "send.count",
+                "send.dsize",
+            ]);
+        }
+        if self.has(RECV) {
+            v.extend([
+                "recv.peer",
+                "recv.local",
+                "recv.tag",
+                "recv.count",
+                "recv.dsize",
+            ]);
+        }
+        for (f, name) in [
+            (ROOT, "root"),
+            (REQ, "req"),
+            (FLAG, "flag"),
+            (MSG, "message"),
+            (VALUE, "value"),
+        ] {
+            if self.has(f) {
+                v.push(name);
+            }
+        }
+        if self.has(CREATE) {
+            if self.has(C_NEW) {
+                v.push("new_comm");
+            }
+            v.push("size");
+            for (f, name) in [
+                (C_COLOR, "color"),
+                (C_KEY, "key"),
+                (C_STYPE, "split_type"),
+                (C_REORDER, "reorder"),
+            ] {
+                if self.has(f) {
+                    v.push(name);
+                }
+            }
+        }
+        v
+    }
+
+    /// The names of the list parameters, in encoding order.
+    pub fn list_names(&self) -> &'static [&'static str] {
+        const NAMES: [&str; 12] = [
+            "send_counts",
+            "recv_counts",
+            "send_dsizes",
+            "recv_dsizes",
+            "reqs",
+            "done",
+            "matched",
+            "dims",
+            "periods",
+            "edges",
+            "sources",
+            "members",
+        ];
+        &NAMES[..self.layout().1.len()]
+    }
+
+    /// Whether the call passed `MPI_IN_PLACE`.
+    pub fn in_place(&self) -> bool {
+        self.has(IN_PLACE)
+    }
+
+    /// Whether fixed parameter `i` is a world peer relative to the recording
+    /// rank (the send or receive peer): the inter-node merge may keep such a
+    /// parameter absolute instead, so that "everyone sends to rank 0" merges.
+    pub(crate) fn is_peer_param(&self, i: usize) -> bool {
+        let send = self.has(SEND);
+        (send && i == 2) || (self.has(RECV) && i == 2 + 5 * usize::from(send))
+    }
+
+    /// Whether item `j` of list parameter `list` is a world peer relative to
+    /// the recording rank (the matched source of a wildcard receive).
+    pub(crate) fn is_peer_item(&self, list: usize, j: usize) -> bool {
+        list == 6 && j % 4 == 2
+    }
+
     /// The shape's fields as integers, for the binary spill format.
     pub(crate) fn to_words(self) -> [u64; 5] {
         [
@@ -190,6 +288,19 @@ impl Shape {
     }
 }
 
+impl From<Shape> for [u64; 5] {
+    fn from(s: Shape) -> [u64; 5] {
+        s.to_words()
+    }
+}
+
+impl TryFrom<[u64; 5]> for Shape {
+    type Error = &'static str;
+    fn try_from(w: [u64; 5]) -> Result<Shape, &'static str> {
+        Shape::from_words(w).ok_or("invalid event shape")
+    }
+}
+
 /// The splitmix64 finaliser: a fast bijective mixer, so that hashes of
 /// structured values spread over all 64 bits.
 pub(crate) fn mix64(mut x: u64) -> u64 {
@@ -200,19 +311,19 @@ pub(crate) fn mix64(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-fn push_peer(out: &mut Vec<i64>, peer: Peer, rank: i32) {
+fn push_peer(out: &mut Vec<i64>, peer: Peer, rank: i32, comm_rank: i32) {
     match peer {
         Peer::Rank { world, local } => {
             out.push(i64::from(world) - i64::from(rank));
-            out.push(i64::from(local) - i64::from(world));
+            out.push(i64::from(local) - i64::from(comm_rank));
         }
         Peer::Any => out.extend([PEER_ANY, 0]),
         Peer::Null => out.extend([PEER_NULL, 0]),
     }
 }
 
-fn push_xfer(out: &mut Vec<i64>, t: &Transfer, rank: i32) {
-    push_peer(out, t.peer, rank);
+fn push_xfer(out: &mut Vec<i64>, t: &Transfer, rank: i32, comm_rank: i32) {
+    push_peer(out, t.peer, rank, comm_rank);
     out.push(match t.tag {
         Tag::Value(v) => i64::from(v),
         Tag::Any => TAG_ANY,
@@ -260,12 +371,15 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
     });
 
     out.push(i64::from(ev.comm.0));
-    out.push(i64::from(ev.comm_rank) - i64::from(rank));
+    // Relative to the world rank where the call has a communicator (0 on
+    // every rank in MPI_COMM_WORLD); as recorded (0) where it has none.
+    let base = if ev.op.has_comm() { i64::from(rank) } else { 0 };
+    out.push(i64::from(ev.comm_rank) - base);
     if let Some(t) = &ev.send {
-        push_xfer(out, t, rank);
+        push_xfer(out, t, rank, ev.comm_rank);
     }
     if let Some(t) = &ev.recv {
-        push_xfer(out, t, rank);
+        push_xfer(out, t, rank, ev.comm_rank);
     }
     out.extend(ev.root.map(i64::from));
     out.extend(ev.req.map(|r| r.0 as i64));
@@ -359,7 +473,7 @@ impl Rd<'_> {
             .map(|_| self.next().map(|x| ReqId(x as u64)))
             .collect()
     }
-    fn peer(&mut self, rank: i32) -> Option<Peer> {
+    fn peer(&mut self, rank: i32, comm_rank: i32) -> Option<Peer> {
         let code = self.next()?;
         let delta = self.next()?;
         Some(match code {
@@ -367,13 +481,13 @@ impl Rd<'_> {
             PEER_NULL => Peer::Null,
             _ => {
                 let world = i32::try_from(code.checked_add(i64::from(rank))?).ok()?;
-                let local = i32::try_from(delta.checked_add(i64::from(world))?).ok()?;
+                let local = i32::try_from(delta.checked_add(i64::from(comm_rank))?).ok()?;
                 Peer::Rank { world, local }
             }
         })
     }
-    fn xfer(&mut self, rank: i32) -> Option<Transfer> {
-        let peer = self.peer(rank)?;
+    fn xfer(&mut self, rank: i32, comm_rank: i32) -> Option<Transfer> {
+        let peer = self.peer(rank, comm_rank)?;
         let tag = match self.next()? {
             TAG_ANY => Tag::Any,
             t => Tag::Value(i32::try_from(t).ok()?),
@@ -396,9 +510,11 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
     ev.site = s.site;
     ev.thread = s.thread;
     ev.comm = CommId(u32::try_from(r.next()?).ok()?);
-    ev.comm_rank = i32::try_from(r.next()?.checked_add(i64::from(rank))?).ok()?;
-    ev.send = r.opt(s.has(SEND), |r| r.xfer(rank))?;
-    ev.recv = r.opt(s.has(RECV), |r| r.xfer(rank))?;
+    let base = if s.op.has_comm() { i64::from(rank) } else { 0 };
+    ev.comm_rank = i32::try_from(r.next()?.checked_add(base)?).ok()?;
+    let cr = ev.comm_rank;
+    ev.send = r.opt(s.has(SEND), |r| r.xfer(rank, cr))?;
+    ev.recv = r.opt(s.has(RECV), |r| r.xfer(rank, cr))?;
     ev.root = r.opt(s.has(ROOT), Rd::i32)?;
     ev.redop = match s.redop {
         0 => None,

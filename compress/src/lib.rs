@@ -8,8 +8,11 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+mod depth;
 pub mod event;
+pub mod file;
 pub mod intra;
+pub mod merge;
 pub mod profile;
 pub mod ranklist;
 pub mod raw;
@@ -23,7 +26,9 @@ pub use event::{
 };
 
 pub use codec::Shape;
+pub use file::{Meta, TraceFile};
 pub use intra::{Compressor, Config};
+pub use merge::{EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, ProjectError, Variant};
 pub use ranklist::RankList;
 pub use seq::ValueSeq;
 pub use timing::{Dist, Histogram, PathTiming, Stats, TimeStats};
@@ -56,6 +61,22 @@ pub enum Error {
     /// [`Compressor::with_spill_writer`]); those events are lost.
     #[error("writing the spilled trace prefix: {0}")]
     Spill(std::io::Error),
+    /// The file is not a rankscale trace (wrong magic).
+    #[error("not a rankscale trace file (no RANKSCAL header)")]
+    NotATrace,
+    /// The file was written by a newer rankscale.
+    #[error(
+        "trace format version {found} is newer than this rankscale reads version {supported}; upgrade rankscale"
+    )]
+    NewerVersion {
+        /// The file's version.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// The file is damaged or truncated.
+    #[error("corrupted trace file: {0}")]
+    Corrupt(String),
     /// An error located in a file.
     #[error("{path}: {inner}")]
     InFile {

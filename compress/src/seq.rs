@@ -47,6 +47,10 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
+use crate::depth::guarded;
+
 /// The longest period, in segments, that a repeat block may have. A rotation
 /// over up to 32 distinct values (for example the 26 neighbours of a 3D
 /// stencil with corners) is found; longer periods stay as plain segments,
@@ -55,7 +59,7 @@ pub const MAX_PERIOD: usize = 16;
 
 /// An arithmetic progression of `len` values. `len >= 1` for every segment
 /// stored in a block; a segment of one value has stride 0.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) struct Seg {
     pub(crate) start: i64,
     pub(crate) stride: i64,
@@ -107,8 +111,9 @@ impl Seg {
 /// `r * shift` to each value. Periods may hold repeat blocks themselves, so a
 /// value that depends on three loop indices (`100 i + 10 j + k`) is a repeat
 /// of a repeat of a segment.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) struct Rep {
+    #[serde(deserialize_with = "guarded")]
     pub(crate) period: Vec<Block>,
     pub(crate) reps: u64,
     pub(crate) shift: i64,
@@ -122,7 +127,7 @@ impl Rep {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) enum Block {
     Seg(Seg),
     Rep(Box<Rep>),
@@ -213,7 +218,10 @@ fn get_in(blocks: &[Block], mut i: u64) -> i64 {
 /// Two sequences with the same values may have different internal forms
 /// (segmentation is greedy and depends on how the sequence was built), so
 /// equality is by value: use [`ValueSeq::iter`] to compare.
-#[derive(Clone, Default)]
+///
+/// The serialized form is the internal one; a deserialized sequence must be
+/// checked with [`ValueSeq::is_consistent`] before it is read.
+#[derive(Clone, Default, Serialize, Deserialize)]
 pub struct ValueSeq {
     len: u64,
     /// Closed blocks.
@@ -383,6 +391,68 @@ impl ValueSeq {
     pub fn heap_bytes(&self) -> usize {
         self.blocks.capacity() * std::mem::size_of::<Block>()
             + self.blocks.iter().map(Block::heap_bytes).sum::<usize>()
+    }
+
+    /// The same sequence with `delta` added to every value (wrapping), in
+    /// O(compressed size). The inter-node merge uses it to turn a peer kept
+    /// relative to one rank into an absolute one.
+    pub fn offset(&self, delta: i64) -> ValueSeq {
+        ValueSeq {
+            len: self.len,
+            blocks: self.blocks.iter().map(|b| b.shifted(delta)).collect(),
+            cur: if self.cur.len == 0 {
+                self.cur
+            } else {
+                self.cur.shifted(delta)
+            },
+        }
+    }
+
+    /// Whether `self` and `other` have the same internal form (which implies
+    /// the same values). O(compressed size); the merge uses it as its
+    /// equality because sequences built by the same pushes have the same form.
+    pub fn same_form(&self, other: &ValueSeq) -> bool {
+        self.len == other.len && self.cur == other.cur && self.blocks == other.blocks
+    }
+
+    /// A hash of the internal form, consistent with [`ValueSeq::same_form`].
+    pub fn form_hash(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.len.hash(&mut h);
+        self.cur.hash(&mut h);
+        self.blocks.hash(&mut h);
+        h.finish()
+    }
+
+    /// Whether the internal form obeys the invariants that reading relies on
+    /// (lengths add up, blocks are non-empty). Always true for sequences
+    /// built by this module; a sequence read from a file must pass it.
+    pub fn is_consistent(&self) -> bool {
+        fn block_len(b: &Block) -> Option<u64> {
+            match b {
+                Block::Seg(s) => (s.len >= 1).then_some(s.len),
+                Block::Rep(r) => {
+                    if r.period.is_empty() || r.reps < 1 {
+                        return None;
+                    }
+                    let mut n = 0u64;
+                    for b in &r.period {
+                        n = n.checked_add(block_len(b)?)?;
+                    }
+                    (n == r.period_len).then_some(())?;
+                    n.checked_mul(r.reps)
+                }
+            }
+        }
+        let mut n = 0u64;
+        for b in &self.blocks {
+            match block_len(b).and_then(|l| n.checked_add(l)) {
+                Some(v) => n = v,
+                None => return false,
+            }
+        }
+        n.checked_add(self.cur.len) == Some(self.len)
     }
 
     /// Appends a whole segment (`s.len >= 1`).

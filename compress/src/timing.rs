@@ -23,11 +23,13 @@
 
 #![warn(missing_docs)]
 
+use serde::{Deserialize, Serialize};
+
 /// Streaming summary of a set of durations, in nanoseconds.
 ///
 /// Mergeable: `a.merge(&b)` equals the summary of the union, so statistics
 /// of loop iterations, loop executions and ranks combine in any order.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     count: u64,
     min: u64,
@@ -103,9 +105,10 @@ impl Stats {
     }
 }
 
-/// One histogram bin: the samples whose bit length is `index`
-/// (`[2^(index-1), 2^index)`; bin 0 holds zeros).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One histogram bin: the samples whose bit length is `index` or, in a
+/// coarsened histogram, in `index .. index + width` (bit length `k` means
+/// `[2^(k-1), 2^k)`; bit length 0 holds zeros).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bin {
     index: u8,
     count: u64,
@@ -115,7 +118,7 @@ pub struct Bin {
 }
 
 impl Bin {
-    /// Bin number: the bit length of its samples (0..=64).
+    /// Bin number: the smallest bit length of its samples (0..=64).
     pub fn index(&self) -> u8 {
         self.index
     }
@@ -149,70 +152,102 @@ impl Bin {
     }
 }
 
-/// A histogram with fixed log2-spaced bins over nanoseconds, stored sparsely
-/// (only non-empty bins), each with count/min/avg/max.
+/// The most bins a [`Histogram`] keeps (ScalaTrace keeps 5).
+pub const MAX_BINS: usize = 8;
+
+/// A histogram with log2-spaced bins over nanoseconds, stored sparsely (only
+/// non-empty bins), each with count/min/avg/max, and never more than
+/// [`MAX_BINS`] of them.
 ///
-/// Fixed bins make merging exact: two histograms merge bin by bin, so the
-/// result does not depend on the order in which iterations or ranks merge.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Bins start as single log2 classes (bit lengths). When more than
+/// [`MAX_BINS`] would be non-empty, the histogram coarsens: at level `L` a bin
+/// covers `2^L` consecutive bit lengths, aligned to multiples of `2^L`. The
+/// level only grows, and the level of a merge is the smallest one that fits
+/// the union of the samples, so merging stays exact and its result does not
+/// depend on the order in which iterations or ranks merge; and the size of a
+/// histogram does not grow with the run or the number of ranks.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Histogram {
+    level: u8,
     bins: Vec<Bin>,
 }
 
 impl Histogram {
-    /// The bin number of a sample: its bit length.
+    /// The bin number of a sample at level 0: its bit length.
     pub fn bin_of(x: u64) -> u8 {
         (64 - x.leading_zeros()) as u8
     }
 
-    /// Adds one sample.
-    pub fn add(&mut self, x: u64) {
-        let index = Histogram::bin_of(x);
+    /// How many bit lengths one bin covers (a power of two).
+    pub fn width(&self) -> u32 {
+        1u32 << self.level.min(7)
+    }
+
+    fn coarse(&self, index: u8) -> u8 {
+        let l = self.level.min(7);
+        (index >> l) << l
+    }
+
+    fn put(&mut self, ob: Bin) {
+        let index = self.coarse(ob.index);
         match self.bins.binary_search_by_key(&index, |b| b.index) {
             Ok(i) => {
                 let b = &mut self.bins[i];
-                b.count += 1;
-                b.min = b.min.min(x);
-                b.max = b.max.max(x);
-                b.sum += u128::from(x);
+                b.count = b.count.saturating_add(ob.count);
+                b.min = b.min.min(ob.min);
+                b.max = b.max.max(ob.max);
+                b.sum = b.sum.saturating_add(ob.sum);
             }
-            Err(i) => self.bins.insert(
-                i,
-                Bin {
-                    index,
-                    count: 1,
-                    min: x,
-                    max: x,
-                    sum: u128::from(x),
-                },
-            ),
+            Err(i) => self.bins.insert(i, Bin { index, ..ob }),
         }
+    }
+
+    fn coarsen_to(&mut self, level: u8) {
+        if level <= self.level {
+            return;
+        }
+        self.level = level.min(7);
+        for b in std::mem::take(&mut self.bins) {
+            self.put(b);
+        }
+    }
+
+    fn fit(&mut self) {
+        while self.bins.len() > MAX_BINS && self.level < 7 {
+            self.coarsen_to(self.level + 1);
+        }
+    }
+
+    /// Adds one sample.
+    pub fn add(&mut self, x: u64) {
+        self.put(Bin {
+            index: Histogram::bin_of(x),
+            count: 1,
+            min: x,
+            max: x,
+            sum: u128::from(x),
+        });
+        self.fit();
     }
 
     /// Merges another histogram bin by bin.
     pub fn merge(&mut self, o: &Histogram) {
+        self.coarsen_to(o.level);
         for ob in &o.bins {
-            match self.bins.binary_search_by_key(&ob.index, |b| b.index) {
-                Ok(i) => {
-                    let b = &mut self.bins[i];
-                    b.count = b.count.saturating_add(ob.count);
-                    b.min = b.min.min(ob.min);
-                    b.max = b.max.max(ob.max);
-                    b.sum = b.sum.saturating_add(ob.sum);
-                }
-                Err(i) => self.bins.insert(i, *ob),
-            }
+            self.put(*ob);
         }
+        self.fit();
     }
 
-    /// The non-empty bins in increasing order.
+    /// The non-empty bins in increasing order. A bin holds the samples
+    /// whose bit length is in `[index, index + width)`.
     pub fn bins(&self) -> &[Bin] {
         &self.bins
     }
 }
 
 /// The distribution of one quantity: summary statistics and histogram.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Dist {
     stats: Stats,
     hist: Histogram,
@@ -240,7 +275,7 @@ impl Dist {
 }
 
 /// Computation and MPI time of a set of executions of one event.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimeStats {
     compute: Dist,
     mpi: Dist,
@@ -287,7 +322,7 @@ impl TimeStats {
 /// `pending` until it is known whether another iteration follows (it then
 /// becomes steady) or not (it is the last). [`crate::Compressor::into_trace`]
 /// settles it.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PathTiming {
     first: TimeStats,
     steady: TimeStats,
@@ -346,6 +381,17 @@ impl PathTiming {
         self.steady.merge(&o.steady);
         self.last.merge(&o.last);
         self.pending = o.pending;
+    }
+
+    /// Merges the timing of the same event on another rank (the inter-node
+    /// merge): every path class merges with its own class.
+    pub fn merge(&mut self, o: &PathTiming) {
+        self.settle();
+        let mut o = o.clone();
+        o.settle();
+        self.first.merge(&o.first);
+        self.steady.merge(&o.steady);
+        self.last.merge(&o.last);
     }
 
     /// The innermost loop is over: the held-back iteration was the last.
@@ -413,6 +459,36 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a, h);
+    }
+
+    #[test]
+    fn histograms_coarsen_to_at_most_max_bins_in_any_merge_order() {
+        let xs: Vec<u64> = (0..2000u64)
+            .map(|i| (i * 2_654_435_761) % (1 << (i % 40)))
+            .collect();
+        let mut all = Histogram::default();
+        xs.iter().for_each(|&x| all.add(x));
+        assert!(all.bins().len() <= MAX_BINS, "{:?}", all.bins());
+        assert!(all.width() > 1);
+        let total: u64 = all.bins().iter().map(Bin::count).sum();
+        assert_eq!(total, xs.len() as u64);
+        for b in all.bins() {
+            let w = all.width() as u8;
+            assert_eq!(b.index() % w, 0);
+            let (lo, hi) = (Histogram::bin_of(b.min()), Histogram::bin_of(b.max()));
+            assert!(lo >= b.index() && hi < b.index() + w, "{b:?}");
+        }
+        // Any split and merge order gives the same histogram.
+        for cut in [1, 37, 999, 1500] {
+            let (mut a, mut b) = (Histogram::default(), Histogram::default());
+            xs[..cut].iter().for_each(|&x| a.add(x));
+            xs[cut..].iter().for_each(|&x| b.add(x));
+            let mut ab = a.clone();
+            ab.merge(&b);
+            b.merge(&a);
+            assert_eq!(ab, all);
+            assert_eq!(b, all);
+        }
     }
 
     #[test]

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use compress::raw::event_line;
 use compress::{
-    CommCreate, CommId, Compressor, Config, Event, Matched, Op, Peer, ReduceOp, ReqId, Tag, Timing,
-    Transfer, ValueSeq,
+    CommCreate, CommId, Compressor, Config, Event, Matched, MergedTrace, Op, Peer, ReduceOp, ReqId,
+    Tag, Timing, TraceFile, Transfer, ValueSeq,
 };
 use proptest::prelude::*;
 
@@ -301,9 +301,102 @@ impl Write for Shared {
     }
 }
 
+/// Compresses each rank's events into a one-rank merged trace.
+fn rank_traces(per_rank: &[Vec<Event>]) -> Vec<MergedTrace> {
+    per_rank
+        .iter()
+        .enumerate()
+        .map(|(r, evs)| {
+            let mut c = Compressor::new(r as i32, Config::default());
+            for e in evs {
+                c.push(e).unwrap();
+            }
+            MergedTrace::from_rank(&c.into_trace().unwrap())
+        })
+        .collect()
+}
+
+/// Merges in the order given by `order`: a permutation of the traces is
+/// folded pairwise, as a balanced tree or left to right.
+fn merge_in(mut ts: Vec<MergedTrace>, order: &[usize], tree: bool) -> MergedTrace {
+    let mut items: Vec<Option<MergedTrace>> = ts.drain(..).map(Some).collect();
+    let mut list: Vec<MergedTrace> = order.iter().filter_map(|&i| items[i].take()).collect();
+    list.extend(items.into_iter().flatten());
+    if tree {
+        while list.len() > 1 {
+            let mut next = Vec::new();
+            let mut it = list.into_iter();
+            while let Some(a) = it.next() {
+                next.push(match it.next() {
+                    Some(b) => a.merge(b),
+                    None => a,
+                });
+            }
+            list = next;
+        }
+        list.pop().unwrap()
+    } else {
+        let mut it = list.into_iter();
+        let first = it.next().unwrap();
+        it.fold(first, MergedTrace::merge)
+    }
+}
+
+fn assert_lossless(m: &MergedTrace, per_rank: &[Vec<Event>]) -> Result<(), TestCaseError> {
+    prop_assert!(m.is_consistent());
+    for (r, want) in per_rank.iter().enumerate() {
+        let t = m.rank_trace(r as u32).unwrap();
+        let mut ex = t.expand();
+        let got: Vec<String> = (&mut ex).map(|e| event_line(&e)).collect();
+        prop_assert!(!ex.is_broken());
+        let want: Vec<String> = want.iter().map(event_line).collect();
+        prop_assert_eq!(got, want, "rank {}", r);
+    }
+    Ok(())
+}
+
 proptest! {
     // 256 cases by default; set PROPTEST_CASES for a longer run.
     #![proptest_config(ProptestConfig::default())]
+
+    /// Merging is lossless and associative in effect: ranks running the same
+    /// program (SPMD, with rank-dependent random parameters and counts) and
+    /// ranks running a different one, merged left to right, as a tree, in
+    /// random order, and through the file format, all expand to every rank's
+    /// own events.
+    #[test]
+    fn merged_traces_expand_to_every_rank_in_any_merge_order(
+        progs in prop::collection::vec(program(), 1..3),
+        ranks in 1usize..10,
+        seed in any::<u64>(),
+        order in Just(()).prop_perturb(|_, mut rng| {
+            let mut v: Vec<usize> = (0..10).collect();
+            for i in (1..v.len()).rev() {
+                v.swap(i, (rng.next_u32() as usize) % (i + 1));
+            }
+            v
+        }),
+    ) {
+        let per_rank: Vec<Vec<Event>> = (0..ranks)
+            .map(|r| {
+                let prog = &progs[(r * 7 / 3) % progs.len()];
+                // Half the ranks share a seed: identical parameters merge.
+                events_of(prog, r as i32, seed ^ (r as u64 % 2), 600)
+            })
+            .collect();
+        let natural: Vec<usize> = (0..ranks).collect();
+        let order: Vec<usize> = order.into_iter().filter(|&i| i < ranks).collect();
+        let a = merge_in(rank_traces(&per_rank), &natural, false);
+        assert_lossless(&a, &per_rank)?;
+        let b = merge_in(rank_traces(&per_rank), &natural, true);
+        assert_lossless(&b, &per_rank)?;
+        let mut c = merge_in(rank_traces(&per_rank), &order, true);
+        c.normalize();
+        let file = TraceFile { meta: Default::default(), trace: c };
+        let back = TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
+        assert_lossless(&back.trace, &per_rank)?;
+        prop_assert_eq!(back.trace.total_events(), per_rank.iter().map(|e| e.len() as u64).sum::<u64>());
+    }
 
     #[test]
     fn expansion_equals_input_for_random_loop_nests(

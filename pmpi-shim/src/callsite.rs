@@ -12,7 +12,8 @@
 //! in this shim are skipped by a real unwind; so are deeper signatures.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
 
 use crate::ffi::sys::{Module, module_of};
 
@@ -50,6 +51,33 @@ fn frame_hash(h: u64, m: &Module, offset: usize) -> u64 {
 
 thread_local! {
     static CACHE: RefCell<HashMap<usize, Option<u64>>> = RefCell::new(HashMap::new());
+    /// Signatures this thread has already put into [`SITES`].
+    static KNOWN: RefCell<HashSet<u64>> = RefCell::new(HashSet::new());
+}
+
+/// Signature → `module+0xoffset` of the innermost application frame, for
+/// reports (the trace file's call-site table).
+static SITES: Mutex<BTreeMap<u64, String>> = Mutex::new(BTreeMap::new());
+
+fn label(m: &Module, offset: usize) -> String {
+    format!("{}+{offset:#x}", m.name)
+}
+
+/// Remembers the label of a signature, once per thread and signature.
+fn note(sig: u64, label: impl FnOnce() -> String) {
+    if KNOWN.with(|k| k.borrow_mut().insert(sig))
+        && let Ok(mut m) = SITES.lock()
+    {
+        m.entry(sig).or_insert_with(label);
+    }
+}
+
+/// The call sites seen so far with their labels.
+pub(crate) fn sites() -> Vec<(u64, String)> {
+    SITES
+        .lock()
+        .map(|m| m.iter().map(|(k, v)| (*k, v.clone())).collect())
+        .unwrap_or_default()
 }
 
 /// The signature of the call whose wrapper was entered from return address
@@ -64,7 +92,11 @@ pub(crate) fn signature(ret: usize, depth: usize) -> u64 {
             None => {
                 let v = match module_of(ret) {
                     Some(m) if is_library(&m) => None,
-                    Some(m) => Some(frame_hash(FNV_OFFSET, &m, ret - m.base)),
+                    Some(m) => {
+                        let sig = frame_hash(FNV_OFFSET, &m, ret - m.base);
+                        note(sig, || label(&m, ret - m.base));
+                        Some(sig)
+                    }
                     // A return address outside any known module still gets
                     // a signature of its own, so that nothing is merged
                     // wrongly.
@@ -86,6 +118,7 @@ pub(crate) fn signature(ret: usize, depth: usize) -> u64 {
 fn unwound(depth: usize) -> u64 {
     let mut h = FNV_OFFSET;
     let mut taken = 0;
+    let mut first = None;
     backtrace::trace(|frame| {
         let ip = frame.ip() as usize;
         if let Some(m) = module_of(ip) {
@@ -93,9 +126,15 @@ fn unwound(depth: usize) -> u64 {
                 return true;
             }
             h = frame_hash(h, &m, ip - m.base);
+            if taken == 0 {
+                first = Some((m, ip));
+            }
             taken += 1;
         }
         taken < depth
     });
+    if let Some((m, ip)) = first {
+        note(h, || label(&m, ip - m.base));
+    }
     h
 }

@@ -11,6 +11,11 @@ use crate::tracer::warn;
 pub(crate) struct Config {
     /// `RANKSCALE_RAW=DIR`: write one canonical raw log per rank into DIR.
     pub raw_dir: Option<PathBuf>,
+    /// Where rank 0 writes the merged trace: `RANKSCALE_TRACE=FILE`; without
+    /// it `rankscale.trace` in the working directory, unless only
+    /// `RANKSCALE_RAW` is set (raw logs alone); `RANKSCALE_TRACE=0` turns
+    /// the trace file off.
+    pub trace_file: Option<PathBuf>,
     /// `RANKSCALE_DEPTH=N` (default 1): call-site frames in the signature.
     pub depth: usize,
     /// `RANKSCALE_YIELD=1`: blocking calls wait by test-and-sleep, so that
@@ -38,6 +43,19 @@ fn parse<T: std::str::FromStr>(name: &str, default: T, ok: impl Fn(&T) -> bool) 
     }
 }
 
+/// `RANKSCALE_TRACE` and `RANKSCALE_RAW` as [`Config::trace_file`] reads
+/// them. Every rank must agree on whether the merge runs (it is
+/// collective), so `MPI_Finalize` asks this even where the tracer never
+/// started.
+pub(crate) fn trace_file_from_env() -> Option<PathBuf> {
+    match std::env::var_os("RANKSCALE_TRACE") {
+        Some(v) if v == "0" => None,
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ if std::env::var_os("RANKSCALE_RAW").is_some_and(|v| !v.is_empty()) => None,
+        _ => Some(PathBuf::from("rankscale.trace")),
+    }
+}
+
 impl Config {
     /// Reads the environment.
     pub fn from_env() -> Config {
@@ -47,8 +65,10 @@ impl Config {
         let flag = |name: &str| {
             std::env::var(name).is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false" | "no"))
         };
+        let trace_file = trace_file_from_env();
         Config {
             raw_dir,
+            trace_file,
             depth: parse("RANKSCALE_DEPTH", 1usize, |d| (1..=64).contains(d)),
             yield_wait: flag("RANKSCALE_YIELD"),
             yield_us: parse("RANKSCALE_YIELD_US", 20u64, |d| *d <= 1_000_000),

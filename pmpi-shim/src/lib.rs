@@ -22,4 +22,5 @@
 mod callsite;
 mod config;
 pub mod ffi;
+mod reduce;
 mod tracer;

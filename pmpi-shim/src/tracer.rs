@@ -15,9 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
-use compress::profile::Profile;
 use compress::raw::RawLogWriter;
-use compress::{CommId, Event, EventSink, Op, Peer, ReqId};
+use compress::{CommId, Compressor, Event, EventSink, Op, Peer, ReqId, Trace};
 
 use crate::callsite;
 use crate::config::Config;
@@ -111,9 +110,18 @@ pub(crate) struct Tracer {
     next_msg: AtomicU64,
     next_thread: AtomicU32,
     events: AtomicU64,
-    sink: Mutex<Option<Box<dyn EventSink>>>,
+    sinks: Mutex<Sinks>,
     enabled: AtomicBool,
     epoch: Instant,
+}
+
+/// Where events go: the raw log (`RANKSCALE_RAW`) and the on-the-fly
+/// compressor whose trace is merged at `MPI_Finalize`. Either may be off; a
+/// sink that fails is dropped with a warning and the other one goes on.
+#[derive(Default)]
+struct Sinks {
+    raw: Option<RawLogWriter>,
+    comp: Option<Compressor>,
 }
 
 static TRACER: OnceLock<Tracer> = OnceLock::new();
@@ -167,22 +175,32 @@ pub(crate) fn install(
     self_: CommInfo,
     keys: [usize; 2],
 ) {
-    let sink: Option<Box<dyn EventSink>> = match &config.raw_dir {
-        Some(dir) => match RawLogWriter::create(dir, rank) {
-            Ok(w) => Some(Box::new(w)),
+    let comp = config
+        .trace_file
+        .as_ref()
+        .map(|_| Compressor::new(rank, compress::Config::default()));
+    let raw = config
+        .raw_dir
+        .as_ref()
+        .and_then(|dir| match RawLogWriter::create(dir, rank) {
+            Ok(w) => Some(w),
             Err(e) => {
+                let what = if comp.is_some() {
+                    "no raw log for this rank; the trace file is still written"
+                } else {
+                    "tracing is off for this rank, the application continues"
+                };
                 warn(
                     Some(rank),
-                    &format!(
-                        "cannot write the raw log ({e}); tracing is off for this rank, the application continues"
-                    ),
+                    &format!("cannot write the raw log ({e}); {what}"),
                 );
                 None
             }
-        },
-        None => Some(Box::new(Profile::new())),
-    };
-    let enabled = sink.is_some();
+        });
+    // Off when nothing was asked for (RANKSCALE_TRACE=0 without
+    // RANKSCALE_RAW) or the raw log was all that was asked for and failed.
+    let sinks = Sinks { raw, comp };
+    let enabled = sinks.raw.is_some() || sinks.comp.is_some();
     let comm_ranks = HashMap::from([(world.id, rank), (self_.id, 0)]);
     let mut comms = HashMap::new();
     comms.insert(keys[0], Arc::new(world));
@@ -199,7 +217,7 @@ pub(crate) fn install(
         next_msg: AtomicU64::new(0),
         next_thread: AtomicU32::new(0),
         events: AtomicU64::new(0),
-        sink: Mutex::new(sink),
+        sinks: Mutex::new(sinks),
         enabled: AtomicBool::new(enabled),
         epoch: Instant::now(),
     };
@@ -237,6 +255,11 @@ impl Tracer {
 
     /// Turns tracing off for good and says why, once.
     pub fn fail(&self, why: &str) {
+        // A trace that stops in the middle would expand to a wrong event
+        // sequence: this rank leaves the merged trace instead.
+        let mut s = self.sinks.lock().unwrap_or_else(|p| p.into_inner());
+        s.comp = None;
+        drop(s);
         if self.enabled.swap(false, Ordering::SeqCst) {
             warn(
                 Some(self.rank),
@@ -401,29 +424,60 @@ impl Tracer {
     }
 
     fn push(&self, ev: &Event) {
-        let r = match self.sink.lock() {
-            Ok(mut s) => match s.as_mut() {
-                Some(sink) => sink.push(ev),
-                None => Ok(()),
-            },
-            Err(_) => return self.fail("the event sink was poisoned"),
+        let Ok(mut s) = self.sinks.lock() else {
+            return self.fail("the event sink was poisoned");
         };
-        if let Err(e) = r {
-            self.fail(&format!("cannot record events ({e})"));
+        if let Some(raw) = &mut s.raw
+            && let Err(e) = raw.push(ev)
+        {
+            s.raw = None;
+            warn(
+                Some(self.rank),
+                &format!("cannot write the raw log ({e}); the raw log stops here"),
+            );
+        }
+        if let Some(c) = &mut s.comp
+            && let Err(e) = c.push(ev)
+        {
+            s.comp = None;
+            warn(
+                Some(self.rank),
+                &format!("cannot compress events ({e}); this rank will be missing from the trace"),
+            );
+        }
+        if s.raw.is_none() && s.comp.is_none() {
+            drop(s);
+            self.fail("no sink left");
         }
     }
 
-    /// Flushes the sink; called at `MPI_Finalize` and `MPI_Abort`. Tracing
-    /// stops afterwards.
-    pub fn finish(&self) {
-        let r = match self.sink.lock() {
-            Ok(mut s) => s.take().map(|mut sink| sink.finish()),
-            Err(_) => None,
-        };
-        if let Some(Err(e)) = r {
-            self.fail(&format!("cannot write the trace ({e})"));
-        }
+    /// Flushes the raw log and ends compression; called at `MPI_Finalize` and
+    /// `MPI_Abort`. Tracing stops afterwards. Returns this rank's compressed
+    /// trace, if it has one.
+    pub fn finish(&self) -> Option<Trace> {
         self.enabled.store(false, Ordering::SeqCst);
+        let (raw, comp) = match self.sinks.lock() {
+            Ok(mut s) => (s.raw.take(), s.comp.take()),
+            Err(_) => (None, None),
+        };
+        if let Some(mut raw) = raw
+            && let Err(e) = raw.finish()
+        {
+            warn(Some(self.rank), &format!("cannot write the raw log ({e})"));
+        }
+        match comp.map(Compressor::into_trace) {
+            Some(Ok(t)) => Some(t),
+            Some(Err(e)) => {
+                warn(Some(self.rank), &format!("cannot end compression ({e})"));
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Time since `MPI_Init`, ns.
+    pub fn elapsed_ns(&self) -> u64 {
+        self.now()
     }
 }
 

@@ -14,6 +14,7 @@
 #![allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use compress::{CommId, Event, Matched, Op, Peer, ReqId, Tag, Transfer};
@@ -247,11 +248,30 @@ pub unsafe extern "C" fn MPI_Init_thread(
 
 /// Records Finalize and flushes the trace while MPI is still usable.
 pub(crate) fn before_finalize(ret: usize) {
+    // A Fortran MPI_FINALIZE may reach the C MPI_Finalize too: finish once.
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     if let Some(s) = Scope::enter(ret) {
         s.record(Op::Finalize, |_, _| {});
     }
-    if let Some(t) = tracer::get() {
-        let _ = std::panic::catch_unwind(|| t.finish());
+    let t = tracer::get();
+    let trace = t.and_then(|t| std::panic::catch_unwind(|| t.finish()).ok().flatten());
+    let path = match t {
+        Some(t) => t.config.trace_file.clone(),
+        None => crate::config::trace_file_from_env(),
+    };
+    if let Some(path) = path {
+        let merged = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            tracer::untraced(|| super::merge::merge_and_write(t, trace, &path));
+        }));
+        if merged.is_err() {
+            tracer::warn(
+                None,
+                "internal error while merging the trace; no trace file",
+            );
+        }
     }
 }
 
@@ -264,6 +284,7 @@ pub(crate) fn before_abort(ret: usize, comm_h: MPI_Comm, code: c_int) {
         });
     }
     if let Some(t) = tracer::get() {
+        // No merge: the other ranks may be gone. The raw logs are flushed.
         let _ = std::panic::catch_unwind(|| t.finish());
     }
 }

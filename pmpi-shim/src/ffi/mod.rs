@@ -4,6 +4,7 @@
 
 pub(crate) mod c;
 pub(crate) mod fortran;
+pub(crate) mod merge;
 pub(crate) mod sys;
 
 use std::ffi::{c_int, c_void};

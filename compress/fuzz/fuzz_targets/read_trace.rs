@@ -1,0 +1,38 @@
+//! Fuzzes the trace file reader: any bytes must give a trace or a clean
+//! error, never a panic, an abort or a hang. The input is tried twice: as a
+//! whole file, and as the payload of a file with a valid header and zlib
+//! stream (so that the fuzzer reaches the decoder and the consistency checks
+//! instead of stopping at the checksum). Whatever reads successfully is
+//! expanded for every rank (a bounded number of events).
+#![no_main]
+
+use std::io::Write;
+
+use libfuzzer_sys::fuzz_target;
+
+fn exercise(bytes: &[u8]) {
+    let Ok(f) = compress::TraceFile::from_bytes(bytes) else {
+        return;
+    };
+    let _ = f.trace.total_events();
+    for rank in f.trace.ranks().iter().take(64) {
+        if let Ok(t) = f.trace.rank_trace(rank) {
+            for ev in t.expand().take(10_000) {
+                let _ = compress::raw::event_line(&ev);
+            }
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    exercise(data);
+    let mut file = Vec::from(compress::file::MAGIC);
+    file.extend_from_slice(&compress::file::VERSION.to_le_bytes());
+    file.extend_from_slice(&0u32.to_le_bytes());
+    let mut z = flate2::write::ZlibEncoder::new(file, flate2::Compression::fast());
+    if z.write_all(data).is_ok()
+        && let Ok(file) = z.finish()
+    {
+        exercise(&file);
+    }
+});

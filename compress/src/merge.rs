@@ -1,0 +1,923 @@
+//! The merged trace of all ranks: seed 001 §2's inter-node compression.
+//!
+//! Every rank compresses its own calls into a [`Trace`] (the RSD/PRSD queue
+//! of [`crate::intra`]). At `MPI_Finalize` the ranks combine their traces
+//! pairwise in a reduction tree ([`MergedTrace::merge`]); the result is one
+//! loop structure whose nodes carry the [`RankList`] of the ranks that execute
+//! them.
+//!
+//! # Model
+//!
+//! * An [`EventNode`] is one MPI call of the program (an RSD leaf) with the
+//!   ranks that execute it. Each of its parameters is a [`Param`]: a few
+//!   [`Variant`]s, each a [`ValueSeq`] over the executions plus the ranklist
+//!   of the ranks that have exactly those values. SPMD ranks share one
+//!   variant; a stencil's wrap-around ranks form a second one for the peer
+//!   offsets they see, without splitting the event or the loop.
+//! * A [`LoopNode`] is a loop with its ranks, its iteration counts (a
+//!   [`Param`] too, so ranks that iterate differently still share the loop)
+//!   and its body.
+//! * Timing is merged across ranks into one [`PathTiming`] per event, so its
+//!   size does not grow with the number of ranks.
+//!
+//! # Location-independent endpoints
+//!
+//! Peers are stored relative to the recording rank (see [`crate::codec`]):
+//! a neighbour offset is the same number on every rank. When two ranks'
+//! relative peers differ but the absolute ranks agree ("everyone sends to
+//! rank 0"), the merge switches that variant to absolute values, so both
+//! patterns merge. Roots of collectives are absolute from the start.
+//!
+//! # Alignment
+//!
+//! Two traces are aligned node by node on their *compressed* top-level
+//! queues and, recursively, on the bodies of matched loops; never on
+//! expanded events, which is ScalaTrace's O(m·n) weakness (PRIOR-ART.md).
+//! Common prefixes and suffixes are matched in linear time, the rest by a
+//! longest common subsequence on structural keys (dynamic programming up to
+//! a size limit, patience anchors beyond it). Loops that are left unmatched
+//! but share calls (the interior and the boundary ranks of a stencil, whose
+//! loop bodies differ by one call) are paired in a second pass and merged
+//! recursively. What still differs forms branches: nodes with disjoint
+//! ranklists, placed side by side and ordered by the lowest rank of each
+//! group (seed 001, Algorithm 1), so that traces of different sizes align.
+//!
+//! The merge is lossless for every rank: [`MergedTrace::rank_trace`] gives
+//! back exactly the events that rank recorded, whatever order the ranks were
+//! merged in.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::Shape;
+use crate::depth::guarded;
+use crate::ranklist::RankList;
+use crate::seq::ValueSeq;
+use crate::timing::PathTiming;
+use crate::trace::{self, Leaf, Loop, Node, RaggedList, Trace};
+
+/// One version of a parameter: its values and the ranks that have them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Variant {
+    ranks: RankList,
+    abs: bool,
+    seq: ValueSeq,
+}
+
+impl Variant {
+    /// The ranks that have these values.
+    pub fn ranks(&self) -> &RankList {
+        &self.ranks
+    }
+    /// Whether the values are absolute world ranks (otherwise a peer is an
+    /// offset from the executing rank, and other parameters are plain
+    /// values).
+    pub fn is_absolute(&self) -> bool {
+        self.abs
+    }
+    /// The values, one per execution on each of [`Variant::ranks`].
+    pub fn values(&self) -> &ValueSeq {
+        &self.seq
+    }
+
+    /// The values in the relative form that `rank` recorded.
+    fn for_rank(&self, rank: u32) -> ValueSeq {
+        if self.abs {
+            self.seq.offset(-i64::from(rank))
+        } else {
+            self.seq.clone()
+        }
+    }
+
+    /// The values as absolute ranks, if they can be written so: a variant
+    /// that is already absolute, or one that belongs to a single rank.
+    fn absolute(&self) -> Option<ValueSeq> {
+        if self.abs {
+            return Some(self.seq.clone());
+        }
+        let r = self.ranks.min()?;
+        (self.ranks.len() == 1).then(|| self.seq.offset(i64::from(r)))
+    }
+}
+
+/// A parameter over all the ranks that execute its event: variants with
+/// disjoint ranklists.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Param {
+    variants: Vec<Variant>,
+}
+
+impl Param {
+    fn single(rank: u32, seq: ValueSeq) -> Param {
+        Param {
+            variants: vec![Variant {
+                ranks: RankList::single(rank),
+                abs: false,
+                seq,
+            }],
+        }
+    }
+
+    /// The variants, in order of their lowest rank once the trace is
+    /// complete.
+    pub fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+
+    /// The variant that `rank` executes.
+    pub fn variant(&self, rank: u32) -> Option<&Variant> {
+        self.variants.iter().find(|v| v.ranks.contains(rank))
+    }
+
+    /// `rank`'s values, in the form it recorded them.
+    fn for_rank(&self, rank: u32) -> Option<ValueSeq> {
+        self.variant(rank).map(|v| v.for_rank(rank))
+    }
+
+    fn merge(&mut self, o: Param, peer: bool) {
+        for v in o.variants {
+            self.add(v, peer);
+        }
+    }
+
+    fn add(&mut self, v: Variant, peer: bool) {
+        if let Some(w) = self
+            .variants
+            .iter_mut()
+            .find(|w| w.abs == v.abs && w.seq.same_form(&v.seq))
+        {
+            w.ranks = w.ranks.union(&v.ranks);
+            return;
+        }
+        if peer && let Some(va) = v.absolute() {
+            for w in &mut self.variants {
+                if let Some(wa) = w.absolute()
+                    && wa.same_form(&va)
+                {
+                    w.ranks = w.ranks.union(&v.ranks);
+                    w.abs = true;
+                    w.seq = wa;
+                    return;
+                }
+            }
+        }
+        self.variants.push(v);
+    }
+
+    /// Per-variant number of values: the executions of the owning node.
+    fn lengths(&self) -> impl Iterator<Item = (&RankList, u64)> {
+        self.variants.iter().map(|v| (&v.ranks, v.seq.len()))
+    }
+
+    fn normalize(&mut self) {
+        self.variants.sort_by_key(|v| v.ranks.min());
+    }
+
+    fn is_consistent(&self) -> bool {
+        self.variants.iter().all(|v| v.seq.is_consistent())
+    }
+}
+
+/// A list parameter of an event over all ranks (see [`Leaf::list`]): the
+/// list length per execution and one column per list position.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ListParam {
+    width: u8,
+    lens: Param,
+    cols: Vec<Param>,
+}
+
+impl ListParam {
+    /// Items per list entry (4 for matched wildcard outcomes, else 1).
+    pub fn width(&self) -> u8 {
+        self.width
+    }
+    /// The list length of each execution.
+    pub fn lens(&self) -> &Param {
+        &self.lens
+    }
+    /// Column `j` holds item `j` of every execution whose list is longer.
+    pub fn columns(&self) -> &[Param] {
+        &self.cols
+    }
+}
+
+/// One MPI call of the program with all its executions on all its ranks.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EventNode {
+    ranks: RankList,
+    shape: Shape,
+    fixed: Vec<Param>,
+    lists: Vec<ListParam>,
+    timing: PathTiming,
+}
+
+impl EventNode {
+    /// The ranks that execute the call here.
+    pub fn ranks(&self) -> &RankList {
+        &self.ranks
+    }
+    /// Operation, call site, thread and which fields are present.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+    /// The fixed parameters in the order of [`crate::codec::encode`].
+    pub fn params(&self) -> &[Param] {
+        &self.fixed
+    }
+    /// The list parameters in the order of [`crate::codec::encode`].
+    pub fn lists(&self) -> &[ListParam] {
+        &self.lists
+    }
+    /// Path-sensitive timing, merged over all ranks.
+    pub fn timing(&self) -> &PathTiming {
+        &self.timing
+    }
+    /// Executions on all ranks together.
+    pub fn total_executions(&self) -> u64 {
+        executions(&self.fixed[..self.fixed.len().min(1)])
+    }
+
+    fn from_parts(rank: u32, leaf: &Leaf) -> EventNode {
+        EventNode {
+            ranks: RankList::single(rank),
+            shape: leaf.shape,
+            fixed: leaf
+                .fixed
+                .iter()
+                .map(|s| Param::single(rank, s.clone()))
+                .collect(),
+            lists: leaf
+                .lists
+                .iter()
+                .map(|l| ListParam {
+                    width: l.width,
+                    lens: Param::single(rank, l.lens.clone()),
+                    cols: l
+                        .cols
+                        .iter()
+                        .map(|c| Param::single(rank, c.clone()))
+                        .collect(),
+                })
+                .collect(),
+            timing: (*leaf.timing).clone(),
+        }
+    }
+
+    fn merge(&mut self, o: EventNode) {
+        self.ranks = self.ranks.union(&o.ranks);
+        for (i, (a, b)) in self.fixed.iter_mut().zip(o.fixed).enumerate() {
+            a.merge(b, self.shape.is_peer_param(i));
+        }
+        for (li, (a, b)) in self.lists.iter_mut().zip(o.lists).enumerate() {
+            a.lens.merge(b.lens, false);
+            for (j, col) in b.cols.into_iter().enumerate() {
+                match a.cols.get_mut(j) {
+                    Some(c) => c.merge(col, self.shape.is_peer_item(li, j)),
+                    None => a.cols.push(col),
+                }
+            }
+        }
+        self.timing.merge(&o.timing);
+    }
+}
+
+/// A loop over all the ranks that run it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LoopNode {
+    ranks: RankList,
+    counts: Param,
+    #[serde(deserialize_with = "guarded")]
+    body: Vec<MNode>,
+}
+
+impl LoopNode {
+    /// The ranks that run the loop.
+    pub fn ranks(&self) -> &RankList {
+        &self.ranks
+    }
+    /// The iteration count of each execution of the loop, per variant.
+    pub fn counts(&self) -> &Param {
+        &self.counts
+    }
+    /// The body in execution order (each node with its own ranks).
+    pub fn body(&self) -> &[MNode] {
+        &self.body
+    }
+}
+
+/// A node of the merged trace.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum MNode {
+    /// An MPI call.
+    Event(Box<EventNode>),
+    /// A loop.
+    Loop(Box<LoopNode>),
+}
+
+impl MNode {
+    /// The ranks that execute the node.
+    pub fn ranks(&self) -> &RankList {
+        match self {
+            MNode::Event(e) => &e.ranks,
+            MNode::Loop(l) => &l.ranks,
+        }
+    }
+
+    fn from_node(rank: u32, n: &Node) -> MNode {
+        match n {
+            Node::Single(s) => MNode::Event(Box::new(EventNode::from_parts(
+                rank,
+                &Leaf::from_single(s.as_ref().clone()),
+            ))),
+            Node::Leaf(l) => MNode::Event(Box::new(EventNode::from_parts(rank, l))),
+            Node::Loop(l) => {
+                let mut counts = l.done.clone();
+                counts.push(l.cur as i64);
+                MNode::Loop(Box::new(LoopNode {
+                    ranks: RankList::single(rank),
+                    counts: Param::single(rank, counts),
+                    body: l.body.iter().map(|b| MNode::from_node(rank, b)).collect(),
+                }))
+            }
+        }
+    }
+
+    /// Number of one-node loops around the node that decides the structure.
+    fn wrap_depth(&self) -> usize {
+        let mut n = self;
+        let mut d = 0;
+        while let MNode::Loop(l) = n
+            && l.body.len() == 1
+        {
+            n = &l.body[0];
+            d += 1;
+        }
+        d
+    }
+
+    /// The structural key: equal for nodes with the same calls in the same
+    /// loop structure (iteration counts, parameters and one-node loop
+    /// wrappers aside), so that alignment can match them.
+    fn key(&self) -> u64 {
+        match self {
+            MNode::Event(e) => e.shape.hash64(),
+            MNode::Loop(l) if l.body.len() == 1 => l.body[0].key(),
+            MNode::Loop(l) => {
+                let mut h = 0x9e37_79b9_7f4a_7c15u64 ^ l.body.len() as u64;
+                for b in &l.body {
+                    h = crate::codec::mix64(h.rotate_left(5) ^ b.key());
+                }
+                h
+            }
+        }
+    }
+
+    /// Wraps the node in a loop that runs it once per execution, which
+    /// changes nothing in any rank's expansion but lets it merge with a loop
+    /// of one node (a rank whose inner loop ran once per outer iteration).
+    fn wrap(self) -> MNode {
+        let counts = Param {
+            variants: self
+                .exec_lengths()
+                .into_iter()
+                .map(|(ranks, n)| Variant {
+                    ranks,
+                    abs: false,
+                    seq: ValueSeq::constant(1, n),
+                })
+                .collect(),
+        };
+        MNode::Loop(Box::new(LoopNode {
+            ranks: self.ranks().clone(),
+            counts,
+            body: vec![self],
+        }))
+    }
+
+    /// Executions of the node per group of ranks.
+    fn exec_lengths(&self) -> Vec<(RankList, u64)> {
+        let p = match self {
+            MNode::Event(e) => e.fixed.first(),
+            MNode::Loop(l) => Some(&l.counts),
+        };
+        p.map(|p| p.lengths().map(|(r, n)| (r.clone(), n)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Call shapes anywhere inside the node (for pairing loops).
+    fn shapes(&self, out: &mut Vec<u64>) {
+        match self {
+            MNode::Event(e) => out.push(e.shape.hash64()),
+            MNode::Loop(l) => l.body.iter().for_each(|b| b.shapes(out)),
+        }
+    }
+
+    fn normalize(&mut self) {
+        match self {
+            MNode::Event(e) => {
+                e.fixed.iter_mut().for_each(Param::normalize);
+                for l in &mut e.lists {
+                    l.lens.normalize();
+                    l.cols.iter_mut().for_each(Param::normalize);
+                }
+            }
+            MNode::Loop(l) => {
+                l.counts.normalize();
+                l.body.iter_mut().for_each(MNode::normalize);
+            }
+        }
+    }
+
+    fn is_consistent(&self) -> bool {
+        match self {
+            MNode::Event(e) => {
+                let (nfixed, widths) = e.shape.layout();
+                e.fixed.len() == nfixed
+                    && e.lists.len() == widths.len()
+                    && e.lists.iter().zip(widths).all(|(l, &w)| l.width == w)
+                    && e.fixed.iter().all(Param::is_consistent)
+                    && e.lists
+                        .iter()
+                        .all(|l| l.lens.is_consistent() && l.cols.iter().all(Param::is_consistent))
+            }
+            MNode::Loop(l) => l.counts.is_consistent() && l.body.iter().all(MNode::is_consistent),
+        }
+    }
+
+    /// Appends `rank`'s part of the node to `out`; `None` if the node says
+    /// the rank executes it but lacks its values (a corrupted trace).
+    fn project(&self, rank: u32, out: &mut Vec<Node>) -> Option<()> {
+        if !self.ranks().contains(rank) {
+            return Some(());
+        }
+        match self {
+            MNode::Event(e) => {
+                let fixed = e
+                    .fixed
+                    .iter()
+                    .map(|p| p.for_rank(rank))
+                    .collect::<Option<Vec<_>>>()?;
+                let mut lists = Vec::with_capacity(e.lists.len());
+                for l in &e.lists {
+                    let cols = l.cols.iter().map_while(|c| c.for_rank(rank)).collect();
+                    lists.push(RaggedList {
+                        width: l.width,
+                        lens: l.lens.for_rank(rank)?,
+                        cols,
+                    });
+                }
+                let execs = fixed.first().map_or(0, ValueSeq::len);
+                out.push(Node::Leaf(Box::new(Leaf {
+                    shape: e.shape,
+                    hash: e.shape.hash64(),
+                    execs,
+                    fixed,
+                    lists,
+                    timing: Box::default(),
+                    id: 0,
+                })));
+            }
+            MNode::Loop(l) => {
+                let counts = l.counts.for_rank(rank)?;
+                let n = counts.len().checked_sub(1)?;
+                let mut it = counts.iter();
+                let done: ValueSeq = it.by_ref().take(n as usize).collect();
+                let cur = u64::try_from(it.next()?).ok()?;
+                let mut body = Vec::new();
+                for b in &l.body {
+                    b.project(rank, &mut body)?;
+                }
+                out.push(Node::Loop(Box::new(Loop {
+                    body,
+                    done,
+                    cur,
+                    hash: 0,
+                    poly: 0,
+                    id: 0,
+                })));
+            }
+        }
+        Some(())
+    }
+}
+
+/// Total number of values of the first parameter: the executions.
+fn executions(p: &[Param]) -> u64 {
+    p.iter()
+        .flat_map(Param::lengths)
+        .map(|(r, n)| n.saturating_mul(r.len()))
+        .fold(0, u64::saturating_add)
+}
+
+/// Events of one rank that were spilled out of its compression queue (see
+/// [`crate::Config::queue_limit`]), kept verbatim.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Spill {
+    rank: u32,
+    events: u64,
+    bytes: Vec<u8>,
+}
+
+/// The trace of a whole run: every rank's events in one loop structure with
+/// ranklists (see the [module documentation](self)).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct MergedTrace {
+    ranks: RankList,
+    #[serde(deserialize_with = "guarded")]
+    nodes: Vec<MNode>,
+    spills: Vec<Spill>,
+    lost: u64,
+}
+
+/// Why a merged trace cannot give a rank's events.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjectError {
+    /// The rank is not part of the trace.
+    #[error("rank {rank} is not in this trace (ranks {ranks})")]
+    NoSuchRank {
+        /// The rank asked for.
+        rank: u32,
+        /// The ranks the trace has.
+        ranks: String,
+    },
+    /// The trace is inconsistent for this rank.
+    #[error("the trace is inconsistent: rank {0}'s values are missing")]
+    Inconsistent(u32),
+}
+
+impl MergedTrace {
+    /// The one-rank merged trace of `t` (the leaf of the reduction tree).
+    pub fn from_rank(t: &Trace) -> MergedTrace {
+        let rank = t.rank.max(0) as u32;
+        MergedTrace {
+            ranks: RankList::single(rank),
+            nodes: t.nodes.iter().map(|n| MNode::from_node(rank, n)).collect(),
+            spills: if t.spilled_mem > 0 {
+                vec![Spill {
+                    rank,
+                    events: t.spilled_mem,
+                    bytes: t.spill_mem.clone(),
+                }]
+            } else {
+                Vec::new()
+            },
+            lost: t.lost + t.spilled_out,
+        }
+    }
+
+    /// Merges the trace of another, disjoint, set of ranks into this one.
+    /// The result expands, for every rank of either side, to exactly that
+    /// rank's events, whatever the order of merges.
+    pub fn merge(self, other: MergedTrace) -> MergedTrace {
+        let (a, b) = if self.ranks.min() <= other.ranks.min() {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        let mut spills = a.spills;
+        spills.extend(b.spills);
+        spills.sort_by_key(|s| s.rank);
+        MergedTrace {
+            ranks: a.ranks.union(&b.ranks),
+            nodes: merge_seq(a.nodes, b.nodes),
+            spills,
+            lost: a.lost.saturating_add(b.lost),
+        }
+    }
+
+    /// Puts every parameter's variants in order of their lowest rank, so that
+    /// the file does not depend on the merge order. Call once, before
+    /// writing.
+    pub fn normalize(&mut self) {
+        self.nodes.iter_mut().for_each(MNode::normalize);
+    }
+
+    /// Whether every node has the parameter layout of its shape and every
+    /// value sequence is well formed. A trace read from a file is checked
+    /// with this before it is used.
+    pub fn is_consistent(&self) -> bool {
+        self.nodes.iter().all(MNode::is_consistent)
+            && self.spills.iter().all(|s| self.ranks.contains(s.rank))
+    }
+
+    /// The ranks in the trace.
+    pub fn ranks(&self) -> &RankList {
+        &self.ranks
+    }
+
+    /// The top-level nodes.
+    pub fn nodes(&self) -> &[MNode] {
+        &self.nodes
+    }
+
+    /// Events that were lost because a rank's spill writer failed.
+    pub fn lost_events(&self) -> u64 {
+        self.lost
+    }
+
+    /// Events of all ranks together (spilled ones included).
+    pub fn total_events(&self) -> u64 {
+        fn walk(n: &MNode) -> u64 {
+            match n {
+                MNode::Event(e) => e.total_executions(),
+                MNode::Loop(l) => l.body.iter().map(walk).fold(0, u64::saturating_add),
+            }
+        }
+        self.nodes
+            .iter()
+            .map(walk)
+            .chain(self.spills.iter().map(|s| s.events))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Rank `rank`'s own compressed trace, cut out of the merged one: its
+    /// [`Trace::expand`] gives exactly the events that rank recorded (timing
+    /// aside: merged timing is per event over all ranks, see
+    /// [`EventNode::timing`]).
+    pub fn rank_trace(&self, rank: u32) -> Result<Trace, ProjectError> {
+        if !self.ranks.contains(rank) {
+            return Err(ProjectError::NoSuchRank {
+                rank,
+                ranks: self.ranks.to_string(),
+            });
+        }
+        let mut nodes = Vec::new();
+        for n in &self.nodes {
+            n.project(rank, &mut nodes)
+                .ok_or(ProjectError::Inconsistent(rank))?;
+        }
+        let (leaf_ids, loop_ids) = trace::number(&mut nodes);
+        let spill = self.spills.iter().find(|s| s.rank == rank);
+        Ok(Trace {
+            rank: rank as i32,
+            nodes,
+            leaf_ids,
+            loop_ids,
+            spill_mem: spill.map(|s| s.bytes.clone()).unwrap_or_default(),
+            spilled_mem: spill.map_or(0, |s| s.events),
+            spilled_out: 0,
+            lost: 0,
+        })
+    }
+}
+
+// ----- alignment ----------------------------------------------------------
+
+/// Above this many cells (`m·n`) the exact LCS gives way to patience anchors.
+const DP_LIMIT: usize = 1 << 22;
+/// Recursion limit of the patience alignment.
+const PATIENCE_DEPTH: u32 = 64;
+
+/// Merges two node sequences of disjoint rank sets.
+fn merge_seq(a: Vec<MNode>, b: Vec<MNode>) -> Vec<MNode> {
+    if a.is_empty() {
+        return b;
+    }
+    if b.is_empty() {
+        return a;
+    }
+    let ka: Vec<u64> = a.iter().map(MNode::key).collect();
+    let kb: Vec<u64> = b.iter().map(MNode::key).collect();
+    let mut pairs = Vec::new();
+    align(&ka, 0, &kb, 0, &mut pairs, 0);
+    let mut a: Vec<Option<MNode>> = a.into_iter().map(Some).collect();
+    let mut b: Vec<Option<MNode>> = b.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    let (mut i, mut j) = (0, 0);
+    let ends = (a.len(), b.len());
+    for (pi, pj) in pairs.into_iter().chain(std::iter::once(ends)) {
+        gap(&mut out, &mut a[i..pi], &mut b[j..pj]);
+        if pi < ends.0 {
+            let (Some(x), Some(y)) = (a[pi].take(), b[pj].take()) else {
+                continue;
+            };
+            merge_pair(&mut out, x, y);
+        }
+        i = pi + 1;
+        j = pj + 1;
+    }
+    out
+}
+
+/// Merges two nodes that alignment matched; nodes whose keys collided
+/// without being the same call stay apart.
+fn merge_pair(out: &mut Vec<MNode>, mut x: MNode, mut y: MNode) {
+    while x.wrap_depth() < y.wrap_depth() {
+        x = x.wrap();
+    }
+    while y.wrap_depth() < x.wrap_depth() {
+        y = y.wrap();
+    }
+    match (x, y) {
+        (MNode::Event(mut e), MNode::Event(f)) if e.shape == f.shape => {
+            e.merge(*f);
+            out.push(MNode::Event(e));
+        }
+        (MNode::Loop(mut l), MNode::Loop(m)) => {
+            let m = *m;
+            l.ranks = l.ranks.union(&m.ranks);
+            l.counts.merge(m.counts, false);
+            let body = std::mem::take(&mut l.body);
+            l.body = merge_seq(body, m.body);
+            out.push(MNode::Loop(l));
+        }
+        (x, y) => branches(out, vec![x], vec![y]),
+    }
+}
+
+/// Handles nodes that alignment left unmatched between two matches: loops
+/// that share calls are paired and merged (in order), the rest become
+/// branches.
+fn gap(out: &mut Vec<MNode>, a: &mut [Option<MNode>], b: &mut [Option<MNode>]) {
+    let shapes = |n: &Option<MNode>| -> Option<Vec<u64>> {
+        match n {
+            Some(n @ MNode::Loop(_)) => {
+                let mut v = Vec::new();
+                n.shapes(&mut v);
+                v.sort_unstable();
+                v.dedup();
+                Some(v)
+            }
+            _ => None,
+        }
+    };
+    let sa: Vec<Option<Vec<u64>>> = a.iter().map(shapes).collect();
+    let sb: Vec<Option<Vec<u64>>> = b.iter().map(shapes).collect();
+    let mut pairs = Vec::new();
+    let mut j0 = 0;
+    for (i, x) in sa.iter().enumerate() {
+        let Some(x) = x else { continue };
+        if let Some(j) = (j0..sb.len()).find(|&j| {
+            sb[j]
+                .as_ref()
+                .is_some_and(|y| y.iter().any(|h| x.binary_search(h).is_ok()))
+        }) {
+            pairs.push((i, j));
+            j0 = j + 1;
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    for (pi, pj) in pairs.into_iter().chain(std::iter::once((a.len(), b.len()))) {
+        let xa: Vec<MNode> = a[i..pi].iter_mut().filter_map(Option::take).collect();
+        let xb: Vec<MNode> = b[j..pj].iter_mut().filter_map(Option::take).collect();
+        branches(out, xa, xb);
+        if pi < a.len()
+            && let (Some(x), Some(y)) = (a[pi].take(), b[pj].take())
+        {
+            merge_pair(out, x, y);
+        }
+        i = pi + 1;
+        j = pj + 1;
+    }
+}
+
+/// Places two runs of nodes with disjoint ranks side by side: the run whose
+/// lowest rank is lower comes first (seed 001, Algorithm 1).
+fn branches(out: &mut Vec<MNode>, a: Vec<MNode>, b: Vec<MNode>) {
+    let low = |v: &[MNode]| v.iter().filter_map(|n| n.ranks().min()).min();
+    let (first, second) = match (low(&a), low(&b)) {
+        (Some(x), Some(y)) if y < x => (b, a),
+        _ => (a, b),
+    };
+    out.extend(first);
+    out.extend(second);
+}
+
+/// Appends to `out` the matched index pairs (offset by `ao`, `bo`) of a
+/// common subsequence of `a` and `b`, in increasing order.
+fn align(a: &[u64], ao: usize, b: &[u64], bo: usize, out: &mut Vec<(usize, usize)>, depth: u32) {
+    let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    out.extend((0..p).map(|k| (ao + k, bo + k)));
+    let (a, b) = (&a[p..], &b[p..]);
+    let s = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (am, bm) = (&a[..a.len() - s], &b[..b.len() - s]);
+    let (ao, bo) = (ao + p, bo + p);
+    if !am.is_empty() && !bm.is_empty() {
+        if am.len().saturating_mul(bm.len()) <= DP_LIMIT {
+            lcs(am, ao, bm, bo, out);
+        } else if depth < PATIENCE_DEPTH {
+            patience(am, ao, bm, bo, out, depth);
+        }
+    }
+    out.extend((0..s).map(|k| (ao + am.len() + k, bo + bm.len() + k)));
+}
+
+/// Exact longest common subsequence by dynamic programming (`O(m·n)` over
+/// compressed nodes, bounded by [`DP_LIMIT`]).
+fn lcs(a: &[u64], ao: usize, b: &[u64], bo: usize, out: &mut Vec<(usize, usize)>) {
+    let (m, n) = (a.len(), b.len());
+    let w = n + 1;
+    // t[i*w + j] = LCS length of a[i..] and b[j..].
+    let mut t = vec![0u32; (m + 1) * w];
+    for i in (0..m).rev() {
+        for j in (0..n).rev() {
+            t[i * w + j] = if a[i] == b[j] {
+                t[(i + 1) * w + j + 1] + 1
+            } else {
+                t[(i + 1) * w + j].max(t[i * w + j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < m && j < n {
+        if a[i] == b[j] {
+            out.push((ao + i, bo + j));
+            i += 1;
+            j += 1;
+        } else if t[(i + 1) * w + j] >= t[i * w + j + 1] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+}
+
+/// Patience alignment for long sequences: keys that occur exactly once on
+/// each side anchor the alignment (longest increasing subsequence of their
+/// positions), and the stretches between anchors are aligned recursively.
+fn patience(a: &[u64], ao: usize, b: &[u64], bo: usize, out: &mut Vec<(usize, usize)>, depth: u32) {
+    let mut count: HashMap<u64, (u32, u32, usize, usize)> = HashMap::new();
+    for (i, k) in a.iter().enumerate() {
+        let e = count.entry(*k).or_insert((0, 0, i, 0));
+        e.0 += 1;
+    }
+    for (j, k) in b.iter().enumerate() {
+        if let Some(e) = count.get_mut(k) {
+            e.1 += 1;
+            e.3 = j;
+        }
+    }
+    let mut uniq: Vec<(usize, usize)> = count
+        .values()
+        .filter(|e| e.0 == 1 && e.1 == 1)
+        .map(|e| (e.2, e.3))
+        .collect();
+    uniq.sort_unstable();
+    let anchors = longest_increasing(&uniq);
+    if anchors.is_empty() {
+        return;
+    }
+    let (mut i, mut j) = (0, 0);
+    for (pi, pj) in anchors {
+        align(&a[i..pi], ao + i, &b[j..pj], bo + j, out, depth + 1);
+        out.push((ao + pi, bo + pj));
+        i = pi + 1;
+        j = pj + 1;
+    }
+    align(&a[i..], ao + i, &b[j..], bo + j, out, depth + 1);
+}
+
+/// The longest subsequence of `v` (sorted by `.0`) increasing in `.1`.
+fn longest_increasing(v: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut tails: Vec<usize> = Vec::new(); // index into v of the tail of each length
+    let mut prev = vec![usize::MAX; v.len()];
+    for (k, &(_, y)) in v.iter().enumerate() {
+        let pos = tails.partition_point(|&t| v[t].1 < y);
+        if pos > 0 {
+            prev[k] = tails[pos - 1];
+        }
+        if pos == tails.len() {
+            tails.push(k);
+        } else {
+            tails[pos] = k;
+        }
+    }
+    let mut out = Vec::with_capacity(tails.len());
+    let mut k = tails.last().copied().unwrap_or(usize::MAX);
+    while k != usize::MAX {
+        out.push(v[k]);
+        k = prev[k];
+    }
+    out.reverse();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lcs_and_patience_find_common_subsequences() {
+        let a = [1, 2, 3, 4, 5, 6];
+        let b = [1, 9, 3, 4, 7, 6];
+        let mut out = Vec::new();
+        align(&a, 0, &b, 0, &mut out, 0);
+        assert_eq!(out, [(0, 0), (2, 2), (3, 3), (5, 5)]);
+        let mut out = Vec::new();
+        patience(&a, 0, &b, 0, &mut out, 0);
+        assert_eq!(out, [(0, 0), (2, 2), (3, 3), (5, 5)]);
+        assert_eq!(
+            longest_increasing(&[(0, 3), (1, 1), (2, 2), (3, 0), (4, 5)]),
+            [(1, 1), (2, 2), (4, 5)]
+        );
+    }
+}

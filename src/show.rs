@@ -1,0 +1,392 @@
+//! `rankscale show`: the trace file made readable (text, JSON, or one rank's
+//! expanded event sequence in the raw-log grammar).
+
+use std::collections::HashMap;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use compress::codec::{PEER_ANY, PEER_NULL, TAG_ANY};
+use compress::seq::SeqForm;
+use compress::{MNode, Param, PathTiming, Shape, TimeStats, TraceFile, ValueSeq};
+use serde_json::{Value, json};
+
+/// Reads a trace file with the file named in every error.
+pub fn read(path: &Path) -> Result<TraceFile> {
+    Ok(TraceFile::read(path)?)
+}
+
+/// Prints rank `rank`'s events, one canonical raw-log line each.
+pub fn expand(file: &TraceFile, rank: u32, out: &mut impl Write) -> Result<()> {
+    let t = file.trace.rank_trace(rank)?;
+    let mut ex = t.expand();
+    let mut line = String::with_capacity(128);
+    for ev in &mut ex {
+        line.clear();
+        compress::raw::format_event(&ev, &mut line);
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
+    }
+    if ex.is_broken() {
+        bail!("the trace is inconsistent: rank {rank}'s expansion stopped early");
+    }
+    Ok(())
+}
+
+/// Entry point of `rankscale show`.
+pub fn show(path: &Path, json: bool, expand_rank: Option<u32>) -> Result<()> {
+    let file = read(path)?;
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if let Some(r) = expand_rank {
+        expand(&file, r, &mut out)?;
+    } else if json {
+        serde_json::to_writer_pretty(&mut out, &to_json(&file))?;
+        writeln!(out)?;
+    } else {
+        text(&file, path, &mut out)?;
+    }
+    out.flush().context("writing to stdout")?;
+    Ok(())
+}
+
+/// Labels of call sites (`module+0xoffset`), by signature.
+pub fn site_labels(file: &TraceFile) -> HashMap<u64, &str> {
+    file.meta
+        .sites
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .collect()
+}
+
+fn site_text(labels: &HashMap<u64, &str>, site: u64) -> String {
+    labels
+        .get(&site)
+        .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string())
+}
+
+/// A value of a parameter, with MPI's sentinels named.
+fn value_text(name: &str, v: i64) -> String {
+    if name.ends_with(".peer") || name.ends_with(".local") {
+        match v {
+            PEER_ANY => return "ANY".into(),
+            PEER_NULL => return "NULL".into(),
+            _ => {}
+        }
+    }
+    if name.ends_with(".tag") && v == TAG_ANY {
+        return "ANY".into();
+    }
+    if name.ends_with(".peer") && v > 0 {
+        return format!("+{v}");
+    }
+    v.to_string()
+}
+
+/// A value sequence in a few characters: `5`, `0,+2..(100)`, or its first
+/// values and length.
+fn seq_text(name: &str, s: &ValueSeq) -> String {
+    match s.form() {
+        SeqForm::Empty => "[]".into(),
+        SeqForm::Const { value, .. } => value_text(name, value),
+        SeqForm::Strided { start, stride, len } => {
+            format!("{}{stride:+}i (i<{len})", value_text(name, start))
+        }
+        SeqForm::Blocks { len, .. } => {
+            let head: Vec<String> = s.iter().take(6).map(|v| value_text(name, v)).collect();
+            let more = if len > 6 { ",…" } else { "" };
+            format!("[{}{more}] ({len} values)", head.join(","))
+        }
+    }
+}
+
+fn param_text(name: &str, p: &Param, node_ranks: &compress::RankList) -> String {
+    let vs = p.variants();
+    if vs.len() == 1 && vs[0].ranks() == node_ranks {
+        let v = &vs[0];
+        let abs = if v.is_absolute() { " (abs)" } else { "" };
+        return format!("{}{abs}", seq_text(name, v.values()));
+    }
+    let parts: Vec<String> = vs
+        .iter()
+        .map(|v| {
+            let abs = if v.is_absolute() { " abs" } else { "" };
+            format!("{}{abs} @{}", seq_text(name, v.values()), v.ranks())
+        })
+        .collect();
+    format!("{{{}}}", parts.join(" | "))
+}
+
+/// Whether a parameter is an all-zero constant that says nothing (the
+/// caller's rank offset in `MPI_COMM_WORLD`, a local peer that equals the
+/// world peer).
+fn is_quiet(name: &str, p: &Param) -> bool {
+    (name == "comm_rank" || name.ends_with(".local"))
+        && p.variants().iter().all(|v| {
+            !v.is_absolute() && matches!(v.values().form(), SeqForm::Const { value: 0, .. })
+        })
+}
+
+fn same_param(a: &Param, b: &Param) -> bool {
+    a.variants().len() == b.variants().len()
+        && a.variants().iter().zip(b.variants()).all(|(x, y)| {
+            x.ranks() == y.ranks()
+                && x.is_absolute() == y.is_absolute()
+                && x.values().same_form(y.values())
+        })
+}
+
+fn ns(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2}s", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2}ms", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}us", x / 1e3)
+    } else {
+        format!("{x:.0}ns")
+    }
+}
+
+fn timing_text(t: &PathTiming) -> String {
+    let tot = t.total();
+    if tot.count() == 0 {
+        return String::new();
+    }
+    format!(
+        "  [n={} mpi {} (max {}) compute {}]",
+        tot.count(),
+        ns(tot.mpi().stats().mean()),
+        ns(tot.mpi().stats().max() as f64),
+        ns(tot.compute().stats().mean()),
+    )
+}
+
+fn text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result<()> {
+    let m = &file.meta;
+    let t = &file.trace;
+    writeln!(
+        out,
+        "{}: {} ranks {}, {} events, written by {}",
+        path.display(),
+        t.ranks().len(),
+        t.ranks(),
+        t.total_events(),
+        if m.tool.is_empty() { "?" } else { &m.tool }
+    )?;
+    if !m.mpi.is_empty() {
+        writeln!(out, "mpi: {}", m.mpi)?;
+    }
+    if !m.command.is_empty() {
+        writeln!(out, "command: {}", m.command.join(" "))?;
+    }
+    writeln!(
+        out,
+        "wall {:.3} s (rank 0), merge {:.1} ms",
+        m.wall_ns as f64 / 1e9,
+        m.merge_ns as f64 / 1e6
+    )?;
+    if t.lost_events() > 0 {
+        writeln!(
+            out,
+            "warning: {} events were lost while tracing",
+            t.lost_events()
+        )?;
+    }
+    writeln!(out)?;
+    let labels = site_labels(file);
+    for n in t.nodes() {
+        node_text(n, 0, &labels, out)?;
+    }
+    Ok(())
+}
+
+fn node_text(
+    n: &MNode,
+    depth: usize,
+    labels: &HashMap<u64, &str>,
+    out: &mut impl Write,
+) -> Result<()> {
+    let pad = "  ".repeat(depth);
+    match n {
+        MNode::Loop(l) => {
+            writeln!(
+                out,
+                "{pad}loop x{}  ranks {}",
+                param_text("iterations", l.counts(), l.ranks()),
+                l.ranks()
+            )?;
+            for b in l.body() {
+                node_text(b, depth + 1, labels, out)?;
+            }
+        }
+        MNode::Event(e) => {
+            let s = e.shape();
+            let mut parts = Vec::new();
+            let names = s.param_names();
+            for (i, (name, p)) in names.iter().zip(e.params()).enumerate() {
+                // A local peer equal to the world peer (MPI_COMM_WORLD).
+                let same_as_peer =
+                    name.ends_with(".local") && i > 0 && same_param(p, &e.params()[i - 1]);
+                if !is_quiet(name, p) && !same_as_peer {
+                    parts.push(format!("{name}={}", param_text(name, p, e.ranks())));
+                }
+            }
+            if let Some(op) = s.redop() {
+                parts.push(format!("op={}", op.name()));
+            }
+            if s.in_place() {
+                parts.push("in_place".into());
+            }
+            for (name, l) in s.list_names().iter().zip(e.lists()) {
+                let empty = l
+                    .lens()
+                    .variants()
+                    .iter()
+                    .all(|v| matches!(v.values().form(), SeqForm::Const { value: 0, .. }));
+                if !empty {
+                    parts.push(format!(
+                        "{name}[{}]",
+                        param_text("len", l.lens(), e.ranks())
+                    ));
+                }
+            }
+            let thread = if s.thread() > 0 {
+                format!(" thread={}", s.thread())
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "{pad}{} ranks {} site={}{thread} {}{}",
+                s.op().name(),
+                e.ranks(),
+                site_text(labels, s.site()),
+                parts.join(" "),
+                timing_text(e.timing())
+            )?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+// ----- JSON ----------------------------------------------------------------
+
+fn seq_json(s: &ValueSeq) -> Value {
+    match s.form() {
+        SeqForm::Empty => json!({"form": "empty"}),
+        SeqForm::Const { value, len } => json!({"form": "const", "value": value, "len": len}),
+        SeqForm::Strided { start, stride, len } => {
+            json!({"form": "strided", "start": start, "stride": stride, "len": len})
+        }
+        SeqForm::Blocks { blocks, len } => {
+            json!({"form": "blocks", "blocks": blocks, "len": len, "encoded": s})
+        }
+    }
+}
+
+fn param_json(p: &Param) -> Value {
+    Value::Array(
+        p.variants()
+            .iter()
+            .map(|v| {
+                json!({
+                    "ranks": v.ranks().to_string(),
+                    "absolute": v.is_absolute(),
+                    "values": seq_json(v.values()),
+                })
+            })
+            .collect(),
+    )
+}
+
+fn stats_json(t: &TimeStats) -> Value {
+    let dist = |d: &compress::Dist| {
+        let s = d.stats();
+        json!({
+            "count": s.count(), "min": s.min(), "max": s.max(),
+            "mean": s.mean(), "variance": s.variance(),
+            "histogram": d.histogram().bins().iter().map(|b| json!({
+                "lower": b.lower(), "count": b.count(), "min": b.min(),
+                "avg": b.avg(), "max": b.max(),
+            })).collect::<Vec<_>>(),
+        })
+    };
+    json!({"mpi_ns": dist(t.mpi()), "compute_ns": dist(t.compute())})
+}
+
+fn shape_json(s: &Shape, labels: &HashMap<u64, &str>) -> Value {
+    json!({
+        "op": s.op().name(),
+        "site": format!("{:016x}", s.site()),
+        "site_label": labels.get(&s.site()),
+        "thread": s.thread(),
+        "reduce_op": s.redop().map(|o| o.name()),
+        "in_place": s.in_place(),
+    })
+}
+
+fn node_json(n: &MNode, labels: &HashMap<u64, &str>) -> Value {
+    match n {
+        MNode::Loop(l) => json!({
+            "kind": "loop",
+            "ranks": l.ranks().to_string(),
+            "iterations": param_json(l.counts()),
+            "body": l.body().iter().map(|b| node_json(b, labels)).collect::<Vec<_>>(),
+        }),
+        MNode::Event(e) => {
+            let s = e.shape();
+            let params: serde_json::Map<String, Value> = s
+                .param_names()
+                .into_iter()
+                .zip(e.params())
+                .map(|(k, p)| (k.to_string(), param_json(p)))
+                .collect();
+            let lists: serde_json::Map<String, Value> = s
+                .list_names()
+                .iter()
+                .zip(e.lists())
+                .map(|(k, l)| {
+                    (
+                        k.to_string(),
+                        json!({
+                            "width": l.width(),
+                            "lengths": param_json(l.lens()),
+                            "columns": l.columns().iter().map(param_json).collect::<Vec<_>>(),
+                        }),
+                    )
+                })
+                .collect();
+            let t = e.timing();
+            json!({
+                "kind": "event",
+                "ranks": e.ranks().to_string(),
+                "call": shape_json(s, labels),
+                "params": params,
+                "lists": lists,
+                "timing": {
+                    "first": stats_json(t.first()),
+                    "steady": stats_json(t.steady()),
+                    "last": stats_json(t.last()),
+                },
+            })
+        }
+        _ => Value::Null,
+    }
+}
+
+/// The whole trace as JSON: metadata, and every node with its ranks,
+/// parameters (every variant, with its values in compressed form) and
+/// timing statistics and histograms.
+pub fn to_json(file: &TraceFile) -> Value {
+    let labels = site_labels(file);
+    json!({
+        "format_version": compress::file::VERSION,
+        "meta": file.meta,
+        "ranks": file.trace.ranks().to_string(),
+        "events": file.trace.total_events(),
+        "lost_events": file.trace.lost_events(),
+        "nodes": file.trace.nodes().iter().map(|n| node_json(n, &labels)).collect::<Vec<_>>(),
+    })
+}
