@@ -249,6 +249,13 @@ impl Shape {
         (send && i == 2) || (self.has(RECV) && i == 2 + 5 * usize::from(send))
     }
 
+    /// Whether fixed parameter `i` names a peer, as a world rank or as a
+    /// communicator rank (both relative): such parameters rotate over a
+    /// rank's neighbours, and the merge splits them by phase.
+    pub(crate) fn is_peer_or_local(&self, i: usize) -> bool {
+        self.is_peer_param(i) || (i > 0 && self.is_peer_param(i - 1))
+    }
+
     /// Whether item `j` of list parameter `list` is a world peer relative to
     /// the recording rank (the matched source of a wildcard receive).
     pub(crate) fn is_peer_item(&self, list: usize, j: usize) -> bool {

@@ -87,7 +87,7 @@ impl TraceFile {
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&0u32.to_le_bytes());
-        let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::default());
+        let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::best());
         z.write_all(&payload)
             .map_err(|e| Error::Corrupt(e.to_string()))?;
         z.finish().map_err(|e| Error::Corrupt(e.to_string()))

@@ -28,7 +28,9 @@ pub use event::{
 pub use codec::Shape;
 pub use file::{Meta, TraceFile};
 pub use intra::{Compressor, Config};
-pub use merge::{EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, ProjectError, Variant};
+pub use merge::{
+    EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Phased, ProjectError, Variant,
+};
 pub use ranklist::RankList;
 pub use seq::ValueSeq;
 pub use timing::{Dist, Histogram, PathTiming, Stats, TimeStats};

@@ -102,10 +102,61 @@ impl Variant {
 }
 
 /// A parameter over all the ranks that execute its event: variants with
-/// disjoint ranklists.
+/// disjoint ranklists, and phase-split groups (see [`Phased`]).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Param {
     variants: Vec<Variant>,
+    phased: Vec<Phased>,
+}
+
+/// The values of a group of ranks kept split by phase: phase `j` holds the
+/// values at positions `j, j + k, j + 2k, ...` (`k` phases), each phase a
+/// [`Param`] of its own that merges across ranks independently.
+///
+/// This is for peers that rotate over a fixed set of neighbours (a stencil's
+/// loop over directions): on a torus, each direction has its own wrap-around
+/// ranks, so whole sequences fall into as many classes as there are corner,
+/// edge and interior positions (4 in a 2×2 grid, 9 from 3×3 up), while each
+/// direction alone has two (wrapping or not) at every size. Splitting keeps
+/// the trace the same size from 4 ranks to any number.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Phased {
+    ranks: RankList,
+    #[serde(deserialize_with = "guarded")]
+    phases: Vec<Param>,
+}
+
+impl Phased {
+    /// The ranks whose values are split this way.
+    pub fn ranks(&self) -> &RankList {
+        &self.ranks
+    }
+    /// The phases, in position order.
+    pub fn phases(&self) -> &[Param] {
+        &self.phases
+    }
+}
+
+/// The longest rotation that is split by phase.
+const MAX_PHASES: usize = 16;
+
+/// The period `k` (2..=16) of a sequence that repeats exactly every `k`
+/// values at least twice, if it has one and is not constant.
+fn period(seq: &ValueSeq) -> Option<usize> {
+    let head: Vec<i64> = seq.iter().take(2 * MAX_PHASES).collect();
+    let k = (1..=MAX_PHASES)
+        .find(|&k| head.len() >= 2 * k && (k..head.len()).all(|i| head[i] == head[i - k]))?;
+    if k == 1 {
+        return None;
+    }
+    let mut ring = [0i64; MAX_PHASES];
+    for (i, v) in seq.iter().enumerate() {
+        if i >= k && ring[i % k] != v {
+            return None;
+        }
+        ring[i % k] = v;
+    }
+    Some(k)
 }
 
 impl Param {
@@ -116,28 +167,86 @@ impl Param {
                 abs: false,
                 seq,
             }],
+            phased: Vec::new(),
         }
     }
 
-    /// The variants, in order of their lowest rank once the trace is
-    /// complete.
+    /// A peer parameter of one rank: split by phase when it rotates.
+    fn single_peer(rank: u32, seq: ValueSeq) -> Param {
+        let Some(k) = period(&seq) else {
+            return Param::single(rank, seq);
+        };
+        let mut phases = vec![ValueSeq::new(); k];
+        for (i, v) in seq.iter().enumerate() {
+            phases[i % k].push(v);
+        }
+        Param {
+            variants: Vec::new(),
+            phased: vec![Phased {
+                ranks: RankList::single(rank),
+                phases: phases.into_iter().map(|s| Param::single(rank, s)).collect(),
+            }],
+        }
+    }
+
+    /// The variants (ranks whose values are kept whole), in order of their
+    /// lowest rank once the trace is complete.
     pub fn variants(&self) -> &[Variant] {
         &self.variants
     }
 
-    /// The variant that `rank` executes.
+    /// The phase-split groups.
+    pub fn phased(&self) -> &[Phased] {
+        &self.phased
+    }
+
+    /// The variant that `rank` executes, if its values are kept whole.
     pub fn variant(&self, rank: u32) -> Option<&Variant> {
         self.variants.iter().find(|v| v.ranks.contains(rank))
     }
 
     /// `rank`'s values, in the form it recorded them.
     fn for_rank(&self, rank: u32) -> Option<ValueSeq> {
-        self.variant(rank).map(|v| v.for_rank(rank))
+        if let Some(v) = self.variant(rank) {
+            return Some(v.for_rank(rank));
+        }
+        let group = self.phased.iter().find(|g| g.ranks.contains(rank))?;
+        let seqs = group
+            .phases
+            .iter()
+            .map(|p| p.variant(rank).map(|v| v.for_rank(rank)))
+            .collect::<Option<Vec<_>>>()?;
+        let mut its: Vec<_> = seqs.iter().map(ValueSeq::iter).collect();
+        let mut out = ValueSeq::new();
+        'all: loop {
+            for it in &mut its {
+                match it.next() {
+                    Some(v) => out.push(v),
+                    None => break 'all,
+                }
+            }
+        }
+        Some(out)
     }
 
     fn merge(&mut self, o: Param, peer: bool) {
         for v in o.variants {
             self.add(v, peer);
+        }
+        for g in o.phased {
+            match self
+                .phased
+                .iter_mut()
+                .find(|h| h.phases.len() == g.phases.len())
+            {
+                Some(h) => {
+                    h.ranks = h.ranks.union(&g.ranks);
+                    for (a, b) in h.phases.iter_mut().zip(g.phases) {
+                        a.merge(b, peer);
+                    }
+                }
+                None => self.phased.push(g),
+            }
         }
     }
 
@@ -165,17 +274,29 @@ impl Param {
         self.variants.push(v);
     }
 
-    /// Per-variant number of values: the executions of the owning node.
+    /// Per-variant number of values: the executions of the owning node
+    /// (for parameters that are never phase-split: the communicator and
+    /// loop counts).
     fn lengths(&self) -> impl Iterator<Item = (&RankList, u64)> {
         self.variants.iter().map(|v| (&v.ranks, v.seq.len()))
     }
 
     fn normalize(&mut self) {
         self.variants.sort_by_key(|v| v.ranks.min());
+        self.phased.sort_by_key(|g| g.ranks.min());
+        for g in &mut self.phased {
+            g.phases.iter_mut().for_each(Param::normalize);
+        }
     }
 
     fn is_consistent(&self) -> bool {
         self.variants.iter().all(|v| v.seq.is_consistent())
+            && self.phased.iter().all(|g| {
+                (2..=MAX_PHASES).contains(&g.phases.len())
+                    && g.phases
+                        .iter()
+                        .all(|p| p.phased.is_empty() && p.is_consistent())
+            })
     }
 }
 
@@ -246,7 +367,14 @@ impl EventNode {
             fixed: leaf
                 .fixed
                 .iter()
-                .map(|s| Param::single(rank, s.clone()))
+                .enumerate()
+                .map(|(i, s)| {
+                    if leaf.shape.is_peer_or_local(i) {
+                        Param::single_peer(rank, s.clone())
+                    } else {
+                        Param::single(rank, s.clone())
+                    }
+                })
                 .collect(),
             lists: leaf
                 .lists
@@ -380,6 +508,7 @@ impl MNode {
     /// of one node (a rank whose inner loop ran once per outer iteration).
     fn wrap(self) -> MNode {
         let counts = Param {
+            phased: Vec::new(),
             variants: self
                 .exec_lengths()
                 .into_iter()

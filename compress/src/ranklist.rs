@@ -103,7 +103,8 @@
 //! rank `r` is `<1 r 1 1>` and the empty list is `<>`.
 //! [`FromStr`] reads any list of such sections, in any order, possibly
 //! overlapping or not in normal form, and returns the normal form; errors
-//! are [`ParseRankListError`]s, never panics. Serde uses the same text form.
+//! are [`ParseRankListError`]s, never panics. Serde uses the text form in JSON and the
+//! same numbers as varints in binary formats.
 
 #![warn(missing_docs)]
 
@@ -311,8 +312,12 @@ impl fmt::Display for Section {
 /// representations, so `==` and `Hash` are set equality) and for the cost of
 /// [`union`](RankList::union), which is bounded by the number of sections,
 /// not by the number of ranks.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
+///
+/// Serde writes the text form to human-readable formats (JSON) and, to
+/// binary ones (the trace file), the same numbers as varints: the number of
+/// sections, then for each `dim start (iters stride)...`. Both are checked
+/// and normalised when read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RankList {
     sections: Vec<Section>,
 }
@@ -644,8 +649,62 @@ impl FromStr for RankList {
     }
 }
 
+impl Serialize for RankList {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            return s.collect_str(self);
+        }
+        let mut v: Vec<u32> = vec![self.sections.len() as u32];
+        for sec in &self.sections {
+            v.push(sec.dims.len() as u32);
+            v.push(sec.start);
+            for &(n, st) in &sec.dims {
+                v.extend([n, st]);
+            }
+        }
+        v.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RankList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RankList, D::Error> {
+        use serde::de::Error as _;
+        if d.is_human_readable() {
+            let text = String::deserialize(d)?;
+            return text.parse().map_err(D::Error::custom);
+        }
+        let v = Vec::<u32>::deserialize(d)?;
+        let bad = || D::Error::custom("malformed ranklist");
+        let (&n, mut rest) = v.split_first().ok_or_else(bad)?;
+        let mut lists = Vec::new();
+        for _ in 0..n {
+            let (&dim, tail) = rest.split_first().ok_or_else(bad)?;
+            let (&start, tail) = tail.split_first().ok_or_else(bad)?;
+            let k = usize::try_from(dim)
+                .map_err(|_| bad())?
+                .checked_mul(2)
+                .ok_or_else(bad)?;
+            if tail.len() < k {
+                return Err(bad());
+            }
+            let dims: Vec<(u32, u32)> = tail[..k].chunks_exact(2).map(|c| (c[0], c[1])).collect();
+            lists.push(RankList::section(start, &dims).map_err(D::Error::custom)?);
+            rest = &tail[k..];
+        }
+        if !rest.is_empty() {
+            return Err(bad());
+        }
+        let refs: Vec<&RankList> = lists.iter().filter(|l| !l.is_empty()).collect();
+        Ok(match refs.as_slice() {
+            [] => RankList::new(),
+            [one] => (*one).clone(),
+            _ => union_lists(&refs),
+        })
+    }
+}
+
 impl From<RankList> for String {
-    /// The text form (used by serde).
+    /// The text form.
     fn from(r: RankList) -> String {
         r.to_string()
     }
@@ -654,8 +713,7 @@ impl From<RankList> for String {
 impl TryFrom<String> for RankList {
     type Error = ParseRankListError;
 
-    /// Parses the text form (used by serde, so that a deserialised ranklist
-    /// is always in normal form).
+    /// Parses the text form (the result is in normal form).
     fn try_from(s: String) -> Result<RankList, ParseRankListError> {
         s.parse()
     }

@@ -109,15 +109,15 @@ fn newer_versions_and_foreign_files_are_named_as_such() {
 #[test]
 fn deep_nesting_is_refused_without_overflowing_the_stack() {
     // A TraceFile whose single top-level node is a loop nested 100000 deep:
-    // empty metadata, ranklist "<>", then per level: one body node, variant
-    // 1 (Loop), ranks "<>", no count variants, and the body.
+    // empty metadata, an empty ranklist, then per level: variant 1 (Loop),
+    // an empty ranklist, empty counts, and a body of one node.
     let mut p = vec![0u8, 0, 0, 0, 0, 0, 0]; // meta
-    p.extend([2, b'<', b'>']); // trace.ranks
+    p.extend([1, 0]); // trace.ranks: the empty ranklist (no sections)
     p.push(1); // one top-level node
     for _ in 0..100_000 {
-        p.extend([1, 2, b'<', b'>', 0, 1]); // Loop, ranks, counts, body len 1
+        p.extend([1, 1, 0, 0, 0, 1]); // Loop, ranks, counts (no variants, no phases), body len 1
     }
-    p.extend([0, 2, b'<', b'>', 0, 0]); // innermost: an event (garbage), then ends
+    p.extend([0, 1, 0, 0, 0]); // innermost: an event (garbage), then ends
     p.extend([0, 0]); // spills, lost
     let e = exercise(&wrap(&p)).unwrap_err();
     assert!(e.to_string().contains("nested deeper than 256"), "{e}");

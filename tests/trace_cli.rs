@@ -1,0 +1,230 @@
+//! The trace file through the command line, as a user meets it:
+//! `rankscale trace -o` around a real `mpirun`, the size of a stencil's
+//! trace as ranks and iterations grow, `show` / `--json` / `stats` on a real
+//! trace checked against values computed from the program, and clear errors
+//! (never panics) for files that are not, or no longer, good traces.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+fn rankscale(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rankscale"))
+        .args(args)
+        .output()
+        .expect("run rankscale")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `rankscale trace -o OUT -- mpirun.openmpi -n NP ... stencil ARGS`.
+fn trace_stencil(np: usize, args: &str, out: &Path) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankscale"));
+    cmd.args(["trace", "-o", &out.display().to_string(), "--"]);
+    cmd.args(["mpirun.openmpi", "-n", &np.to_string(), "--oversubscribe"]);
+    cmd.args([
+        "--bind-to",
+        "none",
+        "--mca",
+        "pml",
+        "ob1",
+        "--mca",
+        "btl",
+        "self,vader",
+    ]);
+    cmd.args(["--mca", "mpi_yield_when_idle", "1"]);
+    cmd.arg(program("openmpi", "stencil"));
+    cmd.args(args.split_whitespace());
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("HWLOC_COMPONENTS", "-pci,-linuxio");
+    // The shim is found next to the rankscale binary of the same build
+    // directory layout; tests run the MPICH build, so name Open MPI's.
+    cmd.env("RANKSCALE_SHIM", shim("openmpi"));
+    let out = cmd.output().expect("run rankscale trace");
+    assert!(
+        out.status.success(),
+        "rankscale trace failed: {}",
+        text(&out.stderr)
+    );
+    out
+}
+
+fn size(p: &Path) -> u64 {
+    std::fs::metadata(p).unwrap().len()
+}
+
+#[test]
+fn stencil_trace_size_is_flat_in_ranks_and_iterations() {
+    if !mpis().contains(&"openmpi") {
+        return;
+    }
+    let dir = scratch("size");
+    let file = |np: usize, it: u32| -> PathBuf {
+        let f = dir.join(format!("stencil.{np}.{it}.trace"));
+        let out = trace_stencil(np, &format!("-d 2 -i {it} -s weak -n 8"), &f);
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("bytes; {np} ranks")),
+            "no summary line: {err}"
+        );
+        f
+    };
+    let (a4, a16, a64) = (file(4, 10_000), file(16, 10_000), file(64, 10_000));
+    let (b4, b64) = (file(4, 100), file(64, 100));
+    let s = |p: &PathBuf| size(p) as f64;
+    eprintln!(
+        "stencil 2D, 10000 iterations: 4 ranks {} B, 16 ranks {} B, 64 ranks {} B; \
+         100 iterations: 4 ranks {} B, 64 ranks {} B",
+        s(&a4),
+        s(&a16),
+        s(&a64),
+        s(&b4),
+        s(&b64)
+    );
+    // Measured: +9% from 4 to 64 ranks, within 6% from 100 to 10000
+    // iterations. The bounds leave room for timing noise.
+    for (what, big, small) in [("16 vs 4 ranks", &a16, &a4), ("64 vs 4 ranks", &a64, &a4)] {
+        assert!(
+            s(big) <= 1.15 * s(small),
+            "{what}: {} vs {} bytes",
+            s(big),
+            s(small)
+        );
+    }
+    for (what, x, y) in [("4 ranks", &a4, &b4), ("64 ranks", &a64, &b64)] {
+        let r = s(x) / s(y);
+        assert!(
+            (0.85..=1.15).contains(&r),
+            "{what}: 10000 vs 100 iterations: {} vs {} bytes",
+            s(x),
+            s(y)
+        );
+    }
+    // And the 10000-iteration, 64-rank trace is still exact: spot-check the
+    // event count against the program's formula (Init, 4 Irecv + 4 Isend +
+    // Waitall per iteration, an Allreduce every 10, Reduce, Finalize).
+    let json = rankscale(&["show", "--json", &a64.display().to_string()]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["events"], 64 * (3 + 10_000 * 9 + 1_000));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn show_json_and_stats_describe_a_real_trace() {
+    if !mpis().contains(&"openmpi") {
+        return;
+    }
+    let dir = scratch("cli-show");
+    let f = dir.join("stencil.trace");
+    trace_stencil(9, "-d 2 -i 20 -s weak -n 8", &f);
+    let path = f.display().to_string();
+
+    let show = rankscale(&["show", &path]);
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    let out = text(&show.stdout);
+    assert!(out.contains("9 ranks <1 0 9 1>"), "{out}");
+    assert!(out.contains("loop x"), "{out}");
+    assert!(out.contains("Isend ranks <1 0 9 1>"), "{out}");
+    assert!(out.contains("Open MPI"), "{out}");
+
+    let json = rankscale(&["show", "--json", &path]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("valid JSON");
+    // Init, 20 × (4 Irecv, 4 Isend, Waitall), 2 Allreduce, Reduce, Finalize.
+    assert_eq!(v["events"], 9 * (3 + 20 * 9 + 2));
+    assert_eq!(v["ranks"], "<1 0 9 1>");
+    assert_eq!(v["meta"]["world_size"], 9);
+    assert!(!v["nodes"].as_array().unwrap().is_empty());
+
+    let stats = rankscale(&["stats", &path]);
+    assert!(stats.status.success(), "{}", text(&stats.stderr));
+    let out = text(&stats.stdout);
+    // Every rank sends 4 faces of 8 doubles per iteration.
+    let bytes = 9 * 20 * 4 * 8 * 8;
+    assert!(out.contains(&format!("{bytes} bytes in all")), "{out}");
+    assert!(out.contains("compression ratio"), "{out}");
+    assert!(out.contains("Waitall"), "{out}");
+    assert!(out.contains("stencil+0x"), "call sites are named: {out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_files_get_clear_errors() {
+    use compress::{Compressor, Config, Event, MergedTrace, Op, TraceFile};
+    let dir = scratch("cli-bad");
+    let mut c = Compressor::new(0, Config::default());
+    for i in 0..100 {
+        let mut e = Event::new(if i % 3 == 0 {
+            Op::Barrier
+        } else {
+            Op::Allreduce
+        });
+        e.site = 1 + i % 3;
+        c.push(&e).unwrap();
+    }
+    let good = TraceFile {
+        meta: Default::default(),
+        trace: MergedTrace::from_rank(&c.into_trace().unwrap()),
+    }
+    .to_bytes()
+    .unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.display().to_string()
+    };
+    let mut newer = good.clone();
+    newer[8] = 9;
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x55;
+    let cases = [
+        (
+            write("text.trace", b"Init site=0\n"),
+            "not a rankscale trace",
+        ),
+        (
+            write("short.trace", &good[..good.len() / 2]),
+            "corrupted trace file",
+        ),
+        (write("flipped.trace", &flipped), "corrupted trace file"),
+        (write("newer.trace", &newer), "version 9 is newer"),
+        (
+            dir.join("missing.trace").display().to_string(),
+            "No such file",
+        ),
+    ];
+    for (path, want) in &cases {
+        for args in [
+            vec!["show", path],
+            vec!["stats", path],
+            vec!["show", "--expand", "0", path],
+        ] {
+            let out = rankscale(&args);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            assert!(
+                err.contains(want) && err.contains("rankscale: error"),
+                "{args:?}: {err}"
+            );
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+        }
+    }
+    let p = write("good.trace", &good);
+    let out = rankscale(&["show", "--expand", "5", &p]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("rank 5 is not in this trace"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = rankscale(&["show", "--expand", "0", &p]);
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout).lines().count(), 100);
+    let _ = std::fs::remove_dir_all(&dir);
+}
