@@ -9,13 +9,23 @@
 #  2. the 2D stencil (2 ranks, 2x1: one rank per core, so busy-polling MPI
 #     is not oversubscribed), untraced and traced: overhead in percent of the
 #     wall time of its iteration loop (rank 0, MPI_Wtime, without the
-#     launcher's start-up): median over 15 back-to-back pairs, with quartiles.
+#     launcher's start-up): median over 15 back-to-back pairs, with quartiles;
+#  3. the inter-node merge at MPI_Finalize: the weak-scaled 2D stencil
+#     traced at 16, 64 and 256 ranks (Open MPI, oversubscribed) and at 16
+#     ranks (MPICH, yielding waits): merge time, its share of the run's wall
+#     time, trace size and compression ratio against the raw logs.
 # Absolute figures are printed beside the ratios.
+# The compressor's own speed (events/s) is a criterion benchmark:
+#   cargo bench -p compress
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 [[ "${RANKSCALE_BENCH_NOBUILD:-}" == 1 ]] || scripts/build.sh >/dev/null
 iters="${PINGPONG_ITERS:-50000}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Traced runs write their trace here, not into the working directory.
+export RANKSCALE_TRACE="$tmp/bench.trace"
 runs="${STENCIL_RUNS:-15}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HWLOC_COMPONENTS=-pci,-linuxio
 
@@ -25,12 +35,12 @@ launch() { # launch IMP NP TRACED PROGRAM ARGS...
   local shim="$root/target/$imp/release/libpmpi_shim.so"
   if [[ $imp == mpich ]]; then
     local env=()
-    [[ $traced == 1 ]] && env=(-genv LD_PRELOAD "$shim")
+    [[ $traced == 1 ]] && env=(-genv LD_PRELOAD "$shim" -genv RANKSCALE_TRACE "$RANKSCALE_TRACE")
     mpirun.mpich -n "$np" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm "${env[@]}" \
       "target/programs/$imp/$prog" "$@"
   else
     local env=()
-    [[ $traced == 1 ]] && env=(-x "LD_PRELOAD=$shim")
+    [[ $traced == 1 ]] && env=(-x "LD_PRELOAD=$shim" -x RANKSCALE_TRACE)
     mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
       "${env[@]}" "target/programs/$imp/$prog" "$@"
   fi
@@ -58,7 +68,7 @@ pair() { # pair R CMD...: runs CMD untraced and traced, prints "untraced traced"
   if ((r % 2)); then t=$("$@" 1); u=$("$@" 0); else u=$("$@" 0); t=$("$@" 1); fi
   echo "$u $t"
 }
-pingpong_ns() { launch "$1" 2 "$2" pingpong "$iters" 8 3 | awk '/roundtrip_ns/ {print $2}'; }
+pingpong_ns() { launch "$1" 2 "$2" pingpong "$iters" 8 3 2>/dev/null | awk '/roundtrip_ns/ {print $2}'; }
 
 echo "ping-pong, 8-byte messages, 2 ranks; added ns per intercepted call = (traced - untraced round trip) / 4"
 printf '%-8s %14s %14s %12s %16s\n' MPI "untraced(ns)" "traced(ns)" "ns/call" "quartiles"
@@ -75,3 +85,27 @@ for imp in mpich openmpi; do
   for ((r = 0; r < runs; r++)); do pair "$r" loop_time "$imp"; done |
     awk '{ print $1 * 1000, $2 * 1000, ($2 - $1) / $1 * 100 }' | pairs_report "$imp"
 done
+
+echo "inter-node merge at MPI_Finalize: weak 2D stencil (8x8 doubles per rank, ${MERGE_ITERS:-1000} iterations)"
+printf '%-8s %6s %10s %10s %10s %10s %12s %12s\n' MPI ranks "merge(ms)" "wall(s)" "merge(%)" "trace(B)" "events" "ratio(raw/trace)"
+merge_row() { # merge_row IMP NP
+  local imp=$1 np=$2 f="$tmp/merge.$1.$2.trace" rs="$root/target/$1/release/rankscale"
+  local common=(-x "LD_PRELOAD=$root/target/$imp/release/libpmpi_shim.so" -x "RANKSCALE_TRACE=$f")
+  if [[ $imp == mpich ]]; then
+    mpirun.mpich -n "$np" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm \
+      -genv LD_PRELOAD "$root/target/$imp/release/libpmpi_shim.so" -genv RANKSCALE_TRACE "$f" \
+      -genv RANKSCALE_YIELD 1 "target/programs/$imp/stencil" -d 2 -i "${MERGE_ITERS:-1000}" -s weak -n 8 >/dev/null 2>&1
+  else
+    mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
+      --mca mpi_yield_when_idle 1 "${common[@]}" \
+      "target/programs/$imp/stencil" -d 2 -i "${MERGE_ITERS:-1000}" -s weak -n 8 >/dev/null 2>&1
+  fi
+  local wall merge events ratio
+  read -r wall merge < <("$rs" show "$f" | awk '/^wall/ { print $2, $7 }')
+  events=$("$rs" stats "$f" | awk 'NR == 1 { print $4 }')
+  ratio=$("$rs" stats "$f" | awk '/compression ratio/ { sub("x", "", $NF); print $NF }')
+  printf '%-8s %6d %10.1f %10.2f %10.2f %10d %12d %12s\n' "$imp" "$np" "$merge" "$wall" \
+    "$(awk -v m="$merge" -v w="$wall" 'BEGIN { print m / 10 / w }')" "$(stat -c %s "$f")" "$events" "$ratio"
+}
+for np in ${MERGE_RANKS:-16 64 256}; do merge_row openmpi "$np"; done
+merge_row mpich 16

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install what is missing, build, trace the
-# bundled 2D stencil at 4, 9 and 16 ranks, and show what was recorded.
+# bundled 2D stencil at 4, 16 and 64 ranks into one compressed trace file
+# each, show one, and check on MPICH that the trace expands to exactly the
+# raw per-rank logs.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -10,18 +12,28 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HWLOC_COMPONENT
 rs=target/mpich/release/rankscale
 out=out/demo
 rm -rf "$out" && mkdir -p "$out"
-for np in 4 9 16; do
+for np in 4 16 64; do
   echo
-  echo "=== 2D stencil, $np ranks, 100 iterations, traced (Open MPI) ==="
-  "$rs" trace --raw "$out/stencil.$np.raw" -- \
+  echo "=== 2D stencil, $np ranks, 1000 iterations, traced (Open MPI) ==="
+  "$rs" trace -o "$out/stencil.$np.trace" -- \
     mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
-    --mca mpi_yield_when_idle 1 target/programs/openmpi/stencil -d 2 -i 100 -k 10
-  "$rs" stats "$out/stencil.$np.raw" | head -n 40
+    --mca mpi_yield_when_idle 1 target/programs/openmpi/stencil -d 2 -s weak -n 16 -i 1000 -k 10
 done
 echo
-echo "=== the same stencil at 4 ranks on MPICH, rank 0's first events ==="
-"$rs" trace --raw "$out/stencil.4.mpich.raw" --yield-wait -- \
-  mpirun.mpich -n 4 -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm target/programs/mpich/stencil -d 2 -i 100 -k 10
-head -n 12 "$out/stencil.4.mpich.raw/rank-00000.txt"
+echo "=== the 16-rank trace: structure ==="
+"$rs" show "$out/stencil.16.trace" | cut -c1-200
 echo
-echo "demo: raw logs are in $out/"
+echo "=== the 16-rank trace: statistics and per-call-site profile ==="
+"$rs" stats "$out/stencil.16.trace" | head -n 24
+echo
+echo "=== MPICH, 4 ranks: trace file and raw logs of the same run, compared rank by rank ==="
+"$rs" trace -o "$out/stencil.4.mpich.trace" --raw "$out/stencil.4.mpich.raw" --yield-wait -- \
+  mpirun.mpich -n 4 -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm \
+  target/programs/mpich/stencil -d 2 -i 100 -k 10
+for r in 0 1 2 3; do
+  "$rs" show "$out/stencil.4.mpich.trace" --expand "$r" |
+    cmp - "$out/stencil.4.mpich.raw/rank-0000$r.txt" && echo "rank $r: expansion == raw log"
+done
+echo
+ls -l "$out"/*.trace
+echo "demo: traces and raw logs are in $out/"

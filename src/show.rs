@@ -102,29 +102,55 @@ fn seq_text(name: &str, s: &ValueSeq) -> String {
 
 fn param_text(name: &str, p: &Param, node_ranks: &compress::RankList) -> String {
     let vs = p.variants();
-    if vs.len() == 1 && vs[0].ranks() == node_ranks {
+    if vs.len() == 1 && p.phased().is_empty() && vs[0].ranks() == node_ranks {
         let v = &vs[0];
         let abs = if v.is_absolute() { " (abs)" } else { "" };
         return format!("{}{abs}", seq_text(name, v.values()));
     }
-    let parts: Vec<String> = vs
+    let mut parts: Vec<String> = vs
         .iter()
         .map(|v| {
             let abs = if v.is_absolute() { " abs" } else { "" };
             format!("{}{abs} @{}", seq_text(name, v.values()), v.ranks())
         })
         .collect();
+    // A rotating peer, split by phase: one entry per position of the
+    // rotation, each with its own variants.
+    for g in p.phased() {
+        let phases: Vec<String> = g
+            .phases()
+            .iter()
+            .map(|ph| param_text(name, ph, g.ranks()))
+            .collect();
+        let whole = parts.is_empty() && p.phased().len() == 1 && g.ranks() == node_ranks;
+        let at = if whole {
+            String::new()
+        } else {
+            format!(" @{}", g.ranks())
+        };
+        parts.push(format!("rotation<{}>{at}", phases.join(", ")));
+    }
+    if parts.len() == 1 && p.phased().len() == 1 && vs.is_empty() {
+        return parts.remove(0);
+    }
     format!("{{{}}}", parts.join(" | "))
 }
 
 /// Whether a parameter is an all-zero constant that says nothing (the
 /// caller's rank offset in `MPI_COMM_WORLD`, a local peer that equals the
 /// world peer).
-fn is_quiet(name: &str, p: &Param) -> bool {
-    (name == "comm_rank" || name.ends_with(".local"))
-        && p.variants().iter().all(|v| {
-            !v.is_absolute() && matches!(v.values().form(), SeqForm::Const { value: 0, .. })
-        })
+fn is_quiet(op: compress::Op, name: &str, p: &Param) -> bool {
+    // Calls without a communicator record none; a collective's transfer
+    // has no peer and no tag.
+    let absent = (!op.has_comm() && (name == "comm" || name == "comm_rank"))
+        || (op.is_collective()
+            && (name.ends_with(".peer") || name.ends_with(".local") || name.ends_with(".tag")));
+    absent
+        || (name == "comm_rank" || name.ends_with(".local"))
+            && p.phased().is_empty()
+            && p.variants().iter().all(|v| {
+                !v.is_absolute() && matches!(v.values().form(), SeqForm::Const { value: 0, .. })
+            })
 }
 
 fn same_param(a: &Param, b: &Param) -> bool {
@@ -133,6 +159,15 @@ fn same_param(a: &Param, b: &Param) -> bool {
             x.ranks() == y.ranks()
                 && x.is_absolute() == y.is_absolute()
                 && x.values().same_form(y.values())
+        })
+        && a.phased().len() == b.phased().len()
+        && a.phased().iter().zip(b.phased()).all(|(x, y)| {
+            x.ranks() == y.ranks()
+                && x.phases().len() == y.phases().len()
+                && x.phases()
+                    .iter()
+                    .zip(y.phases())
+                    .all(|(p, q)| same_param(p, q))
         })
 }
 
@@ -228,7 +263,7 @@ fn node_text(
                 // A local peer equal to the world peer (MPI_COMM_WORLD).
                 let same_as_peer =
                     name.ends_with(".local") && i > 0 && same_param(p, &e.params()[i - 1]);
-                if !is_quiet(name, p) && !same_as_peer {
+                if !is_quiet(s.op(), name, p) && !same_as_peer {
                     parts.push(format!("{name}={}", param_text(name, p, e.ranks())));
                 }
             }
@@ -258,11 +293,11 @@ fn node_text(
             };
             writeln!(
                 out,
-                "{pad}{} ranks {} site={}{thread} {}{}",
+                "{pad}{} ranks {} site={}{thread}{}{}",
                 s.op().name(),
                 e.ranks(),
                 site_text(labels, s.site()),
-                parts.join(" "),
+                parts.iter().map(|p| format!(" {p}")).collect::<String>(),
                 timing_text(e.timing())
             )?;
         }
@@ -287,18 +322,24 @@ fn seq_json(s: &ValueSeq) -> Value {
 }
 
 fn param_json(p: &Param) -> Value {
-    Value::Array(
-        p.variants()
-            .iter()
-            .map(|v| {
-                json!({
-                    "ranks": v.ranks().to_string(),
-                    "absolute": v.is_absolute(),
-                    "values": seq_json(v.values()),
-                })
+    let mut out: Vec<Value> = p
+        .variants()
+        .iter()
+        .map(|v| {
+            json!({
+                "ranks": v.ranks().to_string(),
+                "absolute": v.is_absolute(),
+                "values": seq_json(v.values()),
             })
-            .collect(),
-    )
+        })
+        .collect();
+    out.extend(p.phased().iter().map(|g| {
+        json!({
+            "ranks": g.ranks().to_string(),
+            "phases": g.phases().iter().map(param_json).collect::<Vec<_>>(),
+        })
+    }));
+    Value::Array(out)
 }
 
 fn stats_json(t: &TimeStats) -> Value {

@@ -35,20 +35,25 @@ fn check(rc: c_int, what: &str) -> Result<(), String> {
 
 impl MpiLink {
     fn send_raw(&self, buf: &[u8], to: i32) -> Result<(), String> {
+        // SAFETY: reading an initialised mpi-sys constant.
+        let mut req = unsafe { RSMPI_REQUEST_NULL };
         // SAFETY: `buf` is a live byte slice of `buf.len() <= CHUNK` bytes
-        // sent as MPI_UINT8_T; `self.comm` is the valid duplicate made in
+        // sent as MPI_UINT8_T, borrowed until the request completes in
+        // `complete`; `self.comm` is the valid duplicate made in
         // `merge_and_write` and freed only after the reduction.
         let rc = unsafe {
-            PMPI_Send(
+            PMPI_Isend(
                 buf.as_ptr().cast::<c_void>(),
                 buf.len() as c_int,
                 RSMPI_UINT8_T,
                 to,
                 TAG,
                 self.comm,
+                &mut req,
             )
         };
-        check(rc, "MPI_Send")
+        check(rc, "MPI_Isend")?;
+        complete(&mut req)
     }
 
     fn recv_raw(&self, buf: &mut [u8], from: i32) -> Result<(), String> {
@@ -68,17 +73,23 @@ impl MpiLink {
             )
         };
         check(rc, "MPI_Irecv")?;
-        loop {
-            let mut flag: c_int = 0;
-            // SAFETY: `req` is the live request of the receive above;
-            // MPI_STATUS_IGNORE is a valid status argument.
-            let rc = unsafe { PMPI_Test(&mut req, &mut flag, RSMPI_STATUS_IGNORE) };
-            check(rc, "MPI_Test")?;
-            if flag != 0 {
-                return Ok(());
-            }
-            super::nap(NAP_US);
+        complete(&mut req)
+    }
+}
+
+/// Waits for a request by test-and-sleep: a blocking wait would busy-poll
+/// (MPICH) and starve the other ranks of an oversubscribed node.
+fn complete(req: &mut MPI_Request) -> Result<(), String> {
+    loop {
+        let mut flag: c_int = 0;
+        // SAFETY: `req` is a live request of this module's Isend/Irecv;
+        // MPI_STATUS_IGNORE is a valid status argument.
+        let rc = unsafe { PMPI_Test(req, &mut flag, RSMPI_STATUS_IGNORE) };
+        check(rc, "MPI_Test")?;
+        if flag != 0 {
+            return Ok(());
         }
+        super::nap(NAP_US);
     }
 }
 
@@ -142,9 +153,17 @@ pub(crate) fn merge_and_write(t: Option<&Tracer>, trace: Option<Trace>, path: &P
     let world = unsafe { RSMPI_COMM_WORLD };
     // SAFETY: reading an initialised mpi-sys constant.
     let mut comm = unsafe { RSMPI_COMM_NULL };
+    // SAFETY: reading an initialised mpi-sys constant.
+    let mut req = unsafe { RSMPI_REQUEST_NULL };
     // SAFETY: duplicating MPI_COMM_WORLD before MPI_Finalize; every rank
-    // makes this call (the merge is collective).
-    let rc = unsafe { PMPI_Comm_dup(world, &mut comm) };
+    // makes this call (the merge is collective). Nonblocking, so that the
+    // wait below can sleep instead of busy-polling.
+    let rc = unsafe { PMPI_Comm_idup(world, &mut comm, &mut req) };
+    let rc = if rc == 0 {
+        complete(&mut req).map_or(1, |()| 0)
+    } else {
+        rc
+    };
     let rank = super::comm_rank(world);
     if rc != 0 {
         warn(
