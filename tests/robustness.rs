@@ -63,7 +63,16 @@ fn a_panic_in_the_tracer_never_crosses_the_ffi_boundary() {
         let dir = scratch(&format!("{imp}-panic"));
         let mut opt = traced_raw(imp, &dir);
         opt.env.push(("RANKSCALE_FAULT", "panic@7".into()));
+        // With a trace file asked for, the merge at MPI_Finalize still runs
+        // on every rank and must not hang although no rank has a trace.
+        let file = dir.join("run.trace");
+        opt.env.push(("RANKSCALE_TRACE", file.display().to_string()));
         let traced = mpirun(imp, 4, &bin, &a, &opt);
+        assert!(
+            traced.stderr.contains("no rank has a trace; no trace file") && !file.exists(),
+            "{imp}: a trace of failed ranks must not be written:\n{}",
+            traced.stderr
+        );
         assert_eq!(traced.code, plain.code, "{imp}: {}", traced.stderr);
         assert_eq!(traced.stdout, plain.stdout, "{imp}");
         let warnings = traced
