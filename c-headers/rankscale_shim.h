@@ -19,4 +19,11 @@ MPI_Op rs_op_maxloc(void);
 MPI_Op rs_op_minloc(void);
 /* Number of integers in a Fortran status (MPI_STATUS_SIZE). */
 int rs_f_status_size(void);
+/* The value-index pair types of MPI_MAXLOC / MPI_MINLOC (for replay). */
+MPI_Datatype rs_type_2int(void);
+MPI_Datatype rs_type_float_int(void);
+MPI_Datatype rs_type_double_int(void);
+MPI_Datatype rs_type_long_int(void);
+MPI_Datatype rs_type_short_int(void);
+MPI_Datatype rs_type_long_double_int(void);
 #endif

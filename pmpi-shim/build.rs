@@ -5,12 +5,12 @@
 fn main() {
     let mpicc = std::env::var("MPICC").unwrap_or_else(|_| "mpicc.mpich".to_string());
     println!("cargo:rerun-if-env-changed=MPICC");
-    println!("cargo:rerun-if-changed=src/ffi/helpers.c");
+    println!("cargo:rerun-if-changed=../c-headers/rankscale_helpers.c");
     println!("cargo:rerun-if-changed=../c-headers/rankscale_shim.h");
     cc::Build::new()
         .compiler(&mpicc)
         .include("../c-headers")
-        .file("src/ffi/helpers.c")
+        .file("../c-headers/rankscale_helpers.c")
         .warnings(true)
         .compile("rankscale_helpers");
     let out = std::process::Command::new(&mpicc).arg("-show").output();

@@ -34,7 +34,7 @@ pub use merge::{
 pub use ranklist::RankList;
 pub use seq::ValueSeq;
 pub use timing::{Dist, Histogram, PathTiming, Stats, TimeStats};
-pub use trace::{Expand, Leaf, Loop, Node, Single, Trace, TraceStats};
+pub use trace::{EventTiming, Expand, Leaf, Loop, Node, PathClass, Single, Trace, TraceStats};
 
 use std::path::{Path, PathBuf};
 

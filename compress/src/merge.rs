@@ -605,7 +605,7 @@ impl MNode {
                     execs,
                     fixed,
                     lists,
-                    timing: Box::default(),
+                    timing: Box::new(e.timing.clone()),
                     id: 0,
                 })));
             }
@@ -764,9 +764,9 @@ impl MergedTrace {
     }
 
     /// Rank `rank`'s own compressed trace, cut out of the merged one: its
-    /// [`Trace::expand`] gives exactly the events that rank recorded (timing
-    /// aside: merged timing is per event over all ranks, see
-    /// [`EventNode::timing`]).
+    /// [`Trace::expand`] gives exactly the events that rank recorded. Each
+    /// event carries the timing statistics of its node, merged over all
+    /// ranks (see [`EventNode::timing`] and [`crate::Expand::timing`]).
     pub fn rank_trace(&self, rank: u32) -> Result<Trace, ProjectError> {
         if !self.ranks.contains(rank) {
             return Err(ProjectError::NoSuchRank {
@@ -1033,6 +1033,52 @@ fn longest_increasing(v: &[(usize, usize)]) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::{EventTiming, PathClass};
+    use crate::{Compressor, Config, Event, Op};
+
+    #[test]
+    fn expanded_events_carry_their_path_class_and_merged_timing() {
+        let mut merged: Option<MergedTrace> = None;
+        for rank in 0..2 {
+            let mut c = Compressor::new(rank, Config::default());
+            let mut init = Event::new(Op::Init);
+            init.time.compute_ns = 7;
+            c.push(&init).unwrap();
+            for i in 0..4u64 {
+                let mut e = Event::new(Op::Barrier);
+                e.site = 1;
+                e.time.compute_ns = 1000 * (i + 1);
+                e.time.dur_ns = 10;
+                c.push(&e).unwrap();
+            }
+            let t = MergedTrace::from_rank(&c.into_trace().unwrap());
+            merged = Some(match merged {
+                Some(m) => m.merge(t),
+                None => t,
+            });
+        }
+        let m = merged.unwrap();
+        let t = m.rank_trace(1).unwrap();
+        let mut ex = t.expand();
+        let mut classes = Vec::new();
+        while let Some(ev) = ex.next() {
+            match ex.timing().unwrap() {
+                EventTiming::Stats(pt, class) => {
+                    classes.push(class);
+                    // Merged over both ranks: the loop's first iteration
+                    // took 1000 ns, its last 4000 ns, on each of them.
+                    if ev.op == Op::Barrier {
+                        assert_eq!(pt.first().compute().stats().mean(), 1000.0);
+                        assert_eq!(pt.first().count(), 2);
+                        assert_eq!(pt.last().compute().stats().mean(), 4000.0);
+                    }
+                }
+                EventTiming::Exact { .. } => panic!("merged events carry statistics"),
+            }
+        }
+        use PathClass::*;
+        assert_eq!(classes, [First, First, Steady, Steady, Last]);
+    }
 
     #[test]
     fn lcs_and_patience_find_common_subsequences() {

@@ -571,6 +571,34 @@ struct Frame<'a> {
     body: &'a [Node],
     idx: usize,
     left: u64,
+    count: u64,
+}
+
+/// Which part of its innermost loop an event execution belongs to (the path
+/// classes of [`PathTiming`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathClass {
+    /// The first iteration (or an event outside any loop).
+    First,
+    /// Neither the first nor the last iteration.
+    Steady,
+    /// The last iteration of a loop execution of two or more iterations.
+    Last,
+}
+
+/// The timing an expanded event carries: exact for an event outside any
+/// loop that was never merged, else the statistics of its path class.
+#[derive(Clone, Copy, Debug)]
+pub enum EventTiming<'a> {
+    /// The recorded times.
+    Exact {
+        /// Computation before the call, ns.
+        compute_ns: u64,
+        /// Time inside MPI, ns.
+        mpi_ns: u64,
+    },
+    /// The statistics of the event's path class.
+    Stats(&'a PathTiming, PathClass),
 }
 
 struct LeafCursor<'a> {
@@ -588,6 +616,7 @@ pub struct Expand<'a> {
     loops: Vec<Option<SeqIter<'a>>>,
     params: Vec<i64>,
     broken: bool,
+    timing: Option<EventTiming<'a>>,
 }
 
 impl<'a> Expand<'a> {
@@ -604,7 +633,9 @@ impl<'a> Expand<'a> {
                 body: nodes,
                 idx: 0,
                 left: 1,
+                count: 1,
             }],
+            timing: None,
             leaves: leaf_tab,
             loops: loop_tab,
             params: Vec::new(),
@@ -618,6 +649,12 @@ impl<'a> Expand<'a> {
         self.broken
     }
 
+    /// The timing of the event last returned: what replay samples its
+    /// computation and what analysis attributes time from.
+    pub fn timing(&self) -> Option<EventTiming<'a>> {
+        self.timing
+    }
+
     /// The parameters of the event last returned by `next_raw`.
     pub(crate) fn params(&self) -> &[i64] {
         &self.params
@@ -629,6 +666,7 @@ impl<'a> Expand<'a> {
             return None;
         }
         if self.spill_pos < self.spill.len() {
+            self.timing = None;
             let s = codec::read_binary(self.spill, &mut self.spill_pos, &mut self.params);
             if s.is_none() {
                 self.broken = true;
@@ -656,14 +694,26 @@ impl<'a> Expand<'a> {
                     f.idx += 1;
                     self.params.clear();
                     self.params.extend_from_slice(&s.params);
+                    self.timing = Some(EventTiming::Exact {
+                        compute_ns: s.compute_ns,
+                        mpi_ns: s.mpi_ns,
+                    });
                     return Some(s.shape);
                 }
                 Node::Leaf(l) => {
                     f.idx += 1;
+                    let class = if f.left == f.count {
+                        PathClass::First
+                    } else if f.left == 1 {
+                        PathClass::Last
+                    } else {
+                        PathClass::Steady
+                    };
                     if self.leaf_params(l).is_none() {
                         self.broken = true;
                         return None;
                     }
+                    self.timing = Some(EventTiming::Stats(&l.timing, class));
                     return Some(l.shape);
                 }
                 Node::Loop(l) => {
@@ -686,6 +736,7 @@ impl<'a> Expand<'a> {
                         body: &l.body,
                         idx: 0,
                         left: count,
+                        count,
                     });
                 }
             }

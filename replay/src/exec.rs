@@ -1,0 +1,1217 @@
+//! The MPI side of replay: one rank's events re-issued as MPI calls.
+//!
+//! Calls go to the `MPI_*` entry points, so that the tracer, preloaded into
+//! `replay`, records the replay like any application (the fixed-point
+//! check). Replay's own bookkeeping (the start and end barriers, the
+//! report's reductions, polling a request until the trace says it is
+//! complete) goes to `PMPI_*` and so stays out of such a trace.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use compress::{CommId, Event, Op, Peer, ReduceOp, ReqId, Tag, TraceFile, Transfer};
+use mpi_sys::*;
+use replay::{Rng, compute_ns};
+
+use crate::Opts;
+
+unsafe extern "C" {
+    fn rs_in_place() -> *mut c_void;
+    fn rs_op_maxloc() -> MPI_Op;
+    fn rs_op_minloc() -> MPI_Op;
+    fn rs_type_2int() -> MPI_Datatype;
+    fn rs_type_double_int() -> MPI_Datatype;
+    fn rs_type_long_int() -> MPI_Datatype;
+    fn rs_type_short_int() -> MPI_Datatype;
+}
+
+/// The buffer attached for buffered sends (Bsend, Ibsend).
+const BSEND_BYTES: usize = 64 << 20;
+
+/// A live request of the replay and the buffers it uses.
+struct Req {
+    handle: MPI_Request,
+    /// What MPI may read or write until the request completes: buffers,
+    /// and the count, displacement and datatype arrays of a nonblocking
+    /// v/w collective (a moved `Vec` keeps its heap block in place).
+    _keep: Keep,
+    persistent: bool,
+}
+
+#[derive(Default)]
+struct Keep {
+    bytes: Vec<Vec<u8>>,
+    ints: Vec<Vec<c_int>>,
+    types: Vec<Vec<MPI_Datatype>>,
+}
+
+/// Per-operation totals for the report: calls, bytes, seconds.
+#[derive(Clone, Copy, Default)]
+struct OpStats {
+    calls: f64,
+    bytes: f64,
+    secs: f64,
+}
+
+struct Replayer<'o> {
+    opts: &'o Opts,
+    rng: Rng,
+    comms: HashMap<u32, MPI_Comm>,
+    types: HashMap<i64, MPI_Datatype>,
+    reqs: HashMap<u64, Req>,
+    pattern: Vec<u8>,
+    bsend: Option<Vec<u8>>,
+    user_op: Option<MPI_Op>,
+    stats: Vec<OpStats>,
+}
+
+fn check(rc: c_int, what: &str) -> Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        bail!("{what} failed with MPI error {rc}")
+    }
+}
+
+/// A user reduction that leaves the result as it is: replays a user-defined
+/// (`other`) reduction without knowing its code.
+unsafe extern "C" fn keep_op(
+    _in: *mut c_void,
+    _inout: *mut c_void,
+    _len: *mut c_int,
+    _ty: *mut MPI_Datatype,
+) {
+}
+
+impl Replayer<'_> {
+    fn comm(&self, id: CommId) -> Result<MPI_Comm> {
+        self.comms
+            .get(&id.0)
+            .copied()
+            .ok_or_else(|| anyhow!("communicator {} is not known at this point", id.0))
+    }
+
+    fn count(&self, c: i64) -> c_int {
+        let scaled = (c as f64 * self.opts.bytes_scale).round();
+        scaled.clamp(0.0, f64::from(c_int::MAX)) as c_int
+    }
+
+    /// A buffer of `n` random-looking bytes (a repeated random block).
+    fn buf(&self, n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n.max(1));
+        while v.len() < n {
+            let k = (n - v.len()).min(self.pattern.len());
+            v.extend_from_slice(&self.pattern[..k]);
+        }
+        if v.is_empty() {
+            v.push(0);
+        }
+        v
+    }
+
+    /// A contiguous datatype of `dsize` bytes (what the trace knows of the
+    /// application's datatype).
+    fn dtype(&mut self, dsize: i64) -> Result<MPI_Datatype> {
+        if let Some(&t) = self.types.get(&dsize) {
+            return Ok(t);
+        }
+        let n = c_int::try_from(dsize.max(1)).context("datatype size")?;
+        // SAFETY: reading an initialised mpi-sys constant.
+        let byte = unsafe { RSMPI_UINT8_T };
+        let t = if n == 1 {
+            byte
+        } else {
+            // SAFETY: reading an initialised mpi-sys constant.
+            let mut t = unsafe { RSMPI_DATATYPE_NULL };
+            // SAFETY: `t` is a valid out-parameter; `byte` a predefined type.
+            check(
+                unsafe { MPI_Type_contiguous(n, byte, &mut t) },
+                "MPI_Type_contiguous",
+            )?;
+            // SAFETY: `t` was just created.
+            check(unsafe { MPI_Type_commit(&mut t) }, "MPI_Type_commit")?;
+            t
+        };
+        self.types.insert(dsize, t);
+        Ok(t)
+    }
+
+    /// The operation and a predefined datatype of `dsize` bytes it accepts.
+    fn reduction(&mut self, op: Option<ReduceOp>, dsize: i64) -> Result<(MPI_Op, MPI_Datatype)> {
+        let op = op.unwrap_or(ReduceOp::Sum);
+        // SAFETY: reading initialised constants (mpi-sys statics and the C
+        // helpers' macro values).
+        unsafe {
+            let pair = |d: i64| -> Result<MPI_Datatype> {
+                Ok(match d {
+                    6 => rs_type_short_int(),
+                    8 => rs_type_2int(),
+                    12 => rs_type_double_int(),
+                    16 if std::mem::size_of::<std::ffi::c_long>() == 8 => rs_type_long_int(),
+                    _ => bail!("no MPI pair type of {d} bytes for a MAXLOC/MINLOC replay"),
+                })
+            };
+            let int = |d: i64| -> Result<MPI_Datatype> {
+                Ok(match d {
+                    1 => RSMPI_INT8_T,
+                    2 => RSMPI_INT16_T,
+                    4 => RSMPI_INT32_T,
+                    8 => RSMPI_INT64_T,
+                    _ => bail!("no predefined MPI type of {d} bytes to replay a reduction on"),
+                })
+            };
+            Ok(match op {
+                ReduceOp::Max => (RSMPI_MAX, int(dsize)?),
+                ReduceOp::Min => (RSMPI_MIN, int(dsize)?),
+                ReduceOp::Sum => (RSMPI_SUM, int(dsize)?),
+                ReduceOp::Prod => (RSMPI_PROD, int(dsize)?),
+                ReduceOp::Land => (RSMPI_LAND, int(dsize)?),
+                ReduceOp::Band => (RSMPI_BAND, int(dsize)?),
+                ReduceOp::Lor => (RSMPI_LOR, int(dsize)?),
+                ReduceOp::Bor => (RSMPI_BOR, int(dsize)?),
+                ReduceOp::Lxor => (RSMPI_LXOR, int(dsize)?),
+                ReduceOp::Bxor => (RSMPI_BXOR, int(dsize)?),
+                ReduceOp::Maxloc => (rs_op_maxloc(), pair(dsize)?),
+                ReduceOp::Minloc => (rs_op_minloc(), pair(dsize)?),
+                _ => {
+                    let op = match self.user_op {
+                        Some(op) => op,
+                        None => {
+                            let mut op = RSMPI_SUM;
+                            check(MPI_Op_create(Some(keep_op), 1, &mut op), "MPI_Op_create")?;
+                            self.user_op = Some(op);
+                            op
+                        }
+                    };
+                    (op, self.dtype(dsize)?)
+                }
+            })
+        }
+    }
+
+    fn peer(p: Peer) -> c_int {
+        // SAFETY: reading initialised mpi-sys constants.
+        unsafe {
+            match p {
+                Peer::Rank { local, .. } => local,
+                Peer::Any => RSMPI_ANY_SOURCE,
+                Peer::Null => RSMPI_PROC_NULL,
+            }
+        }
+    }
+
+    fn tag(t: Tag) -> c_int {
+        match t {
+            Tag::Value(v) => v,
+            // SAFETY: reading an initialised mpi-sys constant.
+            Tag::Any => unsafe { RSMPI_ANY_TAG },
+        }
+    }
+
+    /// Count, datatype and a buffer for one side of a call.
+    fn side(&mut self, t: &Transfer) -> Result<(c_int, MPI_Datatype, Vec<u8>)> {
+        let n = self.count(t.count);
+        let ty = self.dtype(t.dsize)?;
+        let bytes = usize::try_from(i64::from(n) * t.dsize.max(1)).unwrap_or(0);
+        Ok((n, ty, self.buf(bytes)))
+    }
+
+    fn new_req(&mut self, id: Option<ReqId>, handle: MPI_Request, keep: Keep, persistent: bool) {
+        if let Some(id) = id {
+            self.reqs.insert(
+                id.0,
+                Req {
+                    handle,
+                    _keep: keep,
+                    persistent,
+                },
+            );
+        }
+    }
+
+    fn handles(&self, ids: &[ReqId]) -> Result<Vec<MPI_Request>> {
+        ids.iter()
+            .map(|id| {
+                self.reqs
+                    .get(&id.0)
+                    .map(|r| r.handle)
+                    .ok_or_else(|| anyhow!("request {} is not live at this point", id.0))
+            })
+            .collect()
+    }
+
+    /// After a completion call: new handles back into the table; completed
+    /// non-persistent requests leave it.
+    fn settle(&mut self, ids: &[ReqId], handles: &[MPI_Request]) {
+        // SAFETY: reading an initialised mpi-sys constant.
+        let null = unsafe { RSMPI_REQUEST_NULL };
+        for (id, &h) in ids.iter().zip(handles) {
+            if let Some(r) = self.reqs.get_mut(&id.0) {
+                if !r.persistent && h == null {
+                    self.reqs.remove(&id.0);
+                } else {
+                    r.handle = h;
+                }
+            }
+        }
+    }
+
+    /// Polls (outside the traced API) until the requests the trace says
+    /// completed are complete, so that the traced Test/any/some call that
+    /// follows sees the same outcome as the application did.
+    fn await_done(&self, done: &[ReqId]) -> Result<()> {
+        for id in done {
+            let Some(r) = self.reqs.get(&id.0) else {
+                continue;
+            };
+            loop {
+                let mut flag: c_int = 0;
+                // SAFETY: `r.handle` is a live request of this replay;
+                // MPI_STATUS_IGNORE is a valid status argument. Does not
+                // free the request.
+                check(
+                    unsafe { PMPI_Request_get_status(r.handle, &mut flag, RSMPI_STATUS_IGNORE) },
+                    "MPI_Request_get_status",
+                )?;
+                if flag != 0 {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
+    fn sleep(&mut self, ns: u64) {
+        if self.opts.no_compute || ns == 0 {
+            return;
+        }
+        let d = Duration::from_nanos((ns as f64 * self.opts.compute_scale) as u64);
+        let until = Instant::now() + d;
+        if d > Duration::from_micros(200) {
+            std::thread::sleep(d - Duration::from_micros(100));
+        }
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    fn exec(&mut self, e: &Event) -> Result<f64> {
+        // SAFETY (for the whole match): every MPI call below receives
+        // buffers that live until the call returns (blocking calls) or that
+        // move into the request table with their request (nonblocking
+        // calls), counts that match those buffers' lengths for the given
+        // datatypes, communicators and requests from this replay's tables,
+        // and mpi-sys constants read after MPI_Init.
+        unsafe {
+            let st = RSMPI_STATUS_IGNORE;
+            let mut bytes = 0f64;
+            match e.op {
+                Op::Init | Op::InitThread | Op::Finalize => {}
+                Op::Abort => bail!("the trace ends in MPI_Abort"),
+                Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => {
+                    let t = e.send.context("send side missing")?;
+                    let (n, ty, b) = self.side(&t)?;
+                    bytes = b.len() as f64;
+                    let c = self.comm(e.comm)?;
+                    let (p, tag) = (Self::peer(t.peer), Self::tag(t.tag));
+                    let f = match e.op {
+                        Op::Send => MPI_Send,
+                        Op::Ssend => MPI_Ssend,
+                        Op::Bsend => {
+                            self.attach_bsend()?;
+                            MPI_Bsend
+                        }
+                        _ => MPI_Rsend,
+                    };
+                    check(f(b.as_ptr().cast(), n, ty, p, tag, c), e.op.name())?;
+                }
+                Op::Recv => {
+                    let t = e.recv.context("receive side missing")?;
+                    let (n, ty, mut b) = self.side(&t)?;
+                    let c = self.comm(e.comm)?;
+                    check(
+                        MPI_Recv(
+                            b.as_mut_ptr().cast(),
+                            n,
+                            ty,
+                            Self::peer(t.peer),
+                            Self::tag(t.tag),
+                            c,
+                            st,
+                        ),
+                        "MPI_Recv",
+                    )?;
+                }
+                Op::Sendrecv => {
+                    let (s, r) = (
+                        e.send.context("send side")?,
+                        e.recv.context("receive side")?,
+                    );
+                    let (sn, sty, sb) = self.side(&s)?;
+                    let (rn, rty, mut rb) = self.side(&r)?;
+                    bytes = sb.len() as f64;
+                    let c = self.comm(e.comm)?;
+                    check(
+                        MPI_Sendrecv(
+                            sb.as_ptr().cast(),
+                            sn,
+                            sty,
+                            Self::peer(s.peer),
+                            Self::tag(s.tag),
+                            rb.as_mut_ptr().cast(),
+                            rn,
+                            rty,
+                            Self::peer(r.peer),
+                            Self::tag(r.tag),
+                            c,
+                            st,
+                        ),
+                        "MPI_Sendrecv",
+                    )?;
+                }
+                Op::SendrecvReplace => {
+                    let (s, r) = (
+                        e.send.context("send side")?,
+                        e.recv.context("receive side")?,
+                    );
+                    let (n, ty, mut b) = self.side(&s)?;
+                    bytes = b.len() as f64;
+                    let c = self.comm(e.comm)?;
+                    check(
+                        MPI_Sendrecv_replace(
+                            b.as_mut_ptr().cast(),
+                            n,
+                            ty,
+                            Self::peer(s.peer),
+                            Self::tag(s.tag),
+                            Self::peer(r.peer),
+                            Self::tag(r.tag),
+                            c,
+                            st,
+                        ),
+                        "MPI_Sendrecv_replace",
+                    )?;
+                }
+                Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend | Op::SendInit | Op::SsendInit => {
+                    let t = e.send.context("send side missing")?;
+                    let (n, ty, b) = self.side(&t)?;
+                    bytes = b.len() as f64;
+                    let c = self.comm(e.comm)?;
+                    let (p, tag) = (Self::peer(t.peer), Self::tag(t.tag));
+                    let mut h = RSMPI_REQUEST_NULL;
+                    let f = match e.op {
+                        Op::Isend => MPI_Isend,
+                        Op::Issend => MPI_Issend,
+                        Op::Ibsend => {
+                            self.attach_bsend()?;
+                            MPI_Ibsend
+                        }
+                        Op::Irsend => MPI_Irsend,
+                        Op::SendInit => MPI_Send_init,
+                        _ => MPI_Ssend_init,
+                    };
+                    check(f(b.as_ptr().cast(), n, ty, p, tag, c, &mut h), e.op.name())?;
+                    let persistent = matches!(e.op, Op::SendInit | Op::SsendInit);
+                    self.new_req(
+                        e.req,
+                        h,
+                        Keep {
+                            bytes: vec![b],
+                            ..Keep::default()
+                        },
+                        persistent,
+                    );
+                }
+                Op::Irecv | Op::RecvInit => {
+                    let t = e.recv.context("receive side missing")?;
+                    let (n, ty, mut b) = self.side(&t)?;
+                    let c = self.comm(e.comm)?;
+                    let mut h = RSMPI_REQUEST_NULL;
+                    let f = if e.op == Op::Irecv {
+                        MPI_Irecv
+                    } else {
+                        MPI_Recv_init
+                    };
+                    check(
+                        f(
+                            b.as_mut_ptr().cast(),
+                            n,
+                            ty,
+                            Self::peer(t.peer),
+                            Self::tag(t.tag),
+                            c,
+                            &mut h,
+                        ),
+                        e.op.name(),
+                    )?;
+                    self.new_req(
+                        e.req,
+                        h,
+                        Keep {
+                            bytes: vec![b],
+                            ..Keep::default()
+                        },
+                        e.op == Op::RecvInit,
+                    );
+                }
+                Op::Start | Op::Startall => {
+                    let mut hs = self.handles(&e.reqs)?;
+                    if e.op == Op::Start {
+                        let h = hs.first_mut().context("Start without a request")?;
+                        check(MPI_Start(h), "MPI_Start")?;
+                    } else {
+                        check(
+                            MPI_Startall(hs.len() as c_int, hs.as_mut_ptr()),
+                            "MPI_Startall",
+                        )?;
+                    }
+                    self.settle(&e.reqs, &hs);
+                }
+                Op::RequestFree => {
+                    let mut hs = self.handles(&e.reqs)?;
+                    let h = hs.first_mut().context("Request_free without a request")?;
+                    check(MPI_Request_free(h), "MPI_Request_free")?;
+                    if let Some(id) = e.reqs.first() {
+                        self.reqs.remove(&id.0);
+                    }
+                }
+                Op::Wait
+                | Op::Waitall
+                | Op::Waitany
+                | Op::Waitsome
+                | Op::Test
+                | Op::Testall
+                | Op::Testany
+                | Op::Testsome => {
+                    let mut hs = self.handles(&e.reqs)?;
+                    let n = hs.len() as c_int;
+                    if matches!(
+                        e.op,
+                        Op::Waitany | Op::Waitsome | Op::Testany | Op::Testsome
+                    ) || e.flag == Some(true)
+                    {
+                        self.await_done(&e.done)?;
+                    }
+                    let mut flag: c_int = 0;
+                    let mut idx: c_int = 0;
+                    let mut out: c_int = 0;
+                    let mut idxs = vec![0 as c_int; hs.len().max(1)];
+                    let sts = RSMPI_STATUSES_IGNORE;
+                    let p = hs.as_mut_ptr();
+                    let rc = match e.op {
+                        Op::Wait if n > 0 => MPI_Wait(p, st),
+                        Op::Waitall => MPI_Waitall(n, p, sts),
+                        Op::Waitany => MPI_Waitany(n, p, &mut idx, st),
+                        Op::Waitsome => MPI_Waitsome(n, p, &mut out, idxs.as_mut_ptr(), sts),
+                        Op::Test if n > 0 => MPI_Test(p, &mut flag, st),
+                        Op::Testall => MPI_Testall(n, p, &mut flag, sts),
+                        Op::Testany => MPI_Testany(n, p, &mut idx, &mut flag, st),
+                        Op::Testsome => MPI_Testsome(n, p, &mut out, idxs.as_mut_ptr(), sts),
+                        _ => {
+                            // A completion on MPI_REQUEST_NULL only.
+                            let mut h = RSMPI_REQUEST_NULL;
+                            if e.op == Op::Wait {
+                                MPI_Wait(&mut h, st)
+                            } else {
+                                MPI_Test(&mut h, &mut flag, st)
+                            }
+                        }
+                    };
+                    check(rc, e.op.name())?;
+                    self.settle(&e.reqs, &hs);
+                }
+                Op::Probe | Op::Iprobe => {
+                    let t = e.recv.context("probe without a source")?;
+                    let c = self.comm(e.comm)?;
+                    let (src, tag) = (Self::peer(t.peer), Self::tag(t.tag));
+                    if e.op == Op::Probe {
+                        check(MPI_Probe(src, tag, c, st), "MPI_Probe")?;
+                    } else {
+                        if e.flag == Some(true) {
+                            // Wait, untraced, until the message is there.
+                            let mut f: c_int = 0;
+                            while f == 0 {
+                                check(PMPI_Iprobe(src, tag, c, &mut f, st), "MPI_Iprobe")?;
+                            }
+                        }
+                        let mut f: c_int = 0;
+                        check(MPI_Iprobe(src, tag, c, &mut f, st), "MPI_Iprobe")?;
+                    }
+                }
+                Op::Mprobe | Op::Improbe | Op::Mrecv | Op::Imrecv => {
+                    bail!("{} is not replayed yet", e.op.name())
+                }
+                op if op.is_collective() => bytes = self.collective(e)?,
+                Op::CommDup
+                | Op::CommSplit
+                | Op::CommSplitType
+                | Op::CommCreate
+                | Op::CartCreate
+                | Op::CartSub
+                | Op::GraphCreate
+                | Op::DistGraphCreateAdjacent
+                | Op::DistGraphCreate
+                | Op::CommFree => self.comm_op(e)?,
+                op => bail!("{} is not replayed yet", op.name()),
+            }
+            Ok(bytes)
+        }
+    }
+
+    fn attach_bsend(&mut self) -> Result<()> {
+        if self.bsend.is_none() {
+            let mut b = vec![0u8; BSEND_BYTES];
+            // SAFETY: the buffer lives in `self` (moved, not reallocated:
+            // a Vec's heap block stays put) until MPI_Finalize.
+            check(
+                unsafe { MPI_Buffer_attach(b.as_mut_ptr().cast(), BSEND_BYTES as c_int) },
+                "MPI_Buffer_attach",
+            )?;
+            self.bsend = Some(b);
+        }
+        Ok(())
+    }
+
+    /// Blocking and nonblocking collectives. Returns the bytes sent.
+    fn collective(&mut self, e: &Event) -> Result<f64> {
+        let c = self.comm(e.comm)?;
+        let mut size: c_int = 0;
+        // SAFETY: `c` is a live communicator of this replay.
+        check(unsafe { MPI_Comm_size(c, &mut size) }, "MPI_Comm_size")?;
+        let np = usize::try_from(size).unwrap_or(0);
+        let root = e.root.unwrap_or(0);
+        // SAFETY: reading the value of MPI_IN_PLACE.
+        let in_place = unsafe { rs_in_place() };
+        let zero = Transfer::collective(0, 1);
+        let send = e.send.unwrap_or(zero);
+        let recv = e.recv.unwrap_or(zero);
+        let base = match e.op {
+            Op::Ibarrier => Op::Barrier,
+            Op::Ibcast => Op::Bcast,
+            Op::Ireduce => Op::Reduce,
+            Op::Iallreduce => Op::Allreduce,
+            Op::Igather => Op::Gather,
+            Op::Igatherv => Op::Gatherv,
+            Op::Iscatter => Op::Scatter,
+            Op::Iscatterv => Op::Scatterv,
+            Op::Iallgather => Op::Allgather,
+            Op::Iallgatherv => Op::Allgatherv,
+            Op::Ialltoall => Op::Alltoall,
+            Op::Ialltoallv => Op::Alltoallv,
+            Op::Ialltoallw => Op::Alltoallw,
+            Op::IreduceScatter => Op::ReduceScatter,
+            Op::IreduceScatterBlock => Op::ReduceScatterBlock,
+            Op::Iscan => Op::Scan,
+            Op::Iexscan => Op::Exscan,
+            op => op,
+        };
+        let nonblocking = base != e.op;
+        let mut req = unsafe { RSMPI_REQUEST_NULL };
+        let mut bufs: Vec<Vec<u8>> = Vec::new();
+        let mut keep = Keep::default();
+        // Displacements for v collectives, in elements.
+        let displs = |counts: &[c_int]| -> Vec<c_int> {
+            counts
+                .iter()
+                .scan(0, |acc, &n| {
+                    let d = *acc;
+                    *acc += n;
+                    Some(d)
+                })
+                .collect()
+        };
+        let counts = |v: &[i32], s: &Self| -> Vec<c_int> {
+            v.iter().map(|&x| s.count(i64::from(x))).collect()
+        };
+        let mut sent = 0f64;
+        // SAFETY (for the block): buffers are sized from the counts and
+        // datatype sizes passed with them and outlive the call (or move
+        // into the request table with a nonblocking call's request).
+        let rc = unsafe {
+            macro_rules! go {
+                ($blocking:expr, $nb:expr) => {
+                    if nonblocking { $nb } else { $blocking }
+                };
+            }
+            match base {
+                Op::Barrier => go!(MPI_Barrier(c), MPI_Ibarrier(c, &mut req)),
+                Op::Bcast => {
+                    let (n, ty, mut b) = self.side(&send)?;
+                    sent = b.len() as f64;
+                    let p = b.as_mut_ptr().cast();
+                    bufs.push(b);
+                    go!(
+                        MPI_Bcast(p, n, ty, root, c),
+                        MPI_Ibcast(p, n, ty, root, c, &mut req)
+                    )
+                }
+                Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
+                    let (op, ty) = self.reduction(e.redop, send.dsize)?;
+                    let n = self.count(send.count);
+                    let bytes = usize::try_from(i64::from(n) * send.dsize.max(1)).unwrap_or(0);
+                    let sb = self.buf(bytes);
+                    let mut rb = self.buf(bytes);
+                    sent = bytes as f64;
+                    let sp = if e.in_place {
+                        in_place.cast_const()
+                    } else {
+                        sb.as_ptr().cast()
+                    };
+                    let rp = rb.as_mut_ptr().cast();
+                    bufs.push(sb);
+                    bufs.push(rb);
+                    match base {
+                        Op::Reduce => go!(
+                            MPI_Reduce(sp, rp, n, ty, op, root, c),
+                            MPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req)
+                        ),
+                        Op::Allreduce => go!(
+                            MPI_Allreduce(sp, rp, n, ty, op, c),
+                            MPI_Iallreduce(sp, rp, n, ty, op, c, &mut req)
+                        ),
+                        Op::Scan => go!(
+                            MPI_Scan(sp, rp, n, ty, op, c),
+                            MPI_Iscan(sp, rp, n, ty, op, c, &mut req)
+                        ),
+                        _ => go!(
+                            MPI_Exscan(sp, rp, n, ty, op, c),
+                            MPI_Iexscan(sp, rp, n, ty, op, c, &mut req)
+                        ),
+                    }
+                }
+                Op::Gather | Op::Scatter | Op::Allgather | Op::Alltoall => {
+                    let (sn, sty, sb) = self.side(&send)?;
+                    let (rn, rty, _) = self.side(&recv)?;
+                    let per =
+                        |n: c_int, d: i64| usize::try_from(i64::from(n) * d.max(1)).unwrap_or(0);
+                    let (s_all, r_all) = match base {
+                        Op::Scatter => (per(sn, send.dsize) * np, per(rn, recv.dsize)),
+                        Op::Alltoall => (per(sn, send.dsize) * np, per(rn, recv.dsize) * np),
+                        _ => (per(sn, send.dsize), per(rn, recv.dsize) * np),
+                    };
+                    let sb = if base == Op::Scatter || base == Op::Alltoall {
+                        self.buf(s_all)
+                    } else {
+                        sb
+                    };
+                    let mut rb = self.buf(r_all.max(per(rn, recv.dsize)));
+                    sent = s_all as f64;
+                    let sp = if e.in_place && base != Op::Scatter {
+                        in_place.cast_const()
+                    } else {
+                        sb.as_ptr().cast()
+                    };
+                    let rp = if e.in_place && base == Op::Scatter {
+                        in_place
+                    } else {
+                        rb.as_mut_ptr().cast()
+                    };
+                    bufs.push(sb);
+                    bufs.push(rb);
+                    match base {
+                        Op::Gather => go!(
+                            MPI_Gather(sp, sn, sty, rp, rn, rty, root, c),
+                            MPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req)
+                        ),
+                        Op::Scatter => go!(
+                            MPI_Scatter(sp, sn, sty, rp, rn, rty, root, c),
+                            MPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req)
+                        ),
+                        Op::Allgather => go!(
+                            MPI_Allgather(sp, sn, sty, rp, rn, rty, c),
+                            MPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req)
+                        ),
+                        _ => go!(
+                            MPI_Alltoall(sp, sn, sty, rp, rn, rty, c),
+                            MPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req)
+                        ),
+                    }
+                }
+                Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv => {
+                    let (sn, sty, _) = self.side(&send)?;
+                    let (rn, rty, _) = self.side(&recv)?;
+                    let scounts = if e.send_counts.is_empty() {
+                        vec![sn; np]
+                    } else {
+                        counts(&e.send_counts, self)
+                    };
+                    let rcounts = if e.recv_counts.is_empty() {
+                        vec![rn; np]
+                    } else {
+                        counts(&e.recv_counts, self)
+                    };
+                    let (sd, rd) = (displs(&scounts), displs(&rcounts));
+                    let total = |v: &[c_int], d: i64| {
+                        usize::try_from(v.iter().map(|&x| i64::from(x)).sum::<i64>() * d.max(1))
+                            .unwrap_or(0)
+                    };
+                    let sbytes = match base {
+                        Op::Gatherv | Op::Allgatherv => {
+                            usize::try_from(i64::from(sn) * send.dsize.max(1)).unwrap_or(0)
+                        }
+                        _ => total(&scounts, send.dsize),
+                    };
+                    let rbytes = match base {
+                        Op::Scatterv => {
+                            usize::try_from(i64::from(rn) * recv.dsize.max(1)).unwrap_or(0)
+                        }
+                        _ => total(&rcounts, recv.dsize),
+                    };
+                    let sb = self.buf(sbytes);
+                    let mut rb = self.buf(rbytes);
+                    sent = sbytes as f64;
+                    let sp = if e.in_place && base != Op::Scatterv {
+                        in_place.cast_const()
+                    } else {
+                        sb.as_ptr().cast()
+                    };
+                    let rp = if e.in_place && base == Op::Scatterv {
+                        in_place
+                    } else {
+                        rb.as_mut_ptr().cast()
+                    };
+                    let (scp, sdp, rcp, rdp) =
+                        (scounts.as_ptr(), sd.as_ptr(), rcounts.as_ptr(), rd.as_ptr());
+                    let rc = match base {
+                        Op::Gatherv => go!(
+                            MPI_Gatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c),
+                            MPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req)
+                        ),
+                        Op::Scatterv => go!(
+                            MPI_Scatterv(sp, scp, sdp, sty, rp, rn, rty, root, c),
+                            MPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req)
+                        ),
+                        Op::Allgatherv => go!(
+                            MPI_Allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c),
+                            MPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req)
+                        ),
+                        _ => go!(
+                            MPI_Alltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c),
+                            MPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req)
+                        ),
+                    };
+                    bufs.push(sb);
+                    bufs.push(rb);
+                    keep.ints.extend([scounts, sd, rcounts, rd]);
+                    rc
+                }
+                Op::Alltoallw => {
+                    let sc = counts(&e.send_counts, self);
+                    let rcn = counts(&e.recv_counts, self);
+                    let mut stys = Vec::with_capacity(np);
+                    let mut rtys = Vec::with_capacity(np);
+                    for &d in &e.send_dsizes {
+                        stys.push(self.dtype(i64::from(d))?);
+                    }
+                    for &d in &e.recv_dsizes {
+                        rtys.push(self.dtype(i64::from(d))?);
+                    }
+                    let bdispl = |cnt: &[c_int], ds: &[i32]| -> (Vec<c_int>, usize) {
+                        let mut off = 0usize;
+                        let v = cnt
+                            .iter()
+                            .zip(ds)
+                            .map(|(&n, &d)| {
+                                let o = off;
+                                off += usize::try_from(i64::from(n) * i64::from(d.max(1)))
+                                    .unwrap_or(0);
+                                o as c_int
+                            })
+                            .collect();
+                        (v, off)
+                    };
+                    let (sd, sbytes) = bdispl(&sc, &e.send_dsizes);
+                    let (rd, rbytes) = bdispl(&rcn, &e.recv_dsizes);
+                    let sb = self.buf(sbytes);
+                    let mut rb = self.buf(rbytes);
+                    sent = sbytes as f64;
+                    let sp = if e.in_place {
+                        in_place.cast_const()
+                    } else {
+                        sb.as_ptr().cast()
+                    };
+                    let rp = rb.as_mut_ptr().cast();
+                    let (scp, sdp, rcp, rdp) = (
+                        if e.in_place {
+                            std::ptr::null()
+                        } else {
+                            sc.as_ptr()
+                        },
+                        if e.in_place {
+                            std::ptr::null()
+                        } else {
+                            sd.as_ptr()
+                        },
+                        rcn.as_ptr(),
+                        rd.as_ptr(),
+                    );
+                    let (stp, rtp) = (
+                        if e.in_place {
+                            std::ptr::null()
+                        } else {
+                            stys.as_ptr()
+                        },
+                        rtys.as_ptr(),
+                    );
+                    let rc = go!(
+                        MPI_Alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c),
+                        MPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req)
+                    );
+                    bufs.push(sb);
+                    bufs.push(rb);
+                    keep.ints.extend([sc, sd, rcn, rd]);
+                    keep.types.extend([stys, rtys]);
+                    rc
+                }
+                Op::ReduceScatter | Op::ReduceScatterBlock => {
+                    let (op, ty) = self.reduction(e.redop, recv.dsize)?;
+                    let rcounts = if base == Op::ReduceScatter {
+                        counts(&e.recv_counts, self)
+                    } else {
+                        vec![self.count(recv.count); np]
+                    };
+                    let total: i64 = rcounts.iter().map(|&x| i64::from(x)).sum();
+                    let el = recv.dsize.max(1);
+                    let sb = self.buf(usize::try_from(total * el).unwrap_or(0));
+                    let mut rb = self.buf(usize::try_from(total * el).unwrap_or(0));
+                    sent = sb.len() as f64;
+                    let sp = if e.in_place {
+                        in_place.cast_const()
+                    } else {
+                        sb.as_ptr().cast()
+                    };
+                    let rp = rb.as_mut_ptr().cast();
+                    let rc = if base == Op::ReduceScatter {
+                        go!(
+                            MPI_Reduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c),
+                            MPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req)
+                        )
+                    } else {
+                        let n = rcounts.first().copied().unwrap_or(0);
+                        go!(
+                            MPI_Reduce_scatter_block(sp, rp, n, ty, op, c),
+                            MPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req)
+                        )
+                    };
+                    bufs.push(sb);
+                    bufs.push(rb);
+                    keep.ints.push(rcounts);
+                    rc
+                }
+                op => bail!("{} is not replayed yet", op.name()),
+            }
+        };
+        check(rc, e.op.name())?;
+        if nonblocking {
+            keep.bytes = bufs;
+            self.new_req(e.req, req, keep, false);
+        }
+        Ok(sent)
+    }
+
+    /// Communicator constructors and Comm_free, replayed from the lineage
+    /// the trace recorded.
+    fn comm_op(&mut self, e: &Event) -> Result<()> {
+        let parent = self.comm(e.comm)?;
+        if e.op == Op::CommFree {
+            let mut c = parent;
+            // SAFETY: `c` is a live communicator created by this replay.
+            check(unsafe { MPI_Comm_free(&mut c) }, "MPI_Comm_free")?;
+            self.comms.remove(&e.comm.0);
+            return Ok(());
+        }
+        let cr = e
+            .create
+            .as_ref()
+            .context("communicator constructor without its lineage")?;
+        // SAFETY: reading initialised mpi-sys constants.
+        let (undefined, null, info) =
+            unsafe { (RSMPI_UNDEFINED, RSMPI_COMM_NULL, RSMPI_INFO_NULL) };
+        let mut new = null;
+        let reorder = c_int::from(cr.reorder.unwrap_or(false));
+        // SAFETY (for the block): the arrays passed live across the call and
+        // have the lengths passed with them; `parent` is live.
+        let rc = unsafe {
+            match e.op {
+                Op::CommDup => MPI_Comm_dup(parent, &mut new),
+                Op::CommSplit => MPI_Comm_split(
+                    parent,
+                    cr.color.unwrap_or(undefined),
+                    cr.key.unwrap_or(0),
+                    &mut new,
+                ),
+                Op::CommSplitType => MPI_Comm_split_type(
+                    parent,
+                    cr.split_type.unwrap_or(undefined),
+                    cr.key.unwrap_or(0),
+                    info,
+                    &mut new,
+                ),
+                Op::CommCreate => {
+                    // Members are world ranks: translate them into the parent.
+                    let mut wg = RSMPI_GROUP_NULL;
+                    let mut pg = RSMPI_GROUP_NULL;
+                    check(MPI_Comm_group(RSMPI_COMM_WORLD, &mut wg), "MPI_Comm_group")?;
+                    check(MPI_Comm_group(parent, &mut pg), "MPI_Comm_group")?;
+                    let mut local = vec![0 as c_int; cr.members.len()];
+                    check(
+                        MPI_Group_translate_ranks(
+                            wg,
+                            cr.members.len() as c_int,
+                            cr.members.as_ptr(),
+                            pg,
+                            local.as_mut_ptr(),
+                        ),
+                        "MPI_Group_translate_ranks",
+                    )?;
+                    let mut g = RSMPI_GROUP_NULL;
+                    check(
+                        MPI_Group_incl(pg, local.len() as c_int, local.as_ptr(), &mut g),
+                        "MPI_Group_incl",
+                    )?;
+                    let rc = MPI_Comm_create(parent, g, &mut new);
+                    for mut x in [g, pg, wg] {
+                        MPI_Group_free(&mut x);
+                    }
+                    rc
+                }
+                Op::CartCreate => MPI_Cart_create(
+                    parent,
+                    cr.dims.len() as c_int,
+                    cr.dims.as_ptr(),
+                    cr.periods.as_ptr(),
+                    reorder,
+                    &mut new,
+                ),
+                Op::CartSub => MPI_Cart_sub(parent, cr.dims.as_ptr(), &mut new),
+                Op::GraphCreate => MPI_Graph_create(
+                    parent,
+                    cr.dims.len() as c_int,
+                    cr.dims.as_ptr(),
+                    cr.edges.as_ptr(),
+                    reorder,
+                    &mut new,
+                ),
+                Op::DistGraphCreateAdjacent => MPI_Dist_graph_create_adjacent(
+                    parent,
+                    cr.sources.len() as c_int,
+                    cr.sources.as_ptr(),
+                    RSMPI_UNWEIGHTED(),
+                    cr.edges.len() as c_int,
+                    cr.edges.as_ptr(),
+                    RSMPI_UNWEIGHTED(),
+                    info,
+                    reorder,
+                    &mut new,
+                ),
+                Op::DistGraphCreate => MPI_Dist_graph_create(
+                    parent,
+                    cr.sources.len() as c_int,
+                    cr.sources.as_ptr(),
+                    cr.dims.as_ptr(),
+                    cr.edges.as_ptr(),
+                    RSMPI_UNWEIGHTED(),
+                    info,
+                    reorder,
+                    &mut new,
+                ),
+                op => bail!("{} is not replayed yet", op.name()),
+            }
+        };
+        check(rc, e.op.name())?;
+        if let Some(id) = cr.new
+            && new != null
+        {
+            self.comms.insert(id.0, new);
+        }
+        Ok(())
+    }
+}
+
+/// Runs the replay on this rank and returns the process exit code.
+pub fn run(opts: &Opts, file: &TraceFile) -> i32 {
+    match run_inner(opts, file) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("replay: error: {e:#}");
+            // SAFETY: aborting the job after an unrecoverable error on this
+            // rank; the other ranks may be blocked on it.
+            unsafe { MPI_Abort(RSMPI_COMM_WORLD, 1) };
+            1
+        }
+    }
+}
+
+fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
+    let trace = &file.trace;
+    // Start MPI the way the application did (rank 0's first event).
+    let first = trace.rank_trace(0).ok().and_then(|t| t.expand().next());
+    let mut provided: c_int = 0;
+    // SAFETY: MPI is initialised once, with no arguments.
+    let rc = unsafe {
+        match first {
+            Some(ev) if ev.op == Op::InitThread => {
+                let required = ev.value.unwrap_or(0) / 16;
+                MPI_Init_thread(
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    required as c_int,
+                    &mut provided,
+                )
+            }
+            _ => MPI_Init(std::ptr::null_mut(), std::ptr::null_mut()),
+        }
+    };
+    check(rc, "MPI_Init")?;
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: MPI is initialised; out-parameters are valid.
+    unsafe {
+        MPI_Comm_rank(RSMPI_COMM_WORLD, &mut rank);
+        MPI_Comm_size(RSMPI_COMM_WORLD, &mut size);
+    }
+    let want = trace.ranks().len();
+    if u64::try_from(size).unwrap_or(0) != want {
+        if rank == 0 {
+            eprintln!(
+                "replay: error: {} holds a trace of {want} ranks, but replay runs on {size}; run it as `mpirun -n {want} replay {}`",
+                opts.file.display(),
+                opts.file.display()
+            );
+        }
+        // SAFETY: every rank gets here; no communication is pending.
+        unsafe { MPI_Finalize() };
+        return Ok(1);
+    }
+    let mut pattern = vec![0u8; 4096];
+    let mut rng = Rng::new(opts.seed, rank as u32);
+    for chunk in pattern.chunks_mut(8) {
+        let x = rng.next_u64().to_ne_bytes();
+        chunk.copy_from_slice(&x[..chunk.len()]);
+    }
+    // SAFETY: reading initialised mpi-sys constants.
+    let (world, selfc) = unsafe { (RSMPI_COMM_WORLD, RSMPI_COMM_SELF) };
+    let mut r = Replayer {
+        opts,
+        rng,
+        comms: HashMap::from([(CommId::WORLD.0, world), (CommId::SELF.0, selfc)]),
+        types: HashMap::new(),
+        reqs: HashMap::new(),
+        pattern,
+        bsend: None,
+        user_op: None,
+        stats: vec![OpStats::default(); Op::ALL.len()],
+    };
+    let rt = trace
+        .rank_trace(rank as u32)
+        .map_err(|e| anyhow!("rank {rank}: {e}"))?;
+    // SAFETY: a barrier on the world communicator, outside the traced API.
+    unsafe { PMPI_Barrier(world) };
+    let start = Instant::now();
+    let mut ex = rt.expand();
+    let mut n_events = 0u64;
+    while let Some(ev) = ex.next() {
+        let c = compute_ns(ex.timing(), &mut r.rng);
+        r.sleep(c);
+        let t0 = Instant::now();
+        let bytes = r.exec(&ev).with_context(|| {
+            format!(
+                "rank {rank}, event {n_events} ({})",
+                compress::raw::event_line(&ev)
+            )
+        })?;
+        let s = &mut r.stats[ev.op as usize];
+        s.calls += 1.0;
+        s.bytes += bytes;
+        s.secs += t0.elapsed().as_secs_f64();
+        n_events += 1;
+    }
+    if ex.is_broken() {
+        bail!(
+            "rank {rank}: the trace is inconsistent; its expansion stopped after {n_events} events"
+        );
+    }
+    let mine = start.elapsed().as_secs_f64();
+    // SAFETY: collective bookkeeping outside the traced API; buffers are
+    // live locals of the right lengths.
+    let (total, sums) = unsafe {
+        PMPI_Barrier(world);
+        let mut total = 0f64;
+        PMPI_Reduce(
+            (&raw const mine).cast(),
+            (&raw mut total).cast(),
+            1,
+            RSMPI_DOUBLE,
+            RSMPI_MAX,
+            0,
+            world,
+        );
+        let flat: Vec<f64> = r
+            .stats
+            .iter()
+            .flat_map(|s| [s.calls, s.bytes, s.secs])
+            .collect();
+        let mut sums = vec![0f64; flat.len()];
+        PMPI_Reduce(
+            flat.as_ptr().cast(),
+            sums.as_mut_ptr().cast(),
+            flat.len() as c_int,
+            RSMPI_DOUBLE,
+            RSMPI_SUM,
+            0,
+            world,
+        );
+        (total, sums)
+    };
+    if rank == 0 {
+        report(opts, file, total, &sums);
+    }
+    for (_, mut t) in r.types.drain() {
+        // SAFETY: reading an initialised constant; freeing the datatypes
+        // this replay created (no request uses them any more).
+        if t != unsafe { RSMPI_UINT8_T } {
+            unsafe { MPI_Type_free(&mut t) };
+        }
+    }
+    // SAFETY: every request of the trace has completed; MPI ends once.
+    check(unsafe { MPI_Finalize() }, "MPI_Finalize")?;
+    Ok(0)
+}
+
+fn report(opts: &Opts, file: &TraceFile, total: f64, sums: &[f64]) {
+    let rows: Vec<(Op, f64, f64, f64)> = Op::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, &op)| (op, sums[3 * i], sums[3 * i + 1], sums[3 * i + 2]))
+        .filter(|r| r.1 > 0.0)
+        .collect();
+    if opts.json {
+        let v = serde_json::json!({
+            "file": opts.file.display().to_string(),
+            "ranks": file.trace.ranks().len(),
+            "replay_seconds": total,
+            "application_seconds": file.meta.wall_ns as f64 / 1e9,
+            "operations": rows.iter().map(|(op, calls, bytes, secs)| serde_json::json!({
+                "op": op.name(), "calls": calls, "bytes_sent": bytes, "seconds_in_mpi": secs,
+            })).collect::<Vec<_>>(),
+        });
+        println!("{v:#}");
+        return;
+    }
+    println!(
+        "replay of {}: {} ranks, {:.3} s (application: {:.3} s)",
+        opts.file.display(),
+        file.trace.ranks().len(),
+        total,
+        file.meta.wall_ns as f64 / 1e9
+    );
+    println!(
+        "{:<24} {:>12} {:>16} {:>14}",
+        "operation", "calls", "bytes sent", "time in MPI s"
+    );
+    for (op, calls, bytes, secs) in rows {
+        println!("{:<24} {calls:>12} {bytes:>16} {secs:>14.6}", op.name());
+    }
+}

@@ -1,0 +1,64 @@
+//! `replay`: re-issues a rankscale trace on a real MPI machine.
+//!
+//! ```text
+//! mpirun -n P replay FILE [--no-compute] [--compute-scale F] [--bytes-scale F] [--seed N] [--json]
+//! ```
+//!
+//! Every rank reads the file, checks that `P` is the trace's rank count,
+//! walks its own part of the compressed trace lazily (never expanding the
+//! whole trace into per-rank lists) and issues the same MPI calls: same
+//! operations, peers, tags, counts and datatype sizes, communicators
+//! re-created by replaying their constructors, requests completed by the
+//! same completion calls. Payloads are random. Between calls it sleeps the
+//! computation time drawn from the trace's timing statistics.
+
+mod exec;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Command-line options.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "replay",
+    version,
+    about = "Replay a rankscale trace: mpirun -n P replay FILE"
+)]
+pub struct Opts {
+    /// The trace file.
+    pub file: PathBuf,
+    /// Do not emulate computation (communication only).
+    #[arg(long)]
+    pub no_compute: bool,
+    /// Multiply every computation time by F (what-if studies).
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    pub compute_scale: f64,
+    /// Multiply every message size by F (counts are rounded; what-if studies).
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    pub bytes_scale: f64,
+    /// Seed of the computation-time draws.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn main() {
+    let opts = Opts::parse();
+    if !(opts.compute_scale >= 0.0 && opts.bytes_scale >= 0.0) {
+        eprintln!("replay: error: --compute-scale and --bytes-scale must be non-negative");
+        std::process::exit(2);
+    }
+    // The trace is read before MPI starts, so that a bad file is reported
+    // the same way on every rank without any MPI call.
+    let file = match compress::TraceFile::read(&opts.file) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("replay: error: {e}");
+            std::process::exit(1);
+        }
+    };
+    std::process::exit(exec::run(&opts, &file));
+}
