@@ -13,7 +13,9 @@
 #  3. the inter-node merge at MPI_Finalize: the weak-scaled 2D stencil
 #     traced at 16, 64 and 256 ranks (Open MPI, oversubscribed) and at 16
 #     ranks (MPICH, yielding waits): merge time, its share of the run's wall
-#     time, trace size and compression ratio against the raw logs.
+#     time, trace size and compression ratio against the raw logs;
+#  4. replay: seconds per replayed event with --no-compute on a long loop
+#     (the trace of the stencil, 2 ranks), beside the application's time.
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -109,3 +111,20 @@ merge_row() { # merge_row IMP NP
 }
 for np in ${MERGE_RANKS:-16 64 256}; do merge_row openmpi "$np"; done
 merge_row mpich 16
+
+echo "replay: cost per replayed event (--no-compute) on the 2D stencil, 2 ranks (2x1), ${REPLAY_ITERS:-20000} iterations"
+printf '%-8s %12s %12s %14s %12s\n' MPI "events/rank" "app(s)" "replay(s)" "us/event"
+for imp in mpich openmpi; do
+  f="$tmp/replay.$imp.trace"
+  RANKSCALE_TRACE="$f" launch "$imp" 2 1 stencil -d 2 -p 2x1 -i "${REPLAY_ITERS:-20000}" -n 8 -k 10 >/dev/null 2>&1
+  rs="$root/target/$imp/release/rankscale"
+  events=$("$rs" stats "$f" | awk 'NR == 1 { print $4 / 2 }')
+  app=$("$rs" show "$f" | awk '/^wall/ { print $2 }')
+  if [[ $imp == mpich ]]; then
+    out=$(mpirun.mpich -n 2 -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm "target/$imp/release/replay" --no-compute "$f")
+  else
+    out=$(mpirun.openmpi -n 2 --bind-to none --mca pml ob1 --mca btl self,vader "target/$imp/release/replay" --no-compute "$f")
+  fi
+  secs=$(awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "s") { print $(i - 1); exit } }' <<<"$out")
+  printf '%-8s %12d %12.3f %14.3f %12.3f\n' "$imp" "$events" "$app" "$secs" "$(awk -v s="$secs" -v e="$events" 'BEGIN { print s / e * 1e6 }')"
+done

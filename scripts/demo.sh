@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install what is missing, build, trace the
 # bundled 2D stencil at 4, 16 and 64 ranks into one compressed trace file
-# each, show one, and check on MPICH that the trace expands to exactly the
-# raw per-rank logs.
+# each, show one, replay it, and check on MPICH that the trace expands to
+# exactly the raw per-rank logs.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -25,6 +25,10 @@ echo "=== the 16-rank trace: structure ==="
 echo
 echo "=== the 16-rank trace: statistics and per-call-site profile ==="
 "$rs" stats "$out/stencil.16.trace" | head -n 24
+echo
+echo "=== replay of the 16-rank trace (Open MPI), beside the application's time ==="
+mpirun.openmpi -n 16 --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
+  --mca mpi_yield_when_idle 1 target/openmpi/release/replay "$out/stencil.16.trace"
 echo
 echo "=== MPICH, 4 ranks: trace file and raw logs of the same run, compared rank by rank ==="
 "$rs" trace -o "$out/stencil.4.mpich.trace" --raw "$out/stencil.4.mpich.raw" --yield-wait -- \

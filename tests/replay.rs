@@ -152,3 +152,198 @@ fn a_wrong_rank_count_is_a_clear_error() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Traces `bin args` on `np` ranks into `dir/name`.
+fn trace_of(imp: &str, np: usize, bin: &Path, args: &[&str], file: &Path) {
+    let mut l = traced_raw(imp, &file.with_extension("raw"));
+    l.env.push(("RANKSCALE_TRACE", file.display().to_string()));
+    let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let job = mpirun(imp, np, bin, &a, &l);
+    assert_eq!(
+        job.code,
+        Some(0),
+        "{imp}: tracing {}: {}",
+        bin.display(),
+        job.stderr
+    );
+}
+
+fn rankscale(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rankscale"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The loop structure, ranklists and parameters of `show`, without the
+/// header and the timing.
+fn structure(file: &Path) -> String {
+    rankscale(&["show", &file.display().to_string()])
+        .lines()
+        .skip_while(|l| !l.is_empty())
+        .map(|l| l.split("  [n=").next().unwrap_or(l).to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Seed 001's fixed-point check: trace T, replay it under the tracer to get
+/// T1, replay T1 to get T2. T1 and T2 expand to the same per-rank sequences
+/// and have the same compressed structure.
+#[test]
+fn replaying_a_replay_is_a_fixed_point() {
+    for imp in mpis() {
+        for (name, np, bin, args) in [
+            (
+                "stencil",
+                6,
+                "stencil",
+                vec!["-d", "2", "-t", "mesh", "-i", "12", "-c"],
+            ),
+            ("collectives", 4, "collectives", vec!["3"]),
+        ] {
+            let dir = scratch(&format!("{imp}-fixed-{name}"));
+            let t = dir.join("t.trace");
+            trace_of(imp, np, &program(imp, bin), &args, &t);
+            let t1 = dir.join("t1.trace");
+            trace_of(imp, np, &replay_bin(imp), &[&t.display().to_string()], &t1);
+            let t2 = dir.join("t2.trace");
+            trace_of(imp, np, &replay_bin(imp), &[&t1.display().to_string()], &t2);
+            for r in 0..np {
+                let e = |f: &Path| {
+                    rankscale(&["show", &f.display().to_string(), "--expand", &r.to_string()])
+                };
+                let (a, b) = (e(&t1), e(&t2));
+                assert!(!a.is_empty());
+                assert_eq!(
+                    a, b,
+                    "{imp} {name}: rank {r}'s events differ between T1 and T2"
+                );
+                assert_eq!(
+                    without_sites(&e(&t)),
+                    without_sites(&a),
+                    "{imp} {name}: rank {r}: T1 differs from T beyond call sites"
+                );
+            }
+            assert_eq!(
+                structure(&t1),
+                structure(&t2),
+                "{imp} {name}: T1 and T2 structures differ"
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// Timing fidelity on the program whose computation is a known sleep: the
+/// replay's time is within 5 % of the application's.
+#[test]
+fn replay_time_matches_the_application_within_five_percent() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-fidelity"));
+        let t = dir.join("t.trace");
+        // 2 ranks (one per core), 150 iterations of 4 ms sleep, an
+        // Allreduce and a ring Sendrecv: about 0.6 s.
+        trace_of(
+            imp,
+            2,
+            &program(imp, "sleeplaw"),
+            &["const", "150", "4000"],
+            &t,
+        );
+        let job = mpirun(
+            imp,
+            2,
+            &replay_bin(imp),
+            &[t.display().to_string()],
+            &untraced(),
+        );
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        // "replay of FILE: 2 ranks, X s (application: Y s)"
+        let line = job.stdout.lines().next().unwrap_or("");
+        let nums: Vec<f64> = line
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let (replay, app) = (nums[nums.len() - 2], nums[nums.len() - 1]);
+        let err = (replay - app).abs() / app;
+        eprintln!(
+            "{imp}: application {app:.3} s, replay {replay:.3} s, {:.1} %",
+            err * 100.0
+        );
+        assert!(err <= 0.05, "{imp}: {line}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A trace whose receive has no matching send cannot complete: with
+/// `--timeout` every rank says what it waits on and the job ends.
+#[test]
+fn an_unmatched_receive_ends_in_a_diagnostic_not_a_hang() {
+    use compress::{
+        CommId, Compressor, Config, Event, MergedTrace, Meta, Op, Peer, Tag, TraceFile, Transfer,
+    };
+    let dir = scratch("replay-unmatched");
+    let mut merged: Option<MergedTrace> = None;
+    for rank in 0..2 {
+        let mut c = Compressor::new(rank, Config::default());
+        c.push(&Event::new(Op::Init)).unwrap();
+        if rank == 0 {
+            let mut e = Event::new(Op::Recv);
+            e.comm = CommId::WORLD;
+            e.comm_rank = 0;
+            e.recv = Some(Transfer {
+                peer: Peer::Rank { world: 1, local: 1 },
+                tag: Tag::Value(5),
+                count: 1,
+                dsize: 8,
+            });
+            c.push(&e).unwrap();
+        }
+        c.push(&Event::new(Op::Finalize)).unwrap();
+        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
+        merged = Some(match merged {
+            Some(m) => m.merge(t),
+            None => t,
+        });
+    }
+    let file = dir.join("bad.trace");
+    TraceFile {
+        meta: Meta {
+            world_size: 2,
+            ..Meta::default()
+        },
+        trace: merged.unwrap(),
+    }
+    .write(&file)
+    .unwrap();
+    for imp in mpis() {
+        let mut l = untraced();
+        l.timeout_s = 60;
+        let args = vec![
+            "--timeout".to_string(),
+            "3".to_string(),
+            file.display().to_string(),
+        ];
+        let started = std::time::Instant::now();
+        let job = mpirun(imp, 2, &replay_bin(imp), &args, &l);
+        assert_ne!(job.code, Some(0), "{imp}");
+        assert!(
+            job.stderr.contains("rank 0 waits in event 1: Recv")
+                && job.stderr.contains("recv=1/5/1/8"),
+            "{imp}: {}",
+            job.stderr
+        );
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "{imp}: took {:?}",
+            started.elapsed()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -1107,6 +1109,11 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     let rt = trace
         .rank_trace(rank as u32)
         .map_err(|e| anyhow!("rank {rank}: {e}"))?;
+    let current = Arc::new(Mutex::new(String::from("the start barrier")));
+    let finished = Arc::new(AtomicBool::new(false));
+    if opts.timeout > 0.0 {
+        watchdog(rank, opts.timeout, current.clone(), finished.clone());
+    }
     // SAFETY: a barrier on the world communicator, outside the traced API.
     unsafe { PMPI_Barrier(world) };
     let start = Instant::now();
@@ -1115,6 +1122,11 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     while let Some(ev) = ex.next() {
         let c = compute_ns(ex.timing(), &mut r.rng);
         r.sleep(c);
+        if opts.timeout > 0.0
+            && let Ok(mut cur) = current.lock()
+        {
+            *cur = format!("event {n_events}: {}", compress::raw::event_line(&ev));
+        }
         let t0 = Instant::now();
         let bytes = r.exec(&ev).with_context(|| {
             format!(
@@ -1134,6 +1146,9 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         );
     }
     let mine = start.elapsed().as_secs_f64();
+    if let Ok(mut cur) = current.lock() {
+        *cur = format!("the end barrier, after all its {n_events} events");
+    }
     // SAFETY: collective bookkeeping outside the traced API; buffers are
     // live locals of the right lengths.
     let (total, sums) = unsafe {
@@ -1165,6 +1180,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         );
         (total, sums)
     };
+    finished.store(true, Ordering::SeqCst);
     if rank == 0 {
         report(opts, file, total, &sums);
     }
@@ -1178,6 +1194,28 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     // SAFETY: every request of the trace has completed; MPI ends once.
     check(unsafe { MPI_Finalize() }, "MPI_Finalize")?;
     Ok(0)
+}
+
+/// After `secs` seconds, unless the replay has finished, says what this
+/// rank waits on and ends the process (the launcher then ends the job). A
+/// thread of its own that never calls MPI, so it works whatever thread
+/// level MPI was started with.
+fn watchdog(rank: i32, secs: f64, current: Arc<Mutex<String>>, finished: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < deadline {
+            if finished.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let what = current.lock().map(|c| c.clone()).unwrap_or_default();
+        eprintln!("replay: error: timeout after {secs} s: rank {rank} waits in {what}");
+        // Every rank reaches its deadline at about the same time; the first
+        // to exit makes the launcher end the others, so let them all speak.
+        std::thread::sleep(Duration::from_millis(500));
+        std::process::exit(3);
+    });
 }
 
 fn report(opts: &Opts, file: &TraceFile, total: f64, sums: &[f64]) {

@@ -43,12 +43,19 @@ pub struct Opts {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Give up after S seconds: every rank that has not finished says which
+    /// event it waits on, and the job ends (for traces that cannot
+    /// complete). 0 waits forever.
+    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    pub timeout: f64,
 }
 
 fn main() {
     let opts = Opts::parse();
-    if !(opts.compute_scale >= 0.0 && opts.bytes_scale >= 0.0) {
-        eprintln!("replay: error: --compute-scale and --bytes-scale must be non-negative");
+    if !(opts.compute_scale >= 0.0 && opts.bytes_scale >= 0.0 && opts.timeout >= 0.0) {
+        eprintln!(
+            "replay: error: --compute-scale, --bytes-scale and --timeout must be non-negative"
+        );
         std::process::exit(2);
     }
     // The trace is read before MPI starts, so that a bad file is reported
