@@ -66,7 +66,8 @@ fn a_panic_in_the_tracer_never_crosses_the_ffi_boundary() {
         // With a trace file asked for, the merge at MPI_Finalize still runs
         // on every rank and must not hang although no rank has a trace.
         let file = dir.join("run.trace");
-        opt.env.push(("RANKSCALE_TRACE", file.display().to_string()));
+        opt.env
+            .push(("RANKSCALE_TRACE", file.display().to_string()));
         let traced = mpirun(imp, 4, &bin, &a, &opt);
         assert!(
             traced.stderr.contains("no rank has a trace; no trace file") && !file.exists(),

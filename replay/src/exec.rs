@@ -63,6 +63,8 @@ struct Replayer<'o> {
     comms: HashMap<u32, MPI_Comm>,
     types: HashMap<i64, MPI_Datatype>,
     reqs: HashMap<u64, Req>,
+    /// Matched messages of Mprobe/Improbe by the trace's message id.
+    msgs: HashMap<u64, MPI_Message>,
     pattern: Vec<u8>,
     bsend: Option<Vec<u8>>,
     user_op: Option<MPI_Op>,
@@ -120,10 +122,24 @@ impl Replayer<'_> {
             return Ok(t);
         }
         let n = c_int::try_from(dsize.max(1)).context("datatype size")?;
-        // SAFETY: reading an initialised mpi-sys constant.
-        let byte = unsafe { RSMPI_UINT8_T };
-        let t = if n == 1 {
-            byte
+        // SAFETY: reading initialised mpi-sys constants.
+        let (byte, predefined) = unsafe {
+            (
+                RSMPI_UINT8_T,
+                match n {
+                    1 => Some(RSMPI_UINT8_T),
+                    2 => Some(RSMPI_UINT16_T),
+                    4 => Some(RSMPI_UINT32_T),
+                    8 => Some(RSMPI_UINT64_T),
+                    16 => Some(RSMPI_DOUBLE_COMPLEX),
+                    _ => None,
+                },
+            )
+        };
+        // Predefined types of the common sizes take the libraries' fast
+        // paths (a derived type, even a contiguous one, may be packed).
+        let t = if let Some(t) = predefined {
+            t
         } else {
             // SAFETY: reading an initialised mpi-sys constant.
             let mut t = unsafe { RSMPI_DATATYPE_NULL };
@@ -260,28 +276,125 @@ impl Replayer<'_> {
         }
     }
 
+    /// One pause of a polling loop: a short sleep in yield mode, else a
+    /// yield of the time slice.
+    fn pause(&self) {
+        if self.opts.yield_wait {
+            std::thread::sleep(Duration::from_micros(20));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+
+    /// In yield mode, waits by test-and-sleep (outside the traced API)
+    /// until a message from `src` with `tag` can be received, so that the
+    /// blocking call that follows returns at once instead of busy-polling.
+    fn yield_for_message(&self, src: c_int, tag: c_int, c: MPI_Comm) -> Result<()> {
+        // SAFETY: reading an initialised constant.
+        if !self.opts.yield_wait || src == unsafe { RSMPI_PROC_NULL } {
+            return Ok(());
+        }
+        self.yield_for_message_always(src, tag, c)
+    }
+
+    /// Waits (outside the traced API) until a message from `src` with
+    /// `tag` is there, whatever the mode: before an Iprobe or Improbe that
+    /// the trace says found one.
+    fn yield_for_message_always(&self, src: c_int, tag: c_int, c: MPI_Comm) -> Result<()> {
+        loop {
+            let mut f: c_int = 0;
+            // SAFETY: `c` is a live communicator; the status is ignored.
+            check(
+                unsafe { PMPI_Iprobe(src, tag, c, &mut f, RSMPI_STATUS_IGNORE) },
+                "MPI_Iprobe",
+            )?;
+            if f != 0 {
+                return Ok(());
+            }
+            self.pause();
+        }
+    }
+
+    /// Completes a request of replay's own (outside the traced API) by
+    /// test-and-pause.
+    fn await_request(&self, r: &mut MPI_Request) -> Result<()> {
+        loop {
+            let mut f: c_int = 0;
+            // SAFETY: `r` is a live request made by this replay.
+            check(
+                unsafe { PMPI_Test(r, &mut f, RSMPI_STATUS_IGNORE) },
+                "MPI_Test",
+            )?;
+            if f != 0 {
+                return Ok(());
+            }
+            self.pause();
+        }
+    }
+
     /// Polls (outside the traced API) until the requests the trace says
     /// completed are complete, so that the traced Test/any/some call that
     /// follows sees the same outcome as the application did.
     fn await_done(&self, done: &[ReqId]) -> Result<()> {
-        for id in done {
-            let Some(r) = self.reqs.get(&id.0) else {
-                continue;
-            };
-            loop {
+        let mut pending: Vec<MPI_Request> = done
+            .iter()
+            .filter_map(|id| self.reqs.get(&id.0).map(|r| r.handle))
+            .collect();
+        while !pending.is_empty() {
+            let mut left = Vec::with_capacity(pending.len());
+            for h in pending {
                 let mut flag: c_int = 0;
-                // SAFETY: `r.handle` is a live request of this replay;
+                // SAFETY: `h` is a live request of this replay;
                 // MPI_STATUS_IGNORE is a valid status argument. Does not
                 // free the request.
                 check(
-                    unsafe { PMPI_Request_get_status(r.handle, &mut flag, RSMPI_STATUS_IGNORE) },
+                    unsafe { PMPI_Request_get_status(h, &mut flag, RSMPI_STATUS_IGNORE) },
                     "MPI_Request_get_status",
                 )?;
-                if flag != 0 {
-                    break;
+                if flag == 0 {
+                    left.push(h);
                 }
-                std::thread::yield_now();
             }
+            pending = left;
+            if !pending.is_empty() {
+                self.pause();
+            }
+        }
+        Ok(())
+    }
+
+    /// For a wildcard receive or probe that the trace says matched a given
+    /// message: waits (untraced) until that message has arrived, so that
+    /// the traced wildcard call most likely matches the same one.
+    fn await_match(&self, e: &Event, c: MPI_Comm, any_source: bool, any_tag: bool) -> Result<()> {
+        let Some(m) = e.matched.first() else {
+            return Ok(());
+        };
+        if !any_source && !any_tag {
+            return Ok(());
+        }
+        // SAFETY: `c` is a live communicator of this replay; the group
+        // handles are freed before returning; out-parameters are valid.
+        unsafe {
+            let src = if any_source {
+                let (mut wg, mut cg) = (RSMPI_GROUP_NULL, RSMPI_GROUP_NULL);
+                check(MPI_Comm_group(RSMPI_COMM_WORLD, &mut wg), "MPI_Comm_group")?;
+                check(MPI_Comm_group(c, &mut cg), "MPI_Comm_group")?;
+                let mut local: c_int = 0;
+                let rc = MPI_Group_translate_ranks(wg, 1, &m.source, cg, &mut local);
+                MPI_Group_free(&mut wg);
+                MPI_Group_free(&mut cg);
+                check(rc, "MPI_Group_translate_ranks")?;
+                local
+            } else {
+                Self::peer(e.recv.map_or(Peer::Any, |t| t.peer))
+            };
+            let tag = if any_tag {
+                m.tag
+            } else {
+                Self::tag(e.recv.map_or(Tag::Any, |t| t.tag))
+            };
+            check(PMPI_Probe(src, tag, c, RSMPI_STATUS_IGNORE), "MPI_Probe")?;
         }
         Ok(())
     }
@@ -291,6 +404,11 @@ impl Replayer<'_> {
             return;
         }
         let d = Duration::from_nanos((ns as f64 * self.opts.compute_scale) as u64);
+        if self.opts.yield_wait {
+            // Oversubscribed: never spin, the other ranks need the core.
+            std::thread::sleep(d);
+            return;
+        }
         let until = Instant::now() + d;
         if d > Duration::from_micros(200) {
             std::thread::sleep(d - Duration::from_micros(100));
@@ -334,6 +452,8 @@ impl Replayer<'_> {
                     let t = e.recv.context("receive side missing")?;
                     let (n, ty, mut b) = self.side(&t)?;
                     let c = self.comm(e.comm)?;
+                    self.await_match(e, c, t.peer == Peer::Any, t.tag == Tag::Any)?;
+                    self.yield_for_message(Self::peer(t.peer), Self::tag(t.tag), c)?;
                     check(
                         MPI_Recv(
                             b.as_mut_ptr().cast(),
@@ -530,21 +650,71 @@ impl Replayer<'_> {
                     let c = self.comm(e.comm)?;
                     let (src, tag) = (Self::peer(t.peer), Self::tag(t.tag));
                     if e.op == Op::Probe {
+                        self.await_match(e, c, t.peer == Peer::Any, t.tag == Tag::Any)?;
+                        self.yield_for_message(src, tag, c)?;
                         check(MPI_Probe(src, tag, c, st), "MPI_Probe")?;
                     } else {
                         if e.flag == Some(true) {
                             // Wait, untraced, until the message is there.
-                            let mut f: c_int = 0;
-                            while f == 0 {
-                                check(PMPI_Iprobe(src, tag, c, &mut f, st), "MPI_Iprobe")?;
-                            }
+                            self.yield_for_message_always(src, tag, c)?;
                         }
                         let mut f: c_int = 0;
                         check(MPI_Iprobe(src, tag, c, &mut f, st), "MPI_Iprobe")?;
                     }
                 }
-                Op::Mprobe | Op::Improbe | Op::Mrecv | Op::Imrecv => {
-                    bail!("{} is not replayed yet", e.op.name())
+                Op::Mprobe | Op::Improbe => {
+                    let t = e.recv.context("probe without a source")?;
+                    let c = self.comm(e.comm)?;
+                    let (src, tag) = (Self::peer(t.peer), Self::tag(t.tag));
+                    let mut msg = RSMPI_MESSAGE_NULL;
+                    if e.op == Op::Mprobe {
+                        self.await_match(e, c, t.peer == Peer::Any, t.tag == Tag::Any)?;
+                        check(MPI_Mprobe(src, tag, c, &mut msg, st), "MPI_Mprobe")?;
+                    } else {
+                        if e.flag == Some(true) {
+                            // Wait, untraced, until the message is there.
+                            self.yield_for_message_always(src, tag, c)?;
+                        }
+                        let mut f: c_int = 0;
+                        check(
+                            MPI_Improbe(src, tag, c, &mut f, &mut msg, st),
+                            "MPI_Improbe",
+                        )?;
+                    }
+                    if let Some(id) = e.message
+                        && msg != RSMPI_MESSAGE_NULL
+                    {
+                        self.msgs.insert(id, msg);
+                    }
+                }
+                Op::Mrecv | Op::Imrecv => {
+                    let t = e.recv.context("receive side missing")?;
+                    let (n, ty, mut b) = self.side(&t)?;
+                    let mut msg = e
+                        .message
+                        .and_then(|id| self.msgs.remove(&id))
+                        .unwrap_or(RSMPI_MESSAGE_NULL);
+                    if e.op == Op::Mrecv {
+                        check(
+                            MPI_Mrecv(b.as_mut_ptr().cast(), n, ty, &mut msg, st),
+                            "MPI_Mrecv",
+                        )?;
+                    } else {
+                        let mut h = RSMPI_REQUEST_NULL;
+                        check(
+                            MPI_Imrecv(b.as_mut_ptr().cast(), n, ty, &mut msg, &mut h),
+                            "MPI_Imrecv",
+                        )?;
+                        self.new_req(
+                            e.req,
+                            h,
+                            Keep {
+                                bytes: vec![b],
+                                ..Keep::default()
+                            },
+                            false,
+                        );
+                    }
                 }
                 op if op.is_collective() => bytes = self.collective(e)?,
                 Op::CommDup
@@ -611,6 +781,17 @@ impl Replayer<'_> {
             op => op,
         };
         let nonblocking = base != e.op;
+        if !nonblocking && self.opts.yield_wait {
+            // Wait by test-and-sleep, outside the traced API, until every
+            // rank has reached this collective: the collective itself then
+            // completes without a long busy-poll.
+            // SAFETY: reading an initialised constant.
+            let mut r = unsafe { RSMPI_REQUEST_NULL };
+            // SAFETY: `c` is live; `r` is a valid out-parameter.
+            check(unsafe { PMPI_Ibarrier(c, &mut r) }, "MPI_Ibarrier")?;
+            self.await_request(&mut r)?;
+        }
+        // SAFETY: reading an initialised constant.
         let mut req = unsafe { RSMPI_REQUEST_NULL };
         let mut bufs: Vec<Vec<u8>> = Vec::new();
         let mut keep = Keep::default();
@@ -1101,6 +1282,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         comms: HashMap::from([(CommId::WORLD.0, world), (CommId::SELF.0, selfc)]),
         types: HashMap::new(),
         reqs: HashMap::new(),
+        msgs: HashMap::new(),
         pattern,
         bsend: None,
         user_op: None,
@@ -1184,10 +1366,10 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     if rank == 0 {
         report(opts, file, total, &sums);
     }
-    for (_, mut t) in r.types.drain() {
-        // SAFETY: reading an initialised constant; freeing the datatypes
-        // this replay created (no request uses them any more).
-        if t != unsafe { RSMPI_UINT8_T } {
+    for (dsize, mut t) in r.types.drain() {
+        if ![1, 2, 4, 8, 16].contains(&dsize) {
+            // SAFETY: freeing a datatype this replay created; no request
+            // uses it any more.
             unsafe { MPI_Type_free(&mut t) };
         }
     }

@@ -43,6 +43,12 @@ pub struct Opts {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Wait by test-and-sleep before blocking receives, probes, request
+    /// completions and collectives (for oversubscribed nodes and
+    /// busy-polling MPI libraries such as MPICH); the calls issued stay the
+    /// same.
+    #[arg(long = "yield")]
+    pub yield_wait: bool,
     /// Give up after S seconds: every rank that has not finished says which
     /// event it waits on, and the job ends (for traces that cannot
     /// complete). 0 waits forever.
