@@ -69,6 +69,8 @@ struct Replayer<'o> {
     bsend: Option<Vec<u8>>,
     user_op: Option<MPI_Op>,
     stats: Vec<OpStats>,
+    /// Per (operation, call site of the traced application).
+    sites: HashMap<(Op, u64), OpStats>,
 }
 
 fn check(rc: c_int, what: &str) -> Result<()> {
@@ -1287,6 +1289,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         bsend: None,
         user_op: None,
         stats: vec![OpStats::default(); Op::ALL.len()],
+        sites: HashMap::new(),
     };
     let rt = trace
         .rank_trace(rank as u32)
@@ -1316,10 +1319,15 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
                 compress::raw::event_line(&ev)
             )
         })?;
-        let s = &mut r.stats[ev.op as usize];
-        s.calls += 1.0;
-        s.bytes += bytes;
-        s.secs += t0.elapsed().as_secs_f64();
+        let secs = t0.elapsed().as_secs_f64();
+        for s in [
+            &mut r.stats[ev.op as usize],
+            r.sites.entry((ev.op, ev.site)).or_default(),
+        ] {
+            s.calls += 1.0;
+            s.bytes += bytes;
+            s.secs += secs;
+        }
         n_events += 1;
     }
     if ex.is_broken() {
@@ -1363,8 +1371,9 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         (total, sums)
     };
     finished.store(true, Ordering::SeqCst);
+    let sites = gather_sites(&r.sites, rank, world)?;
     if rank == 0 {
-        report(opts, file, total, &sums);
+        report(opts, file, total, &sums, &sites);
     }
     for (dsize, mut t) in r.types.drain() {
         if ![1, 2, 4, 8, 16].contains(&dsize) {
@@ -1400,7 +1409,108 @@ fn watchdog(rank: i32, secs: f64, current: Arc<Mutex<String>>, finished: Arc<Ato
     });
 }
 
-fn report(opts: &Opts, file: &TraceFile, total: f64, sums: &[f64]) {
+/// Totals per (operation, call site) over all ranks, on rank 0: every
+/// rank's table is gathered (outside the traced API) and summed.
+fn gather_sites(
+    mine: &HashMap<(Op, u64), OpStats>,
+    rank: i32,
+    world: MPI_Comm,
+) -> Result<Vec<((Op, u64), OpStats)>> {
+    let flat: Vec<u64> = mine
+        .iter()
+        .flat_map(|(&(op, site), s)| {
+            [
+                op as u64,
+                site,
+                s.calls as u64,
+                s.bytes as u64,
+                (s.secs * 1e9) as u64,
+            ]
+        })
+        .collect();
+    let n = flat.len() as c_int;
+    let mut size: c_int = 0;
+    // SAFETY: world is valid after MPI_Init.
+    unsafe { MPI_Comm_size(world, &mut size) };
+    let mut counts = vec![0 as c_int; if rank == 0 { size as usize } else { 1 }];
+    // SAFETY: one int from every rank into `counts` on rank 0.
+    check(
+        unsafe {
+            PMPI_Gather(
+                (&raw const n).cast(),
+                1,
+                RSMPI_INT32_T,
+                counts.as_mut_ptr().cast(),
+                1,
+                RSMPI_INT32_T,
+                0,
+                world,
+            )
+        },
+        "MPI_Gather",
+    )?;
+    let displs: Vec<c_int> = counts
+        .iter()
+        .scan(0, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect();
+    let total: usize = counts.iter().map(|&c| c.max(0) as usize).sum();
+    let mut all = vec![0u64; if rank == 0 { total.max(1) } else { 1 }];
+    // SAFETY: every rank sends its `n` u64s; rank 0 receives them at
+    // `displs` in a buffer of the summed length.
+    check(
+        unsafe {
+            PMPI_Gatherv(
+                flat.as_ptr().cast(),
+                n,
+                RSMPI_UINT64_T,
+                all.as_mut_ptr().cast(),
+                counts.as_ptr(),
+                displs.as_ptr(),
+                RSMPI_UINT64_T,
+                0,
+                world,
+            )
+        },
+        "MPI_Gatherv",
+    )?;
+    if rank != 0 {
+        return Ok(Vec::new());
+    }
+    let mut sum: HashMap<(Op, u64), OpStats> = HashMap::new();
+    for c in all[..total].chunks_exact(5) {
+        let Some(&op) = Op::ALL.get(c[0] as usize) else {
+            continue;
+        };
+        let e = sum.entry((op, c[1])).or_default();
+        e.calls += c[2] as f64;
+        e.bytes += c[3] as f64;
+        e.secs += c[4] as f64 / 1e9;
+    }
+    let mut v: Vec<_> = sum.into_iter().collect();
+    v.sort_by(|a, b| {
+        b.1.secs
+            .total_cmp(&a.1.secs)
+            .then(b.1.calls.total_cmp(&a.1.calls))
+    });
+    Ok(v)
+}
+
+fn report(opts: &Opts, file: &TraceFile, total: f64, sums: &[f64], sites: &[((Op, u64), OpStats)]) {
+    let labels: HashMap<u64, &str> = file
+        .meta
+        .sites
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .collect();
+    let label = |site: u64| {
+        labels
+            .get(&site)
+            .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string())
+    };
     let rows: Vec<(Op, f64, f64, f64)> = Op::ALL
         .iter()
         .enumerate()
@@ -1415,6 +1525,10 @@ fn report(opts: &Opts, file: &TraceFile, total: f64, sums: &[f64]) {
             "application_seconds": file.meta.wall_ns as f64 / 1e9,
             "operations": rows.iter().map(|(op, calls, bytes, secs)| serde_json::json!({
                 "op": op.name(), "calls": calls, "bytes_sent": bytes, "seconds_in_mpi": secs,
+            })).collect::<Vec<_>>(),
+            "call_sites": sites.iter().map(|((op, site), s)| serde_json::json!({
+                "op": op.name(), "site": format!("{site:016x}"), "site_label": label(*site),
+                "calls": s.calls, "bytes_sent": s.bytes, "seconds_in_mpi": s.secs,
             })).collect::<Vec<_>>(),
         });
         println!("{v:#}");
@@ -1433,5 +1547,19 @@ fn report(opts: &Opts, file: &TraceFile, total: f64, sums: &[f64]) {
     );
     for (op, calls, bytes, secs) in rows {
         println!("{:<24} {calls:>12} {bytes:>16} {secs:>14.6}", op.name());
+    }
+    println!(
+        "\nper call site of the application (the 20 with the most time in MPI):\n{:<16} {:<32} {:>12} {:>16} {:>14}",
+        "operation", "site", "calls", "bytes sent", "time in MPI s"
+    );
+    for ((op, site), s) in sites.iter().take(20) {
+        println!(
+            "{:<16} {:<32} {:>12} {:>16} {:>14.6}",
+            op.name(),
+            label(*site),
+            s.calls,
+            s.bytes,
+            s.secs
+        );
     }
 }
