@@ -343,6 +343,19 @@ impl Replayer<'_> {
             .filter_map(|id| self.reqs.get(&id.0).map(|r| r.handle))
             .collect();
         while !pending.is_empty() {
+            // Some libraries (MPICH) do not progress inside
+            // MPI_Request_get_status; a probe, which consumes nothing, does.
+            let mut f: c_int = 0;
+            // SAFETY: world is valid; the status is ignored.
+            unsafe {
+                PMPI_Iprobe(
+                    RSMPI_ANY_SOURCE,
+                    RSMPI_ANY_TAG,
+                    RSMPI_COMM_WORLD,
+                    &mut f,
+                    RSMPI_STATUS_IGNORE,
+                )
+            };
             let mut left = Vec::with_capacity(pending.len());
             for h in pending {
                 let mut flag: c_int = 0;
@@ -783,16 +796,6 @@ impl Replayer<'_> {
             op => op,
         };
         let nonblocking = base != e.op;
-        if !nonblocking && self.opts.yield_wait {
-            // Wait by test-and-sleep, outside the traced API, until every
-            // rank has reached this collective: the collective itself then
-            // completes without a long busy-poll.
-            // SAFETY: reading an initialised constant.
-            let mut r = unsafe { RSMPI_REQUEST_NULL };
-            // SAFETY: `c` is live; `r` is a valid out-parameter.
-            check(unsafe { PMPI_Ibarrier(c, &mut r) }, "MPI_Ibarrier")?;
-            self.await_request(&mut r)?;
-        }
         // SAFETY: reading an initialised constant.
         let mut req = unsafe { RSMPI_REQUEST_NULL };
         let mut bufs: Vec<Vec<u8>> = Vec::new();
@@ -816,13 +819,26 @@ impl Replayer<'_> {
         // datatype sizes passed with them and outlive the call (or move
         // into the request table with a nonblocking call's request).
         let rc = unsafe {
+            // The traced blocking call; its traced nonblocking form; and,
+            // for a blocking call in yield mode, its nonblocking form
+            // outside the traced API, completed by test-and-sleep below.
             macro_rules! go {
-                ($blocking:expr, $nb:expr) => {
-                    if nonblocking { $nb } else { $blocking }
+                ($blocking:expr, $nb:expr, $yield:expr) => {
+                    if nonblocking {
+                        $nb
+                    } else if self.opts.yield_wait {
+                        $yield
+                    } else {
+                        $blocking
+                    }
                 };
             }
             match base {
-                Op::Barrier => go!(MPI_Barrier(c), MPI_Ibarrier(c, &mut req)),
+                Op::Barrier => go!(
+                    MPI_Barrier(c),
+                    MPI_Ibarrier(c, &mut req),
+                    PMPI_Ibarrier(c, &mut req)
+                ),
                 Op::Bcast => {
                     let (n, ty, mut b) = self.side(&send)?;
                     sent = b.len() as f64;
@@ -830,7 +846,8 @@ impl Replayer<'_> {
                     bufs.push(b);
                     go!(
                         MPI_Bcast(p, n, ty, root, c),
-                        MPI_Ibcast(p, n, ty, root, c, &mut req)
+                        MPI_Ibcast(p, n, ty, root, c, &mut req),
+                        PMPI_Ibcast(p, n, ty, root, c, &mut req)
                     )
                 }
                 Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
@@ -851,19 +868,23 @@ impl Replayer<'_> {
                     match base {
                         Op::Reduce => go!(
                             MPI_Reduce(sp, rp, n, ty, op, root, c),
-                            MPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req)
+                            MPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req),
+                            PMPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req)
                         ),
                         Op::Allreduce => go!(
                             MPI_Allreduce(sp, rp, n, ty, op, c),
-                            MPI_Iallreduce(sp, rp, n, ty, op, c, &mut req)
+                            MPI_Iallreduce(sp, rp, n, ty, op, c, &mut req),
+                            PMPI_Iallreduce(sp, rp, n, ty, op, c, &mut req)
                         ),
                         Op::Scan => go!(
                             MPI_Scan(sp, rp, n, ty, op, c),
-                            MPI_Iscan(sp, rp, n, ty, op, c, &mut req)
+                            MPI_Iscan(sp, rp, n, ty, op, c, &mut req),
+                            PMPI_Iscan(sp, rp, n, ty, op, c, &mut req)
                         ),
                         _ => go!(
                             MPI_Exscan(sp, rp, n, ty, op, c),
-                            MPI_Iexscan(sp, rp, n, ty, op, c, &mut req)
+                            MPI_Iexscan(sp, rp, n, ty, op, c, &mut req),
+                            PMPI_Iexscan(sp, rp, n, ty, op, c, &mut req)
                         ),
                     }
                 }
@@ -899,19 +920,23 @@ impl Replayer<'_> {
                     match base {
                         Op::Gather => go!(
                             MPI_Gather(sp, sn, sty, rp, rn, rty, root, c),
-                            MPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req)
+                            MPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req),
+                            PMPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req)
                         ),
                         Op::Scatter => go!(
                             MPI_Scatter(sp, sn, sty, rp, rn, rty, root, c),
-                            MPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req)
+                            MPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req),
+                            PMPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req)
                         ),
                         Op::Allgather => go!(
                             MPI_Allgather(sp, sn, sty, rp, rn, rty, c),
-                            MPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req)
+                            MPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req),
+                            PMPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req)
                         ),
                         _ => go!(
                             MPI_Alltoall(sp, sn, sty, rp, rn, rty, c),
-                            MPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req)
+                            MPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req),
+                            PMPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req)
                         ),
                     }
                 }
@@ -963,19 +988,23 @@ impl Replayer<'_> {
                     let rc = match base {
                         Op::Gatherv => go!(
                             MPI_Gatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c),
-                            MPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req)
+                            MPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req),
+                            PMPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req)
                         ),
                         Op::Scatterv => go!(
                             MPI_Scatterv(sp, scp, sdp, sty, rp, rn, rty, root, c),
-                            MPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req)
+                            MPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req),
+                            PMPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req)
                         ),
                         Op::Allgatherv => go!(
                             MPI_Allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c),
-                            MPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req)
+                            MPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req),
+                            PMPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req)
                         ),
                         _ => go!(
                             MPI_Alltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c),
-                            MPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req)
+                            MPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req),
+                            PMPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req)
                         ),
                     };
                     bufs.push(sb);
@@ -1043,7 +1072,8 @@ impl Replayer<'_> {
                     );
                     let rc = go!(
                         MPI_Alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c),
-                        MPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req)
+                        MPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req),
+                        PMPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req)
                     );
                     bufs.push(sb);
                     bufs.push(rb);
@@ -1072,13 +1102,15 @@ impl Replayer<'_> {
                     let rc = if base == Op::ReduceScatter {
                         go!(
                             MPI_Reduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c),
-                            MPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req)
+                            MPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req),
+                            PMPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req)
                         )
                     } else {
                         let n = rcounts.first().copied().unwrap_or(0);
                         go!(
                             MPI_Reduce_scatter_block(sp, rp, n, ty, op, c),
-                            MPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req)
+                            MPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req),
+                            PMPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req)
                         )
                     };
                     bufs.push(sb);
@@ -1093,6 +1125,11 @@ impl Replayer<'_> {
         if nonblocking {
             keep.bytes = bufs;
             self.new_req(e.req, req, keep, false);
+        } else if self.opts.yield_wait {
+            // Issued as PMPI_I*: complete it here, sleeping between tests
+            // (`bufs` and `keep` live until then).
+            self.await_request(&mut req)?;
+            drop((bufs, keep));
         }
         Ok(sent)
     }

@@ -43,10 +43,11 @@ pub struct Opts {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Wait by test-and-sleep before blocking receives, probes, request
-    /// completions and collectives (for oversubscribed nodes and
-    /// busy-polling MPI libraries such as MPICH); the calls issued stay the
-    /// same.
+    /// For oversubscribed nodes and busy-polling MPI libraries (MPICH):
+    /// wait by test-and-sleep before blocking receives, probes and request
+    /// completions, and issue blocking collectives through their
+    /// nonblocking PMPI form (so a tracer preloaded into the replay does
+    /// not see them; use its RANKSCALE_YIELD=1 to trace a replay instead).
     #[arg(long = "yield")]
     pub yield_wait: bool,
     /// Give up after S seconds: every rank that has not finished says which
