@@ -156,11 +156,6 @@ pub(crate) fn warn(rank: Option<i32>, msg: &str) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
-/// The tracer, if `MPI_Init` has run and tracing is on.
-pub(crate) fn active() -> Option<&'static Tracer> {
-    TRACER.get().filter(|t| t.enabled.load(Ordering::Relaxed))
-}
-
 /// The tracer whatever its state (for the FFI layer's bookkeeping).
 pub(crate) fn get() -> Option<&'static Tracer> {
     TRACER.get()
@@ -511,7 +506,15 @@ impl Scope {
     /// another wrapper.
     #[inline]
     pub fn enter(ret: usize) -> Option<Scope> {
-        let tracer = active()?;
+        let tracer = TRACER.get()?;
+        // With tracing off (it failed, or nothing was asked for), a wrapper
+        // still runs in yield mode, recording nothing: yielding waits turn
+        // blocking collectives into nonblocking ones, and a nonblocking
+        // collective must never meet a blocking one on another rank (MPI
+        // does not match them; mixing them gave wrong results on MPICH).
+        if !tracer.enabled.load(Ordering::Relaxed) && !tracer.config.yield_wait {
+            return None;
+        }
         if BUSY.with(|b| b.replace(true)) {
             return None;
         }
@@ -534,6 +537,9 @@ impl Scope {
     #[inline]
     pub fn record(self, op: Op, fill: impl FnOnce(&'static Tracer, &mut Event)) {
         let tracer = self.tracer;
+        if !tracer.enabled.load(Ordering::Relaxed) {
+            return;
+        }
         let leave = tracer.now();
         let r = catch_unwind(AssertUnwindSafe(|| {
             let n = tracer.events.fetch_add(1, Ordering::Relaxed) + 1;
