@@ -59,7 +59,8 @@ pub fn site_labels(file: &TraceFile) -> HashMap<u64, &str> {
         .collect()
 }
 
-fn site_text(labels: &HashMap<u64, &str>, site: u64) -> String {
+/// A call site's label, or its signature in hex when the trace has none.
+pub fn site_text(labels: &HashMap<u64, &str>, site: u64) -> String {
     labels
         .get(&site)
         .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string())

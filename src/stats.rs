@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use compress::profile::Profile;
 use compress::{MNode, Op};
 
-use crate::show::{read, site_labels};
+use crate::show::{read, site_labels, site_text};
 
 /// Structure counts of a merged trace.
 #[derive(Default)]
@@ -140,9 +140,7 @@ pub fn stats(path: &Path) -> Result<()> {
         "call", "site", "count", "time ms", "mean us", "max us", "app%", "mpi%", "bytes sent"
     );
     for (op, site, calls, bytes, time, max) in rows {
-        let label = labels
-            .get(&site)
-            .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string());
+        let label = site_text(&labels, site);
         println!(
             "{:<16} {:<32} {:>10} {:>12.3} {:>10.2} {:>10.2} {:>6.2} {:>6.2} {:>14}",
             op.name(),

@@ -82,7 +82,7 @@ pub struct TraceFile {
 impl TraceFile {
     /// The file's bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
-        let payload = postcard::to_stdvec(self).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let payload = self.to_wire()?;
         let mut out = Vec::with_capacity(16 + payload.len() / 4);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());

@@ -62,6 +62,8 @@ struct Replayer<'o> {
     rng: Rng,
     comms: HashMap<u32, MPI_Comm>,
     types: HashMap<i64, MPI_Datatype>,
+    /// The derived datatypes among `types`, freed at the end.
+    owned_types: Vec<MPI_Datatype>,
     reqs: HashMap<u64, Req>,
     /// Matched messages of Mprobe/Improbe by the trace's message id.
     msgs: HashMap<u64, MPI_Message>,
@@ -152,6 +154,7 @@ impl Replayer<'_> {
             )?;
             // SAFETY: `t` was just created.
             check(unsafe { MPI_Type_commit(&mut t) }, "MPI_Type_commit")?;
+            self.owned_types.push(t);
             t
         };
         self.types.insert(dsize, t);
@@ -388,19 +391,10 @@ impl Replayer<'_> {
         if !any_source && !any_tag {
             return Ok(());
         }
-        // SAFETY: `c` is a live communicator of this replay; the group
-        // handles are freed before returning; out-parameters are valid.
+        // SAFETY: `c` is a live communicator of this replay.
         unsafe {
             let src = if any_source {
-                let (mut wg, mut cg) = (RSMPI_GROUP_NULL, RSMPI_GROUP_NULL);
-                check(MPI_Comm_group(RSMPI_COMM_WORLD, &mut wg), "MPI_Comm_group")?;
-                check(MPI_Comm_group(c, &mut cg), "MPI_Comm_group")?;
-                let mut local: c_int = 0;
-                let rc = MPI_Group_translate_ranks(wg, 1, &m.source, cg, &mut local);
-                MPI_Group_free(&mut wg);
-                MPI_Group_free(&mut cg);
-                check(rc, "MPI_Group_translate_ranks")?;
-                local
+                world_to_local(c, &[m.source])?[0]
             } else {
                 Self::peer(e.recv.map_or(Peer::Any, |t| t.peer))
             };
@@ -1174,30 +1168,15 @@ impl Replayer<'_> {
                 ),
                 Op::CommCreate => {
                     // Members are world ranks: translate them into the parent.
-                    let mut wg = RSMPI_GROUP_NULL;
+                    let local = world_to_local(parent, &cr.members)?;
                     let mut pg = RSMPI_GROUP_NULL;
-                    check(MPI_Comm_group(RSMPI_COMM_WORLD, &mut wg), "MPI_Comm_group")?;
                     check(MPI_Comm_group(parent, &mut pg), "MPI_Comm_group")?;
-                    let mut local = vec![0 as c_int; cr.members.len()];
-                    check(
-                        MPI_Group_translate_ranks(
-                            wg,
-                            cr.members.len() as c_int,
-                            cr.members.as_ptr(),
-                            pg,
-                            local.as_mut_ptr(),
-                        ),
-                        "MPI_Group_translate_ranks",
-                    )?;
                     let mut g = RSMPI_GROUP_NULL;
-                    check(
-                        MPI_Group_incl(pg, local.len() as c_int, local.as_ptr(), &mut g),
-                        "MPI_Group_incl",
-                    )?;
+                    let rc = MPI_Group_incl(pg, local.len() as c_int, local.as_ptr(), &mut g);
+                    MPI_Group_free(&mut pg);
+                    check(rc, "MPI_Group_incl")?;
                     let rc = MPI_Comm_create(parent, g, &mut new);
-                    for mut x in [g, pg, wg] {
-                        MPI_Group_free(&mut x);
-                    }
+                    MPI_Group_free(&mut g);
                     rc
                 }
                 Op::CartCreate => MPI_Cart_create(
@@ -1251,6 +1230,35 @@ impl Replayer<'_> {
         }
         Ok(())
     }
+}
+
+/// The ranks in `comm` of the given world ranks (the trace records peers
+/// and group members as world ranks).
+fn world_to_local(comm: MPI_Comm, world: &[c_int]) -> Result<Vec<c_int>> {
+    let mut local = vec![0 as c_int; world.len()];
+    // SAFETY: `comm` is a live communicator; both groups are freed before
+    // returning; the rank arrays have `world.len()` entries.
+    unsafe {
+        let (mut wg, mut cg) = (RSMPI_GROUP_NULL, RSMPI_GROUP_NULL);
+        check(MPI_Comm_group(RSMPI_COMM_WORLD, &mut wg), "MPI_Comm_group")?;
+        let rc = MPI_Comm_group(comm, &mut cg);
+        let rc = if rc == 0 {
+            let rc = MPI_Group_translate_ranks(
+                wg,
+                world.len() as c_int,
+                world.as_ptr(),
+                cg,
+                local.as_mut_ptr(),
+            );
+            MPI_Group_free(&mut cg);
+            rc
+        } else {
+            rc
+        };
+        MPI_Group_free(&mut wg);
+        check(rc, "MPI_Group_translate_ranks")?;
+    }
+    Ok(local)
 }
 
 /// Runs the replay on this rank and returns the process exit code.
@@ -1320,6 +1328,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         rng,
         comms: HashMap::from([(CommId::WORLD.0, world), (CommId::SELF.0, selfc)]),
         types: HashMap::new(),
+        owned_types: Vec::new(),
         reqs: HashMap::new(),
         msgs: HashMap::new(),
         pattern,
@@ -1412,12 +1421,10 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     if rank == 0 {
         report(opts, file, total, &sums, &sites);
     }
-    for (dsize, mut t) in r.types.drain() {
-        if ![1, 2, 4, 8, 16].contains(&dsize) {
-            // SAFETY: freeing a datatype this replay created; no request
-            // uses it any more.
-            unsafe { MPI_Type_free(&mut t) };
-        }
+    for mut t in r.owned_types.drain(..) {
+        // SAFETY: freeing a datatype this replay created; no request uses
+        // it any more.
+        unsafe { MPI_Type_free(&mut t) };
     }
     // SAFETY: every request of the trace has completed; MPI ends once.
     check(unsafe { MPI_Finalize() }, "MPI_Finalize")?;
