@@ -37,12 +37,14 @@ launch() { # launch IMP NP TRACED PROGRAM ARGS...
   local shim="$root/target/$imp/release/libpmpi_shim.so"
   if [[ $imp == mpich ]]; then
     local env=()
-    [[ $traced == 1 ]] && env=(-genv LD_PRELOAD "$shim" -genv RANKSCALE_TRACE "$RANKSCALE_TRACE")
+    [[ $traced == 1 ]] && env=(-genv LD_PRELOAD "$shim" -genv RANKSCALE_TRACE "$RANKSCALE_TRACE"
+      -genv RANKSCALE_TIMELINE "${RANKSCALE_TIMELINE:-0}")
     mpirun.mpich -n "$np" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm "${env[@]}" \
       "target/programs/$imp/$prog" "$@"
   else
     local env=()
-    [[ $traced == 1 ]] && env=(-x "LD_PRELOAD=$shim" -x RANKSCALE_TRACE)
+    [[ $traced == 1 ]] && env=(-x "LD_PRELOAD=$shim" -x RANKSCALE_TRACE
+      -x "RANKSCALE_TIMELINE=${RANKSCALE_TIMELINE:-0}")
     mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
       "${env[@]}" "target/programs/$imp/$prog" "$@"
   fi
@@ -78,6 +80,18 @@ for imp in mpich openmpi; do
   for ((r = 0; r < ${PINGPONG_PAIRS:-9}; r++)); do pair "$r" pingpong_ns "$imp"; done |
     awk '{ print $1, $2, ($2 - $1) / 4 }' | pairs_report "$imp"
 done
+
+echo "timeline (RANKSCALE_TIMELINE=1): ping-pong as above, traced without and with the timeline; added ns per call = difference / 4"
+printf '%-8s %14s %14s %12s %16s\n' MPI "trace(ns)" "+timeline(ns)" "ns/call" "quartiles"
+pingpong_tl() { RANKSCALE_TIMELINE=$2 launch "$1" 2 1 pingpong "$iters" 8 3 2>/dev/null | awk '/roundtrip_ns/ {print $2}'; }
+for imp in mpich openmpi; do
+  for ((r = 0; r < ${PINGPONG_PAIRS:-9}; r++)); do pair "$r" pingpong_tl "$imp"; done |
+    awk '{ print $1, $2, ($2 - $1) / 4 }' | pairs_report "$imp"
+done
+tl_file="$tmp/timeline.trace"
+OMPI_MCA_mpi_yield_when_idle=1 RANKSCALE_TRACE=$tl_file RANKSCALE_TIMELINE=1 launch openmpi 16 1 stencil -d 2 -p 4x4 -t torus -i 2000 >/dev/null 2>&1
+echo "timeline size, Open MPI 2D torus stencil, 16 ranks, 2000 iterations:"
+"$root/target/openmpi/release/rankscale" stats "$tl_file" | grep -E '^(size|timeline)'
 
 echo "2D stencil, 2 ranks (2x1), time of the iteration loop; overhead = (traced - untraced) / untraced"
 stencil_args=(-d 2 -p 2x1 -i "${STENCIL_ITERS:-2000}" -n "${STENCIL_N:-512}" -k 10)

@@ -65,7 +65,16 @@ enum Cmd {
     },
 }
 
+/// A closed pipe (`rankscale show FILE | head`) ends the tool quietly, as
+/// it ends any Unix filter, instead of a panic inside `println!`.
+fn quiet_on_closed_pipe() {
+    // SAFETY: restores the default disposition of SIGPIPE, at startup,
+    // before any other thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 fn main() {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Trace {

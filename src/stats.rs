@@ -112,6 +112,17 @@ pub fn stats(path: &Path) -> Result<()> {
         "structure: {} call nodes ({} RSDs inside loops), {} loops ({} PRSDs), depth {}, {} parameter variants",
         s.events, s.rsds, s.loops, s.prsds, s.depth, s.variants
     );
+    if file.timelines.is_empty() {
+        println!("timeline: none (trace with RANKSCALE_TIMELINE=1 for per-event timestamps)");
+    } else {
+        let events: u64 = file.timelines.iter().map(|t| t.len()).sum();
+        let bytes: usize = file.timelines.iter().map(|t| t.encoded_bytes()).sum();
+        println!(
+            "timeline: {} ranks, {events} events, {bytes} bytes encoded ({:.2} bytes per event before the file's zlib)",
+            file.timelines.len(),
+            bytes as f64 / events.max(1) as f64
+        );
+    }
     if t.lost_events() > 0 {
         println!(
             "warning: {} events were lost while tracing",

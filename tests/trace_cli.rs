@@ -170,6 +170,7 @@ fn bad_files_get_clear_errors() {
     let good = TraceFile {
         meta: Default::default(),
         trace: MergedTrace::from_rank(&c.into_trace().unwrap()),
+        timelines: Vec::new(),
     }
     .to_bytes()
     .unwrap();

@@ -39,11 +39,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::merge::MergedTrace;
+use crate::timeline::Timeline;
 
 /// The file magic.
 pub const MAGIC: [u8; 8] = *b"RANKSCAL";
-/// The format version this build writes and the newest it reads.
-pub const VERSION: u32 = 1;
+/// The format version this build writes and the newest it reads. Version 2
+/// added the timelines; version 1 files (without them) are still read.
+pub const VERSION: u32 = 2;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
@@ -70,13 +72,23 @@ pub struct Meta {
     pub sites: Vec<(u64, String)>,
 }
 
-/// A trace file: metadata and the merged trace.
+/// A trace file: metadata, the merged trace, and the optional timelines.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TraceFile {
     /// How the trace was taken.
     pub meta: Meta,
     /// The events of all ranks.
     pub trace: MergedTrace,
+    /// Per-rank timestamps of every event (`RANKSCALE_TIMELINE=1`), by
+    /// rank; empty when the run did not ask for them.
+    pub timelines: Vec<Timeline>,
+}
+
+/// A version 1 file: no timelines.
+#[derive(Deserialize)]
+struct TraceFileV1 {
+    meta: Meta,
+    trace: MergedTrace,
 }
 
 impl TraceFile {
@@ -102,8 +114,22 @@ impl TraceFile {
 
     /// Inverse of [`TraceFile::to_wire`], checked like a file.
     pub fn from_wire(bytes: &[u8]) -> Result<TraceFile, Error> {
+        Self::decode(bytes, VERSION)
+    }
+
+    /// Decodes a payload of format `version` and checks it.
+    fn decode(bytes: &[u8], version: u32) -> Result<TraceFile, Error> {
         crate::depth::take_exceeded();
-        let f: TraceFile = postcard::from_bytes(bytes).map_err(|e| {
+        let decoded = if version == 1 {
+            postcard::from_bytes::<TraceFileV1>(bytes).map(|v| TraceFile {
+                meta: v.meta,
+                trace: v.trace,
+                timelines: Vec::new(),
+            })
+        } else {
+            postcard::from_bytes::<TraceFile>(bytes)
+        };
+        let f: TraceFile = decoded.map_err(|e| {
             Error::Corrupt(if crate::depth::take_exceeded() {
                 format!(
                     "trace data: loops nested deeper than {} levels",
@@ -118,6 +144,15 @@ impl TraceFile {
                 "trace data: parameters do not fit their events".into(),
             ));
         }
+        for t in &f.timelines {
+            t.spans()?;
+            if !f.trace.ranks().contains(t.rank) {
+                return Err(Error::Corrupt(format!(
+                    "timeline of rank {}, which the trace does not hold",
+                    t.rank
+                )));
+            }
+        }
         Ok(f)
     }
 
@@ -129,9 +164,13 @@ impl TraceFile {
         meta.sites.extend(other.meta.sites);
         meta.sites.sort_unstable();
         meta.sites.dedup_by_key(|s| s.0);
+        let mut timelines = self.timelines;
+        timelines.extend(other.timelines);
+        timelines.sort_by_key(|t| t.rank);
         TraceFile {
             meta,
             trace: self.trace.merge(other.trace),
+            timelines,
         }
     }
 
@@ -187,13 +226,53 @@ impl TraceFile {
         if payload.len() as u64 > MAX_PAYLOAD {
             return Err(Error::Corrupt("payload larger than 16 GiB".into()));
         }
-        TraceFile::from_wire(&payload)
+        TraceFile::decode(&payload, version)
+    }
+
+    /// The timeline of `rank`, if the trace has one.
+    pub fn timeline(&self, rank: u32) -> Option<&Timeline> {
+        self.timelines
+            .binary_search_by_key(&rank, |t| t.rank)
+            .ok()
+            .map(|i| &self.timelines[i])
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_1_files_still_read() {
+        let mut c = crate::Compressor::new(0, crate::Config::default());
+        c.push(&crate::Event::new(crate::Op::Barrier)).unwrap();
+        let trace = MergedTrace::from_rank(&c.into_trace().unwrap());
+        let meta = Meta {
+            tool: "rankscale 0.1".into(),
+            ..Meta::default()
+        };
+        // Version 1 wrote (meta, trace), nothing after.
+        let payload = postcard::to_stdvec(&(&meta, &trace)).unwrap();
+        let mut out = Vec::from(MAGIC);
+        out.extend_from_slice(&1u32.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::fast());
+        z.write_all(&payload).unwrap();
+        let f = TraceFile::from_bytes(&z.finish().unwrap()).unwrap();
+        assert_eq!(f.meta, meta);
+        assert_eq!(f.trace.total_events(), 1);
+        assert!(f.timelines.is_empty());
+    }
+
+    #[test]
+    fn a_timeline_of_a_rank_without_events_is_refused() {
+        let f = TraceFile {
+            timelines: vec![Timeline::new(5, 0)],
+            ..TraceFile::default()
+        };
+        let e = TraceFile::from_bytes(&f.to_bytes().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("rank 5"), "{e}");
+    }
 
     #[test]
     fn header_errors_are_clear() {
@@ -203,10 +282,10 @@ mod tests {
             Err(Error::NotATrace)
         ));
         let mut newer = good.clone();
-        newer[8] = 2;
+        newer[8] = 3;
         let e = TraceFile::from_bytes(&newer).unwrap_err();
-        assert!(e.to_string().contains("version 2"), "{e}");
-        assert!(e.to_string().contains("rankscale reads version 1"), "{e}");
+        assert!(e.to_string().contains("version 3"), "{e}");
+        assert!(e.to_string().contains("rankscale reads version 2"), "{e}");
         let cut = &good[..good.len() - 3];
         let e = TraceFile::from_bytes(cut).unwrap_err();
         assert!(matches!(e, Error::Corrupt(_)), "{e}");

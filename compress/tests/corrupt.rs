@@ -27,9 +27,20 @@ fn sample() -> TraceFile {
             None => t,
         });
     }
+    // Timelines of two ranks, so that damage can hit them too.
+    let timelines = (0..2)
+        .map(|rank| {
+            let mut t = compress::Timeline::new(rank, 1_700_000_000_000_000_000);
+            for i in 0..3000u64 {
+                t.push(i * 2_000 + rank as u64, i * 2_000 + 700);
+            }
+            t
+        })
+        .collect();
     TraceFile {
         meta: Default::default(),
         trace: merged.unwrap(),
+        timelines,
     }
 }
 
@@ -88,7 +99,7 @@ fn newer_versions_and_foreign_files_are_named_as_such() {
             e,
             Error::NewerVersion {
                 found: 7,
-                supported: 1
+                supported: compress::file::VERSION
             }
         ),
         "{e}"

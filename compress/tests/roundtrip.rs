@@ -392,7 +392,7 @@ proptest! {
         assert_lossless(&b, &per_rank)?;
         let mut c = merge_in(rank_traces(&per_rank), &order, true);
         c.normalize();
-        let file = TraceFile { meta: Default::default(), trace: c };
+        let file = TraceFile { meta: Default::default(), trace: c, timelines: Vec::new() };
         let back = TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
         assert_lossless(&back.trace, &per_rank)?;
         prop_assert_eq!(back.trace.total_events(), per_rank.iter().map(|e| e.len() as u64).sum::<u64>());

@@ -16,6 +16,9 @@ pub(crate) struct Config {
     /// `RANKSCALE_RAW` is set (raw logs alone); `RANKSCALE_TRACE=0` turns
     /// the trace file off.
     pub trace_file: Option<PathBuf>,
+    /// `RANKSCALE_TIMELINE=1`: the trace file also keeps every event's
+    /// enter and leave time per rank (for instance-level analysis).
+    pub timeline: bool,
     /// `RANKSCALE_DEPTH=N` (default 1): call-site frames in the signature.
     pub depth: usize,
     /// `RANKSCALE_YIELD=1`: blocking calls wait by test-and-sleep, so that
@@ -68,6 +71,7 @@ impl Config {
         let trace_file = trace_file_from_env();
         Config {
             raw_dir,
+            timeline: flag("RANKSCALE_TIMELINE"),
             trace_file,
             depth: parse("RANKSCALE_DEPTH", 1usize, |d| (1..=64).contains(d)),
             yield_wait: flag("RANKSCALE_YIELD"),

@@ -138,6 +138,7 @@ mod tests {
         TraceFile {
             meta: Default::default(),
             trace: MergedTrace::from_rank(&c.into_trace().unwrap()),
+            timelines: vec![compress::Timeline::new(rank as u32, 0)],
         }
     }
 
@@ -178,8 +179,12 @@ mod tests {
             let root = root.unwrap();
             let want_missing = u64::from(size > 3);
             assert_eq!(root.missing, want_missing, "size {size}");
-            let t = root.file.unwrap().trace;
+            let f = root.file.unwrap();
+            let t = f.trace;
             assert_eq!(t.ranks().len(), size as u64 - want_missing);
+            // Timelines travel with their ranks, sorted by rank.
+            let tl: Vec<u32> = f.timelines.iter().map(|t| t.rank).collect();
+            assert_eq!(tl, t.ranks().iter().collect::<Vec<_>>());
             assert_eq!(t.total_events(), 50 * (size as u64 - want_missing));
         }
     }

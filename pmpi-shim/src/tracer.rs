@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use compress::raw::RawLogWriter;
-use compress::{CommId, Compressor, Event, EventSink, Op, Peer, ReqId, Trace};
+use compress::{CommId, Compressor, Event, EventSink, Op, Peer, ReqId, Timeline, Trace};
 
 use crate::callsite;
 use crate::config::Config;
@@ -105,9 +105,7 @@ pub(crate) struct Tracer {
     /// and taken in creation order. A request completed by another thread
     /// than its creator is found by a scan.
     reqs: Mutex<HashMap<(usize, u32), Vec<ReqInfo>>>,
-    next_req: AtomicU64,
     msgs: Mutex<HashMap<usize, MsgInfo>>,
-    next_msg: AtomicU64,
     next_thread: AtomicU32,
     events: AtomicU64,
     sinks: Mutex<Sinks>,
@@ -122,6 +120,9 @@ pub(crate) struct Tracer {
 struct Sinks {
     raw: Option<RawLogWriter>,
     comp: Option<Compressor>,
+    /// The timeline, kept while `comp` is (it is keyed to the compressed
+    /// trace's expansion).
+    timeline: Option<Timeline>,
 }
 
 static TRACER: OnceLock<Tracer> = OnceLock::new();
@@ -140,6 +141,9 @@ struct ThreadState {
     idx: Option<u32>,
     /// When this thread last left an MPI call (ns since epoch).
     last_leave: u64,
+    /// How many requests and matched messages this thread has registered.
+    next_req: u64,
+    next_msg: u64,
 }
 
 /// Prints a warning on stderr, prefixed so that it is clearly the tracer's.
@@ -194,7 +198,18 @@ pub(crate) fn install(
         });
     // Off when nothing was asked for (RANKSCALE_TRACE=0 without
     // RANKSCALE_RAW) or the raw log was all that was asked for and failed.
-    let sinks = Sinks { raw, comp };
+    let timeline = (config.timeline && comp.is_some()).then(|| {
+        // The wall clock at time zero (`now()` counts from here).
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0));
+        Timeline::new(rank as u32, epoch)
+    });
+    let sinks = Sinks {
+        raw,
+        comp,
+        timeline,
+    };
     let enabled = sinks.raw.is_some() || sinks.comp.is_some();
     let comm_ranks = HashMap::from([(world.id, rank), (self_.id, 0)]);
     let mut comms = HashMap::new();
@@ -207,9 +222,7 @@ pub(crate) fn install(
         comm_ranks: RwLock::new(comm_ranks),
         next_comm: AtomicU32::new(CommId::FIRST_CREATED),
         reqs: Mutex::new(HashMap::new()),
-        next_req: AtomicU64::new(0),
         msgs: Mutex::new(HashMap::new()),
-        next_msg: AtomicU64::new(0),
         next_thread: AtomicU32::new(0),
         events: AtomicU64::new(0),
         sinks: Mutex::new(sinks),
@@ -254,6 +267,7 @@ impl Tracer {
         // sequence: this rank leaves the merged trace instead.
         let mut s = self.sinks.lock().unwrap_or_else(|p| p.into_inner());
         s.comp = None;
+        s.timeline = None;
         drop(s);
         if self.enabled.swap(false, Ordering::SeqCst) {
             warn(
@@ -307,8 +321,8 @@ impl Tracer {
         wildcard: bool,
         comm: Arc<CommInfo>,
     ) -> ReqId {
-        let id = ReqId(self.next_req.fetch_add(1, Ordering::Relaxed));
         let me = self.thread_index();
+        let id = ReqId(Self::next_id(me, |ts| &mut ts.next_req));
         if let Ok(mut m) = self.reqs.lock() {
             m.entry((key, me)).or_default().push(ReqInfo {
                 id,
@@ -387,6 +401,21 @@ impl Tracer {
         }
     }
 
+    /// The next request or message id of thread `me`: its own counter
+    /// in the low 40 bits, the thread index above. Ids then depend only on
+    /// each thread's own sequence of calls, not on how the threads
+    /// interleave, so a replay (one thread per recorded thread) reproduces
+    /// them; on the main thread they are plain counts.
+    fn next_id(me: u32, counter: impl FnOnce(&mut ThreadState) -> &mut u64) -> u64 {
+        THREAD.with(|ts| {
+            let mut ts = ts.borrow_mut();
+            let c = counter(&mut ts);
+            let id = (u64::from(me) << 40) | *c;
+            *c += 1;
+            id
+        })
+    }
+
     /// This thread's index on this rank, assigned on first use.
     pub fn thread_index(&self) -> u32 {
         THREAD.with(|ts| {
@@ -398,7 +427,7 @@ impl Tracer {
 
     /// Registers a matched message and returns its id.
     pub fn add_msg(&self, key: usize, comm: Arc<CommInfo>, source: i32, tag: i32) -> u64 {
-        let id = self.next_msg.fetch_add(1, Ordering::Relaxed);
+        let id = Self::next_id(self.thread_index(), |ts| &mut ts.next_msg);
         if let Ok(mut m) = self.msgs.lock() {
             m.insert(
                 key,
@@ -431,10 +460,14 @@ impl Tracer {
                 &format!("cannot write the raw log ({e}); the raw log stops here"),
             );
         }
+        if let Some(t) = &mut s.timeline {
+            t.push(ev.time.enter_ns, ev.time.enter_ns + ev.time.dur_ns);
+        }
         if let Some(c) = &mut s.comp
             && let Err(e) = c.push(ev)
         {
             s.comp = None;
+            s.timeline = None;
             warn(
                 Some(self.rank),
                 &format!("cannot compress events ({e}); this rank will be missing from the trace"),
@@ -448,12 +481,12 @@ impl Tracer {
 
     /// Flushes the raw log and ends compression; called at `MPI_Finalize` and
     /// `MPI_Abort`. Tracing stops afterwards. Returns this rank's compressed
-    /// trace, if it has one.
-    pub fn finish(&self) -> Option<Trace> {
+    /// trace, if it has one, and its timeline, if asked for.
+    pub fn finish(&self) -> Option<(Trace, Option<Timeline>)> {
         self.enabled.store(false, Ordering::SeqCst);
-        let (raw, comp) = match self.sinks.lock() {
-            Ok(mut s) => (s.raw.take(), s.comp.take()),
-            Err(_) => (None, None),
+        let (raw, comp, timeline) = match self.sinks.lock() {
+            Ok(mut s) => (s.raw.take(), s.comp.take(), s.timeline.take()),
+            Err(_) => (None, None, None),
         };
         if let Some(mut raw) = raw
             && let Err(e) = raw.finish()
@@ -461,7 +494,7 @@ impl Tracer {
             warn(Some(self.rank), &format!("cannot write the raw log ({e})"));
         }
         match comp.map(Compressor::into_trace) {
-            Some(Ok(t)) => Some(t),
+            Some(Ok(t)) => Some((t, timeline)),
             Some(Err(e)) => {
                 warn(Some(self.rank), &format!("cannot end compression ({e})"));
                 None
@@ -583,6 +616,15 @@ impl Drop for Scope {
 
 /// Whether this thread is inside a wrapper (a Fortran wrapper that forwards
 /// to a Fortran binding which calls the C entry point, for instance).
+/// Gives the calling thread its index on this rank now, if it has none:
+/// the index is the order of each thread's first call into MPI, and
+/// `MPI_Query_thread` counts as one without being recorded.
+pub(crate) fn claim_thread_index() {
+    if let Some(t) = get() {
+        let _ = catch_unwind(AssertUnwindSafe(|| t.thread_index()));
+    }
+}
+
 pub(crate) fn nested() -> bool {
     BUSY.with(Cell::get)
 }

@@ -40,6 +40,9 @@ struct Req {
     /// v/w collective (a moved `Vec` keeps its heap block in place).
     _keep: Keep,
     persistent: bool,
+    /// For a receive: its communicator, to check the source it matched
+    /// against the trace's (a world rank) when it completes.
+    comm: Option<MPI_Comm>,
 }
 
 #[derive(Default)]
@@ -47,6 +50,103 @@ struct Keep {
     bytes: Vec<Vec<u8>>,
     ints: Vec<Vec<c_int>>,
     types: Vec<Vec<MPI_Datatype>>,
+}
+
+/// A communicator handle that may cross threads: under
+/// `MPI_THREAD_MULTIPLE` every thread of a process may use it.
+#[derive(Clone, Copy)]
+struct SharedComm(MPI_Comm);
+
+// SAFETY: MPI handles are process-wide; the replay only starts threads
+// after MPI granted MPI_THREAD_MULTIPLE, under which any thread may use a
+// communicator. Creation and freeing are ordered by `Progress`.
+unsafe impl Send for SharedComm {}
+
+/// The communicators of a rank by trace id, shared by its replay threads.
+#[derive(Clone)]
+struct Comms(Arc<Mutex<HashMap<u32, SharedComm>>>);
+
+impl Comms {
+    fn new(world: MPI_Comm, selfc: MPI_Comm) -> Self {
+        Comms(Arc::new(Mutex::new(HashMap::from([
+            (CommId::WORLD.0, SharedComm(world)),
+            (CommId::SELF.0, SharedComm(selfc)),
+        ]))))
+    }
+
+    fn get(&self, id: u32) -> Option<MPI_Comm> {
+        self.0.lock().ok()?.get(&id).map(|c| c.0)
+    }
+
+    fn insert(&self, id: u32, c: MPI_Comm) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(id, SharedComm(c));
+        }
+    }
+
+    fn remove(&self, id: u32) {
+        if let Ok(mut m) = self.0.lock() {
+            m.remove(&id);
+        }
+    }
+}
+
+/// Where each replay thread of a rank is, as the position (in the rank's
+/// recorded event order) of the next event it will issue; `u64::MAX` once
+/// it is done. A communicator is created or freed only when every other
+/// thread has issued all the events recorded before it, the order the
+/// application's threads had (the joins and locks between them are not
+/// MPI calls, so the trace knows them only through this order).
+struct Progress {
+    next: Vec<std::sync::atomic::AtomicU64>,
+    /// Whether each thread has made its first MPI call. The tracer numbers
+    /// a rank's threads in the order of their first MPI call, so thread
+    /// `k` makes it (an `MPI_Query_thread`, which never blocks) only after
+    /// thread `k - 1`, which keeps the numbers of the application.
+    started: Vec<AtomicBool>,
+}
+
+impl Progress {
+    fn new(threads: usize) -> Self {
+        Progress {
+            next: (0..threads)
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
+            started: (0..threads).map(|i| AtomicBool::new(i == 0)).collect(),
+        }
+    }
+
+    fn await_turn(&self, slot: usize) {
+        while slot > 1 && !self.started[slot - 1].load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_micros(20));
+        }
+    }
+
+    fn has_started(&self, slot: usize) {
+        self.started[slot].store(true, Ordering::SeqCst);
+    }
+
+    fn set(&self, slot: usize, pos: u64) {
+        self.next[slot].store(pos, Ordering::SeqCst);
+    }
+
+    fn await_others(&self, slot: usize, pos: u64) {
+        while self
+            .next
+            .iter()
+            .enumerate()
+            .any(|(i, p)| i != slot && p.load(Ordering::SeqCst) < pos)
+        {
+            std::thread::sleep(Duration::from_micros(20));
+        }
+    }
+}
+
+/// A replay thread's part of the report.
+struct Summary {
+    stats: Vec<OpStats>,
+    sites: HashMap<(Op, u64), OpStats>,
+    diverged: u64,
 }
 
 /// Per-operation totals for the report: calls, bytes, seconds.
@@ -60,20 +160,40 @@ struct OpStats {
 struct Replayer<'o> {
     opts: &'o Opts,
     rng: Rng,
-    comms: HashMap<u32, MPI_Comm>,
+    comms: Comms,
+    /// Whether other threads replay other parts of this rank: a
+    /// communicator that is not there yet is then awaited (another thread
+    /// creates it) instead of being an error.
+    threaded: bool,
     types: HashMap<i64, MPI_Datatype>,
     /// The derived datatypes among `types`, freed at the end.
     owned_types: Vec<MPI_Datatype>,
     reqs: HashMap<u64, Req>,
     /// Matched messages of Mprobe/Improbe by the trace's message id.
     msgs: HashMap<u64, MPI_Message>,
+    /// Messages that an Improbe matched in the replay but not in the
+    /// application (a polling loop), with their communicator, source and
+    /// tag: the Mrecv of the probe that matched them in the application
+    /// receives them.
+    stray: Vec<(MPI_Comm, c_int, c_int, MPI_Message)>,
     pattern: Vec<u8>,
-    bsend: Option<Vec<u8>>,
     user_op: Option<MPI_Op>,
     stats: Vec<OpStats>,
     /// Per (operation, call site of the traced application).
     sites: HashMap<(Op, u64), OpStats>,
+    /// Outcomes of racy calls that came out differently from the trace: a
+    /// wildcard receive that matched another message, a Waitany, Waitsome
+    /// or Test that completed other requests. The replay then keeps going
+    /// with what MPI did (a later completion of a request that is already
+    /// complete is left out), so it always finishes, and reports the count.
+    diverged: u64,
 }
+
+/// How long, once this rank has diverged from the trace, a probe waits for
+/// a message the trace says is there: an earlier wildcard receive may have
+/// taken it. Before any divergence the wait is unbounded (the message must
+/// come; `--timeout` guards against traces that cannot complete).
+const DIVERGED_WAIT: Duration = Duration::from_millis(200);
 
 fn check(rc: c_int, what: &str) -> Result<()> {
     if rc == 0 {
@@ -93,12 +213,141 @@ unsafe extern "C" fn keep_op(
 ) {
 }
 
-impl Replayer<'_> {
+impl<'o> Replayer<'o> {
+    /// The replayer of one thread (`slot`) of `rank`.
+    fn new(opts: &'o Opts, rank: i32, slot: usize, comms: Comms, threaded: bool) -> Self {
+        let mut pattern = vec![0u8; 4096];
+        let mut rng = Rng::new(opts.seed ^ ((slot as u64) << 48), rank as u32);
+        for chunk in pattern.chunks_mut(8) {
+            let x = rng.next_u64().to_ne_bytes();
+            chunk.copy_from_slice(&x[..chunk.len()]);
+        }
+        Replayer {
+            opts,
+            rng,
+            comms,
+            threaded,
+            types: HashMap::new(),
+            owned_types: Vec::new(),
+            reqs: HashMap::new(),
+            msgs: HashMap::new(),
+            stray: Vec::new(),
+            pattern,
+            user_op: None,
+            stats: vec![OpStats::default(); Op::ALL.len()],
+            sites: HashMap::new(),
+            diverged: 0,
+        }
+    }
+
+    /// Issues the events of one application thread (`(slot, tid)`) of
+    /// this rank, in place in the rank's compressed trace. Returns how
+    /// many it issued.
+    fn run_thread(
+        &mut self,
+        rt: &compress::Trace,
+        rank: i32,
+        (slot, tid): (usize, u32),
+        progress: &Progress,
+        current: &Mutex<String>,
+    ) -> Result<u64> {
+        let mut ex = rt.expand();
+        let (mut pos, mut n) = (0u64, 0u64);
+        while let Some(ev) = ex.next() {
+            pos += 1;
+            if ev.thread != tid {
+                continue;
+            }
+            progress.set(slot, pos);
+            if n == 0 && slot > 0 {
+                progress.await_turn(slot);
+                let mut level: c_int = 0;
+                // SAFETY: a valid out-parameter; MPI is initialised.
+                unsafe { MPI_Query_thread(&mut level) };
+                progress.has_started(slot);
+            }
+            let c = compute_ns(ex.timing(), &mut self.rng);
+            self.sleep(c);
+            if self.threaded && ev.op.family() == compress::Family::CommManagement {
+                progress.await_others(slot, pos);
+            }
+            if self.opts.timeout > 0.0
+                && let Ok(mut cur) = current.lock()
+            {
+                *cur = format!("event {n}: {}", compress::raw::event_line(&ev));
+            }
+            let t0 = Instant::now();
+            let bytes = self.exec(&ev).with_context(|| {
+                format!(
+                    "rank {rank}, event {n} ({})",
+                    compress::raw::event_line(&ev)
+                )
+            })?;
+            let secs = t0.elapsed().as_secs_f64();
+            for s in [
+                &mut self.stats[ev.op as usize],
+                self.sites.entry((ev.op, ev.site)).or_default(),
+            ] {
+                s.calls += 1.0;
+                s.bytes += bytes;
+                s.secs += secs;
+            }
+            n += 1;
+        }
+        progress.has_started(slot);
+        progress.set(slot, u64::MAX);
+        if ex.is_broken() {
+            bail!("rank {rank}: the trace is inconsistent; its expansion stopped after {n} events");
+        }
+        Ok(n)
+    }
+
+    /// Frees the datatypes this replayer created and hands over its part
+    /// of the report (which, unlike the MPI handles, may cross threads).
+    fn finish(mut self) -> Summary {
+        self.free_types();
+        Summary {
+            stats: self.stats,
+            sites: self.sites,
+            diverged: self.diverged,
+        }
+    }
+
+    /// Frees the derived datatypes this replayer created.
+    fn free_types(&mut self) {
+        for mut t in self.owned_types.drain(..) {
+            // SAFETY: freeing a datatype this replayer created; no request
+            // uses it any more.
+            unsafe { MPI_Type_free(&mut t) };
+        }
+    }
+
+    /// Adds another thread's report to this one's.
+    fn absorb(&mut self, other: Summary) {
+        for (a, b) in self.stats.iter_mut().zip(&other.stats) {
+            a.calls += b.calls;
+            a.bytes += b.bytes;
+            a.secs += b.secs;
+        }
+        for (k, b) in &other.sites {
+            let a = self.sites.entry(*k).or_default();
+            a.calls += b.calls;
+            a.bytes += b.bytes;
+            a.secs += b.secs;
+        }
+        self.diverged += other.diverged;
+    }
+
     fn comm(&self, id: CommId) -> Result<MPI_Comm> {
-        self.comms
-            .get(&id.0)
-            .copied()
-            .ok_or_else(|| anyhow!("communicator {} is not known at this point", id.0))
+        loop {
+            if let Some(c) = self.comms.get(id.0) {
+                return Ok(c);
+            }
+            if !self.threaded {
+                bail!("communicator {} is not known at this point", id.0);
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
     }
 
     fn count(&self, c: i64) -> c_int {
@@ -249,9 +498,78 @@ impl Replayer<'_> {
                     handle,
                     _keep: keep,
                     persistent,
+                    comm: None,
                 },
             );
         }
+    }
+
+    /// The requests of a completion call that are still live. One that the
+    /// replay already completed (an earlier racy call completed more than
+    /// the application's did) is left out and counted as a divergence.
+    fn live(&mut self, ids: &[ReqId]) -> Vec<ReqId> {
+        let live: Vec<ReqId> = ids
+            .iter()
+            .copied()
+            .filter(|id| self.reqs.contains_key(&id.0))
+            .collect();
+        self.diverged += (ids.len() - live.len()) as u64;
+        live
+    }
+
+    /// Whether a live request has completed, without completing it.
+    fn is_complete(&self, id: ReqId) -> Result<bool> {
+        let Some(r) = self.reqs.get(&id.0) else {
+            return Ok(true);
+        };
+        let mut flag: c_int = 0;
+        // SAFETY: a live request of this replay; the status is ignored and
+        // the request is not freed.
+        check(
+            unsafe { PMPI_Request_get_status(r.handle, &mut flag, RSMPI_STATUS_IGNORE) },
+            "MPI_Request_get_status",
+        )?;
+        Ok(flag != 0)
+    }
+
+    /// Compares what a completion call completed with what the trace
+    /// says: the set of requests (for the racy any/some/test calls) and
+    /// the source and tag that wildcard receives matched. Each difference
+    /// counts as a divergence.
+    fn check_outcome(
+        &mut self,
+        e: &Event,
+        live: &[ReqId],
+        completed: &[(ReqId, MPI_Status)],
+    ) -> Result<()> {
+        if !matches!(e.op, Op::Wait | Op::Waitall) {
+            let mut want: Vec<u64> = e
+                .done
+                .iter()
+                .filter(|d| live.contains(d))
+                .map(|d| d.0)
+                .collect();
+            let mut got: Vec<u64> = completed.iter().map(|(id, _)| id.0).collect();
+            want.sort_unstable();
+            got.sort_unstable();
+            if want != got {
+                self.diverged += 1;
+            }
+        }
+        for m in &e.matched {
+            let Some(id) = m.req else { continue };
+            let (Some((_, st)), Some(c)) = (
+                completed.iter().find(|(r, _)| *r == id),
+                self.reqs.get(&id.0).and_then(|r| r.comm),
+            ) else {
+                continue;
+            };
+            let src = world_to_local(c, &[m.source])?[0];
+            if st.MPI_SOURCE != src || st.MPI_TAG != m.tag {
+                self.diverged += 1;
+            }
+        }
+        Ok(())
     }
 
     fn handles(&self, ids: &[ReqId]) -> Result<Vec<MPI_Request>> {
@@ -299,13 +617,15 @@ impl Replayer<'_> {
         if !self.opts.yield_wait || src == unsafe { RSMPI_PROC_NULL } {
             return Ok(());
         }
-        self.yield_for_message_always(src, tag, c)
+        self.yield_for_message_always(src, tag, c).map(drop)
     }
 
     /// Waits (outside the traced API) until a message from `src` with
     /// `tag` is there, whatever the mode: before an Iprobe or Improbe that
-    /// the trace says found one.
-    fn yield_for_message_always(&self, src: c_int, tag: c_int, c: MPI_Comm) -> Result<()> {
+    /// the trace says found one, and before a wildcard receive. False when
+    /// it gave up after [`DIVERGED_WAIT`] on a rank that has diverged.
+    fn yield_for_message_always(&self, src: c_int, tag: c_int, c: MPI_Comm) -> Result<bool> {
+        let start = Instant::now();
         loop {
             let mut f: c_int = 0;
             // SAFETY: `c` is a live communicator; the status is ignored.
@@ -314,7 +634,10 @@ impl Replayer<'_> {
                 "MPI_Iprobe",
             )?;
             if f != 0 {
-                return Ok(());
+                return Ok(true);
+            }
+            if self.diverged > 0 && start.elapsed() > DIVERGED_WAIT {
+                return Ok(false);
             }
             self.pause();
         }
@@ -381,29 +704,71 @@ impl Replayer<'_> {
         Ok(())
     }
 
+    /// The source (local rank in `c`) and tag that a wildcard receive or
+    /// probe of the trace matched; `None` for a call without wildcards.
+    fn expected_match(e: &Event, c: MPI_Comm) -> Result<Option<(c_int, c_int)>> {
+        let (Some(m), Some(t)) = (e.matched.first(), e.recv) else {
+            return Ok(None);
+        };
+        let (any_source, any_tag) = (t.peer == Peer::Any, t.tag == Tag::Any);
+        if !any_source && !any_tag {
+            return Ok(None);
+        }
+        let src = if any_source {
+            world_to_local(c, &[m.source])?[0]
+        } else {
+            Self::peer(t.peer)
+        };
+        let tag = if any_tag { m.tag } else { Self::tag(t.tag) };
+        Ok(Some((src, tag)))
+    }
+
     /// For a wildcard receive or probe that the trace says matched a given
     /// message: waits (untraced) until that message has arrived, so that
-    /// the traced wildcard call most likely matches the same one.
-    fn await_match(&self, e: &Event, c: MPI_Comm, any_source: bool, any_tag: bool) -> Result<()> {
-        let Some(m) = e.matched.first() else {
-            return Ok(());
-        };
-        if !any_source && !any_tag {
+    /// the traced wildcard call most likely matches the same one. (Another
+    /// matching message may still come first; [`Self::check_match`] then
+    /// counts the divergence.)
+    fn await_match(&mut self, e: &Event, c: MPI_Comm) -> Result<()> {
+        if let Some((src, tag)) = Self::expected_match(e, c)?
+            && !self.yield_for_message_always(src, tag, c)?
+        {
+            self.diverged += 1;
+        }
+        Ok(())
+    }
+
+    /// Before a probe that the trace says found a message: waits (untraced)
+    /// until the message it found is there, so that the traced probe finds
+    /// it too (a blocking probe then returns at once, even in yield mode).
+    fn await_probe(&mut self, e: &Event, c: MPI_Comm, src: c_int, tag: c_int) -> Result<()> {
+        let (s, t) = Self::expected_match(e, c)?.unwrap_or((src, tag));
+        if !self.yield_for_message_always(s, t, c)? {
+            self.diverged += 1;
+        }
+        Ok(())
+    }
+
+    /// After a probe: counts a divergence if it found a message where the
+    /// application's did not (a polling loop), or another one.
+    fn check_probe(&mut self, e: &Event, c: MPI_Comm, found: c_int, st: &MPI_Status) -> Result<()> {
+        if e.flag.is_some() && e.flag != Some(found != 0) {
+            self.diverged += 1;
             return Ok(());
         }
-        // SAFETY: `c` is a live communicator of this replay.
-        unsafe {
-            let src = if any_source {
-                world_to_local(c, &[m.source])?[0]
-            } else {
-                Self::peer(e.recv.map_or(Peer::Any, |t| t.peer))
-            };
-            let tag = if any_tag {
-                m.tag
-            } else {
-                Self::tag(e.recv.map_or(Tag::Any, |t| t.tag))
-            };
-            check(PMPI_Probe(src, tag, c, RSMPI_STATUS_IGNORE), "MPI_Probe")?;
+        if found != 0 {
+            self.check_match(e, c, st)?;
+        }
+        Ok(())
+    }
+
+    /// After a blocking wildcard receive or a probe that found a message:
+    /// counts a divergence if it matched another source or tag than the
+    /// trace's.
+    fn check_match(&mut self, e: &Event, c: MPI_Comm, st: &MPI_Status) -> Result<()> {
+        if let Some((src, tag)) = Self::expected_match(e, c)?
+            && (st.MPI_SOURCE != src || st.MPI_TAG != tag)
+        {
+            self.diverged += 1;
         }
         Ok(())
     }
@@ -461,8 +826,9 @@ impl Replayer<'_> {
                     let t = e.recv.context("receive side missing")?;
                     let (n, ty, mut b) = self.side(&t)?;
                     let c = self.comm(e.comm)?;
-                    self.await_match(e, c, t.peer == Peer::Any, t.tag == Tag::Any)?;
+                    self.await_match(e, c)?;
                     self.yield_for_message(Self::peer(t.peer), Self::tag(t.tag), c)?;
+                    let mut ms: MPI_Status = std::mem::zeroed();
                     check(
                         MPI_Recv(
                             b.as_mut_ptr().cast(),
@@ -471,10 +837,11 @@ impl Replayer<'_> {
                             Self::peer(t.peer),
                             Self::tag(t.tag),
                             c,
-                            st,
+                            &mut ms,
                         ),
                         "MPI_Recv",
                     )?;
+                    self.check_match(e, c, &ms)?;
                 }
                 Op::Sendrecv => {
                     let (s, r) = (
@@ -587,6 +954,9 @@ impl Replayer<'_> {
                         },
                         e.op == Op::RecvInit,
                     );
+                    if let Some(r) = e.req.and_then(|id| self.reqs.get_mut(&id.0)) {
+                        r.comm = Some(c);
+                    }
                 }
                 Op::Start | Op::Startall => {
                     let mut hs = self.handles(&e.reqs)?;
@@ -617,30 +987,51 @@ impl Replayer<'_> {
                 | Op::Testall
                 | Op::Testany
                 | Op::Testsome => {
-                    let mut hs = self.handles(&e.reqs)?;
-                    let n = hs.len() as c_int;
-                    if matches!(
+                    let mut ids = self.live(&e.reqs);
+                    let racy = matches!(
                         e.op,
                         Op::Waitany | Op::Waitsome | Op::Testany | Op::Testsome
-                    ) || e.flag == Some(true)
-                    {
+                    );
+                    if racy || e.flag == Some(true) {
                         self.await_done(&e.done)?;
                     }
+                    // MPI's Waitany and Testany return the first complete
+                    // request in the array: if one before the recorded
+                    // outcome completed too, the recorded one goes first
+                    // (the call's request order then differs from the
+                    // trace, which counts as a divergence).
+                    if matches!(e.op, Op::Waitany | Op::Testany)
+                        && let Some(&d) = e.done.first()
+                        && let Some(pos) = ids.iter().position(|&i| i == d)
+                    {
+                        let mut earlier = false;
+                        for &i in &ids[..pos] {
+                            earlier |= self.is_complete(i)?;
+                        }
+                        if earlier {
+                            ids.remove(pos);
+                            ids.insert(0, d);
+                            self.diverged += 1;
+                        }
+                    }
+                    let mut hs = self.handles(&ids)?;
+                    let n = hs.len() as c_int;
                     let mut flag: c_int = 0;
                     let mut idx: c_int = 0;
                     let mut out: c_int = 0;
                     let mut idxs = vec![0 as c_int; hs.len().max(1)];
-                    let sts = RSMPI_STATUSES_IGNORE;
-                    let p = hs.as_mut_ptr();
+                    // A plain-data array of statuses, filled by MPI.
+                    let mut sts: Vec<MPI_Status> = vec![std::mem::zeroed(); hs.len().max(1)];
+                    let (p, sp) = (hs.as_mut_ptr(), sts.as_mut_ptr());
                     let rc = match e.op {
-                        Op::Wait if n > 0 => MPI_Wait(p, st),
-                        Op::Waitall => MPI_Waitall(n, p, sts),
-                        Op::Waitany => MPI_Waitany(n, p, &mut idx, st),
-                        Op::Waitsome => MPI_Waitsome(n, p, &mut out, idxs.as_mut_ptr(), sts),
-                        Op::Test if n > 0 => MPI_Test(p, &mut flag, st),
-                        Op::Testall => MPI_Testall(n, p, &mut flag, sts),
-                        Op::Testany => MPI_Testany(n, p, &mut idx, &mut flag, st),
-                        Op::Testsome => MPI_Testsome(n, p, &mut out, idxs.as_mut_ptr(), sts),
+                        Op::Wait if n > 0 => MPI_Wait(p, sp),
+                        Op::Waitall => MPI_Waitall(n, p, sp),
+                        Op::Waitany => MPI_Waitany(n, p, &mut idx, sp),
+                        Op::Waitsome => MPI_Waitsome(n, p, &mut out, idxs.as_mut_ptr(), sp),
+                        Op::Test if n > 0 => MPI_Test(p, &mut flag, sp),
+                        Op::Testall => MPI_Testall(n, p, &mut flag, sp),
+                        Op::Testany => MPI_Testany(n, p, &mut idx, &mut flag, sp),
+                        Op::Testsome => MPI_Testsome(n, p, &mut out, idxs.as_mut_ptr(), sp),
                         _ => {
                             // A completion on MPI_REQUEST_NULL only.
                             let mut h = RSMPI_REQUEST_NULL;
@@ -652,48 +1043,72 @@ impl Replayer<'_> {
                         }
                     };
                     check(rc, e.op.name())?;
-                    self.settle(&e.reqs, &hs);
+                    let pick = |i: c_int| usize::try_from(i).ok().and_then(|i| ids.get(i).copied());
+                    let completed: Vec<(ReqId, MPI_Status)> = match e.op {
+                        Op::Wait | Op::Waitall => {
+                            ids.iter().copied().zip(sts.iter().copied()).collect()
+                        }
+                        Op::Test | Op::Testall if flag != 0 => {
+                            ids.iter().copied().zip(sts.iter().copied()).collect()
+                        }
+                        Op::Waitany => pick(idx).map(|id| (id, sts[0])).into_iter().collect(),
+                        Op::Testany if flag != 0 => {
+                            pick(idx).map(|id| (id, sts[0])).into_iter().collect()
+                        }
+                        Op::Waitsome | Op::Testsome if out > 0 => idxs[..out as usize]
+                            .iter()
+                            .zip(&sts)
+                            .filter_map(|(&i, st)| pick(i).map(|id| (id, *st)))
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    self.check_outcome(e, &ids, &completed)?;
+                    self.settle(&ids, &hs);
                 }
                 Op::Probe | Op::Iprobe => {
                     let t = e.recv.context("probe without a source")?;
                     let c = self.comm(e.comm)?;
                     let (src, tag) = (Self::peer(t.peer), Self::tag(t.tag));
+                    let mut ms: MPI_Status = std::mem::zeroed();
+                    let mut f: c_int = 1;
                     if e.op == Op::Probe {
-                        self.await_match(e, c, t.peer == Peer::Any, t.tag == Tag::Any)?;
-                        self.yield_for_message(src, tag, c)?;
-                        check(MPI_Probe(src, tag, c, st), "MPI_Probe")?;
+                        self.await_probe(e, c, src, tag)?;
+                        check(MPI_Probe(src, tag, c, &mut ms), "MPI_Probe")?;
                     } else {
                         if e.flag == Some(true) {
-                            // Wait, untraced, until the message is there.
-                            self.yield_for_message_always(src, tag, c)?;
+                            self.await_probe(e, c, src, tag)?;
                         }
-                        let mut f: c_int = 0;
-                        check(MPI_Iprobe(src, tag, c, &mut f, st), "MPI_Iprobe")?;
+                        check(MPI_Iprobe(src, tag, c, &mut f, &mut ms), "MPI_Iprobe")?;
                     }
+                    self.check_probe(e, c, f, &ms)?;
                 }
                 Op::Mprobe | Op::Improbe => {
                     let t = e.recv.context("probe without a source")?;
                     let c = self.comm(e.comm)?;
                     let (src, tag) = (Self::peer(t.peer), Self::tag(t.tag));
                     let mut msg = RSMPI_MESSAGE_NULL;
+                    let mut ms: MPI_Status = std::mem::zeroed();
+                    let mut f: c_int = 1;
                     if e.op == Op::Mprobe {
-                        self.await_match(e, c, t.peer == Peer::Any, t.tag == Tag::Any)?;
-                        check(MPI_Mprobe(src, tag, c, &mut msg, st), "MPI_Mprobe")?;
+                        self.await_probe(e, c, src, tag)?;
+                        check(MPI_Mprobe(src, tag, c, &mut msg, &mut ms), "MPI_Mprobe")?;
                     } else {
                         if e.flag == Some(true) {
-                            // Wait, untraced, until the message is there.
-                            self.yield_for_message_always(src, tag, c)?;
+                            self.await_probe(e, c, src, tag)?;
                         }
-                        let mut f: c_int = 0;
                         check(
-                            MPI_Improbe(src, tag, c, &mut f, &mut msg, st),
+                            MPI_Improbe(src, tag, c, &mut f, &mut msg, &mut ms),
                             "MPI_Improbe",
                         )?;
                     }
-                    if let Some(id) = e.message
-                        && msg != RSMPI_MESSAGE_NULL
-                    {
-                        self.msgs.insert(id, msg);
+                    self.check_probe(e, c, f, &ms)?;
+                    if msg != RSMPI_MESSAGE_NULL {
+                        match e.message {
+                            Some(id) => {
+                                self.msgs.insert(id, msg);
+                            }
+                            None => self.stray.push((c, ms.MPI_SOURCE, ms.MPI_TAG, msg)),
+                        }
                     }
                 }
                 Op::Mrecv | Op::Imrecv => {
@@ -703,6 +1118,22 @@ impl Replayer<'_> {
                         .message
                         .and_then(|id| self.msgs.remove(&id))
                         .unwrap_or(RSMPI_MESSAGE_NULL);
+                    if msg == RSMPI_MESSAGE_NULL {
+                        // The probe found nothing in the replay (a divergence
+                        // already counted): an earlier polling probe may
+                        // have matched the message.
+                        let c = self.comm(e.comm)?;
+                        let (src, tag) = (Self::peer(t.peer), Self::tag(t.tag));
+                        let fits = |&(sc, s, g, _): &(MPI_Comm, c_int, c_int, MPI_Message)| {
+                            sc == c
+                                && (src == RSMPI_ANY_SOURCE || s == src)
+                                && (tag == RSMPI_ANY_TAG || g == tag)
+                        };
+                        match self.stray.iter().position(fits) {
+                            Some(i) => msg = self.stray.remove(i).3,
+                            None => return Ok(bytes),
+                        }
+                    }
                     if e.op == Op::Mrecv {
                         check(
                             MPI_Mrecv(b.as_mut_ptr().cast(), n, ty, &mut msg, st),
@@ -742,16 +1173,22 @@ impl Replayer<'_> {
         }
     }
 
+    /// Attaches the buffer of buffered sends, once per process (the
+    /// threads of a rank share it, as MPI wants).
     fn attach_bsend(&mut self) -> Result<()> {
-        if self.bsend.is_none() {
-            let mut b = vec![0u8; BSEND_BYTES];
-            // SAFETY: the buffer lives in `self` (moved, not reallocated:
-            // a Vec's heap block stays put) until MPI_Finalize.
+        static ATTACHED: Mutex<bool> = Mutex::new(false);
+        let mut attached = ATTACHED
+            .lock()
+            .map_err(|_| anyhow!("bsend lock poisoned"))?;
+        if !*attached {
+            // Lives until the process ends, past MPI_Finalize.
+            let b: &'static mut [u8] = Box::leak(vec![0u8; BSEND_BYTES].into_boxed_slice());
+            // SAFETY: the buffer is never freed and nothing else uses it.
             check(
                 unsafe { MPI_Buffer_attach(b.as_mut_ptr().cast(), BSEND_BYTES as c_int) },
                 "MPI_Buffer_attach",
             )?;
-            self.bsend = Some(b);
+            *attached = true;
         }
         Ok(())
     }
@@ -1136,7 +1573,7 @@ impl Replayer<'_> {
             let mut c = parent;
             // SAFETY: `c` is a live communicator created by this replay.
             check(unsafe { MPI_Comm_free(&mut c) }, "MPI_Comm_free")?;
-            self.comms.remove(&e.comm.0);
+            self.comms.remove(e.comm.0);
             return Ok(());
         }
         let cr = e
@@ -1315,79 +1752,72 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         unsafe { MPI_Finalize() };
         return Ok(1);
     }
-    let mut pattern = vec![0u8; 4096];
-    let mut rng = Rng::new(opts.seed, rank as u32);
-    for chunk in pattern.chunks_mut(8) {
-        let x = rng.next_u64().to_ne_bytes();
-        chunk.copy_from_slice(&x[..chunk.len()]);
-    }
     // SAFETY: reading initialised mpi-sys constants.
     let (world, selfc) = unsafe { (RSMPI_COMM_WORLD, RSMPI_COMM_SELF) };
-    let mut r = Replayer {
-        opts,
-        rng,
-        comms: HashMap::from([(CommId::WORLD.0, world), (CommId::SELF.0, selfc)]),
-        types: HashMap::new(),
-        owned_types: Vec::new(),
-        reqs: HashMap::new(),
-        msgs: HashMap::new(),
-        pattern,
-        bsend: None,
-        user_op: None,
-        stats: vec![OpStats::default(); Op::ALL.len()],
-        sites: HashMap::new(),
-    };
+    let comms = Comms::new(world, selfc);
     let rt = trace
         .rank_trace(rank as u32)
         .map_err(|e| anyhow!("rank {rank}: {e}"))?;
+    // The application threads that called MPI on this rank: one replay
+    // thread each.
+    let mut threads: Vec<u32> = rt.expand().map(|e| e.thread).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    if threads.len() > 1 && provided != 3 {
+        bail!(
+            "rank {rank}: the trace has {} threads calling MPI, which needs MPI_THREAD_MULTIPLE; MPI provided level {provided}",
+            threads.len()
+        );
+    }
+    let progress = Progress::new(threads.len());
     let current = Arc::new(Mutex::new(String::from("the start barrier")));
     let finished = Arc::new(AtomicBool::new(false));
     if opts.timeout > 0.0 {
         watchdog(rank, opts.timeout, current.clone(), finished.clone());
     }
+    let new_replayer =
+        |slot: usize| Replayer::new(opts, rank, slot, comms.clone(), threads.len() > 1);
     // SAFETY: a barrier on the world communicator, outside the traced API.
     unsafe { PMPI_Barrier(world) };
     let start = Instant::now();
-    let mut ex = rt.expand();
-    let mut n_events = 0u64;
-    while let Some(ev) = ex.next() {
-        let c = compute_ns(ex.timing(), &mut r.rng);
-        r.sleep(c);
-        if opts.timeout > 0.0
-            && let Ok(mut cur) = current.lock()
-        {
-            *cur = format!("event {n_events}: {}", compress::raw::event_line(&ev));
+    let mut r = new_replayer(0);
+    let n_events = std::thread::scope(|s| -> Result<u64> {
+        let helpers: Vec<_> = threads
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(slot, &tid)| {
+                let (rt, progress, current) = (&rt, &progress, &current);
+                s.spawn(move || -> Result<(Summary, u64)> {
+                    let mut r = new_replayer(slot);
+                    let n = r.run_thread(rt, rank, (slot, tid), progress, current)?;
+                    Ok((r.finish(), n))
+                })
+            })
+            .collect();
+        let mut n = r.run_thread(
+            &rt,
+            rank,
+            (0, threads.first().copied().unwrap_or(0)),
+            &progress,
+            &current,
+        )?;
+        for h in helpers {
+            let (other, k) = h
+                .join()
+                .map_err(|_| anyhow!("rank {rank}: a replay thread panicked"))??;
+            r.absorb(other);
+            n += k;
         }
-        let t0 = Instant::now();
-        let bytes = r.exec(&ev).with_context(|| {
-            format!(
-                "rank {rank}, event {n_events} ({})",
-                compress::raw::event_line(&ev)
-            )
-        })?;
-        let secs = t0.elapsed().as_secs_f64();
-        for s in [
-            &mut r.stats[ev.op as usize],
-            r.sites.entry((ev.op, ev.site)).or_default(),
-        ] {
-            s.calls += 1.0;
-            s.bytes += bytes;
-            s.secs += secs;
-        }
-        n_events += 1;
-    }
-    if ex.is_broken() {
-        bail!(
-            "rank {rank}: the trace is inconsistent; its expansion stopped after {n_events} events"
-        );
-    }
+        Ok(n)
+    })?;
     let mine = start.elapsed().as_secs_f64();
     if let Ok(mut cur) = current.lock() {
         *cur = format!("the end barrier, after all its {n_events} events");
     }
     // SAFETY: collective bookkeeping outside the traced API; buffers are
     // live locals of the right lengths.
-    let (total, sums) = unsafe {
+    let (total, sums, diverged) = unsafe {
         PMPI_Barrier(world);
         let mut total = 0f64;
         PMPI_Reduce(
@@ -1403,6 +1833,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
             .stats
             .iter()
             .flat_map(|s| [s.calls, s.bytes, s.secs])
+            .chain([r.diverged as f64])
             .collect();
         let mut sums = vec![0f64; flat.len()];
         PMPI_Reduce(
@@ -1414,18 +1845,15 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
             0,
             world,
         );
-        (total, sums)
+        let diverged = sums.pop().unwrap_or(0.0);
+        (total, sums, diverged)
     };
     finished.store(true, Ordering::SeqCst);
     let sites = gather_sites(&r.sites, rank, world)?;
     if rank == 0 {
-        report(opts, file, total, &sums, &sites);
+        report(opts, file, total, &sums, diverged, &sites);
     }
-    for mut t in r.owned_types.drain(..) {
-        // SAFETY: freeing a datatype this replay created; no request uses
-        // it any more.
-        unsafe { MPI_Type_free(&mut t) };
-    }
+    r.free_types();
     // SAFETY: every request of the trace has completed; MPI ends once.
     check(unsafe { MPI_Finalize() }, "MPI_Finalize")?;
     Ok(0)
@@ -1543,7 +1971,14 @@ fn gather_sites(
     Ok(v)
 }
 
-fn report(opts: &Opts, file: &TraceFile, total: f64, sums: &[f64], sites: &[((Op, u64), OpStats)]) {
+fn report(
+    opts: &Opts,
+    file: &TraceFile,
+    total: f64,
+    sums: &[f64],
+    diverged: f64,
+    sites: &[((Op, u64), OpStats)],
+) {
     let labels: HashMap<u64, &str> = file
         .meta
         .sites
@@ -1567,6 +2002,7 @@ fn report(opts: &Opts, file: &TraceFile, total: f64, sums: &[f64], sites: &[((Op
             "ranks": file.trace.ranks().len(),
             "replay_seconds": total,
             "application_seconds": file.meta.wall_ns as f64 / 1e9,
+            "outcome_divergences": diverged,
             "operations": rows.iter().map(|(op, calls, bytes, secs)| serde_json::json!({
                 "op": op.name(), "calls": calls, "bytes_sent": bytes, "seconds_in_mpi": secs,
             })).collect::<Vec<_>>(),
@@ -1585,6 +2021,11 @@ fn report(opts: &Opts, file: &TraceFile, total: f64, sums: &[f64], sites: &[((Op
         total,
         file.meta.wall_ns as f64 / 1e9
     );
+    if diverged > 0.0 {
+        println!(
+            "{diverged} outcomes of racy calls differed from the trace (wildcard receives that matched another message, Waitany/Waitsome/Test calls that completed other requests); the replay followed MPI and left out completions of requests already complete"
+        );
+    }
     println!(
         "{:<24} {:>12} {:>16} {:>14}",
         "operation", "calls", "bytes sent", "time in MPI s"

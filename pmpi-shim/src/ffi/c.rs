@@ -718,6 +718,18 @@ macro_rules! some_completion {
 some_completion!(MPI_Waitsome, PMPI_Waitsome, Op::Waitsome, true);
 some_completion!(MPI_Testsome, PMPI_Testsome, Op::Testsome, false);
 
+/// Interposes `MPI_Query_thread` without recording it. A thread's first
+/// call into MPI fixes its index on the rank, and this query counts: replay
+/// issues it on its threads one after the other, in the recorded order, so
+/// that they get the application's thread numbers (and request ids) even
+/// when their first recorded calls block.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
+    tracer::claim_thread_index();
+    // SAFETY: the application's argument goes unchanged to the library.
+    unsafe { PMPI_Query_thread(provided) }
+}
+
 // ----------------------------------------------------------------- probes
 
 /// A probe's receive side: the posted source/tag and the probed size.

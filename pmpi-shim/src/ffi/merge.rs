@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
 use std::time::Instant;
 
-use compress::{MergedTrace, Meta, Trace, TraceFile};
+use compress::{MergedTrace, Meta, Timeline, Trace, TraceFile};
 use mpi_sys::*;
 
 use crate::reduce::{self, Link};
@@ -147,7 +147,11 @@ fn command_line() -> Vec<String> {
 /// Merges every rank's trace into rank 0 and writes the file there.
 /// Collective over `MPI_COMM_WORLD`: every rank calls it, with or without a
 /// trace of its own.
-pub(crate) fn merge_and_write(t: Option<&Tracer>, trace: Option<Trace>, path: &Path) {
+pub(crate) fn merge_and_write(
+    t: Option<&Tracer>,
+    trace: Option<(Trace, Option<Timeline>)>,
+    path: &Path,
+) {
     let start = Instant::now();
     // SAFETY: reading an initialised mpi-sys constant.
     let world = unsafe { RSMPI_COMM_WORLD };
@@ -175,12 +179,13 @@ pub(crate) fn merge_and_write(t: Option<&Tracer>, trace: Option<Trace>, path: &P
     let mut size: c_int = 0;
     // SAFETY: `comm` is the valid duplicate made above.
     unsafe { PMPI_Comm_size(comm, &mut size) };
-    let mine = trace.map(|tr| TraceFile {
+    let mine = trace.map(|(tr, timeline)| TraceFile {
         meta: Meta {
             sites: crate::callsite::sites(),
             ..Meta::default()
         },
         trace: MergedTrace::from_rank(&tr),
+        timelines: timeline.into_iter().collect(),
     });
     let mut link = MpiLink { comm };
     let out = reduce::reduce(rank, size, mine, &mut link);
