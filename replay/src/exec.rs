@@ -1790,18 +1790,18 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
                 let (rt, progress, current) = (&rt, &progress, &current);
                 s.spawn(move || -> Result<(Summary, u64)> {
                     let mut r = new_replayer(slot);
-                    let n = r.run_thread(rt, rank, (slot, tid), progress, current)?;
+                    let n = fail_fast(r.run_thread(rt, rank, (slot, tid), progress, current))?;
                     Ok((r.finish(), n))
                 })
             })
             .collect();
-        let mut n = r.run_thread(
+        let mut n = fail_fast(r.run_thread(
             &rt,
             rank,
             (0, threads.first().copied().unwrap_or(0)),
             &progress,
             &current,
-        )?;
+        ))?;
         for h in helpers {
             let (other, k) = h
                 .join()
@@ -1857,6 +1857,19 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     // SAFETY: every request of the trace has completed; MPI ends once.
     check(unsafe { MPI_Finalize() }, "MPI_Finalize")?;
     Ok(0)
+}
+
+/// Ends the job at once when a replay thread fails: the rank's other
+/// threads may be blocked in MPI calls that will never complete, so
+/// waiting to join them would hang instead of reporting the error.
+fn fail_fast<T>(r: Result<T>) -> Result<T> {
+    if let Err(e) = &r {
+        eprintln!("replay: error: {e:#}");
+        // SAFETY: aborting the job after an unrecoverable error; allowed
+        // from any thread.
+        unsafe { MPI_Abort(RSMPI_COMM_WORLD, 1) };
+    }
+    r
 }
 
 /// After `secs` seconds, unless the replay has finished, says what this
