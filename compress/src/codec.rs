@@ -607,11 +607,14 @@ pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-fn zigzag(x: i64) -> u64 {
+/// Maps a signed value to an unsigned one, small magnitudes to small
+/// values (for varints).
+pub(crate) fn zigzag(x: i64) -> u64 {
     ((x << 1) ^ (x >> 63)) as u64
 }
 
-fn unzigzag(x: u64) -> i64 {
+/// Inverse of [`zigzag`].
+pub(crate) fn unzigzag(x: u64) -> i64 {
     ((x >> 1) as i64) ^ -((x & 1) as i64)
 }
 

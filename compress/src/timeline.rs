@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::codec::{get_varint, put_varint, unzigzag, zigzag};
 
 /// When one event entered and left MPI, in ns since the rank's time zero
 /// ([`Timeline::epoch_ns`]).
@@ -49,27 +50,6 @@ pub struct Timeline {
     bytes: Vec<u8>,
 }
 
-fn put(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn get(bytes: &[u8], at: &mut usize) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *bytes.get(*at)?;
-        *at += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
-
 impl Timeline {
     /// An empty timeline of `rank`, whose time zero is `epoch_ns` on the
     /// wall clock.
@@ -84,8 +64,8 @@ impl Timeline {
     /// Appends the next event's span (ns since time zero).
     pub fn push(&mut self, enter: u64, leave: u64) {
         let delta = enter.wrapping_sub(self.last_enter) as i64;
-        put(&mut self.bytes, ((delta << 1) ^ (delta >> 63)) as u64);
-        put(&mut self.bytes, leave.saturating_sub(enter));
+        put_varint(&mut self.bytes, zigzag(delta));
+        put_varint(&mut self.bytes, leave.saturating_sub(enter));
         self.last_enter = enter;
         self.len += 1;
     }
@@ -116,10 +96,9 @@ impl Timeline {
         let mut out = Vec::with_capacity(usize::try_from(self.len).unwrap_or(0).min(1 << 24));
         let (mut at, mut enter) = (0usize, 0u64);
         while at < self.bytes.len() {
-            let z = get(&self.bytes, &mut at).ok_or_else(bad)?;
-            let delta = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            let delta = unzigzag(get_varint(&self.bytes, &mut at).ok_or_else(bad)?);
             enter = enter.wrapping_add(delta as u64);
-            let dur = get(&self.bytes, &mut at).ok_or_else(bad)?;
+            let dur = get_varint(&self.bytes, &mut at).ok_or_else(bad)?;
             out.push(Span {
                 enter,
                 leave: enter.saturating_add(dur),

@@ -203,6 +203,29 @@ fn check(rc: c_int, what: &str) -> Result<()> {
     }
 }
 
+/// The send and receive buffer arguments of a rooted or gathering
+/// collective: `MPI_IN_PLACE` replaces the receive buffer of a scatter and
+/// the send buffer of everything else.
+fn places(
+    in_place: bool,
+    scatter: bool,
+    marker: *mut c_void,
+    sb: &[u8],
+    rb: &mut [u8],
+) -> (*const c_void, *mut c_void) {
+    let sp = if in_place && !scatter {
+        marker.cast_const()
+    } else {
+        sb.as_ptr().cast()
+    };
+    let rp = if in_place && scatter {
+        marker
+    } else {
+        rb.as_mut_ptr().cast()
+    };
+    (sp, rp)
+}
+
 /// A user reduction that leaves the result as it is: replays a user-defined
 /// (`other`) reduction without knowing its code.
 unsafe extern "C" fn keep_op(
@@ -1336,16 +1359,7 @@ impl<'o> Replayer<'o> {
                     };
                     let mut rb = self.buf(r_all.max(per(rn, recv.dsize)));
                     sent = s_all as f64;
-                    let sp = if e.in_place && base != Op::Scatter {
-                        in_place.cast_const()
-                    } else {
-                        sb.as_ptr().cast()
-                    };
-                    let rp = if e.in_place && base == Op::Scatter {
-                        in_place
-                    } else {
-                        rb.as_mut_ptr().cast()
-                    };
+                    let (sp, rp) = places(e.in_place, base == Op::Scatter, in_place, &sb, &mut rb);
                     bufs.push(sb);
                     bufs.push(rb);
                     match base {
@@ -1404,16 +1418,7 @@ impl<'o> Replayer<'o> {
                     let sb = self.buf(sbytes);
                     let mut rb = self.buf(rbytes);
                     sent = sbytes as f64;
-                    let sp = if e.in_place && base != Op::Scatterv {
-                        in_place.cast_const()
-                    } else {
-                        sb.as_ptr().cast()
-                    };
-                    let rp = if e.in_place && base == Op::Scatterv {
-                        in_place
-                    } else {
-                        rb.as_mut_ptr().cast()
-                    };
+                    let (sp, rp) = places(e.in_place, base == Op::Scatterv, in_place, &sb, &mut rb);
                     let (scp, sdp, rcp, rdp) =
                         (scounts.as_ptr(), sd.as_ptr(), rcounts.as_ptr(), rd.as_ptr());
                     let rc = match base {
@@ -1760,7 +1765,8 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         .map_err(|e| anyhow!("rank {rank}: {e}"))?;
     // The application threads that called MPI on this rank: one replay
     // thread each.
-    let mut threads: Vec<u32> = rt.expand().map(|e| e.thread).collect();
+    let mut threads = Vec::new();
+    threads_of(rt.nodes(), &mut threads);
     threads.sort_unstable();
     threads.dedup();
     if threads.len() > 1 && provided != 3 {
@@ -1857,6 +1863,17 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     // SAFETY: every request of the trace has completed; MPI ends once.
     check(unsafe { MPI_Finalize() }, "MPI_Finalize")?;
     Ok(0)
+}
+
+/// The threads whose calls the compressed structure holds (a walk over its
+/// nodes, not its expansion: start-up stays proportional to trace size).
+fn threads_of(nodes: &[compress::Node], out: &mut Vec<u32>) {
+    for n in nodes {
+        match n.as_loop() {
+            Some(l) => threads_of(l.body(), out),
+            None => out.extend(n.shape().map(compress::Shape::thread)),
+        }
+    }
 }
 
 /// Ends the job at once when a replay thread fails: the rank's other
