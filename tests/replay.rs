@@ -332,24 +332,35 @@ fn replay_time_matches_the_application_within_five_percent() {
             .collect();
         let job = mpirun(imp, 2, &program(imp, "sleeplaw"), &a, &l);
         assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
-        let job = mpirun(
-            imp,
-            2,
-            &replay_bin(imp),
-            &[t.display().to_string()],
-            &untraced(),
-        );
-        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
-        // "replay of FILE: 2 ranks, X s (application: Y s)"
-        let line = job.stdout.lines().next().unwrap_or("");
-        let nums: Vec<f64> = line
-            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .filter_map(|w| w.parse().ok())
+        // The median of three replays: one replay on a shared machine can
+        // lose tens of milliseconds to another process, which says nothing
+        // about the replay's emulation of the computation.
+        let mut runs: Vec<(f64, f64, String)> = (0..3)
+            .map(|_| {
+                let job = mpirun(
+                    imp,
+                    2,
+                    &replay_bin(imp),
+                    &[t.display().to_string()],
+                    &untraced(),
+                );
+                assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+                // "replay of FILE: 2 ranks, X s (application: Y s)"
+                let line = job.stdout.lines().next().unwrap_or("").to_string();
+                let nums: Vec<f64> = line
+                    .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                    .filter_map(|w| w.parse().ok())
+                    .collect();
+                (nums[nums.len() - 2], nums[nums.len() - 1], line)
+            })
             .collect();
-        let (replay, app) = (nums[nums.len() - 2], nums[nums.len() - 1]);
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let all: Vec<String> = runs.iter().map(|r| format!("{:.3}", r.0)).collect();
+        let (replay, app, line) = runs.swap_remove(1);
         let err = (replay - app).abs() / app;
         eprintln!(
-            "{imp}: application {app:.3} s, replay {replay:.3} s, {:.1} %",
+            "{imp}: application {app:.3} s, replay {replay:.3} s (median of {}), {:.1} %",
+            all.join(", "),
             err * 100.0
         );
         assert!(err <= 0.05, "{imp}: {line}");

@@ -709,6 +709,7 @@ pub(crate) mod tests {
             match op {
                 Init | Finalize => {}
                 InitThread => e.value = Some(3 * 16 + 3),
+                Pcontrol => e.value = Some(2),
                 Abort => {
                     e.comm = CommId(0);
                     e.value = Some(17);

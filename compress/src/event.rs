@@ -83,6 +83,7 @@ ops! {
         CartSub = "Cart_sub", GraphCreate = "Graph_create", DistGraphCreate = "Dist_graph_create",
         DistGraphCreateAdjacent = "Dist_graph_create_adjacent",
     }
+    Profiling { Pcontrol = "Pcontrol" }
 }
 
 /// The function families of the interception contract (see the README's
@@ -108,14 +109,20 @@ pub enum Family {
     NonblockingCollective,
     /// Communicator and topology constructors and Comm_free.
     CommManagement,
+    /// `MPI_Pcontrol`: the standard's hook for the application to talk to
+    /// its profiler. Its level marks a context boundary for the analysis
+    /// (and imported traces' context delimiters become one).
+    Profiling,
 }
 
 impl Op {
     /// Whether the call names a communicator (everything but init/exit,
     /// completion calls, Start, Startall and Request_free).
     pub fn has_comm(self) -> bool {
-        !matches!(self.family(), Family::InitExit | Family::Completion)
-            && !matches!(self, Op::Start | Op::Startall | Op::RequestFree)
+        !matches!(
+            self.family(),
+            Family::InitExit | Family::Completion | Family::Profiling
+        ) && !matches!(self, Op::Start | Op::Startall | Op::RequestFree)
     }
 
     /// True for collectives, blocking or not: every member of the

@@ -828,6 +828,10 @@ impl<'o> Replayer<'o> {
             match e.op {
                 Op::Init | Op::InitThread | Op::Finalize => {}
                 Op::Abort => bail!("the trace ends in MPI_Abort"),
+                Op::Pcontrol => {
+                    let level = e.value.unwrap_or(0) as c_int;
+                    MPI_Pcontrol(level);
+                }
                 Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => {
                     let t = e.send.context("send side missing")?;
                     let (n, ty, b) = self.side(&t)?;

@@ -436,6 +436,15 @@ blocking_send!(MPI_Rsend, PMPI_Rsend, PMPI_Irsend, Op::Rsend);
 // Bsend is local: it never waits for the receiver, so it needs no yielding.
 blocking_send!(MPI_Bsend, PMPI_Bsend, PMPI_Ibsend, Op::Bsend);
 
+// MPI_Pcontrol is variadic in C (`int MPI_Pcontrol(const int level, ...)`).
+// Only `level` is read: on the C ABIs MPI runs on, a callee that ignores the
+// variadic tail receives the named argument exactly as declared here.
+entry!(MPI_Pcontrol, PMPI_Pcontrol, (level: c_int), |s| {
+    let rc = PMPI_Pcontrol(level);
+    s.record(Op::Pcontrol, |_, ev| ev.value = Some(i64::from(level)));
+    rc
+});
+
 macro_rules! nonblocking_send {
     ($name:ident, $pmpi:ident, $op:expr, $persistent:expr) => {
         entry!($name, $pmpi, (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
