@@ -1037,6 +1037,45 @@ mod tests {
     use crate::{Compressor, Config, Event, Op};
 
     #[test]
+    fn expanded_events_know_their_loop_iteration_vector() {
+        // Init, 3 x (2 x Barrier, Bcast), Finalize.
+        let mut c = Compressor::new(0, Config::default());
+        let push = |c: &mut Compressor, op: Op| c.push(&Event::new(op)).unwrap();
+        push(&mut c, Op::Init);
+        for _ in 0..3 {
+            push(&mut c, Op::Barrier);
+            push(&mut c, Op::Barrier);
+            push(&mut c, Op::Bcast);
+        }
+        push(&mut c, Op::Finalize);
+        let t = c.into_trace().unwrap();
+        let mut ex = t.expand();
+        let mut got = Vec::new();
+        while ex.next().is_some() {
+            got.push(ex.loop_path().collect::<Vec<_>>());
+        }
+        let iters = |p: &Vec<(u32, u64)>| p.iter().map(|x| x.1).collect::<Vec<_>>();
+        let want: Vec<Vec<u64>> = vec![
+            vec![],
+            vec![0, 0],
+            vec![0, 1],
+            vec![0],
+            vec![1, 0],
+            vec![1, 1],
+            vec![1],
+            vec![2, 0],
+            vec![2, 1],
+            vec![2],
+            vec![],
+        ];
+        assert_eq!(got.iter().map(iters).collect::<Vec<_>>(), want);
+        // The outer loop is the same loop throughout, the inner one too.
+        assert_eq!(got[1][0].0, got[9][0].0);
+        assert_eq!(got[1][1].0, got[8][1].0);
+        assert_ne!(got[1][0].0, got[1][1].0);
+    }
+
+    #[test]
     fn expanded_events_carry_their_path_class_and_merged_timing() {
         let mut merged: Option<MergedTrace> = None;
         for rank in 0..2 {

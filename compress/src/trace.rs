@@ -568,6 +568,8 @@ impl Trace {
 }
 
 struct Frame<'a> {
+    /// The loop this frame iterates (`u32::MAX` for the top level).
+    id: u32,
     body: &'a [Node],
     idx: usize,
     left: u64,
@@ -630,6 +632,7 @@ impl<'a> Expand<'a> {
             spill: &[],
             spill_pos: 0,
             stack: vec![Frame {
+                id: u32::MAX,
                 body: nodes,
                 idx: 0,
                 left: 1,
@@ -653,6 +656,21 @@ impl<'a> Expand<'a> {
     /// computation and what analysis attributes time from.
     pub fn timing(&self) -> Option<EventTiming<'a>> {
         self.timing
+    }
+
+    /// Where the event last returned sits in the loop nest: one
+    /// `(loop id, iteration)` per enclosing loop execution, outermost first,
+    /// iterations counted from 0. Loop ids are unique within the rank's
+    /// trace. This is the event's loop iteration vector, which is how the
+    /// analysis delimits one iteration's communication (a context) and how
+    /// reports name an instance without storing per-event positions.
+    pub fn loop_path(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let spilled = self.spill_pos < self.spill.len() || self.stack.len() <= 1;
+        self.stack
+            .iter()
+            .skip(1)
+            .filter(move |_| !spilled)
+            .map(|f| (f.id, f.count - f.left))
     }
 
     /// The parameters of the event last returned by `next_raw`.
@@ -733,6 +751,7 @@ impl<'a> Expand<'a> {
                         continue;
                     }
                     self.stack.push(Frame {
+                        id: l.id,
                         body: &l.body,
                         idx: 0,
                         left: count,
