@@ -1,9 +1,12 @@
 //! Trace analysis, as pure code (seed 000).
 //!
-//! The `rankscale analyze` command (issue "Analysis I") will find
-//! communication patterns, segment them into phases, flag slow instances and
-//! rank slow patterns by Inspection Affinity. This crate holds the numerical
-//! building blocks, each tested against the worked numbers of the paper:
+//! [`analyze`] is `rankscale analyze`: it unfolds a trace ([`run`]),
+//! matches its messages and collectives ([`matching`]), joins each rank's
+//! repeats into global communication patterns ([`patterns`]), segments the
+//! pattern sequence into phases ([`phases`]), flags slow instances
+//! ([`outliers`]) and names their cause ([`slow`]), and ranks slow patterns
+//! by Inspection Affinity ([`ahp`]). The numerical building blocks are
+//! tested against the worked numbers of the paper:
 //!
 //! * [`outliers`]: the modified z-score of Iglewicz and Hoaglin on median and
 //!   median absolute deviation (seed 000 §4.2, Eqs. 19–21, Table 7);
@@ -16,5 +19,44 @@
 #![warn(missing_docs)]
 
 pub mod ahp;
+pub mod matching;
 pub mod outliers;
+pub mod patterns;
 pub mod phases;
+mod report;
+pub mod run;
+pub mod slow;
+
+pub use report::{
+    AffinityReport, EventAt, Options, PatternReport, PhaseNode, PhaseReport, RankAt, RankString,
+    Report, SlowReport, analyze, ranks_text,
+};
+
+/// Why a trace could not be analysed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The trace file's data did not decode.
+    #[error(transparent)]
+    Trace(#[from] compress::Error),
+    /// A rank's events could not be projected out of the merged trace.
+    #[error("rank {0}: {1}")]
+    Project(u32, String),
+    /// A rank's timeline ended before its events.
+    #[error("rank {rank}: the timeline ends at event {events}, before the rank's events do")]
+    TimelineShort {
+        /// The rank.
+        rank: u32,
+        /// Events read when the timeline ran out.
+        events: usize,
+    },
+    /// A rank's timeline and events differ in length.
+    #[error("rank {rank}: {events} events but {spans} timeline entries")]
+    TimelineLength {
+        /// The rank.
+        rank: u32,
+        /// Its events.
+        events: usize,
+        /// Its timeline entries.
+        spans: usize,
+    },
+}

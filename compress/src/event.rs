@@ -125,6 +125,22 @@ impl Op {
         ) && !matches!(self, Op::Start | Op::Startall | Op::RequestFree)
     }
 
+    /// Whether the call can block waiting for another rank: blocking
+    /// point-to-point, `Wait*`, blocking probes and `Mrecv`, blocking
+    /// collectives and communicator constructors. The analysis cuts
+    /// contexts at loops that contain such a call; a loop of posts or
+    /// polls alone is part of an enclosing iteration.
+    pub fn can_wait(self) -> bool {
+        match self.family() {
+            Family::BlockingP2p | Family::Collective | Family::CommManagement => true,
+            Family::Completion => {
+                matches!(self, Op::Wait | Op::Waitall | Op::Waitany | Op::Waitsome)
+            }
+            Family::Probe => matches!(self, Op::Probe | Op::Mprobe | Op::Mrecv),
+            _ => false,
+        }
+    }
+
     /// True for collectives, blocking or not: every member of the
     /// communicator takes part, so the peer is implicit.
     pub fn is_collective(self) -> bool {

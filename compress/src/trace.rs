@@ -567,9 +567,24 @@ impl Trace {
     }
 }
 
+/// Whether the iterations of a loop with this body are contexts (see
+/// [`Expand::context_path`]).
+fn is_context(body: &[Node]) -> bool {
+    fn waits(body: &[Node]) -> bool {
+        body.iter().any(|n| match n {
+            Node::Loop(l) => waits(&l.body),
+            n => n.shape().is_some_and(|s| s.op().can_wait()),
+        })
+    }
+    !matches!(body, [Node::Leaf(_) | Node::Single(_)]) && waits(body)
+}
+
 struct Frame<'a> {
     /// The loop this frame iterates (`u32::MAX` for the top level).
     id: u32,
+    /// Whether an iteration of this loop is a context (see
+    /// [`Expand::context_path`]).
+    context: bool,
     body: &'a [Node],
     idx: usize,
     left: u64,
@@ -633,6 +648,7 @@ impl<'a> Expand<'a> {
             spill_pos: 0,
             stack: vec![Frame {
                 id: u32::MAX,
+                context: false,
                 body: nodes,
                 idx: 0,
                 left: 1,
@@ -670,6 +686,22 @@ impl<'a> Expand<'a> {
             .iter()
             .skip(1)
             .filter(move |_| !spilled)
+            .map(|f| (f.id, f.count - f.left))
+    }
+
+    /// [`Expand::loop_path`] with only the loops whose iterations are
+    /// contexts: a loop over a single call with varying parameters (one
+    /// `Ssend` per neighbour) is that call's own repetition, and a loop of
+    /// calls that never wait (posting `Irecv`s, polling with `Test`) is part
+    /// of the iteration around it, not an iteration of the algorithm. What
+    /// is left is the iteration the event's group of calls belongs to: the
+    /// context the analysis delimits pattern instances by.
+    pub fn context_path(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let spilled = self.spill_pos < self.spill.len() || self.stack.len() <= 1;
+        self.stack
+            .iter()
+            .skip(1)
+            .filter(move |f| !spilled && f.context)
             .map(|f| (f.id, f.count - f.left))
     }
 
@@ -752,6 +784,7 @@ impl<'a> Expand<'a> {
                     }
                     self.stack.push(Frame {
                         id: l.id,
+                        context: is_context(&l.body),
                         body: &l.body,
                         idx: 0,
                         left: count,

@@ -1,0 +1,391 @@
+//! Which send each receive got, and which calls form one collective.
+//!
+//! MPI's non-overtaking rule makes point-to-point matching deterministic
+//! once every receive's source and tag are known: between one sender and
+//! one receiver, on one communicator and tag, the k-th send matches the
+//! k-th receive. Wildcard receives carry their matched source and tag (on
+//! the call itself, or on the completion call for a nonblocking receive),
+//! and `Mrecv`/`Imrecv` take theirs from the `Mprobe`/`Improbe` that
+//! produced the message. A request's two ends are kept apart: where it was
+//! posted (`Isend`, `Irecv`, `Start`) and which call completed it (a
+//! `Wait*` or successful `Test*`), because wait states happen in the
+//! latter.
+//!
+//! The k-th collective a rank calls on a communicator matches the k-th of
+//! every other member. Members of communicators that share an id (the
+//! colours of one `Comm_split`) are told apart by the communicator's
+//! lineage; `Cart_sub` and graph communicators are taken as one group per
+//! id, which joins sub-grids that are really separate.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+
+use compress::{Event, Family, Op, Peer, ReqId, Tag};
+
+use crate::run::Run;
+
+/// One end of a message or one member of a collective: where it was
+/// posted and which call completed it (the same event for blocking calls).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct End {
+    /// Index of the rank in [`Run::ranks`].
+    pub rank: usize,
+    /// Event index of the call that started it.
+    pub post: usize,
+    /// Event index of the call that completed it.
+    pub done: usize,
+}
+
+/// A matched point-to-point message.
+#[derive(Clone, Copy, Debug)]
+pub struct Message {
+    /// The sending side.
+    pub send: End,
+    /// The receiving side.
+    pub recv: End,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// A synchronous send (`Ssend`, `Issend`): it cannot complete before
+    /// the receive is posted, whatever the message size.
+    pub sync: bool,
+}
+
+/// One collective operation: the matching calls of every member.
+#[derive(Clone, Debug)]
+pub struct Collective {
+    /// The operation (of the first member seen).
+    pub op: Op,
+    /// One end per member.
+    pub members: Vec<End>,
+}
+
+/// The matching of a whole run.
+#[derive(Debug, Default)]
+pub struct Matching {
+    /// Messages, in the order of their receives.
+    pub messages: Vec<Message>,
+    /// Collectives, in the order their first member was seen.
+    pub collectives: Vec<Collective>,
+    /// Sends no receive took.
+    pub unmatched_sends: usize,
+    /// Receives with no send (or whose source was never learnt).
+    pub unmatched_recvs: usize,
+}
+
+/// Channel of a message: (communicator, source world rank, destination
+/// world rank, tag).
+type Key = (u32, i32, i32, i32);
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Send {
+        dst: i32,
+        tag: i32,
+        bytes: u64,
+        sync: bool,
+    },
+    Recv {
+        src: Option<i32>,
+        tag: Option<i32>,
+    },
+    Coll,
+}
+
+#[derive(Clone, Copy)]
+struct Pending {
+    kind: Kind,
+    comm: u32,
+    post: usize,
+}
+
+fn world(p: Peer) -> Option<i32> {
+    match p {
+        Peer::Rank { world, .. } => Some(world),
+        _ => None,
+    }
+}
+
+fn tag(t: Tag) -> Option<i32> {
+    match t {
+        Tag::Value(v) => Some(v),
+        Tag::Any => None,
+    }
+}
+
+fn is_send(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Send
+            | Op::Ssend
+            | Op::Bsend
+            | Op::Rsend
+            | Op::Isend
+            | Op::Issend
+            | Op::Ibsend
+            | Op::Irsend
+            | Op::SendInit
+            | Op::SsendInit
+    )
+}
+
+struct RankOut {
+    sends: Vec<(Key, End, u64, bool)>,
+    recvs: Vec<(Key, End)>,
+    colls: Vec<((u32, u64, u64), Op, End)>,
+    unresolved: usize,
+}
+
+/// Matches the messages and collectives of `run`.
+pub fn match_run(run: &Run) -> Matching {
+    let outs: Vec<RankOut> = run
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(ri, r)| scan(ri, r.rank as i32, &r.events))
+        .collect();
+    let mut m = Matching::default();
+    let mut queues: HashMap<Key, VecDeque<(End, u64, bool)>> = HashMap::new();
+    for o in &outs {
+        for &(k, e, b, s) in &o.sends {
+            queues.entry(k).or_default().push_back((e, b, s));
+        }
+        m.unmatched_recvs += o.unresolved;
+    }
+    for o in &outs {
+        for &(k, recv) in &o.recvs {
+            match queues.get_mut(&k).and_then(VecDeque::pop_front) {
+                Some((send, bytes, sync)) => m.messages.push(Message {
+                    send,
+                    recv,
+                    bytes,
+                    sync,
+                }),
+                None => m.unmatched_recvs += 1,
+            }
+        }
+    }
+    m.unmatched_sends = queues.values().map(VecDeque::len).sum();
+    let mut index: HashMap<(u32, u64, u64), usize> = HashMap::new();
+    for o in &outs {
+        for &(k, op, e) in &o.colls {
+            let i = *index.entry(k).or_insert_with(|| {
+                m.collectives.push(Collective {
+                    op,
+                    members: Vec::new(),
+                });
+                m.collectives.len() - 1
+            });
+            m.collectives[i].members.push(e);
+        }
+    }
+    m
+}
+
+fn group_of(parent: u64, e: &Event, new: u32) -> u64 {
+    let mut h = DefaultHasher::new();
+    parent.hash(&mut h);
+    new.hash(&mut h);
+    if let Some(c) = &e.create {
+        c.color.hash(&mut h);
+        c.split_type.hash(&mut h);
+        c.members.hash(&mut h);
+    }
+    h.finish()
+}
+
+fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
+    let mut out = RankOut {
+        sends: Vec::new(),
+        recvs: Vec::new(),
+        colls: Vec::new(),
+        unresolved: 0,
+    };
+    let mut groups: HashMap<u32, u64> = HashMap::from([(0, 0), (1, u64::MAX - me as u64)]);
+    let mut seqs: HashMap<u32, u64> = HashMap::new();
+    let mut active: HashMap<ReqId, Pending> = HashMap::new();
+    let mut persistent: HashMap<ReqId, Pending> = HashMap::new();
+    let mut messages: HashMap<u64, (u32, i32, i32)> = HashMap::new();
+    let end = |post: usize, done: usize| End {
+        rank: ri,
+        post,
+        done,
+    };
+    for (i, e) in events.iter().enumerate() {
+        let comm = e.comm.0;
+        let blocking_match = e.matched.iter().find(|m| m.req.is_none());
+        let finish = |p: Pending, done: usize, e: &Event, req: ReqId, out: &mut RankOut| match p
+            .kind
+        {
+            Kind::Send {
+                dst,
+                tag,
+                bytes,
+                sync,
+            } => out
+                .sends
+                .push(((p.comm, me, dst, tag), end(p.post, done), bytes, sync)),
+            Kind::Recv { src, tag } => {
+                let m = e.matched.iter().find(|m| m.req == Some(req));
+                let src = src.or(m.map(|m| m.source));
+                let tag = tag.or(m.map(|m| m.tag));
+                match (src, tag) {
+                    (Some(s), Some(t)) => out.recvs.push(((p.comm, s, me, t), end(p.post, done))),
+                    _ => out.unresolved += 1,
+                }
+            }
+            Kind::Coll => {}
+        };
+        match e.op.family() {
+            Family::BlockingP2p => {
+                if let Some(s) = e.send
+                    && let (Some(dst), Some(t)) = (world(s.peer), tag(s.tag))
+                {
+                    let sync = e.op == Op::Ssend;
+                    out.sends
+                        .push(((comm, me, dst, t), end(i, i), s.bytes().max(0) as u64, sync));
+                }
+                if let Some(r) = e.recv
+                    && !matches!(r.peer, Peer::Null)
+                {
+                    let src = world(r.peer).or(blocking_match.map(|m| m.source));
+                    let t = tag(r.tag).or(blocking_match.map(|m| m.tag));
+                    match (src, t) {
+                        (Some(s), Some(t)) => out.recvs.push(((comm, s, me, t), end(i, i))),
+                        _ => out.unresolved += 1,
+                    }
+                }
+            }
+            Family::NonblockingP2p | Family::Persistent
+                if matches!(
+                    e.op,
+                    Op::Isend
+                        | Op::Issend
+                        | Op::Ibsend
+                        | Op::Irsend
+                        | Op::Irecv
+                        | Op::SendInit
+                        | Op::SsendInit
+                        | Op::RecvInit
+                ) =>
+            {
+                let Some(req) = e.req else { continue };
+                let kind = if is_send(e.op) {
+                    match e
+                        .send
+                        .and_then(|s| Some((world(s.peer)?, tag(s.tag)?, s.bytes())))
+                    {
+                        Some((dst, t, b)) => Kind::Send {
+                            dst,
+                            tag: t,
+                            bytes: b.max(0) as u64,
+                            sync: matches!(e.op, Op::Issend | Op::SsendInit),
+                        },
+                        None => continue,
+                    }
+                } else {
+                    match e.recv {
+                        Some(r) if !matches!(r.peer, Peer::Null) => Kind::Recv {
+                            src: world(r.peer),
+                            tag: tag(r.tag),
+                        },
+                        _ => continue,
+                    }
+                };
+                let p = Pending {
+                    kind,
+                    comm,
+                    post: i,
+                };
+                if matches!(e.op, Op::SendInit | Op::SsendInit | Op::RecvInit) {
+                    persistent.insert(req, p);
+                } else {
+                    active.insert(req, p);
+                }
+            }
+            Family::Persistent => match e.op {
+                Op::Start | Op::Startall => {
+                    for r in &e.reqs {
+                        if let Some(p) = persistent.get(r) {
+                            active.insert(*r, Pending { post: i, ..*p });
+                        }
+                    }
+                }
+                Op::RequestFree => {
+                    for r in &e.reqs {
+                        persistent.remove(r);
+                        if let Some(p) = active.remove(r) {
+                            finish(p, p.post, e, *r, &mut out);
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Family::Completion => {
+                for r in &e.done {
+                    if let Some(p) = active.remove(r) {
+                        if matches!(p.kind, Kind::Coll) {
+                            if let Some(c) = out.colls.iter_mut().rev().find(|c| c.2.post == p.post)
+                            {
+                                c.2.done = i;
+                            }
+                        } else {
+                            finish(p, i, e, *r, &mut out);
+                        }
+                    }
+                }
+            }
+            Family::Probe => match e.op {
+                Op::Mprobe | Op::Improbe => {
+                    if let (Some(id), Some(m)) = (e.message, blocking_match) {
+                        messages.insert(id, (comm, m.source, m.tag));
+                    }
+                }
+                Op::Mrecv | Op::Imrecv => {
+                    let Some(&(c, s, t)) = e.message.and_then(|id| messages.get(&id)) else {
+                        out.unresolved += 1;
+                        continue;
+                    };
+                    if e.op == Op::Mrecv {
+                        out.recvs.push(((c, s, me, t), end(i, i)));
+                    } else if let Some(req) = e.req {
+                        active.insert(
+                            req,
+                            Pending {
+                                kind: Kind::Recv {
+                                    src: Some(s),
+                                    tag: Some(t),
+                                },
+                                comm: c,
+                                post: i,
+                            },
+                        );
+                    }
+                }
+                _ => {}
+            },
+            Family::Collective | Family::NonblockingCollective | Family::CommManagement => {
+                let g = groups.get(&comm).copied().unwrap_or(u64::from(comm));
+                let seq = seqs.entry(comm).or_default();
+                out.colls.push(((comm, g, *seq), e.op, end(i, i)));
+                *seq += 1;
+                if let Some(req) = e.req {
+                    active.insert(
+                        req,
+                        Pending {
+                            kind: Kind::Coll,
+                            comm,
+                            post: i,
+                        },
+                    );
+                }
+                if let Some(new) = e.create.as_ref().and_then(|c| c.new) {
+                    groups.insert(new.0, group_of(g, e, new.0));
+                    seqs.remove(&new.0);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,300 @@
+//! Communication patterns (seed 000 §4.1.1).
+//!
+//! Each rank's events are cut into contexts (see [`crate::run`]): the
+//! repeats of one process. A message joins the context of its send with
+//! the context of its receive, a request joins the context that posted it
+//! with the one that completed it, and a collective joins the contexts of
+//! all its members. The connected groups of contexts are the instances of
+//! global communication patterns; two instances are of the same pattern
+//! when every rank in them made the same calls with the same peers, which
+//! is written per rank as an event string such as `iR1·iR3·Ss1·Ss3·Wa`.
+//! Instances are put in temporal order (by start time with a timeline,
+//! else by their position in the ranks' event sequences), which is the
+//! sequence that phase detection segments.
+
+use std::collections::HashMap;
+
+use compress::{Event, Op, Peer};
+
+use crate::matching::{End, Matching};
+use crate::run::Run;
+
+/// One instance of a communication pattern.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    /// The pattern it is an instance of (index into [`Patterns::patterns`]).
+    pub pattern: usize,
+    /// Its contexts: (rank index, context index), sorted.
+    pub contexts: Vec<(usize, u32)>,
+    /// Its events: (rank index, event index), sorted.
+    pub events: Vec<(usize, usize)>,
+    /// Bytes sent by its sends and collectives.
+    pub bytes: u64,
+    /// Indices into [`Matching::messages`] of its messages.
+    pub messages: Vec<usize>,
+    /// Indices into [`Matching::collectives`] of its collectives.
+    pub collectives: Vec<usize>,
+    /// First enter and last leave over its events (with a timeline).
+    pub span: Option<(i64, i64)>,
+}
+
+impl Instance {
+    /// Ranks taking part (indices into [`Run::ranks`]), sorted.
+    pub fn ranks(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.contexts.iter().map(|c| c.0).collect();
+        v.dedup();
+        v
+    }
+}
+
+/// A communication pattern: what its instances have in common.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    /// Its symbol in the pattern sequence (`CP1`, `CP2`, ... by first
+    /// appearance; the index is one less).
+    pub id: usize,
+    /// The per-rank event strings: (world rank, string), by rank.
+    pub strings: Vec<(u32, String)>,
+    /// Number of processes.
+    pub np: usize,
+    /// Number of events.
+    pub ne: usize,
+    /// Instances (indices into [`Patterns::instances`]), in temporal order.
+    pub instances: Vec<usize>,
+}
+
+/// The patterns of a run and the sequence of their instances.
+#[derive(Debug, Default)]
+pub struct Patterns {
+    /// The patterns, by first appearance.
+    pub patterns: Vec<Pattern>,
+    /// Every instance, in temporal order.
+    pub instances: Vec<Instance>,
+}
+
+struct Dsu(Vec<u32>);
+
+impl Dsu {
+    fn find(&mut self, mut x: u32) -> u32 {
+        while self.0[x as usize] != x {
+            let p = self.0[x as usize];
+            self.0[x as usize] = self.0[p as usize];
+            x = p;
+        }
+        x
+    }
+    fn union(&mut self, a: u32, b: u32) {
+        let (a, b) = (self.find(a), self.find(b));
+        if a != b {
+            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+            self.0[hi as usize] = lo;
+        }
+    }
+}
+
+/// A short token for an event in a per-rank string: the operation and,
+/// for point-to-point calls, the peer's world rank (`*` for an unresolved
+/// wildcard). Sends are `S`, receives `R`, with a prefix for the mode
+/// (`i` nonblocking, `s` synchronous, `b` buffered, `r` ready); completion
+/// calls are `W`, `Wa`, `Wy`, `Ws`, `T`, `Ta`, `Ty`, `Ts`; collectives and
+/// communicator constructors are named in full.
+pub fn token(e: &Event) -> String {
+    let peer = |p: Option<compress::Transfer>| match p.map(|t| t.peer) {
+        Some(Peer::Rank { world, .. }) => world.to_string(),
+        Some(Peer::Any) => e
+            .matched
+            .first()
+            .map_or_else(|| "*".to_string(), |m| m.source.to_string()),
+        Some(Peer::Null) => "-".to_string(),
+        None => String::new(),
+    };
+    let p2p = |prefix: &str, t: Option<compress::Transfer>| format!("{prefix}{}", peer(t));
+    match e.op {
+        Op::Send => p2p("S", e.send),
+        Op::Ssend => p2p("sS", e.send),
+        Op::Bsend => p2p("bS", e.send),
+        Op::Rsend => p2p("rS", e.send),
+        Op::Isend => p2p("iS", e.send),
+        Op::Issend => p2p("isS", e.send),
+        Op::Ibsend => p2p("ibS", e.send),
+        Op::Irsend => p2p("irS", e.send),
+        Op::SendInit => p2p("pS", e.send),
+        Op::SsendInit => p2p("psS", e.send),
+        Op::Recv => p2p("R", e.recv),
+        Op::Irecv => p2p("iR", e.recv),
+        Op::RecvInit => p2p("pR", e.recv),
+        Op::Sendrecv | Op::SendrecvReplace => {
+            format!("SR{}/{}", peer(e.send), peer(e.recv))
+        }
+        Op::Probe => p2p("P", e.recv),
+        Op::Iprobe => p2p("iP", e.recv),
+        Op::Mprobe => p2p("mP", e.recv),
+        Op::Improbe => p2p("imP", e.recv),
+        Op::Mrecv => "mR".into(),
+        Op::Imrecv => "imR".into(),
+        Op::Wait => "W".into(),
+        Op::Waitall => "Wa".into(),
+        Op::Waitany => "Wy".into(),
+        Op::Waitsome => "Ws".into(),
+        Op::Test => "T".into(),
+        Op::Testall => "Ta".into(),
+        Op::Testany => "Ty".into(),
+        Op::Testsome => "Ts".into(),
+        Op::Start => "St".into(),
+        Op::Startall => "Sta".into(),
+        op => op.name().into(),
+    }
+}
+
+/// Polling calls repeat a varying number of times; a run of the same
+/// polling token counts once (written `T+`), so that instances that polled
+/// more or less often are still one pattern.
+fn polls(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Test | Op::Testall | Op::Testany | Op::Testsome | Op::Iprobe | Op::Improbe
+    )
+}
+
+/// Bytes an event hands to MPI to send.
+fn sent(e: &Event) -> u64 {
+    e.bytes_sent().max(0) as u64
+}
+
+/// Finds the patterns of `run` from its `matching`.
+pub fn find(run: &Run, matching: &Matching) -> Patterns {
+    // Global context numbering.
+    let mut base = Vec::with_capacity(run.ranks.len());
+    let mut n = 0u32;
+    for r in &run.ranks {
+        base.push(n);
+        n += r.contexts.len() as u32;
+    }
+    let ctx = |end_rank: usize, ev: usize| base[end_rank] + run.ranks[end_rank].context[ev];
+    let mut dsu = Dsu((0..n).collect());
+    let join_end = |dsu: &mut Dsu, e: &End| dsu.union(ctx(e.rank, e.post), ctx(e.rank, e.done));
+    for m in &matching.messages {
+        join_end(&mut dsu, &m.send);
+        join_end(&mut dsu, &m.recv);
+        dsu.union(ctx(m.send.rank, m.send.post), ctx(m.recv.rank, m.recv.post));
+    }
+    for c in &matching.collectives {
+        if let Some(first) = c.members.first() {
+            for e in &c.members {
+                join_end(&mut dsu, e);
+                dsu.union(ctx(first.rank, first.post), ctx(e.rank, e.post));
+            }
+        }
+    }
+    // Instances: one per component, keyed by its root.
+    let mut of_root: HashMap<u32, usize> = HashMap::new();
+    let mut inst: Vec<Instance> = Vec::new();
+    let mut order: Vec<(i64, usize)> = Vec::new();
+    for (ri, r) in run.ranks.iter().enumerate() {
+        for (ei, e) in r.events.iter().enumerate() {
+            let c = r.context[ei];
+            let root = dsu.find(base[ri] + c);
+            let k = *of_root.entry(root).or_insert_with(|| {
+                inst.push(Instance {
+                    pattern: 0,
+                    contexts: Vec::new(),
+                    events: Vec::new(),
+                    bytes: 0,
+                    messages: Vec::new(),
+                    collectives: Vec::new(),
+                    span: None,
+                });
+                order.push((i64::MAX, inst.len() - 1));
+                inst.len() - 1
+            });
+            let i = &mut inst[k];
+            if i.contexts.last() != Some(&(ri, c)) {
+                i.contexts.push((ri, c));
+            }
+            i.events.push((ri, ei));
+            i.bytes += sent(e);
+            let key = if run.timed {
+                r.spans[ei].0
+            } else {
+                // Without times: the position in the rank's sequence,
+                // scaled so that ranks of different lengths interleave.
+                ((ei as f64 / r.events.len().max(1) as f64) * 1e15) as i64
+            };
+            order[k].0 = order[k].0.min(key);
+            if run.timed {
+                let (a, b) = r.spans[ei];
+                i.span = Some(i.span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            }
+        }
+    }
+    let root_of = |dsu: &mut Dsu, e: &End| dsu.find(ctx(e.rank, e.post));
+    for (mi, m) in matching.messages.iter().enumerate() {
+        let k = of_root[&root_of(&mut dsu, &m.send)];
+        inst[k].messages.push(mi);
+    }
+    for (ci, c) in matching.collectives.iter().enumerate() {
+        if let Some(first) = c.members.first() {
+            let k = of_root[&root_of(&mut dsu, first)];
+            inst[k].collectives.push(ci);
+        }
+    }
+    // Temporal order.
+    order.sort();
+    let mut slots: Vec<Option<Instance>> = inst.into_iter().map(Some).collect();
+    let mut instances: Vec<Instance> = order.iter().filter_map(|&(_, k)| slots[k].take()).collect();
+    // Patterns by their per-rank strings.
+    let mut by_key: HashMap<Vec<(u32, String)>, usize> = HashMap::new();
+    let mut patterns: Vec<Pattern> = Vec::new();
+    for (ii, i) in instances.iter_mut().enumerate() {
+        i.contexts.sort_unstable();
+        i.events.sort_unstable();
+        let mut strings: Vec<(u32, String)> = Vec::new();
+        let mut last_poll: Option<(usize, String)> = None;
+        for &(ri, ei) in &i.events {
+            let e = &run.ranks[ri].events[ei];
+            let rank = run.ranks[ri].rank;
+            if strings.last().map(|s| s.0) != Some(rank) {
+                strings.push((rank, String::new()));
+                last_poll = None;
+            }
+            let t = token(e);
+            if polls(e.op) {
+                if last_poll.as_ref().is_some_and(|(r, p)| *r == ri && *p == t) {
+                    continue;
+                }
+                last_poll = Some((ri, t.clone()));
+            } else {
+                last_poll = None;
+            }
+            let s = &mut strings.last_mut().expect("pushed above").1;
+            if !s.is_empty() {
+                s.push('·');
+            }
+            s.push_str(&t);
+            if polls(e.op) {
+                s.push('+');
+            }
+        }
+        let ne = i.events.len();
+        let np = strings.len();
+        let next = patterns.len();
+        let p = *by_key.entry(strings.clone()).or_insert_with(|| {
+            patterns.push(Pattern {
+                id: next,
+                strings,
+                np,
+                ne,
+                instances: Vec::new(),
+            });
+            next
+        });
+        // The event count of a pattern is that of its first instance (a
+        // polling run may differ in length between instances).
+        patterns[p].instances.push(ii);
+        i.pattern = p;
+    }
+    Patterns {
+        patterns,
+        instances,
+    }
+}

@@ -1,0 +1,149 @@
+//! A trace file unfolded for analysis: every rank's events in order, each
+//! with its context (the loop iteration it ran in) and, when the trace has
+//! a timeline, its enter and leave times on one time base.
+//!
+//! The compressed structure stays the source of truth: events come from
+//! expanding each rank's projection of the merged trace, and a context is
+//! the event's loop iteration vector without the loops over a single call
+//! ([`compress::Expand::context_path`]). So
+//! one iteration of the innermost loop around a group of calls is one
+//! context, which is how the analysis finds the per-rank repeats that seed
+//! 000 delimits with user-function and `MPI_Waitall` boundaries. An
+//! `MPI_Pcontrol` call (or an imported `DEL` line) also ends a context.
+
+use compress::{Event, Op, TraceFile};
+
+use crate::Error;
+
+/// The most events one context holds before it is cut: a bound on one
+/// pattern instance for a rank whose events never form a loop.
+pub const MAX_CONTEXT: usize = 4096;
+
+/// One rank's events.
+#[derive(Debug)]
+pub struct RankRun {
+    /// The world rank.
+    pub rank: u32,
+    /// The events, in call order, without the markers (`Init`, `Finalize`,
+    /// `Pcontrol`), which carry no communication.
+    pub events: Vec<Event>,
+    /// The context of each event: an index into `contexts`, growing along
+    /// the rank's events and changing exactly where a context ends.
+    pub context: Vec<u32>,
+    /// The loop iteration numbers of each context, outermost first.
+    pub contexts: Vec<Vec<u64>>,
+    /// Enter and leave of each event, in ns since the earliest rank's time
+    /// zero (so that times compare across ranks); empty without a timeline.
+    pub spans: Vec<(i64, i64)>,
+}
+
+/// Every rank's events.
+#[derive(Debug)]
+pub struct Run {
+    /// The ranks, in rank order.
+    pub ranks: Vec<RankRun>,
+    /// Whether every rank has a timeline (instance timing needs one).
+    pub timed: bool,
+}
+
+impl Run {
+    /// Unfolds `file`, calling `progress(done, total)` with event counts as
+    /// it goes (total is the trace's event count).
+    pub fn from_file(file: &TraceFile, progress: &mut dyn FnMut(u64, u64)) -> Result<Run, Error> {
+        let total = file.trace.total_events();
+        let ranks: Vec<u32> = file.trace.ranks().iter().collect();
+        let timed = !ranks.is_empty() && ranks.iter().all(|&r| file.timeline(r).is_some());
+        let zero = if timed {
+            ranks
+                .iter()
+                .filter_map(|&r| file.timeline(r))
+                .map(|t| t.epoch_ns)
+                .min()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let mut done = 0u64;
+        let mut out = Vec::with_capacity(ranks.len());
+        for &rank in &ranks {
+            let t = file
+                .trace
+                .rank_trace(rank)
+                .map_err(|e| Error::Project(rank, e.to_string()))?;
+            let spans = match (timed, file.timeline(rank)) {
+                (true, Some(tl)) => {
+                    let off = i64::try_from(tl.epoch_ns - zero).unwrap_or(i64::MAX / 2);
+                    tl.spans()?
+                        .iter()
+                        .map(|s| (off + s.enter as i64, off + s.leave as i64))
+                        .collect()
+                }
+                _ => Vec::new(),
+            };
+            let mut rr = RankRun {
+                rank,
+                events: Vec::new(),
+                context: Vec::new(),
+                contexts: Vec::new(),
+                spans: Vec::new(),
+            };
+            let mut cut = true;
+            let mut in_ctx = 0usize;
+            let mut prev: Vec<(u32, u64)> = Vec::new();
+            let mut path: Vec<(u32, u64)> = Vec::new();
+            let mut ex = t.expand();
+            let mut pos = 0usize;
+            while let Some(ev) = ex.next() {
+                let at = pos;
+                pos += 1;
+                done += 1;
+                if done % 65_536 == 0 {
+                    progress(done, total);
+                }
+                if matches!(ev.op, Op::Pcontrol) {
+                    cut = true;
+                    continue;
+                }
+                if matches!(ev.op, Op::Init | Op::InitThread | Op::Finalize | Op::Abort) {
+                    continue;
+                }
+                path.clear();
+                path.extend(ex.context_path());
+                if cut || path != prev || in_ctx >= MAX_CONTEXT {
+                    rr.contexts.push(path.iter().map(|p| p.1).collect());
+                    cut = false;
+                    in_ctx = 0;
+                }
+                std::mem::swap(&mut prev, &mut path);
+                in_ctx += 1;
+                if timed {
+                    let s = spans
+                        .get(at)
+                        .copied()
+                        .ok_or(Error::TimelineShort { rank, events: at })?;
+                    rr.spans.push(s);
+                }
+                rr.context.push((rr.contexts.len() - 1) as u32);
+                rr.events.push(ev);
+            }
+            if ex.is_broken() {
+                return Err(Error::Project(rank, "the trace is inconsistent".into()));
+            }
+            if timed && spans.len() != pos {
+                return Err(Error::TimelineLength {
+                    rank,
+                    events: pos,
+                    spans: spans.len(),
+                });
+            }
+            out.push(rr);
+        }
+        progress(done, total);
+        Ok(Run { ranks: out, timed })
+    }
+
+    /// Total events kept for analysis.
+    pub fn events(&self) -> usize {
+        self.ranks.iter().map(|r| r.events.len()).sum()
+    }
+}

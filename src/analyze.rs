@@ -1,0 +1,234 @@
+//! `rankscale analyze`: communication patterns, phases, slow instances and
+//! Inspection Affinity of a trace, as text or JSON.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use analysis::phases::{Criterion, Limits};
+use analysis::{Options, Report, analyze};
+use anyhow::{Context, Result};
+
+use crate::show::read;
+
+/// Traces with more events than this show a progress bar on a terminal.
+const PROGRESS_FROM: u64 = 200_000;
+
+/// Settings of one `analyze` run, as given on the command line.
+pub struct Args {
+    /// Print JSON instead of text.
+    pub json: bool,
+    /// Modified z-score cut-off.
+    pub cutoff: f64,
+    /// `aic` or `bic`.
+    pub criterion: String,
+    /// Segmentation depth limit.
+    pub max_depth: usize,
+    /// Shortest sequence that is still split.
+    pub min_len: usize,
+    /// Patterns listed in the text report (JSON has all).
+    pub top: usize,
+}
+
+/// Runs `rankscale analyze FILE`.
+pub fn run(file: &Path, a: &Args) -> Result<()> {
+    let f = read(file)?;
+    let opts = Options {
+        cutoff: a.cutoff,
+        limits: Limits {
+            criterion: if a.criterion == "bic" {
+                Criterion::Bic
+            } else {
+                Criterion::Aic
+            },
+            max_depth: a.max_depth,
+            min_len: a.min_len,
+        },
+    };
+    let t0 = Instant::now();
+    let show = std::io::stderr().is_terminal() && f.trace.total_events() > PROGRESS_FROM;
+    let mut progress = |stage: &str, done: u64, total: u64| {
+        if show {
+            let pct = if total > 0 { done * 100 / total } else { 0 };
+            let bar = "#".repeat((pct / 4) as usize);
+            eprint!("\ranalyze: {stage:<15} [{bar:<25}] {pct:>3}%");
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let r = analyze(&f, &opts, &mut progress)
+        .with_context(|| format!("cannot analyse {}", file.display()))?;
+    if show {
+        eprintln!();
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", text(file, &r, a, secs));
+    }
+    Ok(())
+}
+
+fn ms(ns: i64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
+}
+
+/// The readable summary.
+fn text(file: &Path, r: &Report, a: &Args, secs: f64) -> String {
+    let mut o = String::new();
+    let w = &mut o;
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        w,
+        "analysis of {}: {} ranks, {} events, timeline: {} ({secs:.2} s)",
+        file.display(),
+        r.ranks,
+        r.events,
+        if r.timeline { "yes" } else { "no" }
+    );
+    let _ = writeln!(
+        w,
+        "{} messages and {} collectives matched; unmatched: {} sends, {} receives",
+        r.messages, r.collectives, r.unmatched.0, r.unmatched.1
+    );
+    let _ = writeln!(
+        w,
+        "\ncommunication patterns: {} ({} instances)",
+        r.patterns.len(),
+        r.sequence.iter().map(|s| s.1).sum::<usize>()
+    );
+    let _ = writeln!(
+        w,
+        "  {:<6} {:>5} {:>6} {:>9} {:>12} {:>12}  ranks",
+        "id", "np", "ne", "instances", "bytes", "median"
+    );
+    let mut order: Vec<&analysis::PatternReport> = r.patterns.iter().collect();
+    order.sort_by_key(|p| std::cmp::Reverse(p.total_ns.unwrap_or(p.instances as i64)));
+    for p in order.iter().take(a.top) {
+        let bytes = match p.bytes.as_slice() {
+            [b] => b.to_string(),
+            [lo, .., hi] => format!("{lo}-{hi}"),
+            [] => "0".into(),
+        };
+        let _ = writeln!(
+            w,
+            "  {:<6} {:>5} {:>6} {:>9} {:>12} {:>12}  {}",
+            p.id,
+            p.np,
+            p.ne,
+            p.instances,
+            bytes,
+            p.median_ns.map_or_else(|| "-".into(), ms),
+            p.ranks
+        );
+        for s in p.strings.iter().take(4) {
+            let _ = writeln!(w, "         {}: {}", s.ranks, s.events);
+        }
+        if p.strings.len() > 4 {
+            let _ = writeln!(w, "         ... {} more rank groups", p.strings.len() - 4);
+        }
+    }
+    if r.patterns.len() > a.top {
+        let _ = writeln!(
+            w,
+            "  ... {} more patterns (--top N, or --json)",
+            r.patterns.len() - a.top
+        );
+    }
+    let _ = writeln!(w, "\nphases: {}", r.phases.len());
+    for ph in &r.phases {
+        let when = ph.time_ns.map_or(String::new(), |(s, e)| {
+            format!(" ({:.3}-{:.3} s)", s as f64 / 1e9, e as f64 / 1e9)
+        });
+        let pats: Vec<String> = ph
+            .patterns
+            .iter()
+            .take(6)
+            .map(|(p, n)| format!("{p} x{n}"))
+            .collect();
+        let _ = writeln!(
+            w,
+            "  phase {}: instances {}-{}{when}: {}{}",
+            ph.index,
+            ph.start,
+            ph.end.saturating_sub(1),
+            pats.join(", "),
+            if ph.patterns.len() > 6 { ", ..." } else { "" }
+        );
+    }
+    if r.timeline {
+        let _ = writeln!(
+            w,
+            "\nslow instances (modified z-score > {}): {}",
+            r.cutoff,
+            r.slow.len()
+        );
+        for s in r.slow.iter().take(a.top) {
+            let _ = writeln!(
+                w,
+                "  {} #{} (iteration {:?}, phase {}): {} vs median {} of {} (M = {:.1})",
+                s.pattern,
+                s.occurrence,
+                s.iterations,
+                s.phase,
+                ms(s.duration_ns),
+                ms(s.median_ns),
+                s.compared,
+                s.z
+            );
+            let _ = writeln!(
+                w,
+                "      start: first rank {}, last rank {} (+{}); finish: first rank {}, last rank {}",
+                s.first_start.rank,
+                s.last_start.rank,
+                ms(s.last_start.ns - s.first_start.ns),
+                s.first_finish.rank,
+                s.last_finish.rank
+            );
+            let _ = writeln!(
+                w,
+                "      shortest event: {} on rank {} ({}); longest: {} on rank {} ({})",
+                s.shortest.event,
+                s.shortest.rank,
+                ms(s.shortest.ns),
+                s.longest.event,
+                s.longest.rank,
+                ms(s.longest.ns)
+            );
+            match (s.cause, s.culprit) {
+                (Some(c), Some(rank)) => {
+                    let all: Vec<String> = s
+                        .waits_ns
+                        .iter()
+                        .map(|(k, v)| format!("{} {}", k.name(), ms(*v)))
+                        .collect();
+                    let _ = writeln!(
+                        w,
+                        "      cause: {} on rank {} ({} of waiting caused; all waits: {})",
+                        c.name(),
+                        rank,
+                        ms(s.caused_ns),
+                        all.join(", ")
+                    );
+                }
+                _ => {
+                    let _ = writeln!(w, "      cause: no wait inside the instance");
+                }
+            }
+        }
+        if !r.affinity.is_empty() {
+            let _ = writeln!(w, "\nInspection Affinity of slow patterns, per phase:");
+            for x in &r.affinity {
+                let _ = writeln!(
+                    w,
+                    "  phase {}: {} {} (severity weight {:.2}, complexity weight {:.2}, {:.0} deg)",
+                    x.phase, x.pattern, x.level, x.severity_weight, x.complexity_weight, x.angle
+                );
+            }
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(w, "\nnote: {n}");
+    }
+    o
+}
