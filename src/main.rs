@@ -1,5 +1,6 @@
 //! The `rankscale` command line: a thin layer over the library crates.
 
+mod import;
 mod launch;
 mod show;
 mod stats;
@@ -63,6 +64,20 @@ enum Cmd {
         /// A trace file, or a directory written by `RANKSCALE_RAW`.
         path: PathBuf,
     },
+    /// Convert a trace written by another tool into a rankscale trace file,
+    /// with a timeline, so that it can be shown and analysed like ours.
+    ///
+    /// Example: rankscale import --format pertext traces/smg2000.16 -o smg.trace
+    Import {
+        /// The input format (pertext: one Process<r>.txt per rank).
+        #[arg(long, value_enum)]
+        format: import::Format,
+        /// The directory holding the input trace.
+        dir: PathBuf,
+        /// The trace file to write.
+        #[arg(short = 'o', long)]
+        output: PathBuf,
+    },
 }
 
 /// A closed pipe (`rankscale show FILE | head`) ends the tool quietly, as
@@ -99,6 +114,11 @@ fn main() {
         }
         Cmd::Show { file, json, expand } => show::show(&file, json, expand),
         Cmd::Stats { path } => stats::stats(&path),
+        Cmd::Import {
+            format,
+            dir,
+            output,
+        } => import::import(format, &dir, &output),
     };
     if let Err(e) = r {
         eprintln!("rankscale: error: {e:#}");
