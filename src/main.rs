@@ -1,6 +1,7 @@
 //! The `rankscale` command line: a thin layer over the library crates.
 
 mod analyze;
+mod import;
 mod launch;
 mod show;
 mod stats;
@@ -90,6 +91,20 @@ enum Cmd {
         #[arg(long, default_value_t = 12)]
         top: usize,
     },
+    /// Convert a trace written by another tool into a rankscale trace file,
+    /// with a timeline, so that it can be shown and analysed like ours.
+    ///
+    /// Example: rankscale import --format pertext traces/smg2000.16 -o smg.trace
+    Import {
+        /// The input format (pertext: one Process<r>.txt per rank).
+        #[arg(long, value_enum)]
+        format: import::Format,
+        /// The directory holding the input trace.
+        dir: PathBuf,
+        /// The trace file to write.
+        #[arg(short = 'o', long)]
+        output: PathBuf,
+    },
 }
 
 /// A closed pipe (`rankscale show FILE | head`) ends the tool quietly, as
@@ -145,6 +160,11 @@ fn main() {
                 top,
             },
         ),
+        Cmd::Import {
+            format,
+            dir,
+            output,
+        } => import::import(format, &dir, &output),
     };
     if let Err(e) = r {
         eprintln!("rankscale: error: {e:#}");
