@@ -216,6 +216,19 @@ fn text(file: &Path, r: &Report, a: &Args, secs: f64) -> String {
                 }
             }
         }
+        if !r.waits.is_empty() {
+            let _ = writeln!(w, "\nwaiting caused, by kind and late rank (whole trace):");
+            for x in r.waits.iter().take(a.top) {
+                let _ = writeln!(
+                    w,
+                    "  {:<26} rank {:<6} {:>12} in {} waits",
+                    x.cause.name(),
+                    x.rank,
+                    ms(x.ns),
+                    x.count
+                );
+            }
+        }
         if !r.affinity.is_empty() {
             let _ = writeln!(w, "\nInspection Affinity of slow patterns, per phase:");
             for x in &r.affinity {

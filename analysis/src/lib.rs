@@ -29,7 +29,7 @@ pub mod slow;
 
 pub use report::{
     AffinityReport, EventAt, Options, PatternReport, PhaseNode, PhaseReport, RankAt, RankString,
-    Report, SlowReport, analyze, ranks_text,
+    Report, SlowReport, WaitTotal, analyze, ranks_text,
 };
 
 /// Why a trace could not be analysed.

@@ -182,6 +182,19 @@ pub struct AffinityReport {
     pub level: String,
 }
 
+/// Waiting of one kind caused by one rank, over the whole trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitTotal {
+    /// The kind of wait.
+    pub cause: Cause,
+    /// The rank that caused it (the late one).
+    pub rank: u32,
+    /// Total waiting time it caused, ns.
+    pub ns: i64,
+    /// Number of waits.
+    pub count: usize,
+}
+
 /// Everything `rankscale analyze` reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -213,6 +226,8 @@ pub struct Report {
     pub slow: Vec<SlowReport>,
     /// Inspection Affinity of the slow patterns, per phase.
     pub affinity: Vec<AffinityReport>,
+    /// Waiting over all instances by kind and late rank, most first.
+    pub waits: Vec<WaitTotal>,
     /// What this trace could not support, and why.
     pub notes: Vec<String>,
 }
@@ -280,6 +295,24 @@ pub fn analyze(
     progress("slow instances", 0, 1);
     let slow = slow_instances(&run, &m, &p, opts.cutoff, &phase_of);
     let affinity = affinities(&p, &slow, leaves.len());
+    let mut totals: BTreeMap<(Cause, usize), (i64, usize)> = BTreeMap::new();
+    for inst in &p.instances {
+        for w in waits(&run, &m, inst) {
+            let t = totals.entry((w.cause, w.culprit)).or_default();
+            t.0 += w.ns;
+            t.1 += 1;
+        }
+    }
+    let mut wait_totals: Vec<WaitTotal> = totals
+        .into_iter()
+        .map(|((cause, r), (ns, count))| WaitTotal {
+            cause,
+            rank: run.ranks[r].rank,
+            ns,
+            count,
+        })
+        .collect();
+    wait_totals.sort_by_key(|w| (std::cmp::Reverse(w.ns), w.cause, w.rank));
     let mut notes = Vec::new();
     if !run.timed {
         notes.push(
@@ -348,6 +381,7 @@ pub fn analyze(
         cutoff: opts.cutoff,
         slow,
         affinity,
+        waits: wait_totals,
         notes,
     })
 }
