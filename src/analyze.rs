@@ -195,6 +195,12 @@ fn text(file: &Path, r: &Report, a: &Args, secs: f64) -> String {
                 s.longest.rank,
                 ms(s.longest.ns)
             );
+            if s.warm_up {
+                let _ = writeln!(
+                    w,
+                    "      the first instance of its pattern: warm-up (connection set-up, first touch)"
+                );
+            }
             match (s.cause, s.culprit) {
                 (Some(c), Some(rank)) => {
                     let all: Vec<String> = s

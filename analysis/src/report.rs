@@ -125,6 +125,9 @@ pub struct SlowReport {
     pub instance: usize,
     /// Which instance of its pattern it is (from 0).
     pub occurrence: usize,
+    /// The first instance of its pattern: it pays for connection set-up
+    /// and the first touch of buffers, so a slow one is expected.
+    pub warm_up: bool,
     /// The phase it is in (from 1).
     pub phase: usize,
     /// The loop iteration vector of the first member's context.
@@ -532,6 +535,7 @@ fn slow_report(
         pattern: cp(inst.pattern),
         instance: ii,
         occurrence,
+        warm_up: occurrence == 0,
         phase,
         iterations: run.ranks[r0].contexts[c0 as usize].clone(),
         bytes: inst.bytes,

@@ -97,7 +97,7 @@ impl Run {
                 let at = pos;
                 pos += 1;
                 done += 1;
-                if done % 65_536 == 0 {
+                if done.is_multiple_of(65_536) {
                     progress(done, total);
                 }
                 if matches!(ev.op, Op::Pcontrol) {

@@ -178,9 +178,9 @@ impl TraceFile {
     /// reader never sees half a file).
     pub fn write(&self, path: &Path) -> Result<u64, Error> {
         let bytes = self.to_bytes()?;
-        let io = |source| Error::Io {
+        let io = |error| Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".partial");
@@ -191,9 +191,9 @@ impl TraceFile {
 
     /// Reads and checks a file.
     pub fn read(path: &Path) -> Result<TraceFile, Error> {
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        let bytes = std::fs::read(path).map_err(|error| Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         TraceFile::from_bytes(&bytes).map_err(|e| e.in_file(path))
     }

@@ -46,12 +46,13 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum Error {
     /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error (in the message, not a separate `source`,
+        /// so that a chain of causes does not print it twice).
+        error: std::io::Error,
     },
     /// A raw log line does not follow the grammar.
     #[error("line {line}: {msg}")]

@@ -347,7 +347,7 @@ pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
 pub fn read_log(path: &Path) -> Result<Vec<Event>, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
         path: path.to_path_buf(),
-        source: e,
+        error: e,
     })?;
     text.lines()
         .enumerate()
@@ -372,7 +372,7 @@ impl RawLogWriter {
     pub fn create(dir: &Path, rank: i32) -> Result<RawLogWriter, Error> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
-            move |source| Error::Io { path, source }
+            move |error| Error::Io { path, error }
         };
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let path = dir.join(rank_file_name(rank));
@@ -392,16 +392,16 @@ impl EventSink for RawLogWriter {
         self.line.push('\n');
         self.out
             .write_all(self.line.as_bytes())
-            .map_err(|source| Error::Io {
+            .map_err(|error| Error::Io {
                 path: self.path.clone(),
-                source,
+                error,
             })
     }
 
     fn finish(&mut self) -> Result<(), Error> {
-        self.out.flush().map_err(|source| Error::Io {
+        self.out.flush().map_err(|error| Error::Io {
             path: self.path.clone(),
-            source,
+            error,
         })
     }
 }

@@ -568,15 +568,16 @@ impl Trace {
 }
 
 /// Whether the iterations of a loop with this body are contexts (see
-/// [`Expand::context_path`]).
-fn is_context(body: &[Node]) -> bool {
+/// [`Expand::context_path`]), given whether an enclosing loop's are.
+fn is_context(body: &[Node], inside_context: bool) -> bool {
     fn waits(body: &[Node]) -> bool {
         body.iter().any(|n| match n {
             Node::Loop(l) => waits(&l.body),
             n => n.shape().is_some_and(|s| s.op().can_wait()),
         })
     }
-    !matches!(body, [Node::Leaf(_) | Node::Single(_)]) && waits(body)
+    let one_call = matches!(body, [Node::Leaf(_) | Node::Single(_)]);
+    waits(body) && !(one_call && inside_context)
 }
 
 struct Frame<'a> {
@@ -690,12 +691,14 @@ impl<'a> Expand<'a> {
     }
 
     /// [`Expand::loop_path`] with only the loops whose iterations are
-    /// contexts: a loop over a single call with varying parameters (one
-    /// `Ssend` per neighbour) is that call's own repetition, and a loop of
-    /// calls that never wait (posting `Irecv`s, polling with `Test`) is part
-    /// of the iteration around it, not an iteration of the algorithm. What
-    /// is left is the iteration the event's group of calls belongs to: the
-    /// context the analysis delimits pattern instances by.
+    /// contexts. A loop of calls that never wait (posting `Irecv`s, polling
+    /// with `Test`) is part of the iteration around it, and so is a loop
+    /// over a single call inside a loop whose iterations are contexts (one
+    /// `Ssend` per neighbour within a time step): neither is an iteration
+    /// of the algorithm. A loop of one blocking call on its own (a ring of
+    /// `Sendrecv`s) is. What is left is the iteration the event's group of
+    /// calls belongs to: the context the analysis delimits pattern
+    /// instances by.
     pub fn context_path(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         let spilled = self.spill_pos < self.spill.len() || self.stack.len() <= 1;
         self.stack
@@ -784,7 +787,7 @@ impl<'a> Expand<'a> {
                     }
                     self.stack.push(Frame {
                         id: l.id,
-                        context: is_context(&l.body),
+                        context: is_context(&l.body, self.stack.iter().any(|f| f.context)),
                         body: &l.body,
                         idx: 0,
                         left: count,

@@ -1,0 +1,403 @@
+//! `rankscale analyze` on traces whose patterns, phases and slow instances
+//! are known by construction:
+//!
+//! * the hand-written 4-rank `pertext` dataset (tests/data/pertext/small,
+//!   its README describes every line): the patterns worked out by hand,
+//!   and the late sender it contains, with the waiting time computed by
+//!   hand from its timestamps;
+//! * `latestencil`, a 3×3 torus halo exchange, traced with the timeline on
+//!   both MPIs, with a 60 ms delay injected at rank 4 in iteration 10, once
+//!   before its sends (late sender) and once before its receives (late
+//!   receiver); and once without a delay;
+//! * `threephase`: collectives, then a 2D stencil, then a ring: the phase
+//!   boundaries are known;
+//! * a 64-rank stencil of about 10^5 events, for the time analysis takes.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use common::*;
+use serde_json::Value;
+
+fn analyze(trace: &Path, extra: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_rankscale"))
+        .arg("analyze")
+        .arg(trace)
+        .arg("--json")
+        .args(extra)
+        .output()
+        .expect("run rankscale analyze");
+    assert!(
+        out.status.success(),
+        "analyze {}: {}",
+        trace.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("analyze --json prints JSON")
+}
+
+/// Traces `program args` on `np` ranks with the timeline into `trace`.
+fn trace(imp: &str, np: usize, program_name: &str, args: &[&str], trace: &Path) {
+    let mut o = untraced();
+    o.traced = true;
+    o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+    o.env.push(("RANKSCALE_TIMELINE", "1".into()));
+    if imp == "mpich" {
+        o.env.push(("RANKSCALE_YIELD", "1".into()));
+    }
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let job = mpirun(imp, np, &program(imp, program_name), &args, &o);
+    assert_eq!(job.code, Some(0), "{imp} {program_name}: {}", job.stderr);
+}
+
+/// A pattern as (ranks, np, ne, instances, bytes, strings as "rank:
+/// events" lines).
+type PatternRow = (String, u64, u64, u64, Vec<u64>, Vec<String>);
+
+/// The patterns of a report.
+fn patterns(r: &Value) -> Vec<PatternRow> {
+    r["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["ranks"].as_str().unwrap().to_string(),
+                p["np"].as_u64().unwrap(),
+                p["ne"].as_u64().unwrap(),
+                p["instances"].as_u64().unwrap(),
+                p["bytes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| b.as_u64().unwrap())
+                    .collect(),
+                p["strings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{}: {}",
+                            s["ranks"].as_str().unwrap(),
+                            s["events"].as_str().unwrap()
+                        )
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_hand_written_dataset_gives_the_patterns_worked_out_by_hand() {
+    let dir = scratch("analyze-pertext");
+    let t = dir.join("small.trace");
+    let out = Command::new(env!("CARGO_BIN_EXE_rankscale"))
+        .args(["import", "--format", "pertext"])
+        .arg(root().join("tests/data/pertext/small"))
+        .arg("-o")
+        .arg(&t)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = analyze(&t, &[]);
+    assert_eq!(r["ranks"], 4);
+    // 44 lines, of which 16 are DEL context markers.
+    assert_eq!(r["events"], 28);
+    assert_eq!(r["timeline"], true);
+    assert_eq!(r["messages"], 12);
+    assert_eq!(r["collectives"], 1);
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    // By hand (README): the pair exchanges (0,1) and (2,3) twice each, the
+    // Allreduce, the ring 0 -> 1 -> 2 -> 3 -> 0. Blocking sends are S,
+    // receives R, followed by the peer.
+    let mut got = patterns(&r);
+    got.sort();
+    let mut want = vec![
+        (
+            "0-1".into(),
+            2,
+            4,
+            2,
+            vec![2048],
+            s(&["0: S1·R1", "1: R0·S0"]),
+        ),
+        (
+            "2-3".into(),
+            2,
+            4,
+            2,
+            vec![2048],
+            s(&["2: S3·R3", "3: R2·S2"]),
+        ),
+        ("0-3".into(), 4, 4, 1, vec![32], s(&["0-3: Allreduce"])),
+        (
+            "0-3".into(),
+            4,
+            8,
+            1,
+            vec![256],
+            s(&["0: S1·R3", "1: R0·S2", "2: R1·S3", "3: R2·S0"]),
+        ),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+    // In time order: the four exchanges, the Allreduce, the ring.
+    let seq: Vec<(String, u64)> = r["sequence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x[0].as_str().unwrap().to_string(), x[1].as_u64().unwrap()))
+        .collect();
+    let flat: Vec<&str> = seq
+        .iter()
+        .flat_map(|(p, n)| std::iter::repeat_n(p.as_str(), *n as usize))
+        .collect();
+    assert_eq!(flat.len(), 6);
+    let id_of = |ranks: &str, ne: u64| {
+        r["patterns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["ranks"] == ranks && p["ne"] == ne)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (pair01, pair23) = (id_of("0-1", 4), id_of("2-3", 4));
+    let (allreduce, ring) = (id_of("0-3", 4), id_of("0-3", 8));
+    let mut first4: Vec<&str> = flat[..4].to_vec();
+    first4.sort();
+    let mut want4 = vec![
+        pair01.as_str(),
+        pair01.as_str(),
+        pair23.as_str(),
+        pair23.as_str(),
+    ];
+    want4.sort();
+    assert_eq!(first4, want4);
+    assert_eq!(&flat[4..], &[allreduce.as_str(), ring.as_str()]);
+    // Rank 3 arrives at the Allreduce at 1,128,000 ns; ranks 0, 1 and 2 at
+    // 1,100,000, 1,101,000 and 1,100,500: 28,000 + 27,000 + 27,500 ns of
+    // waiting caused by rank 3.
+    let waits = r["waits"].as_array().unwrap();
+    let coll = waits
+        .iter()
+        .find(|w| w["cause"] == "late_collective")
+        .unwrap();
+    assert_eq!(
+        (coll["rank"].as_u64(), coll["ns"].as_i64()),
+        (Some(3), Some(82_500))
+    );
+    // Two instances cannot make an outlier at the default cut-off (their
+    // modified z-scores are +-0.6745 whatever the durations); at 0.5 the
+    // slower exchange of (2,3) is flagged. Its duration runs from rank 2's
+    // Send at 1,050,100 to rank 2's Recv end at 1,080,000; rank 2's Recv
+    // (entered 1,052,400) waits for rank 3's Send (1,077,000): a late
+    // sender of 24,600 ns, plus 300 ns of rank 2's Send before rank 3
+    // posts its Recv (1,050,400).
+    assert!(r["slow"].as_array().unwrap().is_empty());
+    let r = analyze(&t, &["--cutoff", "0.5"]);
+    let slow = r["slow"].as_array().unwrap();
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    let x = &slow[0];
+    assert_eq!(x["pattern"].as_str().unwrap(), pair23);
+    assert_eq!(x["occurrence"], 1);
+    assert_eq!(x["duration_ns"], 29_900);
+    assert_eq!(x["cause"], "late_sender");
+    assert_eq!(x["culprit"], 3);
+    assert_eq!(x["caused_ns"], 24_900);
+    assert_eq!(x["waits_ns"]["late_sender"], 24_600);
+    assert_eq!(x["last_start"]["rank"], 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The slow instances of a latestencil run.
+fn slow_of(r: &Value) -> Vec<Value> {
+    r["slow"].as_array().unwrap().clone()
+}
+
+#[test]
+fn an_injected_delay_is_found_as_late_sender_or_late_receiver_at_its_rank() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-latestencil"));
+        // Late sender: rank 4 sleeps 60 ms in iteration 10 after posting
+        // its receives, before its sends. The sends are small standard
+        // sends, which both MPIs deliver eagerly, so the neighbours wait
+        // in Waitall for rank 4's messages (with MPI_Ssend they would
+        // wait in their own Ssend to rank 4 instead: without asynchronous
+        // progress a synchronous send cannot complete while its receiver
+        // sleeps outside MPI).
+        let t = dir.join("sender.trace");
+        let sender = [
+            "-m", "sender", "-r", "4", "-t", "10", "-d", "60", "-s", "send", "-n", "16",
+        ];
+        trace(imp, 9, "latestencil", &sender, &t);
+        let r = analyze(&t, &[]);
+        let slow = slow_of(&r);
+        let at = slow
+            .iter()
+            .find(|s| s["iterations"] == serde_json::json!([10]))
+            .unwrap_or_else(|| panic!("{imp}: iteration 10 is not slow: {slow:#?}"));
+        assert_eq!(at["cause"], "late_sender", "{imp}: {at:#?}");
+        assert_eq!(at["culprit"], 4, "{imp}: {at:#?}");
+        // Four neighbours wait about 60 ms each.
+        let caused = at["caused_ns"].as_i64().unwrap();
+        assert!(
+            (200_000_000..=300_000_000).contains(&caused),
+            "{imp}: {at:#?}"
+        );
+        // Late receiver: rank 4 sleeps before posting its receives, and
+        // its neighbours' synchronous sends to it wait.
+        let t = dir.join("receiver.trace");
+        let receiver = ["-m", "receiver", "-r", "4", "-t", "10", "-d", "60"];
+        trace(imp, 9, "latestencil", &receiver, &t);
+        let r = analyze(&t, &[]);
+        let slow = slow_of(&r);
+        let at = slow
+            .iter()
+            .find(|s| s["iterations"] == serde_json::json!([10]))
+            .unwrap_or_else(|| panic!("{imp}: iteration 10 is not slow: {slow:#?}"));
+        assert_eq!(at["cause"], "late_receiver", "{imp}: {at:#?}");
+        assert_eq!(at["culprit"], 4, "{imp}: {at:#?}");
+        assert_eq!(at["last_start"]["rank"], 4, "{imp}: {at:#?}");
+        // It is the slowest instance.
+        assert_eq!(slow[0]["iterations"], serde_json::json!([10]), "{imp}");
+        // Without a delay: nothing near the injected 60 ms is slow. What
+        // the modified z-score still flags on a shared 2-core machine is
+        // either the warm-up instance or carries its (small) cause.
+        let t = dir.join("none.trace");
+        trace(imp, 9, "latestencil", &["-m", "none"], &t);
+        let r = analyze(&t, &[]);
+        for s in slow_of(&r) {
+            let d = s["duration_ns"].as_i64().unwrap();
+            assert!(
+                d < 20_000_000,
+                "{imp}: a slow instance without injection: {s:#?}"
+            );
+            assert!(
+                s["warm_up"] == true || !s["cause"].is_null(),
+                "{imp}: a slow instance without a reason: {s:#?}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn three_phases_are_segmented_at_their_true_boundaries() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-threephase"));
+        let t = dir.join("t.trace");
+        // 6 rounds of collectives, 40 stencil iterations, 40 ring
+        // iterations (two Sendrecv shifts each), then the checksum Reduce.
+        trace(
+            imp,
+            4,
+            "threephase",
+            &["-a", "6", "-b", "40", "-c", "40"],
+            &t,
+        );
+        let r = analyze(&t, &[]);
+        let seq: Vec<String> = r["sequence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|x| {
+                std::iter::repeat_n(
+                    x[0].as_str().unwrap().to_string(),
+                    x[1].as_u64().unwrap() as usize,
+                )
+            })
+            .collect();
+        let patterns = r["patterns"].as_array().unwrap();
+        let of = |id: &str| patterns.iter().find(|p| p["id"] == id).unwrap();
+        let strings = |id: &str| of(id)["strings"][0]["events"].as_str().unwrap().to_string();
+        // The true phases, from the pattern each instance is of.
+        let kind = |id: &str| {
+            let s = strings(id);
+            if s.contains("Bcast") {
+                1
+            } else if s.contains("Wa") {
+                2
+            } else if s.starts_with("SR") {
+                3
+            } else {
+                4
+            }
+        };
+        let kinds: Vec<u8> = seq.iter().map(|id| kind(id)).collect();
+        assert_eq!(
+            kinds.iter().filter(|&&k| k == 1).count(),
+            6,
+            "{imp}: {kinds:?}"
+        );
+        assert_eq!(
+            kinds.iter().filter(|&&k| k == 2).count(),
+            40,
+            "{imp}: {kinds:?}"
+        );
+        // On 4 ranks the shift by 1 is one ring, the shift by 2 two
+        // separate pair exchanges, (0,2) and (1,3): 3 instances a step.
+        assert_eq!(
+            kinds.iter().filter(|&&k| k == 3).count(),
+            120,
+            "{imp}: {kinds:?}"
+        );
+        // The closing Reduce (kind 4) may start on rank 0 before the last
+        // pair exchange of ranks 1 and 3 does.
+        let main: Vec<u8> = kinds.iter().copied().filter(|&k| k < 4).collect();
+        let mut sorted = main.clone();
+        sorted.sort();
+        assert_eq!(main, sorted, "{imp}: the phases are contiguous in time");
+        let b1 = 6;
+        let b2 = 46;
+        let phases: Vec<(u64, u64)> = r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["start"].as_u64().unwrap(), p["end"].as_u64().unwrap()))
+            .collect();
+        // Boundaries at 6 and 46, none inside a true phase; the checksum
+        // Reduce at the end may stand alone.
+        let cuts: Vec<u64> = phases.iter().skip(1).map(|p| p.0).collect();
+        assert!(
+            cuts.contains(&b1) && cuts.contains(&b2),
+            "{imp}: {phases:?}"
+        );
+        for c in &cuts {
+            assert!(
+                *c == b1 || *c == b2 || *c + 2 >= kinds.len() as u64,
+                "{imp}: a cut at {c} inside a phase: {phases:?}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_64_rank_trace_of_1e5_events_is_analysed_in_seconds() {
+    let imp = "openmpi";
+    let dir = scratch("analyze-64");
+    let t = dir.join("t.trace");
+    // 64 ranks x 175 iterations x (4 Irecv + 4 Isend + Waitall).
+    trace(imp, 64, "stencil", &["-d", "2", "-i", "175", "-k", "0"], &t);
+    let t0 = Instant::now();
+    let r = analyze(&t, &[]);
+    let secs = t0.elapsed().as_secs_f64();
+    let events = r["events"].as_u64().unwrap();
+    eprintln!("analyze: 64 ranks, {events} events: {secs:.2} s");
+    assert!(events >= 100_000, "{events}");
+    assert_eq!(r["unmatched"], serde_json::json!([0, 0]));
+    assert!(secs < 10.0, "{secs} s");
+    let _ = std::fs::remove_dir_all(&dir);
+}
