@@ -49,7 +49,7 @@ pub fn run(file: &Path, a: &Args) -> Result<()> {
     let show = std::io::stderr().is_terminal() && f.trace.total_events() > PROGRESS_FROM;
     let mut progress = |stage: &str, done: u64, total: u64| {
         if show {
-            let pct = if total > 0 { done * 100 / total } else { 0 };
+            let pct = (done * 100).checked_div(total).unwrap_or(0);
             let bar = "#".repeat((pct / 4) as usize);
             eprint!("\ranalyze: {stage:<15} [{bar:<25}] {pct:>3}%");
             let _ = std::io::stderr().flush();
