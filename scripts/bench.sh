@@ -15,7 +15,9 @@
 #     ranks (MPICH, yielding waits): merge time, its share of the run's wall
 #     time, trace size and compression ratio against the raw logs;
 #  4. replay: seconds per replayed event with --no-compute on a long loop
-#     (the trace of the stencil, 2 ranks), beside the application's time.
+#     (the trace of the stencil, 2 ranks), beside the application's time;
+#  5. analysis: time of `rankscale analyze` on a 64-rank stencil with its
+#     timeline (about 10^5 and 10^6 events), against the application's time.
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -141,4 +143,18 @@ for imp in mpich openmpi; do
   fi
   secs=$(awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "s") { print $(i - 1); exit } }' <<<"$out")
   printf '%-8s %12d %12.3f %14.3f %12.3f\n' "$imp" "$events" "$app" "$secs" "$(awk -v s="$secs" -v e="$events" 'BEGIN { print s / e * 1e6 }')"
+done
+
+echo "analysis: rankscale analyze on the 2D stencil with its timeline, 64 ranks (Open MPI, 8x8 torus); ratio = analysis / application wall time"
+printf '%-8s %8s %12s %12s %12s %12s %8s\n' MPI ranks events "app(s)" "analyze(s)" "us/event" ratio
+for it in ${ANALYZE_ITERS:-175 1750}; do
+  f="$tmp/analyze.$it.trace"
+  OMPI_MCA_mpi_yield_when_idle=1 RANKSCALE_TRACE="$f" RANKSCALE_TIMELINE=1 launch openmpi 64 1 stencil -d 2 -i "$it" -k 0 >/dev/null 2>&1
+  rs="$root/target/openmpi/release/rankscale"
+  app=$("$rs" show "$f" | awk '/^wall/ { print $2 }')
+  t0=$(date +%s.%N)
+  events=$("$rs" analyze "$f" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["events"])')
+  t1=$(date +%s.%N)
+  awk -v a="$app" -v t0="$t0" -v t1="$t1" -v e="$events" 'BEGIN { s = t1 - t0;
+    printf "%-8s %8d %12d %12.3f %12.3f %12.3f %8.3f\n", "openmpi", 64, e, a, s, s / e * 1e6, s / a }'
 done

@@ -135,7 +135,31 @@ fn text(file: &Path, r: &Report, a: &Args, secs: f64) -> String {
             r.patterns.len() - a.top
         );
     }
-    let _ = writeln!(w, "\nphases: {}", r.phases.len());
+    let _ = writeln!(
+        w,
+        "\nphases: {} (criterion {}; splits at the maximum of D_JS while the strength is > 0)",
+        r.phases.len(),
+        a.criterion
+    );
+    fn splits(n: &analysis::PhaseNode, depth: usize, w: &mut String) {
+        use std::fmt::Write as _;
+        if let Some((at, d, st)) = n.split
+            && !n.children.is_empty()
+        {
+            let _ = writeln!(
+                w,
+                "  {:indent$}split {}-{} at {at}: D_JS {d:.3}, strength {st:.2}",
+                "",
+                n.start,
+                n.end.saturating_sub(1),
+                indent = depth * 2
+            );
+            for c in &n.children {
+                splits(c, depth + 1, w);
+            }
+        }
+    }
+    splits(&r.tree, 0, w);
     for ph in &r.phases {
         let when = ph.time_ns.map_or(String::new(), |(s, e)| {
             format!(" ({:.3}-{:.3} s)", s as f64 / 1e9, e as f64 / 1e9)
@@ -203,6 +227,14 @@ fn text(file: &Path, r: &Report, a: &Args, secs: f64) -> String {
             }
             match (s.cause, s.culprit) {
                 (Some(c), Some(rank)) => {
+                    let excess = s.duration_ns - s.median_ns;
+                    if excess > 0 && s.culprit_waited_before_ns * 2 >= excess {
+                        let _ = writeln!(
+                            w,
+                            "      propagated: rank {rank} waited {} in the previous instance (an earlier delay travelling on)",
+                            ms(s.culprit_waited_before_ns)
+                        );
+                    }
                     let all: Vec<String> = s
                         .waits_ns
                         .iter()

@@ -256,6 +256,18 @@ fn an_injected_delay_is_found_as_late_sender_or_late_receiver_at_its_rank() {
             (200_000_000..=300_000_000).contains(&caused),
             "{imp}: {at:#?}"
         );
+        // The delay travels on: any later instance as slow names a rank
+        // that itself waited in the instance before (an idle wave).
+        for s in &slow {
+            if s["iterations"] != serde_json::json!([10])
+                && s["duration_ns"].as_i64() > Some(30_000_000)
+            {
+                assert!(
+                    s["culprit_waited_before_ns"].as_i64() > Some(30_000_000),
+                    "{imp}: a slow instance neither injected nor propagated: {s:#?}"
+                );
+            }
+        }
         // Late receiver: rank 4 sleeps before posting its receives, and
         // its neighbours' synchronous sends to it wait.
         let t = dir.join("receiver.trace");

@@ -158,6 +158,11 @@ pub struct SlowReport {
     pub cause: Option<Cause>,
     /// The rank that caused the most waiting.
     pub culprit: Option<u32>,
+    /// How long the culprit itself waited in the previous instance of the
+    /// pattern, ns: when that is a large part of this instance's excess
+    /// over the median, the culprit was late because an earlier delay
+    /// reached it (an idle wave), not through a delay of its own.
+    pub culprit_waited_before_ns: i64,
     /// Waiting it caused, ns.
     pub caused_ns: i64,
     /// All waiting in the instance by kind, ns.
@@ -467,6 +472,7 @@ fn slow_instances(
                     p,
                     ii,
                     occ,
+                    occ.checked_sub(1).map(|o| pt.instances[o]),
                     z[k],
                     median,
                     group.len(),
@@ -486,6 +492,7 @@ fn slow_report(
     p: &Patterns,
     ii: usize,
     occurrence: usize,
+    previous: Option<usize>,
     z: f64,
     median_ns: i64,
     compared: usize,
@@ -530,6 +537,14 @@ fn slow_report(
         *waits_ns.entry(w.cause).or_default() += w.ns;
     }
     let b = blame(&ws);
+    let culprit_waited_before_ns = match (b, previous) {
+        (Some((culprit, _, _)), Some(prev)) => waits(run, m, &p.instances[prev])
+            .iter()
+            .filter(|w| w.waiter == culprit)
+            .map(|w| w.ns)
+            .sum(),
+        _ => 0,
+    };
     let (r0, c0) = inst.contexts[0];
     SlowReport {
         pattern: cp(inst.pattern),
@@ -551,6 +566,7 @@ fn slow_report(
         longest: ev(longest),
         cause: b.map(|x| x.1),
         culprit: b.map(|x| world(x.0)),
+        culprit_waited_before_ns,
         caused_ns: b.map_or(0, |x| x.2),
         waits_ns,
     }
