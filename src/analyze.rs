@@ -2,7 +2,7 @@
 //! Inspection Affinity of a trace, as text or JSON.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use analysis::phases::{Criterion, Limits};
@@ -14,24 +14,37 @@ use crate::show::read;
 /// Traces with more events than this show a progress bar on a terminal.
 const PROGRESS_FROM: u64 = 200_000;
 
-/// Settings of one `analyze` run, as given on the command line.
+/// `rankscale analyze`: find communication patterns, segment them into
+/// phases, flag slow instances with their cause, and rank slow patterns by
+/// Inspection Affinity. Instance timing needs a trace taken with
+/// RANKSCALE_TIMELINE=1.
+#[derive(clap::Args)]
 pub struct Args {
-    /// Print JSON instead of text.
+    /// A trace file.
+    pub file: PathBuf,
+    /// Print the whole report as JSON.
+    #[arg(long)]
     pub json: bool,
-    /// Modified z-score cut-off.
+    /// Modified z-score above which an instance is slow.
+    #[arg(long, default_value_t = analysis::outliers::DEFAULT_CUTOFF)]
     pub cutoff: f64,
-    /// `aic` or `bic`.
+    /// Stopping rule of the phase segmentation.
+    #[arg(long, default_value = "aic", value_parser = ["aic", "bic"])]
     pub criterion: String,
-    /// Segmentation depth limit.
+    /// Deepest level of the segmentation tree.
+    #[arg(long, default_value_t = 8)]
     pub max_depth: usize,
-    /// Shortest sequence that is still split.
+    /// Shortest run of pattern instances that is still split.
+    #[arg(long, default_value_t = 8)]
     pub min_len: usize,
-    /// Patterns listed in the text report (JSON has all).
+    /// Patterns and slow instances listed in the text report.
+    #[arg(long, default_value_t = 12)]
     pub top: usize,
 }
 
 /// Runs `rankscale analyze FILE`.
-pub fn run(file: &Path, a: &Args) -> Result<()> {
+pub fn run(a: &Args) -> Result<()> {
+    let file = a.file.as_path();
     let f = read(file)?;
     let opts = Options {
         cutoff: a.cutoff,

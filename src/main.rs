@@ -69,28 +69,7 @@ enum Cmd {
     /// instances with their cause, and rank slow patterns by Inspection
     /// Affinity. Instance timing needs a trace taken with
     /// RANKSCALE_TIMELINE=1.
-    Analyze {
-        /// A trace file.
-        file: PathBuf,
-        /// Print the whole report as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Modified z-score above which an instance is slow.
-        #[arg(long, default_value_t = analysis::outliers::DEFAULT_CUTOFF)]
-        cutoff: f64,
-        /// Stopping rule of the phase segmentation.
-        #[arg(long, default_value = "aic", value_parser = ["aic", "bic"])]
-        criterion: String,
-        /// Deepest level of the segmentation tree.
-        #[arg(long, default_value_t = 8)]
-        max_depth: usize,
-        /// Shortest run of pattern instances that is still split.
-        #[arg(long, default_value_t = 8)]
-        min_len: usize,
-        /// Patterns and slow instances listed in the text report.
-        #[arg(long, default_value_t = 12)]
-        top: usize,
-    },
+    Analyze(analyze::Args),
     /// Convert a trace written by another tool into a rankscale trace file,
     /// with a timeline, so that it can be shown and analysed like ours.
     ///
@@ -141,25 +120,7 @@ fn main() {
         }
         Cmd::Show { file, json, expand } => show::show(&file, json, expand),
         Cmd::Stats { path } => stats::stats(&path),
-        Cmd::Analyze {
-            file,
-            json,
-            cutoff,
-            criterion,
-            max_depth,
-            min_len,
-            top,
-        } => analyze::run(
-            &file,
-            &analyze::Args {
-                json,
-                cutoff,
-                criterion,
-                max_depth,
-                min_len,
-                top,
-            },
-        ),
+        Cmd::Analyze(args) => analyze::run(&args),
         Cmd::Import {
             format,
             dir,

@@ -218,12 +218,69 @@ fn the_hand_written_dataset_gives_the_patterns_worked_out_by_hand() {
     assert_eq!(x["caused_ns"], 24_900);
     assert_eq!(x["waits_ns"]["late_sender"], 24_600);
     assert_eq!(x["last_start"]["rank"], 3);
+    // Without its timeline the same trace still gives every pattern and
+    // phase, and the report says what needs the timeline.
+    let mut f = compress::TraceFile::read(&t).unwrap();
+    f.timelines.clear();
+    let bare = dir.join("bare.trace");
+    f.write(&bare).unwrap();
+    let b = analyze(&bare, &[]);
+    assert_eq!(b["timeline"], false);
+    let mut got = patterns(&b);
+    got.sort();
+    assert_eq!(got, want);
+    let instances: u64 = b["sequence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(instances, 6);
+    assert!(b["slow"].as_array().unwrap().is_empty());
+    let notes = b["notes"].to_string();
+    assert!(notes.contains("RANKSCALE_TIMELINE=1"), "{notes}");
+    let text = text(&rankscale(&["analyze", &bare.display().to_string()]).stdout);
+    assert!(text.contains("note: no timeline"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = scratch("analyze-bad");
+    let garbage = dir.join("garbage.trace");
+    std::fs::write(&garbage, b"not a trace at all").unwrap();
+    for (path, says) in [
+        (garbage.display().to_string(), "not a rankscale trace file"),
+        (
+            dir.join("missing.trace").display().to_string(),
+            "No such file",
+        ),
+    ] {
+        let out = rankscale(&["analyze", &path]);
+        assert_eq!(out.status.code(), Some(1), "{path}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(says) && !err.contains("panicked"),
+            "{path}: {err}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The slow instances of a latestencil run.
 fn slow_of(r: &Value) -> Vec<Value> {
     r["slow"].as_array().unwrap().clone()
+}
+
+/// The slow instances of the trace, and the one of the delayed iteration.
+fn slow_at_iteration_10(imp: &str, t: &Path) -> (Vec<Value>, Value) {
+    let slow = slow_of(&analyze(t, &[]));
+    let at = slow
+        .iter()
+        .find(|s| s["iterations"] == serde_json::json!([10]))
+        .unwrap_or_else(|| panic!("{imp}: iteration 10 is not slow: {slow:#?}"))
+        .clone();
+    (slow, at)
 }
 
 #[test]
@@ -242,12 +299,7 @@ fn an_injected_delay_is_found_as_late_sender_or_late_receiver_at_its_rank() {
             "-m", "sender", "-r", "4", "-t", "10", "-d", "60", "-s", "send", "-n", "16",
         ];
         trace(imp, 9, "latestencil", &sender, &t);
-        let r = analyze(&t, &[]);
-        let slow = slow_of(&r);
-        let at = slow
-            .iter()
-            .find(|s| s["iterations"] == serde_json::json!([10]))
-            .unwrap_or_else(|| panic!("{imp}: iteration 10 is not slow: {slow:#?}"));
+        let (slow, at) = slow_at_iteration_10(imp, &t);
         assert_eq!(at["cause"], "late_sender", "{imp}: {at:#?}");
         assert_eq!(at["culprit"], 4, "{imp}: {at:#?}");
         // Four neighbours wait about 60 ms each.
@@ -273,12 +325,7 @@ fn an_injected_delay_is_found_as_late_sender_or_late_receiver_at_its_rank() {
         let t = dir.join("receiver.trace");
         let receiver = ["-m", "receiver", "-r", "4", "-t", "10", "-d", "60"];
         trace(imp, 9, "latestencil", &receiver, &t);
-        let r = analyze(&t, &[]);
-        let slow = slow_of(&r);
-        let at = slow
-            .iter()
-            .find(|s| s["iterations"] == serde_json::json!([10]))
-            .unwrap_or_else(|| panic!("{imp}: iteration 10 is not slow: {slow:#?}"));
+        let (slow, at) = slow_at_iteration_10(imp, &t);
         assert_eq!(at["cause"], "late_receiver", "{imp}: {at:#?}");
         assert_eq!(at["culprit"], 4, "{imp}: {at:#?}");
         assert_eq!(at["last_start"]["rank"], 4, "{imp}: {at:#?}");

@@ -8,20 +8,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
+use common::{rankscale, text};
 use compress::{Event, Op, Peer, Tag};
-
-fn rankscale(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rankscale"))
-        .args(args)
-        .output()
-        .expect("run rankscale")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn dataset() -> PathBuf {
     common::root().join("tests/data/pertext/small")

@@ -11,17 +11,6 @@ use std::process::{Command, Output};
 
 use common::*;
 
-fn rankscale(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rankscale"))
-        .args(args)
-        .output()
-        .expect("run rankscale")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 /// `rankscale trace -o OUT -- mpirun.openmpi -n NP ... stencil ARGS`.
 fn trace_stencil(np: usize, args: &str, out: &Path) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankscale"));

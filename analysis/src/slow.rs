@@ -25,7 +25,7 @@
 
 use serde::Serialize;
 
-use crate::matching::Matching;
+use crate::matching::{End, Matching, Message};
 use crate::patterns::Instance;
 use crate::run::Run;
 
@@ -77,19 +77,19 @@ pub fn waits(run: &Run, m: &Matching, inst: &Instance) -> Vec<Wait> {
         return Vec::new();
     }
     let mut out = Vec::new();
+    // Per message: the completing call on one side, (rank, event), and
+    // the post time and rank of the other side.
+    let ends = |mine: fn(&Message) -> End, theirs: fn(&Message) -> End| {
+        inst.messages
+            .iter()
+            .map(|&i| {
+                let (a, b) = (mine(&m.messages[i]), theirs(&m.messages[i]));
+                ((a.rank, a.done), span(run, b.rank, b.post).0, b.rank)
+            })
+            .collect::<Vec<_>>()
+    };
     // Late sender: per call completing receives, the latest send start.
-    let mut by_recv: Vec<((usize, usize), i64, usize)> = inst
-        .messages
-        .iter()
-        .map(|&i| {
-            let x = &m.messages[i];
-            (
-                (x.recv.rank, x.recv.done),
-                span(run, x.send.rank, x.send.post).0,
-                x.send.rank,
-            )
-        })
-        .collect();
+    let mut by_recv = ends(|x| x.recv, |x| x.send);
     by_recv.sort_unstable();
     for g in by_recv.chunk_by(|a, b| a.0 == b.0) {
         let ((rank, ev), _, _) = g[0];
@@ -111,25 +111,12 @@ pub fn waits(run: &Run, m: &Matching, inst: &Instance) -> Vec<Wait> {
     // complete before its receive exists, shows a late receiver there.
     let completes_recvs: std::collections::HashSet<(usize, usize)> =
         by_recv.iter().map(|x| x.0).collect();
-    let mut by_send: Vec<((usize, usize), i64, usize)> = inst
-        .messages
-        .iter()
-        .map(|&i| {
-            let x = &m.messages[i];
-            (
-                (x.send.rank, x.send.done),
-                span(run, x.recv.rank, x.recv.post).0,
-                x.recv.rank,
-            )
-        })
-        .filter(|(at, _, _)| !completes_recvs.contains(at))
+    let mut by_send: Vec<_> = ends(|x| x.send, |x| x.recv)
+        .into_iter()
+        .zip(&inst.messages)
+        .filter(|(e, i)| m.messages[**i].sync || !completes_recvs.contains(&e.0))
+        .map(|(e, _)| e)
         .collect();
-    by_send.extend(inst.messages.iter().filter_map(|&i| {
-        let x = &m.messages[i];
-        let at = (x.send.rank, x.send.done);
-        (x.sync && completes_recvs.contains(&at))
-            .then(|| (at, span(run, x.recv.rank, x.recv.post).0, x.recv.rank))
-    }));
     by_send.sort_unstable();
     for g in by_send.chunk_by(|a, b| a.0 == b.0) {
         let ((rank, ev), _, _) = g[0];

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use compress::{Event, Op};
@@ -303,4 +303,17 @@ pub fn requests_are_consistent(events: &[Event]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Runs the `rankscale` command line built with these tests.
+pub fn rankscale(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rankscale"))
+        .args(args)
+        .output()
+        .expect("run rankscale")
+}
+
+/// A command's output as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
 }

@@ -2,11 +2,13 @@
 #ifndef RANKSCALE_TEST_COMMON_H
 #define RANKSCALE_TEST_COMMON_H
 
+#include <errno.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* GCC >= 11 warns when small-integer sentinel pointers (MPICH's
  * MPI_STATUSES_IGNORE == (MPI_Status *)1, Open MPI's MPI_UNWEIGHTED == (int *)2)
@@ -61,6 +63,28 @@ static inline int parse_int(const char *s, const char *what, int allow_zero)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     return (int)v;
+}
+
+/* Sleeps `us` microseconds (the emulated computation of the timing test
+ * programs), resuming after signals. */
+static inline void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000}, rem;
+    while (nanosleep(&ts, &rem) != 0 && errno == EINTR) ts = rem;
+}
+
+/* The rank reached from `rank` by one step in direction `dir` on a periodic
+ * px x py grid of row-major ranks: 0 up, 1 down (x), 2 left, 3 right (y). */
+static inline int torus_neighbour(int rank, int dir, int px, int py)
+{
+    int x = rank / py, y = rank % py;
+    switch (dir) {
+    case 0: x = (x + px - 1) % px; break;
+    case 1: x = (x + 1) % px; break;
+    case 2: y = (y + py - 1) % py; break;
+    default: y = (y + 1) % py; break;
+    }
+    return x * py + y;
 }
 
 #endif

@@ -81,24 +81,8 @@ static void usage(int rank)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static void sleep_us(long us)
-{
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000}, rem;
-    while (nanosleep(&ts, &rem) != 0 && errno == EINTR) ts = rem;
-}
-
 /* The rank reached from `rank` by one step in direction dir (periodic). */
-static int neighbour(int rank, int dir)
-{
-    int x = rank / py, y = rank % py;
-    switch (dir) {
-    case 0: x = (x + px - 1) % px; break;
-    case 1: x = (x + 1) % px; break;
-    case 2: y = (y + py - 1) % py; break;
-    default: y = (y + 1) % py; break;
-    }
-    return x * py + y;
-}
+static int neighbour(int rank, int dir) { return torus_neighbour(rank, dir, px, py); }
 
 /* Element idx of the message that `sender` sends in direction dir in
  * iteration it: an integer below 2^53, so exactly representable. */
