@@ -807,6 +807,22 @@ fortran!(raw abort, "MPI_ABORT", (comm, errorcode, ierror), |ret, c| {
     c.forward();
 });
 
+// MPI_PCONTROL(LEVEL) has no IERROR: the raw form forwards the one
+// argument (reading it back as the "error code", which is harmless) with
+// the re-entry guard set, so MPICH's binding, which calls the C
+// MPI_Pcontrol, records nothing twice.
+fortran!(raw pcontrol, "MPI_PCONTROL", (level), |ret, c| {
+    match Scope::enter(ret) {
+        Some(s) => {
+            c.forward();
+            s.record(Op::Pcontrol, |_, ev| ev.value = Some(i64::from(int(level))));
+        }
+        None => {
+            c.forward();
+        }
+    }
+});
+
 // ------------------------------------------------------ point-to-point
 
 macro_rules! blocking_send {

@@ -5,7 +5,10 @@
  * with blocking MPI_Send / MPI_Recv.  Every rank adds (rank+1) to the token
  * before forwarding it, so each rank knows exactly what it must receive.
  *
- * Per rank: Init 1, Send ITERS, Recv ITERS, Finalize 1.  Needs np >= 2.
+ * Every lap is marked for profilers with MPI_Pcontrol(lap + 1).
+ *
+ * Per rank: Init 1, Pcontrol ITERS, Send ITERS, Recv ITERS, Finalize 1.
+ * Needs np >= 2.
  */
 #include "common.h"
 
@@ -30,6 +33,7 @@ int main(int argc, char **argv)
     uint64_t hash = 0;
 
     for (int it = 0; it < iters; it++) {
+        MPI_Pcontrol(it + 1);
         long long expect;
         if (rank == 0) {
             token += 1; /* rank 0 adds rank+1 = 1 */

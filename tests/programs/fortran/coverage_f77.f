@@ -104,6 +104,8 @@ C     Bsend / Recv
       call MPI_RECV(rb, 4, MPI_INTEGER, left, 3, MPI_COMM_WORLD,
      &              MPI_STATUS_IGNORE, ierr)
       call chkbuf(rb, 4, left, 3, 'bsend/recv')
+C     Pcontrol: a profiler context boundary (level 1)
+      call MPI_PCONTROL(1)
 C     Rsend after a pre-posted Irecv and a Barrier
       do i = 1, 4
          sb(i) = val(me, 4, i)

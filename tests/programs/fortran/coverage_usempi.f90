@@ -454,6 +454,8 @@ program coverage_usempi
   call MPI_Bsend(sb, 4, MPI_INTEGER, right, 3, MPI_COMM_WORLD, ierr)
   call MPI_Recv(rb, 4, MPI_INTEGER, left, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
   call chkbuf(rb, 4, left, 3, 'bsend/recv')
+  ! Pcontrol: a profiler context boundary (level 1)
+  call MPI_Pcontrol(1)
   ! Rsend after a pre-posted Irecv and a Barrier
   sb(1:4) = [(val(me, 4, i), i = 1, 4)]
   call MPI_Irecv(rb, 4, MPI_INTEGER, left, 4, MPI_COMM_WORLD, req(1), ierr)
