@@ -77,7 +77,8 @@ pub fn run(a: &Args) -> Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        print!("{}", text(file, &r, a, secs));
+        let labels = crate::show::site_labels(&f);
+        print!("{}", text(file, &r, a, secs, &labels));
     }
     Ok(())
 }
@@ -87,7 +88,13 @@ fn ms(ns: i64) -> String {
 }
 
 /// The readable summary.
-fn text(file: &Path, r: &Report, a: &Args, secs: f64) -> String {
+fn text(
+    file: &Path,
+    r: &Report,
+    a: &Args,
+    secs: f64,
+    labels: &std::collections::HashMap<u64, &str>,
+) -> String {
     let mut o = String::new();
     let w = &mut o;
     use std::fmt::Write as _;
@@ -192,6 +199,26 @@ fn text(file: &Path, r: &Report, a: &Args, secs: f64) -> String {
             pats.join(", "),
             if ph.patterns.len() > 6 { ", ..." } else { "" }
         );
+    }
+    if !r.slow_calls.is_empty() {
+        let _ = writeln!(
+            w,
+            "\nslowest calls (the trace keeps the {} slowest executions of every call), by time above the call's mean:",
+            r.reservoir_k
+        );
+        for c in r.slow_calls.iter().take(a.top) {
+            let _ = writeln!(
+                w,
+                "  {:<14} rank {:<5} iteration {:<14} {:>12}  mean {:>12} of {} at {}",
+                c.call,
+                c.rank,
+                format!("{:?}", c.iterations),
+                ms(c.mpi_ns as i64),
+                ms(c.mean_ns as i64),
+                c.executions,
+                crate::show::site_text(labels, c.site)
+            );
+        }
     }
     if r.timeline {
         let _ = writeln!(

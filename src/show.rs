@@ -189,12 +189,29 @@ fn timing_text(t: &PathTiming) -> String {
     if tot.count() == 0 {
         return String::new();
     }
+    let slowest: Vec<String> = t
+        .slow()
+        .slowest()
+        .iter()
+        .take(3)
+        .map(|s| format!("{} on r{}", ns(s.mpi_ns as f64), s.rank))
+        .collect();
     format!(
-        "  [n={} mpi {} (max {}) compute {}]",
+        "  [n={} mpi {} (max {}) compute {}{}]",
         tot.count(),
         ns(tot.mpi().stats().mean()),
-        ns(tot.mpi().stats().max() as f64),
+        // The reservoir's slowest is exact; the statistics' maximum is
+        // stored quantised.
+        ns(t.slow()
+            .slowest()
+            .first()
+            .map_or(tot.mpi().stats().max(), |s| s.mpi_ns) as f64),
         ns(tot.compute().stats().mean()),
+        if slowest.is_empty() {
+            String::new()
+        } else {
+            format!(" slowest {}", slowest.join(", "))
+        }
     )
 }
 
@@ -411,6 +428,7 @@ fn node_json(n: &MNode, labels: &HashMap<u64, &str>) -> Value {
                     "first": stats_json(t.first()),
                     "steady": stats_json(t.steady()),
                     "last": stats_json(t.last()),
+                    "slowest": t.slow().slowest(),
                 },
             })
         }

@@ -41,10 +41,25 @@ fn analyze(trace: &Path, extra: &[&str]) -> Value {
 
 /// Traces `program args` on `np` ranks with the timeline into `trace`.
 fn trace(imp: &str, np: usize, program_name: &str, args: &[&str], trace: &Path) {
+    trace_with(imp, np, program_name, args, trace, true);
+}
+
+/// Traces `program args` on `np` ranks into `trace`, with or without the
+/// timeline.
+fn trace_with(
+    imp: &str,
+    np: usize,
+    program_name: &str,
+    args: &[&str],
+    trace: &Path,
+    timeline: bool,
+) {
     let mut o = untraced();
     o.traced = true;
     o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
-    o.env.push(("RANKSCALE_TIMELINE", "1".into()));
+    if timeline {
+        o.env.push(("RANKSCALE_TIMELINE", "1".into()));
+    }
     if imp == "mpich" {
         o.env.push(("RANKSCALE_YIELD", "1".into()));
     }
@@ -272,6 +287,22 @@ fn slow_of(r: &Value) -> Vec<Value> {
     r["slow"].as_array().unwrap().clone()
 }
 
+/// The slowest calls that `analyze` lists for a trace taken without a
+/// timeline (from the reservoirs alone), after checking that the report
+/// says what needs the timeline.
+fn slow_calls_without_timeline(imp: &str, t: &Path) -> Vec<Value> {
+    let r = analyze(t, &[]);
+    assert_eq!(r["timeline"], false, "{imp}");
+    assert!(
+        slow_of(&r).is_empty(),
+        "{imp}: slow instances without a timeline"
+    );
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("RANKSCALE_TIMELINE=1"), "{imp}: {notes}");
+    assert_eq!(r["reservoir_k"], 8, "{imp}");
+    r["slow_calls"].as_array().unwrap().clone()
+}
+
 /// The slow instances of the trace, and the one of the delayed iteration.
 fn slow_at_iteration_10(imp: &str, t: &Path) -> (Vec<Value>, Value) {
     let slow = slow_of(&analyze(t, &[]));
@@ -331,6 +362,40 @@ fn an_injected_delay_is_found_as_late_sender_or_late_receiver_at_its_rank() {
         assert_eq!(at["last_start"]["rank"], 4, "{imp}: {at:#?}");
         // It is the slowest instance.
         assert_eq!(slow[0]["iterations"], serde_json::json!([10]), "{imp}");
+        // Without the timeline the reservoirs alone locate both delays. A
+        // call waiting 40 ms or more first happens in iteration 10, where
+        // exactly the neighbours of rank 4 (1, 3, 5 and 7 on the 3×3 torus)
+        // wait in the expected call: in Waitall for the late sender's
+        // messages, in Ssend to the late receiver. (Later such waits are
+        // the idle wave: the neighbours' own lateness reaching the corner
+        // ranks in the next iteration.) The first entry of an iteration
+        // vector is the time-step loop; Ssend also sits in the loop over the
+        // four directions.
+        for (mode, args, call) in [
+            ("sender", &sender[..], "Waitall"),
+            ("receiver", &receiver[..], "Ssend"),
+        ] {
+            let t = dir.join(format!("{mode}-compact.trace"));
+            trace_with(imp, 9, "latestencil", args, &t, false);
+            let calls = slow_calls_without_timeline(imp, &t);
+            let long: Vec<&Value> = calls
+                .iter()
+                .filter(|c| c["mpi_ns"].as_u64() >= Some(40_000_000))
+                .collect();
+            assert!(!long.is_empty(), "{imp} {mode}: {calls:#?}");
+            assert!(
+                long.iter().all(|c| c["iterations"][0].as_u64() >= Some(10)
+                    && c["mpi_ns"].as_u64() <= Some(150_000_000)),
+                "{imp} {mode}: {long:#?}"
+            );
+            let mut at10: Vec<u64> = long
+                .iter()
+                .filter(|c| c["iterations"][0] == 10 && c["call"] == call)
+                .map(|c| c["rank"].as_u64().unwrap())
+                .collect();
+            at10.sort_unstable();
+            assert_eq!(at10, [1, 3, 5, 7], "{imp} {mode}: {long:#?}");
+        }
         // Without a delay: nothing near the injected 60 ms is slow. What
         // the modified z-score still flags on a shared 2-core machine is
         // either the warm-up instance or carries its (small) cause.

@@ -29,7 +29,7 @@ pub mod slow;
 
 pub use report::{
     AffinityReport, EventAt, Options, PatternReport, PhaseNode, PhaseReport, RankAt, RankString,
-    Report, SlowReport, WaitTotal, analyze, ranks_text,
+    Report, SlowCallReport, SlowReport, WaitTotal, analyze, ranks_text,
 };
 
 /// Why a trace could not be analysed.

@@ -28,7 +28,9 @@ pub struct Instance {
     pub contexts: Vec<(usize, u32)>,
     /// Its events: (rank index, event index), sorted.
     pub events: Vec<(usize, usize)>,
-    /// Bytes sent by its sends and collectives.
+    /// Bytes moved: its messages' (counted once per message, whichever call
+    /// carried them: a persistent send's `Start` too) and its collectives'
+    /// send buffers.
     pub bytes: u64,
     /// Indices into [`Matching::messages`] of its messages.
     pub messages: Vec<usize>,
@@ -156,7 +158,7 @@ fn polls(op: Op) -> bool {
     )
 }
 
-/// Bytes an event hands to MPI to send.
+/// Bytes a collective call hands to MPI to send.
 fn sent(e: &Event) -> u64 {
     e.bytes_sent().max(0) as u64
 }
@@ -212,7 +214,9 @@ pub fn find(run: &Run, matching: &Matching) -> Patterns {
                 i.contexts.push((ri, c));
             }
             i.events.push((ri, ei));
-            i.bytes += sent(e);
+            if e.op.is_collective() {
+                i.bytes += sent(e);
+            }
             let key = if run.timed {
                 r.spans[ei].0
             } else {
@@ -231,6 +235,7 @@ pub fn find(run: &Run, matching: &Matching) -> Patterns {
     for (mi, m) in matching.messages.iter().enumerate() {
         let k = of_root[&root_of(&mut dsu, &m.send)];
         inst[k].messages.push(mi);
+        inst[k].bytes += m.bytes;
     }
     for (ci, c) in matching.collectives.iter().enumerate() {
         if let Some(first) = c.members.first() {

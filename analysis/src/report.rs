@@ -203,6 +203,26 @@ pub struct WaitTotal {
     pub count: usize,
 }
 
+/// One execution from a call's slow-instance reservoir (see
+/// [`crate::run::SlowCall`]): available with or without a timeline.
+#[derive(Clone, Debug, Serialize)]
+pub struct SlowCallReport {
+    /// The MPI call's name.
+    pub call: String,
+    /// Its call-site signature.
+    pub site: u64,
+    /// The world rank that ran this execution.
+    pub rank: u32,
+    /// The loop iteration vector of the execution, outermost loop first.
+    pub iterations: Vec<u64>,
+    /// Its time inside MPI, ns.
+    pub mpi_ns: u64,
+    /// The call's mean time inside MPI over all its executions, ns.
+    pub mean_ns: f64,
+    /// The call's executions on all ranks.
+    pub executions: u64,
+}
+
 /// Everything `rankscale analyze` reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -236,6 +256,12 @@ pub struct Report {
     pub affinity: Vec<AffinityReport>,
     /// Waiting over all instances by kind and late rank, most first.
     pub waits: Vec<WaitTotal>,
+    /// The trace's reservoir size K: how many slowest executions every call
+    /// keeps (0 when the trace has no reservoirs).
+    pub reservoir_k: usize,
+    /// Every call's reservoir entries, by time above their call's mean,
+    /// most first.
+    pub slow_calls: Vec<SlowCallReport>,
     /// What this trace could not support, and why.
     pub notes: Vec<String>,
 }
@@ -323,13 +349,40 @@ pub fn analyze(
     wait_totals.sort_by_key(|w| (std::cmp::Reverse(w.ns), w.cause, w.rank));
     let mut notes = Vec::new();
     if !run.timed {
+        notes.push(format!(
+            "no timeline: patterns and phases are complete{}; pattern instance durations, slow \
+             pattern instances with their causes (late sender, late receiver, late rank in a \
+             collective), wait totals and Inspection Affinity need a trace taken with \
+             RANKSCALE_TIMELINE=1",
+            if run.reservoir_k > 0 {
+                ", and the slowest calls come from the trace's reservoirs"
+            } else {
+                ""
+            }
+        ));
+    }
+    if run.reservoir_k == 0 {
         notes.push(
-            "no timeline: instance durations, slow instances and their causes, and Inspection \
-             Affinity need a trace taken with RANKSCALE_TIMELINE=1; patterns and phases are \
-             complete"
+            "the trace keeps no slow-instance reservoirs (written by rankscale before format \
+             version 3, or with RANKSCALE_SLOW_K=0)"
                 .to_string(),
         );
     }
+    let excess = |c: &crate::run::SlowCall| c.mpi_ns as f64 - c.mean_ns;
+    let mut calls: Vec<&crate::run::SlowCall> = run.slow_calls.iter().collect();
+    calls.sort_by(|a, b| excess(b).total_cmp(&excess(a)));
+    let slow_calls = calls
+        .into_iter()
+        .map(|c| SlowCallReport {
+            call: c.op.name().to_string(),
+            site: c.site,
+            rank: c.rank,
+            iterations: c.iterations.clone(),
+            mpi_ns: c.mpi_ns,
+            mean_ns: c.mean_ns,
+            executions: c.executions,
+        })
+        .collect();
     if m.unmatched_sends + m.unmatched_recvs > 0 {
         notes.push(format!(
             "{} sends and {} receives found no partner (a truncated trace, or \
@@ -390,6 +443,8 @@ pub fn analyze(
         slow,
         affinity,
         waits: wait_totals,
+        reservoir_k: run.reservoir_k,
+        slow_calls,
         notes,
     })
 }

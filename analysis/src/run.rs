@@ -11,7 +11,9 @@
 //! 000 delimits with user-function and `MPI_Waitall` boundaries. An
 //! `MPI_Pcontrol` call (or an imported `DEL` line) also ends a context.
 
-use compress::{Event, Op, TraceFile};
+use std::collections::HashMap;
+
+use compress::{Event, MNode, Op, TraceFile};
 
 use crate::Error;
 
@@ -37,6 +39,29 @@ pub struct RankRun {
     pub spans: Vec<(i64, i64)>,
 }
 
+/// One execution from a call's slow-instance reservoir
+/// ([`compress::Reservoir`]), located in its rank's events: what the compact
+/// trace says about single slow executions when it has no timeline.
+#[derive(Clone, Debug)]
+pub struct SlowCall {
+    /// The MPI call.
+    pub op: Op,
+    /// Its call-site signature.
+    pub site: u64,
+    /// The world rank that ran this execution.
+    pub rank: u32,
+    /// Its index in the rank's event sequence.
+    pub pos: u64,
+    /// Its time inside MPI, ns.
+    pub mpi_ns: u64,
+    /// The call's mean time inside MPI over all its executions, ns.
+    pub mean_ns: f64,
+    /// The call's executions on all ranks.
+    pub executions: u64,
+    /// The loop iteration vector of this execution, outermost loop first.
+    pub iterations: Vec<u64>,
+}
+
 /// Every rank's events.
 #[derive(Debug)]
 pub struct Run {
@@ -44,6 +69,39 @@ pub struct Run {
     pub ranks: Vec<RankRun>,
     /// Whether every rank has a timeline (instance timing needs one).
     pub timed: bool,
+    /// Every call's reservoir entries, located (in the trace's order of
+    /// calls, slowest first within a call).
+    pub slow_calls: Vec<SlowCall>,
+    /// The trace's reservoir size K (0 when it keeps none, as files of
+    /// format version 2 and older).
+    pub reservoir_k: usize,
+}
+
+/// Every call's reservoir entries, without their iteration vectors yet.
+fn reservoir(nodes: &[MNode], k: &mut usize, out: &mut Vec<SlowCall>) {
+    for n in nodes {
+        match n {
+            MNode::Event(e) => {
+                let t = e.timing();
+                *k = (*k).max(t.slow().capacity());
+                let total = t.total();
+                for s in t.slow().slowest() {
+                    out.push(SlowCall {
+                        op: e.shape().op(),
+                        site: e.shape().site(),
+                        rank: s.rank,
+                        pos: s.pos,
+                        mpi_ns: s.mpi_ns,
+                        mean_ns: total.mpi().stats().mean(),
+                        executions: total.count(),
+                        iterations: Vec::new(),
+                    });
+                }
+            }
+            MNode::Loop(l) => reservoir(l.body(), k, out),
+            _ => {}
+        }
+    }
 }
 
 impl Run {
@@ -63,6 +121,14 @@ impl Run {
         } else {
             0
         };
+        let mut slow_calls = Vec::new();
+        let mut reservoir_k = 0;
+        reservoir(file.trace.nodes(), &mut reservoir_k, &mut slow_calls);
+        let wanted: HashMap<(u32, u64), usize> = slow_calls
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ((s.rank, s.pos), i))
+            .collect();
         let mut done = 0u64;
         let mut out = Vec::with_capacity(ranks.len());
         for &rank in &ranks {
@@ -99,6 +165,9 @@ impl Run {
                 done += 1;
                 if done.is_multiple_of(65_536) {
                     progress(done, total);
+                }
+                if let Some(&i) = wanted.get(&(rank, at as u64)) {
+                    slow_calls[i].iterations = ex.loop_path().map(|p| p.1).collect();
                 }
                 if matches!(ev.op, Op::Pcontrol) {
                     cut = true;
@@ -139,7 +208,12 @@ impl Run {
             out.push(rr);
         }
         progress(done, total);
-        Ok(Run { ranks: out, timed })
+        Ok(Run {
+            ranks: out,
+            timed,
+            slow_calls,
+            reservoir_k,
+        })
     }
 
     /// Total events kept for analysis.

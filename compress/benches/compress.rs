@@ -1,7 +1,8 @@
 //! Throughput of intra-node compression, in events per second, for a
 //! stencil-like loop nest (the common case: almost every event is merged into
 //! an existing loop) and for random streams (little structure; the candidate
-//! checks and, for distinct call sites, spilling dominate).
+//! checks and, for distinct call sites, spilling dominate), and the cost of
+//! the slow-instance reservoirs on the stencil.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -13,8 +14,8 @@ mod synth;
 
 const N: usize = 200_000;
 
-fn compress_all(events: &[Event]) -> usize {
-    let mut c = Compressor::new(synth::RANK, Config::default());
+fn compress_all(events: &[Event], cfg: &Config) -> usize {
+    let mut c = Compressor::new(synth::RANK, cfg.clone());
     for e in events {
         c.push(e).unwrap();
     }
@@ -30,15 +31,39 @@ fn bench(c: &mut Criterion) {
         ("random16sites", synth::random(N as u64, 7).collect()),
         ("distinct_sites", synth::distinct(N as u64).collect()),
     ];
+    let on = Config::default();
     for (name, events) in &streams {
         g.bench_function(*name, |b| {
             b.iter_batched(
                 || (),
-                |()| black_box(compress_all(events)),
+                |()| black_box(compress_all(events, &on)),
                 BatchSize::SmallInput,
             )
         });
     }
+    // The cost of the slow-instance reservoirs: the stencil again without
+    // them (K = 0), and with durations that grow, so that every event
+    // enters its reservoir (the worst case; steady loops mostly reject).
+    let off = Config {
+        slow_instances: 0,
+        ..Config::default()
+    };
+    g.bench_function("stencil_no_reservoir", |b| {
+        b.iter(|| black_box(compress_all(&streams[0].1, &off)))
+    });
+    let growing: Vec<Event> = streams[0]
+        .1
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let mut e = e.clone();
+            e.time.dur_ns = i as u64;
+            e
+        })
+        .collect();
+    g.bench_function("stencil_growing_durations", |b| {
+        b.iter(|| black_box(compress_all(&growing, &on)))
+    });
     // Expansion back to events, for scale.
     let mut comp = Compressor::new(synth::RANK, Config::default());
     for e in &streams[0].1 {

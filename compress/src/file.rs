@@ -44,8 +44,10 @@ use crate::timeline::Timeline;
 /// The file magic.
 pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// The format version this build writes and the newest it reads. Version 2
-/// added the timelines; version 1 files (without them) are still read.
-pub const VERSION: u32 = 2;
+/// added the timelines, version 3 the slow-instance reservoirs
+/// ([`crate::timing::Reservoir`]); files of versions 1 and 2 are still read
+/// (without them).
+pub const VERSION: u32 = 3;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
@@ -120,15 +122,17 @@ impl TraceFile {
     /// Decodes a payload of format `version` and checks it.
     fn decode(bytes: &[u8], version: u32) -> Result<TraceFile, Error> {
         crate::depth::take_exceeded();
-        let decoded = if version == 1 {
-            postcard::from_bytes::<TraceFileV1>(bytes).map(|v| TraceFile {
-                meta: v.meta,
-                trace: v.trace,
-                timelines: Vec::new(),
-            })
-        } else {
-            postcard::from_bytes::<TraceFile>(bytes)
-        };
+        let decoded = crate::depth::with_version(version, || {
+            if version == 1 {
+                postcard::from_bytes::<TraceFileV1>(bytes).map(|v| TraceFile {
+                    meta: v.meta,
+                    trace: v.trace,
+                    timelines: Vec::new(),
+                })
+            } else {
+                postcard::from_bytes::<TraceFile>(bytes)
+            }
+        });
         let f: TraceFile = decoded.map_err(|e| {
             Error::Corrupt(if crate::depth::take_exceeded() {
                 format!(
@@ -251,8 +255,10 @@ mod tests {
             tool: "rankscale 0.1".into(),
             ..Meta::default()
         };
-        // Version 1 wrote (meta, trace), nothing after.
-        let payload = postcard::to_stdvec(&(&meta, &trace)).unwrap();
+        // Version 1 wrote (meta, trace), nothing after, and its event
+        // timing had no reservoir.
+        let payload =
+            crate::depth::with_version(1, || postcard::to_stdvec(&(&meta, &trace)).unwrap());
         let mut out = Vec::from(MAGIC);
         out.extend_from_slice(&1u32.to_le_bytes());
         out.extend_from_slice(&0u32.to_le_bytes());
@@ -282,10 +288,17 @@ mod tests {
             Err(Error::NotATrace)
         ));
         let mut newer = good.clone();
-        newer[8] = 3;
+        newer[8] = VERSION as u8 + 1;
         let e = TraceFile::from_bytes(&newer).unwrap_err();
-        assert!(e.to_string().contains("version 3"), "{e}");
-        assert!(e.to_string().contains("rankscale reads version 2"), "{e}");
+        assert!(
+            e.to_string().contains(&format!("version {}", VERSION + 1)),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains(&format!("rankscale reads version {VERSION}")),
+            "{e}"
+        );
         let cut = &good[..good.len() - 3];
         let e = TraceFile::from_bytes(cut).unwrap_err();
         assert!(matches!(e, Error::Corrupt(_)), "{e}");

@@ -127,6 +127,11 @@ pub struct Config {
     /// Candidates checked per rule and reduction step (see the module docs).
     /// Default 16 (at least 1 is used).
     pub max_candidates: usize,
+    /// K of the slow-instance reservoir: how many of its slowest executions
+    /// (by time inside MPI) each event keeps over all its ranks, with rank
+    /// and position, for instance-level analysis without a timeline.
+    /// Default 8; 0 keeps none; at most 65,535.
+    pub slow_instances: usize,
 }
 
 impl Default for Config {
@@ -134,6 +139,7 @@ impl Default for Config {
         Config {
             queue_limit: 8192,
             max_candidates: 16,
+            slow_instances: 8,
         }
     }
 }
@@ -220,6 +226,9 @@ pub struct Compressor {
     /// values: they are the boxes of `Node::Single`.)
     #[allow(clippy::vec_box)]
     pool: Vec<Box<Single>>,
+    /// Events pushed so far (the next event's position in the rank's
+    /// sequence).
+    pushed: u64,
 }
 
 /// Most recycled event boxes kept.
@@ -267,6 +276,7 @@ impl Compressor {
             spill,
             lost: 0,
             pool: Vec::new(),
+            pushed: 0,
         }
     }
 
@@ -281,12 +291,19 @@ impl Compressor {
                 params: Vec::new(),
                 compute_ns: 0,
                 mpi_ns: 0,
+                rank: 0,
+                pos: 0,
+                keep: 0,
             })
         });
         single.shape = codec::encode(ev, self.rank, &mut single.params);
         single.hash = single.shape.hash64();
         single.compute_ns = ev.time.compute_ns;
         single.mpi_ns = ev.time.dur_ns;
+        single.rank = u32::try_from(self.rank).unwrap_or(0);
+        single.pos = self.pushed;
+        single.keep = u16::try_from(self.cfg.slow_instances).unwrap_or(u16::MAX);
+        self.pushed += 1;
         self.append(Node::Single(single));
         self.reduce();
         if self.queue.len() > self.cfg.queue_limit {

@@ -35,7 +35,7 @@ pub use merge::{
 pub use ranklist::RankList;
 pub use seq::ValueSeq;
 pub use timeline::{Span, Timeline};
-pub use timing::{Dist, Histogram, PathTiming, Stats, TimeStats};
+pub use timing::{Dist, Histogram, PathTiming, Reservoir, SlowInstance, Stats, TimeStats};
 pub use trace::{EventTiming, Expand, Leaf, Loop, Node, PathClass, Single, Trace, TraceStats};
 
 use std::path::{Path, PathBuf};

@@ -453,6 +453,132 @@ impl TimeStats {
     }
 }
 
+/// One slow execution of an event: who ran it, where, and how long it spent
+/// inside MPI.
+///
+/// `pos` is the execution's index in its rank's event sequence (the rank's
+/// [`crate::Trace::expand`], the same key the timeline uses), so the
+/// compressed structure stays the single source of truth: expanding the
+/// rank to `pos` gives the event and its loop iteration vector
+/// ([`crate::Expand::loop_path`]) without storing either twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlowInstance {
+    /// World rank.
+    pub rank: u32,
+    /// Index of the execution in the rank's event sequence.
+    pub pos: u64,
+    /// Time inside the MPI call, ns.
+    pub mpi_ns: u64,
+}
+
+impl SlowInstance {
+    /// The reservoir's order: slowest first, then by rank and position, so
+    /// that the K kept are the same whatever order ranks and loop executions
+    /// are merged in.
+    fn key(&self) -> (std::cmp::Reverse<u64>, u32, u64) {
+        (std::cmp::Reverse(self.mpi_ns), self.rank, self.pos)
+    }
+}
+
+/// The K slowest executions of one event over all its ranks (seed 000 needs
+/// instance-level timing; the statistics alone cannot say *which* execution
+/// was slow).
+///
+/// Bounded by K whatever the run length, so the trace stays near constant in
+/// size. An execution no slower than the K-th kept one is rejected with one
+/// comparison, which keeps the steady state of a loop at O(1) per event.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ReservoirWire")]
+pub struct Reservoir {
+    cap: u16,
+    /// Slowest first (in [`SlowInstance::key`] order), at most `cap`.
+    top: Vec<SlowInstance>,
+}
+
+/// The stored form of a [`Reservoir`], checked before it is trusted.
+#[derive(Deserialize)]
+struct ReservoirWire {
+    cap: u16,
+    top: Vec<SlowInstance>,
+}
+
+impl TryFrom<ReservoirWire> for Reservoir {
+    type Error = String;
+    fn try_from(w: ReservoirWire) -> Result<Reservoir, String> {
+        if w.top.len() > usize::from(w.cap) {
+            return Err(format!(
+                "{} slow instances kept where at most {} are",
+                w.top.len(),
+                w.cap
+            ));
+        }
+        if !w.top.is_sorted_by_key(SlowInstance::key) {
+            return Err("slow instances out of order".into());
+        }
+        Ok(Reservoir {
+            cap: w.cap,
+            top: w.top,
+        })
+    }
+}
+
+impl Reservoir {
+    /// An empty reservoir that keeps at most `cap` executions.
+    pub fn new(cap: u16) -> Reservoir {
+        Reservoir {
+            cap,
+            top: Vec::new(),
+        }
+    }
+    /// The kept executions, slowest first.
+    pub fn slowest(&self) -> &[SlowInstance] {
+        &self.top
+    }
+    /// How many executions it keeps at most (the trace's K).
+    pub fn capacity(&self) -> usize {
+        usize::from(self.cap)
+    }
+
+    /// Offers one execution.
+    #[inline]
+    pub fn offer(&mut self, s: SlowInstance) {
+        let cap = usize::from(self.cap);
+        if self.top.len() >= cap && self.top.last().is_none_or(|l| s.key() >= l.key()) {
+            return;
+        }
+        let at = self.top.partition_point(|x| x.key() < s.key());
+        self.top.insert(at, s);
+        self.top.truncate(cap);
+    }
+
+    /// Merges the executions of another reservoir (of the same event on
+    /// other ranks, or of later executions of its loop).
+    pub fn merge(&mut self, o: &Reservoir) {
+        self.cap = self.cap.max(o.cap);
+        if o.top.is_empty() {
+            return;
+        }
+        let mut all = Vec::with_capacity(self.top.len() + o.top.len());
+        let (mut a, mut b) = (self.top.iter().peekable(), o.top.iter().peekable());
+        while all.len() < usize::from(self.cap) {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if y.key() < x.key() => b.next(),
+                (Some(_), _) => a.next(),
+                (None, _) => b.next(),
+            };
+            match next {
+                Some(&s) => all.push(s),
+                None => break,
+            }
+        }
+        self.top = all;
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.top.capacity() * std::mem::size_of::<SlowInstance>()
+    }
+}
+
 /// Path-sensitive timing of one event in the compressed trace.
 ///
 /// Classes are relative to the event's *innermost enclosing loop*, per
@@ -463,13 +589,14 @@ impl TimeStats {
 /// `first`. This separates the entry path (computation before the loop is
 /// entered lands in the first iteration's first event) and the exit path
 /// (the last iteration) from the steady state, as seed 001 §2 asks, in three
-/// fixed-size summaries.
+/// fixed-size summaries. Beside them, a [`Reservoir`] keeps the slowest
+/// executions themselves.
 ///
 /// While the trace is being built the newest iteration is held back in
 /// `pending` until it is known whether another iteration follows (it then
 /// becomes steady) or not (it is the last). [`crate::Compressor::into_trace`]
 /// settles it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PathTiming {
     first: TimeStats,
     steady: TimeStats,
@@ -478,12 +605,89 @@ pub struct PathTiming {
     /// loop runs once per iteration, so this is never more than one sample,
     /// and keeping it as a pair makes the per-iteration update allocation-free.
     pending: Option<(u64, u64)>,
+    slow: Reservoir,
+}
+
+/// [`PathTiming`] as format versions 1 and 2 stored it (no reservoir).
+#[derive(Serialize, Deserialize)]
+struct PathTimingV2<T> {
+    first: T,
+    steady: T,
+    last: T,
+    pending: Option<(u64, u64)>,
+}
+
+/// [`PathTiming`] as format version 3 stores it.
+#[derive(Serialize, Deserialize)]
+struct PathTimingV3<T, R> {
+    first: T,
+    steady: T,
+    last: T,
+    pending: Option<(u64, u64)>,
+    slow: R,
+}
+
+impl Serialize for PathTiming {
+    /// Writes the current form (or, while a test writes an old file, the
+    /// form of [`crate::depth::reading_version`]).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if crate::depth::reading_version() < 3 {
+            PathTimingV2 {
+                first: &self.first,
+                steady: &self.steady,
+                last: &self.last,
+                pending: self.pending,
+            }
+            .serialize(s)
+        } else {
+            PathTimingV3 {
+                first: &self.first,
+                steady: &self.steady,
+                last: &self.last,
+                pending: self.pending,
+                slow: &self.slow,
+            }
+            .serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PathTiming {
+    /// Reads the form of the file's format version (postcard does not
+    /// describe itself, so the reader says which version it is reading).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PathTiming, D::Error> {
+        if crate::depth::reading_version() < 3 {
+            let v = PathTimingV2::<TimeStats>::deserialize(d)?;
+            Ok(PathTiming {
+                first: v.first,
+                steady: v.steady,
+                last: v.last,
+                pending: v.pending,
+                slow: Reservoir::default(),
+            })
+        } else {
+            let v = PathTimingV3::<TimeStats, Reservoir>::deserialize(d)?;
+            Ok(PathTiming {
+                first: v.first,
+                steady: v.steady,
+                last: v.last,
+                pending: v.pending,
+                slow: v.slow,
+            })
+        }
+    }
 }
 
 impl PathTiming {
-    pub(crate) fn single(compute_ns: u64, mpi_ns: u64) -> PathTiming {
-        let mut t = PathTiming::default();
-        t.first.add(compute_ns, mpi_ns);
+    /// The timing of one execution, `at` (which a reservoir of `keep`
+    /// entries holds).
+    pub(crate) fn single(compute_ns: u64, keep: u16, at: SlowInstance) -> PathTiming {
+        let mut t = PathTiming {
+            slow: Reservoir::new(keep),
+            ..PathTiming::default()
+        };
+        t.first.add(compute_ns, at.mpi_ns);
+        t.slow.offer(at);
         t
     }
 
@@ -500,6 +704,10 @@ impl PathTiming {
     pub fn last(&self) -> &TimeStats {
         &self.last
     }
+    /// The slowest executions (by time inside MPI) over all paths and ranks.
+    pub fn slow(&self) -> &Reservoir {
+        &self.slow
+    }
     /// All executions, whatever the path.
     pub fn total(&self) -> TimeStats {
         let mut t = self.first.clone();
@@ -513,10 +721,11 @@ impl PathTiming {
 
     /// A new iteration of the innermost loop's current execution: the
     /// previous newest iteration was not the last one after all.
-    pub(crate) fn next_iteration(&mut self, compute_ns: u64, mpi_ns: u64) {
-        if let Some((c, m)) = self.pending.replace((compute_ns, mpi_ns)) {
+    pub(crate) fn next_iteration(&mut self, compute_ns: u64, at: SlowInstance) {
+        if let Some((c, m)) = self.pending.replace((compute_ns, at.mpi_ns)) {
             self.steady.add(c, m);
         }
+        self.slow.offer(at);
     }
 
     /// Appends the executions of `o` (a later execution of the enclosing
@@ -528,6 +737,7 @@ impl PathTiming {
         self.steady.merge(&o.steady);
         self.last.merge(&o.last);
         self.pending = o.pending;
+        self.slow.merge(&o.slow);
     }
 
     /// Merges the timing of the same event on another rank (the inter-node
@@ -539,6 +749,7 @@ impl PathTiming {
         self.first.merge(&o.first);
         self.steady.merge(&o.steady);
         self.last.merge(&o.last);
+        self.slow.merge(&o.slow);
     }
 
     /// The innermost loop is over: the held-back iteration was the last.
@@ -556,6 +767,11 @@ impl PathTiming {
         self.steady = TimeStats::default();
         self.last = TimeStats::default();
         self.pending = None;
+    }
+
+    /// Heap memory held (for [`crate::TraceStats::heap_bytes`]).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.slow.heap_bytes()
     }
 }
 
@@ -676,10 +892,15 @@ mod tests {
 
     #[test]
     fn path_classes_follow_iterations() {
-        let mut t = PathTiming::single(100, 1);
-        t.next_iteration(10, 1);
-        t.next_iteration(11, 1);
-        t.next_iteration(12, 1);
+        let at = |pos, mpi_ns| SlowInstance {
+            rank: 0,
+            pos,
+            mpi_ns,
+        };
+        let mut t = PathTiming::single(100, 8, at(0, 1));
+        t.next_iteration(10, at(1, 1));
+        t.next_iteration(11, at(2, 1));
+        t.next_iteration(12, at(3, 1));
         t.settle();
         assert_eq!(t.first().count(), 1);
         assert_eq!(t.steady().count(), 2);

@@ -39,6 +39,12 @@ pub struct Single {
     pub(crate) params: Vec<i64>,
     pub(crate) compute_ns: u64,
     pub(crate) mpi_ns: u64,
+    /// The world rank and the index of the event in the rank's sequence
+    /// (for the slow-instance reservoir).
+    pub(crate) rank: u32,
+    pub(crate) pos: u64,
+    /// Size of the reservoir a leaf made from this event gets.
+    pub(crate) keep: u16,
 }
 
 impl Single {
@@ -57,6 +63,14 @@ impl Single {
     /// Time inside MPI, ns.
     pub fn mpi_ns(&self) -> u64 {
         self.mpi_ns
+    }
+    /// This execution as the reservoir keeps it.
+    fn slow_instance(&self) -> crate::timing::SlowInstance {
+        crate::timing::SlowInstance {
+            rank: self.rank,
+            pos: self.pos,
+            mpi_ns: self.mpi_ns,
+        }
     }
 }
 
@@ -129,7 +143,7 @@ impl Leaf {
                     ..RaggedList::default()
                 })
                 .collect(),
-            timing: Box::new(PathTiming::single(s.compute_ns, s.mpi_ns)),
+            timing: Box::new(PathTiming::single(s.compute_ns, s.keep, s.slow_instance())),
             id: 0,
         };
         leaf.push_params(&s.params);
@@ -166,7 +180,7 @@ impl Leaf {
     /// One more iteration of the innermost enclosing loop's current execution.
     pub(crate) fn push_iteration(&mut self, s: &Single) {
         self.push_params(&s.params);
-        self.timing.next_iteration(s.compute_ns, s.mpi_ns);
+        self.timing.next_iteration(s.compute_ns, s.slow_instance());
     }
 
     /// Appends all executions of `o` (later executions of the enclosing loop).
@@ -201,6 +215,7 @@ impl Leaf {
         seqs + self.fixed.capacity() * std::mem::size_of::<ValueSeq>()
             + self.lists.capacity() * std::mem::size_of::<RaggedList>()
             + std::mem::size_of::<PathTiming>()
+            + self.timing.heap_bytes()
             + std::mem::size_of::<Leaf>()
     }
 }

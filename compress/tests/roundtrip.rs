@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use compress::raw::event_line;
 use compress::{
-    CommCreate, CommId, Compressor, Config, Event, Matched, MergedTrace, Op, Peer, ReduceOp, ReqId,
-    Tag, Timing, TraceFile, Transfer, ValueSeq,
+    CommCreate, CommId, Compressor, Config, Event, EventTiming, Matched, MergedTrace, Op, Peer,
+    ReduceOp, ReqId, SlowInstance, Tag, Timing, TraceFile, Transfer, ValueSeq,
 };
 use proptest::prelude::*;
 
@@ -355,6 +355,60 @@ fn assert_lossless(m: &MergedTrace, per_rank: &[Vec<Event>]) -> Result<(), TestC
     Ok(())
 }
 
+/// Every event's slow-instance reservoir holds exactly the K slowest of the
+/// executions that share it (slowest first; ties by rank, then position),
+/// checked against the input events (the independent truth): each kept entry
+/// is an execution of this event with its recorded duration, and an
+/// execution left out is no faster than all K kept ones.
+fn assert_reservoirs(m: &MergedTrace, per_rank: &[Vec<Event>]) -> Result<(), TestCaseError> {
+    let k = Config::default().slow_instances;
+    let mut of: HashMap<(u32, u64), Vec<SlowInstance>> = HashMap::new();
+    for r in 0..per_rank.len() as u32 {
+        let t = m.rank_trace(r).unwrap();
+        let mut ex = t.expand();
+        let mut pos = 0u64;
+        while ex.next().is_some() {
+            let Some(EventTiming::Stats(pt, _)) = ex.timing() else {
+                return Err(TestCaseError::fail(format!(
+                    "rank {r} event {pos}: no statistics"
+                )));
+            };
+            prop_assert_eq!(pt.slow().capacity(), k);
+            of.insert((r, pos), pt.slow().slowest().to_vec());
+            pos += 1;
+        }
+    }
+    let dur = |r: u32, pos: u64| per_rank[r as usize][pos as usize].time.dur_ns;
+    let key = |s: &SlowInstance| (std::cmp::Reverse(s.mpi_ns), s.rank, s.pos);
+    for (&(rank, pos), kept) in &of {
+        prop_assert!(kept.len() <= k);
+        prop_assert!(kept.is_sorted_by_key(key));
+        for s in kept {
+            prop_assert_eq!(s.mpi_ns, dur(s.rank, s.pos));
+            prop_assert_eq!(
+                of.get(&(s.rank, s.pos)),
+                Some(kept),
+                "{:?} is not of this event",
+                s
+            );
+        }
+        let me = SlowInstance {
+            rank,
+            pos,
+            mpi_ns: dur(rank, pos),
+        };
+        if !kept.contains(&me) {
+            prop_assert_eq!(kept.len(), k, "{:?} left out of a reservoir with room", me);
+            prop_assert!(
+                kept.iter().all(|s| key(s) < key(&me)),
+                "{:?} is slower than a kept one",
+                me
+            );
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     // 256 cases by default; set PROPTEST_CASES for a longer run.
     #![proptest_config(ProptestConfig::default())]
@@ -388,6 +442,7 @@ proptest! {
         let order: Vec<usize> = order.into_iter().filter(|&i| i < ranks).collect();
         let a = merge_in(rank_traces(&per_rank), &natural, false);
         assert_lossless(&a, &per_rank)?;
+        assert_reservoirs(&a, &per_rank)?;
         let b = merge_in(rank_traces(&per_rank), &natural, true);
         assert_lossless(&b, &per_rank)?;
         let mut c = merge_in(rank_traces(&per_rank), &order, true);
@@ -395,6 +450,7 @@ proptest! {
         let file = TraceFile { meta: Default::default(), trace: c, timelines: Vec::new() };
         let back = TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
         assert_lossless(&back.trace, &per_rank)?;
+        assert_reservoirs(&back.trace, &per_rank)?;
         prop_assert_eq!(back.trace.total_events(), per_rank.iter().map(|e| e.len() as u64).sum::<u64>());
     }
 
@@ -407,7 +463,7 @@ proptest! {
         max_candidates in prop_oneof![Just(16usize), 1usize..4],
     ) {
         let events = events_of(&prog, rank, seed, 4000);
-        let cfg = Config { queue_limit, max_candidates };
+        let cfg = Config { queue_limit, max_candidates, ..Config::default() };
         let mut c = Compressor::new(rank, cfg);
         for e in &events {
             c.push(e).unwrap();

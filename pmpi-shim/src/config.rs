@@ -19,6 +19,10 @@ pub(crate) struct Config {
     /// `RANKSCALE_TIMELINE=1`: the trace file also keeps every event's
     /// enter and leave time per rank (for instance-level analysis).
     pub timeline: bool,
+    /// `RANKSCALE_SLOW_K=K` (default 8, 0 to 65,535): how many of its
+    /// slowest executions each call of the trace keeps (rank, position,
+    /// time), for slow-instance analysis without a timeline.
+    pub slow_k: usize,
     /// `RANKSCALE_DEPTH=N` (default 1): call-site frames in the signature.
     pub depth: usize,
     /// `RANKSCALE_YIELD=1`: blocking calls wait by test-and-sleep, so that
@@ -73,6 +77,11 @@ impl Config {
             raw_dir,
             timeline: flag("RANKSCALE_TIMELINE"),
             trace_file,
+            slow_k: parse(
+                "RANKSCALE_SLOW_K",
+                compress::Config::default().slow_instances,
+                |k| *k <= usize::from(u16::MAX),
+            ),
             depth: parse("RANKSCALE_DEPTH", 1usize, |d| (1..=64).contains(d)),
             yield_wait: flag("RANKSCALE_YIELD"),
             yield_us: parse("RANKSCALE_YIELD_US", 20u64, |d| *d <= 1_000_000),

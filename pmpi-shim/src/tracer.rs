@@ -174,10 +174,13 @@ pub(crate) fn install(
     self_: CommInfo,
     keys: [usize; 2],
 ) {
-    let comp = config
-        .trace_file
-        .as_ref()
-        .map(|_| Compressor::new(rank, compress::Config::default()));
+    let comp = config.trace_file.as_ref().map(|_| {
+        let cfg = compress::Config {
+            slow_instances: config.slow_k,
+            ..compress::Config::default()
+        };
+        Compressor::new(rank, cfg)
+    });
     let raw = config
         .raw_dir
         .as_ref()
