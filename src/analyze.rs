@@ -1,6 +1,7 @@
 //! `rankscale analyze`: communication patterns, phases, slow instances and
 //! Inspection Affinity of a trace, as text or JSON.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -37,6 +38,12 @@ pub struct Args {
     /// Shortest run of pattern instances that is still split.
     #[arg(long, default_value_t = 8)]
     pub min_len: usize,
+    /// Leave the timestamps as recorded: no clock-condition correction.
+    #[arg(long)]
+    pub no_clock_correction: bool,
+    /// Minimum message latency for the clock condition, ns.
+    #[arg(long, default_value_t = 0)]
+    pub min_latency: i64,
     /// Patterns and slow instances listed in the text report.
     #[arg(long, default_value_t = 12)]
     pub top: usize,
@@ -57,6 +64,10 @@ pub fn run(a: &Args) -> Result<()> {
             max_depth: a.max_depth,
             min_len: a.min_len,
         },
+        clock: (!a.no_clock_correction).then_some(analysis::clc::ClcOptions {
+            min_latency_ns: a.min_latency,
+            ..Default::default()
+        }),
     };
     let t0 = Instant::now();
     let show = std::io::stderr().is_terminal() && f.trace.total_events() > PROGRESS_FROM;
@@ -88,13 +99,7 @@ fn ms(ns: i64) -> String {
 }
 
 /// The readable summary.
-fn text(
-    file: &Path,
-    r: &Report,
-    a: &Args,
-    secs: f64,
-    labels: &std::collections::HashMap<u64, &str>,
-) -> String {
+fn text(file: &Path, r: &Report, a: &Args, secs: f64, labels: &HashMap<u64, &str>) -> String {
     let mut o = String::new();
     let w = &mut o;
     use std::fmt::Write as _;
@@ -318,8 +323,127 @@ fn text(
             }
         }
     }
+    if r.timeline {
+        wait_text(w, r, a, labels);
+    }
     for n in &r.notes {
         let _ = writeln!(w, "\nnote: {n}");
     }
     o
+}
+
+/// A region of the delay analysis as a reader names it.
+fn region_text(g: &analysis::delay::Region, labels: &HashMap<u64, &str>) -> String {
+    let site = crate::show::site_text(labels, g.site);
+    if g.mpi {
+        format!("{} at {site}", g.op.name())
+    } else {
+        format!("computation before {} at {site}", g.op.name())
+    }
+}
+
+/// The clock check, the wait states, the delay costs and the critical
+/// path.
+fn wait_text(w: &mut String, r: &Report, a: &Args, labels: &HashMap<u64, &str>) {
+    use std::fmt::Write as _;
+    let c = &r.clock;
+    if c.checked > 0 {
+        let _ = writeln!(
+            w,
+            "\nclock condition: {} of {} receiving ends violated it{}",
+            c.violations,
+            c.checked,
+            if c.violations > 0 {
+                format!(
+                    "; corrected (controlled logical clock): {} remain, {} events moved by up to {}, {} of {} local intervals changed by more than 1 %",
+                    c.remaining,
+                    c.moved,
+                    ms(c.max_shift_ns),
+                    c.intervals_changed,
+                    c.intervals
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    let ws = &r.wait_states;
+    let _ = writeln!(w, "\nwait states (Scalasca's metrics):");
+    for m in &ws.metrics {
+        let _ = writeln!(
+            w,
+            "  {:<28} {:>12} in {} waits",
+            m.metric.name(),
+            ms(m.ns),
+            m.count
+        );
+    }
+    let sites: Vec<_> = ws.sites.iter().filter(|s| s.ns > 0).take(a.top).collect();
+    if !sites.is_empty() {
+        let _ = writeln!(w, "  by call site:");
+        for s in sites {
+            let parts: Vec<String> = s
+                .metrics
+                .iter()
+                .map(|m| format!("{} {}", m.metric.name(), ms(m.ns)))
+                .collect();
+            let _ = writeln!(
+                w,
+                "    {} at {}: {}",
+                s.call,
+                crate::show::site_text(labels, s.site),
+                parts.join(", ")
+            );
+        }
+        let mut ranks: Vec<_> = ws.ranks.iter().filter(|x| x.ns > 0).collect();
+        ranks.sort_by_key(|x| std::cmp::Reverse(x.ns));
+        let _ = writeln!(w, "  by rank (most waiting first):");
+        for x in ranks.into_iter().take(a.top) {
+            let parts: Vec<String> = x
+                .metrics
+                .iter()
+                .map(|m| format!("{} {}", m.metric.name(), ms(m.ns)))
+                .collect();
+            let _ = writeln!(w, "    rank {:<6} {}", x.rank, parts.join(", "));
+        }
+    }
+    let d = &r.delays;
+    if !d.costs.is_empty() {
+        let _ = writeln!(
+            w,
+            "\ndelays (root causes of waiting: short-term = direct, long-term = propagated):"
+        );
+        for c in d.costs.iter().take(a.top) {
+            let _ = writeln!(
+                w,
+                "  rank {:<5} {:<52} short-term {:>12}  long-term {:>12}",
+                c.rank,
+                region_text(&c.region, labels),
+                ms(c.short_term_ns),
+                ms(c.long_term_ns)
+            );
+        }
+    }
+    if d.path_ns > 0 {
+        let ranks: Vec<String> = d
+            .path_ranks
+            .iter()
+            .map(|(r, ns)| format!("{r}: {}", ms(*ns)))
+            .collect();
+        let _ = writeln!(
+            w,
+            "\ncritical path: {} in {} stretches (time per rank: {})",
+            ms(d.path_ns),
+            d.path.len(),
+            ranks.join(", ")
+        );
+        for p in d.path_profile.iter().take(a.top) {
+            let _ = writeln!(
+                w,
+                "  {:<60} {:>12}",
+                region_text(&p.region, labels),
+                ms(p.ns)
+            );
+        }
+    }
 }

@@ -19,6 +19,8 @@
 #![warn(missing_docs)]
 
 pub mod ahp;
+pub mod clc;
+pub mod delay;
 pub mod matching;
 pub mod outliers;
 pub mod patterns;
@@ -26,6 +28,7 @@ pub mod phases;
 mod report;
 pub mod run;
 pub mod slow;
+pub mod waitstates;
 
 pub use report::{
     AffinityReport, EventAt, Options, PatternReport, PhaseNode, PhaseReport, RankAt, RankString,

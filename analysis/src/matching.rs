@@ -49,6 +49,11 @@ pub struct Message {
     /// A synchronous send (`Ssend`, `Issend`): it cannot complete before
     /// the receive is posted, whatever the message size.
     pub sync: bool,
+    /// The probe on the receiving rank that synchronised with the send
+    /// (event index): the first `Probe`, successful `Iprobe`, `Mprobe` or
+    /// successful `Improbe` that found this message before it was
+    /// received. Repeated probes of the same message do not synchronise.
+    pub probe: Option<usize>,
 }
 
 /// One collective operation: the matching calls of every member.
@@ -97,6 +102,8 @@ struct Pending {
     kind: Kind,
     comm: u32,
     post: usize,
+    /// The probe that found the message (an `Imrecv` of an `Improbe`d one).
+    probe: Option<usize>,
 }
 
 fn world(p: Peer) -> Option<i32> {
@@ -131,7 +138,7 @@ fn is_send(op: Op) -> bool {
 
 struct RankOut {
     sends: Vec<(Key, End, u64, bool)>,
-    recvs: Vec<(Key, End)>,
+    recvs: Vec<(Key, End, Option<usize>)>,
     colls: Vec<((u32, u64, u64), Op, End)>,
     unresolved: usize,
 }
@@ -153,13 +160,14 @@ pub fn match_run(run: &Run) -> Matching {
         m.unmatched_recvs += o.unresolved;
     }
     for o in &outs {
-        for &(k, recv) in &o.recvs {
+        for &(k, recv, probe) in &o.recvs {
             match queues.get_mut(&k).and_then(VecDeque::pop_front) {
                 Some((send, bytes, sync)) => m.messages.push(Message {
                     send,
                     recv,
                     bytes,
                     sync,
+                    probe,
                 }),
                 None => m.unmatched_recvs += 1,
             }
@@ -205,7 +213,11 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
     let mut seqs: HashMap<u32, u64> = HashMap::new();
     let mut active: HashMap<ReqId, Pending> = HashMap::new();
     let mut persistent: HashMap<ReqId, Pending> = HashMap::new();
-    let mut messages: HashMap<u64, (u32, i32, i32)> = HashMap::new();
+    // Mprobe'd messages by handle: channel and the probe.
+    let mut messages: HashMap<u64, (u32, i32, i32, usize)> = HashMap::new();
+    // Regular probes whose message was not received yet, by channel: the
+    // first one synchronised with the send.
+    let mut probed: HashMap<Key, usize> = HashMap::new();
     let end = |post: usize, done: usize| End {
         rank: ri,
         post,
@@ -214,9 +226,12 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
     for (i, e) in events.iter().enumerate() {
         let comm = e.comm.0;
         let blocking_match = e.matched.iter().find(|m| m.req.is_none());
-        let finish = |p: Pending, done: usize, e: &Event, req: ReqId, out: &mut RankOut| match p
-            .kind
-        {
+        let finish = |p: Pending,
+                      done: usize,
+                      e: &Event,
+                      req: ReqId,
+                      out: &mut RankOut,
+                      probed: &mut HashMap<Key, usize>| match p.kind {
             Kind::Send {
                 dst,
                 tag,
@@ -230,7 +245,11 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                 let src = src.or(m.map(|m| m.source));
                 let tag = tag.or(m.map(|m| m.tag));
                 match (src, tag) {
-                    (Some(s), Some(t)) => out.recvs.push(((p.comm, s, me, t), end(p.post, done))),
+                    (Some(s), Some(t)) => {
+                        let k = (p.comm, s, me, t);
+                        let probe = p.probe.or_else(|| probed.remove(&k));
+                        out.recvs.push((k, end(p.post, done), probe));
+                    }
                     _ => out.unresolved += 1,
                 }
             }
@@ -251,7 +270,11 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                     let src = world(r.peer).or(blocking_match.map(|m| m.source));
                     let t = tag(r.tag).or(blocking_match.map(|m| m.tag));
                     match (src, t) {
-                        (Some(s), Some(t)) => out.recvs.push(((comm, s, me, t), end(i, i))),
+                        (Some(s), Some(t)) => {
+                            let k = (comm, s, me, t);
+                            let probe = probed.remove(&k);
+                            out.recvs.push((k, end(i, i), probe));
+                        }
                         _ => out.unresolved += 1,
                     }
                 }
@@ -296,6 +319,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                     kind,
                     comm,
                     post: i,
+                    probe: None,
                 };
                 if matches!(e.op, Op::SendInit | Op::SsendInit | Op::RecvInit) {
                     persistent.insert(req, p);
@@ -315,7 +339,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                     for r in &e.reqs {
                         persistent.remove(r);
                         if let Some(p) = active.remove(r) {
-                            finish(p, p.post, e, *r, &mut out);
+                            finish(p, p.post, e, *r, &mut out, &mut probed);
                         }
                     }
                 }
@@ -330,7 +354,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                                 c.2.done = i;
                             }
                         } else {
-                            finish(p, i, e, *r, &mut out);
+                            finish(p, i, e, *r, &mut out, &mut probed);
                         }
                     }
                 }
@@ -338,16 +362,21 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
             Family::Probe => match e.op {
                 Op::Mprobe | Op::Improbe => {
                     if let (Some(id), Some(m)) = (e.message, blocking_match) {
-                        messages.insert(id, (comm, m.source, m.tag));
+                        messages.insert(id, (comm, m.source, m.tag, i));
+                    }
+                }
+                Op::Probe | Op::Iprobe if e.flag != Some(false) => {
+                    if let Some(m) = blocking_match {
+                        probed.entry((comm, m.source, me, m.tag)).or_insert(i);
                     }
                 }
                 Op::Mrecv | Op::Imrecv => {
-                    let Some(&(c, s, t)) = e.message.and_then(|id| messages.get(&id)) else {
+                    let Some(&(c, s, t, probe)) = e.message.and_then(|id| messages.get(&id)) else {
                         out.unresolved += 1;
                         continue;
                     };
                     if e.op == Op::Mrecv {
-                        out.recvs.push(((c, s, me, t), end(i, i)));
+                        out.recvs.push(((c, s, me, t), end(i, i), Some(probe)));
                     } else if let Some(req) = e.req {
                         active.insert(
                             req,
@@ -358,6 +387,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                                 },
                                 comm: c,
                                 post: i,
+                                probe: Some(probe),
                             },
                         );
                     }
@@ -376,6 +406,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                             kind: Kind::Coll,
                             comm,
                             post: i,
+                            probe: None,
                         },
                     );
                 }

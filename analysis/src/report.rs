@@ -6,11 +6,14 @@ use std::collections::{BTreeMap, HashMap};
 use compress::TraceFile;
 use serde::Serialize;
 
-use crate::matching::{Matching, match_run};
+use crate::clc::{ClcOptions, ClcReport, correct};
+use crate::delay::DelayReport;
+use crate::matching::match_run;
 use crate::patterns::{Patterns, find};
 use crate::phases::{Criterion, Limits, Segment, djs_curve, segment};
 use crate::run::Run;
-use crate::slow::{Cause, blame, waits};
+use crate::slow::{Cause, WaitIndex, blame};
+use crate::waitstates::{WaitSummary, summarize, wait_states};
 use crate::{Error, ahp, outliers};
 
 /// What `analyze` is asked for.
@@ -20,6 +23,9 @@ pub struct Options {
     pub cutoff: f64,
     /// Phase segmentation limits and criterion.
     pub limits: Limits,
+    /// Correct clock-condition violations before timing anything
+    /// (`None`: leave the timestamps as recorded).
+    pub clock: Option<ClcOptions>,
 }
 
 impl Default for Options {
@@ -31,6 +37,7 @@ impl Default for Options {
                 max_depth: 8,
                 min_len: 8,
             },
+            clock: Some(ClcOptions::default()),
         }
     }
 }
@@ -262,6 +269,13 @@ pub struct Report {
     /// Every call's reservoir entries, by time above their call's mean,
     /// most first.
     pub slow_calls: Vec<SlowCallReport>,
+    /// The clock-condition check and correction (all zero without a
+    /// timeline, or when correction was turned off: then `checked` is 0).
+    pub clock: ClcReport,
+    /// Scalasca's wait states: per metric, call site and rank.
+    pub wait_states: WaitSummary,
+    /// Delay costs and the critical path.
+    pub delays: DelayReport,
     /// What this trace could not support, and why.
     pub notes: Vec<String>,
 }
@@ -311,9 +325,14 @@ pub fn analyze(
     opts: &Options,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<Report, Error> {
-    let run = Run::from_file(file, &mut |d, t| progress("reading", d, t))?;
+    let mut run = Run::from_file(file, &mut |d, t| progress("reading", d, t))?;
     progress("matching", 0, 1);
     let m = match_run(&run);
+    progress("clocks", 0, 1);
+    let clock = match opts.clock {
+        Some(o) => correct(&mut run, &m, o),
+        None => ClcReport::default(),
+    };
     progress("patterns", 0, 1);
     let p = find(&run, &m);
     progress("phases", 0, 1);
@@ -326,12 +345,17 @@ pub fn analyze(
             .position(|&(a, b)| a <= i && i < b)
             .unwrap_or(0)
     };
+    progress("wait states", 0, 1);
+    let all_waits = wait_states(&run, &m);
+    let wi = WaitIndex::new(&all_waits);
+    progress("delays", 0, 1);
+    let delays = crate::delay::analyse(&run, &m, &all_waits);
     progress("slow instances", 0, 1);
-    let slow = slow_instances(&run, &m, &p, opts.cutoff, &phase_of);
+    let slow = slow_instances(&run, &wi, &p, opts.cutoff, &phase_of);
     let affinity = affinities(&p, &slow, leaves.len());
     let mut totals: BTreeMap<(Cause, usize), (i64, usize)> = BTreeMap::new();
     for inst in &p.instances {
-        for w in waits(&run, &m, inst) {
+        for w in wi.waits(inst) {
             let t = totals.entry((w.cause, w.culprit)).or_default();
             t.0 += w.ns;
             t.1 += 1;
@@ -351,8 +375,8 @@ pub fn analyze(
     if !run.timed {
         notes.push(format!(
             "no timeline: patterns and phases are complete{}; pattern instance durations, slow \
-             pattern instances with their causes (late sender, late receiver, late rank in a \
-             collective), wait totals and Inspection Affinity need a trace taken with \
+             pattern instances with their causes, Inspection Affinity, the clock check, wait \
+             states, delay costs and the critical path need a trace taken with \
              RANKSCALE_TIMELINE=1",
             if run.reservoir_k > 0 {
                 ", and the slowest calls come from the trace's reservoirs"
@@ -445,6 +469,9 @@ pub fn analyze(
         waits: wait_totals,
         reservoir_k: run.reservoir_k,
         slow_calls,
+        clock,
+        wait_states: summarize(&run, &all_waits),
+        delays,
         notes,
     })
 }
@@ -492,7 +519,7 @@ fn pattern_report(run: &Run, p: &Patterns, pt: &crate::patterns::Pattern) -> Pat
 
 fn slow_instances(
     run: &Run,
-    m: &Matching,
+    wi: &WaitIndex,
     p: &Patterns,
     cutoff: f64,
     phase_of: &dyn Fn(usize) -> usize,
@@ -523,7 +550,7 @@ fn slow_instances(
                 }
                 out.push(slow_report(
                     run,
-                    m,
+                    wi,
                     p,
                     ii,
                     occ,
@@ -543,7 +570,7 @@ fn slow_instances(
 #[allow(clippy::too_many_arguments)]
 fn slow_report(
     run: &Run,
-    m: &Matching,
+    wi: &WaitIndex,
     p: &Patterns,
     ii: usize,
     occurrence: usize,
@@ -586,14 +613,15 @@ fn slow_report(
         event: crate::patterns::token(&run.ranks[ri].events[ei]),
         ns,
     };
-    let ws = waits(run, m, inst);
+    let ws = wi.waits(inst);
     let mut waits_ns: BTreeMap<Cause, i64> = BTreeMap::new();
     for w in &ws {
         *waits_ns.entry(w.cause).or_default() += w.ns;
     }
     let b = blame(&ws);
     let culprit_waited_before_ns = match (b, previous) {
-        (Some((culprit, _, _)), Some(prev)) => waits(run, m, &p.instances[prev])
+        (Some((culprit, _, _)), Some(prev)) => wi
+            .waits(&p.instances[prev])
             .iter()
             .filter(|w| w.waiter == culprit)
             .map(|w| w.ns)

@@ -4,30 +4,18 @@
 //! That cannot tell a late sender from a late receiver in codes that post
 //! their receives first and send later (a halo exchange: the late rank
 //! starts on time and sends late), so the cause is derived here from the
-//! waits themselves, with Scalasca's definitions:
-//!
-//! * **late sender**: a call completing receives (a blocking receive, or
-//!   the `Wait*`/`Test*` that completed a nonblocking one) was entered
-//!   before the latest of their sends began; it waited
-//!   `min(send start, call leave) − call enter`, caused by that sender;
-//! * **late receiver**: a call completing sends was entered before the
-//!   receive was posted and did not return before it was: it waited
-//!   `receive post − call enter`, caused by the receiver. A send that
-//!   returned before the receive existed was buffered (eager) and did not
-//!   wait; a call that also completes receives counts only its synchronous
-//!   sends, since it may be waiting for the receives;
-//! * **late rank in a collective**: every member waited from its arrival
-//!   until the last member's arrival (bounded by its own return), caused
-//!   by the last member.
-//!
-//! The instance's cause is the rank that caused the most waiting, and the
-//! kind of wait it caused most.
+//! wait states inside the instance ([`crate::waitstates`], Scalasca's
+//! definitions), grouped into three kinds: late sender (with wrong order),
+//! late receiver, and a late rank in a collective (every collective
+//! metric). The instance's cause is the rank that caused the most waiting,
+//! and the kind of wait it caused most.
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::matching::{End, Matching, Message};
 use crate::patterns::Instance;
-use crate::run::Run;
+use crate::waitstates::{Metric, WaitState};
 
 /// Kinds of wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -52,12 +40,25 @@ impl Cause {
     }
 }
 
-/// One wait.
+impl From<Metric> for Cause {
+    fn from(m: Metric) -> Cause {
+        match m {
+            Metric::LateSender | Metric::LateSenderWrongOrder => Cause::LateSender,
+            Metric::LateReceiver => Cause::LateReceiver,
+            Metric::WaitAtBarrier
+            | Metric::WaitAtNxN
+            | Metric::LateBroadcast
+            | Metric::EarlyReduce => Cause::LateCollective,
+        }
+    }
+}
+
+/// One wait, as the instance analysis sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Wait {
     /// Its kind.
     pub cause: Cause,
-    /// The rank that waited (index into [`Run::ranks`]).
+    /// The rank that waited (index into [`crate::run::Run::ranks`]).
     pub waiter: usize,
     /// The event it waited in.
     pub event: usize,
@@ -67,99 +68,38 @@ pub struct Wait {
     pub ns: i64,
 }
 
-fn span(run: &Run, rank: usize, ev: usize) -> (i64, i64) {
-    run.ranks[rank].spans[ev]
+/// The wait states of a run, by the call that waited, so that each
+/// instance finds its own.
+#[derive(Debug, Default)]
+pub struct WaitIndex {
+    by_call: HashMap<(usize, usize), Vec<Wait>>,
 }
 
-/// The waits inside `inst` (empty without a timeline).
-pub fn waits(run: &Run, m: &Matching, inst: &Instance) -> Vec<Wait> {
-    if !run.timed {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    // Per message: the completing call on one side, (rank, event), and
-    // the post time and rank of the other side.
-    let ends = |mine: fn(&Message) -> End, theirs: fn(&Message) -> End| {
-        inst.messages
-            .iter()
-            .map(|&i| {
-                let (a, b) = (mine(&m.messages[i]), theirs(&m.messages[i]));
-                ((a.rank, a.done), span(run, b.rank, b.post).0, b.rank)
-            })
-            .collect::<Vec<_>>()
-    };
-    // Late sender: per call completing receives, the latest send start.
-    let mut by_recv = ends(|x| x.recv, |x| x.send);
-    by_recv.sort_unstable();
-    for g in by_recv.chunk_by(|a, b| a.0 == b.0) {
-        let ((rank, ev), _, _) = g[0];
-        let &(_, start, culprit) = g.iter().max_by_key(|x| x.1).expect("non-empty chunk");
-        let (enter, leave) = span(run, rank, ev);
-        if start > enter {
-            out.push(Wait {
-                cause: Cause::LateSender,
-                waiter: rank,
-                event: ev,
-                culprit,
-                ns: start.min(leave) - enter,
+impl WaitIndex {
+    /// Indexes `all`.
+    pub fn new(all: &[WaitState]) -> WaitIndex {
+        let mut by_call: HashMap<(usize, usize), Vec<Wait>> = HashMap::new();
+        for w in all {
+            by_call.entry((w.waiter, w.event)).or_default().push(Wait {
+                cause: w.metric.into(),
+                waiter: w.waiter,
+                event: w.event,
+                culprit: w.culprit,
+                ns: w.ns,
             });
         }
+        WaitIndex { by_call }
     }
-    // Late receiver: per call completing sends, the latest receive post.
-    // A call that also completes receives (a Waitall of a halo exchange)
-    // may wait for those instead: only a synchronous send, which cannot
-    // complete before its receive exists, shows a late receiver there.
-    let completes_recvs: std::collections::HashSet<(usize, usize)> =
-        by_recv.iter().map(|x| x.0).collect();
-    let mut by_send: Vec<_> = ends(|x| x.send, |x| x.recv)
-        .into_iter()
-        .zip(&inst.messages)
-        .filter(|(e, i)| m.messages[**i].sync || !completes_recvs.contains(&e.0))
-        .map(|(e, _)| e)
-        .collect();
-    by_send.sort_unstable();
-    for g in by_send.chunk_by(|a, b| a.0 == b.0) {
-        let ((rank, ev), _, _) = g[0];
-        let &(_, post, culprit) = g.iter().max_by_key(|x| x.1).expect("non-empty chunk");
-        let (enter, leave) = span(run, rank, ev);
-        if post > enter && leave >= post {
-            out.push(Wait {
-                cause: Cause::LateReceiver,
-                waiter: rank,
-                event: ev,
-                culprit,
-                ns: post - enter,
-            });
-        }
-    }
-    // Collectives: everybody waits for the last arrival.
-    for &ci in &inst.collectives {
-        let c = &m.collectives[ci];
-        let arrivals: Vec<i64> = c
-            .members
+
+    /// The waits inside `inst` (in the order of its events).
+    pub fn waits(&self, inst: &Instance) -> Vec<Wait> {
+        inst.events
             .iter()
-            .map(|e| span(run, e.rank, e.post).0)
-            .collect();
-        let Some((last_i, &last)) = arrivals.iter().enumerate().max_by_key(|x| *x.1) else {
-            continue;
-        };
-        let culprit = c.members[last_i].rank;
-        for (e, &arr) in c.members.iter().zip(&arrivals) {
-            let (enter, leave) = span(run, e.rank, e.done);
-            let from = enter.max(arr);
-            let w = last.min(leave) - from;
-            if e.rank != culprit && w > 0 {
-                out.push(Wait {
-                    cause: Cause::LateCollective,
-                    waiter: e.rank,
-                    event: e.done,
-                    culprit,
-                    ns: w,
-                });
-            }
-        }
+            .filter_map(|k| self.by_call.get(k))
+            .flatten()
+            .copied()
+            .collect()
     }
-    out
 }
 
 /// The rank that caused the most waiting in `waits`, the kind of wait it

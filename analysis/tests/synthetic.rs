@@ -5,10 +5,12 @@
 //! of wait with hand-computed times. No MPI is involved: the trace goes
 //! through the real compressor, merge and timeline.
 
+use analysis::clc::{ClcOptions, correct};
 use analysis::matching::match_run;
 use analysis::patterns::find;
 use analysis::run::Run;
-use analysis::slow::{Cause, blame, waits};
+use analysis::slow::{Cause, WaitIndex, blame};
+use analysis::waitstates::{Metric, WaitState, summarize, wait_states};
 use compress::{
     CommCreate, CommId, Compressor, Config, Event, Matched, MergedTrace, Meta, Op, Peer, ReqId,
     Tag, Timeline, TraceFile, Transfer,
@@ -291,10 +293,11 @@ fn waits_are_measured_as_defined() {
     assert!(run.timed);
     let m = match_run(&run);
     let p = find(&run, &m);
+    let wi = WaitIndex::new(&wait_states(&run, &m));
     let mut all: Vec<(Cause, usize, usize, i64)> = p
         .instances
         .iter()
-        .flat_map(|i| waits(&run, &m, i))
+        .flat_map(|i| wi.waits(i))
         .map(|w| (w.cause, w.waiter, w.culprit, w.ns))
         .collect();
     all.sort();
@@ -306,11 +309,7 @@ fn waits_are_measured_as_defined() {
             (Cause::LateCollective, 0, 1, 600),
         ]
     );
-    let every: Vec<_> = p
-        .instances
-        .iter()
-        .flat_map(|i| waits(&run, &m, i))
-        .collect();
+    let every: Vec<_> = p.instances.iter().flat_map(|i| wi.waits(i)).collect();
     // Rank 1 caused 300 + 600 ns, rank 0 700 ns.
     assert_eq!(blame(&every), Some((1, Cause::LateCollective, 900)));
 }
@@ -326,4 +325,352 @@ fn a_timeline_that_does_not_fit_the_events_is_an_error() {
     f.timelines = vec![short];
     let e = Run::from_file(&f, &mut |_, _| {}).unwrap_err().to_string();
     assert!(e.contains("rank 0"), "{e}");
+}
+
+/// The wait states of a synthetic run as (metric, waiter, event, culprit,
+/// ns), sorted.
+fn states(
+    ranks: Vec<Vec<Timed>>,
+) -> (Run, Vec<WaitState>, Vec<(Metric, usize, usize, usize, i64)>) {
+    let f = file(ranks);
+    let run = Run::from_file(&f, &mut |_, _| {}).unwrap();
+    let m = match_run(&run);
+    let ws = wait_states(&run, &m);
+    let mut v: Vec<_> = ws
+        .iter()
+        .map(|w| (w.metric, w.waiter, w.event, w.culprit, w.ns))
+        .collect();
+    v.sort();
+    (run, ws, v)
+}
+
+fn probe(op: Op, me: i32, from: i32, tag: i32) -> Event {
+    let mut e = recv(op, me, rank(from), Tag::Value(tag), 0);
+    e.recv = Some(p2p(rank(from), Tag::Value(tag), 0));
+    e.matched = vec![Matched {
+        req: None,
+        source: from,
+        tag,
+    }];
+    if op == Op::Iprobe {
+        e.flag = Some(true);
+    }
+    e
+}
+
+#[test]
+fn a_probe_carries_the_late_sender_and_the_receive_after_it_none() {
+    // Seed 002 Fig. 3a: rank 1 probes at 100 and finds the message when
+    // rank 0's Send begins at 2100; its Recv after the probe does not wait.
+    // Then an unsuccessful Iprobe (flag false) and a successful one, then
+    // a second probe of the same message (repeated: no wait counted).
+    let mut miss = recv(Op::Iprobe, 1, rank(0), Tag::Value(2), 0);
+    miss.flag = Some(false);
+    let r0 = vec![
+        (send(Op::Send, 0, 1, 1, 8), 2100, 2150),
+        (send(Op::Send, 0, 1, 2, 8), 5000, 5050),
+    ];
+    let r1 = vec![
+        (probe(Op::Probe, 1, 0, 1), 100, 2200),
+        (recv(Op::Recv, 1, rank(0), Tag::Value(1), 8), 2300, 2400),
+        (miss, 3000, 3010),
+        (probe(Op::Iprobe, 1, 0, 2), 5100, 5110),
+        (probe(Op::Probe, 1, 0, 2), 5200, 5210),
+        (recv(Op::Recv, 1, rank(0), Tag::Value(2), 8), 5300, 5400),
+    ];
+    let (_, _, v) = states(vec![r0, r1]);
+    assert_eq!(v, vec![(Metric::LateSender, 1, 0, 0, 2000)]);
+}
+
+#[test]
+fn a_late_sender_is_wrong_order_when_an_earlier_sent_message_waited() {
+    // Rank 1 receives from 0 (sent at 5000) and then from 2 (sent at 200):
+    // its first receive waits 4900 while rank 2's message was ready.
+    let r0 = vec![(send(Op::Send, 0, 1, 1, 8), 5000, 5050)];
+    let r1 = vec![
+        (recv(Op::Recv, 1, rank(0), Tag::Value(1), 8), 100, 5100),
+        (recv(Op::Recv, 1, rank(2), Tag::Value(2), 8), 5200, 5300),
+    ];
+    let r2 = vec![(send(Op::Send, 2, 1, 2, 8), 200, 250)];
+    let (_, _, v) = states(vec![r0, r1, r2]);
+    assert_eq!(v, vec![(Metric::LateSenderWrongOrder, 1, 0, 0, 4900)]);
+}
+
+#[test]
+fn a_synchronous_send_shows_late_receiver_while_the_probe_shows_late_sender() {
+    // Seed 002 Fig. 3b: rank 0 enters Ssend at 1000 and returns at 3100;
+    // rank 1 probes from 0 to 1050 (late sender 1000), sleeps, and enters
+    // its Recv at 3000 (late receiver 2000 on rank 0).
+    let r0 = vec![(send(Op::Ssend, 0, 1, 3, 8), 1000, 3100)];
+    let r1 = vec![
+        (probe(Op::Probe, 1, 0, 3), 0, 1050),
+        (recv(Op::Recv, 1, rank(0), Tag::Value(3), 8), 3000, 3100),
+    ];
+    let (_, _, v) = states(vec![r0, r1]);
+    assert_eq!(
+        v,
+        vec![
+            (Metric::LateSender, 1, 0, 0, 1000),
+            (Metric::LateReceiver, 0, 0, 1, 2000),
+        ]
+    );
+}
+
+#[test]
+fn collective_wait_states_follow_their_roots() {
+    // Three ranks. Barrier: rank 2 arrives last (at 900); Bcast root 2
+    // late (root at 2500); Reduce root 0 early (root at 3000, first
+    // non-root at 3400); Allgather: rank 1 last (at 4800).
+    let mut bcast = |me| {
+        let mut e = coll(Op::Bcast, me, 0);
+        e.root = Some(2);
+        e
+    };
+    let b: Vec<Event> = (0..3).map(&mut bcast).collect();
+    let reduce = |me| {
+        let mut e = coll(Op::Reduce, me, 0);
+        e.root = Some(0);
+        e
+    };
+    let r0 = vec![
+        (coll(Op::Barrier, 0, 0), 100, 950),
+        (b[0].clone(), 2000, 2600),
+        (reduce(0), 3000, 3500),
+        (coll(Op::Allgather, 0, 0), 4000, 4900),
+    ];
+    let r1 = vec![
+        (coll(Op::Barrier, 1, 0), 300, 950),
+        (b[1].clone(), 2200, 2600),
+        (reduce(1), 3400, 3450),
+        (coll(Op::Allgather, 1, 0), 4800, 4900),
+    ];
+    let r2 = vec![
+        (coll(Op::Barrier, 2, 0), 900, 950),
+        (b[2].clone(), 2500, 2550),
+        (reduce(2), 3600, 3650),
+        (coll(Op::Allgather, 2, 0), 4100, 4900),
+    ];
+    let (run, ws, v) = states(vec![r0, r1, r2]);
+    assert_eq!(
+        v,
+        vec![
+            (Metric::WaitAtBarrier, 0, 0, 2, 800),
+            (Metric::WaitAtBarrier, 1, 0, 2, 600),
+            (Metric::WaitAtNxN, 0, 3, 1, 800),
+            (Metric::WaitAtNxN, 2, 3, 1, 700),
+            (Metric::LateBroadcast, 0, 1, 2, 500),
+            (Metric::LateBroadcast, 1, 1, 2, 300),
+            (Metric::EarlyReduce, 0, 2, 1, 400),
+        ]
+    );
+    let s = summarize(&run, &ws);
+    let total = |m: Metric| s.metrics.iter().find(|t| t.metric == m).unwrap().ns;
+    assert_eq!(total(Metric::WaitAtBarrier), 1400);
+    assert_eq!(total(Metric::LateSender), 0);
+    assert_eq!(s.ranks[0].ns, 800 + 800 + 500 + 400);
+    assert_eq!(
+        s.sites.iter().map(|x| x.ns).sum::<i64>(),
+        1400 + 1500 + 800 + 400
+    );
+}
+
+/// Checks that every rank's timestamps still go forward.
+fn ordered(run: &Run) -> bool {
+    run.ranks.iter().all(|r| {
+        r.spans
+            .iter()
+            .flat_map(|s| [s.0, s.1])
+            .collect::<Vec<_>>()
+            .is_sorted()
+    })
+}
+
+#[test]
+fn a_probe_that_ends_before_its_send_begins_is_corrected() {
+    // Seed 002 §4.2.2: rank 1's probe returns at 4000 by its clock, before
+    // rank 0's Send begins at 5000; its Recv follows, and much later it
+    // sends back (received by rank 0 well after: no violation there).
+    let r0 = vec![
+        (send(Op::Send, 0, 1, 1, 8), 5000, 5100),
+        (recv(Op::Recv, 0, rank(1), Tag::Value(9), 8), 20_000, 40_000),
+    ];
+    let r1 = vec![
+        (probe(Op::Probe, 1, 0, 1), 1000, 4000),
+        (recv(Op::Recv, 1, rank(0), Tag::Value(1), 8), 4200, 4300),
+        (send(Op::Send, 1, 0, 9, 8), 30_000, 30_100),
+    ];
+    let f = file(vec![r0, r1]);
+    let mut run = Run::from_file(&f, &mut |_, _| {}).unwrap();
+    let m = match_run(&run);
+    let rep = correct(&mut run, &m, ClcOptions::default());
+    assert_eq!(
+        (rep.checked, rep.violations, rep.remaining),
+        (2, 1, 0),
+        "{rep:?}"
+    );
+    assert!(ordered(&run));
+    let r1 = &run.ranks[1].spans;
+    // The probe now ends at the send's start; the following Recv moved
+    // with it, keeping its 200 ns gap and 100 ns length times gamma (0.99),
+    // and the shift decays by 1 % of the time elapsed until the Send:
+    // 5297 + 0.99 * (30000 - 4300) = 30740.
+    assert_eq!(r1[0].1, 5000);
+    assert_eq!(r1[1], (5000 + 198, 5198 + 99));
+    assert_eq!(r1[2], (30_740, 30_740 + 99));
+    assert_eq!(
+        run.ranks[0].spans[0],
+        (5000, 5100),
+        "the sender does not move"
+    );
+    // The rank's first timestamp anchors the backward ramp: the probe's
+    // enter stays.
+    assert_eq!(r1[0].0, 1000);
+}
+
+#[test]
+fn a_rank_with_a_shifted_clock_is_corrected_with_its_intervals_kept() {
+    // A ping-pong of 20 rounds; rank 1's clock runs 3 us behind, so every
+    // message from rank 0 seems to arrive before it was sent.
+    let (mut r0, mut r1) = (Vec::new(), Vec::new());
+    let skew = 3000;
+    for i in 0..20u64 {
+        let t = 10_000 + i * 10_000;
+        r0.push((send(Op::Send, 0, 1, 0, 8), t, t + 200));
+        r1.push((
+            recv(Op::Recv, 1, rank(0), Tag::Value(0), 8),
+            t - skew,
+            t + 500 - skew,
+        ));
+        r1.push((send(Op::Send, 1, 0, 1, 8), t + 1000 - skew, t + 1200 - skew));
+        r0.push((
+            recv(Op::Recv, 0, rank(1), Tag::Value(1), 8),
+            t + 300,
+            t + 1300,
+        ));
+    }
+    let f = file(vec![r0, r1]);
+    let mut run = Run::from_file(&f, &mut |_, _| {}).unwrap();
+    let m = match_run(&run);
+    let before: Vec<(i64, i64)> = run.ranks[1].spans.clone();
+    let rep = correct(
+        &mut run,
+        &m,
+        ClcOptions {
+            min_latency_ns: 0,
+            gamma: 1.0,
+        },
+    );
+    assert_eq!(rep.checked, 40);
+    assert_eq!(rep.violations, 20, "{rep:?}");
+    assert_eq!(rep.remaining, 0, "{rep:?}");
+    assert!(ordered(&run));
+    // With gamma = 1 the shift stays once made: after the first jump
+    // rank 1 runs 2500 ns later than recorded (its receive now ends at
+    // the send's start), every later interval unchanged.
+    let after = &run.ranks[1].spans;
+    for k in 1..after.len() {
+        assert_eq!(after[k].0 - before[k].0, 2500, "event {k}: {after:?}");
+    }
+    assert!(rep.intervals_changed <= 2, "{rep:?}");
+    // The default gamma decays the shift, so later receives jump again,
+    // but every violation is still gone.
+    let mut run = Run::from_file(&f, &mut |_, _| {}).unwrap();
+    let rep = correct(&mut run, &m, ClcOptions::default());
+    assert_eq!((rep.violations, rep.remaining), (20, 0), "{rep:?}");
+    assert!(ordered(&run));
+}
+
+#[test]
+fn backward_amortisation_ramps_earlier_events_without_new_violations() {
+    // Rank 1 receives from 0 at 0-100 (fine), sends to 2 at 1000-1100
+    // (rank 2 receives until 1200), then its receive from 0 ends at 2100,
+    // before rank 0's Send begins at 4000: a jump of 1900 at 2100. The ramp
+    // from 100 (the previous receive's end) to 2100 (the jump) would move
+    // the Send's enter by 1900 * 900 / 2000 = 855, but its receive ends at
+    // 1200: the ramp is scaled to 200 / 0.45 = 444 so that the Send moves
+    // exactly 200.
+    let r0 = vec![
+        (send(Op::Send, 0, 1, 1, 8), 0, 10),
+        (send(Op::Send, 0, 1, 2, 8), 4000, 4100),
+    ];
+    let r1 = vec![
+        (recv(Op::Recv, 1, rank(0), Tag::Value(1), 8), 0, 100),
+        (send(Op::Send, 1, 2, 5, 8), 1000, 1100),
+        (recv(Op::Recv, 1, rank(0), Tag::Value(2), 8), 2000, 2100),
+    ];
+    let r2 = vec![(recv(Op::Recv, 2, rank(1), Tag::Value(5), 8), 500, 1200)];
+    let f = file(vec![r0, r1, r2]);
+    let mut run = Run::from_file(&f, &mut |_, _| {}).unwrap();
+    let m = match_run(&run);
+    let rep = correct(
+        &mut run,
+        &m,
+        ClcOptions {
+            min_latency_ns: 0,
+            gamma: 1.0,
+        },
+    );
+    assert_eq!((rep.violations, rep.remaining), (1, 0), "{rep:?}");
+    assert!(ordered(&run));
+    let r1 = &run.ranks[1].spans;
+    // Everything between is on the same ramp: the Send's leave at half
+    // of it, the late receive's enter at 0.95.
+    let ramp = 200.0 / 0.45;
+    assert_eq!(r1[1].0, 1200, "{r1:?}");
+    assert_eq!(r1[1].1, 1100 + (0.5 * ramp) as i64);
+    assert_eq!(r1[2], (2000 + (0.95 * ramp) as i64, 4000));
+    assert_eq!(r1[0], (0, 100));
+}
+
+#[test]
+fn delay_costs_and_critical_path_of_seed_002_figure_10() {
+    // Seed 002 Fig. 10 (times in us): after a barrier at 0, A computes 6
+    // and sends to B; B computes 2.5, receives from A (waiting 3.5, then
+    // 2 inside the call) and sends to C at 8; C computes 2.5 and waits 5.5
+    // for B's send.
+    let us = 1000;
+    let a = vec![
+        (coll(Op::Barrier, 0, 0), 0, 0),
+        (send(Op::Send, 0, 1, 1, 8), 6 * us, 6 * us + 100),
+    ];
+    let b = vec![
+        (coll(Op::Barrier, 1, 0), 0, 0),
+        (recv(Op::Recv, 1, rank(0), Tag::Value(1), 8), 2500, 8 * us),
+        (send(Op::Send, 1, 2, 2, 8), 8 * us, 8 * us + 100),
+    ];
+    let c = vec![
+        (coll(Op::Barrier, 2, 0), 0, 0),
+        (recv(Op::Recv, 2, rank(1), Tag::Value(2), 8), 2500, 8200),
+    ];
+    let (run, ws, v) = states(vec![a, b, c]);
+    assert_eq!(
+        v,
+        vec![
+            (Metric::LateSender, 1, 1, 0, 3500),
+            (Metric::LateSender, 2, 1, 1, 5500),
+        ]
+    );
+    let m = match_run(&run);
+    let d = analysis::delay::analyse(&run, &m, &ws);
+    let cost = |rank: u32, mpi: bool, op: Op| {
+        d.costs
+            .iter()
+            .find(|c| c.rank == rank && c.region.mpi == mpi && c.region.op == op)
+            .map(|c| (c.short_term_ns, c.long_term_ns))
+    };
+    // A's computation (before its Send): 3.5 short-term (B's wait) and
+    // 3.5 long-term (the part of C's wait that B's wait passed on); B's
+    // 2 us inside Recv1: 2 short-term of C's wait.
+    assert_eq!(cost(0, false, Op::Send), Some((3500, 3500)));
+    assert_eq!(cost(1, true, Op::Recv), Some((2000, 0)));
+    assert_eq!(d.costs.len(), 2, "{:?}", d.costs);
+    assert_eq!(d.unexplained_ns, 0);
+    // The critical path: A's 6 us of computation, B's 2 us in Recv1, C's
+    // last 0.2 us: the whole run, without any waiting.
+    assert_eq!(d.path_ns, 8200);
+    assert_eq!(d.path_ranks, vec![(0, 6000), (1, 2000), (2, 200)]);
+    let ranks: Vec<u32> = d.path.iter().map(|s| s.rank).collect();
+    assert_eq!(ranks, [0, 1, 2]);
+    assert_eq!(d.path_profile[0].ns, 6000);
+    assert!(!d.path_profile[0].region.mpi);
 }

@@ -1,0 +1,386 @@
+//! Wait states with Scalasca's definitions (seed 002 §2.1.3, §2.2.2, §3.3),
+//! probes included.
+//!
+//! Every wait is found where it happens (the waiting rank's call) and
+//! charged to the rank that made it wait, with the culprit's call as the
+//! synchronisation point (which the delay analysis and the critical path
+//! follow):
+//!
+//! * **Late Sender**: a blocking receive, or the `Wait*`/`Test*` that
+//!   completed a nonblocking one, entered before its send began: it waited
+//!   `min(send enter, leave) − enter`. When a probe (`Probe`, a successful
+//!   `Iprobe`, `Mprobe`, a successful `Improbe`) found the message first,
+//!   the probe synchronised with the send and carries the wait; the
+//!   receive after it cannot show one. Only the first probe of a message
+//!   synchronises; repeated probes of it are ignored.
+//! * **Late Sender / Wrong Order**: a Late Sender while a message sent
+//!   earlier was waiting: a later receive (or probe) on the same rank got a
+//!   message whose send began before this one's. Exclusive of Late Sender
+//!   here (the two add up to Scalasca's Late Sender total).
+//! * **Late Receiver**: a send's completing call entered before its
+//!   receive was posted and still inside when it was (a synchronous send,
+//!   or a standard send the library did not buffer): it waited
+//!   `receive enter − enter`. The receive is the receive call, not a probe
+//!   before it, so a synchronous send shows Late Receiver against the
+//!   receive while the probe shows Late Sender. A call that also completes
+//!   receives (`Waitall` of a halo exchange) counts only synchronous sends.
+//! * **Wait at Barrier** and **Wait at N×N** (`Allreduce`, `Allgather(v)`,
+//!   `Alltoall(v/w)`, `Reduce_scatter(_block)`): every member waits from its
+//!   entry until the last member's entry.
+//! * **Late Broadcast** (`Bcast`, `Scatter(v)`): the non-roots wait from
+//!   their entry until the root's.
+//! * **Early Reduce** (`Reduce`, `Gather(v)`): the root waits from its entry
+//!   until the first non-root's, before which no data could be sent.
+//!
+//! Every wait is bounded by the waiting call's own return.
+
+use std::collections::BTreeMap;
+
+use compress::Op;
+use serde::Serialize;
+
+use crate::matching::{End, Matching};
+use crate::run::Run;
+
+/// The wait-state metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// A receive (or probe) waited for its send to begin.
+    LateSender,
+    /// A Late Sender while an earlier-sent message was ready.
+    LateSenderWrongOrder,
+    /// A send waited for its receive to be posted.
+    LateReceiver,
+    /// A barrier waited for the last member.
+    WaitAtBarrier,
+    /// An all-to-all collective waited for the last member.
+    WaitAtNxN,
+    /// A one-to-all collective's non-root waited for the root.
+    LateBroadcast,
+    /// An all-to-one collective's root waited for the first sender.
+    EarlyReduce,
+}
+
+impl Metric {
+    /// Every metric, in report order.
+    pub const ALL: [Metric; 7] = [
+        Metric::LateSender,
+        Metric::LateSenderWrongOrder,
+        Metric::LateReceiver,
+        Metric::WaitAtBarrier,
+        Metric::WaitAtNxN,
+        Metric::LateBroadcast,
+        Metric::EarlyReduce,
+    ];
+
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::LateSender => "Late Sender",
+            Metric::LateSenderWrongOrder => "Late Sender / Wrong Order",
+            Metric::LateReceiver => "Late Receiver",
+            Metric::WaitAtBarrier => "Wait at Barrier",
+            Metric::WaitAtNxN => "Wait at NxN",
+            Metric::LateBroadcast => "Late Broadcast",
+            Metric::EarlyReduce => "Early Reduce",
+        }
+    }
+}
+
+/// One wait state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitState {
+    /// Its metric.
+    pub metric: Metric,
+    /// The rank that waited (index into [`Run::ranks`]).
+    pub waiter: usize,
+    /// The call it waited in (event index on the waiter).
+    pub event: usize,
+    /// The rank it waited for.
+    pub culprit: usize,
+    /// The culprit's call it synchronised with (event index on the
+    /// culprit): the send, the receive, or the late member's collective.
+    pub sync: usize,
+    /// When the waiting began (the waiting call's entry), ns.
+    pub from: i64,
+    /// How long it waited, ns.
+    pub ns: i64,
+}
+
+fn span(run: &Run, rank: usize, ev: usize) -> (i64, i64) {
+    run.ranks[rank].spans[ev]
+}
+
+/// The op's collective wait metric, if it has one.
+pub(crate) fn collective_metric(op: Op) -> Option<Metric> {
+    Some(match op {
+        Op::Barrier => Metric::WaitAtBarrier,
+        Op::Allreduce
+        | Op::Allgather
+        | Op::Allgatherv
+        | Op::Alltoall
+        | Op::Alltoallv
+        | Op::Alltoallw
+        | Op::ReduceScatter
+        | Op::ReduceScatterBlock => Metric::WaitAtNxN,
+        Op::Bcast | Op::Scatter | Op::Scatterv => Metric::LateBroadcast,
+        Op::Reduce | Op::Gather | Op::Gatherv => Metric::EarlyReduce,
+        _ => return None,
+    })
+}
+
+/// Every wait state of the run (empty without a timeline), in no
+/// particular order.
+pub fn wait_states(run: &Run, m: &Matching) -> Vec<WaitState> {
+    if !run.timed {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    late_senders(run, m, &mut out);
+    late_receivers(run, m, &mut out);
+    collectives(run, m, &mut out);
+    out
+}
+
+fn late_senders(run: &Run, m: &Matching, out: &mut Vec<WaitState>) {
+    // Per receiving call (the probe when there is one): the latest send
+    // start among its messages, and every message's send start for the
+    // wrong-order test.
+    let mut by_call: BTreeMap<(usize, usize), (i64, End)> = BTreeMap::new();
+    let mut starts: Vec<Vec<(usize, i64)>> = vec![Vec::new(); run.ranks.len()];
+    for msg in &m.messages {
+        let call = msg.probe.unwrap_or(msg.recv.done);
+        let start = span(run, msg.send.rank, msg.send.post).0;
+        let e = by_call
+            .entry((msg.recv.rank, call))
+            .or_insert((start, msg.send));
+        if start > e.0 {
+            *e = (start, msg.send);
+        }
+        starts[msg.recv.rank].push((call, start));
+    }
+    // The earliest send start of the messages a rank gets after each call.
+    let mut later_min: Vec<Vec<(usize, i64)>> = Vec::with_capacity(starts.len());
+    for mut s in starts {
+        s.sort_unstable();
+        let mut min = i64::MAX;
+        let mut v: Vec<(usize, i64)> = Vec::with_capacity(s.len());
+        for g in s.chunk_by(|a, b| a.0 == b.0).rev() {
+            v.push((g[0].0, min));
+            min = min.min(g.iter().map(|x| x.1).min().unwrap_or(i64::MAX));
+        }
+        v.reverse();
+        later_min.push(v);
+    }
+    for (&(rank, call), &(start, send)) in &by_call {
+        let (enter, leave) = span(run, rank, call);
+        if start <= enter {
+            continue;
+        }
+        let lm = &later_min[rank];
+        let wrong = lm
+            .binary_search_by_key(&call, |x| x.0)
+            .is_ok_and(|i| lm[i].1 < start);
+        out.push(WaitState {
+            metric: if wrong {
+                Metric::LateSenderWrongOrder
+            } else {
+                Metric::LateSender
+            },
+            waiter: rank,
+            event: call,
+            culprit: send.rank,
+            sync: send.post,
+            from: enter,
+            ns: start.min(leave) - enter,
+        });
+    }
+}
+
+fn late_receivers(run: &Run, m: &Matching, out: &mut Vec<WaitState>) {
+    let completes_recvs: std::collections::HashSet<(usize, usize)> = m
+        .messages
+        .iter()
+        .map(|x| (x.recv.rank, x.recv.done))
+        .collect();
+    // Per sending call: the latest receive entry among its messages.
+    let mut by_call: BTreeMap<(usize, usize), (i64, End)> = BTreeMap::new();
+    for msg in &m.messages {
+        let call = (msg.send.rank, msg.send.done);
+        if !msg.sync && completes_recvs.contains(&call) {
+            continue;
+        }
+        let post = span(run, msg.recv.rank, msg.recv.post).0;
+        let e = by_call.entry(call).or_insert((post, msg.recv));
+        if post > e.0 {
+            *e = (post, msg.recv);
+        }
+    }
+    for (&(rank, call), &(post, recv)) in &by_call {
+        let (enter, leave) = span(run, rank, call);
+        if post > enter && leave >= post {
+            out.push(WaitState {
+                metric: Metric::LateReceiver,
+                waiter: rank,
+                event: call,
+                culprit: recv.rank,
+                sync: recv.post,
+                from: enter,
+                ns: post - enter,
+            });
+        }
+    }
+}
+
+fn collectives(run: &Run, m: &Matching, out: &mut Vec<WaitState>) {
+    for c in &m.collectives {
+        let Some(metric) = collective_metric(c.op) else {
+            continue;
+        };
+        if c.members.len() < 2 {
+            continue;
+        }
+        let enter = |e: &End| span(run, e.rank, e.post).0;
+        let is_root = |e: &End| {
+            let ev = &run.ranks[e.rank].events[e.post];
+            ev.root == Some(ev.comm_rank)
+        };
+        // Who everybody (or the root) waits for, and until when.
+        let (late, until): (Option<&End>, i64) = match metric {
+            Metric::LateBroadcast => {
+                let root = c.members.iter().find(|e| is_root(e));
+                (root, root.map_or(i64::MIN, enter))
+            }
+            Metric::EarlyReduce => {
+                let first = c
+                    .members
+                    .iter()
+                    .filter(|e| !is_root(e))
+                    .min_by_key(|e| enter(e));
+                (first, first.map_or(i64::MIN, enter))
+            }
+            _ => {
+                let last = c.members.iter().max_by_key(|e| enter(e));
+                (last, last.map_or(i64::MIN, enter))
+            }
+        };
+        let Some(late) = late else { continue };
+        for e in &c.members {
+            if e.rank == late.rank || (metric == Metric::EarlyReduce && !is_root(e)) {
+                continue;
+            }
+            if metric == Metric::LateBroadcast && is_root(e) {
+                continue;
+            }
+            let (en, leave) = span(run, e.rank, e.done);
+            let from = en.max(enter(e));
+            let ns = until.min(leave) - from;
+            if ns > 0 {
+                out.push(WaitState {
+                    metric,
+                    waiter: e.rank,
+                    event: e.done,
+                    culprit: late.rank,
+                    sync: late.post,
+                    from,
+                    ns,
+                });
+            }
+        }
+    }
+}
+
+/// Waiting time of one metric at one call site, or of one rank.
+#[derive(Clone, Debug, Serialize)]
+pub struct MetricTotal {
+    /// The metric.
+    pub metric: Metric,
+    /// Total waiting, ns.
+    pub ns: i64,
+    /// Number of waits.
+    pub count: usize,
+}
+
+/// Waiting per metric at one call site.
+#[derive(Clone, Debug, Serialize)]
+pub struct SiteWaits {
+    /// The waiting call.
+    pub call: String,
+    /// Its call-site signature.
+    pub site: u64,
+    /// Per metric.
+    pub metrics: Vec<MetricTotal>,
+    /// Total over the metrics, ns.
+    pub ns: i64,
+}
+
+/// Waiting per metric on one rank.
+#[derive(Clone, Debug, Serialize)]
+pub struct RankWaits {
+    /// The world rank that waited.
+    pub rank: u32,
+    /// Per metric.
+    pub metrics: Vec<MetricTotal>,
+    /// Total over the metrics, ns.
+    pub ns: i64,
+}
+
+/// The wait-state breakdown of a run: per metric, per call site, per rank.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WaitSummary {
+    /// Per metric over the whole run (every metric, zeros included).
+    pub metrics: Vec<MetricTotal>,
+    /// Per call site, most waiting first.
+    pub sites: Vec<SiteWaits>,
+    /// Per rank, in rank order.
+    pub ranks: Vec<RankWaits>,
+}
+
+fn totals(map: &BTreeMap<Metric, (i64, usize)>) -> Vec<MetricTotal> {
+    map.iter()
+        .map(|(&metric, &(ns, count))| MetricTotal { metric, ns, count })
+        .collect()
+}
+
+/// Sums `waits` per metric, per call site and per rank.
+pub fn summarize(run: &Run, waits: &[WaitState]) -> WaitSummary {
+    let mut metrics: BTreeMap<Metric, (i64, usize)> =
+        Metric::ALL.iter().map(|&k| (k, (0, 0))).collect();
+    let mut sites: BTreeMap<(Op, u64), BTreeMap<Metric, (i64, usize)>> = BTreeMap::new();
+    let mut ranks: Vec<BTreeMap<Metric, (i64, usize)>> = vec![BTreeMap::new(); run.ranks.len()];
+    for w in waits {
+        let add = |m: &mut BTreeMap<Metric, (i64, usize)>| {
+            let t = m.entry(w.metric).or_default();
+            t.0 += w.ns;
+            t.1 += 1;
+        };
+        add(&mut metrics);
+        let ev = &run.ranks[w.waiter].events[w.event];
+        add(sites.entry((ev.op, ev.site)).or_default());
+        add(&mut ranks[w.waiter]);
+    }
+    let mut sites: Vec<SiteWaits> = sites
+        .into_iter()
+        .map(|((op, site), m)| SiteWaits {
+            call: op.name().to_string(),
+            site,
+            ns: m.values().map(|t| t.0).sum(),
+            metrics: totals(&m),
+        })
+        .collect();
+    sites.sort_by_key(|s| std::cmp::Reverse(s.ns));
+    WaitSummary {
+        metrics: totals(&metrics),
+        sites,
+        ranks: ranks
+            .iter()
+            .enumerate()
+            .map(|(i, m)| RankWaits {
+                rank: run.ranks[i].rank,
+                ns: m.values().map(|t| t.0).sum(),
+                metrics: totals(m),
+            })
+            .collect(),
+    }
+}
