@@ -327,11 +327,11 @@ fn a_timeline_that_does_not_fit_the_events_is_an_error() {
     assert!(e.contains("rank 0"), "{e}");
 }
 
-/// The wait states of a synthetic run as (metric, waiter, event, culprit,
-/// ns), sorted.
-fn states(
-    ranks: Vec<Vec<Timed>>,
-) -> (Run, Vec<WaitState>, Vec<(Metric, usize, usize, usize, i64)>) {
+/// A wait state as (metric, waiter, event, culprit, ns).
+type StateRow = (Metric, usize, usize, usize, i64);
+
+/// The wait states of a synthetic run, also as sorted rows.
+fn states(ranks: Vec<Vec<Timed>>) -> (Run, Vec<WaitState>, Vec<StateRow>) {
     let f = file(ranks);
     let run = Run::from_file(&f, &mut |_, _| {}).unwrap();
     let m = match_run(&run);
