@@ -73,6 +73,19 @@ static inline void sleep_us(long us)
     while (nanosleep(&ts, &rem) != 0 && errno == EINTR) ts = rem;
 }
 
+/* Refuses a configuration after rank 0 has printed the reason: aborts the
+ * job with exit code 1.  Rank 0 waits 0.1 s so that the launcher forwards
+ * its message before the abort tears the job down (MPICH's hydra otherwise
+ * sometimes drops it); the other ranks wait 0.5 s, so that their own
+ * MPI_Abort does not kill rank 0 before it has printed. */
+static inline void abort_config(void)
+{
+    int r;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    sleep_us(r == 0 ? 100000 : 500000);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 /* The rank reached from `rank` by one step in direction `dir` on a periodic
  * px x py grid of row-major ranks: 0 up, 1 down (x), 2 left, 3 right (y). */
 static inline int torus_neighbour(int rank, int dir, int px, int py)
