@@ -525,3 +525,188 @@ fn a_64_rank_trace_of_1e5_events_is_analysed_in_seconds() {
     assert!(secs < 10.0, "{secs} s");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Whether `got` is within 5 % or 5 ms of `want` (ns), the tolerance the
+/// wait-state tests allow a real run on a shared 2-core machine.
+fn near(got: i64, want: i64) -> bool {
+    (got - want).abs() <= (want / 20).max(5_000_000)
+}
+
+/// The wait states of a report, one by one.
+fn longest(r: &Value) -> Vec<Value> {
+    r["wait_states"]["longest"].as_array().unwrap().clone()
+}
+
+#[test]
+fn probe_wait_states_have_the_known_lengths_metrics_ranks_and_causes() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-probewait"));
+        let t = dir.join("p.trace");
+        // Seed 002 §4.2 cases with D = 50 ms (see probewait.c): Late Sender
+        // into Probe and Mprobe, Wrong Order into Recv and into Probe, Late
+        // Sender in a Probe and Late Receiver (D/2) in the Ssend of the
+        // same exchange, and a plain Late Receiver.
+        trace(imp, 3, "probewait", &["-d", "50"], &t);
+        let r = analyze(&t, &[]);
+        let waits = longest(&r);
+        let find = |metric: &str, rank: u64, call: &str| -> Vec<i64> {
+            let mut v: Vec<i64> = waits
+                .iter()
+                .filter(|w| w["metric"] == metric && w["rank"] == rank && w["call"] == call)
+                .map(|w| w["ns"].as_i64().unwrap())
+                .filter(|&ns| ns > 1_000_000)
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let d = 50_000_000;
+        let check = |what: &str, got: Vec<i64>, want: &[i64]| {
+            assert!(
+                got.len() == want.len() && got.iter().zip(want).all(|(&g, &w)| near(g, w)),
+                "{imp}: {what}: got {got:?} ns, want {want:?}\n{waits:#?}"
+            );
+        };
+        check(
+            "late sender in Probe",
+            find("late_sender", 1, "Probe"),
+            &[d, d],
+        );
+        check(
+            "late sender in Mprobe",
+            find("late_sender", 1, "Mprobe"),
+            &[d],
+        );
+        check(
+            "wrong order in Recv",
+            find("late_sender_wrong_order", 1, "Recv"),
+            &[d],
+        );
+        check(
+            "wrong order in Probe",
+            find("late_sender_wrong_order", 1, "Probe"),
+            &[d],
+        );
+        check(
+            "late receiver in Ssend",
+            find("late_receiver", 0, "Ssend"),
+            &[d / 2, d],
+        );
+        // A receive after its probe, and the polled Iprobe, never wait.
+        for call in ["Mrecv", "Iprobe"] {
+            check(call, find("late_sender", 1, call), &[]);
+        }
+        check("late sender in Recv", find("late_sender", 1, "Recv"), &[]);
+        for w in &waits {
+            if w["metric"] != "wait_at_barrier" && w["ns"].as_i64() > Some(1_000_000) {
+                assert_eq!(
+                    w["culprit"],
+                    if w["rank"] == 1 { 0 } else { 1 },
+                    "{imp}: {w:#?}"
+                );
+            }
+        }
+        // The delay analysis names the sleeps: rank 0's before its sends
+        // (four late sends of D, and the barrier waits of rank 2 where rank 0
+        // arrived last) and rank 1's before its receives (D in lr_ssend, D/2
+        // in ls_lr).
+        let costs = r["delays"]["costs"].as_array().unwrap();
+        let cost = |rank: u64, op: &str| {
+            costs
+                .iter()
+                .find(|c| {
+                    c["rank"] == rank && c["region"]["op"] == op && c["region"]["mpi"] == false
+                })
+                .map_or(0, |c| c["short_term_ns"].as_i64().unwrap())
+        };
+        assert_eq!(costs[0]["rank"], 0, "{imp}: {costs:#?}");
+        assert_eq!(costs[0]["region"]["op"], "Send", "{imp}: {costs:#?}");
+        assert!(cost(0, "Send") >= 4 * d - 5_000_000, "{imp}: {costs:#?}");
+        assert!(near(cost(1, "Recv"), d + d / 2), "{imp}: {costs:#?}");
+        assert!(
+            near(cost(0, "Ssend"), d) || cost(0, "Ssend") >= d,
+            "{imp}: {costs:#?}"
+        );
+        // The critical path runs through rank 0's sleeps.
+        let profile = r["delays"]["path_profile"].as_array().unwrap();
+        assert_eq!(profile[0]["region"]["op"], "Send", "{imp}: {profile:#?}");
+        assert_eq!(r["clock"]["violations"], 0, "{imp}");
+
+        // Timestamp correction: rank 1's clock 30 ms behind makes its
+        // receives end before their sends began; after the correction none
+        // does, with few local intervals changed.
+        let mut f = compress::TraceFile::read(&t).unwrap();
+        f.timelines[1].epoch_ns -= 30_000_000;
+        let shifted = dir.join("shifted.trace");
+        f.write(&shifted).unwrap();
+        let r = analyze(&shifted, &[]);
+        let c = &r["clock"];
+        assert!(c["violations"].as_u64() > Some(3), "{imp}: {c:#?}");
+        assert_eq!(c["remaining"], 0, "{imp}: {c:#?}");
+        let (changed, all) = (
+            c["intervals_changed"].as_u64().unwrap(),
+            c["intervals"].as_u64().unwrap(),
+        );
+        assert!(changed * 10 < all, "{imp}: {c:#?}");
+        // Without the correction the violations stay, and the analysis
+        // sees waits that did not happen (receives "waiting" for sends
+        // that seem to begin after the receive ended are cut to nothing,
+        // but the barrier skew of 30 ms appears).
+        let raw = analyze(&shifted, &["--no-clock-correction"]);
+        assert_eq!(raw["clock"]["checked"], 0, "{imp}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn collective_wait_states_each_find_the_delayed_rank() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-collwait"));
+        let t = dir.join("c.trace");
+        // Rank 1 (or, before Reduce and Gather, every contributor) sleeps
+        // D = 40 ms before each collective; 3 iterations on 4 ranks.
+        trace(imp, 4, "collwait", &["-d", "40", "-i", "3"], &t);
+        let r = analyze(&t, &[]);
+        let waits = longest(&r);
+        let d = 40_000_000;
+        for (metric, call, ranks, culprit) in [
+            ("wait_at_barrier", "Barrier", vec![0, 2, 3], Some(1)),
+            ("wait_at_nxn", "Allreduce", vec![0, 2, 3], Some(1)),
+            ("wait_at_nxn", "Allgather", vec![0, 2, 3], Some(1)),
+            ("wait_at_nxn", "Alltoall", vec![0, 2, 3], Some(1)),
+            ("late_broadcast", "Bcast", vec![0, 2, 3], Some(1)),
+            ("late_broadcast", "Scatter", vec![0, 2, 3], Some(1)),
+            ("early_reduce", "Reduce", vec![0], None),
+            ("early_reduce", "Gather", vec![0], None),
+        ] {
+            let mine: Vec<&Value> = waits
+                .iter()
+                .filter(|w| w["metric"] == metric && w["call"] == call)
+                .collect();
+            // Every waiting rank, every iteration (the first barrier also
+            // absorbs the start-up skew, so it is not timed).
+            let mut who: Vec<u64> = mine.iter().map(|w| w["rank"].as_u64().unwrap()).collect();
+            who.sort_unstable();
+            who.dedup();
+            assert_eq!(who, ranks, "{imp} {call}: {mine:#?}");
+            assert_eq!(mine.len(), 3 * ranks.len(), "{imp} {call}: {mine:#?}");
+            let mut ns: Vec<i64> = mine.iter().map(|w| w["ns"].as_i64().unwrap()).collect();
+            ns.sort_unstable();
+            let median = ns[ns.len() / 2];
+            assert!(
+                near(median, d),
+                "{imp} {call}: median {median} ns of {ns:?}"
+            );
+            if let Some(c) = culprit {
+                assert!(
+                    mine.iter().all(|w| w["culprit"] == c),
+                    "{imp} {call}: {mine:#?}"
+                );
+            }
+        }
+        // The delays are rank 1's sleeps.
+        let costs = r["delays"]["costs"].as_array().unwrap();
+        assert_eq!(costs[0]["rank"], 1, "{imp}: {costs:#?}");
+        assert_eq!(costs[0]["region"]["mpi"], false, "{imp}: {costs:#?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -78,6 +78,22 @@ pub struct Matching {
     pub unmatched_recvs: usize,
 }
 
+impl Matching {
+    /// Bytes sent from each rank (row) to each rank (column), by index into
+    /// [`Run::ranks`]: the communication matrix.
+    pub fn bytes_matrix(&self, ranks: usize) -> Vec<Vec<u64>> {
+        let mut b = vec![vec![0u64; ranks]; ranks];
+        for msg in &self.messages {
+            if let Some(row) = b.get_mut(msg.send.rank)
+                && let Some(cell) = row.get_mut(msg.recv.rank)
+            {
+                *cell += msg.bytes;
+            }
+        }
+        b
+    }
+}
+
 /// Channel of a message: (communicator, source world rank, destination
 /// world rank, tag).
 type Key = (u32, i32, i32, i32);

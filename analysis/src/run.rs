@@ -37,6 +37,19 @@ pub struct RankRun {
     /// Enter and leave of each event, in ns since the earliest rank's time
     /// zero (so that times compare across ranks); empty without a timeline.
     pub spans: Vec<(i64, i64)>,
+    /// The outermost loop around each event and its iteration there
+    /// (`None` outside loops): the time steps of the desynchronisation
+    /// analysis.
+    pub outer: Vec<Option<(u32, u64)>>,
+}
+
+/// MPI time per rank and time step (see [`Run::mpi_time_per_step`]).
+#[derive(Clone, Debug)]
+pub struct StepMatrix {
+    /// The world rank of each row.
+    pub ranks: Vec<u32>,
+    /// `t[row][step]`: time inside MPI, ns.
+    pub t: Vec<Vec<f64>>,
 }
 
 /// One execution from a call's slow-instance reservoir
@@ -152,6 +165,7 @@ impl Run {
                 context: Vec::new(),
                 contexts: Vec::new(),
                 spans: Vec::new(),
+                outer: Vec::new(),
             };
             let mut cut = true;
             let mut in_ctx = 0usize;
@@ -193,6 +207,7 @@ impl Run {
                     rr.spans.push(s);
                 }
                 rr.context.push((rr.contexts.len() - 1) as u32);
+                rr.outer.push(ex.loop_path().next());
                 rr.events.push(ev);
             }
             if ex.is_broken() {
@@ -213,6 +228,46 @@ impl Run {
             timed,
             slow_calls,
             reservoir_k,
+        })
+    }
+
+    /// MPI time per rank (rows, in rank order) and time step (columns, ns)
+    /// of the dominant loop: the outermost loop, run at least 4 times, in
+    /// whose iterations the ranks spent the most time (inside MPI and
+    /// between calls). `None` without a timeline or such a loop. This is
+    /// the observable of seed 004's desynchronisation analytics.
+    pub fn mpi_time_per_step(&self) -> Option<StepMatrix> {
+        if !self.timed {
+            return None;
+        }
+        let mut time: HashMap<u32, (i64, u64)> = HashMap::new();
+        for r in &self.ranks {
+            for (k, o) in r.outer.iter().enumerate() {
+                if let Some((id, it)) = *o {
+                    let t = time.entry(id).or_default();
+                    let gap = k.checked_sub(1).map_or(0, |p| r.spans[k].0 - r.spans[p].1);
+                    t.0 += r.spans[k].1 - r.spans[k].0 + gap.max(0);
+                    t.1 = t.1.max(it + 1);
+                }
+            }
+        }
+        let (&id, &(_, steps)) = time
+            .iter()
+            .filter(|(_, v)| v.1 >= 4)
+            .max_by_key(|(id, v)| (v.0, std::cmp::Reverse(**id)))?;
+        let mut t = vec![vec![0f64; steps as usize]; self.ranks.len()];
+        for (row, r) in t.iter_mut().zip(&self.ranks) {
+            for (k, o) in r.outer.iter().enumerate() {
+                if let Some((l, it)) = *o
+                    && l == id
+                {
+                    row[it as usize] += (r.spans[k].1 - r.spans[k].0) as f64;
+                }
+            }
+        }
+        Some(StepMatrix {
+            ranks: self.ranks.iter().map(|r| r.rank).collect(),
+            t,
         })
     }
 

@@ -55,6 +55,7 @@ pub enum Metric {
     /// A barrier waited for the last member.
     WaitAtBarrier,
     /// An all-to-all collective waited for the last member.
+    #[serde(rename = "wait_at_nxn")]
     WaitAtNxN,
     /// A one-to-all collective's non-root waited for the root.
     LateBroadcast,
@@ -326,6 +327,30 @@ pub struct RankWaits {
     pub ns: i64,
 }
 
+/// One wait state as reported.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaitReport {
+    /// Its metric.
+    pub metric: Metric,
+    /// The world rank that waited.
+    pub rank: u32,
+    /// The call it waited in.
+    pub call: String,
+    /// That call's site signature.
+    pub site: u64,
+    /// When the waiting began, ns on the trace's common time base.
+    pub from_ns: i64,
+    /// How long it waited, ns.
+    pub ns: i64,
+    /// The world rank it waited for.
+    pub culprit: u32,
+    /// The culprit's call it waited for.
+    pub culprit_call: String,
+}
+
+/// How many of the longest wait states a summary lists one by one.
+pub const LONGEST: usize = 200;
+
 /// The wait-state breakdown of a run: per metric, per call site, per rank.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct WaitSummary {
@@ -335,6 +360,9 @@ pub struct WaitSummary {
     pub sites: Vec<SiteWaits>,
     /// Per rank, in rank order.
     pub ranks: Vec<RankWaits>,
+    /// The longest wait states one by one (at most [`LONGEST`]), longest
+    /// first.
+    pub longest: Vec<WaitReport>,
 }
 
 fn totals(map: &BTreeMap<Metric, (i64, usize)>) -> Vec<MetricTotal> {
@@ -370,7 +398,27 @@ pub fn summarize(run: &Run, waits: &[WaitState]) -> WaitSummary {
         })
         .collect();
     sites.sort_by_key(|s| std::cmp::Reverse(s.ns));
+    let mut order: Vec<&WaitState> = waits.iter().collect();
+    order.sort_by_key(|w| (std::cmp::Reverse(w.ns), w.from, w.waiter));
+    let longest = order
+        .into_iter()
+        .take(LONGEST)
+        .map(|w| {
+            let ev = &run.ranks[w.waiter].events[w.event];
+            WaitReport {
+                metric: w.metric,
+                rank: run.ranks[w.waiter].rank,
+                call: ev.op.name().to_string(),
+                site: ev.site,
+                from_ns: w.from,
+                ns: w.ns,
+                culprit: run.ranks[w.culprit].rank,
+                culprit_call: run.ranks[w.culprit].events[w.sync].op.name().to_string(),
+            }
+        })
+        .collect();
     WaitSummary {
+        longest,
         metrics: totals(&metrics),
         sites,
         ranks: ranks

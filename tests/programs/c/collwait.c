@@ -6,59 +6,54 @@
  *                MPI_Gather, which must be early)
  *   -d DELAY_MS  the delay D in milliseconds (default 40, 0 allowed)
  *   -i ITERS     iterations (default 3)
- *   -m MODE      delay (default): R sleeps D before each collective as
+ *   -m MODE      delay (default): ranks sleep D before each collective as
  *                below; none: the same calls without any sleep
  *
- * Wait states in collective operations with one delayed rank.  Each
+ * Wait states in collective operations with a delayed rank R.  Each
  * iteration makes these calls, in this order, with nothing between them but
- * R's nanosleeps of D (sleep_us):
+ * the sleeps of D (sleep_us):
  *   (a) R sleeps D; MPI_Barrier                       -> Wait at Barrier
  *   (b) R sleeps D; MPI_Allreduce (2 ints, sum)       -> Wait at N x N
  *       R sleeps D; MPI_Allgather (2 ints per rank)   -> Wait at N x N
  *       R sleeps D; MPI_Alltoall (2 ints per pair)    -> Wait at N x N
  *   (c) R sleeps D; MPI_Bcast, root R (4 ints)        -> Late Broadcast
- *   (d) R sleeps D; MPI_Reduce, root 0 (2 ints, sum)  -> Early Reduce
+ *   (d) every rank but 0 sleeps D; MPI_Reduce, root 0 (2 ints, sum)
+ *                                                     -> Early Reduce
  *   (e) R sleeps D; MPI_Scatter, root R (2 ints)      -> Late Broadcast
- *       R sleeps D; MPI_Gather, root 0 (2 ints)       -> Early Reduce
- * All messages are at most 8 bytes per peer, far below both MPIs' eager
- * limits.  Every rank checks every result it receives (values are a hash of
- * (operation, iteration, sender, receiver, index)); rank 0 prints a hash of
- * the data it received.
+ *       every rank but 0 sleeps D; MPI_Gather, root 0 (2 ints)
+ *                                                     -> Early Reduce
+ * Early Reduce (Scalasca) is the root's wait until the FIRST contributor
+ * enters, before which no data can arrive, so all contributors are late in
+ * (d) and (e).  All messages are at most 8 bytes per peer, far below both
+ * MPIs' eager limits.  Every rank checks every result it receives (values
+ * are a hash of (operation, iteration, sender, receiver, index)); rank 0
+ * prints a hash of the data it received.
  *
- * Expected waits.  Take t = 0 when R starts its sleep of (a); R enters its
- * k-th collective of the iteration at k*D.  The rooted collectives do not
- * synchronise: a non-root leaves MPI_Reduce / MPI_Gather as soon as its
- * contribution is sent (eager), and a non-root of MPI_Scatter / MPI_Bcast as
- * soon as its data arrives, so the ranks that do not wait in (d) run ahead
- * to (e).  Time each rank spends waiting in each call (the rest of the call
- * is the operation's own short cost):
+ * Expected waits (the rest of each call is the operation's own short
+ * cost).  Take t = 0 when R starts its sleep of (a).  The late rank enters
+ * the k-th collective of the iteration at k*D, everybody else at (k-1)*D:
+ * a non-root leaves MPI_Reduce / MPI_Gather as soon as its contribution is
+ * sent (eager) and a non-root of MPI_Bcast / MPI_Scatter when its data
+ * arrives, so nobody runs ahead.
  *
- *   call (R enters at)   rank 0 (root of d, e2)   other ranks != 0, R
- *   Barrier (1D)         D (iteration 0: ~D)      2D (iteration 0: ~D)
- *   Allreduce (2D)       D                        D
- *   Allgather (3D)       D                        D
- *   Alltoall (4D)        D                        D
- *   Bcast (5D)           D   Late Broadcast       D   Late Broadcast
- *   Reduce (6D)          D   Early Reduce         ~0  (leave at once)
- *   Scatter (7D)         D   Late Broadcast       2D  Late Broadcast
- *   Gather (8D)          D   Early Reduce         ~0  (leave at once)
+ *   call (late rank enters at)      who waits about D        metric
+ *   Barrier (1D)                    every rank but R          Wait at Barrier
+ *   Allreduce, Allgather, Alltoall  every rank but R          Wait at N x N
+ *   Bcast (5D), root R              every rank but R          Late Broadcast
+ *   Reduce (6D), root 0             rank 0                    Early Reduce
+ *   Scatter (7D), root R            every rank but R          Late Broadcast
+ *   Gather (8D), root 0             rank 0                    Early Reduce
  *
- * Rank R itself never waits (it is always the last to arrive); in iteration
- * 0 the Barrier also absorbs the skew of MPI_Init.  The ~0 entries assume
- * that the rank does not receive R's contribution through the reduction /
- * gather tree, which holds for R = 1 (default) on both MPIs.  With other R
- * an intermediate rank between R and 0 also waits ~D there, and then waits
- * only D (not 2D) in the Scatter; which rank that is depends on the
- * algorithm: measured with np = 5, R = 3, rank 2 in MPICH's MPI_Reduce and
- * MPI_Gather (binomial tree, parent = clear the lowest bit), rank 1 in Open
- * MPI's MPI_Reduce and rank 2 in its MPI_Gather.  An iteration takes about
- * 8 D, and with -m none all waits are ~0.
+ * In iteration 0 the Barrier also absorbs the skew of MPI_Init.  An
+ * iteration takes about 8 D, and with -m none all waits are ~0.  A rank
+ * between a contributor and root 0 in the reduction / gather tree may also
+ * wait briefly inside MPI_Reduce / MPI_Gather for its children; that is
+ * inside the operation, not an Early Reduce.
  *
- * Measured on 2 cores (np = 4 and 5, D = 40, README launch settings): Open
- * MPI matches the table within 0.5 ms.  MPICH busy-polls without yielding,
- * so with more ranks than cores every blocking collective also contains
- * scheduling delays of the spinning peers: 0..40 ms per call even with
- * -m none, and D +- 10 ms (occasionally more) with delays.
+ * MPICH busy-polls without yielding, so with more ranks than cores every
+ * blocking collective also contains scheduling delays of the spinning
+ * peers (0..40 ms per call measured with -m none on 2 cores); Open MPI with
+ * mpi_yield_when_idle matches the table within 0.5 ms.
  *
  * With COLLWAIT_TIMING set, every rank prints on stderr one line per call:
  * "collwait-timing RANK ITER CALL enter_s dur_ms", enter_s from
@@ -143,15 +138,19 @@ int main(int argc, char **argv)
     if (!sbuf || !rbuf || !tlog) MPI_Abort(comm, 3);
     int bc[4], red[2], sc[2];
 
-/* R sleeps D, then the call is made and timed. */
-#define CALL(op, stmt)                                        \
+/* The rank sleeps D when `sleeps`, then the call is made and timed. */
+#define CALL_WHEN(sleeps, op, stmt)                           \
     do {                                                      \
-        if (delayed) sleep_us(d_us);                          \
+        if (sleeps) sleep_us(d_us);                           \
         double t0_ = now_s();                                 \
         stmt;                                                 \
         tlog[2 * (NCALLS * it + (op))] = t0_;                 \
         tlog[2 * (NCALLS * it + (op)) + 1] = now_s() - t0_;  \
     } while (0)
+/* R sleeps D before the call. */
+#define CALL(op, stmt) CALL_WHEN(delayed, op, stmt)
+    /* Every non-root sleeps D before Reduce and Gather (root 0 is early). */
+    const int contributor_late = delay_mode && rank != 0;
 
     for (int it = 0; it < iters; it++) {
         /* (a) */
@@ -202,7 +201,7 @@ int main(int argc, char **argv)
             sbuf[i] = val(C_REDUCE, it, rank, 0, i);
             red[i] = -1;
         }
-        CALL(C_REDUCE, MPI_Reduce(sbuf, red, 2, MPI_INT, MPI_SUM, 0, comm));
+        CALL_WHEN(contributor_late, C_REDUCE, MPI_Reduce(sbuf, red, 2, MPI_INT, MPI_SUM, 0, comm));
         if (rank == 0)
             for (int i = 0; i < 2; i++) {
                 int e = 0;
@@ -224,7 +223,7 @@ int main(int argc, char **argv)
         }
 
         for (int i = 0; i < 2; i++) sbuf[i] = val(C_GATHER, it, rank, 0, i);
-        CALL(C_GATHER, MPI_Gather(sbuf, 2, MPI_INT, rbuf, 2, MPI_INT, 0, comm));
+        CALL_WHEN(contributor_late, C_GATHER, MPI_Gather(sbuf, 2, MPI_INT, rbuf, 2, MPI_INT, 0, comm));
         if (rank == 0)
             for (int r = 0; r < np; r++)
                 for (int i = 0; i < 2; i++) {
