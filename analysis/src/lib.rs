@@ -15,12 +15,18 @@
 //!   and 9, Fig. 8);
 //! * [`phases`]: phase segmentation by Jensen–Shannon divergence with AIC or
 //!   BIC as the stopping rule (seed 000 §2.2, §4.1.2, Table 5).
+//!
+//! [`desync`] is the desynchronization analytics of seed 004 on the MPI time
+//! per rank and time step (compact timeline, histograms, correlation, phase
+//! space, PCA and k-means++), and [`svg`] draws it, and any line or bar
+//! chart, as self-contained SVG to inline in an HTML page.
 
 #![warn(missing_docs)]
 
 pub mod ahp;
 pub mod clc;
 pub mod delay;
+pub mod desync;
 pub mod matching;
 pub mod outliers;
 pub mod patterns;
@@ -28,6 +34,7 @@ pub mod phases;
 mod report;
 pub mod run;
 pub mod slow;
+pub mod svg;
 pub mod waitstates;
 
 pub use report::{
