@@ -768,12 +768,11 @@ pub fn histogram(hist: &Histogram, labels: &Labels) -> String {
                 num(a.y + a.h - y)
             );
         }
-    } else {
-        doc.s.push_str("</g>");
-        doc.no_data(a);
-        doc.s.push_str("<g>");
     }
     doc.s.push_str("</g>");
+    if !ok {
+        doc.no_data(a);
+    }
     doc.x_axis(a, &axis_ticks(&xs, 6), labels.x);
     doc.finish()
 }
