@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install what is missing, build, trace the
 # bundled 2D stencil at 4, 16 and 64 ranks into one compressed trace file
-# each, show one, replay it, and check on MPICH that the trace expands to
-# exactly the raw per-rank logs.
+# each, show one, replay it, check on MPICH that the trace expands to
+# exactly the raw per-rank logs, then trace an idle wave with the timeline,
+# analyse its wait states and write the HTML report.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -39,5 +40,12 @@ for r in 0 1 2 3; do
     cmp - "$out/stencil.4.mpich.raw/rank-0000$r.txt" && echo "rank $r: expansion == raw log"
 done
 echo
+echo "=== an idle wave: 16 ranks, rank 4 sleeps 30 ms once; traced with the timeline (Open MPI) ==="
+"$rs" trace --timeline -o "$out/idlewave.trace" -- \
+  mpirun.openmpi -n 16 --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
+  --mca mpi_yield_when_idle 1 target/programs/openmpi/idlewave -t chain -i 16 -d 30
+"$rs" analyze "$out/idlewave.trace" | sed -n '/^wait states/,/^critical path/p' | head -n 16
+"$rs" report "$out/idlewave.trace" -o "$out/report.html"
+echo
 ls -l "$out"/*.trace
-echo "demo: traces and raw logs are in $out/"
+echo "demo: traces and raw logs are in $out/; the HTML report is $out/report.html"

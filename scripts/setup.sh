@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what rankscale needs on a Debian 12 machine, only when missing:
 # MPICH and Open MPI (runtime, headers, compiler wrappers), gfortran, libclang
-# (for bindgen) and pkg-config. Needs root (or sudo) for apt-get.
+# (for bindgen), pkg-config, and Chromium (the HTML report's rendering test).
+# Needs root (or sudo) for apt-get.
 set -euo pipefail
 
 need=()
-for cmd in mpicc.mpich mpif90.mpich mpirun.mpich mpicc.openmpi mpif90.openmpi mpirun.openmpi gfortran pkg-config; do
+for cmd in mpicc.mpich mpif90.mpich mpirun.mpich mpicc.openmpi mpif90.openmpi mpirun.openmpi gfortran pkg-config chromium; do
   command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
 done
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang)
@@ -15,7 +16,7 @@ if ((${#need[@]})); then
   [[ $(id -u) -eq 0 ]] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
-    mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev pkg-config >/dev/null
+    mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev pkg-config chromium >/dev/null
 fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: error: no Rust toolchain (cargo) on PATH; install Rust 1.85 or newer" >&2

@@ -62,6 +62,7 @@ pub fn trace(
     raw: Option<&Path>,
     mpi: Option<&str>,
     yield_wait: bool,
+    timeline: bool,
 ) -> Result<()> {
     let Some((launcher, args)) = command.split_first() else {
         bail!("no command given after `--`");
@@ -107,6 +108,9 @@ pub fn trace(
     };
     if yield_wait {
         env.push(("RANKSCALE_YIELD".into(), "1".into()));
+    }
+    if timeline {
+        env.push(("RANKSCALE_TIMELINE".into(), "1".into()));
     }
     let mut cmd = Command::new(launcher);
     match guessed {

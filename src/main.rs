@@ -1,6 +1,7 @@
 //! The `rankscale` command line: a thin layer over the library crates.
 
 mod analyze;
+mod html;
 mod import;
 mod launch;
 mod show;
@@ -42,6 +43,11 @@ enum Cmd {
         /// Blocking MPI calls wait by test-and-sleep (for oversubscribed runs).
         #[arg(long)]
         yield_wait: bool,
+        /// Also keep every event's enter and leave time (RANKSCALE_TIMELINE=1),
+        /// for wait states, delays, the critical path and the report's
+        /// desynchronisation plots.
+        #[arg(long)]
+        timeline: bool,
         /// The launch command, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -70,6 +76,18 @@ enum Cmd {
     /// Affinity. Instance timing needs a trace taken with
     /// RANKSCALE_TIMELINE=1.
     Analyze(analyze::Args),
+    /// Write the whole analysis (topology, communication matrix, phases,
+    /// slow patterns, wait states, delays and critical path,
+    /// desynchronisation plots) as one self-contained HTML file.
+    ///
+    /// Example: rankscale report app.trace -o report.html
+    Report {
+        /// A trace file.
+        file: PathBuf,
+        /// The HTML file to write.
+        #[arg(short = 'o', long, default_value = "report.html")]
+        output: PathBuf,
+    },
     /// Convert a trace written by another tool into a rankscale trace file,
     /// with a timeline, so that it can be shown and analysed like ours.
     ///
@@ -103,6 +121,7 @@ fn main() {
             output,
             mpi,
             yield_wait,
+            timeline,
             command,
         } => {
             let output = match (output, &raw) {
@@ -116,11 +135,13 @@ fn main() {
                 raw.as_deref(),
                 mpi.as_deref(),
                 yield_wait,
+                timeline,
             )
         }
         Cmd::Show { file, json, expand } => show::show(&file, json, expand),
         Cmd::Stats { path } => stats::stats(&path),
         Cmd::Analyze(args) => analyze::run(&args),
+        Cmd::Report { file, output } => html::report(&file, &output),
         Cmd::Import {
             format,
             dir,

@@ -710,3 +710,162 @@ fn collective_wait_states_each_find_the_delayed_rank() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Renders `html` in headless Chromium and returns the DOM it built (the
+/// browser's parse of the page, not the file's text) after checking that
+/// the browser reported no error and drew a screenshot.
+fn chromium_dom(html: &Path) -> String {
+    let bin = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| Command::new(b).arg("--version").output().is_ok())
+        .expect("no Chromium found: scripts/setup.sh installs Debian's chromium");
+    let url = format!("file://{}", html.display());
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let out = Command::new(bin)
+        .args(flags)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "chromium failed: {err}");
+    for line in err.lines() {
+        assert!(
+            !line.contains("CONSOLE") && !line.contains("Uncaught"),
+            "the page logged an error: {line}"
+        );
+    }
+    let png = html.with_extension("png");
+    let shot = Command::new(bin)
+        .args(flags)
+        .arg("--window-size=1200,9000")
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(shot.status.success());
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 50_000, "screenshot of {} bytes", size);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
+    use analysis::desync;
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-idlewave"));
+        let t = dir.join("w.trace");
+        // A chain of 16 ranks; rank 4 sleeps 30 ms at the end of iteration
+        // 10 of 16: the wave reaches rank 4 - k and 4 + k in iteration
+        // 10 + k, so ranks 0-3 and 5-9 wait once, and 4 and 10-15 never.
+        trace(
+            imp,
+            16,
+            "idlewave",
+            &["-t", "chain", "-i", "16", "-d", "30"],
+            &t,
+        );
+        let f = compress::TraceFile::read(&t).unwrap();
+        let (_, data) =
+            analysis::analyze_with_data(&f, &analysis::Options::default(), &mut |_, _, _| {})
+                .unwrap();
+        let steps = data.steps.expect("a time-step loop");
+        assert_eq!((steps.t.len(), steps.t[0].len()), (16, 16), "{imp}");
+        let waited = |r: usize| r != 4 && r <= 9;
+        // The heatmap's data: the V of the wave.
+        for (r, row) in steps.t.iter().enumerate() {
+            let (at, &max) = row
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .unwrap();
+            if waited(r) {
+                assert_eq!(at, 10 + r.abs_diff(4), "{imp} rank {r}: {row:?}");
+                assert!(max > 20e6, "{imp} rank {r}: {row:?}");
+            } else {
+                assert!(max < 15e6, "{imp} rank {r} waited: {row:?}");
+            }
+        }
+        let d = desync::analyze(&steps.t, &desync::Options::for_reports()).unwrap();
+        // Ranks at the same distance from rank 4 wait in the same
+        // iteration: their timelines correlate; a waiting rank and an
+        // undisturbed one do not.
+        for k in 1..=4 {
+            assert!(
+                d.correlation[4 - k][4 + k] > 0.9,
+                "{imp}: {:?}",
+                d.correlation
+            );
+        }
+        assert!(
+            d.correlation[3][12].abs() < 0.5,
+            "{imp}: {:?}",
+            d.correlation
+        );
+        // The clusters separate the delayed group: the undisturbed ranks
+        // share one cluster, and no waiting rank is in it.
+        let c = d.clustering.expect("clusters");
+        let calm = c.labels[12];
+        for r in 0..16 {
+            assert_eq!(
+                c.labels[r] == calm,
+                !waited(r),
+                "{imp}: labels {:?}",
+                c.labels
+            );
+        }
+        assert!(c.silhouette > 0.5, "{imp}: {c:?}");
+        // The report: one HTML file that Chromium renders without errors,
+        // with every section and every plot.
+        let html = dir.join("report.html");
+        let out = rankscale(&[
+            "report",
+            &t.display().to_string(),
+            "-o",
+            &html.display().to_string(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let dom = chromium_dom(&html);
+        for id in [
+            "topology", "matrix", "phases", "slow", "waits", "path", "desync",
+        ] {
+            assert!(
+                dom.contains(&format!("id=\"{id}\"")),
+                "{imp}: no section {id}"
+            );
+        }
+        let plots = dom.matches("<svg").count();
+        assert!(plots >= 10, "{imp}: {plots} plots");
+        for title in [
+            "Bytes sent point-to-point",
+            "MPI time per rank and iteration",
+            "Correlation of the ranks",
+            "Phase space",
+            "explained variance",
+            "first two principal components",
+            "Waiting time per metric",
+            "critical path",
+        ] {
+            assert!(dom.contains(title), "{imp}: no plot {title:?}");
+        }
+        // Self-contained: nothing to fetch (the SVG namespace URI is a name,
+        // not a resource), and no script.
+        let raw = std::fs::read_to_string(&html).unwrap();
+        for bad in [
+            "src=\"http",
+            "href=\"http",
+            "url(http",
+            "<script",
+            "@import",
+        ] {
+            assert!(!raw.contains(bad), "{imp}: the report contains {bad}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -7,7 +7,8 @@
 //! that is not waiting. These play the role of Scalasca's call paths.
 //!
 //! **Delay costs.** For a wait state on rank B caused by rank A, both
-//! ranks' activity since their previous synchronisation with each other is
+//! ranks' activity since their previous synchronisation with each other (a
+//! wait state between them, either way; else the start of the run) is
 //! summed per region (waiting excluded): d(A) up to A's synchronising call,
 //! d(B) up to B's waiting call. The delay δ = d(A) − d(B), positive parts
 //! only, is what made A late. The wait's *short-term* cost is charged to
@@ -32,14 +33,13 @@ use std::collections::{BTreeMap, HashMap};
 use compress::Op;
 use serde::Serialize;
 
-use crate::matching::Matching;
 use crate::run::Run;
 use crate::waitstates::WaitState;
 
 /// The most events of a synchronisation interval looked at (the most
 /// recent ones), which bounds the cost of a wait with no recent
 /// synchronisation.
-const MAX_INTERVAL: usize = 20_000;
+const MAX_INTERVAL: usize = 4096;
 
 /// An activity of a rank, in which time is spent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -115,7 +115,10 @@ pub struct DelayReport {
     pub path: Vec<PathSegment>,
 }
 
-/// Where each rank synchronised with whom.
+/// Where each rank synchronised with whom: the calls of wait states and
+/// the calls they waited for. Only there were two ranks aligned in time (a
+/// message that arrived before its receive began did not align them), so
+/// these bound the intervals whose activity is compared.
 struct Syncs {
     /// (rank, peer) → events of `rank` that synchronised with `peer`,
     /// sorted.
@@ -123,45 +126,19 @@ struct Syncs {
 }
 
 impl Syncs {
-    fn new(run: &Run, m: &Matching) -> Syncs {
+    fn new(waits: &[WaitState]) -> Syncs {
         let mut pairs: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
-        for msg in &m.messages {
-            let (s, r) = (msg.send, msg.recv);
-            pairs.entry((s.rank, r.rank)).or_default().push(s.done);
-            let rv = msg.probe.unwrap_or(r.done);
-            pairs.entry((r.rank, s.rank)).or_default().push(rv);
-        }
-        for c in &m.collectives {
-            if c.members.len() > 64 {
-                // Everybody with everybody would be quadratic: a large
-                // collective synchronises each member with the member
-                // before and after it in rank order, which is enough for
-                // the neighbours a delay usually travels between.
-                for w in c.members.windows(2) {
-                    pairs
-                        .entry((w[0].rank, w[1].rank))
-                        .or_default()
-                        .push(w[0].done);
-                    pairs
-                        .entry((w[1].rank, w[0].rank))
-                        .or_default()
-                        .push(w[1].done);
-                }
-                continue;
-            }
-            for a in &c.members {
-                for b in &c.members {
-                    if a.rank != b.rank {
-                        pairs.entry((a.rank, b.rank)).or_default().push(a.done);
-                    }
-                }
-            }
+        for w in waits {
+            pairs
+                .entry((w.waiter, w.culprit))
+                .or_default()
+                .push(w.event);
+            pairs.entry((w.culprit, w.waiter)).or_default().push(w.sync);
         }
         for v in pairs.values_mut() {
             v.sort_unstable();
             v.dedup();
         }
-        let _ = run;
         Syncs { pairs }
     }
 
@@ -216,11 +193,11 @@ fn activity(
 
 /// Delay costs and the critical path of `run` (which must have a timeline)
 /// given its wait states.
-pub fn analyse(run: &Run, m: &Matching, waits: &[WaitState]) -> DelayReport {
+pub fn analyse(run: &Run, waits: &[WaitState]) -> DelayReport {
     if !run.timed || run.ranks.is_empty() {
         return DelayReport::default();
     }
-    let syncs = Syncs::new(run, m);
+    let syncs = Syncs::new(waits);
     let mut waited: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
     for (i, w) in waits.iter().enumerate() {
         waited.entry((w.waiter, w.event)).or_default().push(i);

@@ -89,6 +89,9 @@ pub enum Error {
     NoConvergence,
 }
 
+/// The most principal components [`Options::cluster_variance`] clusters on.
+pub const MAX_CLUSTER_COMPONENTS: usize = 10;
+
 /// Tuning of [`analyze`]. The defaults follow seed 004 where it states a
 /// choice and are conservative elsewhere.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,6 +108,13 @@ pub struct Options {
     /// How many leading principal-component scores the clustering uses.
     /// Seed 004 clusters on the first two (§5). Default 2; at least 1.
     pub cluster_components: usize,
+    /// Instead of [`Options::cluster_components`], cluster on as many
+    /// leading components as explain this share of the variance (at most
+    /// [`MAX_CLUSTER_COMPONENTS`]): seed 004's "essential number of PCs".
+    /// An idle wave puts each front position on a component of its own, and
+    /// two components would merge most of them with the undisturbed ranks.
+    /// Default `None`; in `(0, 1]`.
+    pub cluster_variance: Option<f64>,
     /// The largest `k` tried; `k` runs over `2..=min(max_k, ranks − 1)`
     /// (with `k = ranks` every rank would be its own cluster and the
     /// silhouette would say nothing). Default 6; at least 2.
@@ -126,12 +136,24 @@ pub struct Options {
     pub colour_quantile: f64,
 }
 
+impl Options {
+    /// The settings of `rankscale report`: the defaults, but clustering on
+    /// the components that explain 90 % of the variance.
+    pub fn for_reports() -> Options {
+        Options {
+            cluster_variance: Some(0.9),
+            ..Options::default()
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Options {
         Options {
             max_bins: 64,
             components: 3,
             cluster_components: 2,
+            cluster_variance: None,
             max_k: 6,
             restarts: 10,
             seed: 0x5eed_0004,
@@ -148,6 +170,12 @@ impl Options {
         }
         if self.components == 0 {
             return bad("components", "must be at least 1");
+        }
+        if self
+            .cluster_variance
+            .is_some_and(|v| !(v > 0.0 && v <= 1.0))
+        {
+            return bad("cluster_variance", "must be in (0, 1]");
         }
         if self.cluster_components == 0 {
             return bad("cluster_components", "must be at least 1");
@@ -478,8 +506,32 @@ pub fn analyze<R: AsRef<[f64]>>(t: &[R], options: &Options) -> Result<Desync, Er
         .map(|r| m.row(r).windows(2).map(|w| (w[0], w[1])).collect())
         .collect();
     let correlation = correlation(&m);
-    let pca = pca(&m, options.components)?;
-    let clustering = cluster(&pca, ranks, options);
+    let keep = if options.cluster_variance.is_some() {
+        options.components.max(MAX_CLUSTER_COMPONENTS)
+    } else {
+        options.components
+    };
+    let mut pca = pca(&m, keep)?;
+    let dims = match options.cluster_variance {
+        Some(share) => {
+            let mut sum = 0.0;
+            pca.explained_variance_ratio
+                .iter()
+                .position(|r| {
+                    sum += r;
+                    sum >= share - 1e-12
+                })
+                .map_or(MAX_CLUSTER_COMPONENTS, |i| i + 1)
+                .min(MAX_CLUSTER_COMPONENTS)
+        }
+        None => options.cluster_components,
+    };
+    let clustering = cluster(&pca, ranks, dims, options);
+    let shown = options.components.max(dims);
+    for s in &mut pca.scores {
+        s.truncate(shown);
+    }
+    pca.loadings.truncate(shown);
     Ok(Desync {
         ranks,
         steps,
@@ -826,13 +878,11 @@ fn canonical(labels: &[usize], centroids: Vec<Vec<f64>>) -> (Vec<usize>, Vec<Vec
 
 /// The clustering of [`Clustering`]; `None` with fewer than 3 ranks, no
 /// variance, or no `k` for which `k` ranks have distinct scores.
-fn cluster(pca: &Pca, ranks: usize, o: &Options) -> Option<Clustering> {
+fn cluster(pca: &Pca, ranks: usize, dims: usize, o: &Options) -> Option<Clustering> {
     if ranks < 3 || pca.explained_variance_ratio.iter().all(|&v| v <= 0.0) {
         return None;
     }
-    let dims = o
-        .cluster_components
-        .min(pca.scores.first().map_or(0, Vec::len));
+    let dims = dims.min(pca.scores.first().map_or(0, Vec::len));
     if dims == 0 {
         return None;
     }

@@ -39,7 +39,7 @@ pub mod waitstates;
 
 pub use report::{
     AffinityReport, EventAt, Options, PatternReport, PhaseNode, PhaseReport, RankAt, RankString,
-    Report, SlowCallReport, SlowReport, WaitTotal, analyze, ranks_text,
+    Report, RunData, SlowCallReport, SlowReport, WaitTotal, analyze, analyze_with_data, ranks_text,
 };
 
 /// Why a trace could not be analysed.

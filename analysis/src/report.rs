@@ -11,7 +11,7 @@ use crate::delay::DelayReport;
 use crate::matching::match_run;
 use crate::patterns::{Patterns, find};
 use crate::phases::{Criterion, Limits, Segment, djs_curve, segment};
-use crate::run::Run;
+use crate::run::{Run, StepMatrix};
 use crate::slow::{Cause, WaitIndex, blame};
 use crate::waitstates::{WaitSummary, summarize, wait_states};
 use crate::{Error, ahp, outliers};
@@ -319,12 +319,34 @@ fn tree(s: &Segment) -> PhaseNode {
     }
 }
 
+/// Per-rank data behind a report, for plots: too large for the JSON
+/// report of a big run, small enough to draw.
+#[derive(Clone, Debug)]
+pub struct RunData {
+    /// The world rank of each row and column below.
+    pub ranks: Vec<u32>,
+    /// Bytes sent from row to column.
+    pub bytes: Vec<Vec<u64>>,
+    /// MPI time per rank and time step of the dominant loop, when the trace
+    /// has a timeline and such a loop.
+    pub steps: Option<StepMatrix>,
+}
+
 /// Analyses `file`. `progress(stage, done, total)` is called as it goes.
 pub fn analyze(
     file: &TraceFile,
     opts: &Options,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<Report, Error> {
+    analyze_with_data(file, opts, progress).map(|x| x.0)
+}
+
+/// [`analyze`], also returning the per-rank data for plots.
+pub fn analyze_with_data(
+    file: &TraceFile,
+    opts: &Options,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<(Report, RunData), Error> {
     let mut run = Run::from_file(file, &mut |d, t| progress("reading", d, t))?;
     progress("matching", 0, 1);
     let m = match_run(&run);
@@ -349,7 +371,7 @@ pub fn analyze(
     let all_waits = wait_states(&run, &m);
     let wi = WaitIndex::new(&all_waits);
     progress("delays", 0, 1);
-    let delays = crate::delay::analyse(&run, &m, &all_waits);
+    let delays = crate::delay::analyse(&run, &all_waits);
     progress("slow instances", 0, 1);
     let slow = slow_instances(&run, &wi, &p, opts.cutoff, &phase_of);
     let affinity = affinities(&p, &slow, leaves.len());
@@ -451,7 +473,12 @@ pub fn analyze(
             }
         })
         .collect();
-    Ok(Report {
+    let data = RunData {
+        ranks: run.ranks.iter().map(|r| r.rank).collect(),
+        bytes: m.bytes_matrix(run.ranks.len()),
+        steps: run.mpi_time_per_step(),
+    };
+    let report = Report {
         ranks: run.ranks.len(),
         events: run.events(),
         timeline: run.timed,
@@ -473,7 +500,8 @@ pub fn analyze(
         wait_states: summarize(&run, &all_waits),
         delays,
         notes,
-    })
+    };
+    Ok((report, data))
 }
 
 fn duration(i: &crate::patterns::Instance) -> Option<i64> {

@@ -578,9 +578,11 @@ fn matrix_cells<R: AsRef<[f64]>>(
 /// A vertical colour bar right of `a`: the quantized scale from
 /// `center + range` (top) to `center − range` (bottom), five labelled
 /// values and a rotated caption.
-fn colour_bar(doc: &mut Doc, a: Area, center: f64, range: f64, caption: &str) {
+/// The colour bar beside a matrix plot; `upper` shows only the half from
+/// the centre up (for quantities that cannot go below it, like bytes).
+fn colour_bar(doc: &mut Doc, a: Area, center: f64, range: f64, caption: &str, upper: bool) {
     let x = a.x + a.w + 16.0;
-    let n = 2 * LEVELS + 1;
+    let n = if upper { LEVELS + 1 } else { 2 * LEVELS + 1 };
     let hh = a.h / f64::from(n);
     for i in 0..n {
         let l = LEVELS - i;
@@ -598,16 +600,20 @@ fn colour_bar(doc: &mut Doc, a: Area, center: f64, range: f64, caption: &str) {
     } else {
         0.0
     };
-    let marks: Vec<f64> = if range > 0.0 {
-        vec![1.0, 0.5, 0.0, -0.5, -1.0]
-    } else {
-        vec![0.0]
+    let marks: Vec<f64> = match (range > 0.0, upper) {
+        (true, false) => vec![1.0, 0.5, 0.0, -0.5, -1.0],
+        (true, true) => vec![1.0, 0.5, 0.0],
+        (false, _) => vec![0.0],
     };
     let vals: Vec<f64> = marks.iter().map(|m| center + m * range).collect();
     let max_abs = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let f = TickFormat::new(max_abs, if range > 0.0 { range / 2.0 } else { 1.0 });
     for (m, v) in marks.iter().zip(&vals) {
-        let y = a.y + a.h * (1.0 - m) / 2.0;
+        let y = if upper {
+            a.y + a.h * (1.0 - m)
+        } else {
+            a.y + a.h * (1.0 - m) / 2.0
+        };
         doc.line(x + 14.0, y, x + 18.0, y, " stroke=\"#333\"");
         doc.text(x + 21.0, y + 4.0, " font-size=\"11\"", &f.of(*v));
     }
@@ -647,6 +653,23 @@ pub fn heatmap<R: AsRef<[f64]>>(
     labels: &Labels,
     colour_label: &str,
 ) -> String {
+    matrix_plot(rows, center, range, labels, colour_label, false)
+}
+
+/// A matrix of quantities that start at zero (bytes between ranks): white
+/// for zero up to red for the largest value, with a colour bar from 0.
+pub fn intensity<R: AsRef<[f64]>>(rows: &[R], labels: &Labels, colour_label: &str) -> String {
+    matrix_plot(rows, 0.0, 0.0, labels, colour_label, true)
+}
+
+fn matrix_plot<R: AsRef<[f64]>>(
+    rows: &[R],
+    center: f64,
+    range: f64,
+    labels: &Labels,
+    colour_label: &str,
+    upper: bool,
+) -> String {
     let (w, h) = (720.0, 440.0);
     let a = Area {
         x: 72.0,
@@ -672,7 +695,7 @@ pub fn heatmap<R: AsRef<[f64]>>(
     }
     doc.x_axis(a, &index_axis(cols, a.x, a.w, 10), labels.x);
     doc.y_axis(a, &index_axis(rows.len(), a.y, a.h, 8), labels.y, false);
-    colour_bar(&mut doc, a, center, range, colour_label);
+    colour_bar(&mut doc, a, center, range, colour_label, upper);
     doc.finish()
 }
 
@@ -698,7 +721,7 @@ pub fn correlation<R: AsRef<[f64]>>(matrix: &[R], labels: &Labels) -> String {
     }
     doc.x_axis(a, &index_axis(cols, a.x, a.w, 8), labels.x);
     doc.y_axis(a, &index_axis(matrix.len(), a.y, a.h, 8), labels.y, false);
-    colour_bar(&mut doc, a, 0.0, 1.0, "Pearson correlation");
+    colour_bar(&mut doc, a, 0.0, 1.0, "Pearson correlation", false);
     doc.finish()
 }
 

@@ -650,8 +650,7 @@ fn delay_costs_and_critical_path_of_seed_002_figure_10() {
             (Metric::LateSender, 2, 1, 1, 5500),
         ]
     );
-    let m = match_run(&run);
-    let d = analysis::delay::analyse(&run, &m, &ws);
+    let d = analysis::delay::analyse(&run, &ws);
     let cost = |rank: u32, mpi: bool, op: Op| {
         d.costs
             .iter()

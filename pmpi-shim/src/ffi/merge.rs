@@ -125,9 +125,11 @@ fn library_version() -> String {
     if rc != 0 {
         return String::new();
     }
+    // Open MPI counts the terminating NUL in `len`; stop at the first one.
     let bytes: Vec<u8> = buf[..usize::try_from(len).unwrap_or(0).min(buf.len())]
         .iter()
         .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
         .collect();
     let text = String::from_utf8_lossy(&bytes);
     text.lines().next().unwrap_or("").trim().to_string()
