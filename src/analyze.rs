@@ -332,13 +332,21 @@ fn text(file: &Path, r: &Report, a: &Args, secs: f64, labels: &HashMap<u64, &str
     o
 }
 
-/// A region of the delay analysis as a reader names it.
-fn region_text(g: &analysis::delay::Region, labels: &HashMap<u64, &str>) -> String {
-    let site = crate::show::site_text(labels, g.site);
+/// Waiting per metric, "Late Sender 1.000 ms, Wait at Barrier 2.000 ms".
+pub fn by_metric(m: &[analysis::waitstates::MetricTotal]) -> String {
+    m.iter()
+        .map(|m| format!("{} {}", m.metric.name(), ms(m.ns)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A region of the delay analysis as a reader names it, with `site`
+/// naming call sites.
+pub fn region_text(g: &analysis::delay::Region, site: &dyn Fn(u64) -> String) -> String {
     if g.mpi {
-        format!("{} at {site}", g.op.name())
+        format!("{} at {}", g.op.name(), site(g.site))
     } else {
-        format!("computation before {} at {site}", g.op.name())
+        format!("computation before {} at {}", g.op.name(), site(g.site))
     }
 }
 
@@ -382,29 +390,19 @@ fn wait_text(w: &mut String, r: &Report, a: &Args, labels: &HashMap<u64, &str>) 
     if !sites.is_empty() {
         let _ = writeln!(w, "  by call site:");
         for s in sites {
-            let parts: Vec<String> = s
-                .metrics
-                .iter()
-                .map(|m| format!("{} {}", m.metric.name(), ms(m.ns)))
-                .collect();
             let _ = writeln!(
                 w,
                 "    {} at {}: {}",
                 s.call,
                 crate::show::site_text(labels, s.site),
-                parts.join(", ")
+                by_metric(&s.metrics)
             );
         }
         let mut ranks: Vec<_> = ws.ranks.iter().filter(|x| x.ns > 0).collect();
         ranks.sort_by_key(|x| std::cmp::Reverse(x.ns));
         let _ = writeln!(w, "  by rank (most waiting first):");
         for x in ranks.into_iter().take(a.top) {
-            let parts: Vec<String> = x
-                .metrics
-                .iter()
-                .map(|m| format!("{} {}", m.metric.name(), ms(m.ns)))
-                .collect();
-            let _ = writeln!(w, "    rank {:<6} {}", x.rank, parts.join(", "));
+            let _ = writeln!(w, "    rank {:<6} {}", x.rank, by_metric(&x.metrics));
         }
     }
     let d = &r.delays;
@@ -418,7 +416,7 @@ fn wait_text(w: &mut String, r: &Report, a: &Args, labels: &HashMap<u64, &str>) 
                 w,
                 "  rank {:<5} {:<52} short-term {:>12}  long-term {:>12}",
                 c.rank,
-                region_text(&c.region, labels),
+                region_text(&c.region, &|x| crate::show::site_text(labels, x)),
                 ms(c.short_term_ns),
                 ms(c.long_term_ns)
             );
@@ -441,7 +439,7 @@ fn wait_text(w: &mut String, r: &Report, a: &Args, labels: &HashMap<u64, &str>) 
             let _ = writeln!(
                 w,
                 "  {:<60} {:>12}",
-                region_text(&p.region, labels),
+                region_text(&p.region, &|x| crate::show::site_text(labels, x)),
                 ms(p.ns)
             );
         }

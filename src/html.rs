@@ -12,6 +12,7 @@ use analysis::{Options, Report, RunData, analyze_with_data};
 use anyhow::{Context, Result};
 use compress::TraceFile;
 
+use crate::analyze::region_text;
 use crate::show::{read, site_labels, site_text};
 
 /// Rows listed in the report's tables.
@@ -306,6 +307,11 @@ fn slow(h: &mut String, r: &Report) {
     ));
 }
 
+/// Waiting per metric as one escaped cell.
+fn by_metric(m: &[analysis::waitstates::MetricTotal]) -> String {
+    escape(&crate::analyze::by_metric(m))
+}
+
 fn waits(h: &mut String, r: &Report, site: &dyn Fn(u64) -> String) {
     h.push_str("<h2 id=\"waits\">Wait states</h2>");
     let c = &r.clock;
@@ -346,13 +352,7 @@ fn waits(h: &mut String, r: &Report, site: &dyn Fn(u64) -> String) {
                 escape(&s.call),
                 site(s.site),
                 ms(s.ns as f64),
-                escape(
-                    &s.metrics
-                        .iter()
-                        .map(|m| format!("{} {}", m.metric.name(), ms(m.ns as f64)))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                ),
+                by_metric(&s.metrics),
             ]
         }),
     ));
@@ -360,19 +360,10 @@ fn waits(h: &mut String, r: &Report, site: &dyn Fn(u64) -> String) {
     ranks.sort_by_key(|x| std::cmp::Reverse(x.ns));
     h.push_str(&table(
         &["rank", "waiting", "by metric"],
-        ranks.into_iter().take(ROWS).map(|x| {
-            vec![
-                x.rank.to_string(),
-                ms(x.ns as f64),
-                escape(
-                    &x.metrics
-                        .iter()
-                        .map(|m| format!("{} {}", m.metric.name(), ms(m.ns as f64)))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                ),
-            ]
-        }),
+        ranks
+            .into_iter()
+            .take(ROWS)
+            .map(|x| vec![x.rank.to_string(), ms(x.ns as f64), by_metric(&x.metrics)]),
     ));
     h.push_str("<p>The longest waits:</p>");
     h.push_str(&table(
@@ -391,14 +382,6 @@ fn waits(h: &mut String, r: &Report, site: &dyn Fn(u64) -> String) {
     ));
 }
 
-fn region(g: &analysis::delay::Region, site: &dyn Fn(u64) -> String) -> String {
-    if g.mpi {
-        format!("{} at {}", g.op.name(), site(g.site))
-    } else {
-        format!("computation before {} at {}", g.op.name(), site(g.site))
-    }
-}
-
 fn critical_path(h: &mut String, r: &Report, site: &dyn Fn(u64) -> String) {
     h.push_str("<h2 id=\"path\">Delays and the critical path</h2>");
     let d = &r.delays;
@@ -411,7 +394,7 @@ fn critical_path(h: &mut String, r: &Report, site: &dyn Fn(u64) -> String) {
         d.costs.iter().take(ROWS).map(|c| {
             vec![
                 c.rank.to_string(),
-                region(&c.region, site),
+                region_text(&c.region, site),
                 ms(c.short_term_ns as f64),
                 ms(c.long_term_ns as f64),
             ]
@@ -435,7 +418,7 @@ fn critical_path(h: &mut String, r: &Report, site: &dyn Fn(u64) -> String) {
         let names: Vec<String> = top
             .iter()
             .map(|p| {
-                let s = region(&p.region, &|x| site_short(site(x)));
+                let s = region_text(&p.region, &|x| site_short(site(x)));
                 s.replace("computation before", "comp. before")
             })
             .collect();

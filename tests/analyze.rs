@@ -606,9 +606,9 @@ fn probe_wait_states_have_the_known_lengths_metrics_ranks_and_causes() {
             }
         }
         // The delay analysis names the sleeps: rank 0's before its sends
-        // (four late sends of D, and the barrier waits of rank 2 where rank 0
-        // arrived last) and rank 1's before its receives (D in lr_ssend, D/2
-        // in ls_lr).
+        // (four late sends of D) and rank 1's before its receives (D in
+        // lr_ssend, D/2 in ls_lr); each may also be charged the barrier
+        // waits of the bystander rank 2 where that rank arrived last.
         let costs = r["delays"]["costs"].as_array().unwrap();
         let cost = |rank: u64, op: &str| {
             costs
@@ -621,7 +621,10 @@ fn probe_wait_states_have_the_known_lengths_metrics_ranks_and_causes() {
         assert_eq!(costs[0]["rank"], 0, "{imp}: {costs:#?}");
         assert_eq!(costs[0]["region"]["op"], "Send", "{imp}: {costs:#?}");
         assert!(cost(0, "Send") >= 4 * d - 5_000_000, "{imp}: {costs:#?}");
-        assert!(near(cost(1, "Recv"), d + d / 2), "{imp}: {costs:#?}");
+        assert!(
+            cost(1, "Recv") >= d + d / 2 - 5_000_000,
+            "{imp}: {costs:#?}"
+        );
         assert!(
             near(cost(0, "Ssend"), d) || cost(0, "Ssend") >= d,
             "{imp}: {costs:#?}"

@@ -474,6 +474,18 @@ fn collective_wait_states_follow_their_roots() {
     );
 }
 
+/// The run of `f` after the clock correction (latency 0, this `gamma`).
+fn corrected(f: &TraceFile, gamma: f64) -> (Run, analysis::clc::ClcReport) {
+    let mut run = Run::from_file(f, &mut |_, _| {}).unwrap();
+    let m = match_run(&run);
+    let opts = ClcOptions {
+        min_latency_ns: 0,
+        gamma,
+    };
+    let rep = correct(&mut run, &m, opts);
+    (run, rep)
+}
+
 /// Checks that every rank's timestamps still go forward.
 fn ordered(run: &Run) -> bool {
     run.ranks.iter().all(|r| {
@@ -499,10 +511,7 @@ fn a_probe_that_ends_before_its_send_begins_is_corrected() {
         (recv(Op::Recv, 1, rank(0), Tag::Value(1), 8), 4200, 4300),
         (send(Op::Send, 1, 0, 9, 8), 30_000, 30_100),
     ];
-    let f = file(vec![r0, r1]);
-    let mut run = Run::from_file(&f, &mut |_, _| {}).unwrap();
-    let m = match_run(&run);
-    let rep = correct(&mut run, &m, ClcOptions::default());
+    let (run, rep) = corrected(&file(vec![r0, r1]), ClcOptions::default().gamma);
     assert_eq!(
         (rep.checked, rep.violations, rep.remaining),
         (2, 1, 0),
@@ -549,17 +558,10 @@ fn a_rank_with_a_shifted_clock_is_corrected_with_its_intervals_kept() {
         ));
     }
     let f = file(vec![r0, r1]);
-    let mut run = Run::from_file(&f, &mut |_, _| {}).unwrap();
-    let m = match_run(&run);
-    let before: Vec<(i64, i64)> = run.ranks[1].spans.clone();
-    let rep = correct(
-        &mut run,
-        &m,
-        ClcOptions {
-            min_latency_ns: 0,
-            gamma: 1.0,
-        },
-    );
+    let before = Run::from_file(&f, &mut |_, _| {}).unwrap().ranks[1]
+        .spans
+        .clone();
+    let (run, rep) = corrected(&f, 1.0);
     assert_eq!(rep.checked, 40);
     assert_eq!(rep.violations, 20, "{rep:?}");
     assert_eq!(rep.remaining, 0, "{rep:?}");
@@ -574,8 +576,7 @@ fn a_rank_with_a_shifted_clock_is_corrected_with_its_intervals_kept() {
     assert!(rep.intervals_changed <= 2, "{rep:?}");
     // The default gamma decays the shift, so later receives jump again,
     // but every violation is still gone.
-    let mut run = Run::from_file(&f, &mut |_, _| {}).unwrap();
-    let rep = correct(&mut run, &m, ClcOptions::default());
+    let (run, rep) = corrected(&f, ClcOptions::default().gamma);
     assert_eq!((rep.violations, rep.remaining), (20, 0), "{rep:?}");
     assert!(ordered(&run));
 }
@@ -599,17 +600,7 @@ fn backward_amortisation_ramps_earlier_events_without_new_violations() {
         (recv(Op::Recv, 1, rank(0), Tag::Value(2), 8), 2000, 2100),
     ];
     let r2 = vec![(recv(Op::Recv, 2, rank(1), Tag::Value(5), 8), 500, 1200)];
-    let f = file(vec![r0, r1, r2]);
-    let mut run = Run::from_file(&f, &mut |_, _| {}).unwrap();
-    let m = match_run(&run);
-    let rep = correct(
-        &mut run,
-        &m,
-        ClcOptions {
-            min_latency_ns: 0,
-            gamma: 1.0,
-        },
-    );
+    let (run, rep) = corrected(&file(vec![r0, r1, r2]), 1.0);
     assert_eq!((rep.violations, rep.remaining), (1, 0), "{rep:?}");
     assert!(ordered(&run));
     let r1 = &run.ranks[1].spans;
