@@ -13,7 +13,15 @@ use common::*;
 
 /// `rankscale trace -o OUT -- mpirun.openmpi -n NP ... stencil ARGS`.
 fn trace_stencil(np: usize, args: &str, out: &Path) -> Output {
+    trace_stencil_k(np, args, out, None)
+}
+
+/// [`trace_stencil`] with `RANKSCALE_SLOW_K` set to `k` when given.
+fn trace_stencil_k(np: usize, args: &str, out: &Path, k: Option<usize>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankscale"));
+    if let Some(k) = k {
+        cmd.env("RANKSCALE_SLOW_K", k.to_string());
+    }
     cmd.args(["trace", "-o", &out.display().to_string(), "--"]);
     cmd.args(["mpirun.openmpi", "-n", &np.to_string(), "--oversubscribe"]);
     cmd.args([
@@ -54,9 +62,11 @@ fn stencil_trace_size_is_flat_in_ranks_and_iterations() {
         return;
     }
     let dir = scratch("size");
-    let file = |np: usize, it: u32| -> PathBuf {
-        let f = dir.join(format!("stencil.{np}.{it}.trace"));
-        let out = trace_stencil(np, &format!("-d 2 -i {it} -s weak -n 8"), &f);
+    // The structure's size, without the slow-instance reservoirs (K = 0);
+    // they are bounded separately below.
+    let file_k = |np: usize, it: u32, k: usize| -> PathBuf {
+        let f = dir.join(format!("stencil.{np}.{it}.{k}.trace"));
+        let out = trace_stencil_k(np, &format!("-d 2 -i {it} -s weak -n 8"), &f, Some(k));
         let err = text(&out.stderr);
         assert!(
             err.contains(&format!("bytes; {np} ranks")),
@@ -64,6 +74,7 @@ fn stencil_trace_size_is_flat_in_ranks_and_iterations() {
         );
         f
     };
+    let file = |np: usize, it: u32| file_k(np, it, 0);
     let (a4, a16, a64) = (file(4, 10_000), file(16, 10_000), file(64, 10_000));
     let (b4, b64) = (file(4, 100), file(64, 100));
     let s = |p: &PathBuf| size(p) as f64;
@@ -94,6 +105,29 @@ fn stencil_trace_size_is_flat_in_ranks_and_iterations() {
             s(x),
             s(y)
         );
+    }
+    // The reservoirs (K = 8 slowest executions per call, each a rank, a
+    // position and a time) add at most K entries of a few varints per call
+    // node, whatever the ranks and iterations.
+    let calls = |p: &PathBuf| {
+        let f = compress::TraceFile::read(p).unwrap();
+        let mut n = 0u64;
+        let mut stack: Vec<&compress::MNode> = f.trace.nodes().iter().collect();
+        while let Some(node) = stack.pop() {
+            match node {
+                compress::MNode::Event(_) => n += 1,
+                compress::MNode::Loop(l) => stack.extend(l.body()),
+                _ => {}
+            }
+        }
+        n
+    };
+    for (np, without) in [(4, &a4), (64, &a64)] {
+        let with = file_k(np, 10_000, 8);
+        let extra = s(&with) - s(without);
+        let bound = (calls(without) * 8 * 16) as f64;
+        eprintln!("reservoirs at {np} ranks: {extra} bytes (bound {bound})");
+        assert!(extra <= bound, "{np} ranks: reservoirs add {extra} bytes");
     }
     // And the 10000-iteration, 64-rank trace is still exact: spot-check the
     // event count against the program's formula (Init, 4 Irecv + 4 Isend +
