@@ -455,7 +455,8 @@ fn desync_section(h: &mut String, r: &Report, data: &RunData) {
             if r.timeline {
                 "No loop ran four or more iterations: there are no time steps to compare."
             } else {
-                "Needs a trace taken with RANKSCALE_TIMELINE=1 (MPI time per rank and time step)."
+                "Needs the MPI time per rank and time step: a trace taken with \
+                 RANKSCALE_TIMELINE=1, or, much smaller, with RANKSCALE_STEPS=1."
             }
         );
         return;
@@ -467,12 +468,21 @@ fn desync_section(h: &mut String, r: &Report, data: &RunData) {
             return;
         }
     };
+    let source = match steps.bucket {
+        None => "from the timeline".to_string(),
+        Some(1) => "from the MPI time series (RANKSCALE_STEPS=1), exact".to_string(),
+        Some(w) => format!(
+            "from the MPI time series (RANKSCALE_STEPS=1), in buckets of {w} events split in \
+             proportion where they straddle two iterations"
+        ),
+    };
     let _ = write!(
         h,
-        "<p>MPI time per rank and iteration of the dominant loop ({} ranks × {} iterations), \
+        "<p>MPI time per rank and iteration of the dominant loop ({} ranks × {} iterations, {}), \
          as seed 004 analyses it. Mean {} per rank and iteration.</p>",
         d.ranks,
         d.steps,
+        escape(&source),
         ms(d.mean)
     );
     h.push_str(&figure(

@@ -937,6 +937,7 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
             meta: Meta::default(),
             trace: MergedTrace::from_rank(&trace),
             timelines: vec![timeline],
+            series: Vec::new(),
         }));
     }
     // The shim's binomial reduction order (pmpi-shim/src/reduce.rs), so

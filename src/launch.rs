@@ -63,6 +63,7 @@ pub fn trace(
     mpi: Option<&str>,
     yield_wait: bool,
     timeline: bool,
+    steps: bool,
 ) -> Result<()> {
     let Some((launcher, args)) = command.split_first() else {
         bail!("no command given after `--`");
@@ -111,6 +112,9 @@ pub fn trace(
     }
     if timeline {
         env.push(("RANKSCALE_TIMELINE".into(), "1".into()));
+    }
+    if steps {
+        env.push(("RANKSCALE_STEPS".into(), "1".into()));
     }
     let mut cmd = Command::new(launcher);
     match guessed {

@@ -48,6 +48,11 @@ enum Cmd {
         /// desynchronisation plots.
         #[arg(long)]
         timeline: bool,
+        /// Also keep each rank's MPI time along its events in at most 4096
+        /// buckets (RANKSCALE_STEPS=1): the report's desynchronisation
+        /// plots without the timeline's size.
+        #[arg(long)]
+        steps: bool,
         /// The launch command, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -122,6 +127,7 @@ fn main() {
             mpi,
             yield_wait,
             timeline,
+            steps,
             command,
         } => {
             let output = match (output, &raw) {
@@ -136,6 +142,7 @@ fn main() {
                 mpi.as_deref(),
                 yield_wait,
                 timeline,
+                steps,
             )
         }
         Cmd::Show { file, json, expand } => show::show(&file, json, expand),

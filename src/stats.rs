@@ -123,6 +123,14 @@ pub fn stats(path: &Path) -> Result<()> {
             bytes as f64 / events.max(1) as f64
         );
     }
+    if !file.series.is_empty() {
+        let buckets: usize = file.series.iter().map(|s| s.sums().len()).sum();
+        let width = file.series.iter().map(|s| s.width()).max().unwrap_or(1);
+        println!(
+            "MPI time series: {} ranks, {buckets} buckets of up to {width} events",
+            file.series.len()
+        );
+    }
     if t.lost_events() > 0 {
         println!(
             "warning: {} events were lost while tracing",

@@ -41,7 +41,14 @@ fn analyze(trace: &Path, extra: &[&str]) -> Value {
 
 /// Traces `program args` on `np` ranks with the timeline into `trace`.
 fn trace(imp: &str, np: usize, program_name: &str, args: &[&str], trace: &Path) {
-    trace_with(imp, np, program_name, args, trace, true);
+    trace_env(
+        imp,
+        np,
+        program_name,
+        args,
+        trace,
+        &[("RANKSCALE_TIMELINE", "1")],
+    );
 }
 
 /// Traces `program args` on `np` ranks into `trace`, with or without the
@@ -54,11 +61,29 @@ fn trace_with(
     trace: &Path,
     timeline: bool,
 ) {
+    let env: &[(&str, &str)] = if timeline {
+        &[("RANKSCALE_TIMELINE", "1")]
+    } else {
+        &[]
+    };
+    trace_env(imp, np, program_name, args, trace, env);
+}
+
+/// Traces `program args` on `np` ranks into `trace` with these tracer
+/// settings.
+fn trace_env(
+    imp: &str,
+    np: usize,
+    program_name: &str,
+    args: &[&str],
+    trace: &Path,
+    env: &[(&'static str, &str)],
+) {
     let mut o = untraced();
     o.traced = true;
     o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
-    if timeline {
-        o.env.push(("RANKSCALE_TIMELINE", "1".into()));
+    for &(k, v) in env {
+        o.env.push((k, v.to_string()));
     }
     if imp == "mpich" {
         o.env.push(("RANKSCALE_YIELD", "1".into()));

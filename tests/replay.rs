@@ -407,6 +407,7 @@ fn an_unmatched_receive_ends_in_a_diagnostic_not_a_hang() {
         },
         trace: merged.unwrap(),
         timelines: Vec::new(),
+        series: Vec::new(),
     }
     .write(&file)
     .unwrap();

@@ -194,6 +194,7 @@ fn bad_files_get_clear_errors() {
         meta: Default::default(),
         trace: MergedTrace::from_rank(&c.into_trace().unwrap()),
         timelines: Vec::new(),
+        series: Vec::new(),
     }
     .to_bytes()
     .unwrap();

@@ -399,7 +399,8 @@ pub fn analyze_with_data(
             "no timeline: patterns and phases are complete{}; pattern instance durations, slow \
              pattern instances with their causes, Inspection Affinity, the clock check, wait \
              states, delay costs and the critical path need a trace taken with \
-             RANKSCALE_TIMELINE=1",
+             RANKSCALE_TIMELINE=1 (the report's desynchronisation views also work from \
+             RANKSCALE_STEPS=1)",
             if run.reservoir_k > 0 {
                 ", and the slowest calls come from the trace's reservoirs"
             } else {

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use compress::{Event, MNode, Op, TraceFile};
+use compress::{Event, MNode, MpiSeries, Op, TraceFile};
 
 use crate::Error;
 
@@ -37,6 +37,9 @@ pub struct RankRun {
     /// Enter and leave of each event, in ns since the earliest rank's time
     /// zero (so that times compare across ranks); empty without a timeline.
     pub spans: Vec<(i64, i64)>,
+    /// The position of each event in the rank's full event sequence (the
+    /// markers included), which keys the timeline and the MPI time series.
+    pub pos: Vec<u64>,
     /// The outermost loop around each event and its iteration there
     /// (`None` outside loops): the time steps of the desynchronisation
     /// analysis.
@@ -50,6 +53,11 @@ pub struct StepMatrix {
     pub ranks: Vec<u32>,
     /// `t[row][step]`: time inside MPI, ns.
     pub t: Vec<Vec<f64>>,
+    /// `None` when the times come from the timeline (exact); else the
+    /// widest bucket of the MPI time series they come from, in events (a
+    /// bucket that straddles two iterations is split in proportion to its
+    /// events, exact when the width is 1).
+    pub bucket: Option<u64>,
 }
 
 /// One execution from a call's slow-instance reservoir
@@ -88,6 +96,9 @@ pub struct Run {
     /// The trace's reservoir size K (0 when it keeps none, as files of
     /// format version 2 and older).
     pub reservoir_k: usize,
+    /// Each rank's MPI time series, when the trace has them
+    /// (`RANKSCALE_STEPS=1`).
+    pub series: Vec<Option<MpiSeries>>,
 }
 
 /// Every call's reservoir entries, without their iteration vectors yet.
@@ -166,6 +177,7 @@ impl Run {
                 contexts: Vec::new(),
                 spans: Vec::new(),
                 outer: Vec::new(),
+                pos: Vec::new(),
             };
             let mut cut = true;
             let mut in_ctx = 0usize;
@@ -208,6 +220,7 @@ impl Run {
                 }
                 rr.context.push((rr.contexts.len() - 1) as u32);
                 rr.outer.push(ex.loop_path().next());
+                rr.pos.push(at as u64);
                 rr.events.push(ev);
             }
             if ex.is_broken() {
@@ -224,6 +237,7 @@ impl Run {
         }
         progress(done, total);
         Ok(Run {
+            series: ranks.iter().map(|&r| file.series_of(r).cloned()).collect(),
             ranks: out,
             timed,
             slow_calls,
@@ -233,41 +247,71 @@ impl Run {
 
     /// MPI time per rank (rows, in rank order) and time step (columns, ns)
     /// of the dominant loop: the outermost loop, run at least 4 times, in
-    /// whose iterations the ranks spent the most time (inside MPI and
-    /// between calls). `None` without a timeline or such a loop. This is
-    /// the observable of seed 004's desynchronisation analytics.
+    /// whose iterations the ranks spent the most time (with a timeline:
+    /// inside MPI and between calls) or made the most calls (without). It
+    /// comes from the timeline, else from the MPI time series
+    /// (`RANKSCALE_STEPS=1`); `None` without either or without such a loop.
+    /// This is the observable of seed 004's desynchronisation analytics.
     pub fn mpi_time_per_step(&self) -> Option<StepMatrix> {
-        if !self.timed {
+        let series: Vec<&MpiSeries> = self.series.iter().flatten().collect();
+        let from_series = !self.timed && !series.is_empty() && series.len() == self.ranks.len();
+        if !self.timed && !from_series {
             return None;
         }
-        let mut time: HashMap<u32, (i64, u64)> = HashMap::new();
+        let mut weight: HashMap<u32, (i64, u64)> = HashMap::new();
         for r in &self.ranks {
             for (k, o) in r.outer.iter().enumerate() {
                 if let Some((id, it)) = *o {
-                    let t = time.entry(id).or_default();
-                    let gap = k.checked_sub(1).map_or(0, |p| r.spans[k].0 - r.spans[p].1);
-                    t.0 += r.spans[k].1 - r.spans[k].0 + gap.max(0);
-                    t.1 = t.1.max(it + 1);
+                    let w = weight.entry(id).or_default();
+                    w.0 += if self.timed {
+                        let gap = k.checked_sub(1).map_or(0, |p| r.spans[k].0 - r.spans[p].1);
+                        r.spans[k].1 - r.spans[k].0 + gap.max(0)
+                    } else {
+                        1
+                    };
+                    w.1 = w.1.max(it + 1);
                 }
             }
         }
-        let (&id, &(_, steps)) = time
+        let (&id, &(_, steps)) = weight
             .iter()
             .filter(|(_, v)| v.1 >= 4)
             .max_by_key(|(id, v)| (v.0, std::cmp::Reverse(**id)))?;
         let mut t = vec![vec![0f64; steps as usize]; self.ranks.len()];
-        for (row, r) in t.iter_mut().zip(&self.ranks) {
-            for (k, o) in r.outer.iter().enumerate() {
-                if let Some((l, it)) = *o
-                    && l == id
-                {
-                    row[it as usize] += (r.spans[k].1 - r.spans[k].0) as f64;
+        for (ri, (row, r)) in t.iter_mut().zip(&self.ranks).enumerate() {
+            // Runs of consecutive positions in one iteration.
+            let mut run: Option<(u64, u64, u64)> = None;
+            let flush = |run: Option<(u64, u64, u64)>, row: &mut Vec<f64>| {
+                if let Some((it, a, b)) = run {
+                    row[it as usize] += series[ri].between(a, b);
                 }
+            };
+            for (k, o) in r.outer.iter().enumerate() {
+                let Some((l, it)) = *o else { continue };
+                if l != id {
+                    continue;
+                }
+                if self.timed {
+                    row[it as usize] += (r.spans[k].1 - r.spans[k].0) as f64;
+                    continue;
+                }
+                let p = r.pos[k];
+                run = match run {
+                    Some((i, a, b)) if i == it && b == p => Some((i, a, p + 1)),
+                    other => {
+                        flush(other, row);
+                        Some((it, p, p + 1))
+                    }
+                };
+            }
+            if !self.timed {
+                flush(run, row);
             }
         }
         Some(StepMatrix {
             ranks: self.ranks.iter().map(|r| r.rank).collect(),
             t,
+            bucket: (!self.timed).then(|| series.iter().map(|s| s.width()).max().unwrap_or(1)),
         })
     }
 

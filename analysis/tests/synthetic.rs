@@ -101,6 +101,7 @@ fn file(ranks: Vec<Vec<Timed>>) -> TraceFile {
         meta: Meta::default(),
         trace,
         timelines,
+        series: Vec::new(),
     }
 }
 

@@ -39,13 +39,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::merge::MergedTrace;
+use crate::series::MpiSeries;
 use crate::timeline::Timeline;
 
 /// The file magic.
 pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// The format version this build writes and the newest it reads. Version 2
 /// added the timelines, version 3 the slow-instance reservoirs
-/// ([`crate::timing::Reservoir`]); files of versions 1 and 2 are still read
+/// ([`crate::timing::Reservoir`]) and the MPI time series
+/// ([`crate::series::MpiSeries`]); files of versions 1 and 2 are still read
 /// (without them).
 pub const VERSION: u32 = 3;
 /// The largest payload the reader inflates (a guard against decompression
@@ -84,6 +86,9 @@ pub struct TraceFile {
     /// Per-rank timestamps of every event (`RANKSCALE_TIMELINE=1`), by
     /// rank; empty when the run did not ask for them.
     pub timelines: Vec<Timeline>,
+    /// Per-rank MPI time along the event sequence in bounded buckets
+    /// (`RANKSCALE_STEPS=1`), by rank; empty when not asked for.
+    pub series: Vec<MpiSeries>,
 }
 
 /// A version 1 file: no timelines.
@@ -91,6 +96,14 @@ pub struct TraceFile {
 struct TraceFileV1 {
     meta: Meta,
     trace: MergedTrace,
+}
+
+/// A version 2 file: no MPI time series.
+#[derive(Deserialize)]
+struct TraceFileV2 {
+    meta: Meta,
+    trace: MergedTrace,
+    timelines: Vec<Timeline>,
 }
 
 impl TraceFile {
@@ -122,16 +135,20 @@ impl TraceFile {
     /// Decodes a payload of format `version` and checks it.
     fn decode(bytes: &[u8], version: u32) -> Result<TraceFile, Error> {
         crate::depth::take_exceeded();
-        let decoded = crate::depth::with_version(version, || {
-            if version == 1 {
-                postcard::from_bytes::<TraceFileV1>(bytes).map(|v| TraceFile {
-                    meta: v.meta,
-                    trace: v.trace,
-                    timelines: Vec::new(),
-                })
-            } else {
-                postcard::from_bytes::<TraceFile>(bytes)
-            }
+        let decoded = crate::depth::with_version(version, || match version {
+            1 => postcard::from_bytes::<TraceFileV1>(bytes).map(|v| TraceFile {
+                meta: v.meta,
+                trace: v.trace,
+                timelines: Vec::new(),
+                series: Vec::new(),
+            }),
+            2 => postcard::from_bytes::<TraceFileV2>(bytes).map(|v| TraceFile {
+                meta: v.meta,
+                trace: v.trace,
+                timelines: v.timelines,
+                series: Vec::new(),
+            }),
+            _ => postcard::from_bytes::<TraceFile>(bytes),
         });
         let f: TraceFile = decoded.map_err(|e| {
             Error::Corrupt(if crate::depth::take_exceeded() {
@@ -150,10 +167,12 @@ impl TraceFile {
         }
         for t in &f.timelines {
             t.spans()?;
-            if !f.trace.ranks().contains(t.rank) {
+        }
+        let ranks = f.timelines.iter().map(|t| ("timeline", t.rank));
+        for (what, rank) in ranks.chain(f.series.iter().map(|s| ("MPI time series", s.rank))) {
+            if !f.trace.ranks().contains(rank) {
                 return Err(Error::Corrupt(format!(
-                    "timeline of rank {}, which the trace does not hold",
-                    t.rank
+                    "{what} of rank {rank}, which the trace does not hold"
                 )));
             }
         }
@@ -171,10 +190,14 @@ impl TraceFile {
         let mut timelines = self.timelines;
         timelines.extend(other.timelines);
         timelines.sort_by_key(|t| t.rank);
+        let mut series = self.series;
+        series.extend(other.series);
+        series.sort_by_key(|s| s.rank);
         TraceFile {
             meta,
             trace: self.trace.merge(other.trace),
             timelines,
+            series,
         }
     }
 
@@ -231,6 +254,14 @@ impl TraceFile {
             return Err(Error::Corrupt("payload larger than 16 GiB".into()));
         }
         TraceFile::decode(&payload, version)
+    }
+
+    /// The MPI time series of `rank`, if the trace has one.
+    pub fn series_of(&self, rank: u32) -> Option<&MpiSeries> {
+        self.series
+            .binary_search_by_key(&rank, |s| s.rank)
+            .ok()
+            .map(|i| &self.series[i])
     }
 
     /// The timeline of `rank`, if the trace has one.

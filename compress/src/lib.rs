@@ -17,6 +17,7 @@ pub mod profile;
 pub mod ranklist;
 pub mod raw;
 pub mod seq;
+pub mod series;
 pub mod timeline;
 pub mod timing;
 pub mod trace;
@@ -34,6 +35,7 @@ pub use merge::{
 };
 pub use ranklist::RankList;
 pub use seq::ValueSeq;
+pub use series::MpiSeries;
 pub use timeline::{Span, Timeline};
 pub use timing::{Dist, Histogram, PathTiming, Reservoir, SlowInstance, Stats, TimeStats};
 pub use trace::{EventTiming, Expand, Leaf, Loop, Node, PathClass, Single, Trace, TraceStats};

@@ -41,6 +41,7 @@ fn sample() -> TraceFile {
         meta: Default::default(),
         trace: merged.unwrap(),
         timelines,
+        series: Vec::new(),
     }
 }
 

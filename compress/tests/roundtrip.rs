@@ -447,7 +447,7 @@ proptest! {
         assert_lossless(&b, &per_rank)?;
         let mut c = merge_in(rank_traces(&per_rank), &order, true);
         c.normalize();
-        let file = TraceFile { meta: Default::default(), trace: c, timelines: Vec::new() };
+        let file = TraceFile { meta: Default::default(), trace: c, timelines: Vec::new(), series: Vec::new() };
         let back = TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
         assert_lossless(&back.trace, &per_rank)?;
         assert_reservoirs(&back.trace, &per_rank)?;

@@ -19,6 +19,10 @@ pub(crate) struct Config {
     /// `RANKSCALE_TIMELINE=1`: the trace file also keeps every event's
     /// enter and leave time per rank (for instance-level analysis).
     pub timeline: bool,
+    /// `RANKSCALE_STEPS=1`: the trace file also keeps each rank's MPI time
+    /// along its events in a bounded number of buckets (the compact input
+    /// of the desynchronisation analytics when there is no timeline).
+    pub steps: bool,
     /// `RANKSCALE_SLOW_K=K` (default 8, 0 to 65,535): how many of its
     /// slowest executions each call of the trace keeps (rank, position,
     /// time), for slow-instance analysis without a timeline.
@@ -76,6 +80,7 @@ impl Config {
         Config {
             raw_dir,
             timeline: flag("RANKSCALE_TIMELINE"),
+            steps: flag("RANKSCALE_STEPS"),
             trace_file,
             slow_k: parse(
                 "RANKSCALE_SLOW_K",

@@ -139,6 +139,7 @@ mod tests {
             meta: Default::default(),
             trace: MergedTrace::from_rank(&c.into_trace().unwrap()),
             timelines: vec![compress::Timeline::new(rank as u32, 0)],
+            series: Vec::new(),
         }
     }
 

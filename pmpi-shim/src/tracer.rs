@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use compress::raw::RawLogWriter;
-use compress::{CommId, Compressor, Event, EventSink, Op, Peer, ReqId, Timeline, Trace};
+use compress::{CommId, Compressor, Event, EventSink, MpiSeries, Op, Peer, ReqId, Timeline, Trace};
 
 use crate::callsite;
 use crate::config::Config;
@@ -123,6 +123,18 @@ struct Sinks {
     /// The timeline, kept while `comp` is (it is keyed to the compressed
     /// trace's expansion).
     timeline: Option<Timeline>,
+    /// The MPI time series (`RANKSCALE_STEPS=1`), kept while `comp` is.
+    series: Option<MpiSeries>,
+}
+
+/// What a rank hands to the merge at `MPI_Finalize`.
+pub(crate) struct Finished {
+    /// The rank's compressed trace.
+    pub trace: Trace,
+    /// Its timeline, if asked for.
+    pub timeline: Option<Timeline>,
+    /// Its MPI time series, if asked for.
+    pub series: Option<MpiSeries>,
 }
 
 static TRACER: OnceLock<Tracer> = OnceLock::new();
@@ -208,10 +220,13 @@ pub(crate) fn install(
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0));
         Timeline::new(rank as u32, epoch)
     });
+    let series = (config.steps && comp.is_some())
+        .then(|| MpiSeries::new(rank as u32, compress::series::DEFAULT_BUCKETS));
     let sinks = Sinks {
         raw,
         comp,
         timeline,
+        series,
     };
     let enabled = sinks.raw.is_some() || sinks.comp.is_some();
     let comm_ranks = HashMap::from([(world.id, rank), (self_.id, 0)]);
@@ -271,6 +286,7 @@ impl Tracer {
         let mut s = self.sinks.lock().unwrap_or_else(|p| p.into_inner());
         s.comp = None;
         s.timeline = None;
+        s.series = None;
         drop(s);
         if self.enabled.swap(false, Ordering::SeqCst) {
             warn(
@@ -466,11 +482,15 @@ impl Tracer {
         if let Some(t) = &mut s.timeline {
             t.push(ev.time.enter_ns, ev.time.enter_ns + ev.time.dur_ns);
         }
+        if let Some(t) = &mut s.series {
+            t.push(ev.time.dur_ns);
+        }
         if let Some(c) = &mut s.comp
             && let Err(e) = c.push(ev)
         {
             s.comp = None;
             s.timeline = None;
+            s.series = None;
             warn(
                 Some(self.rank),
                 &format!("cannot compress events ({e}); this rank will be missing from the trace"),
@@ -484,12 +504,17 @@ impl Tracer {
 
     /// Flushes the raw log and ends compression; called at `MPI_Finalize` and
     /// `MPI_Abort`. Tracing stops afterwards. Returns this rank's compressed
-    /// trace, if it has one, and its timeline, if asked for.
-    pub fn finish(&self) -> Option<(Trace, Option<Timeline>)> {
+    /// trace, if it has one, with its timeline and series, if asked for.
+    pub fn finish(&self) -> Option<Finished> {
         self.enabled.store(false, Ordering::SeqCst);
-        let (raw, comp, timeline) = match self.sinks.lock() {
-            Ok(mut s) => (s.raw.take(), s.comp.take(), s.timeline.take()),
-            Err(_) => (None, None, None),
+        let (raw, comp, timeline, series) = match self.sinks.lock() {
+            Ok(mut s) => (
+                s.raw.take(),
+                s.comp.take(),
+                s.timeline.take(),
+                s.series.take(),
+            ),
+            Err(_) => (None, None, None, None),
         };
         if let Some(mut raw) = raw
             && let Err(e) = raw.finish()
@@ -497,7 +522,11 @@ impl Tracer {
             warn(Some(self.rank), &format!("cannot write the raw log ({e})"));
         }
         match comp.map(Compressor::into_trace) {
-            Some(Ok(t)) => Some((t, timeline)),
+            Some(Ok(trace)) => Some(Finished {
+                trace,
+                timeline,
+                series,
+            }),
             Some(Err(e)) => {
                 warn(Some(self.rank), &format!("cannot end compression ({e})"));
                 None

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
 use std::time::Instant;
 
-use compress::{MergedTrace, Meta, Timeline, Trace, TraceFile};
+use compress::{MergedTrace, Meta, TraceFile};
 use mpi_sys::*;
 
 use crate::reduce::{self, Link};
@@ -151,7 +151,7 @@ fn command_line() -> Vec<String> {
 /// trace of its own.
 pub(crate) fn merge_and_write(
     t: Option<&Tracer>,
-    trace: Option<(Trace, Option<Timeline>)>,
+    trace: Option<crate::tracer::Finished>,
     path: &Path,
 ) {
     let start = Instant::now();
@@ -181,13 +181,14 @@ pub(crate) fn merge_and_write(
     let mut size: c_int = 0;
     // SAFETY: `comm` is the valid duplicate made above.
     unsafe { PMPI_Comm_size(comm, &mut size) };
-    let mine = trace.map(|(tr, timeline)| TraceFile {
+    let mine = trace.map(|f| TraceFile {
         meta: Meta {
             sites: crate::callsite::sites(),
             ..Meta::default()
         },
-        trace: MergedTrace::from_rank(&tr),
-        timelines: timeline.into_iter().collect(),
+        trace: MergedTrace::from_rank(&f.trace),
+        timelines: f.timeline.into_iter().collect(),
+        series: f.series.into_iter().collect(),
     });
     let mut link = MpiLink { comm };
     let out = reduce::reduce(rank, size, mine, &mut link);
