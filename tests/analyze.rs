@@ -657,7 +657,16 @@ fn probe_wait_states_have_the_known_lengths_metrics_ranks_and_causes() {
         // The critical path runs through rank 0's sleeps.
         let profile = r["delays"]["path_profile"].as_array().unwrap();
         assert_eq!(profile[0]["region"]["op"], "Send", "{imp}: {profile:#?}");
-        assert_eq!(r["clock"]["violations"], 0, "{imp}");
+        // On one node the clocks agree to a few microseconds (each rank's
+        // wall-clock anchor is read at its own MPI_Init), which can still
+        // order a fast message's ends wrongly; the correction removes those.
+        let c = &r["clock"];
+        assert!(
+            c["max_shift_ns"].as_i64() < Some(1_000_000),
+            "{imp}: {c:#?}"
+        );
+        assert_eq!(c["remaining"], 0, "{imp}: {c:#?}");
+        let before = c["violations"].as_u64().unwrap();
 
         // Timestamp correction: rank 1's clock 30 ms behind makes its
         // receives end before their sends began; after the correction none
@@ -668,7 +677,14 @@ fn probe_wait_states_have_the_known_lengths_metrics_ranks_and_causes() {
         f.write(&shifted).unwrap();
         let r = analyze(&shifted, &[]);
         let c = &r["clock"];
-        assert!(c["violations"].as_u64() > Some(3), "{imp}: {c:#?}");
+        assert!(
+            c["violations"].as_u64() >= Some(before + 5),
+            "{imp}: {c:#?}"
+        );
+        assert!(
+            c["max_shift_ns"].as_i64() > Some(20_000_000),
+            "{imp}: {c:#?}"
+        );
         assert_eq!(c["remaining"], 0, "{imp}: {c:#?}");
         let (changed, all) = (
             c["intervals_changed"].as_u64().unwrap(),
