@@ -25,7 +25,7 @@ echo "=== the 16-rank trace: structure ==="
 "$rs" show "$out/stencil.16.trace" | cut -c1-200
 echo
 echo "=== the 16-rank trace: statistics and per-call-site profile ==="
-"$rs" stats "$out/stencil.16.trace" | head -n 24
+"$rs" stats "$out/stencil.16.trace" | sed -n 1,24p
 echo
 echo "=== replay of the 16-rank trace (Open MPI), beside the application's time ==="
 mpirun.openmpi -n 16 --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
@@ -44,7 +44,7 @@ echo "=== an idle wave: 16 ranks, rank 4 sleeps 30 ms once; traced with the time
 "$rs" trace --timeline -o "$out/idlewave.trace" -- \
   mpirun.openmpi -n 16 --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
   --mca mpi_yield_when_idle 1 target/programs/openmpi/idlewave -t chain -i 16 -d 30
-"$rs" analyze "$out/idlewave.trace" | sed -n '/^wait states/,/^critical path/p' | head -n 16
+"$rs" analyze "$out/idlewave.trace" | sed -n "/^wait states/,/^critical path/p"
 "$rs" report "$out/idlewave.trace" -o "$out/report.html"
 echo
 ls -l "$out"/*.trace
