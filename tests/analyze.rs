@@ -838,8 +838,8 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
         }
         let d = desync::analyze(&steps.t, &desync::Options::for_reports()).unwrap();
         // Ranks at the same distance from rank 4 wait in the same
-        // iteration: their timelines correlate; a waiting rank and an
-        // undisturbed one do not.
+        // iteration: their timelines correlate; waiting ranks and
+        // undisturbed ones do not.
         for k in 1..=4 {
             assert!(
                 d.correlation[4 - k][4 + k] > 0.9,
@@ -847,11 +847,15 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
                 d.correlation
             );
         }
-        assert!(
-            d.correlation[3][12].abs() < 0.5,
-            "{imp}: {:?}",
-            d.correlation
-        );
+        // On average: one pair can correlate by chance, when a calm
+        // rank's noise peaks in the iteration the wave reached the other.
+        let cross: Vec<f64> = (0..16)
+            .filter(|&a| waited(a))
+            .flat_map(|a| (0..16).filter(|&b| !waited(b)).map(move |b| (a, b)))
+            .map(|(a, b)| d.correlation[a][b])
+            .collect();
+        let mean = cross.iter().sum::<f64>() / cross.len() as f64;
+        assert!(mean.abs() < 0.3, "{imp}: {mean} {:?}", d.correlation);
         // The clusters separate the delayed group: the undisturbed ranks
         // share one cluster, and no waiting rank is in it.
         let c = d.clustering.expect("clusters");
