@@ -350,30 +350,35 @@ pub fn region_text(g: &analysis::delay::Region, site: &dyn Fn(u64) -> String) ->
     }
 }
 
+/// What the clock check found and did, for text and HTML (`None` when it
+/// did not run).
+pub fn clock_text(c: &analysis::clc::ClcReport) -> Option<String> {
+    if c.checked == 0 {
+        return None;
+    }
+    let mut t = format!(
+        "clock condition: {} of {} receiving ends violated it",
+        c.violations, c.checked
+    );
+    if c.violations > 0 {
+        t += &format!(
+            "; corrected (controlled logical clock): {} remain, {} events moved by up to {}, {} of {} local intervals changed by more than 1 %",
+            c.remaining,
+            c.moved,
+            ms(c.max_shift_ns),
+            c.intervals_changed,
+            c.intervals
+        );
+    }
+    Some(t)
+}
+
 /// The clock check, the wait states, the delay costs and the critical
 /// path.
 fn wait_text(w: &mut String, r: &Report, a: &Args, labels: &HashMap<u64, &str>) {
     use std::fmt::Write as _;
-    let c = &r.clock;
-    if c.checked > 0 {
-        let _ = writeln!(
-            w,
-            "\nclock condition: {} of {} receiving ends violated it{}",
-            c.violations,
-            c.checked,
-            if c.violations > 0 {
-                format!(
-                    "; corrected (controlled logical clock): {} remain, {} events moved by up to {}, {} of {} local intervals changed by more than 1 %",
-                    c.remaining,
-                    c.moved,
-                    ms(c.max_shift_ns),
-                    c.intervals_changed,
-                    c.intervals
-                )
-            } else {
-                String::new()
-            }
-        );
+    if let Some(t) = clock_text(&r.clock) {
+        let _ = writeln!(w, "\n{t}");
     }
     let ws = &r.wait_states;
     let _ = writeln!(w, "\nwait states (Scalasca's metrics):");

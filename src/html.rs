@@ -314,21 +314,8 @@ fn by_metric(m: &[analysis::waitstates::MetricTotal]) -> String {
 
 fn waits(h: &mut String, r: &Report, site: &dyn Fn(u64) -> String) {
     h.push_str("<h2 id=\"waits\">Wait states</h2>");
-    let c = &r.clock;
-    if c.checked > 0 {
-        let _ = write!(
-            h,
-            "<p>Clock condition: {} of {} receiving ends violated it; after the controlled \
-             logical clock {} remain ({} events moved by up to {}, {} of {} local intervals \
-             changed by more than 1 %).</p>",
-            c.violations,
-            c.checked,
-            c.remaining,
-            c.moved,
-            ms(c.max_shift_ns as f64),
-            c.intervals_changed,
-            c.intervals
-        );
+    if let Some(t) = crate::analyze::clock_text(&r.clock) {
+        let _ = write!(h, "<p>{}.</p>", escape(&t));
     }
     let ws = &r.wait_states;
     let names: Vec<&str> = ws.metrics.iter().map(|m| m.metric.name()).collect();

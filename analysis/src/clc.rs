@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::matching::{End, Matching};
 use crate::run::Run;
-use crate::waitstates::{Metric, collective_metric};
+use crate::waitstates::{Metric, collective_metric, is_root};
 
 /// Settings of the correction.
 #[derive(Clone, Copy, Debug)]
@@ -91,10 +91,8 @@ fn conditions(run: &Run, m: &Matching) -> Vec<Sync> {
         });
     }
     for c in &m.collectives {
-        let (roots, others): (Vec<&End>, Vec<&End>) = c.members.iter().partition(|e| {
-            let ev = &run.ranks[e.rank].events[e.post];
-            ev.root == Some(ev.comm_rank)
-        });
+        let (roots, others): (Vec<&End>, Vec<&End>) =
+            c.members.iter().partition(|e| is_root(run, e));
         // Where members enter (post) and where they leave (done).
         let at = |v: &[&End], leave: bool| -> Vec<(usize, usize)> {
             v.iter()

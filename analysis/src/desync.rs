@@ -1187,7 +1187,7 @@ mod tests {
         assert!(d.correlation[0][8].abs() < 0.5);
     }
 
-    /// The synthetic idle wave of the demo (seed 004 §1, Fig. 5): 16 ranks
+    /// A synthetic idle wave (seed 004 §1, Fig. 5): 16 ranks
     /// × 60 steps at 1000 ns ± 30 of noise. At step 10 rank 0 is delayed;
     /// its neighbours wait for it one rank per step, so rank `r` waits
     /// 2000 ns extra at step `10 + r`, through rank 7 (a socket of 8 ranks:

@@ -113,6 +113,12 @@ fn span(run: &Run, rank: usize, ev: usize) -> (i64, i64) {
     run.ranks[rank].spans[ev]
 }
 
+/// Whether this member of a rooted collective is its root.
+pub(crate) fn is_root(run: &Run, e: &End) -> bool {
+    let ev = &run.ranks[e.rank].events[e.post];
+    ev.root == Some(ev.comm_rank)
+}
+
 /// The op's collective wait metric, if it has one.
 pub(crate) fn collective_metric(op: Op) -> Option<Metric> {
     Some(match op {
@@ -243,10 +249,7 @@ fn collectives(run: &Run, m: &Matching, out: &mut Vec<WaitState>) {
             continue;
         }
         let enter = |e: &End| span(run, e.rank, e.post).0;
-        let is_root = |e: &End| {
-            let ev = &run.ranks[e.rank].events[e.post];
-            ev.root == Some(ev.comm_rank)
-        };
+        let is_root = |e: &End| is_root(run, e);
         // Who everybody (or the root) waits for, and until when.
         let (late, until): (Option<&End>, i64) = match metric {
             Metric::LateBroadcast => {

@@ -229,6 +229,10 @@ pub struct Compressor {
     /// Events pushed so far (the next event's position in the rank's
     /// sequence).
     pushed: u64,
+    /// The rank and reservoir size as every event's reservoir entry needs
+    /// them (converted once, not per event).
+    world: u32,
+    keep: u16,
 }
 
 /// Most recycled event boxes kept.
@@ -260,6 +264,7 @@ impl Compressor {
     fn with_spill(rank: i32, mut cfg: Config, spill: Spill) -> Compressor {
         cfg.queue_limit = cfg.queue_limit.max(4);
         cfg.max_candidates = cfg.max_candidates.max(1);
+        let keep = u16::try_from(cfg.slow_instances).unwrap_or(u16::MAX);
         let mut prefix = VecDeque::new();
         prefix.push_back(0);
         Compressor {
@@ -277,6 +282,8 @@ impl Compressor {
             lost: 0,
             pool: Vec::new(),
             pushed: 0,
+            world: u32::try_from(rank).unwrap_or(0),
+            keep,
         }
     }
 
@@ -300,9 +307,9 @@ impl Compressor {
         single.hash = single.shape.hash64();
         single.compute_ns = ev.time.compute_ns;
         single.mpi_ns = ev.time.dur_ns;
-        single.rank = u32::try_from(self.rank).unwrap_or(0);
+        single.rank = self.world;
         single.pos = self.pushed;
-        single.keep = u16::try_from(self.cfg.slow_instances).unwrap_or(u16::MAX);
+        single.keep = self.keep;
         self.pushed += 1;
         self.append(Node::Single(single));
         self.reduce();
