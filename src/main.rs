@@ -1,6 +1,7 @@
 //! The `rankscale` command line: a thin layer over the library crates.
 
 mod analyze;
+mod extrap;
 mod html;
 mod import;
 mod launch;
@@ -93,6 +94,22 @@ enum Cmd {
         #[arg(short = 'o', long, default_value = "report.html")]
         output: PathBuf,
     },
+    /// Detect the communication topology of traces (seed 001 §3.1): grid
+    /// sizes, torus or mesh per dimension, the groups of ranks with the same
+    /// endpoint pattern and the corner (critical) ranks.
+    ///
+    /// Example: rankscale topology app.16.trace app.25.trace
+    Topology {
+        /// Trace files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Extrapolate traces of the same program at a few small rank counts to
+    /// a trace at any rank count (seed 001 §3), in the same file format.
+    ///
+    /// Example: rankscale extrap -o app.1024.trace --ranks 1024 app.4.trace
+    /// app.9.trace app.16.trace app.25.trace
+    Extrap(extrap::Args),
     /// Convert a trace written by another tool into a rankscale trace file,
     /// with a timeline, so that it can be shown and analysed like ours.
     ///
@@ -149,6 +166,8 @@ fn main() {
         Cmd::Stats { path } => stats::stats(&path),
         Cmd::Analyze(args) => analyze::run(&args),
         Cmd::Report { file, output } => html::report(&file, &output),
+        Cmd::Topology { files } => extrap::topology(&files),
+        Cmd::Extrap(args) => extrap::run(&args),
         Cmd::Import {
             format,
             dir,

@@ -37,7 +37,9 @@ pub use ranklist::RankList;
 pub use seq::ValueSeq;
 pub use series::MpiSeries;
 pub use timeline::{Span, Timeline};
-pub use timing::{Dist, Histogram, PathTiming, Reservoir, SlowInstance, Stats, TimeStats};
+pub use timing::{
+    Dist, Histogram, PathTiming, Quantity, Reservoir, SlowInstance, Stats, TimeStats,
+};
 pub use trace::{EventTiming, Expand, Leaf, Loop, Node, PathClass, Single, Trace, TraceStats};
 
 use std::path::{Path, PathBuf};

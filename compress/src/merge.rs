@@ -160,10 +160,10 @@ fn period(seq: &ValueSeq) -> Option<usize> {
 }
 
 impl Param {
-    fn single(rank: u32, seq: ValueSeq) -> Param {
+    fn single(ranks: &RankList, seq: ValueSeq) -> Param {
         Param {
             variants: vec![Variant {
-                ranks: RankList::single(rank),
+                ranks: ranks.clone(),
                 abs: false,
                 seq,
             }],
@@ -172,9 +172,9 @@ impl Param {
     }
 
     /// A peer parameter of one rank: split by phase when it rotates.
-    fn single_peer(rank: u32, seq: ValueSeq) -> Param {
+    fn single_peer(ranks: &RankList, seq: ValueSeq) -> Param {
         let Some(k) = period(&seq) else {
-            return Param::single(rank, seq);
+            return Param::single(ranks, seq);
         };
         let mut phases = vec![ValueSeq::new(); k];
         for (i, v) in seq.iter().enumerate() {
@@ -183,8 +183,11 @@ impl Param {
         Param {
             variants: Vec::new(),
             phased: vec![Phased {
-                ranks: RankList::single(rank),
-                phases: phases.into_iter().map(|s| Param::single(rank, s)).collect(),
+                ranks: ranks.clone(),
+                phases: phases
+                    .into_iter()
+                    .map(|s| Param::single(ranks, s))
+                    .collect(),
             }],
         }
     }
@@ -360,9 +363,9 @@ impl EventNode {
         executions(&self.fixed[..self.fixed.len().min(1)])
     }
 
-    fn from_parts(rank: u32, leaf: &Leaf) -> EventNode {
+    fn from_parts(ranks: &RankList, leaf: &Leaf) -> EventNode {
         EventNode {
-            ranks: RankList::single(rank),
+            ranks: ranks.clone(),
             shape: leaf.shape,
             fixed: leaf
                 .fixed
@@ -370,9 +373,9 @@ impl EventNode {
                 .enumerate()
                 .map(|(i, s)| {
                     if leaf.shape.is_peer_or_local(i) {
-                        Param::single_peer(rank, s.clone())
+                        Param::single_peer(ranks, s.clone())
                     } else {
-                        Param::single(rank, s.clone())
+                        Param::single(ranks, s.clone())
                     }
                 })
                 .collect(),
@@ -381,11 +384,11 @@ impl EventNode {
                 .iter()
                 .map(|l| ListParam {
                     width: l.width,
-                    lens: Param::single(rank, l.lens.clone()),
+                    lens: Param::single(ranks, l.lens.clone()),
                     cols: l
                         .cols
                         .iter()
-                        .map(|c| Param::single(rank, c.clone()))
+                        .map(|c| Param::single(ranks, c.clone()))
                         .collect(),
                 })
                 .collect(),
@@ -454,20 +457,20 @@ impl MNode {
         }
     }
 
-    fn from_node(rank: u32, n: &Node) -> MNode {
+    fn from_node(ranks: &RankList, n: &Node) -> MNode {
         match n {
             Node::Single(s) => MNode::Event(Box::new(EventNode::from_parts(
-                rank,
+                ranks,
                 &Leaf::from_single(s.as_ref().clone()),
             ))),
-            Node::Leaf(l) => MNode::Event(Box::new(EventNode::from_parts(rank, l))),
+            Node::Leaf(l) => MNode::Event(Box::new(EventNode::from_parts(ranks, l))),
             Node::Loop(l) => {
                 let mut counts = l.done.clone();
                 counts.push(l.cur as i64);
                 MNode::Loop(Box::new(LoopNode {
-                    ranks: RankList::single(rank),
-                    counts: Param::single(rank, counts),
-                    body: l.body.iter().map(|b| MNode::from_node(rank, b)).collect(),
+                    ranks: ranks.clone(),
+                    counts: Param::single(ranks, counts),
+                    body: l.body.iter().map(|b| MNode::from_node(ranks, b)).collect(),
                 }))
             }
         }
@@ -684,7 +687,11 @@ impl MergedTrace {
         let rank = t.rank.max(0) as u32;
         MergedTrace {
             ranks: RankList::single(rank),
-            nodes: t.nodes.iter().map(|n| MNode::from_node(rank, n)).collect(),
+            nodes: t
+                .nodes
+                .iter()
+                .map(|n| MNode::from_node(&RankList::single(rank), n))
+                .collect(),
             spills: if t.spilled_mem > 0 {
                 vec![Spill {
                     rank,
@@ -696,6 +703,45 @@ impl MergedTrace {
             },
             lost: t.lost + t.spilled_out,
         }
+    }
+
+    /// The merged trace of a group of ranks that all recorded `t`'s events
+    /// in its location-independent form (peers relative to the executing
+    /// rank), with `t`'s timing taken as one rank's (its sample counts are
+    /// multiplied by the group's size): the building block of an extrapolated trace, where one
+    /// synthetic trace stands for every rank of a communication group
+    /// (seed 001 §3.3), so that building the trace of a million ranks costs
+    /// as much as building the trace of one group.
+    ///
+    /// Events the compressor spilled from its queue are not carried over: a
+    /// group trace is synthesised, never spilled. `None` if the trace has
+    /// spilled events or the group is empty.
+    pub fn from_group(t: &Trace, ranks: RankList) -> Option<MergedTrace> {
+        if ranks.is_empty() || t.spilled_mem > 0 || t.spilled_out > 0 {
+            return None;
+        }
+        let mut nodes: Vec<MNode> = t
+            .nodes
+            .iter()
+            .map(|n| MNode::from_node(&ranks, n))
+            .collect();
+        // The trace's timing describes one rank: the group has `len` of them.
+        fn weigh(n: &mut MNode, k: u64) {
+            match n {
+                MNode::Event(e) => {
+                    let total = e.timing.total().count();
+                    e.timing = e.timing.with_count(total.saturating_mul(k));
+                }
+                MNode::Loop(l) => l.body.iter_mut().for_each(|b| weigh(b, k)),
+            }
+        }
+        nodes.iter_mut().for_each(|n| weigh(n, ranks.len()));
+        Some(MergedTrace {
+            nodes,
+            ranks,
+            spills: Vec::new(),
+            lost: 0,
+        })
     }
 
     /// Merges the trace of another, disjoint, set of ranks into this one.

@@ -283,6 +283,147 @@ impl Dist {
     }
 }
 
+/// Which of the two timed quantities of an event a [`Dist`] describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Quantity {
+    /// Computation before the call.
+    Compute,
+    /// Time inside MPI.
+    Mpi,
+}
+
+impl Dist {
+    /// This distribution moved to a new mean and spread, keeping its shape:
+    /// every value `x` becomes `mean + (x - old mean) * s`, where `s` is the
+    /// ratio of the new range `max - min` to the old one, and each bin goes
+    /// where its average lands. The map is linear, so the mean is exact
+    /// (also after the file's quantisation, which derives the mean from the
+    /// bins); the new minimum and maximum follow from the shape. The count
+    /// is kept. Values below zero are clamped to zero.
+    ///
+    /// This is how an extrapolated histogram is built (seed 001 §3.5): the
+    /// fields that scale with the rank count (min, mean, max) are fitted
+    /// across the input traces, and the histogram of the largest input gives
+    /// the shape around them, because bins of different inputs do not
+    /// correspond once a trend moves values across log2 bins.
+    pub fn remapped(&self, min: f64, mean: f64, max: f64) -> Dist {
+        if self.stats.count == 0 {
+            return self.clone();
+        }
+        // A fitted law can run away at a large target (a cubic term at a
+        // million ranks); durations are kept below 2^52 ns (52 days), well
+        // inside the range every stored field can hold.
+        const LIMIT: f64 = (1u64 << 52) as f64;
+        let mean = mean.clamp(0.0, LIMIT);
+        let (min, max) = (min.clamp(0.0, LIMIT), max.clamp(0.0, LIMIT));
+        let (smin, smean, smax) = (
+            self.stats.min as f64,
+            self.stats.mean,
+            self.stats.max as f64,
+        );
+        let scale = if smax > smin && max > min {
+            (max - min) / (smax - smin)
+        } else {
+            0.0
+        };
+        let map = |x: f64| (mean + (x - smean) * scale).clamp(0.0, LIMIT).round() as u64;
+        let mut hist = Histogram::default();
+        for b in &self.hist.bins {
+            let avg = (mean + (b.avg() - smean) * scale).min(LIMIT);
+            let avg_u = avg.max(0.0).round() as u64;
+            let index = Histogram::bin_of(avg_u);
+            let lower = if index == 0 { 0 } else { 1u64 << (index - 1) };
+            let upper = if index >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << index) - 1
+            };
+            let (bmin, bmax) = (
+                map(b.min as f64).clamp(lower, avg_u),
+                map(b.max as f64).clamp(avg_u, upper),
+            );
+            hist.put(Bin {
+                index,
+                count: b.count,
+                min: bmin,
+                max: bmax,
+                sum: u128::from(avg_u) * u128::from(b.count),
+            });
+        }
+        hist.fit();
+        let (count, sum) = hist.bins.iter().fold((0u64, 0u128), |(c, s), b| {
+            (c.saturating_add(b.count), s.saturating_add(b.sum))
+        });
+        Dist {
+            stats: Stats {
+                count,
+                min: hist.bins.first().map_or(0, |b| b.min),
+                max: hist.bins.last().map_or(0, |b| b.max),
+                mean: if count > 0 {
+                    sum as f64 / count as f64
+                } else {
+                    0.0
+                },
+                m2: self.stats.m2 * scale * scale,
+            },
+            hist,
+        }
+    }
+}
+
+impl Dist {
+    /// This distribution with `n` samples instead of its count, every bin
+    /// scaled in proportion (largest remainders first, so the counts add up
+    /// to `n`), its values kept. An extrapolated event is executed by a
+    /// different number of ranks than the input it was fitted from.
+    pub fn with_count(&self, n: u64) -> Dist {
+        let total = self.stats.count;
+        if total == 0 || n == total {
+            return self.clone();
+        }
+        let exact: Vec<f64> = self
+            .hist
+            .bins
+            .iter()
+            .map(|b| b.count as f64 * n as f64 / total as f64)
+            .collect();
+        let mut counts: Vec<u64> = exact.iter().map(|x| x.floor() as u64).collect();
+        let mut left = n.saturating_sub(counts.iter().sum());
+        let mut order: Vec<usize> = (0..counts.len()).collect();
+        order.sort_by(|&a, &b| {
+            (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor()))
+        });
+        for i in order {
+            if left == 0 {
+                break;
+            }
+            counts[i] += 1;
+            left -= 1;
+        }
+        let mut hist = Histogram {
+            level: self.hist.level,
+            bins: Vec::with_capacity(self.hist.bins.len()),
+        };
+        for (b, c) in self.hist.bins.iter().zip(counts) {
+            if c > 0 {
+                hist.bins.push(Bin {
+                    count: c,
+                    sum: (b.avg() * c as f64) as u128,
+                    ..*b
+                });
+            }
+        }
+        Dist {
+            stats: Stats {
+                count: n,
+                m2: self.stats.m2 * n as f64 / total as f64,
+                ..self.stats
+            },
+            hist,
+        }
+    }
+}
+
 /// The stored form of a [`Dist`]: the histogram's level, the sum of squared
 /// deviations for the variance, and exactly [`MAX_BINS`] bin slots (none
 /// for an empty distribution), each `(bit length, count, min, max,
@@ -316,6 +457,13 @@ fn span(index: u8, width: u32) -> (f64, f64) {
 
 /// `x` as bfloat16 (the upper half of its `f32`, rounded to nearest).
 fn bf16(x: f64) -> u16 {
+    // A sum of squares beyond f32's range (or not a number) is stored as
+    // the largest finite value: the reader rejects infinities.
+    let x = if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(0.0, f64::from(f32::MAX))
+    };
     let bits = (x as f32).to_bits();
     let rounded = bits.saturating_add(0x7fff + ((bits >> 16) & 1));
     // Rounding must not carry a finite value into infinity or NaN.
@@ -752,6 +900,57 @@ impl PathTiming {
         self.slow.merge(&o.slow);
     }
 
+    /// This timing with every distribution replaced by `f(path class,
+    /// quantity, distribution)`, and without the slow-instance reservoir,
+    /// whose ranks and positions belong to the run it was recorded in. This
+    /// is how an extrapolated trace gets the timing fitted for its target
+    /// size.
+    pub fn map_dists(
+        &self,
+        mut f: impl FnMut(crate::trace::PathClass, Quantity, &Dist) -> Dist,
+    ) -> PathTiming {
+        use crate::trace::PathClass;
+        let mut src = self.clone();
+        src.settle();
+        let mut map = |class: PathClass, t: &TimeStats| TimeStats {
+            compute: f(class, Quantity::Compute, &t.compute),
+            mpi: f(class, Quantity::Mpi, &t.mpi),
+        };
+        PathTiming {
+            first: map(PathClass::First, &src.first),
+            steady: map(PathClass::Steady, &src.steady),
+            last: map(PathClass::Last, &src.last),
+            pending: None,
+            slow: Reservoir::default(),
+        }
+    }
+
+    /// This timing with `n` executions in all, shared among the path
+    /// classes as before (see [`Dist::with_count`]).
+    pub fn with_count(&self, n: u64) -> PathTiming {
+        let mut t = self.clone();
+        t.settle();
+        let c = [t.first.count(), t.steady.count(), t.last.count()];
+        let total: u64 = c.iter().sum();
+        if total == 0 {
+            return t;
+        }
+        let share = |i: usize| (c[i] as f64 * n as f64 / total as f64).round() as u64;
+        let (f, s) = (share(0), share(1));
+        let l = n.saturating_sub(f + s);
+        let scale = |ts: &TimeStats, k: u64| TimeStats {
+            compute: ts.compute.with_count(k),
+            mpi: ts.mpi.with_count(k),
+        };
+        PathTiming {
+            first: scale(&t.first, f),
+            steady: scale(&t.steady, s),
+            last: scale(&t.last, l),
+            pending: None,
+            slow: t.slow,
+        }
+    }
+
     /// The innermost loop is over: the held-back iteration was the last.
     pub(crate) fn settle(&mut self) {
         if let Some((c, m)) = self.pending.take() {
@@ -778,6 +977,42 @@ impl PathTiming {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn dist(samples: &[u64]) -> Dist {
+        let mut d = Dist::default();
+        samples.iter().for_each(|&x| d.add(x));
+        d
+    }
+
+    #[test]
+    fn remapped_moves_the_mean_exactly_through_the_file_form() {
+        let d = dist(&[900, 1000, 1100, 5000, 1000, 950]);
+        let r = d.remapped(1800.0, 4000.0, 10_000.0);
+        let back = Dist::try_from(DistWire::from(r.clone())).unwrap();
+        assert_eq!(back.stats().count(), 6);
+        let m = back.stats().mean();
+        assert!((m - 4000.0).abs() / 4000.0 < 0.02, "mean {m}");
+        assert!(back.stats().min() <= 4000 && back.stats().max() >= 4000);
+        // A runaway law is held inside what the file can store.
+        let huge = dist(&[10, 20, 30]).remapped(1e30, 1e31, 1e32);
+        let back = Dist::try_from(DistWire::from(huge)).unwrap();
+        assert!(back.stats().max() <= 1 << 52);
+        // A constant source stays a point at the new mean.
+        let c = dist(&[7, 7, 7]).remapped(0.0, 70.0, 0.0);
+        assert_eq!((c.stats().min(), c.stats().max()), (70, 70));
+    }
+
+    #[test]
+    fn with_count_scales_bins_and_keeps_values() {
+        let d = dist(&[10, 10, 10, 1000]);
+        let s = d.with_count(1_000_000);
+        assert_eq!(s.stats().count(), 1_000_000);
+        let bins: u64 = s.histogram().bins().iter().map(Bin::count).sum();
+        assert_eq!(bins, 1_000_000);
+        assert!((s.stats().mean() - d.stats().mean()).abs() < 1e-9);
+        let back = Dist::try_from(DistWire::from(s)).unwrap();
+        assert!((back.stats().mean() - d.stats().mean()).abs() / d.stats().mean() < 0.02);
+    }
 
     #[test]
     fn merged_stats_equal_stats_of_the_union() {

@@ -571,6 +571,28 @@ impl Trace {
         s
     }
 
+    /// Replaces the timing of every leaf for which `f` returns one
+    /// (depth-first, in execution order). A leaf's timing is boxed, so its
+    /// address, which [`Expand::timing`] hands out, identifies the leaf: an
+    /// extrapolated trace is built by compressing synthetic events and then
+    /// giving each leaf the timing fitted for it.
+    pub fn map_leaf_timings(&mut self, mut f: impl FnMut(&Leaf) -> Option<PathTiming>) {
+        fn walk(nodes: &mut [Node], f: &mut dyn FnMut(&Leaf) -> Option<PathTiming>) {
+            for n in nodes {
+                match n {
+                    Node::Leaf(l) => {
+                        if let Some(t) = f(l) {
+                            *l.timing = t;
+                        }
+                    }
+                    Node::Loop(l) => walk(&mut l.body, f),
+                    Node::Single(_) => {}
+                }
+            }
+        }
+        walk(&mut self.nodes, &mut f);
+    }
+
     /// The events, in order, with every field but timing as recorded: first
     /// those spilled to memory, then the expansion of the queue. Lazy: it
     /// holds one cursor per parameter sequence and never materialises more

@@ -1,0 +1,939 @@
+//! The extrapolation itself: position classes, alignment, fitting and the
+//! synthetic trace (see the [crate documentation](crate)).
+
+use std::collections::{BTreeSet, HashMap};
+
+use compress::{
+    Compressor, Config, Dist, Event, EventTiming, MergedTrace, Meta, PathClass, PathTiming,
+    Quantity, RankList, Shape, TimeStats, Timing, TraceFile, codec,
+};
+
+use crate::Error;
+use crate::fit::{self, FitFailure};
+use crate::models::{self, Law, Method};
+use crate::topology::{self, Pos, RankInfo, Topology, rank_at};
+
+/// One input trace and the name to report it by.
+pub struct Input {
+    /// The file name (for messages).
+    pub name: String,
+    /// The trace.
+    pub file: TraceFile,
+}
+
+/// What to extrapolate to.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The target rank count.
+    pub ranks: u64,
+    /// The target grid, slowest dimension first (`--dims`); by default
+    /// derived from how the inputs' grids grow.
+    pub dims: Option<Vec<u64>>,
+    /// How timing fields are fitted.
+    pub timing: Method,
+}
+
+/// A communication field that changes with the size, and its model.
+#[derive(Clone, Debug)]
+pub struct FieldFit {
+    /// Which ranks (position class).
+    pub class: String,
+    /// The call and field.
+    pub field: String,
+    /// The inputs' values.
+    pub values: Vec<i64>,
+    /// The model as a formula in the grid sizes (x fastest).
+    pub model: String,
+    /// The value at the target.
+    pub target: i64,
+    /// Whether spare inputs confirmed the model.
+    pub verified: bool,
+}
+
+/// How one timing field was extrapolated.
+#[derive(Clone, Debug)]
+pub struct TimingChoice {
+    /// The call (operation and site).
+    pub event: String,
+    /// The quantity and field (`compute mean`, `mpi max`, ...).
+    pub field: String,
+    /// The inputs' values, ns.
+    pub inputs: Vec<f64>,
+    /// The fitted law in P.
+    pub law: String,
+    /// Which method chose it (`paper`, `pmnf`).
+    pub method: String,
+    /// The value at the target, ns.
+    pub target: f64,
+}
+
+/// What the extrapolation found and decided.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Each input's detected topology.
+    pub topologies: Vec<Topology>,
+    /// The target grid.
+    pub dims: Vec<u64>,
+    /// Whether each dimension wraps.
+    pub wraps: Vec<bool>,
+    /// The position classes with their ranks at the target.
+    pub classes: Vec<(String, RankList)>,
+    /// The communication fields that change with the size.
+    pub fields: Vec<FieldFit>,
+    /// The timing fits of the mean computation time of every call.
+    pub timing: Vec<TimingChoice>,
+    /// How often each timing method was chosen, over all fitted fields.
+    pub methods: Vec<(String, usize)>,
+    /// Events per rank class at the target and events in all.
+    pub events: u64,
+    /// Remarks (inputs left out of a class and why).
+    pub notes: Vec<String>,
+}
+
+/// The extrapolated trace and its report.
+pub struct Extrapolated {
+    /// The trace at the target size.
+    pub file: TraceFile,
+    /// How it was made.
+    pub report: Report,
+}
+
+/// Where an event's timing comes from in one input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum TSrc {
+    Exact(u64, u64),
+    /// Index into the stream's timing table and the path class.
+    Stats(usize, u8),
+}
+
+struct Ev {
+    shape: Shape,
+    params: Vec<i64>,
+    timing: TSrc,
+}
+
+/// One rank's events in location-independent form.
+struct Stream {
+    events: Vec<Ev>,
+    timings: Vec<PathTiming>,
+}
+
+fn class_code(c: PathClass) -> u8 {
+    match c {
+        PathClass::First => 0,
+        PathClass::Steady => 1,
+        PathClass::Last => 2,
+    }
+}
+
+fn stream(file: &TraceFile, rank: u64) -> Result<Stream, Error> {
+    let t = file
+        .trace
+        .rank_trace(rank as u32)
+        .map_err(|e| Error::Trace(e.to_string()))?;
+    let mut events = Vec::new();
+    let mut timings = Vec::new();
+    let mut seen: HashMap<usize, usize> = HashMap::new();
+    let mut ex = t.expand();
+    while let Some(ev) = ex.next() {
+        let mut params = Vec::new();
+        let shape = codec::encode(&ev, rank as i32, &mut params);
+        let timing = match ex.timing() {
+            Some(EventTiming::Stats(pt, class)) => {
+                let key = pt as *const PathTiming as usize;
+                let i = *seen.entry(key).or_insert_with(|| {
+                    timings.push(pt.clone());
+                    timings.len() - 1
+                });
+                TSrc::Stats(i, class_code(class))
+            }
+            Some(EventTiming::Exact { compute_ns, mpi_ns }) => TSrc::Exact(compute_ns, mpi_ns),
+            None => TSrc::Exact(0, 0),
+        };
+        events.push(Ev {
+            shape,
+            params,
+            timing,
+        });
+    }
+    if ex.is_broken() {
+        return Err(Error::Trace(format!("rank {rank}'s events do not decode")));
+    }
+    Ok(Stream { events, timings })
+}
+
+/// Axis names, x fastest.
+fn axis(i: usize, d: usize) -> String {
+    const AXES: [&str; 3] = ["z", "y", "x"];
+    if d <= 3 {
+        AXES[3 - d + i].into()
+    } else {
+        format!("n{i}")
+    }
+}
+
+fn class_name(c: &[Pos]) -> String {
+    let d = c.len();
+    let parts: Vec<String> = c
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let v = match p {
+                Pos::Lo(0) => "first".to_string(),
+                Pos::Lo(k) => format!("first+{k}"),
+                Pos::Hi(0) => "last".to_string(),
+                Pos::Hi(k) => format!("last-{k}"),
+                Pos::Mid => "inner".to_string(),
+            };
+            format!("{}={v}", axis(i, d))
+        })
+        .collect();
+    format!("ranks at {}", parts.join(", "))
+}
+
+fn describe_topology(t: &Topology) -> String {
+    let dims: Vec<String> = t.dims.iter().map(u64::to_string).collect();
+    let kind = if t.wraps.iter().any(|&w| w) {
+        "torus"
+    } else {
+        "mesh"
+    };
+    format!("{}D {kind} {}", t.dims.len(), dims.join("x"))
+}
+
+/// The balanced factorisation `MPI_Dims_create` gives (non-increasing).
+pub(crate) fn dims_create(n: u64, d: usize) -> Vec<u64> {
+    let mut dims = vec![1u64; d];
+    let mut rest = n;
+    let mut f = 2;
+    let mut primes = Vec::new();
+    while f * f <= rest {
+        while rest.is_multiple_of(f) {
+            primes.push(f);
+            rest /= f;
+        }
+        f += 1;
+    }
+    if rest > 1 {
+        primes.push(rest);
+    }
+    for p in primes.into_iter().rev() {
+        let i = (0..d).min_by_key(|&i| dims[i]).unwrap_or(0);
+        dims[i] *= p;
+    }
+    dims.sort_unstable_by(|a, b| b.cmp(a));
+    dims
+}
+
+/// The target grid: `--dims`, or the grid the inputs' growth implies.
+fn target_dims(opts: &Options, tops: &[Topology], reach: &[u32]) -> Result<Vec<u64>, Error> {
+    let d = reach.len();
+    let n = opts.ranks;
+    let dims = if let Some(dims) = &opts.dims {
+        if dims.len() != d {
+            return Err(Error::BadDims(format!(
+                "--dims has {} dimension(s) but the traces have a {d}D topology",
+                dims.len()
+            )));
+        }
+        if dims.iter().product::<u64>() != n {
+            return Err(Error::BadDims(format!(
+                "--dims {} makes {} ranks, not --ranks {n}",
+                dims.iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x"),
+                dims.iter().product::<u64>()
+            )));
+        }
+        dims.clone()
+    } else if d == 1 {
+        vec![n]
+    } else if tops.iter().all(Topology::is_hypercube) {
+        let root = (n as f64).powf(1.0 / d as f64).round() as u64;
+        let side = (root.saturating_sub(1)..=root + 1).find(|s| s.pow(d as u32) == n);
+        match side {
+            Some(s) => vec![s; d],
+            None => {
+                let lo = (n as f64).powf(1.0 / d as f64).floor() as u64;
+                let shape = if d == 2 { "square" } else { "cube" };
+                return Err(Error::Unrealisable(format!(
+                    "{n} ranks cannot be realised: every input is a {d}D {shape} grid, and {n} \
+                     is not a {shape} number; the nearest valid sizes are {} and {} (or give \
+                     --dims to choose another grid)",
+                    lo.pow(d as u32),
+                    (lo + 1).pow(d as u32)
+                )));
+            }
+        }
+    } else if tops.iter().all(|t| dims_create(t.size(), d) == t.dims) {
+        dims_create(n, d)
+    } else {
+        return Err(Error::Unrealisable(format!(
+            "the inputs' grids ({}) do not grow in a way rankscale can continue (neither \
+             square nor MPI_Dims_create's balanced split): give the target grid with --dims",
+            tops.iter()
+                .map(describe_topology)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    for (i, (&s, &b)) in dims.iter().zip(reach).enumerate() {
+        if b > 0 && s < 2 * u64::from(b) + 1 {
+            return Err(Error::Unrealisable(format!(
+                "dimension {} of the target grid has {s} ranks, fewer than the {} the stencil \
+                 needs for an interior",
+                axis(i, d),
+                2 * b + 1
+            )));
+        }
+    }
+    Ok(dims)
+}
+
+/// The classes present in a grid.
+fn classes(dims: &[u64], reach: &[u32]) -> Vec<Vec<Pos>> {
+    let mut out: Vec<Vec<Pos>> = vec![Vec::new()];
+    for (&n, &b) in dims.iter().zip(reach) {
+        let mut pos: Vec<Pos> = (0..b).map(Pos::Lo).collect();
+        pos.push(Pos::Mid);
+        pos.extend((0..b).rev().map(Pos::Hi));
+        pos.retain(|p| p.span(n, b).is_some());
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                pos.iter().map(move |&p| {
+                    let mut c = c.clone();
+                    c.push(p);
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// The ranks of a class and its first rank, if it occurs in the grid.
+fn class_ranks(class: &[Pos], dims: &[u64], reach: &[u32]) -> Option<(u64, RankList)> {
+    let mut first = Vec::with_capacity(dims.len());
+    let mut secs = Vec::new();
+    let d = dims.len();
+    for i in 0..d {
+        let (f, count) = class[i].span(dims[i], reach[i])?;
+        first.push(f);
+        let stride: u64 = dims[i + 1..].iter().product();
+        if count > 1 {
+            secs.push((u32::try_from(count).ok()?, u32::try_from(stride).ok()?));
+        }
+    }
+    let start = rank_at(&first, dims);
+    let ranks = RankList::section(u32::try_from(start).ok()?, &secs).ok()?;
+    Some((start, ranks))
+}
+
+/// Whether a grid is too small to have every class the target has.
+fn degenerate(dims: &[u64], reach: &[u32]) -> bool {
+    dims.iter()
+        .zip(reach)
+        .any(|(&n, &b)| b > 0 && n < 2 * u64::from(b) + 1)
+}
+
+fn event_text(e: &Ev) -> String {
+    e.shape.op().name().to_string()
+}
+
+/// Fits every timing field of one distribution across the inputs.
+fn fit_dist(
+    method: Method,
+    ps: &[f64],
+    dists: &[&Dist],
+    base: &Dist,
+    tally: &mut HashMap<String, usize>,
+) -> (Dist, Option<(Law, String)>) {
+    let mut n = Vec::new();
+    let mut fields: [Vec<f64>; 3] = Default::default();
+    for (&p, d) in ps.iter().zip(dists) {
+        let s = d.stats();
+        if s.count() == 0 {
+            continue;
+        }
+        n.push(p);
+        fields[0].push(s.mean());
+        fields[1].push(s.min() as f64);
+        fields[2].push(s.max() as f64);
+    }
+    if n.is_empty() || base.stats().count() == 0 {
+        return (base.clone(), None);
+    }
+    let target = ps.last().copied().unwrap_or(1.0);
+    let laws = fit_fields(method, &n, &fields, tally);
+    let v: Vec<f64> = laws
+        .iter()
+        .zip(&fields)
+        .map(|(l, f)| match l {
+            Some((law, _)) => law.eval(target),
+            None => f.last().copied().unwrap_or(0.0),
+        })
+        .collect();
+    let (mean, min, max) = (v[0], v[1].min(v[0]), v[2].max(v[0]));
+    (
+        base.remapped(min, mean, max),
+        laws.into_iter().next().flatten(),
+    )
+}
+
+/// The laws of a histogram's fields (mean, min, max), each with the method
+/// that chose it; `None` where nothing could be fitted.
+fn fit_fields(
+    method: Method,
+    n: &[f64],
+    fields: &[Vec<f64>; 3],
+    tally: &mut HashMap<String, usize>,
+) -> Vec<Option<(Law, String)>> {
+    let mut out = Vec::with_capacity(3);
+    match method {
+        Method::Paper => {
+            let fits: Vec<_> = fields.iter().map(|f| models::fit_paper(n, f)).collect();
+            if fits.iter().all(Result::is_ok) {
+                let ok: Vec<_> = fits.into_iter().map(|f| f.expect("checked")).collect();
+                for law in models::settle(&ok) {
+                    out.push(Some((law, "paper".to_string())));
+                }
+            } else {
+                out.extend(fits.into_iter().map(|f| {
+                    f.ok().map(|f| {
+                        (
+                            models::settle(std::slice::from_ref(&f)).remove(0),
+                            "paper".into(),
+                        )
+                    })
+                }));
+            }
+        }
+        Method::Pmnf => {
+            for f in fields {
+                out.push(models::fit_pmnf(n, f).ok().map(|l| (l, "pmnf".to_string())));
+            }
+        }
+        Method::Auto => {
+            for f in fields {
+                out.push(
+                    models::fit_auto(n, f)
+                        .ok()
+                        .map(|a| (a.law, a.method_name().to_string())),
+                );
+            }
+        }
+    }
+    for (_, m) in out.iter().flatten() {
+        *tally.entry(m.clone()).or_default() += 1;
+    }
+    out
+}
+
+/// Extrapolates `inputs` (the same program at increasing rank counts) to
+/// `opts.ranks` ranks.
+pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Error> {
+    // Sizes in increasing order, each once.
+    let sizes: Vec<u64> = inputs
+        .iter()
+        .map(|i| u64::from(i.file.meta.world_size))
+        .collect();
+    for (w, s) in inputs.windows(2).zip(sizes.windows(2)) {
+        if s[0] == s[1] {
+            return Err(Error::SameSize {
+                a: w[0].name.clone(),
+                b: w[1].name.clone(),
+                size: s[0],
+            });
+        }
+        if s[0] > s[1] {
+            let mut sorted: Vec<(u64, &str)> = sizes
+                .iter()
+                .copied()
+                .zip(inputs.iter().map(|i| i.name.as_str()))
+                .collect();
+            sorted.sort();
+            return Err(Error::Order {
+                hint: sorted.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(" "),
+                a: w[0].name.clone(),
+                sa: s[0],
+                b: w[1].name.clone(),
+                sb: s[1],
+            });
+        }
+    }
+    if inputs.is_empty() {
+        return Err(Error::TooFewTraces {
+            got: 0,
+            need: 2,
+            dims: 1,
+        });
+    }
+    // Topologies.
+    let mut tops = Vec::with_capacity(inputs.len());
+    let mut infos: Vec<Vec<RankInfo>> = Vec::with_capacity(inputs.len());
+    for i in inputs {
+        let (inf, cart) = topology::rank_infos(&i.file.trace)?;
+        if inf.len() as u64 != u64::from(i.file.meta.world_size) {
+            return Err(Error::MissingRank(inf.len() as u32));
+        }
+        tops.push(topology::detect_from(&inf, cart)?);
+        infos.push(inf);
+    }
+    let d = tops[0].dims.len();
+    let mut reach = vec![0u32; d];
+    let mut wraps = vec![false; d];
+    for (k, t) in tops.iter().enumerate() {
+        if t.dims.len() != d {
+            return Err(Error::TopologyMismatch {
+                a: inputs[0].name.clone(),
+                ta: describe_topology(&tops[0]),
+                b: inputs[k].name.clone(),
+                tb: describe_topology(t),
+            });
+        }
+        for i in 0..d {
+            reach[i] = reach[i].max(t.reach[i]);
+            wraps[i] |= t.wraps[i];
+        }
+    }
+    // Full-size inputs must agree on the stencil.
+    let full: Vec<usize> = (0..tops.len())
+        .filter(|&k| !degenerate(&tops[k].dims, &reach))
+        .collect();
+    for w in full.windows(2) {
+        let (a, b) = (&tops[w[0]], &tops[w[1]]);
+        if a.wraps != b.wraps || a.reach != b.reach {
+            return Err(Error::TopologyMismatch {
+                a: inputs[w[0]].name.clone(),
+                ta: describe_topology(a),
+                b: inputs[w[1]].name.clone(),
+                tb: describe_topology(b),
+            });
+        }
+    }
+    if inputs.len() < d + 1 {
+        return Err(Error::TooFewTraces {
+            got: inputs.len(),
+            need: d + 1,
+            dims: d,
+        });
+    }
+    let dims = target_dims(opts, &tops, &reach)?;
+    let target_size: u64 = dims.iter().product();
+    if target_size > u64::from(compress::ranklist::MAX_RANK) {
+        return Err(Error::BadDims(format!(
+            "{target_size} ranks exceed the largest rank a trace can hold"
+        )));
+    }
+    // Every class must behave the same on every rank of an input.
+    for (k, inp) in inputs.iter().enumerate() {
+        let t = &tops[k];
+        let mut first: HashMap<Vec<Pos>, u64> = HashMap::new();
+        for (r, info) in infos[k].iter().enumerate() {
+            let c = topology::class_of_rank(r as u64, &t.dims, &reach);
+            let f = *first.entry(c.clone()).or_insert(r as u64);
+            if infos[k][f as usize].stream != info.stream {
+                return Err(Error::Inhomogeneous {
+                    file: inp.name.clone(),
+                    class: class_name(&c),
+                    r1: f,
+                    r2: r as u64,
+                });
+            }
+        }
+    }
+    let ps: Vec<f64> = sizes
+        .iter()
+        .map(|&s| s as f64)
+        .chain([target_size as f64])
+        .collect();
+    let mut report = Report {
+        topologies: tops.clone(),
+        dims: dims.clone(),
+        wraps: wraps.clone(),
+        classes: Vec::new(),
+        fields: Vec::new(),
+        timing: Vec::new(),
+        methods: Vec::new(),
+        events: 0,
+        notes: Vec::new(),
+    };
+    let mut tally: HashMap<String, usize> = HashMap::new();
+    let mut merged: Option<MergedTrace> = None;
+    let mut field_seen: BTreeSet<(String, String)> = BTreeSet::new();
+    for class in classes(&dims, &reach) {
+        let cname = class_name(&class);
+        let (rep, ranks) = class_ranks(&class, &dims, &reach)
+            .ok_or_else(|| Error::Internal(format!("{cname}: no ranks at the target")))?;
+        // The class's stream in every input that has it.
+        let mut present: Vec<(usize, Stream)> = Vec::new();
+        for (k, inp) in inputs.iter().enumerate() {
+            if let Some((r, _)) = class_ranks(&class, &tops[k].dims, &reach) {
+                present.push((k, stream(&inp.file, r)?));
+            }
+        }
+        let Some((kref, _)) = present.last().map(|(k, s)| (*k, s)) else {
+            return Err(Error::Unrealisable(format!(
+                "no input trace has {cname}, which the target grid has: give larger inputs"
+            )));
+        };
+        // Align on the largest input; a degenerate small grid may differ.
+        let reference_len = present.last().map_or(0, |(_, s)| s.events.len());
+        let mut kept: Vec<(usize, Stream)> = Vec::new();
+        let mut all = present;
+        let reference = all.pop().expect("present is not empty");
+        for (k, s) in all {
+            match first_difference(&s, &reference.1) {
+                None => kept.push((k, s)),
+                Some(i) if degenerate(&tops[k].dims, &reach) => {
+                    report.notes.push(format!(
+                        "{}: {cname} left out (its grid {} is too small to have every \
+                         class; event {i} differs)",
+                        inputs[k].name,
+                        describe_topology(&tops[k])
+                    ));
+                }
+                Some(i) => {
+                    let text = |s: &Stream, meta: &Meta| {
+                        s.events
+                            .get(i)
+                            .map_or("the end of the sequence".into(), |e| {
+                                let site = meta
+                                    .sites
+                                    .iter()
+                                    .find(|(h, _)| *h == e.shape.site())
+                                    .map_or(format!("{:#x}", e.shape.site()), |(_, n)| n.clone());
+                                format!("{} at {site}", event_text(e))
+                            })
+                    };
+                    return Err(Error::Mismatch(Box::new(crate::Mismatch {
+                        class: cname,
+                        index: i,
+                        a: inputs[k].name.clone(),
+                        ea: text(&s, &inputs[k].file.meta),
+                        b: inputs[kref].name.clone(),
+                        eb: text(&reference.1, &inputs[kref].file.meta),
+                    })));
+                }
+            }
+        }
+        kept.push(reference);
+        let grids: Vec<&[u64]> = kept.iter().map(|(k, _)| tops[*k].dims.as_slice()).collect();
+        let kps: Vec<f64> = kept
+            .iter()
+            .map(|(k, _)| ps[*k])
+            .chain([ps[ps.len() - 1]])
+            .collect();
+        // Fit every field, event by event.
+        let mut cache: HashMap<(bool, Vec<i64>), i64> = HashMap::new();
+        let mut tcache: HashMap<Vec<TSrc>, (PathTiming, [f64; 2])> = HashMap::new();
+        let mut comp = Compressor::new(
+            rep as i32,
+            Config {
+                slow_instances: 0,
+                queue_limit: usize::MAX / 4,
+                ..Config::default()
+            },
+        );
+        let last = &kept[kept.len() - 1].1;
+        let mut leaf_timing: Vec<Option<PathTiming>> = Vec::with_capacity(reference_len);
+        let mut vals = Vec::with_capacity(kept.len());
+        for (i, ev) in last.events.iter().enumerate() {
+            let mut params = Vec::with_capacity(ev.params.len());
+            for j in 0..ev.params.len() {
+                vals.clear();
+                vals.extend(kept.iter().map(|(_, s)| s.events[i].params[j]));
+                if vals.iter().all(|&v| v == vals[0]) {
+                    params.push(vals[0]);
+                    continue;
+                }
+                let names = ev.shape.param_names();
+                let field = names.get(j).map_or("list item", |s| s).to_string();
+                let kind = if field.ends_with(".peer") || field.ends_with(".local") {
+                    fit::Kind::Peer
+                } else {
+                    fit::Kind::Other
+                };
+                let ckey = (kind == fit::Kind::Peer, vals.clone());
+                if let Some(&v) = cache.get(&ckey) {
+                    params.push(v);
+                    continue;
+                }
+                let points: Vec<(&[u64], i64)> =
+                    grids.iter().copied().zip(vals.iter().copied()).collect();
+                let f = fit::fit(&points, &dims, kind).map_err(|why| {
+                    Error::Field(Box::new(crate::FieldError {
+                        class: cname.clone(),
+                        index: i,
+                        op: event_text(ev),
+                        field: field.clone(),
+                        values: points
+                            .iter()
+                            .map(|(g, v)| {
+                                let g: Vec<String> = g.iter().map(u64::to_string).collect();
+                                format!("{v} at {}", g.join("x"))
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        why: match why {
+                            FitFailure::NoModel => {
+                                "no model in the grid sizes reproduces them".into()
+                            }
+                            FitFailure::Ambiguous(a, va, b, vb) => format!(
+                                "ambiguous: {a} gives {va} and {b} gives {vb} at the target (the \
+                             inputs cannot tell them apart; add an input of another shape or \
+                             give --dims)"
+                            ),
+                            FitFailure::NotInteger(m, v) => {
+                                format!("{m} predicts {v}, not an integer")
+                            }
+                        },
+                    }))
+                })?;
+                let key = (cname.clone(), format!("{} {field}", event_text(ev)));
+                if field_seen.insert(key) {
+                    report.fields.push(FieldFit {
+                        class: cname.clone(),
+                        field: format!("{} {field}", event_text(ev)),
+                        values: vals.clone(),
+                        model: f.model.describe(d),
+                        target: f.value,
+                        verified: f.verified,
+                    });
+                }
+                cache.insert(ckey, f.value);
+                params.push(f.value);
+            }
+            // Timing.
+            let key: Vec<TSrc> = kept.iter().map(|(_, s)| s.events[i].timing).collect();
+            let (pt, means) = match tcache.get(&key) {
+                Some(v) => v.clone(),
+                None => {
+                    let v = fit_timing(opts.timing, &kept, &key, &kps, &mut tally, ev, &mut report);
+                    tcache.insert(key.clone(), v.clone());
+                    v
+                }
+            };
+            let mut event: Event = codec::decode(&ev.shape, &params, rep as i32)
+                .ok_or_else(|| Error::Internal(format!("{cname}: event {i} does not decode")))?;
+            event.time = Timing {
+                enter_ns: 0,
+                dur_ns: means[1].max(0.0).round() as u64,
+                compute_ns: means[0].max(0.0).round() as u64,
+            };
+            comp.push(&event)
+                .map_err(|e| Error::Internal(format!("{cname}: {e}")))?;
+            leaf_timing.push(matches!(ev.timing, TSrc::Stats(..)).then_some(pt));
+        }
+        let mut trace = comp
+            .into_trace()
+            .map_err(|e| Error::Internal(format!("{cname}: {e}")))?;
+        // Give each leaf the timing fitted for its events.
+        let mut by_leaf: HashMap<usize, PathTiming> = HashMap::new();
+        {
+            let mut ex = trace.expand();
+            let mut i = 0;
+            while ex.next().is_some() {
+                if let Some(EventTiming::Stats(pt, _)) = ex.timing()
+                    && let Some(Some(t)) = leaf_timing.get(i)
+                {
+                    by_leaf
+                        .entry(pt as *const PathTiming as usize)
+                        .or_insert_with(|| t.clone());
+                }
+                i += 1;
+            }
+        }
+        // Per rank, a leaf runs `executions()` times: the fitted timing gets
+        // that count, and the group trace multiplies it by the class's size.
+        trace.map_leaf_timings(|leaf| {
+            let key = leaf.timing() as *const PathTiming as usize;
+            by_leaf.get(&key).map(|t| t.with_count(leaf.executions()))
+        });
+        report.events += last.events.len() as u64 * ranks.len();
+        let group = MergedTrace::from_group(&trace, ranks.clone())
+            .ok_or_else(|| Error::Internal(format!("{cname}: the class trace spilled")))?;
+        report.classes.push((cname, ranks));
+        merged = Some(match merged {
+            None => group,
+            Some(m) => m.merge(group),
+        });
+    }
+    let mut trace = merged.ok_or_else(|| Error::Internal("no classes".into()))?;
+    trace.normalize();
+    let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
+    methods.sort();
+    report.methods = methods;
+    let largest = &inputs[inputs.len() - 1].file.meta;
+    let tool = format!(
+        "rankscale {} extrap from {} traces ({} ranks)",
+        env!("CARGO_PKG_VERSION"),
+        inputs.len(),
+        sizes
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let file = TraceFile {
+        meta: Meta {
+            tool,
+            mpi: largest.mpi.clone(),
+            world_size: target_size as u32,
+            command: largest.command.clone(),
+            wall_ns: 0,
+            merge_ns: 0,
+            sites: largest.sites.clone(),
+        },
+        trace,
+        timelines: Vec::new(),
+        series: Vec::new(),
+    };
+    Ok(Extrapolated { file, report })
+}
+
+/// Index of the first event where two streams differ in call or layout.
+fn first_difference(a: &Stream, b: &Stream) -> Option<usize> {
+    let n = a.events.len().min(b.events.len());
+    (0..n)
+        .find(|&i| {
+            let (x, y) = (&a.events[i], &b.events[i]);
+            x.shape != y.shape || x.params.len() != y.params.len()
+        })
+        .or((a.events.len() != b.events.len()).then_some(n))
+}
+
+/// The fitted timing of one event at the target: its path timing and the
+/// means (compute, mpi) of its path class.
+fn fit_timing(
+    method: Method,
+    kept: &[(usize, Stream)],
+    key: &[TSrc],
+    kps: &[f64],
+    tally: &mut HashMap<String, usize>,
+    ev: &Ev,
+    report: &mut Report,
+) -> (PathTiming, [f64; 2]) {
+    let ps = &kps[..kps.len() - 1];
+    let target = kps[kps.len() - 1];
+    let stats: Vec<Option<(&PathTiming, u8)>> = kept
+        .iter()
+        .zip(key)
+        .map(|((_, s), t)| match t {
+            TSrc::Stats(i, c) => s.timings.get(*i).map(|p| (p, *c)),
+            TSrc::Exact(..) => None,
+        })
+        .collect();
+    if stats.iter().all(Option::is_some) {
+        let pts: Vec<&PathTiming> = stats.iter().flatten().map(|(p, _)| *p).collect();
+        let class = stats.last().and_then(|s| s.map(|(_, c)| c)).unwrap_or(0);
+        let base = pts[pts.len() - 1];
+        // The report shows the law of the path class with most executions.
+        let counts = [
+            base.first().count(),
+            base.steady().count(),
+            base.last().count(),
+        ];
+        let main = (0..3).max_by_key(|&i| counts[i]).unwrap_or(0) as u8;
+        let mut mean_law = None;
+        let fitted = base.map_dists(|pc, q, dist| {
+            let dists: Vec<&Dist> = pts.iter().map(|p| dist_of(p, pc, q)).collect();
+            let mut extended = ps.to_vec();
+            extended.push(target);
+            let (out, law) = fit_dist(method, &extended, &dists, dist, tally);
+            if q == Quantity::Compute && class_code(pc) == main {
+                mean_law = law.map(|l| {
+                    (
+                        l,
+                        dists.iter().map(|d| d.stats().mean()).collect::<Vec<_>>(),
+                    )
+                });
+            }
+            out
+        });
+        let pc = match class {
+            0 => PathClass::First,
+            1 => PathClass::Steady,
+            _ => PathClass::Last,
+        };
+        let means = [
+            dist_of(&fitted, pc, Quantity::Compute).stats().mean(),
+            dist_of(&fitted, pc, Quantity::Mpi).stats().mean(),
+        ];
+        if let Some(((law, m), inputs)) = mean_law {
+            let choice = TimingChoice {
+                event: format!("{} @{:#x}", event_text(ev), ev.shape.site()),
+                field: "compute mean".into(),
+                inputs,
+                law: law.describe(),
+                method: m,
+                target: law.eval(target),
+            };
+            let same = |t: &TimingChoice| t.event == choice.event && t.inputs == choice.inputs;
+            if !report.timing.iter().any(same) {
+                report.timing.push(choice);
+            }
+        }
+        (fitted, means)
+    } else {
+        // Exact times (events outside any loop that were never merged):
+        // fit the two values directly.
+        let mut vals = [Vec::new(), Vec::new()];
+        for t in key {
+            let (c, m) = match t {
+                TSrc::Exact(c, m) => (*c as f64, *m as f64),
+                TSrc::Stats(..) => (0.0, 0.0),
+            };
+            vals[0].push(c);
+            vals[1].push(m);
+        }
+        let mut means = [0.0; 2];
+        for (q, v) in vals.iter().enumerate() {
+            let f = [v.clone(), v.clone(), v.clone()];
+            means[q] = fit_fields(method, ps, &f, tally)[0]
+                .as_ref()
+                .map_or(v.last().copied().unwrap_or(0.0), |(l, _)| l.eval(target));
+        }
+        (PathTiming::default(), means)
+    }
+}
+
+fn dist_of(p: &PathTiming, class: PathClass, q: Quantity) -> &Dist {
+    let t: &TimeStats = match class {
+        PathClass::First => p.first(),
+        PathClass::Steady => p.steady(),
+        PathClass::Last => p.last(),
+    };
+    match q {
+        Quantity::Compute => t.compute(),
+        Quantity::Mpi => t.mpi(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_create_is_balanced() {
+        assert_eq!(dims_create(36, 2), vec![6, 6]);
+        assert_eq!(dims_create(24, 2), vec![6, 4]);
+        assert_eq!(dims_create(64, 3), vec![4, 4, 4]);
+        assert_eq!(dims_create(12, 3), vec![3, 2, 2]);
+        assert_eq!(dims_create(7, 2), vec![7, 1]);
+    }
+
+    #[test]
+    fn classes_of_a_grid() {
+        assert_eq!(classes(&[6, 6], &[1, 1]).len(), 9);
+        assert_eq!(classes(&[2, 2], &[1, 1]).len(), 4);
+        let (first, ranks) = class_ranks(&[Pos::Mid, Pos::Mid], &[10, 10], &[1, 1]).unwrap();
+        assert_eq!(first, 11);
+        assert_eq!(ranks.to_string(), "<2 11 8 10 8 1>");
+        let (first, ranks) = class_ranks(&[Pos::Lo(0), Pos::Mid], &[4, 5], &[1, 1]).unwrap();
+        assert_eq!((first, ranks.to_string()), (1, "<1 1 3 1>".to_string()));
+        assert!(class_ranks(&[Pos::Mid, Pos::Mid], &[2, 5], &[1, 1]).is_none());
+    }
+}

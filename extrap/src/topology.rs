@@ -1,0 +1,472 @@
+//! Communication topology detection (seed 001 §3.1).
+//!
+//! The paper scans the ranks in row-major order for repeating adjacency
+//! patterns between *critical nodes* (corners and boundaries) and derives
+//! the dimension sizes from their distances. We search the same space
+//! directly: every way of writing the rank count as a row-major grid of one
+//! to three dimensions is a candidate, each rank's peers become coordinate
+//! displacements in it (a displacement across the grid is a wrap-around),
+//! and a candidate explains the trace when every rank's *position class*
+//! (at the low boundary, in the interior, or at the high boundary of each
+//! dimension, as far as the stencil reaches) determines its endpoint
+//! pattern. Among the candidates that explain it, the one with the most
+//! local communication (smallest total reach) wins, then the one with
+//! fewer dimensions, then the one that `MPI_Cart_create` recorded. The
+//! result is the same as the paper's for its stencils, and it also decides
+//! ties the scan cannot (a ring is a 1D grid, not a 2D one).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use compress::{MergedTrace, Op, Peer, RankList, codec};
+
+use crate::Error;
+
+/// Where a coordinate lies along one dimension, as far as communication can
+/// tell: `Lo(k)` is `k` cells from the low boundary, `Hi(k)` `k` cells from
+/// the high one, and `Mid` everything further in than the stencil reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Pos {
+    /// `k` cells from the low boundary.
+    Lo(u32),
+    /// In the interior.
+    Mid,
+    /// `k` cells from the high boundary.
+    Hi(u32),
+}
+
+impl Pos {
+    /// The class of coordinate `x` in a dimension of size `n` whose
+    /// stencil reaches `b` cells.
+    pub fn of(x: u64, n: u64, b: u32) -> Pos {
+        let b = u64::from(b);
+        if x < b {
+            Pos::Lo(x as u32)
+        } else if x + b >= n {
+            Pos::Hi((n - 1 - x) as u32)
+        } else {
+            Pos::Mid
+        }
+    }
+
+    /// The coordinates of this class in a dimension of size `n`: first and
+    /// count (`None` if the class does not occur at that size).
+    pub fn span(self, n: u64, b: u32) -> Option<(u64, u64)> {
+        let first = match self {
+            Pos::Lo(k) => u64::from(k),
+            Pos::Hi(k) => n.checked_sub(1 + u64::from(k))?,
+            Pos::Mid => u64::from(b),
+        };
+        if first >= n || Pos::of(first, n, b) != self {
+            return None;
+        }
+        let count = match self {
+            Pos::Mid => n - 2 * u64::from(b),
+            _ => 1,
+        };
+        Some((first, count))
+    }
+}
+
+/// What one rank's calls say about it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RankInfo {
+    /// World-rank offsets of its point-to-point peers.
+    pub peers: BTreeSet<i64>,
+    /// Hash of its whole event sequence in location-independent form.
+    pub stream: u64,
+}
+
+/// Reads every rank's peers and event-sequence hash.
+pub(crate) fn rank_infos(trace: &MergedTrace) -> Result<(Vec<RankInfo>, Option<Vec<u64>>), Error> {
+    let p = trace.ranks().max().map_or(0, |m| m + 1);
+    let mut cart = None;
+    let mut infos = Vec::with_capacity(p as usize);
+    let mut buf = Vec::new();
+    for r in 0..p {
+        let mut info = RankInfo::default();
+        if !trace.ranks().contains(r) {
+            return Err(Error::MissingRank(r));
+        }
+        let t = trace
+            .rank_trace(r)
+            .map_err(|e| Error::Trace(e.to_string()))?;
+        let mut h = DefaultHasher::new();
+        for ev in t.expand() {
+            codec::encode(&ev, r as i32, &mut buf).hash(&mut h);
+            buf.hash(&mut h);
+            for peer in [ev.send.map(|t| t.peer), ev.recv.map(|t| t.peer)]
+                .into_iter()
+                .flatten()
+            {
+                if let Peer::Rank { world, .. } = peer {
+                    info.peers.insert(i64::from(world) - i64::from(r));
+                }
+            }
+            if ev.op == Op::CartCreate
+                && cart.is_none()
+                && let Some(c) = &ev.create
+                && c.dims.iter().product::<i32>() as u64 == u64::from(p)
+            {
+                cart = Some(c.dims.iter().map(|&d| d as u64).collect());
+            }
+        }
+        info.stream = h.finish();
+        infos.push(info);
+    }
+    Ok((infos, cart))
+}
+
+/// A group of ranks with the same endpoint pattern (seed 001 Fig. 3).
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// The ranks.
+    pub ranks: RankList,
+    /// Their peers as coordinate displacements, one per peer, each marked
+    /// when it wraps around.
+    pub peers: Vec<(Vec<i64>, bool)>,
+}
+
+/// A detected communication topology.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    /// Sizes of the dimensions, slowest first (row-major: the last one is
+    /// contiguous in rank order).
+    pub dims: Vec<u64>,
+    /// Whether communication wraps around in each dimension (a torus).
+    pub wraps: Vec<bool>,
+    /// How far the stencil reaches in each dimension: the widest
+    /// displacement, which is also the width of the boundary classes.
+    pub reach: Vec<u32>,
+    /// Ranks grouped by endpoint pattern.
+    pub groups: Vec<Group>,
+    /// The corners: ranks at a boundary of every dimension the stencil
+    /// reaches into.
+    pub critical: Vec<u64>,
+    /// The grid `MPI_Cart_create` recorded, if any.
+    pub cart: Option<Vec<u64>>,
+}
+
+impl Topology {
+    /// Number of ranks.
+    pub fn size(&self) -> u64 {
+        self.dims.iter().product()
+    }
+
+    /// The position class of every dimension of `rank`.
+    pub fn class_of(&self, rank: u64) -> Vec<Pos> {
+        class_of_rank(rank, &self.dims, &self.reach)
+    }
+
+    /// Whether the grid is the same in every dimension (a square or cube),
+    /// in which case growth keeps it so.
+    pub fn is_hypercube(&self) -> bool {
+        self.dims.windows(2).all(|w| w[0] == w[1])
+    }
+}
+
+/// The coordinates of `rank` in a row-major grid.
+pub fn coords(rank: u64, dims: &[u64]) -> Vec<u64> {
+    let mut c = vec![0; dims.len()];
+    let mut r = rank;
+    for (i, &n) in dims.iter().enumerate().rev() {
+        c[i] = r % n;
+        r /= n;
+    }
+    c
+}
+
+/// The rank at `coords` of a row-major grid.
+pub fn rank_at(coords: &[u64], dims: &[u64]) -> u64 {
+    coords.iter().zip(dims).fold(0, |acc, (&c, &n)| acc * n + c)
+}
+
+/// The position class of every dimension of `rank` in a grid.
+pub(crate) fn class_of_rank(rank: u64, dims: &[u64], reach: &[u32]) -> Vec<Pos> {
+    coords(rank, dims)
+        .iter()
+        .zip(dims.iter().zip(reach))
+        .map(|(&x, (&n, &b))| Pos::of(x, n, b))
+        .collect()
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dims: Vec<String> = self.dims.iter().map(u64::to_string).collect();
+        let kind: Vec<&str> = self
+            .wraps
+            .iter()
+            .map(|&w| if w { "torus" } else { "mesh" })
+            .collect();
+        writeln!(
+            f,
+            "{}D grid {} ({} ranks, row-major, last dimension contiguous)",
+            self.dims.len(),
+            dims.join("x"),
+            self.size()
+        )?;
+        writeln!(f, "  dimensions:   {}", kind.join(" x "))?;
+        let reach: Vec<String> = self.reach.iter().map(u32::to_string).collect();
+        writeln!(
+            f,
+            "  reach:        {} (boundary width per dimension)",
+            reach.join(" x ")
+        )?;
+        if let Some(c) = &self.cart {
+            let c: Vec<String> = c.iter().map(u64::to_string).collect();
+            let agree = if *c == dims { "agrees" } else { "differs" };
+            writeln!(f, "  Cart_create:  {} ({agree})", c.join("x"))?;
+        }
+        let crit: Vec<String> = self.critical.iter().map(u64::to_string).collect();
+        writeln!(f, "  critical:     {}", crit.join(" "))?;
+        writeln!(f, "  groups:       {}", self.groups.len())?;
+        for g in &self.groups {
+            let peers: Vec<String> = g
+                .peers
+                .iter()
+                .map(|(d, w)| {
+                    let d: Vec<String> = d.iter().map(|x| format!("{x:+}")).collect();
+                    format!("({}){}", d.join(","), if *w { "w" } else { "" })
+                })
+                .collect();
+            let peers = if peers.is_empty() {
+                "no point-to-point peers".to_string()
+            } else {
+                peers.join(" ")
+            };
+            writeln!(
+                f,
+                "    {:<28} {} rank(s): {peers}",
+                g.ranks.to_string(),
+                g.ranks.len()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Every ordered way of writing `p` as a product of `d` factors >= 2.
+fn factorizations(p: u64, d: usize) -> Vec<Vec<u64>> {
+    if d == 1 {
+        return vec![vec![p]];
+    }
+    (2..=p / 2)
+        .filter(|f| p.is_multiple_of(*f))
+        .flat_map(|f| {
+            factorizations(p / f, d - 1)
+                .into_iter()
+                .filter(|r| r[0] >= 2)
+                .map(move |mut r| {
+                    r.insert(0, f);
+                    r
+                })
+        })
+        .collect()
+}
+
+/// A peer offset as a displacement in the grid: per dimension the shorter
+/// way, and whether that way wraps around.
+fn displacement(rank: u64, offset: i64, dims: &[u64]) -> Option<(Vec<i64>, Vec<bool>)> {
+    let p: u64 = dims.iter().product();
+    let q = u64::try_from(rank as i64 + offset)
+        .ok()
+        .filter(|&q| q < p)?;
+    let (a, b) = (coords(rank, dims), coords(q, dims));
+    let mut disp = Vec::with_capacity(dims.len());
+    let mut wrap = Vec::with_capacity(dims.len());
+    for i in 0..dims.len() {
+        let n = dims[i] as i64;
+        let d = b[i] as i64 - a[i] as i64;
+        let alt = if d > 0 { d - n } else { d + n };
+        if alt.abs() < d.abs() {
+            disp.push(alt);
+            wrap.push(true);
+        } else {
+            disp.push(d);
+            wrap.push(false);
+        }
+    }
+    Some((disp, wrap))
+}
+
+/// Detects the topology of a trace from its ranks' peers.
+pub fn detect(trace: &MergedTrace) -> Result<Topology, Error> {
+    let (infos, cart) = rank_infos(trace)?;
+    detect_from(&infos, cart)
+}
+
+pub(crate) fn detect_from(infos: &[RankInfo], cart: Option<Vec<u64>>) -> Result<Topology, Error> {
+    let p = infos.len() as u64;
+    if p == 0 {
+        return Err(Error::MissingRank(0));
+    }
+    let mut best: Option<(u64, usize, bool, Topology)> = None;
+    for d in 1..=3usize {
+        for dims in factorizations(p, d) {
+            let Some(t) = explain(infos, &dims) else {
+                continue;
+            };
+            let score = t.reach.iter().map(|&b| u64::from(b)).sum::<u64>();
+            let is_cart = cart.as_ref() == Some(&dims);
+            let better = match &best {
+                None => true,
+                Some((s, bd, bc, _)) => (score, d, !is_cart) < (*s, *bd, !*bc),
+            };
+            if better {
+                best = Some((score, d, is_cart, t));
+            }
+        }
+    }
+    let (_, _, _, mut t) = best.ok_or(Error::NoTopology)?;
+    t.cart = cart;
+    Ok(t)
+}
+
+/// The topology `dims` gives the ranks, if their position classes decide
+/// their endpoint patterns.
+fn explain(infos: &[RankInfo], dims: &[u64]) -> Option<Topology> {
+    let d = dims.len();
+    let mut reach = vec![0u32; d];
+    let mut wraps = vec![false; d];
+    let mut patterns: Vec<Vec<(Vec<i64>, bool)>> = Vec::with_capacity(infos.len());
+    for (r, info) in infos.iter().enumerate() {
+        let mut pat = Vec::with_capacity(info.peers.len());
+        for &o in &info.peers {
+            let (disp, wrap) = displacement(r as u64, o, dims)?;
+            for i in 0..d {
+                reach[i] = reach[i].max(disp[i].unsigned_abs() as u32);
+                wraps[i] |= wrap[i];
+            }
+            pat.push((disp, wrap.iter().any(|&w| w)));
+        }
+        patterns.push(pat);
+    }
+    // A stencil that reaches as far as the grid is wide has no interior:
+    // nothing to extrapolate from.
+    if dims
+        .iter()
+        .zip(&reach)
+        .any(|(&n, &b)| b > 0 && 2 * u64::from(b) >= n && n > 2)
+    {
+        return None;
+    }
+    let mut by_class: BTreeMap<Vec<Pos>, usize> = BTreeMap::new();
+    for (r, pat) in patterns.iter().enumerate() {
+        let class = class_of_rank(r as u64, dims, &reach);
+        match by_class.get(&class) {
+            Some(&first) if patterns[first] != *pat => return None,
+            Some(_) => {}
+            None => {
+                by_class.insert(class, r);
+            }
+        }
+    }
+    let mut groups: BTreeMap<&Vec<(Vec<i64>, bool)>, Vec<u32>> = BTreeMap::new();
+    for (r, pat) in patterns.iter().enumerate() {
+        groups.entry(pat).or_default().push(r as u32);
+    }
+    let mut groups: Vec<Group> = groups
+        .into_iter()
+        .map(|(pat, ranks)| Group {
+            ranks: RankList::from_ranks(ranks),
+            peers: pat.clone(),
+        })
+        .collect();
+    groups.sort_by_key(|g| g.ranks.min());
+    let critical = (0..infos.len() as u64)
+        .filter(|&r| {
+            class_of_rank(r, dims, &reach)
+                .iter()
+                .zip(&reach)
+                .all(|(c, &b)| b == 0 || *c != Pos::Mid)
+        })
+        .filter(|_| reach.iter().any(|&b| b > 0))
+        .collect();
+    Some(Topology {
+        dims: dims.to_vec(),
+        wraps,
+        reach,
+        groups,
+        critical,
+        cart: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rank infos of a row-major stencil with nearest neighbours.
+    fn stencil(dims: &[u64], torus: bool) -> Vec<RankInfo> {
+        let p: u64 = dims.iter().product();
+        (0..p)
+            .map(|r| {
+                let c = coords(r, dims);
+                let mut peers = BTreeSet::new();
+                for i in 0..dims.len() {
+                    for s in [-1i64, 1] {
+                        let mut q = c.clone();
+                        let x = c[i] as i64 + s;
+                        let n = dims[i] as i64;
+                        if !(0..n).contains(&x) && !torus {
+                            continue;
+                        }
+                        q[i] = x.rem_euclid(n) as u64;
+                        let o = rank_at(&q, dims) as i64 - r as i64;
+                        if o != 0 {
+                            peers.insert(o);
+                        }
+                    }
+                }
+                RankInfo { peers, stream: 0 }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_grids_and_tori() {
+        for (dims, torus) in [
+            (vec![16u64], false),
+            (vec![12], true),
+            (vec![4, 5], false),
+            (vec![5, 4], true),
+            (vec![3, 3], true),
+            (vec![3, 4, 5], false),
+            (vec![3, 3, 3], true),
+        ] {
+            let t = detect_from(&stencil(&dims, torus), None).unwrap();
+            assert_eq!(t.dims, dims, "torus {torus}");
+            assert!(t.wraps.iter().all(|&w| w == torus), "{dims:?}");
+            assert!(t.reach.iter().all(|&b| b == 1));
+        }
+    }
+
+    #[test]
+    fn mesh_groups_and_corners() {
+        let t = detect_from(&stencil(&[4, 4], false), None).unwrap();
+        assert_eq!(t.groups.len(), 9);
+        assert_eq!(t.critical, vec![0, 3, 12, 15]);
+        let interior = t.groups.iter().find(|g| g.peers.len() == 4).unwrap();
+        assert_eq!(interior.ranks.to_string(), "<2 5 2 4 2 1>");
+    }
+
+    #[test]
+    fn classes_and_spans() {
+        assert_eq!(Pos::of(0, 5, 1), Pos::Lo(0));
+        assert_eq!(Pos::of(2, 5, 1), Pos::Mid);
+        assert_eq!(Pos::of(4, 5, 1), Pos::Hi(0));
+        assert_eq!(Pos::Mid.span(5, 1), Some((1, 3)));
+        assert_eq!(Pos::Mid.span(2, 1), None);
+        assert_eq!(Pos::Hi(0).span(2, 1), Some((1, 1)));
+    }
+
+    #[test]
+    fn no_peers_is_one_dimension() {
+        let infos = vec![RankInfo::default(); 6];
+        let t = detect_from(&infos, None).unwrap();
+        assert_eq!(t.dims, vec![6]);
+        assert_eq!(t.groups.len(), 1);
+        assert!(t.critical.is_empty());
+    }
+}

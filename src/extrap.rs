@@ -1,0 +1,169 @@
+//! `rankscale topology` and `rankscale extrap`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use compress::TraceFile;
+use extrap::{Input, Method, Options};
+
+/// How timing fields are fitted.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Timing {
+    /// Seed 001's four laws (constant, linear, inverse, inverse + constant)
+    /// with its outlier exclusion and selection rule.
+    Paper,
+    /// A search over the performance-model normal form c0 + c1*P^i*log2(P)^j.
+    Pmnf,
+    /// Per field, whichever predicts held-out input sizes better.
+    Auto,
+}
+
+/// Arguments of `rankscale extrap`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The trace file to write.
+    #[arg(short = 'o', long)]
+    output: PathBuf,
+    /// The target rank count.
+    #[arg(long)]
+    ranks: u64,
+    /// The target grid, slowest dimension first, e.g. 32x32 or 8x8x16
+    /// (default: what the inputs' growth implies).
+    #[arg(long)]
+    dims: Option<String>,
+    /// How timing is extrapolated.
+    #[arg(long, value_enum, default_value = "auto")]
+    timing: Timing,
+    /// Print every fitted field and timing law.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Input traces of the same program, in increasing rank count.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// Reads a trace (its errors name the file).
+fn read(path: &Path) -> Result<TraceFile> {
+    Ok(TraceFile::read(path)?)
+}
+
+/// `rankscale topology FILES`.
+pub fn topology(files: &[PathBuf]) -> Result<()> {
+    for f in files {
+        let file = read(f)?;
+        let t = extrap::detect(&file.trace).with_context(|| format!("{}", f.display()))?;
+        println!("{}: {t}", f.display());
+    }
+    Ok(())
+}
+
+fn parse_dims(s: &str) -> Result<Vec<u64>> {
+    let dims: Vec<u64> = s
+        .split(['x', 'X', '*', ','])
+        .map(|p| p.trim().parse::<u64>())
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("--dims {s}: expected sizes like 32x32 or 8x8x16"))?;
+    if dims.is_empty() || dims.len() > 3 || dims.contains(&0) {
+        bail!("--dims {s}: expected 1 to 3 positive sizes like 32x32");
+    }
+    Ok(dims)
+}
+
+/// `rankscale extrap`.
+pub fn run(args: &Args) -> Result<()> {
+    if args.ranks == 0 {
+        bail!("--ranks must be at least 1");
+    }
+    let dims = args.dims.as_deref().map(parse_dims).transpose()?;
+    let inputs = args
+        .files
+        .iter()
+        .map(|f| {
+            Ok(Input {
+                name: f.display().to_string(),
+                file: read(f)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let opts = Options {
+        ranks: args.ranks,
+        dims,
+        timing: match args.timing {
+            Timing::Paper => Method::Paper,
+            Timing::Pmnf => Method::Pmnf,
+            Timing::Auto => Method::Auto,
+        },
+    };
+    let t0 = Instant::now();
+    let out = extrap::extrapolate(&inputs, &opts)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let bytes = out
+        .file
+        .write(&args.output)
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    let r = &out.report;
+    let last = r.topologies.last().context("no topology")?;
+    println!("topology of the inputs: {last}");
+    let dims: Vec<String> = r.dims.iter().map(u64::to_string).collect();
+    println!(
+        "target: {} ranks as {} ({} position classes, {} events)",
+        args.ranks,
+        dims.join("x"),
+        r.classes.len(),
+        r.events
+    );
+    if args.verbose {
+        for (c, ranks) in &r.classes {
+            println!("  {c:<40} {ranks}");
+        }
+    }
+    println!("fields that change with the size: {}", r.fields.len());
+    let shown = if args.verbose { r.fields.len() } else { 12 };
+    for f in r.fields.iter().take(shown) {
+        let vals: Vec<String> = f.values.iter().map(i64::to_string).collect();
+        println!(
+            "  {:<36} {:<28} [{}] -> {} = {}{}",
+            f.class,
+            f.field,
+            vals.join(", "),
+            f.model,
+            f.target,
+            if f.verified {
+                ""
+            } else {
+                " (exactly determined, not verified)"
+            }
+        );
+    }
+    if r.fields.len() > shown {
+        println!("  ... {} more (--verbose)", r.fields.len() - shown);
+    }
+    let tally: Vec<String> = r.methods.iter().map(|(m, n)| format!("{m} {n}")).collect();
+    println!("timing fields fitted: {}", tally.join(", "));
+    let shown = if args.verbose { r.timing.len() } else { 8 };
+    let mut timing: Vec<_> = r.timing.iter().collect();
+    timing.sort_by(|a, b| b.target.total_cmp(&a.target));
+    for t in timing.iter().take(shown) {
+        let vals: Vec<String> = t.inputs.iter().map(|v| format!("{:.0}", v)).collect();
+        println!(
+            "  {:<28} {} [{}] ns -> {} ({}) = {:.0} ns",
+            t.event,
+            t.field,
+            vals.join(", "),
+            t.law,
+            t.method,
+            t.target
+        );
+    }
+    for n in &r.notes {
+        println!("note: {n}");
+    }
+    println!(
+        "wrote {} ({bytes} bytes) in {:.3} s",
+        args.output.display(),
+        secs
+    );
+    Ok(())
+}

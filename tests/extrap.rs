@@ -1,0 +1,495 @@
+//! `rankscale extrap` against real traces at the target size.
+//!
+//! Each case traces a real MPI program at 3 or 4 small sizes and at a
+//! larger target size that is not an input, extrapolates the small traces to
+//! the target, and compares every rank's expanded event sequence of the
+//! extrapolated trace with that of the real one, line by line in the raw-log
+//! grammar (`rankscale show --expand`). Nothing is ignored: operations,
+//! peers, tags, counts, datatype sizes, communicators, request ids and
+//! completion lists must all be equal. Timing is compared separately, on
+//! `sleeplaw`, whose computation follows known laws of P.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use compress::{MNode, Op, TraceFile};
+use extrap::{Input, Method, Options};
+
+/// Ranks in a grid written like `4x4`.
+fn ranks_of(grid: &str) -> usize {
+    grid.split('x')
+        .map(|s| s.parse::<usize>().unwrap())
+        .product()
+}
+
+/// Traces `program args` on `np` ranks into `out`.
+fn trace(imp: &str, np: usize, program_name: &str, args: &[String], out: &Path) {
+    let mut o = untraced();
+    o.traced = true;
+    o.timeout_s = 300;
+    o.env.push(("RANKSCALE_TRACE", out.display().to_string()));
+    if imp == "mpich" {
+        o.env.push(("RANKSCALE_YIELD", "1".into()));
+    }
+    let job = mpirun(imp, np, &program(imp, program_name), args, &o);
+    assert_eq!(
+        job.code,
+        Some(0),
+        "{imp} {program_name} {args:?}: {}",
+        job.stderr
+    );
+}
+
+/// Every rank's events, one raw-log line each.
+fn expansion(file: &TraceFile, rank: u32) -> Vec<String> {
+    let t = file.trace.rank_trace(rank).unwrap();
+    let mut ex = t.expand();
+    let lines: Vec<String> = ex.by_ref().map(|e| compress::raw::event_line(&e)).collect();
+    assert!(!ex.is_broken(), "rank {rank}'s expansion broke");
+    lines
+}
+
+/// Runs `rankscale extrap` and returns its stdout, failing on error.
+fn extrap(out: &Path, ranks: usize, inputs: &[PathBuf], extra: &[&str]) -> String {
+    let mut args: Vec<String> = vec![
+        "extrap".into(),
+        "-o".into(),
+        out.display().to_string(),
+        "--ranks".into(),
+        ranks.to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(inputs.iter().map(|p| p.display().to_string()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rankscale(&a);
+    assert!(
+        o.status.success(),
+        "rankscale {}: {}",
+        args.join(" "),
+        text(&o.stderr)
+    );
+    text(&o.stdout)
+}
+
+/// Traces `program` at every input grid and at `target`, extrapolates the
+/// inputs to the target and checks that every rank's expansion is the
+/// real one's. `args` makes the program's arguments for a grid.
+fn exact(
+    imp: &str,
+    tag: &str,
+    program_name: &str,
+    args: &dyn Fn(&str) -> Vec<String>,
+    inputs: &[&str],
+    target: &str,
+) {
+    let dir = scratch(tag);
+    let mut files = Vec::new();
+    for g in inputs.iter().chain([&target]) {
+        let f = dir.join(format!("{tag}.{g}.trace"));
+        trace(imp, ranks_of(g), program_name, &args(g), &f);
+        files.push(f);
+    }
+    let real = files.pop().unwrap();
+    let out = dir.join(format!("{tag}.extrap.trace"));
+    let n = ranks_of(target);
+    let report = extrap(&out, n, &files, &[]);
+    let (x, r) = (
+        TraceFile::read(&out).unwrap(),
+        TraceFile::read(&real).unwrap(),
+    );
+    assert_eq!(x.meta.world_size as usize, n);
+    for rank in 0..n as u32 {
+        let (a, b) = (expansion(&x, rank), expansion(&r, rank));
+        if a != b {
+            let i = a
+                .iter()
+                .zip(&b)
+                .position(|(p, q)| p != q)
+                .unwrap_or(a.len().min(b.len()));
+            panic!(
+                "{imp} {tag}: rank {rank} of the extrapolated {target} trace differs from the \
+                 real one at event {i} ({} vs {} events):\n  extrapolated: {}\n  real:         \
+                 {}\n{report}",
+                a.len(),
+                b.len(),
+                a.get(i).map_or("<end>", String::as_str),
+                b.get(i).map_or("<end>", String::as_str),
+            );
+        }
+    }
+    eprintln!("{imp} {tag}: {n} ranks identical to the real trace");
+}
+
+/// The stencil's arguments for a grid: `dims`-D, mesh or torus, strong or
+/// weak scaling.
+fn stencil_args(d: usize, topo: &str, weak: bool, n: u32) -> impl Fn(&str) -> Vec<String> {
+    let topo = topo.to_string();
+    move |g: &str| {
+        let mut a: Vec<String> = [
+            "-d",
+            &d.to_string(),
+            "-p",
+            g,
+            "-t",
+            &topo,
+            "-i",
+            "6",
+            "-k",
+            "3",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(["-n".into(), n.to_string()]);
+        if weak {
+            a.extend(["-s".into(), "weak".into()]);
+        }
+        a
+    }
+}
+
+#[test]
+fn stencils_1d_extrapolate_exactly() {
+    for imp in mpis() {
+        for topo in ["mesh", "torus"] {
+            // Strong: 840 points split over 3, 4, 5 and 8 ranks, evenly.
+            let a = stencil_args(1, topo, false, 840);
+            exact(
+                imp,
+                &format!("s1{topo}"),
+                "stencil",
+                &a,
+                &["3", "4", "5"],
+                "8",
+            );
+            let a = stencil_args(1, topo, true, 16);
+            exact(
+                imp,
+                &format!("w1{topo}"),
+                "stencil",
+                &a,
+                &["3", "4", "5"],
+                "8",
+            );
+        }
+    }
+}
+
+#[test]
+fn stencils_2d_extrapolate_exactly() {
+    for imp in mpis() {
+        for topo in ["mesh", "torus"] {
+            // Strong: 120 points per dimension, even over 2 to 6 ranks.
+            let a = stencil_args(2, topo, false, 120);
+            let inputs = ["2x2", "3x3", "4x4", "5x5"];
+            exact(imp, &format!("s2{topo}"), "stencil", &a, &inputs, "6x6");
+            let a = stencil_args(2, topo, true, 8);
+            exact(imp, &format!("w2{topo}"), "stencil", &a, &inputs, "6x6");
+        }
+        // With a Cartesian communicator, on grids that are not square.
+        let cart = |g: &str| {
+            let mut a = stencil_args(2, "torus", true, 8)(g);
+            a.push("-c".into());
+            a
+        };
+        exact(
+            imp,
+            "c2torus",
+            "stencil",
+            &cart,
+            &["3x3", "4x3", "4x4"],
+            "5x4",
+        );
+    }
+}
+
+#[test]
+fn stencils_3d_extrapolate_exactly() {
+    // A 3D topology needs four inputs, and the interior class needs every
+    // dimension >= 3 in at least two of them.
+    let inputs = ["3x3x3", "4x3x3", "4x4x3", "4x4x4"];
+    for imp in mpis() {
+        for topo in ["mesh", "torus"] {
+            let a = stencil_args(3, topo, false, 60);
+            exact(imp, &format!("s3{topo}"), "stencil", &a, &inputs, "5x4x4");
+            let a = stencil_args(3, topo, true, 4);
+            exact(imp, &format!("w3{topo}"), "stencil", &a, &inputs, "5x4x4");
+        }
+    }
+}
+
+#[test]
+fn wavefront_extrapolates_exactly() {
+    for imp in mpis() {
+        let a = |g: &str| vec!["-p".to_string(), g.to_string(), "-i".into(), "3".into()];
+        exact(
+            imp,
+            "wavefront",
+            "wavefront",
+            &a,
+            &["2x2", "3x3", "4x4", "5x5"],
+            "6x6",
+        );
+    }
+}
+
+/// The mean steady-state computation time before `op`, over all its nodes.
+fn mean_compute_before(file: &TraceFile, op: Op) -> f64 {
+    fn walk(nodes: &[MNode], op: Op, acc: &mut (f64, f64)) {
+        for n in nodes {
+            match n {
+                MNode::Event(e) if e.shape().op() == op => {
+                    let s = e.timing().steady().compute().stats();
+                    acc.0 += s.mean() * s.count() as f64;
+                    acc.1 += s.count() as f64;
+                }
+                MNode::Loop(l) => walk(l.body(), op, acc),
+                _ => {}
+            }
+        }
+    }
+    let mut acc = (0.0, 0.0);
+    walk(file.trace.nodes(), op, &mut acc);
+    assert!(acc.1 > 0.0, "no steady {op:?} in the trace");
+    acc.0 / acc.1
+}
+
+/// `sleeplaw` sleeps t(P) before every Allreduce: constant, linear, 1/P,
+/// 1/P + c and log2 P. Traced at 3, 6, 12 and 24 ranks and extrapolated to 48,
+/// the mean computation time before the Allreduce must be within 5 % of a
+/// real run at 48 ranks with `--timing auto`. The table of every method's
+/// law and error is printed (it is the README's table).
+#[test]
+fn extrapolated_timing_follows_the_law() {
+    let sizes = [3usize, 6, 12, 24];
+    let target = 48usize;
+    for imp in mpis() {
+        let dir = scratch("sleeplaw");
+        let mut table = Vec::new();
+        for law in ["const", "linear", "inverse", "inverse_const", "logp"] {
+            let args: Vec<String> = [law, "10", "8000"].iter().map(|s| s.to_string()).collect();
+            let mut inputs = Vec::new();
+            for &np in &sizes {
+                let f = dir.join(format!("{law}.{np}.trace"));
+                trace(imp, np, "sleeplaw", &args, &f);
+                inputs.push(Input {
+                    name: f.display().to_string(),
+                    file: TraceFile::read(&f).unwrap(),
+                });
+            }
+            let real = dir.join(format!("{law}.{target}.trace"));
+            trace(imp, target, "sleeplaw", &args, &real);
+            let truth = mean_compute_before(&TraceFile::read(&real).unwrap(), Op::Allreduce);
+            for (name, method) in [
+                ("paper", Method::Paper),
+                ("pmnf", Method::Pmnf),
+                ("auto", Method::Auto),
+            ] {
+                let opts = Options {
+                    ranks: target as u64,
+                    dims: None,
+                    timing: method,
+                };
+                let x = extrap::extrapolate(&inputs, &opts).unwrap();
+                let got = mean_compute_before(&x.file, Op::Allreduce);
+                let err = (got - truth).abs() / truth;
+                let fit = x
+                    .report
+                    .timing
+                    .iter()
+                    .find(|t| t.event.starts_with("Allreduce"))
+                    .map_or("?".to_string(), |t| format!("{} ({})", t.law, t.method));
+                table.push(format!(
+                    "| {law} | {name} | {fit} | {:.0} us | {:.0} us | {:.1} % |",
+                    got / 1e3,
+                    truth / 1e3,
+                    err * 100.0
+                ));
+                if method == Method::Auto {
+                    assert!(
+                        err < 0.05,
+                        "{imp} {law}: extrapolated {got:.0} ns, real {truth:.0} ns ({fit})"
+                    );
+                }
+            }
+        }
+        eprintln!("{imp}: sleeplaw {sizes:?} -> {target} ranks, mean compute before Allreduce");
+        eprintln!("| law | method | fitted law (chosen by) | extrapolated | real | error |");
+        eprintln!("|---|---|---|---|---|---|");
+        for row in &table {
+            eprintln!("{row}");
+        }
+    }
+}
+
+/// Runs `rankscale extrap` expecting failure; returns stderr.
+fn extrap_fails(args: &[&str]) -> String {
+    let mut a = vec!["extrap"];
+    a.extend(args);
+    let o = rankscale(&a);
+    let err = text(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "rankscale {a:?} should fail: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("error:"), "{err}");
+    err
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let imp = "openmpi";
+    let dir = scratch("extrap-bad");
+    let mut st = Vec::new();
+    let args = stencil_args(2, "mesh", true, 8);
+    for g in ["2x2", "3x3", "4x4"] {
+        let f = dir.join(format!("st.{}.trace", ranks_of(g)));
+        trace(imp, ranks_of(g), "stencil", &args(g), &f);
+        st.push(f.display().to_string());
+    }
+    let wf = dir.join("wf.16.trace");
+    trace(
+        imp,
+        16,
+        "wavefront",
+        &["-p".into(), "4x4".into(), "-i".into(), "2".into()],
+        &wf,
+    );
+    let wf = wf.display().to_string();
+    let out = dir.join("out.trace").display().to_string();
+    let o = out.as_str();
+
+    // A non-square target for square inputs names the nearest valid sizes.
+    let e = extrap_fails(&["-o", o, "--ranks", "40", &st[0], &st[1], &st[2]]);
+    assert!(e.contains("36") && e.contains("49"), "{e}");
+    // --dims overrides, but must multiply to --ranks.
+    let e = extrap_fails(&[
+        "-o", o, "--ranks", "40", "--dims", "5x9", &st[0], &st[1], &st[2],
+    ]);
+    assert!(e.contains("45") && e.contains("40"), "{e}");
+    // Wrong order and the same size twice.
+    let e = extrap_fails(&["-o", o, "--ranks", "36", &st[1], &st[0], &st[2]]);
+    assert!(e.contains("increasing"), "{e}");
+    let e = extrap_fails(&["-o", o, "--ranks", "36", &st[0], &st[1], &st[1]]);
+    assert!(e.contains("both have 9 ranks"), "{e}");
+    // Too few traces for a 2D topology.
+    let e = extrap_fails(&["-o", o, "--ranks", "36", &st[1], &st[2]]);
+    assert!(e.contains("needs at least 3"), "{e}");
+    // Traces of different programs: the first event that differs.
+    let e = extrap_fails(&["-o", o, "--ranks", "36", &st[0], &st[1], &wf]);
+    assert!(e.contains("differ") && e.contains("event"), "{e}");
+    // A file that is not a trace, and one that is cut short.
+    let junk = dir.join("junk.trace");
+    std::fs::write(&junk, b"not a trace at all").unwrap();
+    let e = extrap_fails(&[
+        "-o",
+        o,
+        "--ranks",
+        "36",
+        &st[0],
+        &st[1],
+        junk.to_str().unwrap(),
+    ]);
+    assert!(e.contains("junk.trace"), "{e}");
+    let bytes = std::fs::read(&st[2]).unwrap();
+    let cut = dir.join("cut.trace");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let e = extrap_fails(&[
+        "-o",
+        o,
+        "--ranks",
+        "36",
+        &st[0],
+        &st[1],
+        cut.to_str().unwrap(),
+    ]);
+    assert!(e.contains("cut.trace"), "{e}");
+    assert!(!Path::new(o).exists(), "no output on error");
+}
+
+/// A million ranks: the 2D weak-scaling stencil extrapolated to 1024x1024.
+/// Every rank cannot be compared with a real run, so sample ranks of each
+/// class are checked against what the grid says: peers at +-1 and +-1024
+/// where they exist, the same counts as at 16 ranks; and the file stays
+/// about the size of the inputs. (The time this takes is a benchmark:
+/// `scripts/bench.sh`.)
+#[test]
+fn a_million_ranks() {
+    let imp = "openmpi";
+    let dir = scratch("extrap-million");
+    let args = stencil_args(2, "mesh", true, 8);
+    let mut files = Vec::new();
+    for g in ["2x2", "3x3", "4x4", "5x5"] {
+        let f = dir.join(format!("st.{}.trace", ranks_of(g)));
+        trace(imp, ranks_of(g), "stencil", &args(g), &f);
+        files.push(f);
+    }
+    let out = dir.join("million.trace");
+    extrap(&out, 1 << 20, &files, &[]);
+    let x_file = TraceFile::read(&out).unwrap();
+    assert_eq!(x_file.meta.world_size, 1 << 20);
+    let size = std::fs::metadata(&out).unwrap().len();
+    let largest = std::fs::metadata(&files[3]).unwrap().len();
+    assert!(
+        size < 2 * largest,
+        "{size} bytes against {largest} for 25 ranks"
+    );
+    let small = TraceFile::read(&files[2]).unwrap(); // 4x4
+    let n = 1024i64;
+    let events = |f: &TraceFile, r: u32| -> Vec<compress::Event> {
+        f.trace.rank_trace(r).unwrap().expand().collect()
+    };
+    // (rank at 1024x1024, the rank in the same position at 4x4)
+    let samples = [
+        (0, 0),
+        (1, 1),
+        (1023, 3),
+        (1024, 4),
+        (1025, 5),
+        (524_801, 5),
+        (2047, 7),
+        (1_047_552, 12),
+        (1_048_575, 15),
+    ];
+    for (rank, small_rank) in samples {
+        let (x, y) = (rank % n, rank / n);
+        let mut want: Vec<i64> = Vec::new();
+        if x > 0 {
+            want.push(-1);
+        }
+        if x < n - 1 {
+            want.push(1);
+        }
+        if y > 0 {
+            want.push(-n);
+        }
+        if y < n - 1 {
+            want.push(n);
+        }
+        want.sort();
+        let (big, little) = (events(&x_file, rank as u32), events(&small, small_rank));
+        let mut got: Vec<i64> = big
+            .iter()
+            .filter_map(|e| e.send.map(|t| t.peer))
+            .filter_map(|p| match p {
+                compress::Peer::Rank { world, .. } => Some(i64::from(world) - rank),
+                _ => None,
+            })
+            .collect();
+        got.sort();
+        got.dedup();
+        assert_eq!(got, want, "rank {rank}'s peers");
+        let shape = |v: &[compress::Event]| -> Vec<(Op, Option<i64>)> {
+            v.iter().map(|e| (e.op, e.send.map(|t| t.count))).collect()
+        };
+        assert_eq!(
+            shape(&big),
+            shape(&little),
+            "rank {rank} against rank {small_rank} at 4x4"
+        );
+    }
+}
