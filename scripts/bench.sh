@@ -158,3 +158,25 @@ for it in ${ANALYZE_ITERS:-175 1750}; do
   awk -v a="$app" -v t0="$t0" -v t1="$t1" -v e="$events" 'BEGIN { s = t1 - t0;
     printf "%-8s %8d %12d %12.3f %12.3f %12.3f %8.3f\n", "openmpi", 64, e, a, s, s / e * 1e6, s / a }'
 done
+
+echo "extrapolation: weak 2D mesh stencil traced at 4, 9, 16, 25 ranks (Open MPI), extrapolated to N ranks; ratio = time(N) / time(36)"
+printf '%-10s %10s %12s %10s %14s %10s\n' N "time(s)" "ratio(time)" "out(B)" "inputs(B,max)" "events"
+ins=()
+for g in 2 3 4 5; do
+  f="$tmp/extrap.$((g * g)).trace"
+  RANKSCALE_TRACE="$f" OMPI_MCA_mpi_yield_when_idle=1 launch openmpi $((g * g)) 1 stencil -d 2 -p "${g}x${g}" -t mesh -s weak -n 8 -i 100 -k 10 >/dev/null 2>&1
+  ins+=("$f")
+done
+rs="$root/target/openmpi/release/rankscale"
+maxin=$(stat -c %s "${ins[@]}" | sort -n | tail -1)
+base=""
+for n in 36 4096 1048576; do
+  t0=$(date +%s.%N)
+  "$rs" extrap -o "$tmp/extrap.out.$n.trace" --ranks "$n" "${ins[@]}" >/dev/null
+  t1=$(date +%s.%N)
+  s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+  base=${base:-$s}
+  events=$("$rs" show "$tmp/extrap.out.$n.trace" | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "events,") print $(i - 1) }')
+  printf '%-10d %10.3f %12.2f %10d %14d %10s\n' "$n" "$s" "$(awk -v s="$s" -v b="$base" 'BEGIN { print s / b }')" \
+    "$(stat -c %s "$tmp/extrap.out.$n.trace")" "$maxin" "$events"
+done

@@ -235,6 +235,28 @@ fn wavefront_extrapolates_exactly() {
     }
 }
 
+/// The collectives program: every blocking and nonblocking collective,
+/// roots that rotate (rank `it` is the root in iteration `it`, with
+/// `MPI_IN_PLACE` there), counts of `rank % 2`, `rank % 3` and `rank % 4`
+/// plus one, and per-peer lists of P entries with periodic counts and
+/// datatype sizes. Its ranks split into the two root ranks and twelve
+/// residue classes of the rest (lcm of 2, 3 and 4), and its lists are
+/// continued by their period; traced at 8 to 24 ranks, extrapolated to 32.
+#[test]
+fn collectives_extrapolate_exactly() {
+    for imp in mpis() {
+        let a = |_: &str| vec!["2".to_string()];
+        exact(
+            imp,
+            "collectives",
+            "collectives",
+            &a,
+            &["8", "12", "16", "20", "24"],
+            "32",
+        );
+    }
+}
+
 /// The mean steady-state computation time before `op`, over all its nodes.
 fn mean_compute_before(file: &TraceFile, op: Op) -> f64 {
     fn walk(nodes: &[MNode], op: Op, acc: &mut (f64, f64)) {

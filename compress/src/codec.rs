@@ -141,7 +141,7 @@ impl Shape {
 
     /// Number of fixed (non-list) parameters, and the entry width of each list
     /// parameter that follows them.
-    pub(crate) fn layout(&self) -> (usize, &'static [u8]) {
+    pub fn layout(&self) -> (usize, &'static [u8]) {
         let mut n = 2; // comm, comm_rank
         if self.has(SEND) {
             n += 5;

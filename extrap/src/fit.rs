@@ -185,11 +185,15 @@ pub struct Fit {
 }
 
 /// What a field is, which decides the models it may take.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// A peer as a rank distance: in a row-major grid a sum of the rank
     /// strides `prod_{j > i} n_j` (seed 001 §3.3), so only those terms.
     Peer,
+    /// The length of a list that may have one entry per rank or per rank
+    /// of a dimension: a size term that reproduces every input is taken
+    /// first, even from a single input.
+    Length,
     /// Anything else (counts, sizes, tags).
     Other,
 }
@@ -200,7 +204,7 @@ fn linear_candidates(d: usize, kind: Kind) -> Vec<Vec<Term>> {
     let strides = (0..d).rev().map(Term::Trail);
     let mut terms: Vec<Term> = match kind {
         Kind::Peer => strides.collect(),
-        Kind::Other => (0..d)
+        Kind::Other | Kind::Length => (0..d)
             .map(Term::Dim)
             .chain((0..d.saturating_sub(1)).map(Term::Trail))
             .collect(),
@@ -221,7 +225,7 @@ fn linear_candidates(d: usize, kind: Kind) -> Vec<Vec<Term>> {
     let mut stride = vec![Term::One];
     stride.extend((0..d).rev().map(Term::Trail));
     push(stride, &mut out);
-    if kind == Kind::Other {
+    if kind != Kind::Peer {
         let mut lin = vec![Term::One];
         lin.extend((0..d).map(Term::Dim));
         push(lin, &mut out);
@@ -305,6 +309,20 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
     let Some(&(_, first)) = points.first() else {
         return Err(FitFailure::NoModel);
     };
+    if kind == Kind::Length {
+        let d = target.len();
+        let terms = std::iter::once(Term::Trail(0)).chain((0..d).map(Term::Dim));
+        for t in terms {
+            if points.iter().all(|&(g, v)| t.eval(g) == v as f64) {
+                let model = Model::Linear(vec![(t, 1.0)]);
+                return Ok(Fit {
+                    value: model.eval(target).round() as i64,
+                    model,
+                    verified: points.len() > 1,
+                });
+            }
+        }
+    }
     if points.iter().all(|&(_, v)| v == first) {
         return Ok(Fit {
             model: Model::Const(first),
@@ -319,7 +337,7 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
             cands.push(m);
         }
     }
-    if kind == Kind::Other {
+    if kind != Kind::Peer {
         let mut div_terms: Vec<Term> = (0..d).map(Term::Dim).collect();
         div_terms.push(Term::Trail(0));
         div_terms.dedup();

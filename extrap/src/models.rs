@@ -22,6 +22,8 @@ use thiserror::Error;
 pub const SLOPE_THRESHOLD: f64 = 0.2;
 /// Paper's deviation margin `d_t`: the best model must beat every other by this much.
 pub const DEVIATION_MARGIN: f64 = 0.05;
+/// Input scales from which PMNF searches Extra-P's whole exponent set.
+pub const FULL_SEARCH: usize = 6;
 /// How much lower PMNF's leave-one-out error must be for `auto` to prefer
 /// it over the paper's laws.
 pub const PMNF_MARGIN: f64 = 0.9;
@@ -501,9 +503,27 @@ const TWELFTHS: [i32; 18] = [
 /// faster than any power, and on 4 noisy points it mostly fits noise (in a ±2 % noise
 /// sweep, `fit_auto` missed `1600/n + 100` at `n = 64` by >5 % in 13 % of the cases with
 /// them and in 0.2 % without them).
+///
+/// Below [`FULL_SEARCH`] input scales the search is kept to the laws a few
+/// points can tell apart: `P^i` for `i` in {±1/2, ±1, 3/2, 2}, `log2(P)`
+/// and `P·log2(P)`. On four noisy points the full set always finds some
+/// `P^3·log2(P)^2` that fits the noise, and extrapolating it to a much
+/// larger P is absurd.
 fn hypotheses(k: usize) -> Vec<(f64, u32)> {
     if k <= 2 {
         return vec![(1.0, 0), (-1.0, 0)];
+    }
+    if k < FULL_SEARCH {
+        return vec![
+            (0.5, 0),
+            (1.0, 0),
+            (1.5, 0),
+            (2.0, 0),
+            (-0.5, 0),
+            (-1.0, 0),
+            (0.0, 1),
+            (1.0, 1),
+        ];
     }
     let mut h = vec![(0.0, 1), (0.0, 2)];
     for p in TWELFTHS {

@@ -11,7 +11,7 @@ use compress::{
 use crate::Error;
 use crate::fit::{self, FitFailure};
 use crate::models::{self, Law, Method};
-use crate::topology::{self, Pos, RankInfo, Topology, rank_at};
+use crate::topology::{self, Layout, Pos, RankInfo, Topology, rank_at};
 
 /// One input trace and the name to report it by.
 pub struct Input {
@@ -172,7 +172,7 @@ fn axis(i: usize, d: usize) -> String {
     }
 }
 
-fn class_name(c: &[Pos]) -> String {
+fn class_name(c: &[Pos], layout: &Layout) -> String {
     let d = c.len();
     let parts: Vec<String> = c
         .iter()
@@ -183,7 +183,8 @@ fn class_name(c: &[Pos]) -> String {
                 Pos::Lo(k) => format!("first+{k}"),
                 Pos::Hi(0) => "last".to_string(),
                 Pos::Hi(k) => format!("last-{k}"),
-                Pos::Mid => "inner".to_string(),
+                Pos::Mid(_) if layout.period[i] <= 1 => "inner".to_string(),
+                Pos::Mid(r) => format!("inner {r} mod {}", layout.period[i]),
             };
             format!("{}={v}", axis(i, d))
         })
@@ -226,8 +227,8 @@ pub(crate) fn dims_create(n: u64, d: usize) -> Vec<u64> {
 }
 
 /// The target grid: `--dims`, or the grid the inputs' growth implies.
-fn target_dims(opts: &Options, tops: &[Topology], reach: &[u32]) -> Result<Vec<u64>, Error> {
-    let d = reach.len();
+fn target_dims(opts: &Options, tops: &[Topology], layout: &Layout) -> Result<Vec<u64>, Error> {
+    let d = layout.lo.len();
     let n = opts.ranks;
     let dims = if let Some(dims) = &opts.dims {
         if dims.len() != d {
@@ -278,13 +279,13 @@ fn target_dims(opts: &Options, tops: &[Topology], reach: &[u32]) -> Result<Vec<u
                 .join(", ")
         )));
     };
-    for (i, (&s, &b)) in dims.iter().zip(reach).enumerate() {
-        if b > 0 && s < 2 * u64::from(b) + 1 {
+    for (i, &s) in dims.iter().enumerate() {
+        let need = u64::from(layout.lo[i]) + u64::from(layout.hi[i]) + 1;
+        if s < need {
             return Err(Error::Unrealisable(format!(
-                "dimension {} of the target grid has {s} ranks, fewer than the {} the stencil \
-                 needs for an interior",
-                axis(i, d),
-                2 * b + 1
+                "dimension {} of the target grid has {s} ranks, fewer than the {need} its \
+                 boundary classes and interior need",
+                axis(i, d)
             )));
         }
     }
@@ -292,13 +293,10 @@ fn target_dims(opts: &Options, tops: &[Topology], reach: &[u32]) -> Result<Vec<u
 }
 
 /// The classes present in a grid.
-fn classes(dims: &[u64], reach: &[u32]) -> Vec<Vec<Pos>> {
+fn classes(dims: &[u64], layout: &Layout) -> Vec<Vec<Pos>> {
     let mut out: Vec<Vec<Pos>> = vec![Vec::new()];
-    for (&n, &b) in dims.iter().zip(reach) {
-        let mut pos: Vec<Pos> = (0..b).map(Pos::Lo).collect();
-        pos.push(Pos::Mid);
-        pos.extend((0..b).rev().map(Pos::Hi));
-        pos.retain(|p| p.span(n, b).is_some());
+    for (i, &n) in dims.iter().enumerate() {
+        let pos = layout.positions(i, n);
         out = out
             .into_iter()
             .flat_map(|c| {
@@ -314,14 +312,13 @@ fn classes(dims: &[u64], reach: &[u32]) -> Vec<Vec<Pos>> {
 }
 
 /// The ranks of a class and its first rank, if it occurs in the grid.
-fn class_ranks(class: &[Pos], dims: &[u64], reach: &[u32]) -> Option<(u64, RankList)> {
+fn class_ranks(class: &[Pos], dims: &[u64], layout: &Layout) -> Option<(u64, RankList)> {
     let mut first = Vec::with_capacity(dims.len());
     let mut secs = Vec::new();
-    let d = dims.len();
-    for i in 0..d {
-        let (f, count) = class[i].span(dims[i], reach[i])?;
+    for (i, &p) in class.iter().enumerate() {
+        let (f, count, step) = layout.span(i, p, dims[i])?;
         first.push(f);
-        let stride: u64 = dims[i + 1..].iter().product();
+        let stride: u64 = step * dims[i + 1..].iter().product::<u64>();
         if count > 1 {
             secs.push((u32::try_from(count).ok()?, u32::try_from(stride).ok()?));
         }
@@ -331,12 +328,61 @@ fn class_ranks(class: &[Pos], dims: &[u64], reach: &[u32]) -> Option<(u64, RankL
     Some((start, ranks))
 }
 
-/// Whether a grid is too small to have every class the target has.
-fn degenerate(dims: &[u64], reach: &[u32]) -> bool {
-    dims.iter()
-        .zip(reach)
-        .any(|(&n, &b)| b > 0 && n < 2 * u64::from(b) + 1)
+/// The first pair of ranks of an input that share a class but not their
+/// calls.
+fn inhomogeneous(
+    infos: &[RankInfo],
+    dims: &[u64],
+    layout: &Layout,
+) -> Option<(Vec<Pos>, u64, u64)> {
+    let mut first: HashMap<Vec<Pos>, u64> = HashMap::new();
+    for (r, info) in infos.iter().enumerate() {
+        let c = layout.class_of(r as u64, dims);
+        let f = *first.entry(c.clone()).or_insert(r as u64);
+        if infos[f as usize].stream != info.stream {
+            return Some((c, f, r as u64));
+        }
+    }
+    None
 }
+
+/// The classes that make every input homogeneous: the stencil's own when
+/// they do; otherwise, for a 1D layout (codes whose only structure is the
+/// rank: collectives with rank-dependent counts or roots), the fewest
+/// boundary ranks and shortest interior period that do, up to
+/// [`MAX_EDGE`] boundary ranks at each end and a period of [`MAX_PERIOD`].
+fn find_layout(infos: &[Vec<RankInfo>], tops: &[Topology], reach: &[u32]) -> Layout {
+    let base = Layout::from_reach(reach);
+    let ok = |l: &Layout| {
+        infos
+            .iter()
+            .zip(tops)
+            .all(|(inf, t)| inhomogeneous(inf, &t.dims, l).is_none())
+    };
+    if ok(&base) || reach.len() != 1 {
+        return base;
+    }
+    let mut cands = Vec::new();
+    for lo in reach[0]..=MAX_EDGE {
+        for hi in reach[0]..=MAX_EDGE {
+            for m in 1..=MAX_PERIOD {
+                cands.push(Layout {
+                    lo: vec![lo],
+                    hi: vec![hi],
+                    period: vec![m],
+                });
+            }
+        }
+    }
+    // Fewest classes first: boundary ranks plus the period.
+    cands.sort_by_key(|l| (l.lo[0] + l.hi[0] + l.period[0], l.period[0], l.hi[0]));
+    cands.into_iter().find(ok).unwrap_or(base)
+}
+
+/// Most boundary ranks of a class of their own that [`find_layout`] tries.
+const MAX_EDGE: u32 = 8;
+/// Longest interior period [`find_layout`] tries.
+const MAX_PERIOD: u32 = 24;
 
 fn event_text(e: &Ev) -> String {
     e.shape.op().name().to_string()
@@ -499,8 +545,9 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         }
     }
     // Full-size inputs must agree on the stencil.
+    let stencil = Layout::from_reach(&reach);
     let full: Vec<usize> = (0..tops.len())
-        .filter(|&k| !degenerate(&tops[k].dims, &reach))
+        .filter(|&k| !stencil.degenerate(&tops[k].dims))
         .collect();
     for w in full.windows(2) {
         let (a, b) = (&tops[w[0]], &tops[w[1]]);
@@ -520,7 +567,8 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             dims: d,
         });
     }
-    let dims = target_dims(opts, &tops, &reach)?;
+    let layout = find_layout(&infos, &tops, &reach);
+    let dims = target_dims(opts, &tops, &layout)?;
     let target_size: u64 = dims.iter().product();
     if target_size > u64::from(compress::ranklist::MAX_RANK) {
         return Err(Error::BadDims(format!(
@@ -529,19 +577,13 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     }
     // Every class must behave the same on every rank of an input.
     for (k, inp) in inputs.iter().enumerate() {
-        let t = &tops[k];
-        let mut first: HashMap<Vec<Pos>, u64> = HashMap::new();
-        for (r, info) in infos[k].iter().enumerate() {
-            let c = topology::class_of_rank(r as u64, &t.dims, &reach);
-            let f = *first.entry(c.clone()).or_insert(r as u64);
-            if infos[k][f as usize].stream != info.stream {
-                return Err(Error::Inhomogeneous {
-                    file: inp.name.clone(),
-                    class: class_name(&c),
-                    r1: f,
-                    r2: r as u64,
-                });
-            }
+        if let Some((c, r1, r2)) = inhomogeneous(&infos[k], &tops[k].dims, &layout) {
+            return Err(Error::Inhomogeneous {
+                file: inp.name.clone(),
+                class: class_name(&c, &layout),
+                r1,
+                r2,
+            });
         }
     }
     let ps: Vec<f64> = sizes
@@ -563,14 +605,14 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     let mut tally: HashMap<String, usize> = HashMap::new();
     let mut merged: Option<MergedTrace> = None;
     let mut field_seen: BTreeSet<(String, String)> = BTreeSet::new();
-    for class in classes(&dims, &reach) {
-        let cname = class_name(&class);
-        let (rep, ranks) = class_ranks(&class, &dims, &reach)
+    for class in classes(&dims, &layout) {
+        let cname = class_name(&class, &layout);
+        let (rep, ranks) = class_ranks(&class, &dims, &layout)
             .ok_or_else(|| Error::Internal(format!("{cname}: no ranks at the target")))?;
         // The class's stream in every input that has it.
         let mut present: Vec<(usize, Stream)> = Vec::new();
         for (k, inp) in inputs.iter().enumerate() {
-            if let Some((r, _)) = class_ranks(&class, &tops[k].dims, &reach) {
+            if let Some((r, _)) = class_ranks(&class, &tops[k].dims, &layout) {
                 present.push((k, stream(&inp.file, r)?));
             }
         }
@@ -587,7 +629,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         for (k, s) in all {
             match first_difference(&s, &reference.1) {
                 None => kept.push((k, s)),
-                Some(i) if degenerate(&tops[k].dims, &reach) => {
+                Some(i) if layout.degenerate(&tops[k].dims) => {
                     report.notes.push(format!(
                         "{}: {cname} left out (its grid {} is too small to have every \
                          class; event {i} differs)",
@@ -627,7 +669,14 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             .chain([ps[ps.len() - 1]])
             .collect();
         // Fit every field, event by event.
-        let mut cache: HashMap<(bool, Vec<i64>), i64> = HashMap::new();
+        let mut fitter = Fitter {
+            class: &cname,
+            grids: &grids,
+            dims: &dims,
+            cache: HashMap::new(),
+            fields: &mut report.fields,
+            seen: &mut field_seen,
+        };
         let mut tcache: HashMap<Vec<TSrc>, (PathTiming, [f64; 2])> = HashMap::new();
         let mut comp = Compressor::new(
             rep as i32,
@@ -639,79 +688,26 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         );
         let last = &kept[kept.len() - 1].1;
         let mut leaf_timing: Vec<Option<PathTiming>> = Vec::with_capacity(reference_len);
-        let mut vals = Vec::with_capacity(kept.len());
         for (i, ev) in last.events.iter().enumerate() {
-            let mut params = Vec::with_capacity(ev.params.len());
-            for j in 0..ev.params.len() {
-                vals.clear();
-                vals.extend(kept.iter().map(|(_, s)| s.events[i].params[j]));
-                if vals.iter().all(|&v| v == vals[0]) {
-                    params.push(vals[0]);
-                    continue;
-                }
-                let names = ev.shape.param_names();
-                let field = names.get(j).map_or("list item", |s| s).to_string();
-                let kind = if field.ends_with(".peer") || field.ends_with(".local") {
-                    fit::Kind::Peer
-                } else {
-                    fit::Kind::Other
-                };
-                let ckey = (kind == fit::Kind::Peer, vals.clone());
-                if let Some(&v) = cache.get(&ckey) {
-                    params.push(v);
-                    continue;
-                }
-                let points: Vec<(&[u64], i64)> =
-                    grids.iter().copied().zip(vals.iter().copied()).collect();
-                let f = fit::fit(&points, &dims, kind).map_err(|why| {
-                    Error::Field(Box::new(crate::FieldError {
-                        class: cname.clone(),
-                        index: i,
-                        op: event_text(ev),
-                        field: field.clone(),
-                        values: points
-                            .iter()
-                            .map(|(g, v)| {
-                                let g: Vec<String> = g.iter().map(u64::to_string).collect();
-                                format!("{v} at {}", g.join("x"))
-                            })
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        why: match why {
-                            FitFailure::NoModel => {
-                                "no model in the grid sizes reproduces them".into()
-                            }
-                            FitFailure::Ambiguous(a, va, b, vb) => format!(
-                                "ambiguous: {a} gives {va} and {b} gives {vb} at the target (the \
-                             inputs cannot tell them apart; add an input of another shape or \
-                             give --dims)"
-                            ),
-                            FitFailure::NotInteger(m, v) => {
-                                format!("{m} predicts {v}, not an integer")
-                            }
-                        },
-                    }))
-                })?;
-                let key = (cname.clone(), format!("{} {field}", event_text(ev)));
-                if field_seen.insert(key) {
-                    report.fields.push(FieldFit {
-                        class: cname.clone(),
-                        field: format!("{} {field}", event_text(ev)),
-                        values: vals.clone(),
-                        model: f.model.describe(d),
-                        target: f.value,
-                        verified: f.verified,
-                    });
-                }
-                cache.insert(ckey, f.value);
-                params.push(f.value);
-            }
+            let inputs: Vec<&[i64]> = kept
+                .iter()
+                .map(|(_, s)| s.events[i].params.as_slice())
+                .collect();
+            let params = fitter.event(i, ev, &inputs)?;
             // Timing.
             let key: Vec<TSrc> = kept.iter().map(|(_, s)| s.events[i].timing).collect();
             let (pt, means) = match tcache.get(&key) {
                 Some(v) => v.clone(),
                 None => {
-                    let v = fit_timing(opts.timing, &kept, &key, &kps, &mut tally, ev, &mut report);
+                    let v = fit_timing(
+                        opts.timing,
+                        &kept,
+                        &key,
+                        &kps,
+                        &mut tally,
+                        ev,
+                        &mut report.timing,
+                    );
                     tcache.insert(key.clone(), v.clone());
                     v
                 }
@@ -777,13 +773,28 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             .collect::<Vec<_>>()
             .join(", ")
     );
+    // The run's wall time, fitted like any timing field: a prediction of
+    // the application's time at the target, which replay prints beside its
+    // own.
+    let walls: Vec<f64> = inputs.iter().map(|i| i.file.meta.wall_ns as f64).collect();
+    let wall_ns = if walls.iter().all(|&w| w > 0.0) {
+        let fields = [walls.clone(), walls.clone(), walls.clone()];
+        let ps: Vec<f64> = sizes.iter().map(|&s| s as f64).collect();
+        let mut unused = HashMap::new();
+        fit_fields(opts.timing, &ps, &fields, &mut unused)[0]
+            .as_ref()
+            .map_or(0.0, |(law, _)| law.eval(target_size as f64))
+            .clamp(0.0, 1e18) as u64
+    } else {
+        0
+    };
     let file = TraceFile {
         meta: Meta {
             tool,
             mpi: largest.mpi.clone(),
             world_size: target_size as u32,
             command: largest.command.clone(),
-            wall_ns: 0,
+            wall_ns,
             merge_ns: 0,
             sites: largest.sites.clone(),
         },
@@ -794,13 +805,226 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     Ok(Extrapolated { file, report })
 }
 
-/// Index of the first event where two streams differ in call or layout.
+/// Fits the fields of one class's events across the inputs.
+struct Fitter<'a> {
+    class: &'a str,
+    grids: &'a [&'a [u64]],
+    dims: &'a [u64],
+    /// Fitted values by (kind, the inputs' values).
+    cache: HashMap<(fit::Kind, Vec<i64>), i64>,
+    fields: &'a mut Vec<FieldFit>,
+    seen: &'a mut BTreeSet<(String, String)>,
+}
+
+/// Longest period of a list's items that [`Fitter::list`] tries.
+const MAX_LIST_PERIOD: usize = 24;
+
+impl Fitter<'_> {
+    /// The target's parameters of event `i` from the inputs' encoded
+    /// parameters: the fixed ones field by field, then each list.
+    fn event(&mut self, i: usize, ev: &Ev, inputs: &[&[i64]]) -> Result<Vec<i64>, Error> {
+        let (nfixed, widths) = ev.shape.layout();
+        let names = ev.shape.param_names();
+        let lists = ev.shape.list_names();
+        let mut out = Vec::with_capacity(ev.params.len());
+        let mut vals = Vec::with_capacity(inputs.len());
+        for j in 0..nfixed {
+            vals.clear();
+            vals.extend(inputs.iter().map(|p| p.get(j).copied().unwrap_or(0)));
+            let field = names.get(j).copied().unwrap_or("?");
+            let kind = if field.ends_with(".peer") || field.ends_with(".local") {
+                fit::Kind::Peer
+            } else {
+                fit::Kind::Other
+            };
+            out.push(self.value(i, ev, field, kind, &vals)?);
+        }
+        let mut cur = vec![nfixed; inputs.len()];
+        for (li, &w) in widths.iter().enumerate() {
+            let name = lists.get(li).copied().unwrap_or("list");
+            let w = usize::from(w.max(1));
+            let mut items: Vec<&[i64]> = Vec::with_capacity(inputs.len());
+            let mut lens = Vec::with_capacity(inputs.len());
+            for (p, c) in inputs.iter().zip(cur.iter_mut()) {
+                let len = p.get(*c).copied().unwrap_or(0).max(0) as usize;
+                let body = p.get(*c + 1..*c + 1 + len * w).unwrap_or(&[]);
+                *c += 1 + len * w;
+                lens.push(len as i64);
+                items.push(body);
+            }
+            self.list(i, ev, name, w, &lens, &items, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// One list: item by item when every input has the same length;
+    /// otherwise its length is fitted (a list per peer has P entries) and
+    /// its items must repeat with a period that every input shows, whose
+    /// values are fitted one by one.
+    #[allow(clippy::too_many_arguments)]
+    fn list(
+        &mut self,
+        i: usize,
+        ev: &Ev,
+        name: &str,
+        w: usize,
+        lens: &[i64],
+        items: &[&[i64]],
+        out: &mut Vec<i64>,
+    ) -> Result<(), Error> {
+        let mut vals = Vec::with_capacity(items.len());
+        if lens.iter().all(|&l| l == lens[0]) {
+            out.push(lens[0]);
+            for j in 0..lens[0] as usize * w {
+                vals.clear();
+                vals.extend(items.iter().map(|it| it[j]));
+                let field = format!("{name}[{}]", j / w);
+                out.push(self.value(i, ev, &field, fit::Kind::Other, &vals)?);
+            }
+            return Ok(());
+        }
+        let len = self.value(i, ev, &format!("{name} length"), fit::Kind::Length, lens)?;
+        let longest = lens.iter().copied().max().unwrap_or(0) as usize;
+        let period = (1..=MAX_LIST_PERIOD.min(longest)).find(|&q| {
+            2 * q <= longest
+                && items
+                    .iter()
+                    .all(|it| (q * w..it.len()).all(|k| it[k] == it[k - q * w]))
+        });
+        let Some(q) = period else {
+            return Err(self.failure(
+                i,
+                ev,
+                &format!("{name} items"),
+                lens,
+                "the list's length changes with the size and its items do not repeat with a \
+                 period of at most 24 entries, so they cannot be continued"
+                    .into(),
+            ));
+        };
+        let mut base = Vec::with_capacity(q * w);
+        for k in 0..q * w {
+            let (mut pts, mut grids) = (Vec::new(), Vec::new());
+            for (it, g) in items.iter().zip(self.grids) {
+                if let Some(&v) = it.get(k) {
+                    pts.push(v);
+                    grids.push(*g);
+                }
+            }
+            let field = format!("{name}[j mod {q} = {}]", k / w);
+            base.push(self.value_on(i, ev, &field, fit::Kind::Other, &pts, &grids)?);
+        }
+        out.push(len);
+        out.extend((0..len.max(0) as usize * w).map(|k| base[k % (q * w)]));
+        Ok(())
+    }
+
+    /// One field's value at the target, fitted over every input.
+    fn value(
+        &mut self,
+        i: usize,
+        ev: &Ev,
+        field: &str,
+        kind: fit::Kind,
+        vals: &[i64],
+    ) -> Result<i64, Error> {
+        let grids = self.grids;
+        self.value_on(i, ev, field, kind, vals, grids)
+    }
+
+    /// One field's value at the target, fitted over the inputs whose grids
+    /// are given.
+    fn value_on(
+        &mut self,
+        i: usize,
+        ev: &Ev,
+        field: &str,
+        kind: fit::Kind,
+        vals: &[i64],
+        grids: &[&[u64]],
+    ) -> Result<i64, Error> {
+        if let Some(&v) = vals.first()
+            && vals.iter().all(|&x| x == v)
+            && kind != fit::Kind::Length
+        {
+            return Ok(v);
+        }
+        let key = (kind, vals.to_vec());
+        if let Some(&v) = self.cache.get(&key) {
+            return Ok(v);
+        }
+        let points: Vec<(&[u64], i64)> = grids.iter().copied().zip(vals.iter().copied()).collect();
+        let f = fit::fit(&points, self.dims, kind).map_err(|why| {
+            let why = match why {
+                FitFailure::NoModel => "no model in the grid sizes reproduces them".into(),
+                FitFailure::Ambiguous(a, va, b, vb) => format!(
+                    "ambiguous: {a} gives {va} and {b} gives {vb} at the target (the inputs \
+                     cannot tell them apart; add an input of another shape or give --dims)"
+                ),
+                FitFailure::NotInteger(m, v) => format!("{m} predicts {v}, not an integer"),
+            };
+            self.failure_on(i, ev, field, vals, grids, why)
+        })?;
+        let op = event_text(ev);
+        if !matches!(f.model, fit::Model::Const(_))
+            && self
+                .seen
+                .insert((self.class.to_string(), format!("{op} {field}")))
+        {
+            self.fields.push(FieldFit {
+                class: self.class.to_string(),
+                field: format!("{op} {field}"),
+                values: vals.to_vec(),
+                model: f.model.describe(self.dims.len()),
+                target: f.value,
+                verified: f.verified,
+            });
+        }
+        self.cache.insert(key, f.value);
+        Ok(f.value)
+    }
+
+    fn failure(&self, i: usize, ev: &Ev, field: &str, vals: &[i64], why: String) -> Error {
+        self.failure_on(i, ev, field, vals, self.grids, why)
+    }
+
+    fn failure_on(
+        &self,
+        i: usize,
+        ev: &Ev,
+        field: &str,
+        vals: &[i64],
+        grids: &[&[u64]],
+        why: String,
+    ) -> Error {
+        let values = grids
+            .iter()
+            .zip(vals)
+            .map(|(g, v)| {
+                let g: Vec<String> = g.iter().map(u64::to_string).collect();
+                format!("{v} at {}", g.join("x"))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        Error::Field(Box::new(crate::FieldError {
+            class: self.class.to_string(),
+            index: i,
+            op: event_text(ev),
+            field: field.to_string(),
+            values,
+            why,
+        }))
+    }
+}
+
+/// Index of the first event where two streams differ in call (the lists'
+/// lengths may differ: they are fitted).
 fn first_difference(a: &Stream, b: &Stream) -> Option<usize> {
     let n = a.events.len().min(b.events.len());
     (0..n)
         .find(|&i| {
             let (x, y) = (&a.events[i], &b.events[i]);
-            x.shape != y.shape || x.params.len() != y.params.len()
+            x.shape != y.shape
         })
         .or((a.events.len() != b.events.len()).then_some(n))
 }
@@ -814,7 +1038,7 @@ fn fit_timing(
     kps: &[f64],
     tally: &mut HashMap<String, usize>,
     ev: &Ev,
-    report: &mut Report,
+    choices: &mut Vec<TimingChoice>,
 ) -> (PathTiming, [f64; 2]) {
     let ps = &kps[..kps.len() - 1];
     let target = kps[kps.len() - 1];
@@ -872,8 +1096,8 @@ fn fit_timing(
                 target: law.eval(target),
             };
             let same = |t: &TimingChoice| t.event == choice.event && t.inputs == choice.inputs;
-            if !report.timing.iter().any(same) {
-                report.timing.push(choice);
+            if !choices.iter().any(same) {
+                choices.push(choice);
             }
         }
         (fitted, means)
@@ -927,13 +1151,24 @@ mod tests {
 
     #[test]
     fn classes_of_a_grid() {
-        assert_eq!(classes(&[6, 6], &[1, 1]).len(), 9);
-        assert_eq!(classes(&[2, 2], &[1, 1]).len(), 4);
-        let (first, ranks) = class_ranks(&[Pos::Mid, Pos::Mid], &[10, 10], &[1, 1]).unwrap();
+        let l = Layout::from_reach(&[1, 1]);
+        assert_eq!(classes(&[6, 6], &l).len(), 9);
+        assert_eq!(classes(&[2, 2], &l).len(), 4);
+        let mid = Pos::Mid(0);
+        let (first, ranks) = class_ranks(&[mid, mid], &[10, 10], &l).unwrap();
         assert_eq!(first, 11);
         assert_eq!(ranks.to_string(), "<2 11 8 10 8 1>");
-        let (first, ranks) = class_ranks(&[Pos::Lo(0), Pos::Mid], &[4, 5], &[1, 1]).unwrap();
+        let (first, ranks) = class_ranks(&[Pos::Lo(0), mid], &[4, 5], &l).unwrap();
         assert_eq!((first, ranks.to_string()), (1, "<1 1 3 1>".to_string()));
-        assert!(class_ranks(&[Pos::Mid, Pos::Mid], &[2, 5], &[1, 1]).is_none());
+        assert!(class_ranks(&[mid, mid], &[2, 5], &l).is_none());
+        // A period of 12 after two boundary ranks, 100 ranks: 2, 14, ... 98.
+        let p = Layout {
+            lo: vec![2],
+            hi: vec![0],
+            period: vec![12],
+        };
+        let (first, ranks) = class_ranks(&[Pos::Mid(2)], &[100], &p).unwrap();
+        assert_eq!((first, ranks.to_string()), (2, "<1 2 9 12>".to_string()));
+        assert_eq!(classes(&[100], &p).len(), 14);
     }
 }

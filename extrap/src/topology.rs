@@ -25,47 +25,109 @@ use crate::Error;
 
 /// Where a coordinate lies along one dimension, as far as communication can
 /// tell: `Lo(k)` is `k` cells from the low boundary, `Hi(k)` `k` cells from
-/// the high one, and `Mid` everything further in than the stencil reaches.
+/// the high one, and `Mid(c)` further in than the boundaries reach, with
+/// the coordinate's residue `c` modulo the layout's period (0 when the
+/// period is 1, as for every stencil).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Pos {
     /// `k` cells from the low boundary.
     Lo(u32),
-    /// In the interior.
-    Mid,
+    /// In the interior, with this residue.
+    Mid(u32),
     /// `k` cells from the high boundary.
     Hi(u32),
 }
 
-impl Pos {
-    /// The class of coordinate `x` in a dimension of size `n` whose
-    /// stencil reaches `b` cells.
-    pub fn of(x: u64, n: u64, b: u32) -> Pos {
-        let b = u64::from(b);
-        if x < b {
-            Pos::Lo(x as u32)
-        } else if x + b >= n {
-            Pos::Hi((n - 1 - x) as u32)
-        } else {
-            Pos::Mid
+/// How the ranks of a grid split into position classes: per dimension, how
+/// many cells at the low and at the high boundary are classes of their own,
+/// and the period of the interior (ranks whose behaviour repeats every
+/// `period` cells, such as counts of `rank % 3 + 1`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Boundary cells at the low end, per dimension.
+    pub lo: Vec<u32>,
+    /// Boundary cells at the high end, per dimension.
+    pub hi: Vec<u32>,
+    /// Period of the interior, per dimension (at least 1).
+    pub period: Vec<u32>,
+}
+
+impl Layout {
+    /// The stencil's layout: boundaries as wide as it reaches, period 1.
+    pub fn from_reach(reach: &[u32]) -> Layout {
+        Layout {
+            lo: reach.to_vec(),
+            hi: reach.to_vec(),
+            period: vec![1; reach.len()],
         }
     }
 
-    /// The coordinates of this class in a dimension of size `n`: first and
-    /// count (`None` if the class does not occur at that size).
-    pub fn span(self, n: u64, b: u32) -> Option<(u64, u64)> {
-        let first = match self {
-            Pos::Lo(k) => u64::from(k),
-            Pos::Hi(k) => n.checked_sub(1 + u64::from(k))?,
-            Pos::Mid => u64::from(b),
-        };
-        if first >= n || Pos::of(first, n, b) != self {
-            return None;
+    /// The class of coordinate `x` of dimension `i` (size `n`).
+    pub fn pos(&self, i: usize, x: u64, n: u64) -> Pos {
+        let (lo, hi, m) = (
+            u64::from(self.lo[i]),
+            u64::from(self.hi[i]),
+            u64::from(self.period[i].max(1)),
+        );
+        if x < lo {
+            Pos::Lo(x as u32)
+        } else if x + hi >= n {
+            Pos::Hi((n - 1 - x) as u32)
+        } else {
+            Pos::Mid((x % m) as u32)
         }
-        let count = match self {
-            Pos::Mid => n - 2 * u64::from(b),
-            _ => 1,
+    }
+
+    /// The coordinates of class `p` of dimension `i` in a dimension of
+    /// size `n`: first, count and step (`None` if it does not occur).
+    pub fn span(&self, i: usize, p: Pos, n: u64) -> Option<(u64, u64, u64)> {
+        let (lo, hi, m) = (
+            u64::from(self.lo[i]),
+            u64::from(self.hi[i]),
+            u64::from(self.period[i].max(1)),
+        );
+        let (first, count) = match p {
+            Pos::Lo(k) => (u64::from(k), 1),
+            Pos::Hi(k) => (n.checked_sub(1 + u64::from(k))?, 1),
+            Pos::Mid(c) => {
+                let c = u64::from(c);
+                let first = lo + (c + m - lo % m) % m;
+                let last = n.checked_sub(1 + hi)?;
+                if first > last {
+                    return None;
+                }
+                (first, (last - first) / m + 1)
+            }
         };
-        Some((first, count))
+        (first < n && self.pos(i, first, n) == p).then_some((first, count, m))
+    }
+
+    /// Every class of dimension `i` at size `n`, in coordinate order of
+    /// their first cell.
+    pub fn positions(&self, i: usize, n: u64) -> Vec<Pos> {
+        let mut v: Vec<Pos> = (0..self.lo[i]).map(Pos::Lo).collect();
+        v.extend((0..self.period[i].max(1)).map(Pos::Mid));
+        v.extend((0..self.hi[i]).rev().map(Pos::Hi));
+        v.retain(|&p| self.span(i, p, n).is_some());
+        v.sort_by_key(|&p| self.span(i, p, n).map_or(0, |s| s.0));
+        v
+    }
+
+    /// The class of every dimension of `rank` in a grid.
+    pub fn class_of(&self, rank: u64, dims: &[u64]) -> Vec<Pos> {
+        coords(rank, dims)
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| self.pos(i, x, dims[i]))
+            .collect()
+    }
+
+    /// Whether a grid is too small to hold every class (some input may
+    /// then differ from the larger ones).
+    pub fn degenerate(&self, dims: &[u64]) -> bool {
+        dims.iter().enumerate().any(|(i, &n)| {
+            n < u64::from(self.lo[i]) + u64::from(self.hi[i]) + u64::from(self.period[i].max(1))
+        })
     }
 }
 
@@ -156,7 +218,7 @@ impl Topology {
 
     /// The position class of every dimension of `rank`.
     pub fn class_of(&self, rank: u64) -> Vec<Pos> {
-        class_of_rank(rank, &self.dims, &self.reach)
+        Layout::from_reach(&self.reach).class_of(rank, &self.dims)
     }
 
     /// Whether the grid is the same in every dimension (a square or cube),
@@ -180,15 +242,6 @@ pub fn coords(rank: u64, dims: &[u64]) -> Vec<u64> {
 /// The rank at `coords` of a row-major grid.
 pub fn rank_at(coords: &[u64], dims: &[u64]) -> u64 {
     coords.iter().zip(dims).fold(0, |acc, (&c, &n)| acc * n + c)
-}
-
-/// The position class of every dimension of `rank` in a grid.
-pub(crate) fn class_of_rank(rank: u64, dims: &[u64], reach: &[u32]) -> Vec<Pos> {
-    coords(rank, dims)
-        .iter()
-        .zip(dims.iter().zip(reach))
-        .map(|(&x, (&n, &b))| Pos::of(x, n, b))
-        .collect()
 }
 
 impl fmt::Display for Topology {
@@ -353,7 +406,7 @@ fn explain(infos: &[RankInfo], dims: &[u64]) -> Option<Topology> {
     }
     let mut by_class: BTreeMap<Vec<Pos>, usize> = BTreeMap::new();
     for (r, pat) in patterns.iter().enumerate() {
-        let class = class_of_rank(r as u64, dims, &reach);
+        let class = Layout::from_reach(&reach).class_of(r as u64, dims);
         match by_class.get(&class) {
             Some(&first) if patterns[first] != *pat => return None,
             Some(_) => {}
@@ -376,10 +429,11 @@ fn explain(infos: &[RankInfo], dims: &[u64]) -> Option<Topology> {
     groups.sort_by_key(|g| g.ranks.min());
     let critical = (0..infos.len() as u64)
         .filter(|&r| {
-            class_of_rank(r, dims, &reach)
+            Layout::from_reach(&reach)
+                .class_of(r, dims)
                 .iter()
                 .zip(&reach)
-                .all(|(c, &b)| b == 0 || *c != Pos::Mid)
+                .all(|(c, &b)| b == 0 || !matches!(c, Pos::Mid(_)))
         })
         .filter(|_| reach.iter().any(|&b| b > 0))
         .collect();
@@ -453,12 +507,33 @@ mod tests {
 
     #[test]
     fn classes_and_spans() {
-        assert_eq!(Pos::of(0, 5, 1), Pos::Lo(0));
-        assert_eq!(Pos::of(2, 5, 1), Pos::Mid);
-        assert_eq!(Pos::of(4, 5, 1), Pos::Hi(0));
-        assert_eq!(Pos::Mid.span(5, 1), Some((1, 3)));
-        assert_eq!(Pos::Mid.span(2, 1), None);
-        assert_eq!(Pos::Hi(0).span(2, 1), Some((1, 1)));
+        let l = Layout::from_reach(&[1]);
+        assert_eq!(l.pos(0, 0, 5), Pos::Lo(0));
+        assert_eq!(l.pos(0, 2, 5), Pos::Mid(0));
+        assert_eq!(l.pos(0, 4, 5), Pos::Hi(0));
+        assert_eq!(l.span(0, Pos::Mid(0), 5), Some((1, 3, 1)));
+        assert_eq!(l.span(0, Pos::Mid(0), 2), None);
+        assert_eq!(l.span(0, Pos::Hi(0), 2), Some((1, 1, 1)));
+        // Two root ranks, then a period of 3: 2, 5, 8 | 3, 6, 9 | 4, 7.
+        let p = Layout {
+            lo: vec![2],
+            hi: vec![0],
+            period: vec![3],
+        };
+        assert_eq!(p.pos(0, 7, 10), Pos::Mid(1));
+        assert_eq!(p.span(0, Pos::Mid(2), 10), Some((2, 3, 3)));
+        assert_eq!(p.span(0, Pos::Mid(1), 10), Some((4, 2, 3)));
+        assert_eq!(
+            p.positions(0, 10),
+            vec![
+                Pos::Lo(0),
+                Pos::Lo(1),
+                Pos::Mid(2),
+                Pos::Mid(0),
+                Pos::Mid(1)
+            ]
+        );
+        assert!(p.degenerate(&[4]) && !p.degenerate(&[5]));
     }
 
     #[test]
