@@ -39,6 +39,16 @@ pub struct Args {
     /// Print every fitted field and timing law.
     #[arg(short, long)]
     verbose: bool,
+    /// Lossy mode (seed 001 §3.4): keep the calls every rank of a class and
+    /// every input share, drop minor rank-dependent patterns, report the
+    /// share dropped.
+    #[arg(long)]
+    lossy: bool,
+    /// A snippet of the dominant pattern (one call per line, `Op
+    /// field=value ...`) for the state-machine filter within each rank;
+    /// implies --lossy.
+    #[arg(long, value_name = "FILE")]
+    snippet: Option<PathBuf>,
     /// Input traces of the same program, in increasing rank count.
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -77,6 +87,16 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("--ranks must be at least 1");
     }
     let dims = args.dims.as_deref().map(parse_dims).transpose()?;
+    let snippet = match &args.snippet {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+            Some(
+                text.parse::<extrap::Snippet>()
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
+            )
+        }
+        None => None,
+    };
     let inputs = args
         .files
         .iter()
@@ -95,6 +115,8 @@ pub fn run(args: &Args) -> Result<()> {
             Timing::Pmnf => Method::Pmnf,
             Timing::Auto => Method::Auto,
         },
+        lossy: args.lossy,
+        snippet,
     };
     let t0 = Instant::now();
     let out = extrap::extrapolate(&inputs, &opts)?;
@@ -159,6 +181,15 @@ pub fn run(args: &Args) -> Result<()> {
     }
     for n in &r.notes {
         println!("note: {n}");
+    }
+    for d in &r.dropped {
+        println!(
+            "lossy: dropped {} of {} events ({:.2} %) from {}",
+            d.dropped,
+            d.events,
+            100.0 * d.dropped as f64 / d.events.max(1) as f64,
+            d.input
+        );
     }
     println!(
         "wrote {} ({bytes} bytes) in {:.3} s",

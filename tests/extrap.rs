@@ -257,6 +257,83 @@ fn collectives_extrapolate_exactly() {
     }
 }
 
+/// `mglike`: a 3D torus halo exchange (the dominant pattern) plus a minor,
+/// rank-dependent one, as in NPB MG: every 4th iteration the ranks at
+/// y = z = 0 with x % 4 == 0 send to the rank two cells further in x. No
+/// grid position decides it, so plain extrapolation refuses; lossy mode,
+/// with or without a snippet of the dominant iteration, must drop exactly
+/// the minor calls (2 iterations x one send and one receive = 4 events per
+/// input here), report that share, and produce, for every rank, exactly the
+/// real trace of the program run without the minor pattern (`-x 0`).
+#[test]
+fn lossy_mode_keeps_the_dominant_pattern() {
+    let inputs = ["3x3x3", "4x3x3", "4x4x3", "4x4x4"];
+    let target = "5x4x4";
+    for imp in mpis() {
+        let dir = scratch("mglike");
+        let args = |g: &str, x: &str| -> Vec<String> {
+            ["-p", g, "-i", "8", "-x", x]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        };
+        let mut files = Vec::new();
+        for g in inputs {
+            let f = dir.join(format!("mg.{g}.trace"));
+            trace(imp, ranks_of(g), "mglike", &args(g, "1"), &f);
+            files.push(f);
+        }
+        let truth = dir.join("mg0.trace");
+        trace(imp, ranks_of(target), "mglike", &args(target, "0"), &truth);
+        let truth = TraceFile::read(&truth).unwrap();
+        let out = dir.join("x.trace");
+        let n = ranks_of(target);
+        // Without lossy mode: a clear refusal.
+        let mut a: Vec<String> = vec!["extrap".into(), "-o".into(), out.display().to_string()];
+        a.extend(["--ranks".into(), n.to_string()]);
+        a.extend(files.iter().map(|f| f.display().to_string()));
+        let o = rankscale(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+        assert!(
+            text(&o.stderr).contains("explains the communication"),
+            "{}",
+            text(&o.stderr)
+        );
+        let snippet = dir.join("halo.snippet");
+        let mut sn = String::from("# one iteration of the halo exchange\n");
+        sn.push_str(&"Irecv\n".repeat(6));
+        sn.push_str(&"Isend\n".repeat(6));
+        sn.push_str("Waitall\n");
+        std::fs::write(&snippet, sn).unwrap();
+        let snippet_arg = format!("--snippet={}", snippet.display());
+        for mode in ["--lossy", snippet_arg.as_str()] {
+            let report = extrap(&out, n, &files, &[mode]);
+            let shares: Vec<(u64, u64)> = report
+                .lines()
+                .filter_map(|l| l.strip_prefix("lossy: dropped "))
+                .map(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    (w[0].parse().unwrap(), w[2].parse().unwrap())
+                })
+                .collect();
+            assert_eq!(shares.len(), inputs.len(), "{report}");
+            for (d, e) in &shares {
+                assert_eq!(*d, 4, "{imp} {mode}: {report}");
+                assert!((*d as f64) <= 0.05 * *e as f64);
+            }
+            let x = TraceFile::read(&out).unwrap();
+            for rank in 0..n as u32 {
+                assert_eq!(
+                    expansion(&x, rank),
+                    expansion(&truth, rank),
+                    "{imp} {mode}: rank {rank} differs from the run without the minor pattern"
+                );
+            }
+            eprintln!("{imp} {mode}: {n} ranks equal the dominant pattern; dropped {shares:?}");
+        }
+    }
+}
+
 /// The mean steady-state computation time before `op`, over all its nodes.
 fn mean_compute_before(file: &TraceFile, op: Op) -> f64 {
     fn walk(nodes: &[MNode], op: Op, acc: &mut (f64, f64)) {
@@ -313,6 +390,8 @@ fn extrapolated_timing_follows_the_law() {
                     ranks: target as u64,
                     dims: None,
                     timing: method,
+                    lossy: false,
+                    snippet: None,
                 };
                 let x = extrap::extrapolate(&inputs, &opts).unwrap();
                 let got = mean_compute_before(&x.file, Op::Allreduce);

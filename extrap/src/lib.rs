@@ -28,12 +28,16 @@
 #![warn(missing_docs)]
 
 pub mod fit;
+pub mod lossy;
 pub mod models;
 mod synth;
 pub mod topology;
 
+pub use lossy::Snippet;
 pub use models::Method;
-pub use synth::{Extrapolated, FieldFit, Input, Options, Report, TimingChoice, extrapolate};
+pub use synth::{
+    Dropped, Extrapolated, FieldFit, Input, Options, Report, TimingChoice, extrapolate,
+};
 pub use topology::{Group, Pos, Topology, detect};
 
 /// Why a set of traces cannot be extrapolated. Every message names the
@@ -138,6 +142,12 @@ pub enum Error {
     /// The target sizes given by `--dims` are not usable.
     #[error("{0}")]
     BadDims(String),
+    /// Lossy mode's alignment would need too large a table.
+    #[error(
+        "lossy mode: aligning sequences of {0} and {1} events needs more memory than allowed \
+         (take traces with fewer iterations)"
+    )]
+    Lossy(usize, usize),
     /// Building the output failed (a bug).
     #[error("internal error: {0}")]
     Internal(String),

@@ -2,14 +2,16 @@
 //! synthetic trace (see the [crate documentation](crate)).
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use compress::{
-    Compressor, Config, Dist, Event, EventTiming, MergedTrace, Meta, PathClass, PathTiming,
+    Compressor, Config, Dist, Event, EventTiming, MergedTrace, Meta, Op, PathClass, PathTiming,
     Quantity, RankList, Shape, TimeStats, Timing, TraceFile, codec,
 };
 
 use crate::Error;
 use crate::fit::{self, FitFailure};
+use crate::lossy::{self, Snippet};
 use crate::models::{self, Law, Method};
 use crate::topology::{self, Layout, Pos, RankInfo, Topology, rank_at};
 
@@ -31,6 +33,23 @@ pub struct Options {
     pub dims: Option<Vec<u64>>,
     /// How timing fields are fitted.
     pub timing: Method,
+    /// Lossy mode (seed 001 §3.4): keep what every rank of a class and
+    /// every input share, drop the rest and report how much.
+    pub lossy: bool,
+    /// A snippet of the dominant pattern for the state-machine filter
+    /// within each rank (implies lossy mode).
+    pub snippet: Option<Snippet>,
+}
+
+/// What lossy mode dropped from one input.
+#[derive(Clone, Debug)]
+pub struct Dropped {
+    /// The input's name.
+    pub input: String,
+    /// Events dropped.
+    pub dropped: u64,
+    /// Events in the input.
+    pub events: u64,
 }
 
 /// A communication field that changes with the size, and its model.
@@ -88,6 +107,8 @@ pub struct Report {
     pub events: u64,
     /// Remarks (inputs left out of a class and why).
     pub notes: Vec<String>,
+    /// In lossy mode, what was dropped from each input.
+    pub dropped: Vec<Dropped>,
 }
 
 /// The extrapolated trace and its report.
@@ -106,6 +127,7 @@ enum TSrc {
     Stats(usize, u8),
 }
 
+#[derive(Clone)]
 struct Ev {
     shape: Shape,
     params: Vec<i64>,
@@ -517,9 +539,41 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         });
     }
     // Topologies.
+    let lossy = opts.lossy || opts.snippet.is_some();
     let mut tops = Vec::with_capacity(inputs.len());
     let mut infos: Vec<Vec<RankInfo>> = Vec::with_capacity(inputs.len());
+    // Lossy mode: every rank's events (after the snippet's filter) and how
+    // many each rank had.
+    let mut rank_streams: Vec<Vec<Stream>> = Vec::new();
+    let mut rank_lens: Vec<Vec<u64>> = Vec::new();
     for i in inputs {
+        if lossy {
+            let p = u64::from(i.file.meta.world_size);
+            let mut streams = Vec::with_capacity(p as usize);
+            let mut lens = Vec::with_capacity(p as usize);
+            for r in 0..p {
+                let mut st = stream(&i.file, r)?;
+                lens.push(st.events.len() as u64);
+                if let Some(sn) = &opts.snippet {
+                    let view: Vec<(Shape, &[i64])> = st
+                        .events
+                        .iter()
+                        .map(|e| (e.shape, e.params.as_slice()))
+                        .collect();
+                    let keep = sn.keep(&view);
+                    let mut k = keep.into_iter();
+                    st.events.retain(|_| k.next().unwrap_or(false));
+                }
+                streams.push(st);
+            }
+            drop_rare_sites(&mut streams);
+            let inf: Vec<RankInfo> = streams.iter().map(stream_info).collect();
+            tops.push(topology::detect_with(&inf, None, LOSSY_MIN_SHARE)?);
+            infos.push(inf);
+            rank_streams.push(streams);
+            rank_lens.push(lens);
+            continue;
+        }
         let (inf, cart) = topology::rank_infos(&i.file.trace)?;
         if inf.len() as u64 != u64::from(i.file.meta.world_size) {
             return Err(Error::MissingRank(inf.len() as u32));
@@ -567,7 +621,11 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             dims: d,
         });
     }
-    let layout = find_layout(&infos, &tops, &reach);
+    let layout = if lossy {
+        Layout::from_reach(&reach)
+    } else {
+        find_layout(&infos, &tops, &reach)
+    };
     let dims = target_dims(opts, &tops, &layout)?;
     let target_size: u64 = dims.iter().product();
     if target_size > u64::from(compress::ranklist::MAX_RANK) {
@@ -575,8 +633,16 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             "{target_size} ranks exceed the largest rank a trace can hold"
         )));
     }
-    // Every class must behave the same on every rank of an input.
-    for (k, inp) in inputs.iter().enumerate() {
+    // Every class must behave the same on every rank of an input (lossy
+    // mode keeps what they share instead).
+    let mut dropped = vec![0u64; inputs.len()];
+    let mut class_streams: Vec<HashMap<Vec<Pos>, Stream>> = Vec::new();
+    for (k, streams) in rank_streams.into_iter().enumerate() {
+        let (map, d) = common_per_class(streams, &rank_lens[k], &tops[k].dims, &layout)?;
+        class_streams.push(map);
+        dropped[k] += d;
+    }
+    for (k, inp) in inputs.iter().enumerate().filter(|_| !lossy) {
         if let Some((c, r1, r2)) = inhomogeneous(&infos[k], &tops[k].dims, &layout) {
             return Err(Error::Inhomogeneous {
                 file: inp.name.clone(),
@@ -601,6 +667,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         methods: Vec::new(),
         events: 0,
         notes: Vec::new(),
+        dropped: Vec::new(),
     };
     let mut tally: HashMap<String, usize> = HashMap::new();
     let mut merged: Option<MergedTrace> = None;
@@ -613,7 +680,23 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         let mut present: Vec<(usize, Stream)> = Vec::new();
         for (k, inp) in inputs.iter().enumerate() {
             if let Some((r, _)) = class_ranks(&class, &tops[k].dims, &layout) {
-                present.push((k, stream(&inp.file, r)?));
+                let s = match class_streams.get_mut(k) {
+                    Some(m) => m
+                        .remove(&class)
+                        .ok_or_else(|| Error::Internal(format!("{cname}: no common sequence")))?,
+                    None => stream(&inp.file, r)?,
+                };
+                present.push((k, s));
+            }
+        }
+        if lossy {
+            let sizes: Vec<u64> = present
+                .iter()
+                .map(|(k, _)| class_ranks(&class, &tops[*k].dims, &layout).map_or(0, |c| c.1.len()))
+                .collect();
+            let lost = align_lossy(&mut present)?;
+            for ((k, _), (l, n)) in present.iter().zip(lost.iter().zip(&sizes)) {
+                dropped[*k] += l * n;
             }
         }
         let Some((kref, _)) = present.last().map(|(k, s)| (*k, s)) else {
@@ -759,6 +842,18 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     }
     let mut trace = merged.ok_or_else(|| Error::Internal("no classes".into()))?;
     trace.normalize();
+    if lossy {
+        report.dropped = inputs
+            .iter()
+            .zip(&dropped)
+            .zip(&rank_lens)
+            .map(|((i, &d), lens)| Dropped {
+                input: i.name.clone(),
+                dropped: d,
+                events: lens.iter().sum(),
+            })
+            .collect();
+    }
     let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
     methods.sort();
     report.methods = methods;
@@ -1015,6 +1110,138 @@ impl Fitter<'_> {
             why,
         }))
     }
+}
+
+/// In lossy mode, a peer displacement fewer than this share of the ranks
+/// have is a minor pattern and does not shape the topology.
+const LOSSY_MIN_SHARE: f64 = 0.25;
+
+/// Lossy mode: drops the calls of every call site that fewer than
+/// [`LOSSY_MIN_SHARE`] of the ranks execute. A minor pattern is rare by
+/// nature; a position class may hold a single rank (a corner), so the
+/// class-level common subsequence alone cannot tell its extra calls from
+/// its own.
+fn drop_rare_sites(streams: &mut [Stream]) {
+    let mut ranks_at: HashMap<(Op, u64), usize> = HashMap::new();
+    for st in streams.iter() {
+        let sites: BTreeSet<(Op, u64)> = st
+            .events
+            .iter()
+            .map(|e| (e.shape.op(), e.shape.site()))
+            .collect();
+        for k in sites {
+            *ranks_at.entry(k).or_default() += 1;
+        }
+    }
+    let least = LOSSY_MIN_SHARE * streams.len() as f64;
+    for st in streams.iter_mut() {
+        st.events
+            .retain(|e| ranks_at[&(e.shape.op(), e.shape.site())] as f64 >= least);
+    }
+}
+
+/// What one rank's (filtered) events say about it.
+fn stream_info(st: &Stream) -> RankInfo {
+    let mut info = RankInfo::default();
+    let mut h = DefaultHasher::new();
+    for e in &st.events {
+        e.shape.hash(&mut h);
+        e.params.hash(&mut h);
+        for (j, name) in e.shape.param_names().iter().enumerate() {
+            if matches!(*name, "send.peer" | "recv.peer")
+                && let Some(&v) = e.params.get(j)
+                && v != codec::PEER_ANY
+                && v != codec::PEER_NULL
+            {
+                info.peers.insert(v);
+            }
+        }
+    }
+    info.stream = h.finish();
+    info
+}
+
+/// Lossy mode within one input: for each class, the longest sequence of
+/// events that every rank of the class shares (their longest common
+/// subsequence, computed once per distinct sequence), and how many events
+/// that drops over all the class's ranks (`lens`: each rank's events before
+/// any filter).
+fn common_per_class(
+    streams: Vec<Stream>,
+    lens: &[u64],
+    dims: &[u64],
+    layout: &Layout,
+) -> Result<(HashMap<Vec<Pos>, Stream>, u64), Error> {
+    let infos: Vec<RankInfo> = streams.iter().map(stream_info).collect();
+    let mut members: HashMap<Vec<Pos>, Vec<usize>> = HashMap::new();
+    for r in 0..streams.len() {
+        members
+            .entry(layout.class_of(r as u64, dims))
+            .or_default()
+            .push(r);
+    }
+    let mut out = HashMap::new();
+    let mut dropped = 0u64;
+    for (class, ranks) in members {
+        let rep = &streams[ranks[0]];
+        let mut common: Vec<usize> = (0..rep.events.len()).collect();
+        let mut seen = BTreeSet::new();
+        for &r in &ranks {
+            if !seen.insert(infos[r].stream) || r == ranks[0] {
+                continue;
+            }
+            let a: Vec<&Ev> = common.iter().map(|&i| &rep.events[i]).collect();
+            let b: Vec<&Ev> = streams[r].events.iter().collect();
+            let pairs = lossy::lcs(&a, &b, |x, y| x.shape == y.shape && x.params == y.params)
+                .ok_or(Error::Lossy(a.len(), b.len()))?;
+            common = pairs.iter().map(|&(x, _)| common[x]).collect();
+        }
+        dropped += ranks
+            .iter()
+            .map(|&r| lens[r].saturating_sub(common.len() as u64))
+            .sum::<u64>();
+        let events = common.iter().map(|&i| rep.events[i].clone()).collect();
+        out.insert(
+            class,
+            Stream {
+                events,
+                timings: rep.timings.clone(),
+            },
+        );
+    }
+    Ok((out, dropped))
+}
+
+/// Lossy mode across inputs: keeps the calls of one class that every
+/// input has (a longest common subsequence by call, since values change
+/// with the size), aligned on the largest input. Returns, per input, the
+/// events dropped from one rank of the class.
+fn align_lossy(present: &mut [(usize, Stream)]) -> Result<Vec<u64>, Error> {
+    let Some(((_, reference), others)) = present.split_last_mut() else {
+        return Ok(Vec::new());
+    };
+    let mut kept: Vec<usize> = (0..reference.events.len()).collect();
+    let mut maps: Vec<HashMap<usize, usize>> = Vec::with_capacity(others.len());
+    for (_, s) in others.iter() {
+        let a: Vec<&Ev> = kept.iter().map(|&i| &reference.events[i]).collect();
+        let b: Vec<&Ev> = s.events.iter().collect();
+        let pairs =
+            lossy::lcs(&a, &b, |x, y| x.shape == y.shape).ok_or(Error::Lossy(a.len(), b.len()))?;
+        maps.push(pairs.iter().map(|&(x, y)| (kept[x], y)).collect());
+        kept = pairs.iter().map(|&(x, _)| kept[x]).collect();
+    }
+    let mut lost = Vec::with_capacity(present.len());
+    let (others, last) = present.split_at_mut(present.len() - 1);
+    for ((_, s), map) in others.iter_mut().zip(&maps) {
+        let before = s.events.len();
+        s.events = kept.iter().map(|ri| s.events[map[ri]].clone()).collect();
+        lost.push((before - s.events.len()) as u64);
+    }
+    let reference = &mut last[0].1;
+    let before = reference.events.len();
+    reference.events = kept.iter().map(|&i| reference.events[i].clone()).collect();
+    lost.push((before - kept.len()) as u64);
+    Ok(lost)
 }
 
 /// Index of the first event where two streams differ in call (the lists'

@@ -350,6 +350,17 @@ pub fn detect(trace: &MergedTrace) -> Result<Topology, Error> {
 }
 
 pub(crate) fn detect_from(infos: &[RankInfo], cart: Option<Vec<u64>>) -> Result<Topology, Error> {
+    detect_with(infos, cart, 0.0)
+}
+
+/// [`detect_from`] for lossy extrapolation: a peer displacement that fewer
+/// than `min_share` of the ranks have is a minor pattern and is left out
+/// (MG's distance-2 exchanges on a few ranks).
+pub(crate) fn detect_with(
+    infos: &[RankInfo],
+    cart: Option<Vec<u64>>,
+    min_share: f64,
+) -> Result<Topology, Error> {
     let p = infos.len() as u64;
     if p == 0 {
         return Err(Error::MissingRank(0));
@@ -357,7 +368,7 @@ pub(crate) fn detect_from(infos: &[RankInfo], cart: Option<Vec<u64>>) -> Result<
     let mut best: Option<(u64, usize, bool, Topology)> = None;
     for d in 1..=3usize {
         for dims in factorizations(p, d) {
-            let Some(t) = explain(infos, &dims) else {
+            let Some(t) = explain(infos, &dims, min_share) else {
                 continue;
             };
             let score = t.reach.iter().map(|&b| u64::from(b)).sum::<u64>();
@@ -377,16 +388,31 @@ pub(crate) fn detect_from(infos: &[RankInfo], cart: Option<Vec<u64>>) -> Result<
 }
 
 /// The topology `dims` gives the ranks, if their position classes decide
-/// their endpoint patterns.
-fn explain(infos: &[RankInfo], dims: &[u64]) -> Option<Topology> {
+/// their endpoint patterns (leaving out displacements that fewer than
+/// `min_share` of the ranks have).
+fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Option<Topology> {
     let d = dims.len();
     let mut reach = vec![0u32; d];
     let mut wraps = vec![false; d];
-    let mut patterns: Vec<Vec<(Vec<i64>, bool)>> = Vec::with_capacity(infos.len());
+    let mut all: Vec<Vec<(Vec<i64>, Vec<bool>)>> = Vec::with_capacity(infos.len());
+    let mut share: BTreeMap<Vec<i64>, usize> = BTreeMap::new();
     for (r, info) in infos.iter().enumerate() {
-        let mut pat = Vec::with_capacity(info.peers.len());
+        let mut v = Vec::with_capacity(info.peers.len());
         for &o in &info.peers {
-            let (disp, wrap) = displacement(r as u64, o, dims)?;
+            let dw = displacement(r as u64, o, dims)?;
+            *share.entry(dw.0.clone()).or_default() += 1;
+            v.push(dw);
+        }
+        all.push(v);
+    }
+    let least = min_share * infos.len() as f64;
+    let mut patterns: Vec<Vec<(Vec<i64>, bool)>> = Vec::with_capacity(infos.len());
+    for v in all {
+        let mut pat = Vec::with_capacity(v.len());
+        for (disp, wrap) in v {
+            if (share[&disp] as f64) < least {
+                continue;
+            }
             for i in 0..d {
                 reach[i] = reach[i].max(disp[i].unsigned_abs() as u32);
                 wraps[i] |= wrap[i];
