@@ -49,6 +49,10 @@ pub struct Args {
     /// implies --lossy.
     #[arg(long, value_name = "FILE")]
     snippet: Option<PathBuf>,
+    /// A plugin spec naming peers that no grid position decides (e.g.
+    /// extrap/specs/npb-cg.toml for NPB CG's pattern).
+    #[arg(long, value_name = "SPEC")]
+    plugin: Option<PathBuf>,
     /// Input traces of the same program, in increasing rank count.
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -97,6 +101,18 @@ pub fn run(args: &Args) -> Result<()> {
         }
         None => None,
     };
+    let plugin: Option<std::sync::Arc<dyn extrap::Plugin>> = match &args.plugin {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+            let spec: extrap::SpecPlugin = text
+                .parse()
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            spec.check(args.ranks)
+                .map_err(|e| anyhow::anyhow!("{} at {} ranks: {e}", p.display(), args.ranks))?;
+            Some(std::sync::Arc::new(spec))
+        }
+        None => None,
+    };
     let inputs = args
         .files
         .iter()
@@ -117,6 +133,7 @@ pub fn run(args: &Args) -> Result<()> {
         },
         lossy: args.lossy,
         snippet,
+        plugin,
     };
     let t0 = Instant::now();
     let out = extrap::extrapolate(&inputs, &opts)?;

@@ -334,6 +334,50 @@ fn lossy_mode_keeps_the_dominant_pattern() {
     }
 }
 
+/// `cglike`: NPB CG's pattern (row partners at distance 2^k, k <
+/// log2(npcols), and the transpose partner), which no grid position
+/// decides. Through the shipped spec `extrap/specs/npb-cg.toml` the peers
+/// become symbols, the loop over k grows from 2 to 3 steps (fitted as
+/// ceil(log2(P)/2)), and the 64-rank result must equal a real 64-rank run
+/// for every rank. Without the plugin the tool refuses clearly.
+#[test]
+fn cg_like_extrapolates_through_the_plugin_spec() {
+    let spec = root().join("extrap/specs/npb-cg.toml");
+    let spec_arg = format!("--plugin={}", spec.display());
+    for imp in mpis() {
+        let dir = scratch("cglike");
+        let args = vec!["-i".to_string(), "4".to_string()];
+        let mut files = Vec::new();
+        for np in [8, 16, 32] {
+            let f = dir.join(format!("cg.{np}.trace"));
+            trace(imp, np, "cglike", &args, &f);
+            files.push(f);
+        }
+        let real = dir.join("cg.64.trace");
+        trace(imp, 64, "cglike", &args, &real);
+        let out = dir.join("x.trace");
+        let mut a: Vec<String> = vec!["extrap".into(), "-o".into(), out.display().to_string()];
+        a.extend(["--ranks".into(), "64".into()]);
+        a.extend(files.iter().map(|f| f.display().to_string()));
+        let o = rankscale(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+        let report = extrap(&out, 64, &files, &[&spec_arg]);
+        assert!(report.contains("ceil(log2(P)/2) = 3"), "{report}");
+        let (x, r) = (
+            TraceFile::read(&out).unwrap(),
+            TraceFile::read(&real).unwrap(),
+        );
+        for rank in 0..64 {
+            assert_eq!(
+                expansion(&x, rank),
+                expansion(&r, rank),
+                "{imp}: rank {rank}"
+            );
+        }
+        eprintln!("{imp} cglike: 64 ranks identical to the real trace through the plugin");
+    }
+}
+
 /// The mean steady-state computation time before `op`, over all its nodes.
 fn mean_compute_before(file: &TraceFile, op: Op) -> f64 {
     fn walk(nodes: &[MNode], op: Op, acc: &mut (f64, f64)) {
@@ -392,6 +436,7 @@ fn extrapolated_timing_follows_the_law() {
                     timing: method,
                     lossy: false,
                     snippet: None,
+                    plugin: None,
                 };
                 let x = extrap::extrapolate(&inputs, &opts).unwrap();
                 let got = mean_compute_before(&x.file, Op::Allreduce);

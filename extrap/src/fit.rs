@@ -58,6 +58,7 @@ impl Term {
         };
         match self {
             Term::One => "1".into(),
+            Term::Dim(0) if d == 1 => "P".into(),
             Term::Dim(i) => axis(i),
             Term::Trail(0) => "P".into(),
             Term::Trail(i) => (i..d).map(axis).collect::<Vec<_>>().join("*"),
@@ -80,6 +81,19 @@ pub enum Model {
         t: Term,
         /// Rounding up instead of down.
         ceil: bool,
+    },
+    /// `round(log2(t) / c) + a`, rounding up with `ceil`, down otherwise:
+    /// the number of steps of a recursive-doubling or butterfly loop
+    /// (NPB CG's `log2(npcols)` exchanges).
+    Log {
+        /// The size term.
+        t: Term,
+        /// The divisor.
+        c: i64,
+        /// Rounding up instead of down.
+        ceil: bool,
+        /// The offset.
+        a: i64,
     },
     /// `floor(k / a) * floor(k / b)`: a face of a block of a `k`-sized
     /// problem split over two dimensions.
@@ -111,6 +125,7 @@ impl Model {
                 let k = *k as f64;
                 (k / a.eval(dims)).floor() * (k / b.eval(dims)).floor()
             }
+            Model::Log { t, c, ceil, a } => log_steps(t.eval(dims), *c, *ceil) as f64 + *a as f64,
         }
     }
 
@@ -156,6 +171,20 @@ impl Model {
             }
             Model::DivProduct { k, a, b } => {
                 format!("floor({k}/{})*floor({k}/{})", a.name(d), b.name(d))
+            }
+            Model::Log { t, c, ceil, a } => {
+                let f = if *ceil { "ceil" } else { "floor" };
+                let div = if *c == 1 {
+                    String::new()
+                } else {
+                    format!("/{c}")
+                };
+                let off = match a {
+                    0 => String::new(),
+                    a if *a > 0 => format!(" + {a}"),
+                    a => format!(" - {}", -a),
+                };
+                format!("{f}(log2({}){div}){off}", t.name(d))
             }
         }
     }
@@ -290,6 +319,34 @@ fn solve_div(t: Term, ceil: bool, points: &[(&[u64], i64)]) -> Option<Model> {
     (lo <= hi).then_some(Model::Div { k, t, ceil })
 }
 
+/// `floor` or `ceil` of `log2(x) / c` for a size `x >= 1` (`floor(log2)`
+/// of a non-power of two counts its whole bits).
+fn log_steps(x: f64, c: i64, ceil: bool) -> i64 {
+    let x = x.max(1.0) as u64;
+    let l = 63 - i64::from(x.leading_zeros());
+    let l = if ceil && !x.is_power_of_two() {
+        l + 1
+    } else {
+        l
+    };
+    if ceil {
+        (l + c - 1).div_euclid(c)
+    } else {
+        l.div_euclid(c)
+    }
+}
+
+/// The offset `a` of `round(log2(t)/c) + a` that reproduces every point.
+fn solve_log(t: Term, c: i64, ceil: bool, points: &[(&[u64], i64)]) -> Option<Model> {
+    let &(d0, v0) = points.first()?;
+    let a = v0 - log_steps(t.eval(d0), c, ceil);
+    let m = Model::Log { t, c, ceil, a };
+    points
+        .iter()
+        .all(|&(d, v)| m.eval(d) == v as f64)
+        .then_some(m)
+}
+
 /// The `K` of `floor(K/a) * floor(K/b)` that reproduces every point.
 fn solve_div_product(a: Term, b: Term, points: &[(&[u64], i64)]) -> Option<Model> {
     let &(dims, v) = points.first()?;
@@ -344,6 +401,9 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
         for &t in &div_terms {
             for ceil in [false, true] {
                 cands.extend(solve_div(t, ceil, points));
+                for c in 1..=3 {
+                    cands.extend(solve_log(t, c, ceil, points));
+                }
             }
         }
         for i in 0..d {
@@ -476,6 +536,22 @@ mod tests {
                 .value,
             64
         );
+    }
+
+    #[test]
+    fn butterfly_steps_follow_log2() {
+        // NPB CG's row exchanges: log2(npcols) = ceil(log2(P)/2).
+        let dims = vec![vec![8], vec![16], vec![32]];
+        let f = fit(&pts(&dims, &[2, 2, 3]), &[64], Kind::Other).unwrap();
+        assert_eq!(f.value, 3, "{:?}", f.model);
+        assert_eq!(
+            fit(&pts(&dims, &[2, 2, 3]), &[1024], Kind::Other)
+                .unwrap()
+                .value,
+            5
+        );
+        let f = fit(&pts(&dims, &[3, 4, 5]), &[1024], Kind::Other).unwrap();
+        assert_eq!(f.value, 10, "{:?}", f.model);
     }
 
     #[test]

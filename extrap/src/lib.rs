@@ -27,14 +27,17 @@
 
 #![warn(missing_docs)]
 
+pub mod expr;
 pub mod fit;
 pub mod lossy;
 pub mod models;
+pub mod plugin;
 mod synth;
 pub mod topology;
 
 pub use lossy::Snippet;
 pub use models::Method;
+pub use plugin::{Plugin, SpecPlugin};
 pub use synth::{
     Dropped, Extrapolated, FieldFit, Input, Options, Report, TimingChoice, extrapolate,
 };

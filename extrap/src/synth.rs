@@ -13,6 +13,7 @@ use crate::Error;
 use crate::fit::{self, FitFailure};
 use crate::lossy::{self, Snippet};
 use crate::models::{self, Law, Method};
+use crate::plugin::Plugin;
 use crate::topology::{self, Layout, Pos, RankInfo, Topology, rank_at};
 
 /// One input trace and the name to report it by.
@@ -24,7 +25,7 @@ pub struct Input {
 }
 
 /// What to extrapolate to.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Options {
     /// The target rank count.
     pub ranks: u64,
@@ -39,6 +40,9 @@ pub struct Options {
     /// A snippet of the dominant pattern for the state-machine filter
     /// within each rank (implies lossy mode).
     pub snippet: Option<Snippet>,
+    /// A plugin that names peers symbolically (NPB CG's pattern), for codes
+    /// whose endpoints no grid position decides.
+    pub plugin: Option<std::sync::Arc<dyn Plugin>>,
 }
 
 /// What lossy mode dropped from one input.
@@ -539,6 +543,9 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         });
     }
     // Topologies.
+    if let Some(plugin) = &opts.plugin {
+        return extrapolate_with_plugin(inputs, opts, plugin.as_ref(), &sizes);
+    }
     let lossy = opts.lossy || opts.snippet.is_some();
     let mut tops = Vec::with_capacity(inputs.len());
     let mut infos: Vec<Vec<RankInfo>> = Vec::with_capacity(inputs.len());
@@ -857,6 +864,20 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
     methods.sort();
     report.methods = methods;
+    let file = TraceFile {
+        meta: target_meta(inputs, &sizes, target_size, opts.timing),
+        trace,
+        timelines: Vec::new(),
+        series: Vec::new(),
+    };
+    Ok(Extrapolated { file, report })
+}
+
+/// The metadata of an extrapolated trace: the largest input's, with the
+/// target size and the wall time fitted like any timing field (a
+/// prediction of the application's time, which replay prints beside its
+/// own).
+fn target_meta(inputs: &[Input], sizes: &[u64], target: u64, method: Method) -> Meta {
     let largest = &inputs[inputs.len() - 1].file.meta;
     let tool = format!(
         "rankscale {} extrap from {} traces ({} ranks)",
@@ -868,31 +889,387 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             .collect::<Vec<_>>()
             .join(", ")
     );
-    // The run's wall time, fitted like any timing field: a prediction of
-    // the application's time at the target, which replay prints beside its
-    // own.
     let walls: Vec<f64> = inputs.iter().map(|i| i.file.meta.wall_ns as f64).collect();
     let wall_ns = if walls.iter().all(|&w| w > 0.0) {
-        let fields = [walls.clone(), walls.clone(), walls.clone()];
+        let fields = [walls.clone(), walls.clone(), walls];
         let ps: Vec<f64> = sizes.iter().map(|&s| s as f64).collect();
         let mut unused = HashMap::new();
-        fit_fields(opts.timing, &ps, &fields, &mut unused)[0]
+        fit_fields(method, &ps, &fields, &mut unused)[0]
             .as_ref()
-            .map_or(0.0, |(law, _)| law.eval(target_size as f64))
+            .map_or(0.0, |(law, _)| law.eval(target as f64))
             .clamp(0.0, 1e18) as u64
     } else {
         0
     };
+    Meta {
+        tool,
+        mpi: largest.mpi.clone(),
+        world_size: target as u32,
+        command: largest.command.clone(),
+        wall_ns,
+        merge_ns: 0,
+        sites: largest.sites.clone(),
+    }
+}
+
+/// Symbolic peers are stored at and above this value (real peer offsets
+/// are below 2^31): pattern `p` at step `k` is `SYMBOL + (p << 20) + k`.
+const SYMBOL: i64 = 1 << 40;
+
+/// The positions of the peers a plugin may name in an event's encoded
+/// parameters: the `*.peer` fields (and the `*.local` ones on
+/// `MPI_COMM_WORLD`, where they are the same offsets), and the relative
+/// source of every matched-message entry.
+fn peer_positions(shape: &Shape, params: &[i64]) -> Vec<usize> {
+    let (nfixed, widths) = shape.layout();
+    let world = params.first() == Some(&0);
+    let real = |j: usize| {
+        params
+            .get(j)
+            .is_some_and(|&v| v != codec::PEER_ANY && v != codec::PEER_NULL)
+    };
+    let names = shape.param_names();
+    // A collective's transfers have no peer (`*.peer` is the null sentinel
+    // and `*.local` a plain 0); a `*.local` follows its `*.peer`.
+    let mut out: Vec<usize> = names
+        .iter()
+        .enumerate()
+        .filter(|&(j, n)| {
+            (n.ends_with(".peer") && real(j))
+                || (world && n.ends_with(".local") && j > 0 && real(j - 1))
+        })
+        .map(|(j, _)| j)
+        .collect();
+    let mut cur = nfixed;
+    for (name, &w) in shape.list_names().iter().zip(widths) {
+        let len = params.get(cur).copied().unwrap_or(0).max(0) as usize;
+        let w = usize::from(w.max(1));
+        if *name == "matched" && w == 4 {
+            out.extend((0..len).map(|e| cur + 1 + e * 4 + 2));
+        }
+        cur += 1 + len * w;
+    }
+    out
+}
+
+/// Replaces every peer the plugin can name by its symbol.
+fn symbolize(st: &mut Stream, rank: u64, size: u64, plugin: &dyn Plugin) {
+    for e in &mut st.events {
+        for j in peer_positions(&e.shape, &e.params) {
+            let Some(v) = e.params.get_mut(j) else {
+                continue;
+            };
+            if *v == codec::PEER_ANY || *v == codec::PEER_NULL {
+                continue;
+            }
+            let peer = rank as i64 + *v;
+            if let Some((p, k)) = u64::try_from(peer)
+                .ok()
+                .and_then(|q| plugin.symbolic(rank, size, q))
+                && (0..1 << 20).contains(&k)
+            {
+                *v = SYMBOL + (i64::from(p) << 20) + k;
+            }
+        }
+    }
+}
+
+/// Turns symbols back into peer offsets for `rank` of `size` ranks.
+fn concretize(
+    params: &mut [i64],
+    shape: &Shape,
+    rank: u64,
+    size: u64,
+    plugin: &dyn Plugin,
+) -> Result<(), Error> {
+    for j in peer_positions(shape, params) {
+        let Some(v) = params.get_mut(j) else { continue };
+        if *v < SYMBOL {
+            continue;
+        }
+        let (p, k) = (
+            ((*v - SYMBOL) >> 20) as u32,
+            (*v - SYMBOL) & ((1 << 20) - 1),
+        );
+        let peer = plugin.concrete(rank, size, p, k).ok_or_else(|| {
+            Error::Unrealisable(format!(
+                "plugin {:?}: pattern {} at step {k} gives rank {rank} of {size} no peer (is \
+                 {size} a size the pattern allows?)",
+                plugin.name(),
+                p + 1
+            ))
+        })?;
+        *v = peer as i64 - rank as i64;
+    }
+    Ok(())
+}
+
+/// A rank's events with runs folded: consecutive executions of one call
+/// whose parameters step by a constant (a loop over partners at 2^k).
+enum Item {
+    One(usize),
+    Run {
+        start: usize,
+        count: usize,
+        delta: Vec<i64>,
+    },
+}
+
+fn fold_runs(events: &[Ev]) -> Vec<Item> {
+    let step = |a: &Ev, b: &Ev| -> Option<Vec<i64>> {
+        (a.shape == b.shape && a.params.len() == b.params.len())
+            .then(|| b.params.iter().zip(&a.params).map(|(y, x)| y - x).collect())
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < events.len() {
+        let delta = events.get(i + 1).and_then(|b| step(&events[i], b));
+        match delta {
+            Some(d) if d.iter().any(|&x| x != 0) => {
+                let mut j = i + 1;
+                while j + 1 < events.len() && step(&events[j], &events[j + 1]).as_ref() == Some(&d)
+                {
+                    j += 1;
+                }
+                out.push(Item::Run {
+                    start: i,
+                    count: j - i + 1,
+                    delta: d,
+                });
+                i = j + 1;
+            }
+            _ => {
+                out.push(Item::One(i));
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Extrapolation through a plugin: every rank's peers become symbols, which
+/// must make all ranks of an input record the same; loops over symbolic
+/// steps may change their length with the size (fitted like any field);
+/// the target's ranks are then generated one by one and merged, so this
+/// path costs time in proportion to the target size.
+fn extrapolate_with_plugin(
+    inputs: &[Input],
+    opts: &Options,
+    plugin: &dyn Plugin,
+    sizes: &[u64],
+) -> Result<Extrapolated, Error> {
+    let n = opts.ranks;
+    if n > 1 << 16 {
+        return Err(Error::BadDims(format!(
+            "with a plugin the target's ranks are generated one by one; {n} ranks is more than \
+             this path handles (65,536)"
+        )));
+    }
+    if inputs.len() < 2 {
+        return Err(Error::TooFewTraces {
+            got: inputs.len(),
+            need: 2,
+            dims: 1,
+        });
+    }
+    let mut streams: Vec<Stream> = Vec::with_capacity(inputs.len());
+    let mut tops = Vec::with_capacity(inputs.len());
+    for (inp, &p) in inputs.iter().zip(sizes) {
+        let mut first: Option<(u64, Stream)> = None;
+        let mut infos = Vec::with_capacity(p as usize);
+        for r in 0..p {
+            let mut st = stream(&inp.file, r)?;
+            symbolize(&mut st, r, p, plugin);
+            let info = stream_info(&st);
+            if let Some((h, _)) = &first
+                && *h != info.stream
+            {
+                return Err(Error::Inhomogeneous {
+                    file: inp.name.clone(),
+                    class: format!("all ranks, with plugin {:?}", plugin.name()),
+                    r1: 0,
+                    r2: r,
+                });
+            }
+            if first.is_none() {
+                first = Some((info.stream, st));
+            }
+            infos.push(info);
+        }
+        tops.push(topology::detect_from(&infos, None)?);
+        streams.push(first.map(|(_, s)| s).ok_or(Error::MissingRank(0))?);
+    }
+    let folded: Vec<Vec<Item>> = streams.iter().map(|s| fold_runs(&s.events)).collect();
+    let (last, reference) = (inputs.len() - 1, &folded[inputs.len() - 1]);
+    for (k, f) in folded.iter().enumerate() {
+        let kind = |it: &Item, s: &Stream| match it {
+            Item::One(i) => (s.events[*i].shape, false),
+            Item::Run { start, .. } => (s.events[*start].shape, true),
+        };
+        let differ = (0..f.len().min(reference.len()))
+            .find(|&i| kind(&f[i], &streams[k]) != kind(&reference[i], &streams[last]))
+            .or((f.len() != reference.len()).then_some(f.len().min(reference.len())));
+        if let Some(i) = differ {
+            let text = |it: Option<&Item>, s: &Stream| match it {
+                Some(Item::One(i)) => event_text(&s.events[*i]),
+                Some(Item::Run { start, count, .. }) => {
+                    format!("a loop of {count} {}", event_text(&s.events[*start]))
+                }
+                None => "the end of the sequence".into(),
+            };
+            return Err(Error::Mismatch(Box::new(crate::Mismatch {
+                class: format!("all ranks, with plugin {:?}", plugin.name()),
+                index: i,
+                a: inputs[k].name.clone(),
+                ea: text(f.get(i), &streams[k]),
+                b: inputs[last].name.clone(),
+                eb: text(reference.get(i), &streams[last]),
+            })));
+        }
+    }
+    let grids: Vec<Vec<u64>> = sizes.iter().map(|&p| vec![p]).collect();
+    let grid_refs: Vec<&[u64]> = grids.iter().map(Vec::as_slice).collect();
+    let dims = vec![n];
+    let mut report = Report {
+        topologies: tops,
+        dims: dims.clone(),
+        wraps: vec![false],
+        classes: vec![(
+            format!("all ranks, with plugin {:?}", plugin.name()),
+            RankList::range(0, n as u32),
+        )],
+        fields: Vec::new(),
+        timing: Vec::new(),
+        methods: Vec::new(),
+        events: 0,
+        notes: Vec::new(),
+        dropped: Vec::new(),
+    };
+    let mut seen = BTreeSet::new();
+    let cname = report.classes[0].0.clone();
+    let mut fitter = Fitter {
+        class: &cname,
+        grids: &grid_refs,
+        dims: &dims,
+        cache: HashMap::new(),
+        fields: &mut report.fields,
+        seen: &mut seen,
+    };
+    let kept: Vec<(usize, Stream)> = streams.into_iter().enumerate().collect();
+    let ps: Vec<f64> = sizes.iter().map(|&s| s as f64).chain([n as f64]).collect();
+    let mut tally = HashMap::new();
+    // The target's items: (shape, first parameters, steps, delta, timing means).
+    type Target = (Shape, Vec<i64>, usize, Vec<i64>, [f64; 2]);
+    let mut items: Vec<Target> = Vec::with_capacity(reference.len());
+    for (i, it) in reference.iter().enumerate() {
+        let at = |f: &Vec<Item>| match &f[i] {
+            Item::One(j) => (*j, 1usize, Vec::new()),
+            Item::Run {
+                start,
+                count,
+                delta,
+            } => (*start, *count, delta.clone()),
+        };
+        let per: Vec<(usize, usize, Vec<i64>)> = folded.iter().map(at).collect();
+        let ev = &kept[last].1.events[per[last].0];
+        let params: Vec<&[i64]> = kept
+            .iter()
+            .zip(&per)
+            .map(|((_, s), (j, _, _))| s.events[*j].params.as_slice())
+            .collect();
+        let first = fitter.event(i, ev, &params)?;
+        let (count, delta) = match it {
+            Item::One(_) => (1, Vec::new()),
+            Item::Run { .. } => {
+                let counts: Vec<i64> = per.iter().map(|(_, c, _)| *c as i64).collect();
+                let count = fitter.value(i, ev, "loop steps", fit::Kind::Other, &counts)?;
+                let mut delta = Vec::with_capacity(first.len());
+                for j in 0..first.len() {
+                    let d: Vec<i64> = per
+                        .iter()
+                        .map(|(_, _, d)| d.get(j).copied().unwrap_or(0))
+                        .collect();
+                    delta.push(fitter.value(i, ev, "step of a field", fit::Kind::Other, &d)?);
+                }
+                (count.max(0) as usize, delta)
+            }
+        };
+        let key: Vec<TSrc> = kept
+            .iter()
+            .zip(&per)
+            .map(|((_, s), (j, _, _))| s.events[*j].timing)
+            .collect();
+        let (_, means) = fit_timing(
+            opts.timing,
+            &kept,
+            &key,
+            &ps,
+            &mut tally,
+            ev,
+            &mut report.timing,
+        );
+        items.push((ev.shape, first, count, delta, means));
+    }
+    // Every rank of the target, one by one, merged pairwise.
+    let mut traces: Vec<MergedTrace> = Vec::with_capacity(n as usize);
+    for r in 0..n {
+        let mut comp = Compressor::new(
+            r as i32,
+            Config {
+                slow_instances: 0,
+                queue_limit: usize::MAX / 4,
+                ..Config::default()
+            },
+        );
+        for (shape, first, count, delta, means) in &items {
+            for step in 0..*count {
+                let mut params: Vec<i64> = if delta.is_empty() {
+                    first.clone()
+                } else {
+                    first
+                        .iter()
+                        .zip(delta)
+                        .map(|(a, d)| a + d * step as i64)
+                        .collect()
+                };
+                concretize(&mut params, shape, r, n, plugin)?;
+                let mut e = codec::decode(shape, &params, r as i32).ok_or_else(|| {
+                    Error::Internal(format!("rank {r}: a synthetic event does not decode"))
+                })?;
+                e.time = Timing {
+                    enter_ns: 0,
+                    dur_ns: means[1].max(0.0).round() as u64,
+                    compute_ns: means[0].max(0.0).round() as u64,
+                };
+                comp.push(&e).map_err(|e| Error::Internal(e.to_string()))?;
+                report.events += 1;
+            }
+        }
+        let t = comp
+            .into_trace()
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        traces.push(MergedTrace::from_rank(&t));
+    }
+    while traces.len() > 1 {
+        let mut next = Vec::with_capacity(traces.len().div_ceil(2));
+        let mut it = traces.into_iter();
+        while let Some(a) = it.next() {
+            next.push(match it.next() {
+                Some(b) => a.merge(b),
+                None => a,
+            });
+        }
+        traces = next;
+    }
+    let mut trace = traces
+        .pop()
+        .ok_or_else(|| Error::Internal("no ranks".into()))?;
+    trace.normalize();
+    let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
+    methods.sort();
+    report.methods = methods;
     let file = TraceFile {
-        meta: Meta {
-            tool,
-            mpi: largest.mpi.clone(),
-            world_size: target_size as u32,
-            command: largest.command.clone(),
-            wall_ns,
-            merge_ns: 0,
-            sites: largest.sites.clone(),
-        },
+        meta: target_meta(inputs, sizes, n, opts.timing),
         trace,
         timelines: Vec::new(),
         series: Vec::new(),
@@ -1152,6 +1529,7 @@ fn stream_info(st: &Stream) -> RankInfo {
                 && let Some(&v) = e.params.get(j)
                 && v != codec::PEER_ANY
                 && v != codec::PEER_NULL
+                && v < SYMBOL
             {
                 info.peers.insert(v);
             }

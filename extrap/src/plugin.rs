@@ -1,0 +1,216 @@
+//! Plugins for endpoint patterns that no grid position decides (seed 001
+//! §4: NPB CG's partners at power-of-two distances in a row plus a
+//! transpose partner).
+//!
+//! A plugin names each peer symbolically, as a pattern and a step, from the
+//! executing rank and the rank count; extrapolation then fits the symbolic
+//! values like any other field and turns them back into ranks at the target.
+//! [`Plugin`] is the Rust interface; [`SpecPlugin`] reads a small TOML spec
+//! whose patterns are expressions in `rank`, `P` and the step `k` (see
+//! `extrap/specs/npb-cg.toml`), so that users need not recompile.
+
+use serde::Deserialize;
+
+use crate::expr::{Env, Expr};
+
+/// A source of symbolic endpoints.
+pub trait Plugin: Send + Sync {
+    /// The plugin's name, for reports.
+    fn name(&self) -> &str;
+    /// `peer` (a world rank) as seen from `rank` of `size` ranks: the index
+    /// of the pattern that gives it and the step, or `None`.
+    fn symbolic(&self, rank: u64, size: u64, peer: u64) -> Option<(u32, i64)>;
+    /// The world rank that pattern `pattern` at step `k` gives `rank` of
+    /// `size` ranks.
+    fn concrete(&self, rank: u64, size: u64, pattern: u32, k: i64) -> Option<u64>;
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecFile {
+    name: String,
+    #[serde(default, rename = "let")]
+    lets: Vec<NamedExpr>,
+    #[serde(rename = "peer")]
+    peers: Vec<PeerSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NamedExpr {
+    name: String,
+    expr: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeerSpec {
+    #[allow(dead_code)]
+    name: String,
+    expr: String,
+    /// Number of steps `k = 0 .. steps - 1` (default 1: no steps).
+    steps: Option<String>,
+}
+
+struct Pattern {
+    expr: Expr,
+    steps: Option<Expr>,
+}
+
+/// A plugin read from a spec file.
+pub struct SpecPlugin {
+    name: String,
+    lets: Vec<(String, Expr)>,
+    patterns: Vec<Pattern>,
+}
+
+impl std::str::FromStr for SpecPlugin {
+    type Err = String;
+
+    /// Parses a spec (TOML): `name`, `[[let]]` tables of `name` and `expr`
+    /// evaluated in order, and `[[peer]]` tables of `name`, `expr` and
+    /// optional `steps`.
+    fn from_str(text: &str) -> Result<SpecPlugin, String> {
+        let f: SpecFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        let lets = f
+            .lets
+            .into_iter()
+            .map(|l| Ok((l.name, l.expr.parse::<Expr>()?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        let patterns = f
+            .peers
+            .into_iter()
+            .map(|p| {
+                Ok(Pattern {
+                    expr: p.expr.parse()?,
+                    steps: p.steps.map(|s| s.parse()).transpose()?,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if patterns.is_empty() {
+            return Err("the spec has no [[peer]] pattern".into());
+        }
+        Ok(SpecPlugin {
+            name: f.name,
+            lets,
+            patterns,
+        })
+    }
+}
+
+impl SpecPlugin {
+    fn env(&self, rank: u64, size: u64) -> Option<Env> {
+        let mut env = Env::new();
+        env.insert("rank".into(), i64::try_from(rank).ok()?);
+        env.insert("P".into(), i64::try_from(size).ok()?);
+        for (name, e) in &self.lets {
+            let v = e.eval(&env).ok()?;
+            env.insert(name.clone(), v);
+        }
+        Some(env)
+    }
+
+    /// Checks that every pattern evaluates for every rank of a run of
+    /// `size` ranks, so that a broken spec is reported once, clearly.
+    pub fn check(&self, size: u64) -> Result<(), String> {
+        let mut env = Env::new();
+        env.insert("rank".into(), 0);
+        env.insert("P".into(), size as i64);
+        for (name, e) in &self.lets {
+            let v = e.eval(&env).map_err(|err| format!("let {name}: {err}"))?;
+            env.insert(name.clone(), v);
+        }
+        for (i, p) in self.patterns.iter().enumerate() {
+            env.insert("k".into(), 0);
+            if let Some(s) = &p.steps {
+                s.eval(&env)
+                    .map_err(|e| format!("peer {}: steps: {e}", i + 1))?;
+            }
+            p.expr
+                .eval(&env)
+                .map_err(|e| format!("peer {}: {e}", i + 1))?;
+        }
+        Ok(())
+    }
+}
+
+impl Plugin for SpecPlugin {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn symbolic(&self, rank: u64, size: u64, peer: u64) -> Option<(u32, i64)> {
+        let mut env = self.env(rank, size)?;
+        for (i, p) in self.patterns.iter().enumerate() {
+            env.insert("k".into(), 0);
+            let steps = match &p.steps {
+                Some(s) => s.eval(&env).ok()?,
+                None => 1,
+            };
+            for k in 0..steps.clamp(0, 1 << 16) {
+                env.insert("k".into(), k);
+                if p.expr.eval(&env).ok() == i64::try_from(peer).ok() {
+                    return Some((i as u32, k));
+                }
+            }
+        }
+        None
+    }
+
+    fn concrete(&self, rank: u64, size: u64, pattern: u32, k: i64) -> Option<u64> {
+        let mut env = self.env(rank, size)?;
+        env.insert("k".into(), k);
+        let p = self.patterns.get(pattern as usize)?;
+        let v = p.expr.eval(&env).ok()?;
+        u64::try_from(v).ok().filter(|&v| v < size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cg() -> SpecPlugin {
+        include_str!("../specs/npb-cg.toml").parse().unwrap()
+    }
+
+    #[test]
+    fn the_cg_spec_gives_npb_partners() {
+        let p = cg();
+        // 8 ranks: 2 rows of 4; rank 2's row partners 3 (k=0), 0 (k=1);
+        // its transpose partner is 4 (NPB's exch_proc), rank 1 its own.
+        assert_eq!(p.symbolic(2, 8, 3), Some((0, 0)));
+        assert_eq!(p.symbolic(2, 8, 0), Some((0, 1)));
+        assert_eq!(p.symbolic(2, 8, 4), Some((1, 0)));
+        assert_eq!(p.symbolic(1, 8, 1), Some((1, 0)));
+        assert_eq!(p.symbolic(2, 8, 7), None);
+        // 16 ranks: 4x4, transpose of rank 6 (row 1, column 2) is 9.
+        assert_eq!(p.concrete(6, 16, 1, 0), Some(9));
+        assert_eq!(p.concrete(6, 16, 0, 1), Some(4));
+        for size in [4u64, 8, 16, 32, 64, 128] {
+            p.check(size).unwrap();
+            for r in 0..size {
+                let t = p.concrete(r, size, 1, 0).unwrap();
+                assert_eq!(
+                    p.concrete(t, size, 1, 0),
+                    Some(r),
+                    "transpose is an involution"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_specs_are_rejected() {
+        assert!("name = \"x\"".parse::<SpecPlugin>().is_err());
+        assert!(
+            "name = \"x\"\n[[peer]]\nname = \"a\"\nexpr = \"rank +\"\n"
+                .parse::<SpecPlugin>()
+                .is_err()
+        );
+        let p: SpecPlugin = "name = \"x\"\n[[peer]]\nname = \"a\"\nexpr = \"rank / q\"\n"
+            .parse()
+            .unwrap();
+        assert!(p.check(4).unwrap_err().contains("unknown variable q"));
+    }
+}
