@@ -962,6 +962,17 @@ fn branches(out: &mut Vec<MNode>, a: Vec<MNode>, b: Vec<MNode>) {
     out.extend(second);
 }
 
+/// The matched index pairs of a common subsequence of two key sequences,
+/// in increasing order: the longest one where the table stays within
+/// [`DP_LIMIT`] cells, patience anchors beyond (common prefix and suffix
+/// first, in linear time). The alignment the merge uses, for other tools
+/// that align sequences (lossy extrapolation).
+pub fn common_subsequence(a: &[u64], b: &[u64]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    align(a, 0, b, 0, &mut out, 0);
+    out
+}
+
 /// Appends to `out` the matched index pairs (offset by `ao`, `bo`) of a
 /// common subsequence of `a` and `b`, in increasing order.
 fn align(a: &[u64], ao: usize, b: &[u64], bo: usize, out: &mut Vec<(usize, usize)>, depth: u32) {

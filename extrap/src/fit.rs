@@ -133,6 +133,10 @@ impl Model {
     fn unknowns(&self) -> usize {
         match self {
             Model::Linear(t) => t.len(),
+            // The offset and the choice of divisor and rounding: a log
+            // form must not win over a size itself (a Cartesian
+            // communicator's dims) on equal terms.
+            Model::Log { .. } => 2,
             _ => 1,
         }
     }
@@ -535,6 +539,18 @@ mod tests {
                 .unwrap()
                 .value,
             64
+        );
+    }
+
+    #[test]
+    fn a_size_wins_over_a_log_form() {
+        // 3, 4, 4 at 3x3, 4x3, 4x4 is y (and also floor(log2(y)) + 2).
+        let dims = vec![vec![3, 3], vec![4, 3], vec![4, 4]];
+        assert_eq!(
+            fit(&pts(&dims, &[3, 4, 4]), &[5, 4], Kind::Other)
+                .unwrap()
+                .value,
+            5
         );
     }
 

@@ -145,12 +145,6 @@ pub enum Error {
     /// The target sizes given by `--dims` are not usable.
     #[error("{0}")]
     BadDims(String),
-    /// Lossy mode's alignment would need too large a table.
-    #[error(
-        "lossy mode: aligning sequences of {0} and {1} events needs more memory than allowed \
-         (take traces with fewer iterations)"
-    )]
-    Lossy(usize, usize),
     /// Building the output failed (a bug).
     #[error("internal error: {0}")]
     Internal(String),

@@ -11,10 +11,14 @@
 //!   common subsequence keeps the calls every rank and every input share.
 //!   It runs on the expanded sequences, where a loop weighs its event count
 //!   by construction, and in two passes as the paper's: the common part is
-//!   found first, then everything else is removed.
+//!   found first, then everything else is removed. The alignment is the
+//!   inter-node merge's (exact dynamic programming up to a table limit,
+//!   patience anchors beyond), so very long sequences stay affordable.
 //!
 //! The share of events dropped is reported for every input.
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::str::FromStr;
 
 use compress::{Family, Op, Shape};
@@ -128,53 +132,20 @@ fn passes(op: Op) -> bool {
         )
 }
 
-/// Most cells (`m * n`) the longest-common-subsequence table may take.
-pub const LCS_LIMIT: usize = 1 << 28;
-
-/// The index pairs of a longest common subsequence of `a` and `b` under
-/// `eq`, in order; `None` if the table would exceed [`LCS_LIMIT`] cells.
-/// Common prefixes and suffixes are matched first, in linear time.
-pub fn lcs<T>(a: &[T], b: &[T], eq: impl Fn(&T, &T) -> bool) -> Option<Vec<(usize, usize)>> {
-    let pre = a.iter().zip(b).take_while(|(x, y)| eq(x, y)).count();
-    let suf = a[pre..]
-        .iter()
-        .rev()
-        .zip(b[pre..].iter().rev())
-        .take_while(|(x, y)| eq(x, y))
-        .count();
-    let (ma, mb) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
-    let (n, m) = (ma.len(), mb.len());
-    if n.saturating_mul(m) > LCS_LIMIT {
-        return None;
-    }
-    // First pass: the table of LCS lengths of suffixes.
-    let w = m + 1;
-    let mut t = vec![0u32; (n + 1) * w];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            t[i * w + j] = if eq(&ma[i], &mb[j]) {
-                t[(i + 1) * w + j + 1] + 1
-            } else {
-                t[(i + 1) * w + j].max(t[i * w + j + 1])
-            };
-        }
-    }
-    // Second pass: walk it.
-    let mut out: Vec<(usize, usize)> = (0..pre).map(|i| (i, i)).collect();
-    let (mut i, mut j) = (0, 0);
-    while i < n && j < m {
-        if eq(&ma[i], &mb[j]) {
-            out.push((pre + i, pre + j));
-            i += 1;
-            j += 1;
-        } else if t[(i + 1) * w + j] >= t[i * w + j + 1] {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    out.extend((0..suf).map(|k| (a.len() - suf + k, b.len() - suf + k)));
-    Some(out)
+/// The index pairs of a longest common subsequence of `a` and `b`, items
+/// being equal when their keys are, in order. Keys are interned to exact
+/// ids, and the alignment is the merge's own
+/// ([`compress::merge::common_subsequence`]: exact up to its table limit,
+/// patience anchors beyond).
+pub fn lcs<T, K: Hash + Eq>(a: &[T], b: &[T], key: impl Fn(&T) -> K) -> Vec<(usize, usize)> {
+    let mut ids: HashMap<K, u64> = HashMap::new();
+    let mut id = |x: &T| {
+        let n = ids.len() as u64;
+        *ids.entry(key(x)).or_insert(n)
+    };
+    let ka: Vec<u64> = a.iter().map(&mut id).collect();
+    let kb: Vec<u64> = b.iter().map(&mut id).collect();
+    compress::merge::common_subsequence(&ka, &kb)
 }
 
 #[cfg(test)]
@@ -185,7 +156,7 @@ mod tests {
     fn lcs_finds_the_common_part() {
         let a = b"ABCBDAB";
         let b = b"BDCABA";
-        let p = lcs(a, b, |x, y| x == y).unwrap();
+        let p = lcs(a, b, |x| *x);
         assert_eq!(p.len(), 4);
         assert!(p.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
         assert!(p.iter().all(|&(i, j)| a[i] == b[j]));
@@ -194,7 +165,7 @@ mod tests {
         let mut extra = main.clone();
         extra.splice(10..10, *b"xy");
         extra.splice(30..30, *b"xy");
-        let p = lcs(&main, &extra, |x, y| x == y).unwrap();
+        let p = lcs(&main, &extra, |x| *x);
         assert_eq!(p.len(), main.len());
     }
 

@@ -115,6 +115,23 @@ pub struct Report {
     pub dropped: Vec<Dropped>,
 }
 
+impl Report {
+    fn new(topologies: Vec<Topology>, dims: Vec<u64>, wraps: Vec<bool>) -> Report {
+        Report {
+            topologies,
+            dims,
+            wraps,
+            classes: Vec::new(),
+            fields: Vec::new(),
+            timing: Vec::new(),
+            methods: Vec::new(),
+            events: 0,
+            notes: Vec::new(),
+            dropped: Vec::new(),
+        }
+    }
+}
+
 /// The extrapolated trace and its report.
 pub struct Extrapolated {
     /// The trace at the target size.
@@ -664,18 +681,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         .map(|&s| s as f64)
         .chain([target_size as f64])
         .collect();
-    let mut report = Report {
-        topologies: tops.clone(),
-        dims: dims.clone(),
-        wraps: wraps.clone(),
-        classes: Vec::new(),
-        fields: Vec::new(),
-        timing: Vec::new(),
-        methods: Vec::new(),
-        events: 0,
-        notes: Vec::new(),
-        dropped: Vec::new(),
-    };
+    let mut report = Report::new(tops.clone(), dims.clone(), wraps.clone());
     let mut tally: HashMap<String, usize> = HashMap::new();
     let mut merged: Option<MergedTrace> = None;
     let mut field_seen: BTreeSet<(String, String)> = BTreeSet::new();
@@ -1130,21 +1136,11 @@ fn extrapolate_with_plugin(
     let grids: Vec<Vec<u64>> = sizes.iter().map(|&p| vec![p]).collect();
     let grid_refs: Vec<&[u64]> = grids.iter().map(Vec::as_slice).collect();
     let dims = vec![n];
-    let mut report = Report {
-        topologies: tops,
-        dims: dims.clone(),
-        wraps: vec![false],
-        classes: vec![(
-            format!("all ranks, with plugin {:?}", plugin.name()),
-            RankList::range(0, n as u32),
-        )],
-        fields: Vec::new(),
-        timing: Vec::new(),
-        methods: Vec::new(),
-        events: 0,
-        notes: Vec::new(),
-        dropped: Vec::new(),
-    };
+    let mut report = Report::new(tops, dims.clone(), vec![false]);
+    report.classes.push((
+        format!("all ranks, with plugin {:?}", plugin.name()),
+        RankList::range(0, n as u32),
+    ));
     let mut seen = BTreeSet::new();
     let cname = report.classes[0].0.clone();
     let mut fitter = Fitter {
@@ -1570,8 +1566,7 @@ fn common_per_class(
             }
             let a: Vec<&Ev> = common.iter().map(|&i| &rep.events[i]).collect();
             let b: Vec<&Ev> = streams[r].events.iter().collect();
-            let pairs = lossy::lcs(&a, &b, |x, y| x.shape == y.shape && x.params == y.params)
-                .ok_or(Error::Lossy(a.len(), b.len()))?;
+            let pairs = lossy::lcs(&a, &b, |x| (x.shape, x.params.clone()));
             common = pairs.iter().map(|&(x, _)| common[x]).collect();
         }
         dropped += ranks
@@ -1603,8 +1598,7 @@ fn align_lossy(present: &mut [(usize, Stream)]) -> Result<Vec<u64>, Error> {
     for (_, s) in others.iter() {
         let a: Vec<&Ev> = kept.iter().map(|&i| &reference.events[i]).collect();
         let b: Vec<&Ev> = s.events.iter().collect();
-        let pairs =
-            lossy::lcs(&a, &b, |x, y| x.shape == y.shape).ok_or(Error::Lossy(a.len(), b.len()))?;
+        let pairs = lossy::lcs(&a, &b, |x| x.shape);
         maps.push(pairs.iter().map(|&(x, y)| (kept[x], y)).collect());
         kept = pairs.iter().map(|&(x, _)| kept[x]).collect();
     }
