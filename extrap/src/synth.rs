@@ -405,6 +405,7 @@ fn find_layout(infos: &[Vec<RankInfo>], tops: &[Topology], reach: &[u32]) -> Lay
     if ok(&base) || reach.len() != 1 {
         return base;
     }
+
     let mut cands = Vec::new();
     for lo in reach[0]..=MAX_EDGE {
         for hi in reach[0]..=MAX_EDGE {
@@ -720,6 +721,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         // Align on the largest input; a degenerate small grid may differ.
         let reference_len = present.last().map_or(0, |(_, s)| s.events.len());
         let mut kept: Vec<(usize, Stream)> = Vec::new();
+        let mut mismatch: Option<Error> = None;
         let mut all = present;
         let reference = all.pop().expect("present is not empty");
         for (k, s) in all {
@@ -734,6 +736,10 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
                     ));
                 }
                 Some(i) => {
+                    if mismatch.is_some() {
+                        kept.push((k, s));
+                        continue;
+                    }
                     let text = |s: &Stream, meta: &Meta| {
                         s.events
                             .get(i)
@@ -746,25 +752,40 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
                                 format!("{} at {site}", event_text(e))
                             })
                     };
-                    return Err(Error::Mismatch(Box::new(crate::Mismatch {
-                        class: cname,
+                    mismatch = Some(Error::Mismatch(Box::new(crate::Mismatch {
+                        class: cname.clone(),
                         index: i,
                         a: inputs[k].name.clone(),
                         ea: text(&s, &inputs[k].file.meta),
                         b: inputs[kref].name.clone(),
                         eb: text(&reference.1, &inputs[kref].file.meta),
                     })));
+                    kept.push((k, s));
                 }
             }
         }
         kept.push(reference);
+        // Sequences of different lengths may still align as loops whose
+        // step counts change with the size.
+        let folded: Vec<Vec<Item>> = match mismatch {
+            None => kept
+                .iter()
+                .map(|(_, s)| (0..s.events.len()).map(Item::One).collect())
+                .collect(),
+            Some(err) => {
+                let f: Vec<Vec<Item>> = kept.iter().map(|(_, s)| fold_runs(&s.events)).collect();
+                if items_differ(&f, &kept).is_some() {
+                    return Err(err);
+                }
+                f
+            }
+        };
         let grids: Vec<&[u64]> = kept.iter().map(|(k, _)| tops[*k].dims.as_slice()).collect();
         let kps: Vec<f64> = kept
             .iter()
             .map(|(k, _)| ps[*k])
             .chain([ps[ps.len() - 1]])
             .collect();
-        // Fit every field, event by event.
         let mut fitter = Fitter {
             class: &cname,
             grids: &grids,
@@ -773,7 +794,15 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             fields: &mut report.fields,
             seen: &mut field_seen,
         };
-        let mut tcache: HashMap<Vec<TSrc>, (PathTiming, [f64; 2])> = HashMap::new();
+        let targets = fit_items(
+            &mut fitter,
+            &kept,
+            &folded,
+            &kps,
+            opts.timing,
+            &mut tally,
+            &mut report.timing,
+        )?;
         let mut comp = Compressor::new(
             rep as i32,
             Config {
@@ -782,42 +811,17 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
                 ..Config::default()
             },
         );
-        let last = &kept[kept.len() - 1].1;
         let mut leaf_timing: Vec<Option<PathTiming>> = Vec::with_capacity(reference_len);
-        for (i, ev) in last.events.iter().enumerate() {
-            let inputs: Vec<&[i64]> = kept
-                .iter()
-                .map(|(_, s)| s.events[i].params.as_slice())
-                .collect();
-            let params = fitter.event(i, ev, &inputs)?;
-            // Timing.
-            let key: Vec<TSrc> = kept.iter().map(|(_, s)| s.events[i].timing).collect();
-            let (pt, means) = match tcache.get(&key) {
-                Some(v) => v.clone(),
-                None => {
-                    let v = fit_timing(
-                        opts.timing,
-                        &kept,
-                        &key,
-                        &kps,
-                        &mut tally,
-                        ev,
-                        &mut report.timing,
-                    );
-                    tcache.insert(key.clone(), v.clone());
-                    v
-                }
-            };
-            let mut event: Event = codec::decode(&ev.shape, &params, rep as i32)
-                .ok_or_else(|| Error::Internal(format!("{cname}: event {i} does not decode")))?;
-            event.time = Timing {
-                enter_ns: 0,
-                dur_ns: means[1].max(0.0).round() as u64,
-                compute_ns: means[0].max(0.0).round() as u64,
-            };
-            comp.push(&event)
-                .map_err(|e| Error::Internal(format!("{cname}: {e}")))?;
-            leaf_timing.push(matches!(ev.timing, TSrc::Stats(..)).then_some(pt));
+        for t in &targets {
+            for step in 0..t.count {
+                let params = t.params(step);
+                let mut event: Event = codec::decode(&t.shape, &params, rep as i32)
+                    .ok_or_else(|| Error::Internal(format!("{cname}: an event does not decode")))?;
+                event.time = t.time();
+                comp.push(&event)
+                    .map_err(|e| Error::Internal(format!("{cname}: {e}")))?;
+                leaf_timing.push(t.timing.clone());
+            }
         }
         let mut trace = comp
             .into_trace()
@@ -844,7 +848,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             let key = leaf.timing() as *const PathTiming as usize;
             by_leaf.get(&key).map(|t| t.with_count(leaf.executions()))
         });
-        report.events += last.events.len() as u64 * ranks.len();
+        report.events += leaf_timing.len() as u64 * ranks.len();
         let group = MergedTrace::from_group(&trace, ranks.clone())
             .ok_or_else(|| Error::Internal(format!("{cname}: the class trace spilled")))?;
         report.classes.push((cname, ranks));
@@ -1011,7 +1015,8 @@ fn concretize(
 }
 
 /// A rank's events with runs folded: consecutive executions of one call
-/// whose parameters step by a constant (a loop over partners at 2^k).
+/// whose parameters step by a constant, zero included (a loop over
+/// partners at 2^k, or over as many calls as there are ranks).
 enum Item {
     One(usize),
     Run {
@@ -1031,7 +1036,7 @@ fn fold_runs(events: &[Ev]) -> Vec<Item> {
     while i < events.len() {
         let delta = events.get(i + 1).and_then(|b| step(&events[i], b));
         match delta {
-            Some(d) if d.iter().any(|&x| x != 0) => {
+            Some(d) => {
                 let mut j = i + 1;
                 while j + 1 < events.len() && step(&events[j], &events[j + 1]).as_ref() == Some(&d)
                 {
@@ -1051,6 +1056,133 @@ fn fold_runs(events: &[Ev]) -> Vec<Item> {
         }
     }
     out
+}
+
+/// Where the folded sequences of the inputs first differ in call or kind
+/// (the input and the item), if they do.
+fn items_differ(folded: &[Vec<Item>], kept: &[(usize, Stream)]) -> Option<(usize, usize)> {
+    let last = folded.len().checked_sub(1)?;
+    let kind = |it: &Item, s: &Stream| match it {
+        Item::One(i) => (s.events[*i].shape, false),
+        Item::Run { start, .. } => (s.events[*start].shape, true),
+    };
+    let reference = &folded[last];
+    folded.iter().enumerate().find_map(|(k, f)| {
+        (0..f.len().min(reference.len()))
+            .find(|&i| kind(&f[i], &kept[k].1) != kind(&reference[i], &kept[last].1))
+            .or((f.len() != reference.len()).then_some(f.len().min(reference.len())))
+            .map(|i| (k, i))
+    })
+}
+
+/// One item of the target's sequence: a call `count` times, its
+/// parameters stepping by `delta` (empty for a single call), with the
+/// timing fitted for it.
+struct Target {
+    shape: Shape,
+    first: Vec<i64>,
+    count: usize,
+    delta: Vec<i64>,
+    timing: Option<PathTiming>,
+    means: [f64; 2],
+}
+
+impl Target {
+    /// The parameters of step `step`.
+    fn params(&self, step: usize) -> Vec<i64> {
+        if self.delta.is_empty() {
+            return self.first.clone();
+        }
+        self.first
+            .iter()
+            .zip(&self.delta)
+            .map(|(a, d)| a + d * step as i64)
+            .collect()
+    }
+
+    /// The time an event of this item carries into the compressor (the
+    /// means of its path class; leaves get their whole fitted timing
+    /// afterwards).
+    fn time(&self) -> Timing {
+        Timing {
+            enter_ns: 0,
+            dur_ns: self.means[1].max(0.0).round() as u64,
+            compute_ns: self.means[0].max(0.0).round() as u64,
+        }
+    }
+}
+
+/// Fits the aligned items of the inputs (`folded[k]` over `kept[k]`):
+/// every field of the first call, and for a loop its step count and the
+/// step of every field; and its timing.
+fn fit_items(
+    fitter: &mut Fitter<'_>,
+    kept: &[(usize, Stream)],
+    folded: &[Vec<Item>],
+    kps: &[f64],
+    method: Method,
+    tally: &mut HashMap<String, usize>,
+    choices: &mut Vec<TimingChoice>,
+) -> Result<Vec<Target>, Error> {
+    let last = kept.len() - 1;
+    let mut tcache: HashMap<Vec<TSrc>, (PathTiming, [f64; 2])> = HashMap::new();
+    let mut out = Vec::with_capacity(folded[last].len());
+    for (i, it) in folded[last].iter().enumerate() {
+        let at = |f: &Vec<Item>| match &f[i] {
+            Item::One(j) => (*j, 1usize, Vec::new()),
+            Item::Run {
+                start,
+                count,
+                delta,
+            } => (*start, *count, delta.clone()),
+        };
+        let per: Vec<(usize, usize, Vec<i64>)> = folded.iter().map(at).collect();
+        let ev = &kept[last].1.events[per[last].0];
+        let params: Vec<&[i64]> = kept
+            .iter()
+            .zip(&per)
+            .map(|((_, s), (j, _, _))| s.events[*j].params.as_slice())
+            .collect();
+        let first = fitter.event(i, ev, &params)?;
+        let (count, delta) = match it {
+            Item::One(_) => (1, Vec::new()),
+            Item::Run { .. } => {
+                let counts: Vec<i64> = per.iter().map(|(_, c, _)| *c as i64).collect();
+                let count = fitter.value(i, ev, "loop steps", fit::Kind::Other, &counts)?;
+                let mut delta = Vec::with_capacity(first.len());
+                for j in 0..first.len() {
+                    let d: Vec<i64> = per
+                        .iter()
+                        .map(|(_, _, d)| d.get(j).copied().unwrap_or(0))
+                        .collect();
+                    delta.push(fitter.value(i, ev, "step of a field", fit::Kind::Other, &d)?);
+                }
+                (count.max(0) as usize, delta)
+            }
+        };
+        let key: Vec<TSrc> = kept
+            .iter()
+            .zip(&per)
+            .map(|((_, s), (j, _, _))| s.events[*j].timing)
+            .collect();
+        let (pt, means) = match tcache.get(&key) {
+            Some(v) => v.clone(),
+            None => {
+                let v = fit_timing(method, kept, &key, kps, tally, ev, choices);
+                tcache.insert(key, v.clone());
+                v
+            }
+        };
+        out.push(Target {
+            shape: ev.shape,
+            first,
+            count,
+            delta,
+            timing: matches!(ev.timing, TSrc::Stats(..)).then_some(pt),
+            means,
+        });
+    }
+    Ok(out)
 }
 
 /// Extrapolation through a plugin: every rank's peers become symbols, which
@@ -1106,32 +1238,24 @@ fn extrapolate_with_plugin(
         streams.push(first.map(|(_, s)| s).ok_or(Error::MissingRank(0))?);
     }
     let folded: Vec<Vec<Item>> = streams.iter().map(|s| fold_runs(&s.events)).collect();
-    let (last, reference) = (inputs.len() - 1, &folded[inputs.len() - 1]);
-    for (k, f) in folded.iter().enumerate() {
-        let kind = |it: &Item, s: &Stream| match it {
-            Item::One(i) => (s.events[*i].shape, false),
-            Item::Run { start, .. } => (s.events[*start].shape, true),
+    let kept: Vec<(usize, Stream)> = streams.into_iter().enumerate().collect();
+    let last = inputs.len() - 1;
+    if let Some((k, i)) = items_differ(&folded, &kept) {
+        let text = |it: Option<&Item>, s: &Stream| match it {
+            Some(Item::One(i)) => event_text(&s.events[*i]),
+            Some(Item::Run { start, count, .. }) => {
+                format!("a loop of {count} {}", event_text(&s.events[*start]))
+            }
+            None => "the end of the sequence".into(),
         };
-        let differ = (0..f.len().min(reference.len()))
-            .find(|&i| kind(&f[i], &streams[k]) != kind(&reference[i], &streams[last]))
-            .or((f.len() != reference.len()).then_some(f.len().min(reference.len())));
-        if let Some(i) = differ {
-            let text = |it: Option<&Item>, s: &Stream| match it {
-                Some(Item::One(i)) => event_text(&s.events[*i]),
-                Some(Item::Run { start, count, .. }) => {
-                    format!("a loop of {count} {}", event_text(&s.events[*start]))
-                }
-                None => "the end of the sequence".into(),
-            };
-            return Err(Error::Mismatch(Box::new(crate::Mismatch {
-                class: format!("all ranks, with plugin {:?}", plugin.name()),
-                index: i,
-                a: inputs[k].name.clone(),
-                ea: text(f.get(i), &streams[k]),
-                b: inputs[last].name.clone(),
-                eb: text(reference.get(i), &streams[last]),
-            })));
-        }
+        return Err(Error::Mismatch(Box::new(crate::Mismatch {
+            class: format!("all ranks, with plugin {:?}", plugin.name()),
+            index: i,
+            a: inputs[k].name.clone(),
+            ea: text(folded[k].get(i), &kept[k].1),
+            b: inputs[last].name.clone(),
+            eb: text(folded[last].get(i), &kept[last].1),
+        })));
     }
     let grids: Vec<Vec<u64>> = sizes.iter().map(|&p| vec![p]).collect();
     let grid_refs: Vec<&[u64]> = grids.iter().map(Vec::as_slice).collect();
@@ -1151,61 +1275,17 @@ fn extrapolate_with_plugin(
         fields: &mut report.fields,
         seen: &mut seen,
     };
-    let kept: Vec<(usize, Stream)> = streams.into_iter().enumerate().collect();
     let ps: Vec<f64> = sizes.iter().map(|&s| s as f64).chain([n as f64]).collect();
     let mut tally = HashMap::new();
-    // The target's items: (shape, first parameters, steps, delta, timing means).
-    type Target = (Shape, Vec<i64>, usize, Vec<i64>, [f64; 2]);
-    let mut items: Vec<Target> = Vec::with_capacity(reference.len());
-    for (i, it) in reference.iter().enumerate() {
-        let at = |f: &Vec<Item>| match &f[i] {
-            Item::One(j) => (*j, 1usize, Vec::new()),
-            Item::Run {
-                start,
-                count,
-                delta,
-            } => (*start, *count, delta.clone()),
-        };
-        let per: Vec<(usize, usize, Vec<i64>)> = folded.iter().map(at).collect();
-        let ev = &kept[last].1.events[per[last].0];
-        let params: Vec<&[i64]> = kept
-            .iter()
-            .zip(&per)
-            .map(|((_, s), (j, _, _))| s.events[*j].params.as_slice())
-            .collect();
-        let first = fitter.event(i, ev, &params)?;
-        let (count, delta) = match it {
-            Item::One(_) => (1, Vec::new()),
-            Item::Run { .. } => {
-                let counts: Vec<i64> = per.iter().map(|(_, c, _)| *c as i64).collect();
-                let count = fitter.value(i, ev, "loop steps", fit::Kind::Other, &counts)?;
-                let mut delta = Vec::with_capacity(first.len());
-                for j in 0..first.len() {
-                    let d: Vec<i64> = per
-                        .iter()
-                        .map(|(_, _, d)| d.get(j).copied().unwrap_or(0))
-                        .collect();
-                    delta.push(fitter.value(i, ev, "step of a field", fit::Kind::Other, &d)?);
-                }
-                (count.max(0) as usize, delta)
-            }
-        };
-        let key: Vec<TSrc> = kept
-            .iter()
-            .zip(&per)
-            .map(|((_, s), (j, _, _))| s.events[*j].timing)
-            .collect();
-        let (_, means) = fit_timing(
-            opts.timing,
-            &kept,
-            &key,
-            &ps,
-            &mut tally,
-            ev,
-            &mut report.timing,
-        );
-        items.push((ev.shape, first, count, delta, means));
-    }
+    let items = fit_items(
+        &mut fitter,
+        &kept,
+        &folded,
+        &ps,
+        opts.timing,
+        &mut tally,
+        &mut report.timing,
+    )?;
     // Every rank of the target, one by one, merged pairwise.
     let mut traces: Vec<MergedTrace> = Vec::with_capacity(n as usize);
     for r in 0..n {
@@ -1217,26 +1297,14 @@ fn extrapolate_with_plugin(
                 ..Config::default()
             },
         );
-        for (shape, first, count, delta, means) in &items {
-            for step in 0..*count {
-                let mut params: Vec<i64> = if delta.is_empty() {
-                    first.clone()
-                } else {
-                    first
-                        .iter()
-                        .zip(delta)
-                        .map(|(a, d)| a + d * step as i64)
-                        .collect()
-                };
-                concretize(&mut params, shape, r, n, plugin)?;
-                let mut e = codec::decode(shape, &params, r as i32).ok_or_else(|| {
+        for t in &items {
+            for step in 0..t.count {
+                let mut params = t.params(step);
+                concretize(&mut params, &t.shape, r, n, plugin)?;
+                let mut e = codec::decode(&t.shape, &params, r as i32).ok_or_else(|| {
                     Error::Internal(format!("rank {r}: a synthetic event does not decode"))
                 })?;
-                e.time = Timing {
-                    enter_ns: 0,
-                    dur_ns: means[1].max(0.0).round() as u64,
-                    compute_ns: means[0].max(0.0).round() as u64,
-                };
+                e.time = t.time();
                 comp.push(&e).map_err(|e| Error::Internal(e.to_string()))?;
                 report.events += 1;
             }
