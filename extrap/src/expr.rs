@@ -174,7 +174,8 @@ impl Parser {
                 self.expect(")")?;
                 Ok(e)
             }
-            other => Err(format!("unexpected {other:?}")),
+            Some(Tok::Op(o)) => Err(format!("unexpected {o:?}")),
+            None => Err("unexpected end of the expression".into()),
         }
     }
 }
