@@ -479,10 +479,17 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             dims: 1,
         });
     }
-    // Topologies.
     if let Some(plugin) = &opts.plugin {
+        if opts.lossy || opts.snippet.is_some() || opts.dims.is_some() {
+            return Err(Error::BadDims(
+                "a plugin names every peer itself: it does not combine with --lossy, \
+                 --snippet or --dims"
+                    .into(),
+            ));
+        }
         return extrapolate_with_plugin(inputs, opts, plugin.as_ref(), &sizes);
     }
+    // Topologies.
     let lossy = opts.lossy || opts.snippet.is_some();
     let mut tops = Vec::with_capacity(inputs.len());
     let mut infos: Vec<Vec<RankInfo>> = Vec::with_capacity(inputs.len());
