@@ -838,14 +838,18 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
         }
         let d = desync::analyze(&steps.t, &desync::Options::for_reports()).unwrap();
         // Ranks at the same distance from rank 4 wait in the same
-        // iteration: their timelines correlate; waiting ranks and
+        // iteration: their timelines correlate, each rank best with its
+        // mirror (a noise peak of the oversubscribed machine once took one
+        // pair down to 0.895, so the bound is 0.8); waiting ranks and
         // undisturbed ones do not.
         for k in 1..=4 {
-            assert!(
-                d.correlation[4 - k][4 + k] > 0.9,
-                "{imp}: {:?}",
-                d.correlation
-            );
+            let (a, b) = (4 - k, 4 + k);
+            assert!(d.correlation[a][b] > 0.8, "{imp}: {:?}", d.correlation);
+            let best = (0..16)
+                .filter(|&c| c != a)
+                .max_by(|&x, &y| d.correlation[a][x].total_cmp(&d.correlation[a][y]))
+                .unwrap();
+            assert_eq!(best, b, "{imp}: rank {a}'s best match {:?}", d.correlation);
         }
         // On average: one pair can correlate by chance, when a calm
         // rank's noise peaks in the iteration the wave reached the other.
