@@ -274,7 +274,9 @@ impl fmt::Display for Topology {
         let crit: Vec<String> = self.critical.iter().map(u64::to_string).collect();
         writeln!(f, "  critical:     {}", crit.join(" "))?;
         writeln!(f, "  groups:       {}", self.groups.len())?;
-        for g in &self.groups {
+        let letter = |i: usize| char::from_u32(u32::from(b'A') + (i % 26) as u32).unwrap_or('?');
+        for (i, g) in self.groups.iter().enumerate() {
+            write!(f, "    {} ", letter(i))?;
             let peers: Vec<String> = g
                 .peers
                 .iter()
@@ -290,10 +292,30 @@ impl fmt::Display for Topology {
             };
             writeln!(
                 f,
-                "    {:<28} {} rank(s): {peers}",
+                "{:<28} {} rank(s): {peers}",
                 g.ranks.to_string(),
                 g.ranks.len()
             )?;
+        }
+        // The groups in row-major order (seed 001 Fig. 3: each row repeats
+        // the pattern between its critical nodes), for grids small enough
+        // to read.
+        let size = self.size();
+        let width = self.dims.last().copied().unwrap_or(1);
+        if size <= 1024 && width <= 64 && self.groups.len() <= 26 {
+            writeln!(
+                f,
+                "  row-major map (one line per row of the last dimension):"
+            )?;
+            for row in 0..size / width {
+                let line: String = (row * width..(row + 1) * width)
+                    .map(|r| {
+                        let g = self.groups.iter().position(|g| g.ranks.contains(r as u32));
+                        g.map_or('.', letter)
+                    })
+                    .collect();
+                writeln!(f, "    {line}")?;
+            }
         }
         Ok(())
     }
