@@ -933,27 +933,15 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
             comp.push(&ev).map_err(failed)?;
         }
         let trace = comp.into_trace().map_err(failed)?;
-        parts.push(Some(TraceFile {
+        parts.push(TraceFile {
             meta: Meta::default(),
             trace: MergedTrace::from_rank(&trace),
             timelines: vec![timeline],
             series: Vec::new(),
-        }));
+        });
     }
-    // The shim's binomial reduction order (pmpi-shim/src/reduce.rs), so
-    // that an imported trace merges exactly as a traced one would.
-    let mut step = 1;
-    while step < parts.len() {
-        for r in (0..parts.len()).step_by(2 * step) {
-            if r + step < parts.len()
-                && let (Some(a), Some(b)) = (parts[r].take(), parts[r + step].take())
-            {
-                parts[r] = Some(a.merge(b));
-            }
-        }
-        step *= 2;
-    }
-    let mut file = parts.into_iter().next().flatten().unwrap_or_default();
+    // Merged as a traced run would be.
+    let mut file = compress::merge::merge_binomial(parts, TraceFile::merge).unwrap_or_default();
     file.trace.normalize();
     file.meta = Meta {
         tool: format!("rankscale {}", env!("CARGO_PKG_VERSION")),

@@ -962,6 +962,27 @@ fn branches(out: &mut Vec<MNode>, a: Vec<MNode>, b: Vec<MNode>) {
     out.extend(second);
 }
 
+/// Merges per-rank parts (part `r` is rank `r`'s) in the shim's binomial
+/// reduction order (`pmpi-shim/src/reduce.rs`: in round `k`, part `r` takes
+/// part `r + 2^k` when `r` is a multiple of `2^(k+1)`), so that traces built
+/// outside a run (imported, extrapolated) merge exactly as a traced one
+/// would. `None` for no parts.
+pub fn merge_binomial<T>(parts: Vec<T>, mut merge: impl FnMut(T, T) -> T) -> Option<T> {
+    let mut parts: Vec<Option<T>> = parts.into_iter().map(Some).collect();
+    let mut step = 1;
+    while step < parts.len() {
+        for r in (0..parts.len()).step_by(2 * step) {
+            if r + step < parts.len()
+                && let (Some(a), Some(b)) = (parts[r].take(), parts[r + step].take())
+            {
+                parts[r] = Some(merge(a, b));
+            }
+        }
+        step *= 2;
+    }
+    parts.into_iter().next().flatten()
+}
+
 /// The matched index pairs of a common subsequence of two key sequences,
 /// in increasing order: the longest one where the table stays within
 /// [`DP_LIMIT`] cells, patience anchors beyond (common prefix and suffix

@@ -422,3 +422,36 @@ pub(super) fn first_difference(a: &Stream, b: &Stream) -> Option<usize> {
         })
         .or((a.events.len() != b.events.len()).then_some(n))
 }
+
+/// Compresses the events `targets` give rank `rank` (`fix` may rewrite each
+/// event's parameters first, as the plugin path turns symbols into peers):
+/// the rank's trace, and for each event the fitted timing of its item.
+pub(super) fn synthesize(
+    rank: u64,
+    targets: &[Target],
+    mut fix: impl FnMut(&Target, &mut Vec<i64>) -> Result<(), Error>,
+) -> Result<(compress::Trace, Vec<Option<PathTiming>>), Error> {
+    let internal = |what: String| Error::Internal(format!("rank {rank}: {what}"));
+    let mut comp = Compressor::new(
+        rank as i32,
+        Config {
+            slow_instances: 0,
+            queue_limit: usize::MAX / 4,
+            ..Config::default()
+        },
+    );
+    let mut timings = Vec::new();
+    for t in targets {
+        for step in 0..t.count {
+            let mut params = t.params(step);
+            fix(t, &mut params)?;
+            let mut event = codec::decode(&t.shape, &params, rank as i32)
+                .ok_or_else(|| internal("a synthetic event does not decode".into()))?;
+            event.time = t.time();
+            comp.push(&event).map_err(|e| internal(e.to_string()))?;
+            timings.push(t.timing.clone());
+        }
+    }
+    let trace = comp.into_trace().map_err(|e| internal(e.to_string()))?;
+    Ok((trace, timings))
+}

@@ -5,8 +5,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use compress::{
-    Compressor, Config, Dist, Event, EventTiming, MergedTrace, Meta, Op, PathClass, PathTiming,
-    Quantity, RankList, Shape, TimeStats, Timing, TraceFile, codec,
+    Compressor, Config, Dist, EventTiming, MergedTrace, Meta, Op, PathClass, PathTiming, Quantity,
+    RankList, Shape, TimeStats, Timing, TraceFile, codec,
 };
 
 use crate::Error;
@@ -20,7 +20,7 @@ mod align;
 mod symbolic;
 mod timefit;
 
-use align::{Fitter, Item, first_difference, fit_items, fold_runs, items_differ};
+use align::{Fitter, Item, first_difference, fit_items, fold_runs, items_differ, synthesize};
 use symbolic::{SYMBOL, extrapolate_with_plugin};
 use timefit::{fit_fields, fit_timing};
 
@@ -645,7 +645,6 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             )));
         };
         // Align on the largest input; a degenerate small grid may differ.
-        let reference_len = present.last().map_or(0, |(_, s)| s.events.len());
         let mut kept: Vec<(usize, Stream)> = Vec::new();
         let mut mismatch: Option<Error> = None;
         let mut all = present;
@@ -722,29 +721,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             &mut tally,
             &mut report.timing,
         )?;
-        let mut comp = Compressor::new(
-            rep as i32,
-            Config {
-                slow_instances: 0,
-                queue_limit: usize::MAX / 4,
-                ..Config::default()
-            },
-        );
-        let mut leaf_timing: Vec<Option<PathTiming>> = Vec::with_capacity(reference_len);
-        for t in &targets {
-            for step in 0..t.count {
-                let params = t.params(step);
-                let mut event: Event = codec::decode(&t.shape, &params, rep as i32)
-                    .ok_or_else(|| Error::Internal(format!("{cname}: an event does not decode")))?;
-                event.time = t.time();
-                comp.push(&event)
-                    .map_err(|e| Error::Internal(format!("{cname}: {e}")))?;
-                leaf_timing.push(t.timing.clone());
-            }
-        }
-        let mut trace = comp
-            .into_trace()
-            .map_err(|e| Error::Internal(format!("{cname}: {e}")))?;
+        let (mut trace, leaf_timing) = synthesize(rep, &targets, |_, _| Ok(()))?;
         // Give each leaf the timing fitted for its events.
         let mut by_leaf: HashMap<usize, PathTiming> = HashMap::new();
         {

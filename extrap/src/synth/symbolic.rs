@@ -188,47 +188,16 @@ pub(super) fn extrapolate_with_plugin(
         &mut tally,
         &mut report.timing,
     )?;
-    // Every rank of the target, one by one, merged pairwise.
+    // Every rank of the target, one by one, merged as a traced run would be.
     let mut traces: Vec<MergedTrace> = Vec::with_capacity(n as usize);
     for r in 0..n {
-        let mut comp = Compressor::new(
-            r as i32,
-            Config {
-                slow_instances: 0,
-                queue_limit: usize::MAX / 4,
-                ..Config::default()
-            },
-        );
-        for t in &items {
-            for step in 0..t.count {
-                let mut params = t.params(step);
-                concretize(&mut params, &t.shape, r, n, plugin)?;
-                let mut e = codec::decode(&t.shape, &params, r as i32).ok_or_else(|| {
-                    Error::Internal(format!("rank {r}: a synthetic event does not decode"))
-                })?;
-                e.time = t.time();
-                comp.push(&e).map_err(|e| Error::Internal(e.to_string()))?;
-                report.events += 1;
-            }
-        }
-        let t = comp
-            .into_trace()
-            .map_err(|e| Error::Internal(e.to_string()))?;
+        let (t, events) = synthesize(r, &items, |t, params| {
+            concretize(params, &t.shape, r, n, plugin)
+        })?;
+        report.events += events.len() as u64;
         traces.push(MergedTrace::from_rank(&t));
     }
-    while traces.len() > 1 {
-        let mut next = Vec::with_capacity(traces.len().div_ceil(2));
-        let mut it = traces.into_iter();
-        while let Some(a) = it.next() {
-            next.push(match it.next() {
-                Some(b) => a.merge(b),
-                None => a,
-            });
-        }
-        traces = next;
-    }
-    let mut trace = traces
-        .pop()
+    let mut trace = compress::merge::merge_binomial(traces, MergedTrace::merge)
         .ok_or_else(|| Error::Internal("no ranks".into()))?;
     trace.normalize();
     let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
