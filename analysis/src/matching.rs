@@ -21,7 +21,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 
-use compress::{Event, Family, Op, Peer, ReqId, Tag};
+use compress::{Event, Family, Op, Peer, ReqId};
 
 use crate::run::Run;
 
@@ -120,20 +120,6 @@ struct Pending {
     post: usize,
     /// The probe that found the message (an `Imrecv` of an `Improbe`d one).
     probe: Option<usize>,
-}
-
-fn world(p: Peer) -> Option<i32> {
-    match p {
-        Peer::Rank { world, .. } => Some(world),
-        _ => None,
-    }
-}
-
-fn tag(t: Tag) -> Option<i32> {
-    match t {
-        Tag::Value(v) => Some(v),
-        Tag::Any => None,
-    }
 }
 
 fn is_send(op: Op) -> bool {
@@ -274,7 +260,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
         match e.op.family() {
             Family::BlockingP2p => {
                 if let Some(s) = e.send
-                    && let (Some(dst), Some(t)) = (world(s.peer), tag(s.tag))
+                    && let (Some(dst), Some(t)) = (s.peer.world(), s.tag.value())
                 {
                     let sync = e.op == Op::Ssend;
                     out.sends
@@ -283,8 +269,8 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                 if let Some(r) = e.recv
                     && !matches!(r.peer, Peer::Null)
                 {
-                    let src = world(r.peer).or(blocking_match.map(|m| m.source));
-                    let t = tag(r.tag).or(blocking_match.map(|m| m.tag));
+                    let src = r.peer.world().or(blocking_match.map(|m| m.source));
+                    let t = r.tag.value().or(blocking_match.map(|m| m.tag));
                     match (src, t) {
                         (Some(s), Some(t)) => {
                             let k = (comm, s, me, t);
@@ -312,7 +298,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                 let kind = if is_send(e.op) {
                     match e
                         .send
-                        .and_then(|s| Some((world(s.peer)?, tag(s.tag)?, s.bytes())))
+                        .and_then(|s| Some((s.peer.world()?, s.tag.value()?, s.bytes())))
                     {
                         Some((dst, t, b)) => Kind::Send {
                             dst,
@@ -325,8 +311,8 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                 } else {
                     match e.recv {
                         Some(r) if !matches!(r.peer, Peer::Null) => Kind::Recv {
-                            src: world(r.peer),
-                            tag: tag(r.tag),
+                            src: r.peer.world(),
+                            tag: r.tag.value(),
                         },
                         _ => continue,
                     }

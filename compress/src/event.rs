@@ -194,6 +194,17 @@ pub enum Peer {
     Null,
 }
 
+impl Peer {
+    /// The world rank of a concrete peer; `None` for a wildcard or
+    /// `MPI_PROC_NULL` (message matching keys channels by world rank).
+    pub fn world(self) -> Option<i32> {
+        match self {
+            Peer::Rank { world, .. } => Some(world),
+            _ => None,
+        }
+    }
+}
+
 /// A tag as the application gave it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Tag {
@@ -201,6 +212,16 @@ pub enum Tag {
     Value(i32),
     /// `MPI_ANY_TAG`.
     Any,
+}
+
+impl Tag {
+    /// A concrete tag's value; `None` for `MPI_ANY_TAG`.
+    pub fn value(self) -> Option<i32> {
+        match self {
+            Tag::Value(v) => Some(v),
+            Tag::Any => None,
+        }
+    }
 }
 
 /// One side of a message transfer: what was sent or what was posted to receive.

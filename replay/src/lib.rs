@@ -5,11 +5,14 @@
 //! the compressed trace lazily and issues the same MPI calls with random
 //! payloads, sleeping the recorded computation in between. This library
 //! holds the parts that need no MPI, so that they are tested as pure code:
-//! drawing computation times from the trace's timing statistics.
+//! drawing computation times from the trace's timing statistics, and the
+//! causal gates that force the outcomes of racy calls ([`gates`]).
 
 #![warn(missing_docs)]
 
 use compress::{EventTiming, PathClass, TimeStats};
+
+pub mod gates;
 
 /// A small, fast, seedable generator (SplitMix64): replay needs
 /// reproducible draws, not cryptographic ones.
