@@ -1708,8 +1708,6 @@ impl<'o> Replayer<'o> {
     }
 }
 
-/// The ranks in `comm` of the given world ranks (the trace records peers
-/// and group members as world ranks).
 /// One pause of a polling loop: a short sleep in yield mode, else a yield
 /// of the time slice.
 fn pause(yield_wait: bool) {
@@ -1720,6 +1718,8 @@ fn pause(yield_wait: bool) {
     }
 }
 
+/// The ranks in `comm` of the given world ranks (the trace records peers
+/// and group members as world ranks).
 fn world_to_local(comm: MPI_Comm, world: &[c_int]) -> Result<Vec<c_int>> {
     let mut local = vec![0 as c_int; world.len()];
     // SAFETY: `comm` is a live communicator; both groups are freed before
