@@ -1,6 +1,6 @@
 //! The MPI side of causal gates ([`replay::gates`]): the all-to-all that
 //! tells each sender which of its messages are held, and the tokens that
-//! release them, on a duplicate of `MPI_COMM_WORLD` that only replay uses
+//! release them, on a communicator over `MPI_COMM_WORLD` that only replay uses
 //! (through `PMPI_*`, so a tracer preloaded into the replay never sees
 //! them).
 
@@ -25,7 +25,7 @@ const CAUSALITY_EVENTS: u64 = 20_000_000;
 
 /// One rank's gates while it replays.
 pub struct Gates {
-    /// Replay's own communicator: a duplicate of the world.
+    /// Replay's own communicator over the world ([`own_world`]).
     comm: MPI_Comm,
     /// The gates this rank opens, by position, and the next one.
     open: Vec<Gate>,
@@ -60,12 +60,9 @@ impl Gates {
         world: MPI_Comm,
         bound: Duration,
     ) -> Result<Gates> {
-        let (mut size, mut comm) = (0 as c_int, world);
-        // SAFETY: world is valid; `comm` receives the new handle.
-        unsafe {
-            check(PMPI_Comm_size(world, &mut size), "MPI_Comm_size")?;
-            check(PMPI_Comm_dup(world, &mut comm), "MPI_Comm_dup")?;
-        }
+        let (mut size, comm) = (0 as c_int, own_world(world)?);
+        // SAFETY: world is valid.
+        check(unsafe { PMPI_Comm_size(world, &mut size) }, "MPI_Comm_size")?;
         let p = size as usize;
         let mut by_sender: Vec<Vec<i64>> = vec![Vec::new(); p];
         for g in &mine {
@@ -259,6 +256,37 @@ impl Gates {
         // SAFETY: replay's own communicator, no longer used.
         check(unsafe { PMPI_Comm_free(&mut self.comm) }, "MPI_Comm_free")
     }
+}
+
+/// The tag of the point-to-point agreement that creates replay's
+/// communicator ([`own_world`]); nothing else is in flight then.
+const CREATE: c_int = 0x7273;
+
+/// Replay's own communicator over all ranks of `world`.
+///
+/// It is made with `MPI_Comm_create_group`, not `MPI_Comm_dup`: Open MPI
+/// 4.1 agrees on a new communicator's context id with nonblocking
+/// allreduces on the parent, which advance the parent's libnbc tag counter,
+/// and that counter runs through the fixed tags (-50, -51) with which
+/// `MPI_Dist_graph_create` distributes its edges. A counter shifted by one
+/// `MPI_Comm_dup` of the world made the application's later
+/// `Dist_graph_create` hang in four of ten replays of `subcomm` (three
+/// `MPI_Ibarrier` calls on the world in the application itself do the
+/// same). `MPI_Comm_create_group` agrees over the group with
+/// point-to-point messages, so the world's collective state stays as the
+/// application left it.
+fn own_world(world: MPI_Comm) -> Result<MPI_Comm> {
+    // SAFETY: reading initialised mpi-sys constants.
+    let (mut group, mut comm) = unsafe { (RSMPI_GROUP_NULL, RSMPI_COMM_NULL) };
+    // SAFETY: world is valid; `group` and `comm` receive new handles and
+    // the group is freed once the communicator exists.
+    unsafe {
+        check(PMPI_Comm_group(world, &mut group), "MPI_Comm_group")?;
+        let rc = PMPI_Comm_create_group(world, group, CREATE, &mut comm);
+        PMPI_Group_free(&mut group);
+        check(rc, "MPI_Comm_create_group")?;
+    }
+    Ok(comm)
 }
 
 /// Finds the holds that would wait forever and removes them from `held`
