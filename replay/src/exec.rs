@@ -161,6 +161,9 @@ struct OpStats {
 
 struct Replayer<'o> {
     opts: &'o Opts,
+    /// Whether `--yield` issues blocking collectives in nonblocking form
+    /// (not on Open MPI, see [`yield_collectives`]).
+    yield_colls: bool,
     rng: Rng,
     comms: Comms,
     /// Whether other threads replay other parts of this rank: a
@@ -256,6 +259,7 @@ impl<'o> Replayer<'o> {
         }
         Replayer {
             opts,
+            yield_colls: yield_collectives(opts),
             rng,
             comms,
             threaded,
@@ -1314,7 +1318,7 @@ impl<'o> Replayer<'o> {
                 ($blocking:expr, $nb:expr, $yield:expr) => {
                     if nonblocking {
                         $nb
-                    } else if self.opts.yield_wait {
+                    } else if self.yield_colls {
                         $yield
                     } else {
                         $blocking
@@ -1595,7 +1599,7 @@ impl<'o> Replayer<'o> {
         if nonblocking {
             keep.bytes = bufs;
             self.new_req(e.req, req, keep, false);
-        } else if self.opts.yield_wait {
+        } else if self.yield_colls {
             // Issued as PMPI_I*: complete it here, sleeping between tests
             // (`bufs` and `keep` live until then).
             self.await_request(&mut req)?;
@@ -1958,6 +1962,28 @@ fn threads_of(nodes: &[compress::Node], out: &mut Vec<u32>) {
             None => out.extend(n.shape().map(compress::Shape::thread)),
         }
     }
+}
+
+/// Whether `--yield` issues a blocking collective in its nonblocking form.
+/// Not on Open MPI: version 4.1 agrees on new communicators with nonblocking
+/// allreduces whose libnbc tags run through the fixed tags of
+/// `MPI_Dist_graph_create`, so nonblocking collectives the application did
+/// not call can hang a later `MPI_Dist_graph_create`. Open MPI yields in
+/// blocking calls with its own `mpi_yield_when_idle`.
+fn yield_collectives(opts: &Opts) -> bool {
+    opts.yield_wait && !is_open_mpi()
+}
+
+/// Whether the MPI library is Open MPI (from its version string).
+fn is_open_mpi() -> bool {
+    let mut buf = vec![0u8; 8192];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes on
+    // both implementations (8192 on MPICH, 256 on Open MPI); `len` is an
+    // out-parameter.
+    let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
+    let len = usize::try_from(len).unwrap_or(0).min(buf.len());
+    rc == 0 && String::from_utf8_lossy(&buf[..len]).contains("Open MPI")
 }
 
 /// Ends the job at once when a replay thread fails: the rank's other

@@ -46,9 +46,11 @@ pub struct Opts {
     pub json: bool,
     /// For oversubscribed nodes and busy-polling MPI libraries (MPICH):
     /// wait by test-and-sleep before blocking receives, probes and request
-    /// completions, and issue blocking collectives through their
-    /// nonblocking PMPI form (so a tracer preloaded into the replay does
-    /// not see them; use its RANKSCALE_YIELD=1 to trace a replay instead).
+    /// completions, and (except on Open MPI, whose blocking collectives
+    /// yield with `--mca mpi_yield_when_idle 1`) issue blocking collectives
+    /// through their nonblocking PMPI form (so a tracer preloaded into the
+    /// replay does not see them; use its RANKSCALE_YIELD=1 to trace a
+    /// replay instead).
     #[arg(long = "yield")]
     pub yield_wait: bool,
     /// Give up after S seconds: every rank that has not finished says which

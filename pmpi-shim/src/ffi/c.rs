@@ -1258,11 +1258,12 @@ pub(crate) unsafe fn fill_reduce_scatter_block(
 
 /// Defines a blocking collective and its nonblocking `I` form from one
 /// argument list and one fill function. In yielding mode the blocking form
-/// is issued as the `I` form plus a test-and-sleep wait.
+/// is issued as the `I` form plus a test-and-sleep wait (not on Open MPI,
+/// see [`super::yield_collectives`]).
 macro_rules! collective {
     ($fill:ident: $name:ident, $pmpi:ident, $op:expr; $iname:ident, $ipmpi:ident, $iop:expr; $c:ident; ($($a:ident : $t:ty),* $(,)?)) => {
         entry!($name, $pmpi, ($($a: $t),*), |s| {
-            let rc = if s.tracer().config.yield_wait {
+            let rc = if crate::ffi::yield_collectives(s.tracer()) {
                 let mut r = null_req();
                 let rc = $ipmpi($($a,)* &mut r);
                 if rc == 0 { wait_yield(s.tracer(), &mut r, ignore()) } else { rc }

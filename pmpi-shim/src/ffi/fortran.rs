@@ -1508,7 +1508,7 @@ macro_rules! collective {
         fortran!($name, $upper, $ts, ($($a,)+ ierror), |c| {
             let iface = c.iface;
             $(let $a = conv!($k, iface, $a);)+
-            if c.yielding() {
+            if crate::ffi::yield_collectives(c.tracer) {
                 c.yield_via(&$iname::FWD, N - 1, std::ptr::null_mut());
             } else {
                 c.forward();

@@ -3,7 +3,7 @@
 //! (so no message can match one of the application's), and the writing of
 //! the trace file on rank 0.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::path::Path;
 use std::time::Instant;
 
@@ -115,26 +115,6 @@ impl Link for MpiLink {
     }
 }
 
-/// The MPI library's version string, first line.
-fn library_version() -> String {
-    let mut buf = vec![0 as c_char; 8192];
-    let mut len: c_int = 0;
-    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING (8192 in both
-    // MPICH and Open MPI, checked by the caller's allocation) characters.
-    let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
-    if rc != 0 {
-        return String::new();
-    }
-    // Open MPI counts the terminating NUL in `len`; stop at the first one.
-    let bytes: Vec<u8> = buf[..usize::try_from(len).unwrap_or(0).min(buf.len())]
-        .iter()
-        .map(|&c| c as u8)
-        .take_while(|&b| b != 0)
-        .collect();
-    let text = String::from_utf8_lossy(&bytes);
-    text.lines().next().unwrap_or("").trim().to_string()
-}
-
 fn command_line() -> Vec<String> {
     std::fs::read("/proc/self/cmdline")
         .map(|b| {
@@ -224,7 +204,7 @@ pub(crate) fn merge_and_write(
     }
     file.trace.normalize();
     file.meta.tool = format!("rankscale {}", env!("CARGO_PKG_VERSION"));
-    file.meta.mpi = library_version();
+    file.meta.mpi = super::library_version();
     file.meta.world_size = u32::try_from(size).unwrap_or(0);
     file.meta.command = command_line();
     file.meta.wall_ns = t.map_or(0, Tracer::elapsed_ns);

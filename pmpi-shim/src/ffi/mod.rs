@@ -7,7 +7,7 @@ pub(crate) mod fortran;
 pub(crate) mod merge;
 pub(crate) mod sys;
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, OnceLock};
 
 use compress::{CommCreate, CommId, ReduceOp, Tag, Transfer};
@@ -21,6 +21,39 @@ unsafe extern "C" {
     fn rs_op_maxloc() -> MPI_Op;
     fn rs_op_minloc() -> MPI_Op;
     fn rs_f_status_size() -> c_int;
+}
+
+/// The MPI library's version string, first line (`MPI_Get_library_version`
+/// may be called before `MPI_Init`).
+pub(crate) fn library_version() -> String {
+    let mut buf = vec![0 as c_char; 8192];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING (8192 in both
+    // MPICH and Open MPI, checked by the caller's allocation) characters.
+    let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    if rc != 0 {
+        return String::new();
+    }
+    // Open MPI counts the terminating NUL in `len`; stop at the first one.
+    let bytes: Vec<u8> = buf[..usize::try_from(len).unwrap_or(0).min(buf.len())]
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines().next().unwrap_or("").trim().to_string()
+}
+
+/// Whether yield mode issues a blocking collective in its nonblocking form.
+/// Not on Open MPI: version 4.1 agrees on new communicators with nonblocking
+/// allreduces whose libnbc tags run through the fixed tags of
+/// `MPI_Dist_graph_create`, so nonblocking collectives the application did
+/// not call can hang its later `MPI_Dist_graph_create` (seen with three
+/// extra `MPI_Ibarrier` calls). Open MPI yields in blocking calls with its
+/// own `mpi_yield_when_idle`.
+pub(crate) fn yield_collectives(t: &Tracer) -> bool {
+    static OPEN_MPI: OnceLock<bool> = OnceLock::new();
+    t.config.yield_wait && !*OPEN_MPI.get_or_init(|| library_version().starts_with("Open MPI"))
 }
 
 /// An MPI handle as an opaque map key. MPICH handles are `int`s and Open MPI
