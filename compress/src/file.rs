@@ -76,6 +76,14 @@ pub struct Meta {
     pub sites: Vec<(u64, String)>,
 }
 
+impl Meta {
+    /// Whether `rankscale extrap` wrote the file, so that its wall time is a
+    /// prediction and not a measured run: reports label it as such.
+    pub fn is_extrapolated(&self) -> bool {
+        self.tool.contains(" extrap from ")
+    }
+}
+
 /// A trace file: metadata, the merged trace, and the optional timelines.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TraceFile {

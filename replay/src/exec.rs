@@ -2097,6 +2097,7 @@ fn report(
             "ranks": file.trace.ranks().len(),
             "replay_seconds": total,
             "application_seconds": file.meta.wall_ns as f64 / 1e9,
+            "application_extrapolated": file.meta.is_extrapolated(),
             "outcome_divergences": diverged,
             "latency_races": given_up,
             "operations": rows.iter().map(|(op, calls, bytes, secs)| serde_json::json!({
@@ -2111,10 +2112,15 @@ fn report(
         return;
     }
     println!(
-        "replay of {}: {} ranks, {:.3} s (application: {:.3} s)",
+        "replay of {}: {} ranks, {:.3} s (application{}: {:.3} s)",
         opts.file.display(),
         file.trace.ranks().len(),
         total,
+        if file.meta.is_extrapolated() {
+            ", extrapolated"
+        } else {
+            ""
+        },
         file.meta.wall_ns as f64 / 1e9
     );
     if given_up > 0.0 {

@@ -954,6 +954,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn target_meta_is_marked_extrapolated_and_fits_the_wall_time() {
+        let input = |n: u32, wall_ns: u64| Input {
+            name: format!("t{n}"),
+            file: TraceFile {
+                meta: Meta {
+                    tool: "rankscale 0.1.0".into(),
+                    world_size: n,
+                    wall_ns,
+                    ..Meta::default()
+                },
+                ..TraceFile::default()
+            },
+        };
+        let inputs = [input(4, 1_000), input(9, 1_000), input(16, 1_000)];
+        assert!(inputs.iter().all(|i| !i.file.meta.is_extrapolated()));
+        let m = target_meta(&inputs, &[4, 9, 16], 64, Method::Paper);
+        assert!(m.is_extrapolated(), "{}", m.tool);
+        assert_eq!(m.world_size, 64);
+        // A constant wall time extrapolates to itself.
+        assert_eq!(m.wall_ns, 1_000);
+    }
+
+    #[test]
     fn dims_create_is_balanced() {
         assert_eq!(dims_create(36, 2), vec![6, 6]);
         assert_eq!(dims_create(24, 2), vec![6, 4]);
