@@ -10,6 +10,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -91,10 +92,10 @@ pub(crate) struct Tracer {
     pub rank: i32,
     /// Settings from the environment.
     pub config: Config,
-    comms: RwLock<HashMap<usize, Arc<CommInfo>>>,
+    comms: RwLock<HandleMap<usize, Arc<CommInfo>>>,
     /// This process's rank in each communicator ever registered, by id
     /// (kept after `MPI_Comm_free`: ids are never reused).
-    comm_ranks: RwLock<HashMap<CommId, i32>>,
+    comm_ranks: RwLock<HandleMap<CommId, i32>>,
     next_comm: AtomicU32,
     /// Live requests by (handle, creating thread). A handle can stand for
     /// several live requests at once: MPICH hands out one shared,
@@ -104,8 +105,8 @@ pub(crate) struct Tracer {
     /// keeps each thread's requests its own; within a key, requests are kept
     /// and taken in creation order. A request completed by another thread
     /// than its creator is found by a scan.
-    reqs: Mutex<HashMap<(usize, u32), Vec<ReqInfo>>>,
-    msgs: Mutex<HashMap<usize, MsgInfo>>,
+    reqs: Mutex<ReqMap>,
+    msgs: Mutex<HandleMap<usize, MsgInfo>>,
     next_thread: AtomicU32,
     events: AtomicU64,
     sinks: Mutex<Sinks>,
@@ -229,8 +230,10 @@ pub(crate) fn install(
         series,
     };
     let enabled = sinks.raw.is_some() || sinks.comp.is_some();
-    let comm_ranks = HashMap::from([(world.id, rank), (self_.id, 0)]);
-    let mut comms = HashMap::new();
+    let mut comm_ranks = HandleMap::default();
+    comm_ranks.insert(world.id, rank);
+    comm_ranks.insert(self_.id, 0);
+    let mut comms = HandleMap::default();
     comms.insert(keys[0], Arc::new(world));
     comms.insert(keys[1], Arc::new(self_));
     let t = Tracer {
@@ -239,8 +242,8 @@ pub(crate) fn install(
         comms: RwLock::new(comms),
         comm_ranks: RwLock::new(comm_ranks),
         next_comm: AtomicU32::new(CommId::FIRST_CREATED),
-        reqs: Mutex::new(HashMap::new()),
-        msgs: Mutex::new(HashMap::new()),
+        reqs: Mutex::new(ReqMap::default()),
+        msgs: Mutex::new(HandleMap::default()),
         next_thread: AtomicU32::new(0),
         events: AtomicU64::new(0),
         sinks: Mutex::new(sinks),
@@ -541,7 +544,45 @@ impl Tracer {
     }
 }
 
-type ReqMap = HashMap<(usize, u32), Vec<ReqInfo>>;
+type ReqMap = HandleMap<(usize, u32), Vec<ReqInfo>>;
+
+/// A hash map keyed by MPI handles and small ids, hashed by
+/// [`HandleHasher`]. Every intercepted call looks up its communicator and
+/// its requests here, and SipHash (the standard map's hasher) showed as
+/// the shim's costliest own function in a profile of the traced stencil.
+type HandleMap<K, V> = HashMap<K, V, BuildHasherDefault<HandleHasher>>;
+
+/// A fast hasher for MPI handles (`int`s on MPICH, pointers on Open MPI)
+/// and ids: each word is folded in with a multiply, and `finish` mixes the
+/// state (the splitmix64 finaliser), so that aligned pointers and MPICH's
+/// patterned handles spread over the table's buckets and control bytes.
+/// The keys come from the MPI library, not from an adversary, so there is
+/// no need for SipHash's resistance to chosen collisions.
+#[derive(Default)]
+struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(23) ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+}
 
 /// The thread whose live requests include handle `key`: this thread if it
 /// has one, else any other (a request completed by another thread).
@@ -668,4 +709,32 @@ pub(crate) fn untraced<R>(f: impl FnOnce() -> R) -> R {
     let r = f();
     BUSY.with(|b| b.set(prev));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    /// Open MPI's handles are 16-byte aligned pointers and MPICH's are
+    /// patterned ints; both must spread over a table's buckets (low bits)
+    /// and over hashbrown's control bytes (top 7 bits), or every lookup
+    /// probes a long chain.
+    #[test]
+    fn handle_hashes_spread_over_buckets_and_control_bytes() {
+        let b = BuildHasherDefault::<HandleHasher>::default();
+        for keys in [
+            (0..1024usize)
+                .map(|i| 0x5555_0000_1000 + 16 * i)
+                .collect::<Vec<_>>(),
+            (0..1024usize).map(|i| 0xac00_0000 + i).collect(),
+        ] {
+            let hashes: Vec<u64> = keys.iter().map(|k| b.hash_one(k)).collect();
+            let low: std::collections::HashSet<u64> = hashes.iter().map(|h| h & 1023).collect();
+            let top: std::collections::HashSet<u64> = hashes.iter().map(|h| h >> 57).collect();
+            // 1024 random draws from 1024 buckets fill about 647 of them.
+            assert!(low.len() > 560, "{} buckets", low.len());
+            assert_eq!(top.len(), 128, "control bytes");
+        }
+    }
 }
