@@ -50,7 +50,8 @@ pub fn show(path: &Path, json: bool, expand_rank: Option<u32>) -> Result<()> {
     Ok(())
 }
 
-/// Labels of call sites (`module+0xoffset`), by signature.
+/// Labels of call sites (`function file:line`, or `symbol+0xoffset` without
+/// debug information), by signature.
 pub fn site_labels(file: &TraceFile) -> HashMap<u64, &str> {
     file.meta
         .sites

@@ -71,8 +71,10 @@ pub struct Meta {
     /// Time of the inter-node merge at `MPI_Finalize`, ns (rank 0's view,
     /// from the start of the reduction to the merged trace in memory).
     pub merge_ns: u64,
-    /// Call sites: signature → `module+0xoffset` of the innermost frame,
-    /// for reports.
+    /// Call sites: signature → where the call is in the source, for
+    /// reports: `function file:line` of the innermost frame (then `<` and
+    /// the functions it was inlined into), or `symbol+0xoffset` without
+    /// debug information.
     pub sites: Vec<(u64, String)>,
 }
 

@@ -86,3 +86,58 @@ macro_rules! return_address {
         ra
     }};
 }
+
+/// Where the module holding `addr` lives on disk and its load bias (run-time
+/// address minus the address the ELF file gives), for looking the address
+/// up in the module's debug information. The main program, which the loader
+/// lists without a name, is `/proc/self/exe`.
+pub(crate) fn object_file(addr: usize) -> Option<(std::path::PathBuf, usize)> {
+    struct Probe {
+        addr: usize,
+        found: Option<(std::path::PathBuf, usize)>,
+    }
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes a valid `dl_phdr_info` for the
+        // duration of this call, whose `dlpi_phdr` points at `dlpi_phnum`
+        // program headers, and `data` is the `Probe` that `object_file`
+        // handed it, exclusively borrowed for the iteration.
+        unsafe {
+            let info = &*info;
+            let probe = &mut *data.cast::<Probe>();
+            let bias = info.dlpi_addr as usize;
+            let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum));
+            let inside = phdrs.iter().any(|p| {
+                let start = bias.wrapping_add(p.p_vaddr as usize);
+                p.p_type == libc::PT_LOAD
+                    && probe.addr >= start
+                    && probe.addr - start < p.p_memsz as usize
+            });
+            if !inside {
+                return 0;
+            }
+            let name = if info.dlpi_name.is_null() {
+                &[][..]
+            } else {
+                CStr::from_ptr(info.dlpi_name).to_bytes()
+            };
+            let path = if name.is_empty() {
+                std::path::PathBuf::from("/proc/self/exe")
+            } else {
+                use std::os::unix::ffi::OsStrExt;
+                std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name))
+            };
+            probe.found = Some((path, bias));
+            1
+        }
+    }
+    let mut probe = Probe { addr, found: None };
+    // SAFETY: `visit` only reads the loader's entries and writes `probe`,
+    // which outlives the call; the loader holds its lock meanwhile, so the
+    // entries stay valid.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut probe).cast()) };
+    probe.found
+}
