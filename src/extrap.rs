@@ -53,6 +53,19 @@ pub struct Args {
     /// extrap/specs/npb-cg.toml for NPB CG's pattern).
     #[arg(long, value_name = "SPEC")]
     plugin: Option<PathBuf>,
+    /// Align the inputs on their structure alone, ignoring call sites
+    /// (for builds without debug information, whose sites are symbol
+    /// offsets that a rebuild moves); the output names no call sites.
+    #[arg(long)]
+    ignore_sites: bool,
+    /// Write the trace even when some field's model is not confirmed by a
+    /// spare input; the trace's metadata lists those fields.
+    #[arg(long)]
+    allow_unverified: bool,
+    /// In lossy mode, refuse when more than this percentage of any input's
+    /// events would be dropped.
+    #[arg(long, value_name = "PERCENT", default_value_t = 5.0)]
+    max_drop: f64,
     /// Input traces of the same program, in increasing rank count.
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -134,6 +147,9 @@ pub fn run(args: &Args) -> Result<()> {
         lossy: args.lossy,
         snippet,
         plugin,
+        ignore_sites: args.ignore_sites,
+        allow_unverified: args.allow_unverified,
+        max_drop: args.max_drop / 100.0,
     };
     let t0 = Instant::now();
     let out = extrap::extrapolate(&inputs, &opts)?;
@@ -172,7 +188,7 @@ pub fn run(args: &Args) -> Result<()> {
             if f.verified {
                 ""
             } else {
-                " (exactly determined, not verified)"
+                " (NOT VERIFIED: no spare input confirms it)"
             }
         );
     }

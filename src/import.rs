@@ -955,7 +955,7 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
         ],
         wall_ns: last.saturating_sub(zero),
         merge_ns: 0,
-        sites: Vec::new(),
+        ..Meta::default()
     };
     Ok(file)
 }

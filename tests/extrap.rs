@@ -331,6 +331,17 @@ fn lossy_mode_keeps_the_dominant_pattern() {
             }
             eprintln!("{imp} {mode}: {n} ranks equal the dominant pattern; dropped {shares:?}");
         }
+        // A limit below what the minor pattern costs (4 events of about
+        // 3,000 to 14,000): refused, and nothing written.
+        let _ = std::fs::remove_file(&out);
+        let mut a: Vec<String> = vec!["-o".into(), out.display().to_string()];
+        a.extend(["--ranks".into(), n.to_string(), "--lossy".into()]);
+        a.extend(["--max-drop".into(), "0.01".into()]);
+        a.extend(files.iter().map(|f| f.display().to_string()));
+        let err = extrap_fails(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(err.contains("more than --max-drop 0.01 %"), "{err}");
+        assert!(err.contains("would drop 4 of"), "{err}");
+        assert!(!out.exists(), "no output on refusal");
     }
 }
 
@@ -431,12 +442,8 @@ fn extrapolated_timing_follows_the_law() {
                 ("auto", Method::Auto),
             ] {
                 let opts = Options {
-                    ranks: target as u64,
-                    dims: None,
                     timing: method,
-                    lossy: false,
-                    snippet: None,
-                    plugin: None,
+                    ..Options::new(target as u64)
                 };
                 let x = extrap::extrapolate(&inputs, &opts).unwrap();
                 let got = mean_compute_before(&x.file, Op::Allreduce);

@@ -48,8 +48,9 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// added the timelines, version 3 the slow-instance reservoirs
 /// ([`crate::timing::Reservoir`]) and the MPI time series
 /// ([`crate::series::MpiSeries`]); files of versions 1 and 2 are still read
-/// (without them).
-pub const VERSION: u32 = 3;
+/// (without them). Version 4 added the fields an extrapolation left
+/// unverified ([`Meta::unverified`]).
+pub const VERSION: u32 = 4;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
@@ -76,6 +77,38 @@ pub struct Meta {
     /// the functions it was inlined into), or `symbol+0xoffset` without
     /// debug information.
     pub sites: Vec<(u64, String)>,
+    /// For an extrapolated trace written with `--allow-unverified`: every
+    /// field whose model no spare input confirmed, with its class, call,
+    /// values and model. Empty for a trace a tool has fully verified, and
+    /// for every traced run.
+    pub unverified: Vec<String>,
+}
+
+/// The metadata of format versions 1 to 3 (no [`Meta::unverified`]).
+#[derive(Deserialize)]
+struct MetaV3 {
+    tool: String,
+    mpi: String,
+    world_size: u32,
+    command: Vec<String>,
+    wall_ns: u64,
+    merge_ns: u64,
+    sites: Vec<(u64, String)>,
+}
+
+impl From<MetaV3> for Meta {
+    fn from(m: MetaV3) -> Meta {
+        Meta {
+            tool: m.tool,
+            mpi: m.mpi,
+            world_size: m.world_size,
+            command: m.command,
+            wall_ns: m.wall_ns,
+            merge_ns: m.merge_ns,
+            sites: m.sites,
+            unverified: Vec::new(),
+        }
+    }
 }
 
 impl Meta {
@@ -104,16 +137,25 @@ pub struct TraceFile {
 /// A version 1 file: no timelines.
 #[derive(Deserialize)]
 struct TraceFileV1 {
-    meta: Meta,
+    meta: MetaV3,
     trace: MergedTrace,
 }
 
 /// A version 2 file: no MPI time series.
 #[derive(Deserialize)]
 struct TraceFileV2 {
-    meta: Meta,
+    meta: MetaV3,
     trace: MergedTrace,
     timelines: Vec<Timeline>,
+}
+
+/// A version 3 file: no unverified fields in the metadata.
+#[derive(Deserialize)]
+struct TraceFileV3 {
+    meta: MetaV3,
+    trace: MergedTrace,
+    timelines: Vec<Timeline>,
+    series: Vec<MpiSeries>,
 }
 
 impl TraceFile {
@@ -147,16 +189,22 @@ impl TraceFile {
         crate::depth::take_exceeded();
         let decoded = crate::depth::with_version(version, || match version {
             1 => postcard::from_bytes::<TraceFileV1>(bytes).map(|v| TraceFile {
-                meta: v.meta,
+                meta: v.meta.into(),
                 trace: v.trace,
                 timelines: Vec::new(),
                 series: Vec::new(),
             }),
             2 => postcard::from_bytes::<TraceFileV2>(bytes).map(|v| TraceFile {
-                meta: v.meta,
+                meta: v.meta.into(),
                 trace: v.trace,
                 timelines: v.timelines,
                 series: Vec::new(),
+            }),
+            3 => postcard::from_bytes::<TraceFileV3>(bytes).map(|v| TraceFile {
+                meta: v.meta.into(),
+                trace: v.trace,
+                timelines: v.timelines,
+                series: v.series,
             }),
             _ => postcard::from_bytes::<TraceFile>(bytes),
         });
@@ -294,12 +342,22 @@ mod tests {
         let trace = MergedTrace::from_rank(&c.into_trace().unwrap());
         let meta = Meta {
             tool: "rankscale 0.1".into(),
+            sites: vec![(7, "main app.c:3".into())],
             ..Meta::default()
         };
-        // Version 1 wrote (meta, trace), nothing after, and its event
-        // timing had no reservoir.
+        // Version 1 wrote (meta, trace), nothing after; its metadata ended
+        // with the sites, and its event timing had no reservoir.
+        let old_meta = (
+            &meta.tool,
+            &meta.mpi,
+            meta.world_size,
+            &meta.command,
+            meta.wall_ns,
+            meta.merge_ns,
+            &meta.sites,
+        );
         let payload =
-            crate::depth::with_version(1, || postcard::to_stdvec(&(&meta, &trace)).unwrap());
+            crate::depth::with_version(1, || postcard::to_stdvec(&(old_meta, &trace)).unwrap());
         let mut out = Vec::from(MAGIC);
         out.extend_from_slice(&1u32.to_le_bytes());
         out.extend_from_slice(&0u32.to_le_bytes());

@@ -194,6 +194,13 @@ impl Model {
     }
 }
 
+/// The laws [`fit`] tries, in words, for messages that say why nothing
+/// fitted or what a fit rests on.
+pub const LAWS: &str = "constant; c*t and c0 + c1*t for t a dimension size, a product of \
+                        trailing sizes or P; the row-major stride form; linear in every size; \
+                        floor(K/t) and ceil(K/t); floor or ceil of log2(t)/c, plus a; \
+                        floor(K/a)*floor(K/b)";
+
 /// Why a field could not be fitted.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FitFailure {
@@ -255,9 +262,27 @@ fn linear_candidates(d: usize, kind: Kind) -> Vec<Vec<Term>> {
     for &t in &terms {
         push(vec![Term::One, t], &mut out);
     }
-    let mut stride = vec![Term::One];
-    stride.extend((0..d).rev().map(Term::Trail));
-    push(stride, &mut out);
+    // Peers: every subset of the constant and the rank strides, smallest
+    // first, so that a wrap-around distance such as `P - x` (two strides,
+    // no constant) is a model of two unknowns that a third input verifies,
+    // not the full form that d + 1 inputs only determine.
+    let mut basis = vec![Term::One];
+    basis.extend((0..d).rev().map(Term::Trail));
+    basis.dedup();
+    let mut subsets: Vec<Vec<Term>> = (1..1u32 << basis.len())
+        .map(|m| {
+            (0..basis.len())
+                .filter(|&i| m & (1 << i) != 0)
+                .map(|i| basis[i])
+                .collect()
+        })
+        .collect();
+    subsets.sort_by_key(Vec::len);
+    for v in subsets {
+        if kind == Kind::Peer || v.len() == basis.len() {
+            push(v, &mut out);
+        }
+    }
     if kind != Kind::Peer {
         let mut lin = vec![Term::One];
         lin.extend((0..d).map(Term::Dim));

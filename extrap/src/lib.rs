@@ -142,6 +142,34 @@ pub enum Error {
     /// A field cannot be fitted.
     #[error("{0}")]
     Field(Box<FieldError>),
+    /// Fields whose model no spare input confirms: each line names the
+    /// class, call, site, field, values per input and model.
+    #[error(
+        "{} field(s) fit the inputs but cannot be verified (no spare input confirms the model, \
+         so the value at the target is a guess; laws tried: {}):\n  {}\ngive more input sizes, \
+         or --allow-unverified to write the trace anyway (its metadata then lists these fields)",
+        .0.len(),
+        fit::LAWS,
+        .0.join("\n  ")
+    )]
+    Unverified(Vec<String>),
+    /// Lossy mode would drop more of an input than allowed.
+    #[error(
+        "lossy mode would drop {dropped} of {events} events ({share:.1} %) of {input}, more than \
+         --max-drop {max} %: the pattern that would be kept is not what this program does"
+    )]
+    TooMuchDropped {
+        /// The input.
+        input: String,
+        /// Events dropped.
+        dropped: u64,
+        /// Events in the input.
+        events: u64,
+        /// Percent dropped.
+        share: f64,
+        /// The limit, percent.
+        max: f64,
+    },
     /// The target sizes given by `--dims` are not usable.
     #[error("{0}")]
     BadDims(String),

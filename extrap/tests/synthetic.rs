@@ -3,7 +3,7 @@
 //! whose step count changes with the rank count, and errors.
 
 use compress::{Compressor, Config, Event, MergedTrace, Op, Peer, Tag, TraceFile, Transfer};
-use extrap::{Input, Method, Options};
+use extrap::{Input, Options};
 
 fn transfer(world: u32, tag: i32) -> Transfer {
     Transfer {
@@ -21,6 +21,12 @@ fn transfer(world: u32, tag: i32) -> Transfer {
 /// right neighbour (a loop whose length grows with P) and then takes part
 /// in an Allreduce.
 fn ring(p: u32) -> TraceFile {
+    ring_at(p, 0)
+}
+
+/// [`ring`] with its two call sites at `base + 1` and `base + 2`, as a
+/// rebuild without debug information would move them.
+fn ring_at(p: u32, base: u64) -> TraceFile {
     let mut merged: Option<MergedTrace> = None;
     for r in 0..p {
         let mut c = Compressor::new(r as i32, Config::default());
@@ -36,13 +42,13 @@ fn ring(p: u32) -> TraceFile {
         for _ in 0..3 {
             for _ in 0..p / 2 {
                 let mut e = Event::new(Op::Sendrecv);
-                e.site = 1;
+                e.site = base + 1;
                 e.send = Some(transfer((r + 1) % p, 7));
                 e.recv = Some(transfer((r + p - 1) % p, 7));
                 push(e);
             }
             let mut e = Event::new(Op::Allreduce);
-            e.site = 2;
+            e.site = base + 2;
             e.send = Some(Transfer::collective(1, 8));
             push(e);
         }
@@ -73,14 +79,7 @@ fn events(f: &TraceFile, r: u32) -> Vec<String> {
 }
 
 fn opts(ranks: u64) -> Options {
-    Options {
-        ranks,
-        dims: None,
-        timing: Method::Auto,
-        lossy: false,
-        snippet: None,
-        plugin: None,
-    }
+    Options::new(ranks)
 }
 
 #[test]
@@ -127,4 +126,77 @@ fn two_sizes_are_too_few_for_nothing_but_the_same_size_is_refused() {
         .unwrap()
         .to_string();
     assert!(e.contains("0 trace(s)"), "{e}");
+}
+
+#[test]
+fn a_loop_count_fitted_from_two_sizes_is_refused_unless_allowed() {
+    let inputs: Vec<Input> = [4, 6]
+        .into_iter()
+        .map(|p| Input {
+            name: format!("ring.{p}"),
+            file: ring(p),
+        })
+        .collect();
+    // Two sizes fit P/2 but also any other one-term law through them.
+    let e = extrap::extrapolate(&inputs, &opts(14))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("cannot be verified"), "{e}");
+    assert!(e.contains("Sendrecv loop steps"), "{e}");
+    assert!(e.contains("values 2 at 4, 3 at 6"), "{e}");
+    assert!(e.contains("--allow-unverified"), "{e}");
+    let allowed = Options {
+        allow_unverified: true,
+        ..opts(14)
+    };
+    let x = extrap::extrapolate(&inputs, &allowed).unwrap();
+    let back = TraceFile::from_bytes(&x.file.to_bytes().unwrap()).unwrap();
+    assert!(
+        back.meta
+            .unverified
+            .iter()
+            .any(|l| l.contains("loop steps") && l.contains("gives 7")),
+        "{:?}",
+        back.meta.unverified
+    );
+    // Three sizes verify it, and nothing is listed.
+    let three: Vec<Input> = [4, 6, 8]
+        .into_iter()
+        .map(|p| Input {
+            name: format!("ring.{p}"),
+            file: ring(p),
+        })
+        .collect();
+    let x = extrap::extrapolate(&three, &opts(14)).unwrap();
+    assert!(x.file.meta.unverified.is_empty());
+}
+
+#[test]
+fn ignore_sites_aligns_builds_whose_sites_differ() {
+    let inputs: Vec<Input> = [(4, 0), (6, 10), (8, 20)]
+        .into_iter()
+        .map(|(p, base)| Input {
+            name: format!("ring.{p}"),
+            file: ring_at(p, base),
+        })
+        .collect();
+    let e = extrap::extrapolate(&inputs, &opts(14))
+        .err()
+        .expect("sites differ")
+        .to_string();
+    assert!(e.contains("differ structurally"), "{e}");
+    let o = Options {
+        ignore_sites: true,
+        ..opts(14)
+    };
+    let x = extrap::extrapolate(&inputs, &o).unwrap();
+    let truth = ring_at(14, 0);
+    let no_site = |l: String| l.replace(&l[l.find(" site=").unwrap()..][..22], "");
+    for r in 0..14 {
+        let got: Vec<String> = events(&x.file, r).into_iter().map(no_site).collect();
+        let want: Vec<String> = events(&truth, r).into_iter().map(no_site).collect();
+        assert_eq!(got, want, "rank {r}");
+    }
+    assert!(x.file.meta.sites.is_empty());
 }

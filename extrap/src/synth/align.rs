@@ -140,7 +140,7 @@ pub(super) fn fit_items(
             Item::One(_) => (1, Vec::new()),
             Item::Run { .. } => {
                 let counts: Vec<i64> = per.iter().map(|(_, c, _)| *c as i64).collect();
-                let count = fitter.value(i, ev, "loop steps", fit::Kind::Other, &counts)?;
+                let count = fitter.value(i, ev, LOOP_STEPS, fit::Kind::Other, &counts)?;
                 let mut delta = Vec::with_capacity(first.len());
                 for j in 0..first.len() {
                     let d: Vec<i64> = per
@@ -186,7 +186,12 @@ pub(super) struct Fitter<'a> {
     cache: HashMap<(fit::Kind, Vec<i64>), i64>,
     fields: &'a mut Vec<FieldFit>,
     seen: &'a mut BTreeSet<(String, String)>,
+    /// Call-site labels, for reports.
+    labels: &'a HashMap<u64, String>,
 }
+
+/// The field name of a loop's step count.
+const LOOP_STEPS: &str = "loop steps";
 
 /// Longest period of a list's items that [`Fitter::list`] tries.
 const MAX_LIST_PERIOD: usize = 24;
@@ -198,6 +203,7 @@ impl<'a> Fitter<'a> {
         dims: &'a [u64],
         fields: &'a mut Vec<FieldFit>,
         seen: &'a mut BTreeSet<(String, String)>,
+        labels: &'a HashMap<u64, String>,
     ) -> Fitter<'a> {
         Fitter {
             class,
@@ -206,6 +212,7 @@ impl<'a> Fitter<'a> {
             cache: HashMap::new(),
             fields,
             seen,
+            labels,
         }
     }
 
@@ -341,6 +348,10 @@ impl<'a> Fitter<'a> {
             && vals.iter().all(|&x| x == v)
             && kind != fit::Kind::Length
         {
+            if vals.len() < 2 {
+                // One input says nothing about how the value changes.
+                self.record(ev, field, vals, "constant (one input)".into(), v, false);
+            }
             return Ok(v);
         }
         let key = (kind, vals.to_vec());
@@ -350,7 +361,10 @@ impl<'a> Fitter<'a> {
         let points: Vec<(&[u64], i64)> = grids.iter().copied().zip(vals.iter().copied()).collect();
         let f = fit::fit(&points, self.dims, kind).map_err(|why| {
             let why = match why {
-                FitFailure::NoModel => "no model in the grid sizes reproduces them".into(),
+                FitFailure::NoModel => format!(
+                    "no model in the grid sizes reproduces them (laws tried: {})",
+                    fit::LAWS
+                ),
                 FitFailure::Ambiguous(a, va, b, vb) => format!(
                     "ambiguous: {a} gives {va} and {b} gives {vb} at the target (the inputs \
                      cannot tell them apart; add an input of another shape or give --dims)"
@@ -359,23 +373,48 @@ impl<'a> Fitter<'a> {
             };
             self.failure_on(i, ev, field, vals, grids, why)
         })?;
-        let op = event_text(ev);
-        if !matches!(f.model, fit::Model::Const(_))
-            && self
-                .seen
-                .insert((self.class.to_string(), format!("{op} {field}")))
-        {
-            self.fields.push(FieldFit {
-                class: self.class.to_string(),
-                field: format!("{op} {field}"),
-                values: vals.to_vec(),
-                model: f.model.describe(self.dims.len()),
-                target: f.value,
-                verified: f.verified,
-            });
+        // A loop whose step count changes with the size needs a third
+        // input: two sizes fit any one-term law.
+        let verified = f.verified && (field != LOOP_STEPS || vals.len() >= 3);
+        if !matches!(f.model, fit::Model::Const(_)) || !verified {
+            let model = f.model.describe(self.dims.len());
+            self.record(ev, field, vals, model, f.value, verified);
         }
         self.cache.insert(key, f.value);
         Ok(f.value)
+    }
+
+    /// Reports a fitted field once per class and field.
+    fn record(
+        &mut self,
+        ev: &Ev,
+        field: &str,
+        vals: &[i64],
+        model: String,
+        target: i64,
+        verified: bool,
+    ) {
+        let op = event_text(ev);
+        if self
+            .seen
+            .insert((self.class.to_string(), format!("{op} {field}")))
+        {
+            let grids: Vec<Vec<u64>> = self.grids.iter().map(|g| g.to_vec()).collect();
+            self.fields.push(FieldFit {
+                class: self.class.to_string(),
+                field: format!("{op} {field}"),
+                site: self
+                    .labels
+                    .get(&ev.shape.site())
+                    .cloned()
+                    .unwrap_or_else(|| format!("{:#x}", ev.shape.site())),
+                values: vals.to_vec(),
+                grids: grids.into_iter().take(vals.len()).collect(),
+                model,
+                target,
+                verified,
+            });
+        }
     }
 
     fn failure(&self, i: usize, ev: &Ev, field: &str, vals: &[i64], why: String) -> Error {

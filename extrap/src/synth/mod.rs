@@ -51,6 +51,38 @@ pub struct Options {
     /// A plugin that names peers symbolically (NPB CG's pattern), for codes
     /// whose endpoints no grid position decides.
     pub plugin: Option<std::sync::Arc<dyn Plugin>>,
+    /// Align the inputs on their structure alone, ignoring call sites (for
+    /// builds whose sites cannot be matched, e.g. without debug
+    /// information); the output then names no call sites.
+    pub ignore_sites: bool,
+    /// Write the trace even when a field could not be verified by a spare
+    /// input (its model is only as good as an exactly determined fit); the
+    /// output's metadata lists every such field
+    /// ([`compress::Meta::unverified`]).
+    pub allow_unverified: bool,
+    /// In lossy mode, the largest share of any input's events that may be
+    /// dropped (0.05 by default): beyond it the dominant pattern is not
+    /// what the trace shows, and the tool refuses.
+    pub max_drop: f64,
+}
+
+impl Options {
+    /// The defaults for a target of `ranks` ranks: grid from the inputs,
+    /// timing by [`Method::Auto`], lossless, no plugin, sites compared,
+    /// every field verified, at most 5 % dropped in lossy mode.
+    pub fn new(ranks: u64) -> Options {
+        Options {
+            ranks,
+            dims: None,
+            timing: Method::Auto,
+            lossy: false,
+            snippet: None,
+            plugin: None,
+            ignore_sites: false,
+            allow_unverified: false,
+            max_drop: 0.05,
+        }
+    }
 }
 
 /// What lossy mode dropped from one input.
@@ -71,14 +103,46 @@ pub struct FieldFit {
     pub class: String,
     /// The call and field.
     pub field: String,
+    /// The call's site in the largest input (`function file:line`).
+    pub site: String,
     /// The inputs' values.
     pub values: Vec<i64>,
+    /// The grid of each input the values come from.
+    pub grids: Vec<Vec<u64>>,
     /// The model as a formula in the grid sizes (x fastest).
     pub model: String,
     /// The value at the target.
     pub target: i64,
-    /// Whether spare inputs confirmed the model.
+    /// Whether spare inputs confirmed the model (leave-one-out: a model
+    /// with fewer unknowns than inputs predicts every input from the
+    /// others). A loop's step count that changes with the size needs
+    /// three inputs.
     pub verified: bool,
+}
+
+impl FieldFit {
+    /// One line naming the class, call, site, field, the values per input
+    /// and the model.
+    pub fn describe(&self) -> String {
+        let values: Vec<String> = self
+            .values
+            .iter()
+            .zip(&self.grids)
+            .map(|(v, g)| {
+                let g: Vec<String> = g.iter().map(u64::to_string).collect();
+                format!("{v} at {}", g.join("x"))
+            })
+            .collect();
+        format!(
+            "{}: {} at {}: values {}: model {} (gives {} at the target)",
+            self.class,
+            self.field,
+            self.site,
+            values.join(", "),
+            self.model,
+            self.target
+        )
+    }
 }
 
 /// How one timing field was extrapolated.
@@ -177,7 +241,9 @@ fn class_code(c: PathClass) -> u8 {
     }
 }
 
-fn stream(file: &TraceFile, rank: u64) -> Result<Stream, Error> {
+/// One rank's events in location-independent form; with `ignore_sites`
+/// every call site is 0, so that alignment sees the structure alone.
+fn stream(file: &TraceFile, rank: u64, ignore_sites: bool) -> Result<Stream, Error> {
     let t = file
         .trace
         .rank_trace(rank as u32)
@@ -186,7 +252,10 @@ fn stream(file: &TraceFile, rank: u64) -> Result<Stream, Error> {
     let mut timings = Vec::new();
     let mut seen: HashMap<usize, usize> = HashMap::new();
     let mut ex = t.expand();
-    while let Some(ev) = ex.next() {
+    while let Some(mut ev) = ex.next() {
+        if ignore_sites {
+            ev.site = 0;
+        }
         let mut params = Vec::new();
         let shape = codec::encode(&ev, rank as i32, &mut params);
         let timing = match ex.timing() {
@@ -440,6 +509,14 @@ fn event_text(e: &Ev) -> String {
     e.shape.op().name().to_string()
 }
 
+/// Call-site labels of the largest input, for messages.
+fn site_labels(inputs: &[Input]) -> HashMap<u64, String> {
+    inputs
+        .last()
+        .map(|i| i.file.meta.sites.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
 /// Extrapolates `inputs` (the same program at increasing rank counts) to
 /// `opts.ranks` ranks.
 pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Error> {
@@ -503,7 +580,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             let mut streams = Vec::with_capacity(p as usize);
             let mut lens = Vec::with_capacity(p as usize);
             for r in 0..p {
-                let mut st = stream(&i.file, r)?;
+                let mut st = stream(&i.file, r, opts.ignore_sites)?;
                 lens.push(st.events.len() as u64);
                 if let Some(sn) = &opts.snippet {
                     let view: Vec<(Shape, &[i64])> = st
@@ -609,6 +686,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         .chain([target_size as f64])
         .collect();
     let mut report = Report::new(tops.clone(), dims.clone(), wraps.clone());
+    let labels = site_labels(inputs);
     let mut tally: HashMap<String, usize> = HashMap::new();
     let mut merged: Option<MergedTrace> = None;
     let mut field_seen: BTreeSet<(String, String)> = BTreeSet::new();
@@ -624,7 +702,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
                     Some(m) => m
                         .remove(&class)
                         .ok_or_else(|| Error::Internal(format!("{cname}: no common sequence")))?,
-                    None => stream(&inp.file, r)?,
+                    None => stream(&inp.file, r, opts.ignore_sites)?,
                 };
                 present.push((k, s));
             }
@@ -711,7 +789,14 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             .map(|(k, _)| ps[*k])
             .chain([ps[ps.len() - 1]])
             .collect();
-        let mut fitter = Fitter::new(&cname, &grids, &dims, &mut report.fields, &mut field_seen);
+        let mut fitter = Fitter::new(
+            &cname,
+            &grids,
+            &dims,
+            &mut report.fields,
+            &mut field_seen,
+            &labels,
+        );
         let targets = fit_items(
             &mut fitter,
             &kept,
@@ -767,16 +852,50 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             })
             .collect();
     }
+    for d in &report.dropped {
+        let share = d.dropped as f64 / d.events.max(1) as f64;
+        if share > opts.max_drop {
+            return Err(Error::TooMuchDropped {
+                input: d.input.clone(),
+                dropped: d.dropped,
+                events: d.events,
+                share: 100.0 * share,
+                max: 100.0 * opts.max_drop,
+            });
+        }
+    }
+    let unverified = unverified_fields(&report, opts)?;
     let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
     methods.sort();
     report.methods = methods;
+    let mut meta = target_meta(inputs, &sizes, target_size, opts.timing);
+    meta.unverified = unverified;
+    if opts.ignore_sites {
+        meta.sites.clear();
+    }
     let file = TraceFile {
-        meta: target_meta(inputs, &sizes, target_size, opts.timing),
+        meta,
         trace,
         timelines: Vec::new(),
         series: Vec::new(),
     };
     Ok(Extrapolated { file, report })
+}
+
+/// The fields no spare input confirmed, one line each: an error unless
+/// `--allow-unverified`, then the list for the output's metadata.
+fn unverified_fields(report: &Report, opts: &Options) -> Result<Vec<String>, Error> {
+    let lines: Vec<String> = report
+        .fields
+        .iter()
+        .filter(|f| !f.verified)
+        .map(FieldFit::describe)
+        .collect();
+    if lines.is_empty() || opts.allow_unverified {
+        Ok(lines)
+    } else {
+        Err(Error::Unverified(lines))
+    }
 }
 
 /// The metadata of an extrapolated trace: the largest input's, with the
@@ -815,6 +934,7 @@ fn target_meta(inputs: &[Input], sizes: &[u64], target: u64, method: Method) -> 
         wall_ns,
         merge_ns: 0,
         sites: largest.sites.clone(),
+        unverified: Vec::new(),
     }
 }
 

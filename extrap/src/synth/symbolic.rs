@@ -112,10 +112,12 @@ pub(super) fn extrapolate_with_plugin(
              this path handles (65,536)"
         )));
     }
-    if inputs.len() < 2 {
+    // A plugin's loops change their length with P: two sizes fit any
+    // one-term law, so a third must confirm it.
+    if inputs.len() < 3 {
         return Err(Error::TooFewTraces {
             got: inputs.len(),
-            need: 2,
+            need: 3,
             dims: 1,
         });
     }
@@ -125,7 +127,7 @@ pub(super) fn extrapolate_with_plugin(
         let mut first: Option<(u64, Stream)> = None;
         let mut infos = Vec::with_capacity(p as usize);
         for r in 0..p {
-            let mut st = stream(&inp.file, r)?;
+            let mut st = stream(&inp.file, r, opts.ignore_sites)?;
             symbolize(&mut st, r, p, plugin);
             let info = stream_info(&st);
             if let Some((h, _)) = &first
@@ -176,7 +178,15 @@ pub(super) fn extrapolate_with_plugin(
     ));
     let mut seen = BTreeSet::new();
     let cname = report.classes[0].0.clone();
-    let mut fitter = Fitter::new(&cname, &grid_refs, &dims, &mut report.fields, &mut seen);
+    let labels = site_labels(inputs);
+    let mut fitter = Fitter::new(
+        &cname,
+        &grid_refs,
+        &dims,
+        &mut report.fields,
+        &mut seen,
+        &labels,
+    );
     let ps: Vec<f64> = sizes.iter().map(|&s| s as f64).chain([n as f64]).collect();
     let mut tally = HashMap::new();
     let items = fit_items(
@@ -200,11 +210,17 @@ pub(super) fn extrapolate_with_plugin(
     let mut trace = compress::merge::merge_binomial(traces, MergedTrace::merge)
         .ok_or_else(|| Error::Internal("no ranks".into()))?;
     trace.normalize();
+    let unverified = unverified_fields(&report, opts)?;
     let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
     methods.sort();
     report.methods = methods;
+    let mut meta = target_meta(inputs, sizes, n, opts.timing);
+    meta.unverified = unverified;
+    if opts.ignore_sites {
+        meta.sites.clear();
+    }
     let file = TraceFile {
-        meta: target_meta(inputs, sizes, n, opts.timing),
+        meta,
         trace,
         timelines: Vec::new(),
         series: Vec::new(),
