@@ -6,7 +6,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use compress::codec::{PEER_ANY, PEER_NULL, TAG_ANY};
+use compress::codec::{PEER_ANY, PEER_NULL, RANK_SELF, TAG_ANY};
 use compress::seq::SeqForm;
 use compress::{MNode, Param, PathTiming, Shape, TimeStats, TraceFile, ValueSeq};
 use serde_json::{Value, json};
@@ -81,6 +81,9 @@ fn value_text(name: &str, v: i64) -> String {
     }
     if name.ends_with(".peer") && v > 0 {
         return format!("+{v}");
+    }
+    if matches!(name, "color" | "key") && v == RANK_SELF {
+        return "rank".into();
     }
     v.to_string()
 }

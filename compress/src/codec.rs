@@ -52,6 +52,9 @@ pub const PEER_ANY: i64 = i64::MIN;
 pub const PEER_NULL: i64 = i64::MIN + 1;
 /// The parameter value of `MPI_ANY_TAG`.
 pub const TAG_ANY: i64 = i64::MIN;
+/// The parameter value of a split's colour or key that equals the caller's
+/// rank in the parent communicator.
+pub const RANK_SELF: i64 = i64::MIN + 2;
 
 const SEND: u16 = 1;
 const RECV: u16 = 1 << 1;
@@ -67,7 +70,14 @@ const C_COLOR: u16 = 1 << 10;
 const C_KEY: u16 = 1 << 11;
 const C_STYPE: u16 = 1 << 12;
 const C_REORDER: u16 = 1 << 13;
-const ALL_FLAGS: u16 = (1 << 14) - 1;
+/// A split's colour or key equal to the caller's rank in the parent
+/// communicator is stored as [`RANK_SELF`], so that `key = rank` (and
+/// `color = rank`) is the same parameter on every rank and SPMD ranks merge,
+/// and extrapolate, as one, while `key = 0` stays 0. Traces written before
+/// this flag existed store every value as it is; the flag keeps both
+/// readable.
+const C_REL: u16 = 1 << 14;
+const ALL_FLAGS: u16 = (1 << 15) - 1;
 
 /// Items per entry of each list parameter, in encoding order:
 /// scounts, rcounts, sdsizes, rdsizes, reqs, done, match (req?, req, src, tag).
@@ -369,6 +379,7 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
         set(c.key.is_some(), C_KEY);
         set(c.split_type.is_some(), C_STYPE);
         set(c.reorder.is_some(), C_REORDER);
+        set(true, C_REL);
     }
     let redop = ev.redop.map_or(0, |r| {
         ReduceOp::ALL
@@ -396,8 +407,15 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
     if let Some(c) = &ev.create {
         out.extend(c.new.map(|id| i64::from(id.0)));
         out.push(i64::from(c.size));
-        out.extend(c.color.map(i64::from));
-        out.extend(c.key.map(i64::from));
+        let me = |v: i32| {
+            if v == ev.comm_rank && v >= 0 {
+                RANK_SELF
+            } else {
+                i64::from(v)
+            }
+        };
+        out.extend(c.color.map(me));
+        out.extend(c.key.map(me));
         out.extend(c.split_type.map(i64::from));
         out.extend(c.reorder.map(i64::from));
     }
@@ -446,6 +464,14 @@ impl Rd<'_> {
     }
     fn i32(&mut self) -> Option<i32> {
         i32::try_from(self.next()?).ok()
+    }
+    /// A value that may be [`RANK_SELF`] (the caller's communicator rank
+    /// `me`) when `rel` is set (see `C_REL`).
+    fn rel_i32(&mut self, rel: bool, me: i32) -> Option<i32> {
+        match self.next()? {
+            RANK_SELF if rel => Some(me),
+            v => i32::try_from(v).ok(),
+        }
     }
     fn bool(&mut self) -> Option<bool> {
         match self.next()? {
@@ -541,8 +567,8 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
                 })?
                 .map(CommId),
             size: r.i32()?,
-            color: r.opt(s.has(C_COLOR), Rd::i32)?,
-            key: r.opt(s.has(C_KEY), Rd::i32)?,
+            color: r.opt(s.has(C_COLOR), |r| r.rel_i32(s.has(C_REL), cr))?,
+            key: r.opt(s.has(C_KEY), |r| r.rel_i32(s.has(C_REL), cr))?,
             split_type: r.opt(s.has(C_STYPE), Rd::i32)?,
             reorder: r.opt(s.has(C_REORDER), Rd::bool)?,
             dims: Vec::new(),
@@ -928,6 +954,35 @@ pub(crate) mod tests {
             "rank 5 -> 6 and rank 10 -> 11 encode alike"
         );
         assert_eq!(event_line(&decode(&sb, &pb, 10).unwrap()), event_line(&b));
+    }
+
+    #[test]
+    fn a_split_keyed_by_rank_encodes_alike_on_every_rank() {
+        // NPB FT: MPI_Comm_split(world, 0, me) and (world, me, 0).
+        let split = |me: i32, color: i32, key: i32| {
+            let mut e = Event::new(Op::CommSplit);
+            e.comm_rank = me;
+            let mut c = CommCreate::new(Some(CommId(2)), 4);
+            c.color = Some(color);
+            c.key = Some(key);
+            e.create = Some(Box::new(c));
+            e
+        };
+        for (color, key) in [(None, Some(0)), (Some(0), None)] {
+            let ev = |me: i32| split(me, color.unwrap_or(me), key.unwrap_or(me));
+            let (mut p1, mut p3) = (Vec::new(), Vec::new());
+            let (s1, s3) = (encode(&ev(1), 1, &mut p1), encode(&ev(3), 3, &mut p3));
+            assert_eq!((s1, &p1), (s3, &p3), "ranks 1 and 3 encode alike");
+            assert!(p1.contains(&RANK_SELF));
+            for (r, p) in [(1, &p1), (3, &p3)] {
+                assert_eq!(decode(&s1, p, r).unwrap().create, ev(r).create);
+            }
+        }
+        // Rank 0's key 0 is its own rank too; another constant is kept.
+        let mut p = Vec::new();
+        let s = encode(&split(2, 7, 0), 2, &mut p);
+        assert!(!p.contains(&RANK_SELF));
+        assert_eq!(decode(&s, &p, 2).unwrap().create, split(2, 7, 0).create);
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub enum Term {
     /// The product of the sizes of dimensions `i..`: the rank stride of
     /// dimension `i - 1`; `Trail(0)` is the number of ranks.
     Trail(usize),
+    /// The square of `Trail(i)`: a divisor of block sizes that shrink with
+    /// the square of the rank count (NPB FT's all-to-all count
+    /// `N / P^2`).
+    TrailSq(usize),
 }
 
 impl Term {
@@ -44,6 +48,7 @@ impl Term {
             Term::One => 1.0,
             Term::Dim(i) => dims.get(i).copied().unwrap_or(1) as f64,
             Term::Trail(i) => dims.iter().skip(i).product::<u64>() as f64,
+            Term::TrailSq(i) => Term::Trail(i).eval(dims).powi(2),
         }
     }
 
@@ -62,6 +67,8 @@ impl Term {
             Term::Dim(i) => axis(i),
             Term::Trail(0) => "P".into(),
             Term::Trail(i) => (i..d).map(axis).collect::<Vec<_>>().join("*"),
+            Term::TrailSq(0) => "P^2".into(),
+            Term::TrailSq(i) => format!("({})^2", Term::Trail(i).name(d)),
         }
     }
 }
@@ -198,7 +205,8 @@ impl Model {
 /// fitted or what a fit rests on.
 pub const LAWS: &str = "constant; c*t and c0 + c1*t for t a dimension size, a product of \
                         trailing sizes or P; the row-major stride form; linear in every size; \
-                        floor(K/t) and ceil(K/t); floor or ceil of log2(t)/c, plus a; \
+                        floor(K/t) and ceil(K/t), also for t the square of P or of a \
+                        trailing product; floor or ceil of log2(t)/c, plus a; \
                         floor(K/a)*floor(K/b)";
 
 /// Why a field could not be fitted.
@@ -427,12 +435,18 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
         let mut div_terms: Vec<Term> = (0..d).map(Term::Dim).collect();
         div_terms.push(Term::Trail(0));
         div_terms.dedup();
+        let squares: Vec<Term> = (0..d).map(Term::TrailSq).collect();
         for &t in &div_terms {
             for ceil in [false, true] {
                 cands.extend(solve_div(t, ceil, points));
                 for c in 1..=3 {
                     cands.extend(solve_log(t, c, ceil, points));
                 }
+            }
+        }
+        for &t in &squares {
+            for ceil in [false, true] {
+                cands.extend(solve_div(t, ceil, points));
             }
         }
         for i in 0..d {
@@ -602,5 +616,25 @@ mod tests {
             fit(&pts(&dims, &[7, -3, 11, 2]), &[8], Kind::Other).unwrap_err(),
             FitFailure::NoModel
         );
+    }
+
+    #[test]
+    fn blocks_that_shrink_with_the_square_of_p() {
+        // NPB FT class S: 64^3 points, the all-to-all count is N / P^2
+        // complex numbers per peer (16384, 4096, 1024 at 4, 8, 16 ranks).
+        let dims = vec![vec![4], vec![8], vec![16]];
+        let f = fit(&pts(&dims, &[16384, 4096, 1024]), &[32], Kind::Other).unwrap();
+        assert_eq!(f.value, 256, "{:?}", f.model);
+        assert!(f.verified);
+        assert_eq!(f.model.describe(1), "floor(262144/P^2)");
+    }
+
+    #[test]
+    fn the_smallest_peer_model_is_verified_by_a_third_grid() {
+        // The wrap-around peer of a 2D torus's first row, P - x: two of the
+        // row-major strides, no constant, so three square grids verify it.
+        let dims = vec![vec![3, 3], vec![4, 4], vec![5, 5]];
+        let f = fit(&pts(&dims, &[6, 12, 20]), &[6, 6], Kind::Peer).unwrap();
+        assert_eq!((f.value, f.verified), (30, true), "{:?}", f.model);
     }
 }
