@@ -241,11 +241,22 @@ fn ft_is_exact() {
     exact("ft", "S", &[4, 8, 16], 32);
 }
 
+/// One refusal case: benchmark, class, input sizes, target, extra options
+/// and a word the message must contain.
+type Refusal = (
+    &'static str,
+    &'static str,
+    &'static [usize],
+    usize,
+    &'static [&'static str],
+    &'static str,
+);
+
 /// The codes rankscale cannot yet extrapolate exactly: each is refused with
 /// a message that names what does not fit, exit code 1, and no file.
 #[test]
 fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
-    let cases: [(&str, &str, &[usize], usize, &[&str], &str); 6] = [
+    let cases: [Refusal; 6] = [
         // Data-dependent Alltoallv counts: one entry per rank, no period.
         ("is", "S", &[4, 8, 16], 32, &[], "Alltoallv"),
         // Row and transpose partners that no grid position decides.
