@@ -849,6 +849,7 @@ fn event_of(record: &Record, rank: i32) -> Event {
                 tag: Tag::Value(p.tag),
                 count: p.bytes,
                 dsize: 1,
+                dtype: compress::Datatype::UNKNOWN,
             };
             if p.op == Op::Send {
                 ev.send = Some(x);
@@ -1483,7 +1484,8 @@ mod tests {
                 peer: Peer::Rank { world: 0, local: 0 },
                 tag: Tag::Value(3),
                 count: 64,
-                dsize: 1
+                dsize: 1,
+                dtype: compress::Datatype::UNKNOWN,
             })
         );
         assert!(ev[0].matched.is_empty() && ev[0].send.is_none());

@@ -236,9 +236,21 @@ fn ep_is_exact_replays_and_scales_to_a_million_ranks() {
     }
 }
 
+/// FT also reduces MPI_DOUBLE_COMPLEX: the replay must issue that type
+/// (16 bytes, one element), which it knows from the trace.
 #[test]
-fn ft_is_exact() {
-    exact("ft", "S", &[4, 8, 16], 32);
+fn ft_is_exact_and_replays() {
+    let Some((dir, out, _)) = exact("ft", "S", &[4, 8, 16], 32) else {
+        return;
+    };
+    let real = TraceFile::read(&dir.join("ft.S.32.real.trace")).unwrap();
+    assert!(
+        expansion(&real, 0)
+            .iter()
+            .any(|l| l.starts_with("Reduce ") && l.contains(":double_complex")),
+        "FT's checksum reduction is recorded as double complex"
+    );
+    replay_equals(&out, 32, &dir, &dir.join("real-raw"));
 }
 
 /// One refusal case: benchmark, class, input sizes, target, extra options

@@ -398,6 +398,7 @@ fn an_unmatched_receive_ends_in_a_diagnostic_not_a_hang() {
                 tag: Tag::Value(5),
                 count: 1,
                 dsize: 8,
+                dtype: compress::Datatype::UNKNOWN,
             });
             c.push(&e).unwrap();
         }

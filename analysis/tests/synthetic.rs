@@ -25,6 +25,7 @@ fn p2p(peer: Peer, tag: Tag, bytes: i64) -> Transfer {
         tag,
         count: bytes,
         dsize: 1,
+        dtype: compress::Datatype::UNKNOWN,
     }
 }
 

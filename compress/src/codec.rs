@@ -41,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+use crate::Datatype;
 use crate::event::{
     CommCreate, CommId, Event, Matched, Op, Peer, ReduceOp, ReqId, Tag, Timing, Transfer,
 };
@@ -88,17 +89,23 @@ const CREATE_LISTS: [u8; 12] = [1, 1, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1];
 /// What two executions of an event must share to be the same event of a loop:
 /// operation, call site, thread, and the presence of every optional field.
 ///
-/// 16 bytes, `Copy`, compared and hashed in O(1).
+/// 16 bytes, `Copy`, compared and hashed in O(1). The send and receive
+/// datatypes are part of it: a call site reduces over one type.
 ///
-/// Serialized as the five words of `to_words`, and checked when read, so
-/// that a corrupted file cannot produce a shape the codec never makes.
+/// Serialized as the five words of `to_words` (the datatypes in the second
+/// word beside the reduction, so that traces from before them read as
+/// "unknown"), and checked when read, so that a corrupted file cannot
+/// produce a shape the codec never makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(into = "[u64; 5]", try_from = "[u64; 5]")]
 pub struct Shape {
     op: Op,
     redop: u8,
     flags: u16,
-    thread: u32,
+    /// The thread index, saturated at 65,535 (threads beyond share it).
+    thread: u16,
+    stype: Datatype,
+    rtype: Datatype,
     site: u64,
 }
 
@@ -110,6 +117,8 @@ impl Default for Shape {
             redop: 0,
             flags: 0,
             thread: 0,
+            stype: Datatype::UNKNOWN,
+            rtype: Datatype::UNKNOWN,
             site: 0,
         }
     }
@@ -126,7 +135,7 @@ impl Shape {
     }
     /// The calling thread's index.
     pub fn thread(&self) -> u32 {
-        self.thread
+        u32::from(self.thread)
     }
     /// The reduction operation, if the call has one.
     pub fn redop(&self) -> Option<ReduceOp> {
@@ -140,6 +149,8 @@ impl Shape {
     pub fn hash64(&self) -> u64 {
         let packed = (self.op as u64)
             | (u64::from(self.thread) << 8)
+            | (u64::from(self.stype.0) << 24)
+            | (u64::from(self.rtype.0) << 32)
             | (u64::from(self.flags) << 40)
             | (u64::from(self.redop) << 56);
         mix64(self.site ^ mix64(packed))
@@ -276,7 +287,7 @@ impl Shape {
     pub(crate) fn to_words(self) -> [u64; 5] {
         [
             self.op as u64,
-            u64::from(self.redop),
+            u64::from(self.redop) | u64::from(self.stype.0) << 8 | u64::from(self.rtype.0) << 16,
             u64::from(self.flags),
             u64::from(self.thread),
             self.site,
@@ -287,8 +298,16 @@ impl Shape {
     /// produce.
     pub(crate) fn from_words(w: [u64; 5]) -> Option<Shape> {
         let op = *Op::ALL.get(usize::try_from(w[0]).ok()?)?;
-        let redop = u8::try_from(w[1]).ok()?;
+        if w[1] >> 24 != 0 {
+            return None;
+        }
+        let redop = (w[1] & 0xff) as u8;
         if usize::from(redop) > ReduceOp::ALL.len() {
+            return None;
+        }
+        let stype = Datatype((w[1] >> 8 & 0xff) as u8);
+        let rtype = Datatype((w[1] >> 16 & 0xff) as u8);
+        if !stype.is_valid() || !rtype.is_valid() {
             return None;
         }
         let flags = u16::try_from(w[2]).ok()?;
@@ -299,7 +318,9 @@ impl Shape {
             op,
             redop,
             flags,
-            thread: u32::try_from(w[3]).ok()?,
+            thread: u16::try_from(w[3]).ok()?,
+            stype,
+            rtype,
             site: w[4],
         })
     }
@@ -445,7 +466,9 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
         op: ev.op,
         redop,
         flags,
-        thread: ev.thread,
+        thread: u16::try_from(ev.thread).unwrap_or(u16::MAX),
+        stype: ev.send.map_or(Datatype::UNKNOWN, |t| t.dtype),
+        rtype: ev.recv.map_or(Datatype::UNKNOWN, |t| t.dtype),
         site: ev.site,
     }
 }
@@ -530,6 +553,7 @@ impl Rd<'_> {
             tag,
             count: self.next()?,
             dsize: self.next()?,
+            dtype: crate::Datatype::UNKNOWN,
         })
     }
 }
@@ -541,13 +565,17 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
     let s = *shape;
     let mut ev = Event::new(s.op);
     ev.site = s.site;
-    ev.thread = s.thread;
+    ev.thread = u32::from(s.thread);
     ev.comm = CommId(u32::try_from(r.next()?).ok()?);
     let base = if s.op.has_comm() { i64::from(rank) } else { 0 };
     ev.comm_rank = i32::try_from(r.next()?.checked_add(base)?).ok()?;
     let cr = ev.comm_rank;
-    ev.send = r.opt(s.has(SEND), |r| r.xfer(rank, cr))?;
-    ev.recv = r.opt(s.has(RECV), |r| r.xfer(rank, cr))?;
+    ev.send = r
+        .opt(s.has(SEND), |r| r.xfer(rank, cr))?
+        .map(|t| t.typed(s.stype));
+    ev.recv = r
+        .opt(s.has(RECV), |r| r.xfer(rank, cr))?
+        .map(|t| t.typed(s.rtype));
     ev.root = r.opt(s.has(ROOT), Rd::i32)?;
     ev.redop = match s.redop {
         0 => None,
@@ -687,6 +715,7 @@ pub(crate) mod tests {
             tag,
             count: 1024,
             dsize: 8,
+            dtype: crate::Datatype::UNKNOWN,
         }
     }
 
@@ -697,6 +726,7 @@ pub(crate) mod tests {
             tag: Tag::Value(0),
             count,
             dsize: 4,
+            dtype: crate::Datatype::UNKNOWN,
         }
     }
 

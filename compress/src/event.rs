@@ -235,6 +235,10 @@ pub struct Transfer {
     pub count: i64,
     /// Size in bytes of one element of the datatype (`MPI_Type_size`).
     pub dsize: i64,
+    /// Which datatype, when it is predefined (so that replay can reduce
+    /// over the same type: 16 bytes may be one complex number or two
+    /// doubles).
+    pub dtype: crate::Datatype,
 }
 
 impl Transfer {
@@ -247,7 +251,13 @@ impl Transfer {
             tag: Tag::Value(0),
             count,
             dsize,
+            dtype: crate::Datatype::UNKNOWN,
         }
+    }
+
+    /// The same transfer with its datatype named.
+    pub fn typed(self, dtype: crate::Datatype) -> Transfer {
+        Transfer { dtype, ..self }
     }
 
     /// Bytes moved: count times datatype size.

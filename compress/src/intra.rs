@@ -836,6 +836,7 @@ mod tests {
             tag: Tag::Value(tag),
             count: 8,
             dsize: 4,
+            dtype: crate::Datatype::UNKNOWN,
         });
         e.req = Some(ReqId(req));
         e.time = Timing {

@@ -9,6 +9,7 @@
 
 pub mod codec;
 mod depth;
+mod dtype;
 pub mod event;
 pub mod file;
 pub mod intra;
@@ -28,6 +29,7 @@ pub use event::{
 };
 
 pub use codec::Shape;
+pub use dtype::Datatype;
 pub use file::{Meta, TraceFile};
 pub use intra::{Compressor, Config};
 pub use merge::{

@@ -15,8 +15,9 @@
 //!          | "color=" (N|"undef") | "key=" N | "stype=" N | "dims=" list
 //!          | "periods=" list | "edges=" list | "sources=" list | "members=" list
 //!          | "reorder=" 0|1 | "value=" N
-//! xfer     = peer "/" tag "/" COUNT "/" DSIZE      (point-to-point and probes)
-//!          | COUNT "/" DSIZE                      (collectives: no peer, no tag)
+//! xfer     = peer "/" tag "/" COUNT "/" DSIZE [":" TYPE]  (point-to-point, probes)
+//!          | COUNT "/" DSIZE [":" TYPE]           (collectives: no peer, no tag)
+//! TYPE     = a predefined datatype's name (`double_complex`) or "derived"
 //! peer     = WORLD_RANK | "any" | "null"
 //! tag      = N | "any"                            m    = (REQ | "-") ":" SRC ":" TAG
 //! list     = [N {"," N}]
@@ -67,6 +68,7 @@ fn write_xfer(out: &mut String, key: &str, t: &Transfer, collective: bool) {
     if collective {
         // Collectives have no peer and no tag: only count and datatype size.
         let _ = write!(out, "{}/{}", t.count, t.dsize);
+        write_type(out, t);
         return;
     }
     write_peer(out, t.peer);
@@ -77,6 +79,15 @@ fn write_xfer(out: &mut String, key: &str, t: &Transfer, collective: bool) {
         Tag::Any => out.push_str("/any"),
     }
     let _ = write!(out, "/{}/{}", t.count, t.dsize);
+    write_type(out, t);
+}
+
+/// The datatype's name after the size, when it was recorded.
+fn write_type(out: &mut String, t: &Transfer) {
+    if t.dtype.is_known() {
+        out.push(':');
+        out.push_str(t.dtype.name());
+    }
 }
 
 /// Appends the canonical line for `ev` (without the newline) to `out`.
@@ -204,13 +215,20 @@ fn parse_peer(line: usize, v: &str) -> Result<Peer, Error> {
 }
 
 fn parse_xfer(line: usize, key: &str, v: &str) -> Result<Transfer, Error> {
+    let (v, dtype) = match v.split_once(':') {
+        Some((v, name)) => (
+            v,
+            crate::Datatype::from_name(name)
+                .ok_or_else(|| bad(line, format!("field `{key}`: unknown datatype `{name}`")))?,
+        ),
+        None => (v, crate::Datatype::UNKNOWN),
+    };
     let parts: Vec<&str> = v.split('/').collect();
     if let [count, dsize] = parts[..] {
         // The collective form (see `write_xfer`).
-        return Ok(Transfer::collective(
-            num(line, key, count)?,
-            num(line, key, dsize)?,
-        ));
+        return Ok(
+            Transfer::collective(num(line, key, count)?, num(line, key, dsize)?).typed(dtype),
+        );
     }
     let [peer, tag, count, dsize] = parts[..] else {
         return Err(bad(
@@ -227,6 +245,7 @@ fn parse_xfer(line: usize, key: &str, v: &str) -> Result<Transfer, Error> {
         },
         count: num(line, key, count)?,
         dsize: num(line, key, dsize)?,
+        dtype,
     })
 }
 
@@ -422,6 +441,7 @@ mod tests {
             tag: Tag::Value(7),
             count: 64,
             dsize: 8,
+            dtype: crate::Datatype::UNKNOWN,
         });
         a.req = Some(ReqId(12));
         let mut b = Event::new(Op::Waitsome);
@@ -450,6 +470,7 @@ mod tests {
             tag: Tag::Any,
             count: 1,
             dsize: 4,
+            dtype: crate::Datatype::UNKNOWN,
         });
         e.matched = vec![Matched {
             req: None,

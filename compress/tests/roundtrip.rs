@@ -162,12 +162,14 @@ impl Interp {
             },
             count: n,
             dsize: 8,
+            dtype: compress::Datatype::UNKNOWN,
         };
         let coll = |count: i64| Transfer {
             peer: Peer::Null,
             tag: Tag::Value(0),
             count,
             dsize: 4,
+            dtype: compress::Datatype::UNKNOWN,
         };
         let op = [
             Op::Isend,

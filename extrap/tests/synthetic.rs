@@ -14,6 +14,7 @@ fn transfer(world: u32, tag: i32) -> Transfer {
         tag: Tag::Value(tag),
         count: 4,
         dsize: 8,
+        dtype: compress::Datatype::UNKNOWN,
     }
 }
 

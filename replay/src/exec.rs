@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use compress::{CommId, Event, Op, Peer, ReduceOp, ReqId, Tag, TraceFile, Transfer};
+use compress::{CommId, Datatype, Event, Op, Peer, ReduceOp, ReqId, Tag, TraceFile, Transfer};
 use mpi_sys::*;
 use replay::{Rng, compute_ns};
 
@@ -24,6 +24,7 @@ unsafe extern "C" {
     fn rs_in_place() -> *mut c_void;
     fn rs_op_maxloc() -> MPI_Op;
     fn rs_op_minloc() -> MPI_Op;
+    fn rs_type_of_code(code: c_int) -> MPI_Datatype;
     fn rs_type_2int() -> MPI_Datatype;
     fn rs_type_double_int() -> MPI_Datatype;
     fn rs_type_long_int() -> MPI_Datatype;
@@ -157,6 +158,60 @@ struct OpStats {
     calls: f64,
     bytes: f64,
     secs: f64,
+}
+
+/// The predefined MPI datatype the trace names for `t`, if it has the
+/// recorded size in this MPI library.
+fn predefined(t: &Transfer) -> Option<MPI_Datatype> {
+    if !t.dtype.is_known() || t.dtype == Datatype::DERIVED {
+        return None;
+    }
+    // SAFETY: rs_type_of_code returns a predefined handle of mpi.h or
+    // MPI_DATATYPE_NULL; it calls no MPI function.
+    let ty = unsafe { rs_type_of_code(c_int::from(t.dtype.0)) };
+    // SAFETY: reading an initialised mpi-sys constant.
+    if ty == unsafe { RSMPI_DATATYPE_NULL } {
+        return None;
+    }
+    let mut size: c_int = 0;
+    // SAFETY: `ty` is a predefined datatype; MPI_Type_size writes `size`.
+    let rc = unsafe { MPI_Type_size(ty, &mut size) };
+    (rc == 0 && i64::from(size) == t.dsize).then_some(ty)
+}
+
+/// The handle of a built-in reduction operation.
+fn builtin_op(op: ReduceOp) -> Option<MPI_Op> {
+    // SAFETY: reading initialised constants (mpi-sys statics and the C
+    // helpers' macro values).
+    unsafe {
+        Some(match op {
+            ReduceOp::Max => RSMPI_MAX,
+            ReduceOp::Min => RSMPI_MIN,
+            ReduceOp::Sum => RSMPI_SUM,
+            ReduceOp::Prod => RSMPI_PROD,
+            ReduceOp::Land => RSMPI_LAND,
+            ReduceOp::Band => RSMPI_BAND,
+            ReduceOp::Lor => RSMPI_LOR,
+            ReduceOp::Bor => RSMPI_BOR,
+            ReduceOp::Lxor => RSMPI_LXOR,
+            ReduceOp::Bxor => RSMPI_BXOR,
+            ReduceOp::Maxloc => rs_op_maxloc(),
+            ReduceOp::Minloc => rs_op_minloc(),
+            _ => return None,
+        })
+    }
+}
+
+/// Says once per process that something the application defined itself is
+/// replayed by a stand-in of the same size.
+fn stand_in_note(what: &str, dsize: i64) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "replay: note: {what} is replayed by a stand-in of the same size ({dsize} bytes per \
+             element); the bytes moved are the application's, the computation on them is not"
+        );
+    }
 }
 
 struct Replayer<'o> {
@@ -458,9 +513,40 @@ impl<'o> Replayer<'o> {
         Ok(t)
     }
 
-    /// The operation and a predefined datatype of `dsize` bytes it accepts.
-    fn reduction(&mut self, op: Option<ReduceOp>, dsize: i64) -> Result<(MPI_Op, MPI_Datatype)> {
+    /// The datatype of one side of a call: the application's own when the
+    /// trace names a predefined type of the recorded size, else a stand-in
+    /// of that size ([`Replayer::dtype`]).
+    fn typed(&mut self, t: &Transfer) -> Result<MPI_Datatype> {
+        match predefined(t) {
+            Some(ty) => Ok(ty),
+            None => {
+                if t.dtype == Datatype::DERIVED {
+                    stand_in_note("a derived datatype", t.dsize);
+                }
+                self.dtype(t.dsize)
+            }
+        }
+    }
+
+    /// The operation and datatype to reduce `t` with: the application's
+    /// predefined operation on its predefined type when the trace names
+    /// both; otherwise a predefined type of the same size the operation
+    /// accepts, or, for a user-defined operation or a type no built-in
+    /// operation takes, a stand-in operation over bytes of the same size.
+    fn reduction(&mut self, op: Option<ReduceOp>, t: &Transfer) -> Result<(MPI_Op, MPI_Datatype)> {
+        let dsize = t.dsize;
         let op = op.unwrap_or(ReduceOp::Sum);
+        if op != ReduceOp::Other
+            && let Some(ty) = predefined(t)
+            && let Some(h) = builtin_op(op)
+        {
+            return Ok((h, ty));
+        }
+        if op == ReduceOp::Other {
+            stand_in_note("a user-defined reduction", dsize);
+        } else if t.dtype == Datatype::DERIVED {
+            stand_in_note("a reduction over a derived datatype", dsize);
+        }
         // SAFETY: reading initialised constants (mpi-sys statics and the C
         // helpers' macro values).
         unsafe {
@@ -482,20 +568,10 @@ impl<'o> Replayer<'o> {
                     _ => bail!("no predefined MPI type of {d} bytes to replay a reduction on"),
                 })
             };
-            Ok(match op {
-                ReduceOp::Max => (RSMPI_MAX, int(dsize)?),
-                ReduceOp::Min => (RSMPI_MIN, int(dsize)?),
-                ReduceOp::Sum => (RSMPI_SUM, int(dsize)?),
-                ReduceOp::Prod => (RSMPI_PROD, int(dsize)?),
-                ReduceOp::Land => (RSMPI_LAND, int(dsize)?),
-                ReduceOp::Band => (RSMPI_BAND, int(dsize)?),
-                ReduceOp::Lor => (RSMPI_LOR, int(dsize)?),
-                ReduceOp::Bor => (RSMPI_BOR, int(dsize)?),
-                ReduceOp::Lxor => (RSMPI_LXOR, int(dsize)?),
-                ReduceOp::Bxor => (RSMPI_BXOR, int(dsize)?),
-                ReduceOp::Maxloc => (rs_op_maxloc(), pair(dsize)?),
-                ReduceOp::Minloc => (rs_op_minloc(), pair(dsize)?),
-                _ => {
+            Ok(match (op, builtin_op(op)) {
+                (ReduceOp::Maxloc | ReduceOp::Minloc, Some(h)) => (h, pair(dsize)?),
+                (_, Some(h)) => (h, int(dsize)?),
+                (_, None) => {
                     let op = match self.user_op {
                         Some(op) => op,
                         None => {
@@ -533,7 +609,7 @@ impl<'o> Replayer<'o> {
     /// Count, datatype and a buffer for one side of a call.
     fn side(&mut self, t: &Transfer) -> Result<(c_int, MPI_Datatype, Vec<u8>)> {
         let n = self.count(t.count);
-        let ty = self.dtype(t.dsize)?;
+        let ty = self.typed(t)?;
         let bytes = usize::try_from(i64::from(n) * t.dsize.max(1)).unwrap_or(0);
         Ok((n, ty, self.buf(bytes)))
     }
@@ -1343,7 +1419,7 @@ impl<'o> Replayer<'o> {
                     )
                 }
                 Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
-                    let (op, ty) = self.reduction(e.redop, send.dsize)?;
+                    let (op, ty) = self.reduction(e.redop, &send)?;
                     let n = self.count(send.count);
                     let bytes = usize::try_from(i64::from(n) * send.dsize.max(1)).unwrap_or(0);
                     let sb = self.buf(bytes);
@@ -1556,7 +1632,7 @@ impl<'o> Replayer<'o> {
                     rc
                 }
                 Op::ReduceScatter | Op::ReduceScatterBlock => {
-                    let (op, ty) = self.reduction(e.redop, recv.dsize)?;
+                    let (op, ty) = self.reduction(e.redop, &recv)?;
                     let rcounts = if base == Op::ReduceScatter {
                         counts(&e.recv_counts, self)
                     } else {

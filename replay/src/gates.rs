@@ -707,6 +707,7 @@ mod tests {
             tag,
             count: 1,
             dsize: 4,
+            dtype: compress::Datatype::UNKNOWN,
         }
     }
 

@@ -75,6 +75,7 @@ impl Stencil {
                 tag: Tag::Value(d as i32),
                 count: 1024,
                 dsize: 8,
+                dtype: compress::Datatype::from_name("double").unwrap(),
             };
             let mut r = Event::new(Op::Irecv);
             r.site = 0x5101;
@@ -101,6 +102,7 @@ impl Stencil {
                 tag: Tag::Value(0),
                 count: 1,
                 dsize: 8,
+                dtype: compress::Datatype::from_name("double_precision").unwrap(),
             });
             a.redop = Some(ReduceOp::Sum);
             self.queue.push(a);
@@ -144,6 +146,7 @@ pub fn distinct(n: u64) -> impl Iterator<Item = Event> {
             tag: Tag::Value((i % 7) as i32),
             count: (i % 4096) as i64,
             dsize: 8,
+            dtype: compress::Datatype::UNKNOWN,
         });
         e.time = Timing {
             enter_ns: i,
@@ -171,6 +174,8 @@ pub fn random(n: u64, seed: u64) -> impl Iterator<Item = Event> {
             tag: Tag::Value(((r >> 16) % 5) as i32),
             count: ((r >> 24) % 100_000) as i64,
             dsize: 4,
+            // Unknown, predefined and derived types alike.
+            dtype: compress::Datatype([0, 7, 20, 255][((r >> 40) % 4) as usize]),
         };
         if matches!(op, Op::Isend | Op::Send) {
             e.send = Some(t);

@@ -21,8 +21,8 @@ use compress::{CommId, Event, Matched, Op, Peer, ReqId, Tag, Transfer};
 use mpi_sys::*;
 
 use super::{
-    Key, coll, comm, comm_rank, comm_size, consts, dsize, group_members, ints, is_wildcard, nap,
-    new_comm, redop, xfer,
+    Key, coll, comm, comm_rank, comm_size, consts, dsize, dtype, group_members, ints, is_wildcard,
+    nap, new_comm, redop, xfer,
 };
 use crate::return_address;
 use crate::tracer::{self, CommInfo, ReqInfo, Scope, Tracer};
@@ -899,6 +899,7 @@ pub(crate) fn fill_mrecv(
         tag,
         count: i64::from(count),
         dsize: dsize(datatype),
+        dtype: dtype(datatype),
     });
     msg.map(|m| m.comm)
 }

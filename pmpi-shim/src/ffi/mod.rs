@@ -21,6 +21,7 @@ unsafe extern "C" {
     fn rs_op_maxloc() -> MPI_Op;
     fn rs_op_minloc() -> MPI_Op;
     fn rs_f_status_size() -> c_int;
+    fn rs_type_code(t: MPI_Datatype) -> c_int;
 }
 
 /// The MPI library's version string, first line (`MPI_Get_library_version`
@@ -183,6 +184,25 @@ pub(crate) fn dsize(dt: MPI_Datatype) -> i64 {
     if rc == 0 { i64::from(s) } else { 0 }
 }
 
+/// Which datatype `dt` is (see [`compress::Datatype`]): compared against
+/// every predefined handle once per handle and thread, then remembered,
+/// since a call site nearly always passes the same type.
+pub(crate) fn dtype(dt: MPI_Datatype) -> compress::Datatype {
+    thread_local! {
+        static LAST: std::cell::Cell<(usize, u8)> = const { std::cell::Cell::new((usize::MAX, 0)) };
+    }
+    let k = dt.key();
+    let (last, code) = LAST.with(std::cell::Cell::get);
+    if last == k {
+        return compress::Datatype(code);
+    }
+    // SAFETY: rs_type_code only compares `dt` with the predefined handles
+    // of mpi.h; it calls no MPI function.
+    let code = u8::try_from(unsafe { rs_type_code(dt) }).unwrap_or(255);
+    LAST.with(|c| c.set((k, code)));
+    compress::Datatype(code)
+}
+
 /// The rank → world-rank table of a communicator (`None` for the world
 /// itself). For an inter-communicator, peers are ranks of the remote group.
 fn world_map(comm: MPI_Comm) -> Option<Box<[i32]>> {
@@ -290,12 +310,13 @@ pub(crate) fn xfer(
         },
         count: i64::from(count),
         dsize: dsize(dt),
+        dtype: dtype(dt),
     }
 }
 
 /// A transfer descriptor for a collective buffer (no peer, no tag).
 pub(crate) fn coll(count: c_int, dt: MPI_Datatype) -> Transfer {
-    Transfer::collective(i64::from(count), dsize(dt))
+    Transfer::collective(i64::from(count), dsize(dt)).typed(dtype(dt))
 }
 
 /// Whether a receive posted with these arguments is a wildcard whose
