@@ -17,7 +17,13 @@
 #  4. replay: seconds per replayed event with --no-compute on a long loop
 #     (the trace of the stencil, 2 ranks), beside the application's time;
 #  5. analysis: time of `rankscale analyze` on a 64-rank stencil with its
-#     timeline (about 10^5 and 10^6 events), against the application's time.
+#     timeline (about 10^5 and 10^6 events), against the application's time;
+#  6. extrapolation speed on the weak 2D stencil, to 36, 4,096 and 1,048,576
+#     ranks;
+#  7. NPB: the application time that extrapolation predicts for EP and FT S
+#     at 32 ranks (inputs traced at 4, 8 and 16 ranks, per-size binaries)
+#     against real traced runs at 32 ranks, median of 3 (`scripts/bench.sh
+#     npb` runs this part alone).
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -25,6 +31,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 [[ "${RANKSCALE_BENCH_NOBUILD:-}" == 1 ]] || scripts/build.sh >/dev/null
+part="${1:-all}"
 iters="${PINGPONG_ITERS:-50000}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -33,23 +40,27 @@ export RANKSCALE_TRACE="$tmp/bench.trace"
 runs="${STENCIL_RUNS:-15}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HWLOC_COMPONENTS=-pci,-linuxio
 
-launch() { # launch IMP NP TRACED PROGRAM ARGS...
-  local imp=$1 np=$2 traced=$3 prog=$4
+launch_bin() { # launch_bin IMP NP TRACED BINARY ARGS...
+  local imp=$1 np=$2 traced=$3 bin=$4
   shift 4
   local shim="$root/target/$imp/release/libpmpi_shim.so"
   if [[ $imp == mpich ]]; then
     local env=()
     [[ $traced == 1 ]] && env=(-genv LD_PRELOAD "$shim" -genv RANKSCALE_TRACE "$RANKSCALE_TRACE"
       -genv RANKSCALE_TIMELINE "${RANKSCALE_TIMELINE:-0}")
-    mpirun.mpich -n "$np" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm "${env[@]}" \
-      "target/programs/$imp/$prog" "$@"
+    mpirun.mpich -n "$np" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm "${env[@]}" "$bin" "$@"
   else
     local env=()
     [[ $traced == 1 ]] && env=(-x "LD_PRELOAD=$shim" -x RANKSCALE_TRACE
       -x "RANKSCALE_TIMELINE=${RANKSCALE_TIMELINE:-0}")
     mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
-      "${env[@]}" "target/programs/$imp/$prog" "$@"
+      "${env[@]}" "$bin" "$@"
   fi
+}
+launch() { # launch IMP NP TRACED PROGRAM ARGS...: a test program of target/programs
+  local imp=$1 np=$2 traced=$3 prog=$4
+  shift 4
+  launch_bin "$imp" "$np" "$traced" "target/programs/$imp/$prog" "$@"
 }
 
 # q P: the P-quantile (0..1) of the numbers on standard input.
@@ -75,6 +86,8 @@ pair() { # pair R CMD...: runs CMD untraced and traced, prints "untraced traced"
   echo "$u $t"
 }
 pingpong_ns() { launch "$1" 2 "$2" pingpong "$iters" 8 3 2>/dev/null | awk '/roundtrip_ns/ {print $2}'; }
+
+if [[ $part == all ]]; then
 
 echo "ping-pong, 8-byte messages, 2 ranks; added ns per intercepted call = (traced - untraced round trip) / 4"
 printf '%-8s %14s %14s %12s %16s\n' MPI "untraced(ns)" "traced(ns)" "ns/call" "quartiles"
@@ -179,4 +192,32 @@ for n in 36 4096 1048576; do
   events=$("$rs" show "$tmp/extrap.out.$n.trace" | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "events,") print $(i - 1) }')
   printf '%-10d %10.3f %12.2f %10d %14d %10s\n' "$n" "$s" "$(awk -v s="$s" -v b="$base" 'BEGIN { print s / b }')" \
     "$(stat -c %s "$tmp/extrap.out.$n.trace")" "$maxin" "$events"
+done
+
+fi # the parts before NPB
+
+echo "NPB: predicted application time at 32 ranks (extrapolated from 4, 8, 16) against real traced runs at 32; Open MPI, median of 3"
+printf '%-8s %14s %12s %10s\n' bench "predicted(s)" "real(s)" "error(%)"
+rs="$root/target/openmpi/release/rankscale"
+wall() { "$rs" show "$1" | awk '/^wall/ { print $2 }'; }
+for b in ep ft; do
+  if ! scripts/npb.sh openmpi "$b" S 4 8 16 32 >/dev/null; then
+    echo "$b: NPB not available, skipped"
+    continue
+  fi
+  pred=() real=()
+  for rep in 1 2 3; do
+    ins=()
+    for n in 4 8 16 32; do
+      f="$tmp/npb.$b.$n.$rep.trace"
+      RANKSCALE_TRACE="$f" OMPI_MCA_mpi_yield_when_idle=1 \
+        launch_bin openmpi "$n" 1 "$root/target/npb/openmpi/bin/$b.S.$n" >/dev/null 2>&1
+      [[ $n == 32 ]] && real+=("$(wall "$f")") || ins+=("$f")
+    done
+    "$rs" extrap -o "$tmp/npb.$b.x.$rep.trace" --ranks 32 "${ins[@]}" >/dev/null
+    pred+=("$(wall "$tmp/npb.$b.x.$rep.trace")")
+  done
+  p=$(printf '%s\n' "${pred[@]}" | q 0.5)
+  r=$(printf '%s\n' "${real[@]}" | q 0.5)
+  printf '%-8s %14.3f %12.3f %10.1f\n' "$b" "$p" "$r" "$(awk -v p="$p" -v r="$r" 'BEGIN { print (p - r) / r * 100 }')"
 done

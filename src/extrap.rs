@@ -224,6 +224,9 @@ pub fn run(args: &Args) -> Result<()> {
             d.input
         );
     }
+    for v in &r.volumes {
+        println!("{}", v.describe());
+    }
     println!(
         "wrote {} ({bytes} bytes) in {:.3} s",
         args.output.display(),

@@ -39,7 +39,7 @@ pub use lossy::Snippet;
 pub use models::Method;
 pub use plugin::{Plugin, SpecPlugin};
 pub use synth::{
-    Dropped, Extrapolated, FieldFit, Input, Options, Report, TimingChoice, extrapolate,
+    Dropped, Extrapolated, FieldFit, Input, Options, Report, TimingChoice, Volume, extrapolate,
 };
 pub use topology::{Group, Pos, Topology, detect};
 

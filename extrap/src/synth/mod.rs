@@ -96,6 +96,76 @@ pub struct Dropped {
     pub events: u64,
 }
 
+/// Lossy mode's uniform all-to-all counts in one input: every rank's
+/// `Alltoallv` send counts (data-dependent in NPB IS) replaced by their mean,
+/// and its receive counts by the same (a uniform exchange matrix, so that
+/// every send still meets its receive). Each rank's volume is kept up to the
+/// rounding of the mean; the change is reported and bounded by
+/// `--max-drop`.
+#[derive(Clone, Debug, Default)]
+pub struct Volume {
+    /// The input's name.
+    pub input: String,
+    /// The calls made uniform, over all ranks.
+    pub calls: u64,
+    /// Elements they sent in the input.
+    pub real: u64,
+    /// Elements they send once uniform.
+    pub uniform: u64,
+}
+
+impl Volume {
+    /// The relative change of the volume sent.
+    pub fn change(&self) -> f64 {
+        (self.uniform as f64 - self.real as f64) / (self.real.max(1) as f64)
+    }
+
+    /// One line for reports and the trace's metadata.
+    pub fn describe(&self) -> String {
+        format!(
+            "lossy: the all-to-all counts of {} calls in {} made uniform: {} elements sent instead \
+             of {} ({:+.2} %)",
+            self.calls,
+            self.input,
+            self.uniform,
+            self.real,
+            100.0 * self.change()
+        )
+    }
+}
+
+/// Lossy mode: replaces the per-peer counts of every `Alltoallv` (and
+/// `Ialltoallv`) of a rank by their mean (see [`Volume`]).
+fn uniform_counts(st: &mut Stream, vol: &mut Volume) {
+    for e in &mut st.events {
+        if !matches!(e.shape.op(), Op::Alltoallv | Op::Ialltoallv) {
+            continue;
+        }
+        let (nfixed, widths) = e.shape.layout();
+        // The send and receive counts are the first two lists, one item per
+        // entry.
+        let Some(&slen) = e.params.get(nfixed) else {
+            continue;
+        };
+        let slen = slen.max(0) as usize;
+        let rstart = nfixed + 1 + slen;
+        let Some(&rlen) = e.params.get(rstart) else {
+            continue;
+        };
+        let rlen = rlen.max(0) as usize;
+        if widths.first() != Some(&1) || e.params.len() < rstart + 1 + rlen || slen == 0 {
+            continue;
+        }
+        let sent: i64 = e.params[nfixed + 1..rstart].iter().sum();
+        let mean = sent.div_euclid(slen as i64);
+        e.params[nfixed + 1..rstart].fill(mean);
+        e.params[rstart + 1..rstart + 1 + rlen].fill(mean);
+        vol.calls += 1;
+        vol.real += sent.max(0) as u64;
+        vol.uniform += (mean * slen as i64).max(0) as u64;
+    }
+}
+
 /// A communication field that changes with the size, and its model.
 #[derive(Clone, Debug)]
 pub struct FieldFit {
@@ -185,6 +255,9 @@ pub struct Report {
     pub notes: Vec<String>,
     /// In lossy mode, what was dropped from each input.
     pub dropped: Vec<Dropped>,
+    /// In lossy mode, the inputs whose data-dependent all-to-all counts
+    /// were made uniform, and the volume that changed.
+    pub volumes: Vec<Volume>,
 }
 
 impl Report {
@@ -200,6 +273,7 @@ impl Report {
             events: 0,
             notes: Vec::new(),
             dropped: Vec::new(),
+            volumes: Vec::new(),
         }
     }
 }
@@ -574,14 +648,21 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     // many each rank had.
     let mut rank_streams: Vec<Vec<Stream>> = Vec::new();
     let mut rank_lens: Vec<Vec<u64>> = Vec::new();
+    // Lossy mode: the all-to-all volumes made uniform, per input.
+    let mut volumes: Vec<Volume> = Vec::new();
     for i in inputs {
         if lossy {
             let p = u64::from(i.file.meta.world_size);
             let mut streams = Vec::with_capacity(p as usize);
             let mut lens = Vec::with_capacity(p as usize);
+            let mut vol = Volume {
+                input: i.name.clone(),
+                ..Volume::default()
+            };
             for r in 0..p {
                 let mut st = stream(&i.file, r, opts.ignore_sites)?;
                 lens.push(st.events.len() as u64);
+                uniform_counts(&mut st, &mut vol);
                 if let Some(sn) = &opts.snippet {
                     let view: Vec<(Shape, &[i64])> = st
                         .events
@@ -593,6 +674,9 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
                     st.events.retain(|_| k.next().unwrap_or(false));
                 }
                 streams.push(st);
+            }
+            if vol.calls > 0 {
+                volumes.push(vol);
             }
             drop_rare_sites(&mut streams);
             let inf: Vec<RankInfo> = streams.iter().map(stream_info).collect();
@@ -864,7 +948,20 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             });
         }
     }
-    let unverified = unverified_fields(&report, opts)?;
+    for v in &volumes {
+        if v.change().abs() > opts.max_drop {
+            return Err(Error::TooMuchDropped {
+                input: v.input.clone(),
+                dropped: v.real.abs_diff(v.uniform),
+                events: v.real,
+                share: 100.0 * v.change().abs(),
+                max: 100.0 * opts.max_drop,
+            });
+        }
+    }
+    let mut unverified = unverified_fields(&report, opts)?;
+    unverified.extend(volumes.iter().map(Volume::describe));
+    report.volumes = volumes;
     let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
     methods.sort();
     report.methods = methods;
