@@ -118,6 +118,7 @@ fn exact(
     class: &str,
     inputs: &[usize],
     target: usize,
+    extra: &[&str],
 ) -> Option<(PathBuf, PathBuf, PathBuf)> {
     let mut sizes = inputs.to_vec();
     sizes.push(target);
@@ -138,7 +139,7 @@ fn exact(
     );
     let out = dir.join(format!("{bench}.{class}.{target}.extrap.trace"));
     let t0 = Instant::now();
-    let report = extrap(&out, target, &files, &[]).unwrap_or_else(|e| panic!("{bench}: {e}"));
+    let report = extrap(&out, target, &files, extra).unwrap_or_else(|e| panic!("{bench}: {e}"));
     eprintln!(
         "{bench}.{class} {inputs:?} -> {target}: extrapolated in {:.3} s\n{report}",
         t0.elapsed().as_secs_f64()
@@ -207,7 +208,7 @@ fn replay_equals(trace: &Path, n: usize, dir: &Path, real_raw: &Path) {
 
 #[test]
 fn ep_is_exact_replays_and_scales_to_a_million_ranks() {
-    let Some((dir, out, _)) = exact("ep", "S", &[4, 8, 16], 32) else {
+    let Some((dir, out, _)) = exact("ep", "S", &[4, 8, 16], 32, &[]) else {
         return;
     };
     replay_equals(&out, 32, &dir, &dir.join("real-raw"));
@@ -240,7 +241,7 @@ fn ep_is_exact_replays_and_scales_to_a_million_ranks() {
 /// (16 bytes, one element), which it knows from the trace.
 #[test]
 fn ft_is_exact_and_replays() {
-    let Some((dir, out, _)) = exact("ft", "S", &[4, 8, 16], 32) else {
+    let Some((dir, out, _)) = exact("ft", "S", &[4, 8, 16], 32, &[]) else {
         return;
     };
     let real = TraceFile::read(&dir.join("ft.S.32.real.trace")).unwrap();
@@ -251,6 +252,20 @@ fn ft_is_exact_and_replays() {
         "FT's checksum reduction is recorded as double complex"
     );
     replay_equals(&out, 32, &dir, &dir.join("real-raw"));
+}
+
+/// CG through the shipped plugin spec (`extrap/specs/npb-cg.toml`): its
+/// Irecv/Send/Wait exchanges along the processor row (farthest partner
+/// first for the dot products, nearest first for the matrix-vector
+/// reduction) and with the transpose partner, fitted in the nprows x npcols
+/// grid. Four inputs, since 4, 8 and 16 ranks show only two row lengths
+/// (2 and 4), which cannot tell `log2(npcols)` from a line: that case is
+/// refused (see the refusals).
+#[test]
+fn cg_is_exact_through_the_plugin() {
+    let spec = root().join("extrap/specs/npb-cg.toml");
+    let plugin = format!("--plugin={}", spec.display());
+    exact("cg", "S", &[4, 8, 16, 32], 64, &[&plugin]);
 }
 
 /// IS exchanges data-dependent `Alltoallv` counts: refused without lossy
@@ -321,6 +336,9 @@ fn is_extrapolates_in_lossy_mode() {
     );
 }
 
+/// The shipped CG plugin, relative to the project root (the tests run there).
+const CG_PLUGIN: &str = "--plugin=extrap/specs/npb-cg.toml";
+
 /// One refusal case: benchmark, class, input sizes, target, extra options
 /// and a word the message must contain.
 type Refusal = (
@@ -336,11 +354,21 @@ type Refusal = (
 /// a message that names what does not fit, exit code 1, and no file.
 #[test]
 fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
-    let cases: [Refusal; 6] = [
+    let cases: [Refusal; 7] = [
         // Data-dependent Alltoallv counts, without --lossy.
         ("is", "S", &[4, 8, 16], 32, &[], "Alltoallv"),
         // Row and transpose partners that no grid position decides.
         ("cg", "S", &[4, 8, 16], 32, &[], "no row-major grid"),
+        // With the plugin, but two row lengths only (2, 4): laws in P that
+        // fit the first row partner's step disagree at 32.
+        (
+            "cg",
+            "S",
+            &[4, 8, 16],
+            32,
+            &[CG_PLUGIN],
+            "cannot tell them apart",
+        ),
         // Two of its grids (4x2x2, 4x4x2) are not the balanced ones.
         ("mg", "S", &[4, 8, 16], 32, &[], "no row-major grid"),
         // The multi-partition's diagonal neighbours differ within a class.

@@ -40,6 +40,9 @@ pub enum Term {
     /// the square of the rank count (NPB FT's all-to-all count
     /// `N / P^2`).
     TrailSq(usize),
+    /// `floor(log2(size of dimension i))`: counts that grow by a constant
+    /// per doubling (request ids after NPB CG's `log2(npcols)` exchanges).
+    Log2Dim(usize),
 }
 
 impl Term {
@@ -49,6 +52,7 @@ impl Term {
             Term::Dim(i) => dims.get(i).copied().unwrap_or(1) as f64,
             Term::Trail(i) => dims.iter().skip(i).product::<u64>() as f64,
             Term::TrailSq(i) => Term::Trail(i).eval(dims).powi(2),
+            Term::Log2Dim(i) => Term::Dim(i).eval(dims).max(1.0).log2().floor(),
         }
     }
 
@@ -69,6 +73,7 @@ impl Term {
             Term::Trail(i) => (i..d).map(axis).collect::<Vec<_>>().join("*"),
             Term::TrailSq(0) => "P^2".into(),
             Term::TrailSq(i) => format!("({})^2", Term::Trail(i).name(d)),
+            Term::Log2Dim(i) => format!("log2({})", Term::Dim(i).name(d)),
         }
     }
 }
@@ -148,6 +153,31 @@ impl Model {
         }
     }
 
+    /// The terms the model depends on.
+    fn terms(&self) -> Vec<Term> {
+        match self {
+            Model::Const(_) => Vec::new(),
+            Model::Linear(t) => t.iter().map(|(t, _)| *t).collect(),
+            Model::Div { t, .. } | Model::Log { t, .. } => vec![*t],
+            Model::DivProduct { a, b, .. } => vec![*a, *b],
+        }
+    }
+
+    /// How many of the points the model tells apart: the distinct values
+    /// of its terms. Leave-one-out verifies a model only when this exceeds
+    /// its unknowns; inputs of 8, 16 and 32 ranks have two row lengths (4
+    /// and 8) and verify no law in the row length with two unknowns.
+    fn support(&self, points: &[(&[u64], i64)]) -> usize {
+        let terms = self.terms();
+        let mut seen: Vec<Vec<u64>> = points
+            .iter()
+            .map(|(d, _)| terms.iter().map(|t| t.eval(d).to_bits()).collect())
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
+    }
+
     /// The model as a formula in the axis names (x fastest), for reports.
     pub fn describe(&self, d: usize) -> String {
         let num = |c: f64| {
@@ -204,7 +234,8 @@ impl Model {
 /// The laws [`fit`] tries, in words, for messages that say why nothing
 /// fitted or what a fit rests on.
 pub const LAWS: &str = "constant; c*t and c0 + c1*t for t a dimension size, a product of \
-                        trailing sizes or P; the row-major stride form; linear in every size; \
+                        trailing sizes or P; c0 + c1*floor(log2(t)) for t a dimension size; \
+                        the row-major stride form; linear in every size; \
                         floor(K/t) and ceil(K/t), also for t the square of P or of a \
                         trailing product; floor or ceil of log2(t)/c, plus a; \
                         floor(K/a)*floor(K/b)";
@@ -269,6 +300,11 @@ fn linear_candidates(d: usize, kind: Kind) -> Vec<Vec<Term>> {
     }
     for &t in &terms {
         push(vec![Term::One, t], &mut out);
+    }
+    if kind != Kind::Peer {
+        for i in 0..d {
+            push(vec![Term::One, Term::Log2Dim(i)], &mut out);
+        }
     }
     // Peers: every subset of the constant and the rank strides, smallest
     // first, so that a wrap-around distance such as `P - x` (two strides,
@@ -411,8 +447,8 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
                 let model = Model::Linear(vec![(t, 1.0)]);
                 return Ok(Fit {
                     value: model.eval(target).round() as i64,
+                    verified: model.support(points) > 1,
                     model,
-                    verified: points.len() > 1,
                 });
             }
         }
@@ -458,11 +494,10 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
         }
     }
     // Verified models first, then by size; the first group decides.
-    let n = points.len();
     for verified in [true, false] {
         let mut best: Option<(usize, Vec<(&Model, f64)>)> = None;
         for m in &cands {
-            if (n > m.unknowns()) != verified {
+            if (m.support(points) > m.unknowns()) != verified {
                 continue;
             }
             let u = m.unknowns();

@@ -23,12 +23,23 @@ pub trait Plugin: Send + Sync {
     /// The world rank that pattern `pattern` at step `k` gives `rank` of
     /// `size` ranks.
     fn concrete(&self, rank: u64, size: u64, pattern: u32, k: i64) -> Option<u64>;
+    /// The process grid the pattern lays `size` ranks out on, slowest
+    /// dimension first (NPB CG's `nprows x npcols`), in which counts and
+    /// loop lengths are fitted; `None` fits them in P alone.
+    fn grid(&self, size: u64) -> Option<Vec<u64>> {
+        let _ = size;
+        None
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SpecFile {
     name: String,
+    /// Variables (from `let`, or `P`) that name the process grid, slowest
+    /// dimension first.
+    #[serde(default)]
+    grid: Vec<String>,
     #[serde(default, rename = "let")]
     lets: Vec<NamedExpr>,
     #[serde(rename = "peer")]
@@ -60,6 +71,7 @@ struct Pattern {
 /// A plugin read from a spec file.
 pub struct SpecPlugin {
     name: String,
+    grid: Vec<String>,
     lets: Vec<(String, Expr)>,
     patterns: Vec<Pattern>,
 }
@@ -92,6 +104,7 @@ impl std::str::FromStr for SpecPlugin {
         }
         Ok(SpecPlugin {
             name: f.name,
+            grid: f.grid,
             lets,
             patterns,
         })
@@ -130,6 +143,18 @@ impl SpecPlugin {
                 .eval(&env)
                 .map_err(|e| format!("peer {}: {e}", i + 1))?;
         }
+        for g in &self.grid {
+            if !env.contains_key(g) {
+                return Err(format!("grid: unknown variable {g}"));
+            }
+        }
+        let grid = self.grid(size).unwrap_or_default();
+        if !grid.is_empty() && grid.iter().product::<u64>() != size {
+            return Err(format!(
+                "grid: {} does not multiply to {size} ranks",
+                self.grid.join(" x ")
+            ));
+        }
         Ok(())
     }
 }
@@ -157,6 +182,17 @@ impl Plugin for SpecPlugin {
         None
     }
 
+    fn grid(&self, size: u64) -> Option<Vec<u64>> {
+        if self.grid.is_empty() {
+            return None;
+        }
+        let env = self.env(0, size)?;
+        self.grid
+            .iter()
+            .map(|g| env.get(g).and_then(|&v| u64::try_from(v).ok()))
+            .collect()
+    }
+
     fn concrete(&self, rank: u64, size: u64, pattern: u32, k: i64) -> Option<u64> {
         let mut env = self.env(rank, size)?;
         env.insert("k".into(), k);
@@ -177,16 +213,19 @@ mod tests {
     #[test]
     fn the_cg_spec_gives_npb_partners() {
         let p = cg();
-        // 8 ranks: 2 rows of 4; rank 2's row partners 3 (k=0), 0 (k=1);
-        // its transpose partner is 4 (NPB's exch_proc), rank 1 its own.
-        assert_eq!(p.symbolic(2, 8, 3), Some((0, 0)));
-        assert_eq!(p.symbolic(2, 8, 0), Some((0, 1)));
+        // 8 ranks: 2 rows of 4; rank 2's row partners, farthest first as
+        // NPB's reduce_exch_proc lists them: 0 (k=0), 3 (k=1); its
+        // transpose partner is 4 (NPB's exch_proc), rank 1 its own.
+        assert_eq!(p.grid(8), Some(vec![2, 4]));
+        assert_eq!(p.symbolic(2, 8, 0), Some((0, 0)));
+        assert_eq!(p.symbolic(2, 8, 3), Some((0, 1)));
         assert_eq!(p.symbolic(2, 8, 4), Some((1, 0)));
         assert_eq!(p.symbolic(1, 8, 1), Some((1, 0)));
         assert_eq!(p.symbolic(2, 8, 7), None);
         // 16 ranks: 4x4, transpose of rank 6 (row 1, column 2) is 9.
         assert_eq!(p.concrete(6, 16, 1, 0), Some(9));
-        assert_eq!(p.concrete(6, 16, 0, 1), Some(4));
+        assert_eq!(p.concrete(6, 16, 0, 0), Some(4));
+        assert_eq!(p.concrete(6, 16, 0, 1), Some(7));
         for size in [4u64, 8, 16, 32, 64, 128] {
             p.check(size).unwrap();
             for r in 0..size {

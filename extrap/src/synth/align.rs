@@ -3,68 +3,169 @@
 
 use super::*;
 
-/// A rank's events with runs folded: consecutive executions of one call
-/// whose parameters step by a constant, zero included (a loop over
-/// partners at 2^k, or over as many calls as there are ranks).
+/// A rank's events with runs folded: consecutive repetitions of a block of
+/// one to [`MAX_BLOCK`] calls whose parameters step by a constant, zero
+/// included (a loop over partners at 2^k, NPB CG's Irecv/Send/Wait per
+/// partner, or as many calls as there are ranks).
 pub(super) enum Item {
     One(usize),
     Run {
         start: usize,
+        /// Calls per repetition.
+        len: usize,
         count: usize,
-        delta: Vec<i64>,
+        /// The step of every parameter of the block's calls, in order;
+        /// `None` for a loop that runs once here, whose step only the other
+        /// inputs show.
+        delta: Option<Vec<i64>>,
     },
 }
 
-pub(super) fn fold_runs(events: &[Ev]) -> Vec<Item> {
-    let step = |a: &Ev, b: &Ev| -> Option<Vec<i64>> {
-        (a.shape == b.shape && a.params.len() == b.params.len())
-            .then(|| b.params.iter().zip(&a.params).map(|(y, x)| y - x).collect())
+/// The longest block of calls a loop may repeat.
+pub(super) const MAX_BLOCK: usize = 8;
+
+/// The parameter steps from block `a` to block `b` (of `len` calls each),
+/// if their calls match.
+fn block_step(events: &[Ev], a: usize, b: usize, len: usize) -> Option<Vec<i64>> {
+    // A block of several calls has distinct calls, so that it never
+    // swallows a loop of one call (a ring's P/2 Sendrecvs and the
+    // Allreduce after them stay a loop and a call).
+    let distinct = |at: usize| {
+        (0..len).all(|j| {
+            (0..j)
+                .all(|i| events.get(at + i).map(|e| e.shape) != events.get(at + j).map(|e| e.shape))
+        })
     };
+    if len > 1 && !distinct(a) {
+        return None;
+    }
+    let mut d = Vec::new();
+    for j in 0..len {
+        let (x, y) = (events.get(a + j)?, events.get(b + j)?);
+        if x.shape != y.shape || x.params.len() != y.params.len() {
+            return None;
+        }
+        d.extend(y.params.iter().zip(&x.params).map(|(q, p)| q - p));
+    }
+    Some(d)
+}
+
+pub(super) fn fold_runs(events: &[Ev]) -> Vec<Item> {
     let mut out = Vec::new();
     let mut i = 0;
-    while i < events.len() {
-        let delta = events.get(i + 1).and_then(|b| step(&events[i], b));
-        match delta {
-            Some(d) => {
-                let mut j = i + 1;
-                while j + 1 < events.len() && step(&events[j], &events[j + 1]).as_ref() == Some(&d)
+    'next: while i < events.len() {
+        for len in 1..=MAX_BLOCK {
+            if let Some(d) = block_step(events, i, i + len, len) {
+                let mut count = 2;
+                while block_step(events, i + (count - 1) * len, i + count * len, len).as_ref()
+                    == Some(&d)
                 {
-                    j += 1;
+                    count += 1;
                 }
                 out.push(Item::Run {
                     start: i,
-                    count: j - i + 1,
-                    delta: d,
+                    len,
+                    count,
+                    delta: Some(d),
                 });
-                i = j + 1;
-            }
-            _ => {
-                out.push(Item::One(i));
-                i += 1;
+                i += count * len;
+                continue 'next;
             }
         }
+        out.push(Item::One(i));
+        i += 1;
     }
     out
 }
 
-/// Where the folded sequences of the inputs first differ in call or kind
-/// (the input and the item), if they do.
+/// `events` folded like `reference` (the largest input's items over
+/// `ref_events`): where the reference has a loop, the same block of calls
+/// here is a loop too, even when it runs only once (NPB CG's exchanges along
+/// a processor row: one partner at 4 ranks, two at 16). `None` when the
+/// calls do not follow the reference.
+pub(super) fn fold_like(events: &[Ev], reference: &[Item], ref_events: &[Ev]) -> Option<Vec<Item>> {
+    let mut out = Vec::with_capacity(reference.len());
+    let mut i = 0;
+    for it in reference {
+        match it {
+            Item::One(r) => {
+                (events.get(i)?.shape == ref_events[*r].shape).then_some(())?;
+                out.push(Item::One(i));
+                i += 1;
+            }
+            Item::Run { start, len, .. } => {
+                let same = |at: usize| {
+                    (0..*len).all(|j| {
+                        events.get(at + j).map(|e| e.shape) == Some(ref_events[start + j].shape)
+                    })
+                };
+                if !same(i) {
+                    return None;
+                }
+                let mut count = 1;
+                let mut delta = None;
+                while same(i + count * len) {
+                    let d = block_step(events, i + (count - 1) * len, i + count * len, *len)?;
+                    if delta.as_ref().is_some_and(|x| *x != d) {
+                        break;
+                    }
+                    delta = Some(d);
+                    count += 1;
+                }
+                out.push(Item::Run {
+                    start: i,
+                    len: *len,
+                    count,
+                    delta,
+                });
+                i += count * len;
+            }
+        }
+    }
+    (i == events.len()).then_some(out)
+}
+
+/// Where two folded sequences first differ in call or kind, if they do.
+fn differs(a: &[Item], sa: &Stream, b: &[Item], sb: &Stream) -> Option<usize> {
+    let kind = |it: &Item, s: &Stream| match it {
+        Item::One(i) => (s.events[*i].shape, 0),
+        Item::Run { start, len, .. } => (s.events[*start].shape, *len),
+    };
+    (0..a.len().min(b.len()))
+        .find(|&i| kind(&a[i], sa) != kind(&b[i], sb))
+        .or((a.len() != b.len()).then_some(a.len().min(b.len())))
+}
+
+/// Where the folded sequences of the inputs first differ from the largest
+/// input's in call or kind (the input and the item), if they do.
 pub(super) fn items_differ(
     folded: &[Vec<Item>],
     kept: &[(usize, Stream)],
 ) -> Option<(usize, usize)> {
     let last = folded.len().checked_sub(1)?;
-    let kind = |it: &Item, s: &Stream| match it {
-        Item::One(i) => (s.events[*i].shape, false),
-        Item::Run { start, .. } => (s.events[*start].shape, true),
+    folded
+        .iter()
+        .enumerate()
+        .find_map(|(k, f)| differs(f, &kept[k].1, &folded[last], &kept[last].1).map(|i| (k, i)))
+}
+
+/// Folds every input's sequence: on its own, and where that does not match
+/// the largest input's folding, like the largest input's (see
+/// [`fold_like`]).
+pub(super) fn fold_all(kept: &[(usize, Stream)]) -> Vec<Vec<Item>> {
+    let mut folded: Vec<Vec<Item>> = kept.iter().map(|(_, s)| fold_runs(&s.events)).collect();
+    let Some(last) = kept.len().checked_sub(1) else {
+        return folded;
     };
-    let reference = &folded[last];
-    folded.iter().enumerate().find_map(|(k, f)| {
-        (0..f.len().min(reference.len()))
-            .find(|&i| kind(&f[i], &kept[k].1) != kind(&reference[i], &kept[last].1))
-            .or((f.len() != reference.len()).then_some(f.len().min(reference.len())))
-            .map(|i| (k, i))
-    })
+    for k in 0..last {
+        let (sk, sl) = (&kept[k].1, &kept[last].1);
+        if differs(&folded[k], sk, &folded[last], sl).is_some()
+            && let Some(f) = fold_like(&sk.events, &folded[last], &sl.events)
+        {
+            folded[k] = f;
+        }
+    }
+    folded
 }
 
 /// One item of the target's sequence: a call `count` times, its
@@ -74,6 +175,9 @@ pub(super) struct Target {
     pub(super) shape: Shape,
     pub(super) first: Vec<i64>,
     pub(super) count: usize,
+    /// On the first target of a loop's block, the number of targets the
+    /// block has (they repeat together, `count` times); 0 on the others.
+    pub(super) block: usize,
     pub(super) delta: Vec<i64>,
     pub(super) timing: Option<PathTiming>,
     pub(super) means: [f64; 2],
@@ -120,59 +224,82 @@ pub(super) fn fit_items(
     let mut tcache: HashMap<Vec<TSrc>, (PathTiming, [f64; 2])> = HashMap::new();
     let mut out = Vec::with_capacity(folded[last].len());
     for (i, it) in folded[last].iter().enumerate() {
-        let at = |f: &Vec<Item>| match &f[i] {
-            Item::One(j) => (*j, 1usize, Vec::new()),
-            Item::Run {
-                start,
-                count,
-                delta,
-            } => (*start, *count, delta.clone()),
-        };
-        let per: Vec<(usize, usize, Vec<i64>)> = folded.iter().map(at).collect();
-        let ev = &kept[last].1.events[per[last].0];
-        let params: Vec<&[i64]> = kept
+        // Per input: the item's first call, calls per repetition, count and
+        // parameter steps.
+        let per: Vec<(usize, usize, usize, Option<&Vec<i64>>)> = folded
             .iter()
-            .zip(&per)
-            .map(|((_, s), (j, _, _))| s.events[*j].params.as_slice())
+            .map(|f| match &f[i] {
+                Item::One(j) => (*j, 1, 1, None),
+                Item::Run {
+                    start,
+                    len,
+                    count,
+                    delta,
+                } => (*start, *len, *count, delta.as_ref()),
+            })
             .collect();
-        let first = fitter.event(i, ev, &params)?;
-        let (count, delta) = match it {
-            Item::One(_) => (1, Vec::new()),
-            Item::Run { .. } => {
-                let counts: Vec<i64> = per.iter().map(|(_, c, _)| *c as i64).collect();
-                let count = fitter.value(i, ev, LOOP_STEPS, fit::Kind::Other, &counts)?;
-                let mut delta = Vec::with_capacity(first.len());
-                for j in 0..first.len() {
-                    let d: Vec<i64> = per
-                        .iter()
-                        .map(|(_, _, d)| d.get(j).copied().unwrap_or(0))
-                        .collect();
-                    delta.push(fitter.value(i, ev, "step of a field", fit::Kind::Other, &d)?);
+        let (len, run) = match it {
+            Item::One(_) => (1, false),
+            Item::Run { len, .. } => (*len, true),
+        };
+        let count = if run {
+            let counts: Vec<i64> = per.iter().map(|p| p.2 as i64).collect();
+            let ev = &kept[last].1.events[per[last].0];
+            fitter
+                .value(i, ev, LOOP_STEPS, fit::Kind::Other, &counts)?
+                .max(0) as usize
+        } else {
+            1
+        };
+        // Where each call's steps start in the block's concatenated steps.
+        let mut offset = 0;
+        for j in 0..len {
+            let ev = &kept[last].1.events[per[last].0 + j];
+            let params: Vec<&[i64]> = kept
+                .iter()
+                .zip(&per)
+                .map(|((_, s), p)| s.events[p.0 + j].params.as_slice())
+                .collect();
+            let first = fitter.event(i, ev, &params)?;
+            let mut delta = Vec::new();
+            if run {
+                delta.reserve(first.len());
+                for f in 0..ev.params.len() {
+                    let (mut vals, mut grids) = (Vec::new(), Vec::new());
+                    for (p, g) in per.iter().zip(fitter.grids) {
+                        if let Some(d) = p.3 {
+                            vals.push(d.get(offset + f).copied().unwrap_or(0));
+                            grids.push(*g);
+                        }
+                    }
+                    let kind = fit::Kind::Other;
+                    delta.push(fitter.value_on(i, ev, "step of a field", kind, &vals, &grids)?);
                 }
-                (count.max(0) as usize, delta)
+                offset += ev.params.len();
             }
-        };
-        let key: Vec<TSrc> = kept
-            .iter()
-            .zip(&per)
-            .map(|((_, s), (j, _, _))| s.events[*j].timing)
-            .collect();
-        let (pt, means) = match tcache.get(&key) {
-            Some(v) => v.clone(),
-            None => {
-                let v = fit_timing(method, kept, &key, kps, tally, ev, choices);
-                tcache.insert(key, v.clone());
-                v
-            }
-        };
-        out.push(Target {
-            shape: ev.shape,
-            first,
-            count,
-            delta,
-            timing: matches!(ev.timing, TSrc::Stats(..)).then_some(pt),
-            means,
-        });
+            let key: Vec<TSrc> = kept
+                .iter()
+                .zip(&per)
+                .map(|((_, s), p)| s.events[p.0 + j].timing)
+                .collect();
+            let (pt, means) = match tcache.get(&key) {
+                Some(v) => v.clone(),
+                None => {
+                    let v = fit_timing(method, kept, &key, kps, tally, ev, choices);
+                    tcache.insert(key, v.clone());
+                    v
+                }
+            };
+            out.push(Target {
+                shape: ev.shape,
+                first,
+                count,
+                block: if j == 0 { len } else { 0 },
+                delta,
+                timing: matches!(ev.timing, TSrc::Stats(..)).then_some(pt),
+                means,
+            });
+        }
     }
     Ok(out)
 }
@@ -180,7 +307,7 @@ pub(super) fn fit_items(
 /// Fits the fields of one class's events across the inputs.
 pub(super) struct Fitter<'a> {
     class: &'a str,
-    grids: &'a [&'a [u64]],
+    pub(super) grids: &'a [&'a [u64]],
     dims: &'a [u64],
     /// Fitted values by (kind, the inputs' values).
     cache: HashMap<(fit::Kind, Vec<i64>), i64>,
@@ -233,7 +360,9 @@ impl<'a> Fitter<'a> {
             vals.clear();
             vals.extend(inputs.iter().map(|p| p.get(j).copied().unwrap_or(0)));
             let field = names.get(j).copied().unwrap_or("?");
-            let kind = if field.ends_with(".peer") || field.ends_with(".local") {
+            // A plugin's symbols (pattern, step) are plain numbers to fit.
+            let symbolic = vals.iter().any(|&v| v >= SYMBOL);
+            let kind = if (field.ends_with(".peer") || field.ends_with(".local")) && !symbolic {
                 fit::Kind::Peer
             } else {
                 fit::Kind::Other
@@ -335,7 +464,7 @@ impl<'a> Fitter<'a> {
 
     /// One field's value at the target, fitted over the inputs whose grids
     /// are given.
-    fn value_on(
+    pub(super) fn value_on(
         &mut self,
         i: usize,
         ev: &Ev,
@@ -353,6 +482,16 @@ impl<'a> Fitter<'a> {
                 self.record(ev, field, vals, "constant (one input)".into(), v, false);
             }
             return Ok(v);
+        }
+        // A plugin's symbols of one pattern: the step is what changes.
+        if let Some(&v0) = vals.first()
+            && v0 >= SYMBOL
+        {
+            let base = v0 & !STEP_MASK;
+            if vals.iter().all(|&v| v & !STEP_MASK == base) {
+                let steps: Vec<i64> = vals.iter().map(|v| v - base).collect();
+                return Ok(base + self.value_on(i, ev, field, fit::Kind::Other, &steps, grids)?);
+            }
         }
         let key = (kind, vals.to_vec());
         if let Some(&v) = self.cache.get(&key) {
@@ -480,16 +619,21 @@ pub(super) fn synthesize(
         },
     );
     let mut timings = Vec::new();
-    for t in targets {
-        for step in 0..t.count {
-            let mut params = t.params(step);
-            fix(t, &mut params)?;
-            let mut event = codec::decode(&t.shape, &params, rank as i32)
-                .ok_or_else(|| internal("a synthetic event does not decode".into()))?;
-            event.time = t.time();
-            comp.push(&event).map_err(|e| internal(e.to_string()))?;
-            timings.push(t.timing.clone());
+    let mut i = 0;
+    while i < targets.len() {
+        let block = &targets[i..(i + targets[i].block.max(1)).min(targets.len())];
+        for step in 0..targets[i].count {
+            for t in block {
+                let mut params = t.params(step);
+                fix(t, &mut params)?;
+                let mut event = codec::decode(&t.shape, &params, rank as i32)
+                    .ok_or_else(|| internal("a synthetic event does not decode".into()))?;
+                event.time = t.time();
+                comp.push(&event).map_err(|e| internal(e.to_string()))?;
+                timings.push(t.timing.clone());
+            }
         }
+        i += block.len();
     }
     let trace = comp.into_trace().map_err(|e| internal(e.to_string()))?;
     Ok((trace, timings))

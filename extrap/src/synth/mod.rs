@@ -20,8 +20,8 @@ mod align;
 mod symbolic;
 mod timefit;
 
-use align::{Fitter, Item, first_difference, fit_items, fold_runs, items_differ, synthesize};
-use symbolic::{SYMBOL, extrapolate_with_plugin};
+use align::{Fitter, Item, first_difference, fit_items, fold_all, items_differ, synthesize};
+use symbolic::{STEP_MASK, SYMBOL, extrapolate_with_plugin};
 use timefit::{fit_fields, fit_timing};
 
 /// One input trace and the name to report it by.
@@ -860,7 +860,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
                 .map(|(_, s)| (0..s.events.len()).map(Item::One).collect())
                 .collect(),
             Some(err) => {
-                let f: Vec<Vec<Item>> = kept.iter().map(|(_, s)| fold_runs(&s.events)).collect();
+                let f = fold_all(&kept);
                 if items_differ(&f, &kept).is_some() {
                     return Err(err);
                 }

@@ -5,6 +5,8 @@ use super::*;
 /// Symbolic peers are stored at and above this value (real peer offsets
 /// are below 2^31): pattern `p` at step `k` is `SYMBOL + (p << 20) + k`.
 pub(super) const SYMBOL: i64 = 1 << 40;
+/// The step's bits of a symbol.
+pub(super) const STEP_MASK: i64 = (1 << 20) - 1;
 
 /// The positions of the peers a plugin may name in an event's encoded
 /// parameters: the `*.peer` fields (and the `*.local` ones on
@@ -77,10 +79,7 @@ fn concretize(
         if *v < SYMBOL {
             continue;
         }
-        let (p, k) = (
-            ((*v - SYMBOL) >> 20) as u32,
-            (*v - SYMBOL) & ((1 << 20) - 1),
-        );
+        let (p, k) = (((*v - SYMBOL) >> 20) as u32, (*v - SYMBOL) & STEP_MASK);
         let peer = plugin.concrete(rank, size, p, k).ok_or_else(|| {
             Error::Unrealisable(format!(
                 "plugin {:?}: pattern {} at step {k} gives rank {rank} of {size} no peer (is \
@@ -148,14 +147,21 @@ pub(super) fn extrapolate_with_plugin(
         tops.push(topology::detect_from(&infos, None)?);
         streams.push(first.map(|(_, s)| s).ok_or(Error::MissingRank(0))?);
     }
-    let folded: Vec<Vec<Item>> = streams.iter().map(|s| fold_runs(&s.events)).collect();
     let kept: Vec<(usize, Stream)> = streams.into_iter().enumerate().collect();
+    let folded = fold_all(&kept);
     let last = inputs.len() - 1;
     if let Some((k, i)) = items_differ(&folded, &kept) {
         let text = |it: Option<&Item>, s: &Stream| match it {
             Some(Item::One(i)) => event_text(&s.events[*i]),
-            Some(Item::Run { start, count, .. }) => {
-                format!("a loop of {count} {}", event_text(&s.events[*start]))
+            Some(Item::Run {
+                start, count, len, ..
+            }) => {
+                let calls = if *len == 1 {
+                    String::new()
+                } else {
+                    format!(" blocks of {len} calls from")
+                };
+                format!("a loop of {count}{calls} {}", event_text(&s.events[*start]))
             }
             None => "the end of the sequence".into(),
         };
@@ -168,10 +174,14 @@ pub(super) fn extrapolate_with_plugin(
             eb: text(folded[last].get(i), &kept[last].1),
         })));
     }
-    let grids: Vec<Vec<u64>> = sizes.iter().map(|&p| vec![p]).collect();
+    // Counts and loop lengths are fitted in the plugin's process grid (NPB
+    // CG's nprows x npcols), or in P.
+    let grid = |p: u64| plugin.grid(p).unwrap_or_else(|| vec![p]);
+    let grids: Vec<Vec<u64>> = sizes.iter().map(|&p| grid(p)).collect();
     let grid_refs: Vec<&[u64]> = grids.iter().map(Vec::as_slice).collect();
-    let dims = vec![n];
-    let mut report = Report::new(tops, dims.clone(), vec![false]);
+    let dims = grid(n);
+    let wraps = vec![false; dims.len()];
+    let mut report = Report::new(tops, dims.clone(), wraps);
     report.classes.push((
         format!("all ranks, with plugin {:?}", plugin.name()),
         RankList::range(0, n as u32),
