@@ -23,20 +23,22 @@ use std::time::Instant;
 use common::*;
 use compress::TraceFile;
 
+/// The implementation of the NPB runs (MPICH runs at 4 ranks only: it
+/// busy-polls on the two cores).
 const IMP: &str = "openmpi";
 
 /// Builds the benchmark's binaries for `sizes`; `None` (the test skips)
 /// when the NPB source is missing.
-fn build(bench: &str, class: &str, sizes: &[usize]) -> Option<Vec<PathBuf>> {
+fn build(imp: &str, bench: &str, class: &str, sizes: &[usize]) -> Option<Vec<PathBuf>> {
     let mut cmd = Command::new(root().join("scripts/npb.sh"));
-    cmd.args([IMP, bench, class]);
+    cmd.args([imp, bench, class]);
     cmd.args(sizes.iter().map(usize::to_string));
     let out = cmd.output().expect("run scripts/npb.sh");
     match out.status.code() {
         Some(0) => Some(
             sizes
                 .iter()
-                .map(|n| root().join(format!("target/npb/{IMP}/bin/{bench}.{class}.{n}")))
+                .map(|n| root().join(format!("target/npb/{imp}/bin/{bench}.{class}.{n}")))
                 .collect(),
         ),
         Some(3) => {
@@ -53,7 +55,7 @@ fn build(bench: &str, class: &str, sizes: &[usize]) -> Option<Vec<PathBuf>> {
 
 /// Runs `bin` on `n` ranks with the tracer, writing `trace` (and raw logs
 /// into `raw` when given); the benchmark must verify.
-fn trace(bin: &Path, n: usize, trace: &Path, raw: Option<&Path>) {
+fn trace(imp: &str, bin: &Path, n: usize, trace: &Path, raw: Option<&Path>) {
     let mut o = untraced();
     o.traced = true;
     o.timeout_s = 300;
@@ -61,7 +63,10 @@ fn trace(bin: &Path, n: usize, trace: &Path, raw: Option<&Path>) {
     if let Some(raw) = raw {
         o.env.push(("RANKSCALE_RAW", raw.display().to_string()));
     }
-    let job = mpirun(IMP, n, bin, &[], &o);
+    if imp == "mpich" {
+        o.env.push(("RANKSCALE_YIELD", "1".into()));
+    }
+    let job = mpirun(imp, n, bin, &[], &o);
     assert_eq!(job.code, Some(0), "{}: {}", bin.display(), job.stderr);
     assert!(
         job.stdout
@@ -114,6 +119,7 @@ fn extrap(out: &Path, ranks: usize, inputs: &[PathBuf], extra: &[&str]) -> Resul
 /// Traces `bench` at `inputs` and at `target`, extrapolates and compares.
 /// Returns the scratch directory, the extrapolated and the real trace.
 fn exact(
+    imp: &str,
     bench: &str,
     class: &str,
     inputs: &[usize],
@@ -122,16 +128,17 @@ fn exact(
 ) -> Option<(PathBuf, PathBuf, PathBuf)> {
     let mut sizes = inputs.to_vec();
     sizes.push(target);
-    let bins = build(bench, class, &sizes)?;
-    let dir = scratch(&format!("npb-{bench}"));
+    let bins = build(imp, bench, class, &sizes)?;
+    let dir = scratch(&format!("npb-{imp}-{bench}"));
     let mut files = Vec::new();
     for (bin, &n) in bins.iter().zip(inputs) {
         let f = dir.join(format!("{bench}.{class}.{n}.trace"));
-        trace(bin, n, &f, None);
+        trace(imp, bin, n, &f, None);
         files.push(f);
     }
     let real = dir.join(format!("{bench}.{class}.{target}.real.trace"));
     trace(
+        imp,
         &bins[inputs.len()],
         target,
         &real,
@@ -174,13 +181,15 @@ fn exact(
 
 /// Replays `trace` on `n` ranks with the tracer's raw logs and compares
 /// them, call sites aside, with the real run's raw logs in `real_raw`.
-fn replay_equals(trace: &Path, n: usize, dir: &Path, real_raw: &Path) {
+fn replay_equals(imp: &str, trace: &Path, n: usize, dir: &Path, real_raw: &Path) {
     let raw = dir.join("replay-raw");
-    let mut o = traced_raw(IMP, &raw);
+    let mut o = traced_raw(imp, &raw);
     o.env.push(("RANKSCALE_TRACE", "0".into()));
-    let bin = root().join(format!("target/{IMP}/release/replay"));
+    let bin = root().join(format!("target/{imp}/release/replay"));
+    // On MPICH the tracer's yielding waits (RANKSCALE_YIELD, set by
+    // traced_raw) keep the replay from busy-polling, and see every call.
     let args = [trace.display().to_string(), "--no-compute".to_string()];
-    let job = mpirun(IMP, n, &bin, &args, &o);
+    let job = mpirun(imp, n, &bin, &args, &o);
     assert_eq!(
         job.code,
         Some(0),
@@ -208,10 +217,10 @@ fn replay_equals(trace: &Path, n: usize, dir: &Path, real_raw: &Path) {
 
 #[test]
 fn ep_is_exact_replays_and_scales_to_a_million_ranks() {
-    let Some((dir, out, _)) = exact("ep", "S", &[4, 8, 16], 32, &[]) else {
+    let Some((dir, out, _)) = exact(IMP, "ep", "S", &[4, 8, 16], 32, &[]) else {
         return;
     };
-    replay_equals(&out, 32, &dir, &dir.join("real-raw"));
+    replay_equals(IMP, &out, 32, &dir, &dir.join("real-raw"));
     // Every EP rank makes the same calls: a million ranks' sampled ranks
     // equal the real 32-rank run's rank 0 (and its last rank).
     let real = TraceFile::read(&dir.join("ep.S.32.real.trace")).unwrap();
@@ -239,9 +248,19 @@ fn ep_is_exact_replays_and_scales_to_a_million_ranks() {
 
 /// FT also reduces MPI_DOUBLE_COMPLEX: the replay must issue that type
 /// (16 bytes, one element), which it knows from the trace.
+/// MPICH, at 4 ranks (it busy-polls on the two cores): EP from 1, 2 and 3
+/// ranks, exact and replayed.
+#[test]
+fn ep_is_exact_on_mpich() {
+    let Some((dir, out, _)) = exact("mpich", "ep", "S", &[1, 2, 3], 4, &[]) else {
+        return;
+    };
+    replay_equals("mpich", &out, 4, &dir, &dir.join("real-raw"));
+}
+
 #[test]
 fn ft_is_exact_and_replays() {
-    let Some((dir, out, _)) = exact("ft", "S", &[4, 8, 16], 32, &[]) else {
+    let Some((dir, out, _)) = exact(IMP, "ft", "S", &[4, 8, 16], 32, &[]) else {
         return;
     };
     let real = TraceFile::read(&dir.join("ft.S.32.real.trace")).unwrap();
@@ -251,7 +270,7 @@ fn ft_is_exact_and_replays() {
             .any(|l| l.starts_with("Reduce ") && l.contains(":double_complex")),
         "FT's checksum reduction is recorded as double complex"
     );
-    replay_equals(&out, 32, &dir, &dir.join("real-raw"));
+    replay_equals(IMP, &out, 32, &dir, &dir.join("real-raw"));
 }
 
 /// CG through the shipped plugin spec (`extrap/specs/npb-cg.toml`): its
@@ -265,7 +284,7 @@ fn ft_is_exact_and_replays() {
 fn cg_is_exact_through_the_plugin() {
     let spec = root().join("extrap/specs/npb-cg.toml");
     let plugin = format!("--plugin={}", spec.display());
-    exact("cg", "S", &[4, 8, 16, 32], 64, &[&plugin]);
+    exact(IMP, "cg", "S", &[4, 8, 16, 32], 64, &[&plugin]);
 }
 
 /// IS exchanges data-dependent `Alltoallv` counts: refused without lossy
@@ -277,18 +296,18 @@ fn is_extrapolates_in_lossy_mode() {
     let (inputs, target) = ([4, 8, 16], 32);
     let mut sizes = inputs.to_vec();
     sizes.push(target);
-    let Some(bins) = build("is", "S", &sizes) else {
+    let Some(bins) = build(IMP, "is", "S", &sizes) else {
         return;
     };
     let dir = scratch("npb-is");
     let mut files = Vec::new();
     for (bin, &n) in bins.iter().zip(&inputs) {
         let f = dir.join(format!("is.S.{n}.trace"));
-        trace(bin, n, &f, None);
+        trace(IMP, bin, n, &f, None);
         files.push(f);
     }
     let real = dir.join("is.S.32.real.trace");
-    trace(&bins[3], target, &real, None);
+    trace(IMP, &bins[3], target, &real, None);
     let out = dir.join("is.x.trace");
     let report = extrap(&out, target, &files, &["--lossy"]).unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{report}");
@@ -378,7 +397,7 @@ fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
         ("lu", "W", &[4, 8, 16], 32, &["--dims", "4x8"], "ambiguous"),
     ];
     for (bench, class, inputs, target, extra, why) in cases {
-        let Some(bins) = build(bench, class, inputs) else {
+        let Some(bins) = build(IMP, bench, class, inputs) else {
             return;
         };
         let dir = scratch(&format!("npb-refuse-{bench}"));
@@ -387,7 +406,7 @@ fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
             .zip(inputs)
             .map(|(bin, &n)| {
                 let f = dir.join(format!("{bench}.{class}.{n}.trace"));
-                trace(bin, n, &f, None);
+                trace(IMP, bin, n, &f, None);
                 f
             })
             .collect();
