@@ -154,6 +154,13 @@ pub fn run(args: &Args) -> Result<()> {
     let t0 = Instant::now();
     let out = extrap::extrapolate(&inputs, &opts)?;
     let secs = t0.elapsed().as_secs_f64();
+    let classes: Vec<u32> = out
+        .report
+        .classes
+        .iter()
+        .filter_map(|(_, r)| r.min())
+        .collect();
+    crate::check::verify_extrapolated(&out.file, &classes)?;
     let bytes = out
         .file
         .write(&args.output)

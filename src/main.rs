@@ -1,6 +1,7 @@
 //! The `rankscale` command line: a thin layer over the library crates.
 
 mod analyze;
+mod check;
 mod extrap;
 mod html;
 mod import;
@@ -77,6 +78,13 @@ enum Cmd {
         /// A trace file, or a directory written by `RANKSCALE_RAW`.
         path: PathBuf,
     },
+    /// Prove a trace consistent: every peer, root and list in range, every
+    /// send received and every receive sent (non-overtaking, wildcards as
+    /// matched, nothing truncated), every collective complete, in order and
+    /// agreed. Exits 1 and lists the problems when it is not.
+    ///
+    /// Example: rankscale check app.64.trace --ranks 0,5,7-9
+    Check(check::Args),
     /// Find communication patterns, segment them into phases, flag slow
     /// instances with their cause, and rank slow patterns by Inspection
     /// Affinity. Instance timing needs a trace taken with
@@ -164,6 +172,7 @@ fn main() {
         }
         Cmd::Show { file, json, expand } => show::show(&file, json, expand),
         Cmd::Stats { path } => stats::stats(&path),
+        Cmd::Check(args) => check::run(&args),
         Cmd::Analyze(args) => analyze::run(&args),
         Cmd::Report { file, output } => html::report(&file, &output),
         Cmd::Topology { files } => extrap::topology(&files),

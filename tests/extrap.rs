@@ -42,15 +42,6 @@ fn trace(imp: &str, np: usize, program_name: &str, args: &[String], out: &Path) 
     );
 }
 
-/// Every rank's events, one raw-log line each.
-fn expansion(file: &TraceFile, rank: u32) -> Vec<String> {
-    let t = file.trace.rank_trace(rank).unwrap();
-    let mut ex = t.expand();
-    let lines: Vec<String> = ex.by_ref().map(|e| compress::raw::event_line(&e)).collect();
-    assert!(!ex.is_broken(), "rank {rank}'s expansion broke");
-    lines
-}
-
 /// Runs `rankscale extrap` and returns its stdout, failing on error.
 fn extrap(out: &Path, ranks: usize, inputs: &[PathBuf], extra: &[&str]) -> String {
     let mut args: Vec<String> = vec![

@@ -77,15 +77,6 @@ fn trace(imp: &str, bin: &Path, n: usize, trace: &Path, raw: Option<&Path>) {
     );
 }
 
-/// Every event of a rank, one raw-log line each.
-fn expansion(file: &TraceFile, rank: u32) -> Vec<String> {
-    let t = file.trace.rank_trace(rank).unwrap();
-    let mut ex = t.expand();
-    let lines: Vec<String> = ex.by_ref().map(|e| compress::raw::event_line(&e)).collect();
-    assert!(!ex.is_broken(), "rank {rank}'s expansion broke");
-    lines
-}
-
 /// Bytes sent per call and call site, over all ranks.
 fn bytes_per_call(file: &TraceFile) -> BTreeMap<(String, u64), i64> {
     let mut out = BTreeMap::new();

@@ -377,29 +377,14 @@ fn replay_time_matches_the_application_within_five_percent() {
     }
 }
 
-/// A trace whose receive has no matching send cannot complete: with
-/// `--timeout` every rank says what it waits on and the job ends.
-#[test]
-fn an_unmatched_receive_ends_in_a_diagnostic_not_a_hang() {
-    use compress::{
-        CommId, Compressor, Config, Event, MergedTrace, Meta, Op, Peer, Tag, TraceFile, Transfer,
-    };
-    let dir = scratch("replay-unmatched");
+/// A two-rank trace of `calls(rank)` after Init, written to `file`.
+fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<compress::Event>) {
+    use compress::{Compressor, Config, Event, MergedTrace, Meta, Op, TraceFile};
     let mut merged: Option<MergedTrace> = None;
     for rank in 0..2 {
         let mut c = Compressor::new(rank, Config::default());
         c.push(&Event::new(Op::Init)).unwrap();
-        if rank == 0 {
-            let mut e = Event::new(Op::Recv);
-            e.comm = CommId::WORLD;
-            e.comm_rank = 0;
-            e.recv = Some(Transfer {
-                peer: Peer::Rank { world: 1, local: 1 },
-                tag: Tag::Value(5),
-                count: 1,
-                dsize: 8,
-                dtype: compress::Datatype::UNKNOWN,
-            });
+        for e in calls(rank) {
             c.push(&e).unwrap();
         }
         c.push(&Event::new(Op::Finalize)).unwrap();
@@ -409,7 +394,6 @@ fn an_unmatched_receive_ends_in_a_diagnostic_not_a_hang() {
             None => t,
         });
     }
-    let file = dir.join("bad.trace");
     TraceFile {
         meta: Meta {
             world_size: 2,
@@ -419,8 +403,78 @@ fn an_unmatched_receive_ends_in_a_diagnostic_not_a_hang() {
         timelines: Vec::new(),
         series: Vec::new(),
     }
-    .write(&file)
+    .write(file)
     .unwrap();
+}
+
+/// A point-to-point call of `rank` with `peer` on the world.
+fn p2p_event(op: compress::Op, rank: i32, peer: i32, send: bool) -> compress::Event {
+    use compress::{CommId, Event, Peer, Tag, Transfer};
+    let mut e = Event::new(op);
+    e.comm = CommId::WORLD;
+    e.comm_rank = rank;
+    let t = Some(Transfer {
+        peer: Peer::Rank {
+            world: peer,
+            local: peer,
+        },
+        tag: Tag::Value(5),
+        count: 1,
+        dsize: 8,
+        dtype: compress::Datatype::UNKNOWN,
+    });
+    if send {
+        e.send = t;
+    } else {
+        e.recv = t;
+    }
+    e
+}
+
+/// A trace whose receive has no matching send is refused before any of its
+/// calls is replayed, on every rank, with the problem named.
+#[test]
+fn an_inconsistent_trace_is_refused_before_replaying() {
+    use compress::Op;
+    let dir = scratch("replay-unmatched");
+    let file = dir.join("bad.trace");
+    two_rank_trace(&file, |rank| {
+        if rank == 0 {
+            vec![p2p_event(Op::Recv, 0, 1, false)]
+        } else {
+            Vec::new()
+        }
+    });
+    for imp in mpis() {
+        let mut l = untraced();
+        l.timeout_s = 60;
+        let job = mpirun(imp, 2, &replay_bin(imp), &[file.display().to_string()], &l);
+        assert_eq!(job.code, Some(1), "{imp}: {}", job.stderr);
+        assert!(
+            job.stderr.contains("inconsistent trace")
+                && job.stderr.contains("nothing was replayed"),
+            "{imp}: {}",
+            job.stderr
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A consistent trace that cannot complete (each rank's synchronous send
+/// waits for the other's receive, which comes after it): with `--timeout`
+/// every rank says what it waits on and the job ends.
+#[test]
+fn a_deadlocked_trace_ends_in_a_diagnostic_not_a_hang() {
+    use compress::Op;
+    let dir = scratch("replay-deadlock");
+    let file = dir.join("deadlock.trace");
+    two_rank_trace(&file, |rank| {
+        let peer = 1 - rank;
+        vec![
+            p2p_event(Op::Ssend, rank, peer, true),
+            p2p_event(Op::Recv, rank, peer, false),
+        ]
+    });
     for imp in mpis() {
         let mut l = untraced();
         l.timeout_s = 60;
@@ -433,8 +487,8 @@ fn an_unmatched_receive_ends_in_a_diagnostic_not_a_hang() {
         let job = mpirun(imp, 2, &replay_bin(imp), &args, &l);
         assert_ne!(job.code, Some(0), "{imp}");
         assert!(
-            job.stderr.contains("rank 0 waits in event 1: Recv")
-                && job.stderr.contains("recv=1/5/1/8"),
+            job.stderr.contains("rank 0 waits in event 1: Ssend")
+                && job.stderr.contains("send=1/5/1/8"),
             "{imp}: {}",
             job.stderr
         );

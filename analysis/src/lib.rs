@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod ahp;
+pub mod check;
 pub mod clc;
 pub mod delay;
 pub mod desync;

@@ -160,6 +160,52 @@ struct OpStats {
     secs: f64,
 }
 
+/// Checks the trace before any of its calls is issued: this rank's events
+/// and those of the ranks it exchanges messages with (peers and roots in
+/// range, lists as long as their communicators, communicators that fit,
+/// every message received and every receive sent, collectives that agree),
+/// so that an inconsistent trace, extrapolated or corrupted, stops with a
+/// clear message instead of undefined behaviour inside MPI. Every rank
+/// learns every other's verdict, so all stop together.
+fn validated(file: &TraceFile, rank: c_int) -> bool {
+    let mine: c_int = match analysis::check::check_ranks(file, &[rank as u32]) {
+        Ok(r) if r.is_consistent() => 1,
+        Ok(r) => {
+            for p in r.problems.iter().take(3) {
+                eprintln!("replay: error: rank {rank}: inconsistent trace: {p}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("replay: error: rank {rank}: {e}");
+            0
+        }
+    };
+    let mut all: c_int = 0;
+    // SAFETY: MPI is initialised; both buffers are valid single ints, and
+    // every rank of the world makes this call.
+    let rc = unsafe {
+        MPI_Allreduce(
+            (&raw const mine).cast(),
+            (&raw mut all).cast(),
+            1,
+            RSMPI_INT32_T,
+            RSMPI_MIN,
+            RSMPI_COMM_WORLD,
+        )
+    };
+    if rc == 0 && all == 1 {
+        return true;
+    }
+    if rank == 0 {
+        eprintln!(
+            "replay: error: the trace is inconsistent (see above; `rankscale check FILE` lists \
+             every problem); nothing was replayed"
+        );
+    }
+    false
+}
+
 /// The predefined MPI datatype the trace names for `t`, if it has the
 /// recorded size in this MPI library.
 fn predefined(t: &Transfer) -> Option<MPI_Datatype> {
@@ -1878,6 +1924,12 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
             );
         }
         // SAFETY: every rank gets here; no communication is pending.
+        unsafe { MPI_Finalize() };
+        return Ok(1);
+    }
+    if !validated(file, rank) {
+        // SAFETY: every rank gets here after the same verdict; no
+        // communication is pending.
         unsafe { MPI_Finalize() };
         return Ok(1);
     }

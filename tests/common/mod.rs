@@ -317,3 +317,13 @@ pub fn rankscale(args: &[&str]) -> Output {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// Every event of `rank` in a trace file, one raw-log line each (what
+/// `rankscale show FILE --expand RANK` prints), for comparing traces.
+pub fn expansion(file: &compress::TraceFile, rank: u32) -> Vec<String> {
+    let t = file.trace.rank_trace(rank).unwrap();
+    let mut ex = t.expand();
+    let lines: Vec<String> = ex.by_ref().map(|e| compress::raw::event_line(&e)).collect();
+    assert!(!ex.is_broken(), "rank {rank}'s expansion broke");
+    lines
+}

@@ -1,0 +1,2674 @@
+//! `rankscale check`: proves that a trace can run, by walking its ranks'
+//! events, so that no tool (above all the extrapolator) hands a user a trace
+//! that deadlocks, truncates a message or breaks a collective on replay.
+//!
+//! It proves five things:
+//!
+//! 1. every concrete peer, root and matched source names a rank that exists,
+//!    in the world and in the call's communicator;
+//! 2. every communicator a rank creates fits in its parent (sizes, group
+//!    members, graph edges and sources, Cartesian dimensions);
+//! 3. the per-member lists of v/w collectives have one entry per member;
+//! 4. every send has its receive and every receive its send, matched by
+//!    MPI's non-overtaking rule per (communicator instance, sender, receiver,
+//!    tag), wildcards by what they matched, persistent requests per `Start`,
+//!    `Mrecv` by its `Mprobe`; and a receive holds what it gets;
+//! 5. every collective has all its members, in the same order on each, with
+//!    the same operation, root, reduction and sizes, and what each member of
+//!    a v-collective sends to another is what that one expects.
+//!
+//! Ranks are walked one at a time and never kept: memory is one rank's
+//! expansion cursor, the messages not matched yet (in flight between ranks
+//! walked and ranks to come) and the collectives not complete yet. A trace
+//! too large to walk whole (an extrapolation to a million ranks) is checked
+//! on a sample with [`check_ranks`]: the given ranks and their point-to-point
+//! peers, so that both ends of each of their messages are seen.
+//!
+//! Communicator ids are per rank ([`compress::CommId`]); the checker tells
+//! instances apart by lineage: the parent's instance, the position of the
+//! creating call among the parent's collectives, and the colour (split), the
+//! group (create) or the grid coordinates left out (Cart_sub). The groups of
+//! `Comm_split_type` (one per node) are not in the trace: collectives on them
+//! are checked for agreement, not for completeness (the report says so).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Range;
+use std::rc::Rc;
+
+use compress::{CommCreate, Event, Family, Matched, Op, Peer, ReduceOp, ReqId, Tag, TraceFile};
+use serde::Serialize;
+
+/// How many problems a report keeps in full (with the call's raw-log line);
+/// the others are counted per kind. A broken trace can have a problem per
+/// event, and a billion of them helps nobody.
+pub const DETAIL: usize = 20;
+
+/// The largest communicator whose v-collectives are checked pairwise when
+/// every rank is walked (two sums per member and operation are kept until
+/// the last member is seen).
+const MAX_SUMS: i64 = 1 << 22;
+
+/// Why a check could not run at all (a trace that runs the check but fails
+/// it is a [`CheckReport`] with problems, not an error).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A rank given to [`check_ranks`] has no events in the trace.
+    #[error("rank {rank} is not in the trace (it has {ranks})")]
+    NoSuchRank {
+        /// The rank asked for.
+        rank: u32,
+        /// The trace's ranks ("16 ranks, 0 to 15").
+        ranks: String,
+    },
+    /// [`check_ranks`] was given no rank.
+    #[error("no ranks to check were given")]
+    NoRanks,
+}
+
+/// Which side of a point-to-point call a peer is on, for messages that say
+/// "Send to rank 37" or "Recv from rank 40".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Dir {
+    /// The destination of a send.
+    To,
+    /// The source of a receive or probe.
+    From,
+}
+
+impl fmt::Display for Dir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dir::To => "to",
+            Dir::From => "from",
+        })
+    }
+}
+
+/// What a member's byte count of a collective stands for, so that a
+/// disagreement names both sides ("rank 7 sends 8 bytes per member, rank 0
+/// receives 16").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Side {
+    /// The buffer every member gives (Bcast, reductions, scans).
+    Contributes,
+    /// The block a member sends to each member (Allgather, Alltoall,
+    /// Gather, Scatter's root).
+    Sends,
+    /// The block a member receives from each member.
+    Receives,
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Side::Contributes => "contributes",
+            Side::Sends => "sends",
+            Side::Receives => "receives",
+        })
+    }
+}
+
+/// What the members of a collective must agree on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Aspect {
+    /// The communicator's size.
+    Size(i64),
+    /// The root.
+    Root(i32),
+    /// The reduction operation.
+    Redop(ReduceOp),
+    /// A byte count ("rank 7 contributes 8 bytes").
+    Bytes(Side, i64),
+}
+
+impl fmt::Display for Aspect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Aspect::Size(n) => write!(f, "sees {n} members"),
+            Aspect::Root(r) => write!(f, "names root {r}"),
+            Aspect::Redop(o) => write!(f, "reduces with {}", o.name()),
+            Aspect::Bytes(Side::Contributes, b) => write!(f, "contributes {b} bytes"),
+            Aspect::Bytes(side, b) => write!(f, "{side} {b} bytes per member"),
+        }
+    }
+}
+
+/// One collective operation of a communicator: the k-th collective call on
+/// it, which is what every member's k-th call must match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CollRef {
+    /// The operation (as the first member checked called it).
+    pub op: Op,
+    /// The communicator id (as the first member checked named it).
+    pub comm: u32,
+    /// Its position among the communicator's collectives, from 1.
+    pub seq: u64,
+}
+
+impl fmt::Display for CollRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} #{} on comm {}", self.op.name(), self.seq, self.comm)
+    }
+}
+
+/// One message channel position: the nth message from one rank to another
+/// on one communicator and tag, the unit of MPI's non-overtaking rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Link {
+    /// The sender (world rank).
+    pub from: u32,
+    /// The receiver (world rank).
+    pub to: u32,
+    /// The communicator id (as the first side checked named it).
+    pub comm: u32,
+    /// The tag.
+    pub tag: i32,
+    /// Position on the channel, from 1.
+    pub nth: u64,
+}
+
+impl fmt::Display for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "message from rank {} to rank {} (comm {}, tag {}), the {} on that channel",
+            self.from,
+            self.to,
+            self.comm,
+            self.tag,
+            ordinal(self.nth)
+        )
+    }
+}
+
+/// `1st`, `2nd`, `3rd`, `11th`, ...
+fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// The name of a communicator in messages about its size.
+fn comm_name(id: u32) -> String {
+    match id {
+        0 => "world".into(),
+        1 => "self".into(),
+        n => format!("comm {n}"),
+    }
+}
+
+/// What is wrong, with the data that shows it. Each kind is one of the
+/// five properties the checker proves (see the module documentation), or a
+/// trace that cannot be read at all.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub enum ProblemKind {
+    /// World ranks without events in the trace: their messages and
+    /// collectives are missing too.
+    MissingRanks {
+        /// How many.
+        missing: u64,
+        /// The first few of them.
+        first: Vec<u32>,
+        /// The world size.
+        world_size: u64,
+    },
+    /// A rank at or beyond the world size has events.
+    ExtraRank {
+        /// The world size.
+        world_size: u64,
+    },
+    /// A rank's events cannot be projected or expanded out of the merged
+    /// trace.
+    Unreadable {
+        /// Why.
+        why: String,
+    },
+    /// A concrete peer that is not a world rank.
+    PeerOutOfWorld {
+        /// The call.
+        op: Op,
+        /// Destination or source.
+        dir: Dir,
+        /// The peer's world rank.
+        peer: i64,
+        /// The world size.
+        world_size: u64,
+    },
+    /// A concrete peer whose communicator rank is not in the communicator.
+    PeerOutOfComm {
+        /// The call.
+        op: Op,
+        /// Destination or source.
+        dir: Dir,
+        /// The peer's rank in the communicator.
+        local: i64,
+        /// The communicator id.
+        comm: u32,
+        /// Its size.
+        comm_size: i64,
+    },
+    /// A peer's world rank and communicator rank name different processes.
+    PeerMismatch {
+        /// The call.
+        op: Op,
+        /// Destination or source.
+        dir: Dir,
+        /// The world rank the event gives.
+        world: i64,
+        /// The communicator rank it gives.
+        local: i64,
+        /// The communicator id.
+        comm: u32,
+        /// The world rank of that communicator rank.
+        expected: i64,
+    },
+    /// The caller's own rank in the call's communicator is impossible.
+    CallerRank {
+        /// The call.
+        op: Op,
+        /// The communicator id.
+        comm: u32,
+        /// The rank the event gives.
+        comm_rank: i64,
+        /// The communicator's size.
+        comm_size: i64,
+        /// The caller's true rank there, where the trace knows it.
+        expected: Option<i64>,
+    },
+    /// A root outside the communicator.
+    RootOutOfComm {
+        /// The call.
+        op: Op,
+        /// The root.
+        root: i64,
+        /// The communicator id.
+        comm: u32,
+        /// Its size.
+        comm_size: i64,
+    },
+    /// A wildcard receive or probe matched a source that is not a rank.
+    MatchedOutOfWorld {
+        /// The call.
+        op: Op,
+        /// The matched source.
+        source: i64,
+        /// The world size.
+        world_size: u64,
+    },
+    /// A count, datatype size or tag that cannot be negative is.
+    Negative {
+        /// The call.
+        op: Op,
+        /// Which value.
+        what: &'static str,
+        /// Its value.
+        value: i64,
+    },
+    /// A send to `MPI_ANY_SOURCE` or with `MPI_ANY_TAG`.
+    WildcardSend {
+        /// The call.
+        op: Op,
+    },
+    /// A per-member list of a v/w collective with the wrong length.
+    ListLength {
+        /// The call.
+        op: Op,
+        /// Which list.
+        list: &'static str,
+        /// Its length.
+        len: u64,
+        /// The communicator id.
+        comm: u32,
+        /// Its size.
+        comm_size: i64,
+    },
+    /// A created communicator (or its group, grid or graph) larger than its
+    /// parent.
+    CommTooLarge {
+        /// The constructor.
+        op: Op,
+        /// What is too large ("makes a communicator of").
+        what: &'static str,
+        /// Its size.
+        size: i64,
+        /// The parent communicator id.
+        parent: u32,
+        /// The parent's size.
+        limit: i64,
+    },
+    /// A created communicator whose size is not what its construction
+    /// implies.
+    CommSize {
+        /// The constructor.
+        op: Op,
+        /// The size recorded.
+        size: i64,
+        /// The size implied.
+        expected: i64,
+        /// By what ("its parent", "its dimensions").
+        why: &'static str,
+    },
+    /// A rank, edge or dimension of a constructor outside its range.
+    CommValueOutOfRange {
+        /// The constructor.
+        op: Op,
+        /// Which value.
+        what: &'static str,
+        /// The value.
+        value: i64,
+        /// Values must be below this.
+        limit: i64,
+    },
+    /// A send no receive takes.
+    Unreceived {
+        /// The message.
+        link: Link,
+        /// Its size in bytes.
+        bytes: i64,
+    },
+    /// A completed receive no send feeds.
+    Unsent {
+        /// The message it expects.
+        link: Link,
+    },
+    /// A receive smaller than the message it gets (MPI_ERR_TRUNCATE).
+    Truncated {
+        /// The message.
+        link: Link,
+        /// Bytes sent.
+        sent: i64,
+        /// Bytes the receive posts.
+        posted: i64,
+        /// The send's event index on the sending rank.
+        send_event: u64,
+    },
+    /// A completed wildcard receive or probe without its matched source and
+    /// tag, so that its message cannot be known.
+    UnresolvedWildcard {
+        /// The call.
+        op: Op,
+    },
+    /// An `Mrecv`/`Imrecv` of a message handle no probe of the rank made.
+    UnknownMessage {
+        /// The call.
+        op: Op,
+        /// The message handle id.
+        message: u64,
+    },
+    /// The k-th collective of a communicator is another operation on this
+    /// rank than on the first member checked: the members are out of step
+    /// (later collectives of this rank on it are not compared again).
+    CollectiveOrder {
+        /// The communicator id.
+        comm: u32,
+        /// The position.
+        seq: u64,
+        /// This rank's operation.
+        op: Op,
+        /// This rank.
+        rank: u32,
+        /// The first member's operation.
+        first_op: Op,
+        /// The first member.
+        first_rank: u32,
+    },
+    /// A collective some members never call.
+    CollectiveIncomplete {
+        /// The collective.
+        coll: CollRef,
+        /// Members that call it.
+        members: u64,
+        /// The communicator size.
+        size: i64,
+        /// The first few missing ones (communicator ranks; world ranks on
+        /// the world); in a sample, only missing sampled ranks count.
+        missing: Vec<i64>,
+        /// How many more are missing.
+        more: u64,
+    },
+    /// Two ranks claim the same communicator rank in one collective.
+    CollectiveDuplicate {
+        /// The collective.
+        coll: CollRef,
+        /// The communicator rank.
+        local: i64,
+        /// The two world ranks.
+        ranks: [u32; 2],
+    },
+    /// Members of a collective disagree where MPI needs them to agree.
+    Disagree {
+        /// The collective.
+        coll: CollRef,
+        /// This rank.
+        rank: u32,
+        /// What this rank gives.
+        mine: Aspect,
+        /// The member the value was first seen on.
+        first_rank: u32,
+        /// What that one gives.
+        first: Aspect,
+    },
+    /// What one member of a v-collective sends another is not what that
+    /// one expects from it.
+    FlowDisagree {
+        /// The collective.
+        coll: CollRef,
+        /// The sender (world rank).
+        from: u32,
+        /// The receiver (world rank).
+        to: u32,
+        /// The sender's rank in the communicator.
+        from_local: i64,
+        /// The receiver's rank in the communicator.
+        to_local: i64,
+        /// The sender's event index.
+        send_event: u64,
+        /// Bytes the sender sends to the receiver (`None`: nothing, or not
+        /// worked out).
+        sent: Option<i64>,
+        /// Bytes the receiver expects from the sender (`None`: nothing, or
+        /// not worked out).
+        expected: Option<i64>,
+        /// Whether `sent` and `expected` were worked out (a check of every
+        /// rank finds the pair by fingerprints and reads the two calls again
+        /// for the reports it keeps in full).
+        resolved: bool,
+    },
+}
+
+impl ProblemKind {
+    /// A short name of the kind, for the count of problems per kind.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ProblemKind::MissingRanks { .. } => "missing ranks",
+            ProblemKind::ExtraRank { .. } => "rank beyond the world",
+            ProblemKind::Unreadable { .. } => "unreadable rank",
+            ProblemKind::PeerOutOfWorld { .. } => "peer outside the world",
+            ProblemKind::PeerOutOfComm { .. } => "peer outside its communicator",
+            ProblemKind::PeerMismatch { .. } => "peer's world and communicator ranks differ",
+            ProblemKind::CallerRank { .. } => "caller's communicator rank",
+            ProblemKind::RootOutOfComm { .. } => "root outside its communicator",
+            ProblemKind::MatchedOutOfWorld { .. } => "matched source outside the world",
+            ProblemKind::Negative { .. } => "negative value",
+            ProblemKind::WildcardSend { .. } => "wildcard send",
+            ProblemKind::ListLength { .. } => "list length",
+            ProblemKind::CommTooLarge { .. } => "communicator too large",
+            ProblemKind::CommSize { .. } => "communicator size",
+            ProblemKind::CommValueOutOfRange { .. } => "constructor value out of range",
+            ProblemKind::Unreceived { .. } => "message never received",
+            ProblemKind::Unsent { .. } => "receive never sent",
+            ProblemKind::Truncated { .. } => "receive too small",
+            ProblemKind::UnresolvedWildcard { .. } => "unresolved wildcard",
+            ProblemKind::UnknownMessage { .. } => "unknown message handle",
+            ProblemKind::CollectiveOrder { .. } => "collectives out of order",
+            ProblemKind::CollectiveIncomplete { .. } => "collective incomplete",
+            ProblemKind::CollectiveDuplicate { .. } => "collective member twice",
+            ProblemKind::Disagree { mine, .. } => match mine {
+                Aspect::Size(_) => "communicator sizes disagree",
+                Aspect::Root(_) => "roots disagree",
+                Aspect::Redop(_) => "reductions disagree",
+                Aspect::Bytes(..) => "collective sizes disagree",
+            },
+            ProblemKind::FlowDisagree { .. } => "v-collective counts disagree",
+        }
+    }
+}
+
+impl fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ProblemKind as K;
+        match self {
+            K::MissingRanks {
+                missing,
+                first,
+                world_size,
+            } => {
+                let names: Vec<String> = first.iter().map(u32::to_string).collect();
+                let more = if *missing > first.len() as u64 {
+                    ", ..."
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "{missing} of the world's {world_size} ranks have no events in the trace ({}{more})",
+                    names.join(", ")
+                )
+            }
+            K::ExtraRank { world_size } => write!(
+                f,
+                "this rank has events but the trace's world has {world_size} ranks"
+            ),
+            K::Unreadable { why } => write!(f, "the rank's events cannot be read: {why}"),
+            K::PeerOutOfWorld {
+                op,
+                dir,
+                peer,
+                world_size,
+            } => write!(
+                f,
+                "{} {dir} rank {peer} but the trace has {world_size} ranks",
+                op.name()
+            ),
+            K::PeerOutOfComm {
+                op,
+                dir,
+                local,
+                comm,
+                comm_size,
+            } => write!(
+                f,
+                "{} {dir} comm rank {local} but its communicator ({}) has {comm_size} ranks",
+                op.name(),
+                comm_name(*comm)
+            ),
+            K::PeerMismatch {
+                op,
+                dir,
+                world,
+                local,
+                comm,
+                expected,
+            } => write!(
+                f,
+                "{} {dir} rank {world} as comm rank {local} of {}, which is rank {expected}",
+                op.name(),
+                comm_name(*comm)
+            ),
+            K::CallerRank {
+                op,
+                comm,
+                comm_rank,
+                comm_size,
+                expected,
+            } => {
+                write!(
+                    f,
+                    "{} on {} as its rank {comm_rank}",
+                    op.name(),
+                    comm_name(*comm)
+                )?;
+                match expected {
+                    Some(x) => write!(f, ", but this rank is rank {x} there"),
+                    None => write!(f, ", but it has {comm_size} ranks"),
+                }
+            }
+            K::RootOutOfComm {
+                op,
+                root,
+                comm,
+                comm_size,
+            } => write!(
+                f,
+                "{} with root {root} but its communicator ({}) has {comm_size} ranks",
+                op.name(),
+                comm_name(*comm)
+            ),
+            K::MatchedOutOfWorld {
+                op,
+                source,
+                world_size,
+            } => write!(
+                f,
+                "{} matched a message from rank {source} but the trace has {world_size} ranks",
+                op.name()
+            ),
+            K::Negative { op, what, value } => {
+                write!(f, "{} has a negative {what} ({value})", op.name())
+            }
+            K::WildcardSend { op } => write!(
+                f,
+                "{} sends to MPI_ANY_SOURCE or with MPI_ANY_TAG",
+                op.name()
+            ),
+            K::ListLength {
+                op,
+                list,
+                len,
+                comm,
+                comm_size,
+            } => write!(
+                f,
+                "{} has {len} {list} but its communicator ({}) has {comm_size} ranks",
+                op.name(),
+                comm_name(*comm)
+            ),
+            K::CommTooLarge {
+                op,
+                what,
+                size,
+                parent,
+                limit,
+            } => write!(
+                f,
+                "{} {what} {size} ranks but its parent ({}) has {limit}",
+                op.name(),
+                comm_name(*parent)
+            ),
+            K::CommSize {
+                op,
+                size,
+                expected,
+                why,
+            } => write!(
+                f,
+                "{} makes a communicator of {size} ranks but {why} gives {expected}",
+                op.name()
+            ),
+            K::CommValueOutOfRange {
+                op,
+                what,
+                value,
+                limit,
+            } => write!(
+                f,
+                "{} has {what} {value}, outside 0 to {}",
+                op.name(),
+                limit - 1
+            ),
+            K::Unreceived { link, bytes } => {
+                write!(f, "{link}, is never received ({bytes} bytes)")
+            }
+            K::Unsent { link } => {
+                write!(f, "{link}, is received but never sent")
+            }
+            K::Truncated {
+                link,
+                sent,
+                posted,
+                send_event,
+            } => write!(
+                f,
+                "{link}, has {sent} bytes (rank {}, event {send_event}) but the receive takes only {posted}",
+                link.from
+            ),
+            K::UnresolvedWildcard { op } => write!(
+                f,
+                "{} with a wildcard source or tag matched a message, but the trace does not say which",
+                op.name()
+            ),
+            K::UnknownMessage { op, message } => write!(
+                f,
+                "{} of message {message}, which no Mprobe or Improbe of this rank returned",
+                op.name()
+            ),
+            K::CollectiveOrder {
+                comm,
+                seq,
+                op,
+                rank,
+                first_op,
+                first_rank,
+            } => write!(
+                f,
+                "collective #{seq} on comm {comm}: rank {rank} calls {} where rank {first_rank} calls {} (this rank's later collectives on it are not compared)",
+                op.name(),
+                first_op.name()
+            ),
+            K::CollectiveIncomplete {
+                coll,
+                members,
+                size,
+                missing,
+                more,
+            } => {
+                write!(f, "{coll} has {members} of {size} members")?;
+                let names: Vec<String> = missing.iter().map(i64::to_string).collect();
+                let who = if coll.comm == 0 { "rank" } else { "comm rank" };
+                match names.len() {
+                    0 => Ok(()),
+                    1 => write!(f, ": {who} {} never calls it", names[0]),
+                    _ => write!(f, ": {who}s {} never call it", names.join(", ")),
+                }?;
+                if *more > 0 {
+                    write!(f, " (and {more} more)")?;
+                }
+                Ok(())
+            }
+            K::CollectiveDuplicate { coll, local, ranks } => write!(
+                f,
+                "{coll}: comm rank {local} takes part twice (ranks {} and {})",
+                ranks[0], ranks[1]
+            ),
+            K::Disagree {
+                coll,
+                rank,
+                mine,
+                first_rank,
+                first,
+            } => {
+                write!(f, "{coll}: rank {rank} {mine}, rank {first_rank} ")?;
+                // The second value short: "..., rank 0 contributes 16".
+                match first {
+                    Aspect::Size(n) => write!(f, "sees {n}"),
+                    Aspect::Redop(o) => write!(f, "with {}", o.name()),
+                    Aspect::Bytes(Side::Contributes, b) => write!(f, "contributes {b}"),
+                    Aspect::Bytes(side, b) => write!(f, "{side} {b} per member"),
+                    Aspect::Root(_) => write!(f, "{first}"),
+                }
+            }
+            K::FlowDisagree {
+                coll,
+                from,
+                to,
+                sent,
+                expected,
+                resolved,
+                ..
+            } => {
+                if !resolved {
+                    return write!(
+                        f,
+                        "{coll}: what rank {from} sends to rank {to} is not what rank {to} expects from it"
+                    );
+                }
+                let amount =
+                    |b: &Option<i64>| b.map_or_else(|| "nothing".into(), |b| format!("{b} bytes"));
+                write!(
+                    f,
+                    "{coll}: rank {from} sends {} to rank {to}, which expects {}",
+                    amount(sent),
+                    amount(expected)
+                )
+            }
+        }
+    }
+}
+
+/// One problem: where it is and what is wrong.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Problem {
+    /// The world rank whose event shows it (`None` for the trace as a
+    /// whole).
+    pub rank: Option<u32>,
+    /// The event's index in the rank's sequence (from 0, markers included,
+    /// as `rankscale show --expand` numbers lines from 0).
+    pub event: Option<u64>,
+    /// The event as `compress::raw::event_line` prints it.
+    pub call: Option<String>,
+    /// What is wrong.
+    pub kind: ProblemKind,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.rank, self.event) {
+            (Some(r), Some(e)) => write!(f, "rank {r}, event {e}: ")?,
+            (Some(r), None) => write!(f, "rank {r}: ")?,
+            _ => {}
+        }
+        write!(f, "{}", self.kind)?;
+        if let Some(c) = &self.call {
+            write!(f, "\n    {c}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What a check covered and what it found.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    /// The trace's world size.
+    pub world_size: u64,
+    /// Whether every rank was checked ([`check`]) or a sample
+    /// ([`check_ranks`]).
+    pub complete: bool,
+    /// The ranks a sample was asked for (empty for a complete check); their
+    /// point-to-point peers were checked with them.
+    pub requested: Vec<u32>,
+    /// Ranks whose events were checked.
+    pub ranks: u64,
+    /// Events checked.
+    pub events: u64,
+    /// Messages matched (send with receive).
+    pub messages: u64,
+    /// Collective operations checked (one per operation, not per member).
+    pub collectives: u64,
+    /// Of those, the ones a sample saw only some members of (checked for
+    /// agreement among them, not for completeness).
+    pub partial_collectives: u64,
+    /// Problems found.
+    pub problem_count: u64,
+    /// The first [`DETAIL`] problems, in full.
+    pub problems: Vec<Problem>,
+    /// Problems per kind ([`ProblemKind::label`]).
+    pub tally: BTreeMap<String, u64>,
+    /// What was not checked, or not held against the trace, and why.
+    pub notes: Vec<String>,
+}
+
+impl CheckReport {
+    /// Whether the check found nothing wrong.
+    pub fn is_consistent(&self) -> bool {
+        self.problem_count == 0
+    }
+
+    /// One line of what was checked: "32 ranks, 404128 events, 12345
+    /// messages, 678 collectives checked".
+    pub fn summary(&self) -> String {
+        let ranks = if self.complete {
+            format!("{} ranks", self.ranks)
+        } else {
+            format!("{} of {} ranks (a sample)", self.ranks, self.world_size)
+        };
+        format!(
+            "{ranks}, {} events, {} messages, {} collectives checked",
+            self.events, self.messages, self.collectives
+        )
+    }
+}
+
+/// Checks every rank of `file`.
+pub fn check(file: &TraceFile) -> Result<CheckReport, Error> {
+    let ranks: Vec<u32> = file.trace.ranks().iter().collect();
+    let mut c = Checker::new(file, None);
+    c.world_ranks();
+    for &r in &ranks {
+        c.rank(r);
+    }
+    Ok(c.finish(Vec::new(), 0))
+}
+
+/// Checks the given ranks and their point-to-point peers (the ranks they
+/// send to and receive from), so that both ends of every message of the
+/// given ranks are checked, for a trace too large to check whole. Checks 1
+/// to 3 apply to every rank expanded; collectives are checked for order,
+/// operation, root and sizes among the expanded members, and for
+/// completeness only where all their members were expanded.
+pub fn check_ranks(file: &TraceFile, ranks: &[u32]) -> Result<CheckReport, Error> {
+    if ranks.is_empty() {
+        return Err(Error::NoRanks);
+    }
+    let all = file.trace.ranks();
+    let given: BTreeSet<u32> = ranks.iter().copied().collect();
+    if let Some(&rank) = given.iter().find(|&&r| !all.contains(r)) {
+        let (lo, hi) = (all.min().unwrap_or(0), all.max().unwrap_or(0));
+        return Err(Error::NoSuchRank {
+            rank,
+            ranks: format!("{} ranks, {lo} to {hi}", all.len()),
+        });
+    }
+    if given.len() as u64 == all.len() {
+        return check(file);
+    }
+    let world = world_size(file);
+    let mut set = given.clone();
+    for &r in &given {
+        peers_of(file, r, world, &mut set);
+    }
+    let peers = (set.len() - given.len()) as u64;
+    let mut c = Checker::new(file, Some(set.iter().copied().collect()));
+    c.world_ranks();
+    for &r in &set {
+        c.rank(r);
+    }
+    Ok(c.finish(given.into_iter().collect(), peers))
+}
+
+/// The world size: the trace's own, else its number of ranks.
+fn world_size(file: &TraceFile) -> i64 {
+    match file.meta.world_size {
+        0 => file.trace.ranks().len() as i64,
+        n => i64::from(n),
+    }
+}
+
+/// Adds the ranks `rank` exchanges point-to-point messages with to `set`.
+fn peers_of(file: &TraceFile, rank: u32, world: i64, set: &mut BTreeSet<u32>) {
+    let Ok(t) = file.trace.rank_trace(rank) else {
+        return;
+    };
+    let all = file.trace.ranks();
+    let mut add = |w: i64| {
+        if (0..world).contains(&w) && all.contains(w as u32) {
+            set.insert(w as u32);
+        }
+    };
+    for e in t.expand() {
+        if !is_collective(e.op) {
+            for t in [e.send, e.recv].into_iter().flatten() {
+                if let Some(w) = t.peer.world() {
+                    add(i64::from(w));
+                }
+            }
+        }
+        for m in &e.matched {
+            add(i64::from(m.source));
+        }
+    }
+}
+
+/// Collectives in the checker's sense: every member of the communicator
+/// takes part, constructors and `Comm_free` included.
+fn is_collective(op: Op) -> bool {
+    op.is_collective() || op.family() == Family::CommManagement
+}
+
+/// The blocking form of a nonblocking collective (`Ialltoallv` is
+/// `Alltoallv`): both carry the same arguments.
+fn blocking(op: Op) -> Op {
+    if op.family() != Family::NonblockingCollective {
+        return op;
+    }
+    let mut rest = op.name().chars().skip(1);
+    let name: String = rest
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(rest)
+        .collect();
+    Op::from_name(&name).unwrap_or(op)
+}
+
+/// A stable hash of `parts` (instance ids and fingerprints; `DefaultHasher`
+/// has fixed keys, so the same on every run).
+fn hash_of(parts: impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
+}
+
+/// Bytes of `count` elements of `dsize` bytes, without overflow.
+fn bytes(count: i64, dsize: i64) -> i64 {
+    count.saturating_mul(dsize)
+}
+
+// ----- per-rank state ---------------------------------------------------
+
+/// How a communicator's ranks map to world ranks, where the trace says.
+#[derive(Clone, Debug)]
+enum Map {
+    /// Rank i is world rank i (the world, its dups, grids without reorder).
+    Identity,
+    /// The one member is this world rank (`MPI_COMM_SELF`).
+    Single(i64),
+    /// Rank i is `members[i]` (`Comm_create`).
+    Members(Rc<[i32]>),
+    /// Not recorded.
+    Unknown,
+}
+
+/// A communicator as one rank knows it.
+#[derive(Clone, Debug)]
+struct Comm {
+    /// `None` when the constructor recorded an impossible size.
+    size: Option<i64>,
+    /// The instance: the same on every member, different for every other
+    /// communicator (see the module documentation).
+    inst: u64,
+    map: Map,
+    /// Cartesian dimensions, for `Cart_sub`.
+    cart: Option<Rc<[i64]>>,
+    /// Whether `inst` may stand for several groups (`Comm_split_type`).
+    ambiguous: bool,
+}
+
+/// What an event needs of its communicator.
+#[derive(Clone, Copy, Debug)]
+struct View {
+    id: u32,
+    /// `None` for an id no traced constructor made.
+    size: Option<i64>,
+    inst: u64,
+    ambiguous: bool,
+}
+
+/// A posted receive, kept in post order until it can take its place on
+/// its channel (source and tag known, and completed or never to be).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    op: Op,
+    event: u64,
+    comm: u32,
+    inst: u64,
+    src: Option<u32>,
+    tag: Option<i32>,
+    /// Bytes posted; `None` until an `Mrecv` says, or never.
+    posted: Option<i64>,
+    completed: bool,
+    /// Nothing more will be learnt about it.
+    settled: bool,
+    /// It takes no message (unresolved).
+    dead: bool,
+}
+
+/// A persistent request's arguments, posted again at each `Start`.
+#[derive(Clone, Copy, Debug)]
+struct Template {
+    view: View,
+    send: Option<compress::Transfer>,
+    recv: Option<compress::Transfer>,
+}
+
+struct Rank {
+    rank: u32,
+    comms: HashMap<u32, Comm>,
+    seqs: HashMap<u32, u64>,
+    slots: VecDeque<Slot>,
+    /// Slot id of `slots[0]`.
+    base: u64,
+    /// Receive requests not completed yet, by request: their slot.
+    waiting: HashMap<ReqId, u64>,
+    templates: HashMap<ReqId, Template>,
+    /// `Mprobe`d messages by handle: their slot.
+    probed: HashMap<u64, u64>,
+    /// The channels this rank's walk used.
+    touched: HashSet<ChanKey>,
+}
+
+impl Rank {
+    fn new(rank: u32, world: i64) -> Rank {
+        let comms = HashMap::from([
+            (
+                0,
+                Comm {
+                    size: Some(world),
+                    inst: 0,
+                    map: Map::Identity,
+                    cart: None,
+                    ambiguous: false,
+                },
+            ),
+            (
+                1,
+                Comm {
+                    size: Some(1),
+                    inst: hash_of(("self", rank)),
+                    map: Map::Single(i64::from(rank)),
+                    cart: None,
+                    ambiguous: false,
+                },
+            ),
+        ]);
+        Rank {
+            rank,
+            comms,
+            seqs: HashMap::new(),
+            slots: VecDeque::new(),
+            base: 0,
+            waiting: HashMap::new(),
+            templates: HashMap::new(),
+            probed: HashMap::new(),
+            touched: HashSet::new(),
+        }
+    }
+
+    fn view(&self, id: u32) -> View {
+        match self.comms.get(&id) {
+            Some(c) => View {
+                id,
+                size: c.size,
+                inst: c.inst,
+                ambiguous: c.ambiguous || c.size.is_none(),
+            },
+            None => View {
+                id,
+                size: None,
+                inst: hash_of(("untraced", id)),
+                ambiguous: true,
+            },
+        }
+    }
+
+    /// The world rank of rank `local` of communicator `id`, where known.
+    fn world_of(&self, id: u32, local: i64) -> Option<i64> {
+        match &self.comms.get(&id)?.map {
+            Map::Identity => Some(local),
+            Map::Single(w) => (local == 0).then_some(*w),
+            Map::Members(m) => usize::try_from(local)
+                .ok()
+                .and_then(|l| m.get(l))
+                .map(|&w| i64::from(w)),
+            Map::Unknown => None,
+        }
+    }
+
+    /// This rank's own rank in communicator `id`, where known.
+    fn local_of(&self, id: u32) -> Option<i64> {
+        match &self.comms.get(&id)?.map {
+            Map::Identity => Some(i64::from(self.rank)),
+            Map::Single(_) => Some(0),
+            Map::Members(m) => m
+                .iter()
+                .position(|&w| i64::from(w) == i64::from(self.rank))
+                .map(|p| p as i64),
+            Map::Unknown => None,
+        }
+    }
+
+    fn slot(&mut self, id: u64) -> Option<&mut Slot> {
+        let i = usize::try_from(id.checked_sub(self.base)?).ok()?;
+        self.slots.get_mut(i)
+    }
+}
+
+// ----- whole-trace state ------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct ChanKey {
+    from: u32,
+    to: u32,
+    tag: i32,
+    inst: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    event: u64,
+    nth: u64,
+    bytes: Option<i64>,
+    completed: bool,
+}
+
+/// One channel: the sends (or receives) not matched yet, in order.
+#[derive(Debug)]
+struct Chan {
+    comm: u32,
+    sent: u64,
+    received: u64,
+    queue: VecDeque<Item>,
+    holds_sends: bool,
+}
+
+/// One half of a v-collective pair seen in a sample.
+#[derive(Clone, Copy, Debug)]
+struct Half {
+    send: bool,
+    bytes: i64,
+    rank: u32,
+    event: u64,
+}
+
+/// The pairwise check of a v-collective.
+#[derive(Debug)]
+enum Flows {
+    /// Not a v-collective, or not checkable.
+    Off,
+    /// Every member checked: per-member sums of pair fingerprints (sender
+    /// side added, receiver side subtracted), zero when all pairs agree.
+    Sums { rows: Vec<u64>, cols: Vec<u64> },
+    /// A sample: the halves not matched yet, by (sender, receiver).
+    Pairs(HashMap<(i64, i64), Half>),
+}
+
+/// One collective operation being assembled from its members.
+#[derive(Debug)]
+struct Coll {
+    at: CollRef,
+    size: Option<i64>,
+    ambiguous: bool,
+    first_rank: u32,
+    root: Option<i32>,
+    redop: Option<ReduceOp>,
+    /// The byte count every member must give, where it has one, and the
+    /// member it was first seen on.
+    block: Option<(Aspect, u32)>,
+    /// (communicator rank, world rank, event index).
+    members: Vec<(i64, u32, u64)>,
+    flows: Flows,
+    /// In a sample: the communicator ranks of the sampled ranks.
+    sampled: Option<Vec<i64>>,
+}
+
+#[derive(Default)]
+struct Sink {
+    shown: Vec<Problem>,
+    total: u64,
+    tally: BTreeMap<&'static str, u64>,
+}
+
+impl Sink {
+    fn add(&mut self, rank: Option<u32>, event: Option<u64>, e: Option<&Event>, kind: ProblemKind) {
+        self.total += 1;
+        *self.tally.entry(kind.label()).or_default() += 1;
+        if self.shown.len() < DETAIL {
+            self.shown.push(Problem {
+                rank,
+                event,
+                call: e.map(compress::raw::event_line),
+                kind,
+            });
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    ranks: u64,
+    events: u64,
+    messages: u64,
+    collectives: u64,
+    partial: u64,
+    /// The fewest members a partial collective was checked among, and its
+    /// size.
+    fewest: Option<(u64, i64)>,
+    agreement_only: u64,
+    untraced_comm_events: u64,
+    pending_recvs: u64,
+    unresolved_pending: u64,
+}
+
+struct Checker<'a> {
+    file: &'a TraceFile,
+    world: i64,
+    /// The expanded ranks of a sample; `None` when every rank is checked.
+    sample: Option<HashSet<u32>>,
+    chans: HashMap<ChanKey, Chan>,
+    colls: HashMap<(u64, u64), Coll>,
+    /// (rank, instance) pairs whose collectives are out of step.
+    desynced: HashSet<(u32, u64)>,
+    sink: Sink,
+    n: Counts,
+}
+
+impl<'a> Checker<'a> {
+    fn new(file: &'a TraceFile, sample: Option<HashSet<u32>>) -> Checker<'a> {
+        Checker {
+            file,
+            world: world_size(file),
+            sample,
+            chans: HashMap::new(),
+            colls: HashMap::new(),
+            desynced: HashSet::new(),
+            sink: Sink::default(),
+            n: Counts::default(),
+        }
+    }
+
+    fn problem(&mut self, rank: u32, event: u64, e: Option<&Event>, kind: ProblemKind) {
+        self.sink.add(Some(rank), Some(event), e, kind);
+    }
+
+    /// Every world rank has events, and no rank is beyond the world.
+    fn world_ranks(&mut self) {
+        let world = self.world;
+        let mut first = Vec::new();
+        let mut missing = 0u64;
+        // Walk the gaps of the (ascending) ranks: a corrupt world size of
+        // billions must not mean billions of look-ups.
+        let mut next = 0i64;
+        let ranks = self.file.trace.ranks().iter().map(i64::from);
+        for r in ranks.filter(|&r| r < world).chain([world]) {
+            missing += (r - next).max(0) as u64;
+            first.extend((next..r).take(8 - first.len()).map(|m| m as u32));
+            next = next.max(r + 1);
+        }
+        if missing > 0 {
+            self.sink.add(
+                None,
+                None,
+                None,
+                ProblemKind::MissingRanks {
+                    missing,
+                    first,
+                    world_size: world as u64,
+                },
+            );
+        }
+    }
+
+    /// Walks one rank's events.
+    fn rank(&mut self, rank: u32) {
+        self.n.ranks += 1;
+        if i64::from(rank) >= self.world {
+            let kind = ProblemKind::ExtraRank {
+                world_size: self.world as u64,
+            };
+            self.sink.add(Some(rank), None, None, kind);
+        }
+        let t = match self.file.trace.rank_trace(rank) {
+            Ok(t) => t,
+            Err(e) => {
+                let why = e.to_string();
+                self.sink
+                    .add(Some(rank), None, None, ProblemKind::Unreadable { why });
+                return;
+            }
+        };
+        let mut st = Rank::new(rank, self.world);
+        let mut ex = t.expand();
+        let mut i = 0u64;
+        for e in ex.by_ref() {
+            self.n.events += 1;
+            self.event(&mut st, i, &e);
+            i += 1;
+        }
+        if ex.is_broken() {
+            let why = format!("the expansion stops after {i} events");
+            self.sink
+                .add(Some(rank), Some(i), None, ProblemKind::Unreadable { why });
+        }
+        for s in &mut st.slots {
+            s.settled = true;
+        }
+        self.flush(&mut st);
+        self.close_channels(&mut st);
+    }
+
+    fn event(&mut self, st: &mut Rank, i: u64, e: &Event) {
+        let view = e.op.has_comm().then(|| st.view(e.comm.0));
+        self.values(st.rank, i, e);
+        if let Some(v) = view {
+            if v.size.is_none() {
+                self.n.untraced_comm_events += 1;
+            }
+            self.caller(st, i, e, v);
+            if is_collective(e.op) {
+                self.root_and_lists(st.rank, i, e, v);
+            } else {
+                if let Some(t) = e.send {
+                    self.peer(st, i, e, v, Dir::To, t.peer);
+                    if matches!(t.peer, Peer::Any) || t.tag == Tag::Any {
+                        self.problem(st.rank, i, Some(e), ProblemKind::WildcardSend { op: e.op });
+                    }
+                }
+                if let Some(t) = e.recv {
+                    self.peer(st, i, e, v, Dir::From, t.peer);
+                }
+            }
+        }
+        match (e.op.family(), view) {
+            (Family::BlockingP2p, Some(v)) => {
+                self.post_send(st, i, v, e.send);
+                let blocking = e.matched.iter().find(|m| m.req.is_none());
+                self.post_recv(st, i, e, v, e.recv, None, blocking);
+            }
+            (Family::NonblockingP2p, Some(v)) => {
+                self.post_send(st, i, v, e.send);
+                self.post_recv(st, i, e, v, e.recv, e.req, None);
+            }
+            (Family::Persistent, Some(v)) => {
+                if let Some(r) = e.req {
+                    let t = Template {
+                        view: v,
+                        send: e.send,
+                        recv: e.recv,
+                    };
+                    st.templates.insert(r, t);
+                }
+            }
+            (Family::Persistent, None) => self.persistent(st, i, e),
+            (Family::Completion, _) => self.complete(st, e),
+            (Family::Probe, Some(v)) => self.probe(st, i, e, v),
+            (
+                Family::Collective | Family::NonblockingCollective | Family::CommManagement,
+                Some(v),
+            ) => {
+                let seq = self.collective(st, i, e, v);
+                if let Some(c) = &e.create {
+                    self.create(st, i, e, v, seq, c);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts, sizes, tags and matched sources.
+    fn values(&mut self, rank: u32, i: u64, e: &Event) {
+        let transfers = [e.send, e.recv].into_iter().flatten().flat_map(|t| {
+            let tag = t.tag.value().map_or(0, i64::from);
+            [("count", t.count), ("datatype size", t.dsize), ("tag", tag)]
+        });
+        let lists = [
+            ("send count", &e.send_counts),
+            ("receive count", &e.recv_counts),
+            ("send datatype size", &e.send_dsizes),
+            ("receive datatype size", &e.recv_dsizes),
+        ]
+        .into_iter()
+        .flat_map(|(what, l)| l.iter().map(move |&v| (what, i64::from(v))));
+        let tags = e.matched.iter().map(|m| ("matched tag", i64::from(m.tag)));
+        let mut all = transfers.chain(lists).chain(tags);
+        if let Some((what, value)) = all.find(|(_, v)| *v < 0) {
+            let kind = ProblemKind::Negative {
+                op: e.op,
+                what,
+                value,
+            };
+            self.problem(rank, i, Some(e), kind);
+        }
+        for m in &e.matched {
+            let source = i64::from(m.source);
+            if !(0..self.world).contains(&source) {
+                let kind = ProblemKind::MatchedOutOfWorld {
+                    op: e.op,
+                    source,
+                    world_size: self.world as u64,
+                };
+                self.problem(rank, i, Some(e), kind);
+            }
+        }
+    }
+
+    /// The caller's own rank in the call's communicator.
+    fn caller(&mut self, st: &Rank, i: u64, e: &Event, v: View) {
+        let (Some(size), me) = (v.size, i64::from(e.comm_rank)) else {
+            return;
+        };
+        if me < 0 {
+            return;
+        }
+        let expected = st.local_of(v.id);
+        if me >= size || expected.is_some_and(|x| x != me) {
+            let kind = ProblemKind::CallerRank {
+                op: e.op,
+                comm: v.id,
+                comm_rank: me,
+                comm_size: size,
+                expected,
+            };
+            self.problem(st.rank, i, Some(e), kind);
+        }
+    }
+
+    /// A point-to-point peer.
+    fn peer(&mut self, st: &Rank, i: u64, e: &Event, v: View, dir: Dir, peer: Peer) {
+        let Peer::Rank { world, local } = peer else {
+            return;
+        };
+        // A communicator rank of -1 is unknown (a parsed raw log has none).
+        let (world, local) = (i64::from(world), i64::from(local));
+        let kind = if !(0..self.world).contains(&world) {
+            ProblemKind::PeerOutOfWorld {
+                op: e.op,
+                dir,
+                peer: world,
+                world_size: self.world as u64,
+            }
+        } else if local == -1 {
+            return;
+        } else if let Some(size) = v.size.filter(|&s| !(0..s).contains(&local)) {
+            ProblemKind::PeerOutOfComm {
+                op: e.op,
+                dir,
+                local,
+                comm: v.id,
+                comm_size: size,
+            }
+        } else if let Some(expected) = st.world_of(v.id, local).filter(|&x| x != world) {
+            ProblemKind::PeerMismatch {
+                op: e.op,
+                dir,
+                world,
+                local,
+                comm: v.id,
+                expected,
+            }
+        } else {
+            return;
+        };
+        self.problem(st.rank, i, Some(e), kind);
+    }
+
+    /// A collective's root and the lengths of its per-member lists.
+    fn root_and_lists(&mut self, rank: u32, i: u64, e: &Event, v: View) {
+        let Some(n) = v.size else { return };
+        if let Some(root) = e.root.map(i64::from)
+            && !(0..n).contains(&root)
+        {
+            let kind = ProblemKind::RootOutOfComm {
+                op: e.op,
+                root,
+                comm: v.id,
+                comm_size: n,
+            };
+            self.problem(rank, i, Some(e), kind);
+        }
+        for (list, values) in sized_lists(e) {
+            if values.len() as i64 != n {
+                let kind = ProblemKind::ListLength {
+                    op: e.op,
+                    list,
+                    len: values.len() as u64,
+                    comm: v.id,
+                    comm_size: n,
+                };
+                self.problem(rank, i, Some(e), kind);
+            }
+        }
+    }
+
+    // ----- point-to-point ----------------------------------------------
+
+    fn post_send(&mut self, st: &mut Rank, i: u64, v: View, t: Option<compress::Transfer>) {
+        let Some(t) = t else { return };
+        let (Some(to), Tag::Value(tag)) = (t.peer.world(), t.tag) else {
+            return;
+        };
+        if !(0..self.world).contains(&i64::from(to)) {
+            return;
+        }
+        let key = ChanKey {
+            from: st.rank,
+            to: to as u32,
+            tag,
+            inst: v.inst,
+        };
+        let sent = bytes(t.count, t.dsize);
+        self.enqueue(st, key, v.id, true, i, Some(sent), true);
+    }
+
+    /// Puts a send (or receive) on its channel: it meets the first
+    /// receive (send) waiting there, or waits itself.
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue(
+        &mut self,
+        st: &mut Rank,
+        key: ChanKey,
+        comm: u32,
+        send: bool,
+        event: u64,
+        bytes: Option<i64>,
+        completed: bool,
+    ) {
+        st.touched.insert(key);
+        let ch = self.chans.entry(key).or_insert_with(|| Chan::new(comm));
+        let side = if send { &mut ch.sent } else { &mut ch.received };
+        *side += 1;
+        let item = Item {
+            event,
+            nth: *side,
+            bytes,
+            completed,
+        };
+        if ch.holds_sends != send
+            && let Some(other) = ch.queue.pop_front()
+        {
+            let (s, r) = if send { (item, other) } else { (other, item) };
+            let comm = ch.comm;
+            deliver(&mut self.sink, &mut self.n, key, comm, s, r);
+        } else {
+            ch.holds_sends = send;
+            ch.queue.push_back(item);
+        }
+    }
+
+    /// Posts a receive: blocking (`req` is `None`, resolved by `blocking`)
+    /// or nonblocking (resolved at its completion).
+    #[allow(clippy::too_many_arguments)]
+    fn post_recv(
+        &mut self,
+        st: &mut Rank,
+        i: u64,
+        e: &Event,
+        v: View,
+        t: Option<compress::Transfer>,
+        req: Option<ReqId>,
+        blocking: Option<&Matched>,
+    ) {
+        if let Some(s) = self.recv_slot(st.rank, i, e, v, t, req.is_some(), blocking) {
+            self.push_slot(st, s, req);
+        }
+    }
+
+    /// The slot of a receive (or matching probe), unless it takes no
+    /// message (`MPI_PROC_NULL`, a peer outside the world) or is a blocking
+    /// wildcard whose match is not recorded (a problem).
+    #[allow(clippy::too_many_arguments)]
+    fn recv_slot(
+        &mut self,
+        rank: u32,
+        i: u64,
+        e: &Event,
+        v: View,
+        t: Option<compress::Transfer>,
+        nonblocking: bool,
+        blocking: Option<&Matched>,
+    ) -> Option<Slot> {
+        let t = t?;
+        let src = match t.peer {
+            Peer::Null => return None,
+            Peer::Rank { world, .. } if (0..self.world).contains(&i64::from(world)) => {
+                Some(world as u32)
+            }
+            Peer::Rank { .. } => return None,
+            Peer::Any => blocking.and_then(|m| self.source(m)),
+        };
+        let tag = t.tag.value().or(blocking.map(|m| m.tag));
+        if !nonblocking && (src.is_none() || tag.is_none()) {
+            if blocking.is_none() {
+                self.problem(
+                    rank,
+                    i,
+                    Some(e),
+                    ProblemKind::UnresolvedWildcard { op: e.op },
+                );
+            }
+            return None;
+        }
+        Some(Slot {
+            op: e.op,
+            event: i,
+            comm: v.id,
+            inst: v.inst,
+            src,
+            tag,
+            posted: Some(bytes(t.count, t.dsize)),
+            completed: !nonblocking,
+            settled: false,
+            dead: false,
+        })
+    }
+
+    /// Queues a receive in the rank's post order.
+    fn push_slot(&mut self, st: &mut Rank, s: Slot, req: Option<ReqId>) {
+        let id = st.base + st.slots.len() as u64;
+        st.slots.push_back(s);
+        if let Some(r) = req {
+            st.waiting.insert(r, id);
+        }
+        self.flush(st);
+    }
+
+    /// A matched source, if it is a rank.
+    fn source(&self, m: &Matched) -> Option<u32> {
+        (0..self.world)
+            .contains(&i64::from(m.source))
+            .then_some(m.source as u32)
+    }
+
+    /// `Start`, `Startall`, `Request_free`.
+    fn persistent(&mut self, st: &mut Rank, i: u64, e: &Event) {
+        for r in &e.reqs {
+            if e.op == Op::RequestFree {
+                st.templates.remove(r);
+                if let Some(id) = st.waiting.remove(r)
+                    && let Some(s) = st.slot(id)
+                {
+                    s.settled = true;
+                }
+                continue;
+            }
+            if let Some(t) = st.templates.get(r).copied() {
+                self.post_send(st, i, t.view, t.send);
+                self.post_recv(st, i, e, t.view, t.recv, Some(*r), None);
+            }
+        }
+        self.flush(st);
+    }
+
+    /// `Wait*`, `Test*`: completed receives, wildcards resolved.
+    fn complete(&mut self, st: &mut Rank, e: &Event) {
+        let rank = st.rank;
+        for r in &e.done {
+            let Some(id) = st.waiting.remove(r) else {
+                continue;
+            };
+            let m = e.matched.iter().find(|m| m.req == Some(*r));
+            let src = m.and_then(|m| self.source(m));
+            let Some(s) = st.slot(id) else { continue };
+            s.completed = true;
+            s.src = s.src.or(src);
+            s.tag = s.tag.or(m.map(|m| m.tag));
+            if s.src.is_none() || s.tag.is_none() {
+                s.dead = true;
+                if m.is_none() {
+                    let event = s.event;
+                    let kind = ProblemKind::UnresolvedWildcard { op: s.op };
+                    self.problem(rank, event, None, kind);
+                }
+            }
+        }
+        self.flush(st);
+    }
+
+    /// Matched probes take their message off its channel; `Mrecv` and
+    /// `Imrecv` say how much room it gets.
+    fn probe(&mut self, st: &mut Rank, i: u64, e: &Event, v: View) {
+        match e.op {
+            Op::Mprobe | Op::Improbe if e.flag != Some(false) => {
+                let blocking = e.matched.iter().find(|m| m.req.is_none());
+                if let Some(mut s) = self.recv_slot(st.rank, i, e, v, e.recv, false, blocking) {
+                    // The message leaves its channel here; the Mrecv says
+                    // how much room it gets.
+                    s.posted = None;
+                    s.completed = false;
+                    s.settled = e.message.is_none();
+                    if let Some(m) = e.message {
+                        st.probed.insert(m, st.base + st.slots.len() as u64);
+                    }
+                    self.push_slot(st, s, None);
+                }
+            }
+            Op::Mrecv | Op::Imrecv => {
+                let Some(m) = e.message else { return };
+                match st.probed.remove(&m) {
+                    Some(id) => {
+                        if let Some(s) = st.slot(id) {
+                            s.posted = e.recv.map(|t| bytes(t.count, t.dsize));
+                            s.completed = true;
+                        }
+                        self.flush(st);
+                    }
+                    None => {
+                        let kind = ProblemKind::UnknownMessage {
+                            op: e.op,
+                            message: m,
+                        };
+                        self.problem(st.rank, i, Some(e), kind);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Moves the receives at the front of the rank's post order onto their
+    /// channels, as far as they are known.
+    fn flush(&mut self, st: &mut Rank) {
+        while let Some(s) = st.slots.front().copied() {
+            if !(s.dead || s.completed || s.settled) {
+                break;
+            }
+            st.slots.pop_front();
+            st.base += 1;
+            if s.dead {
+                continue;
+            }
+            let (Some(from), Some(tag)) = (s.src, s.tag) else {
+                self.n.unresolved_pending += 1;
+                continue;
+            };
+            let key = ChanKey {
+                from,
+                to: st.rank,
+                tag,
+                inst: s.inst,
+            };
+            self.enqueue(st, key, s.comm, false, s.event, s.posted, s.completed);
+        }
+    }
+
+    // ----- collectives ---------------------------------------------------
+
+    /// Adds this rank's call to its collective; returns its position.
+    fn collective(&mut self, st: &mut Rank, i: u64, e: &Event, v: View) -> u64 {
+        let seq = {
+            let s = st.seqs.entry(v.id).or_default();
+            *s += 1;
+            *s
+        };
+        let rank = st.rank;
+        let me = i64::from(e.comm_rank);
+        let flows_ok = self.flows_ok(e, v);
+        let key = (v.inst, seq);
+        let desynced = self.desynced.contains(&(rank, v.inst));
+        let sample = self.sample.as_ref();
+        let world = self.world;
+        let c = self.colls.entry(key).or_insert_with(|| {
+            let sampled = sampled_locals(sample, st, v);
+            Coll {
+                at: CollRef {
+                    op: e.op,
+                    comm: v.id,
+                    seq,
+                },
+                size: v.size,
+                ambiguous: v.ambiguous,
+                first_rank: rank,
+                root: e.root,
+                redop: e.redop,
+                block: None,
+                members: Vec::new(),
+                flows: match (v.size, sample.is_none()) {
+                    (Some(n), true)
+                        if has_flows(e.op)
+                            && !v.ambiguous
+                            && (0..=world.min(MAX_SUMS)).contains(&n) =>
+                    {
+                        Flows::Sums {
+                            rows: vec![0; n as usize],
+                            cols: vec![0; n as usize],
+                        }
+                    }
+                    (Some(_), false) if has_flows(e.op) && sampled.is_some() => {
+                        Flows::Pairs(HashMap::new())
+                    }
+                    _ => Flows::Off,
+                },
+                sampled,
+            }
+        });
+        let mut found = Vec::new();
+        if !desynced {
+            if c.at.op != e.op {
+                found.push(ProblemKind::CollectiveOrder {
+                    comm: v.id,
+                    seq,
+                    op: e.op,
+                    rank,
+                    first_op: c.at.op,
+                    first_rank: c.first_rank,
+                });
+                self.desynced.insert((rank, v.inst));
+                c.flows = Flows::Off;
+            } else {
+                agree(c, e, rank, v, &mut found);
+                if !flows_ok || v.size != c.size {
+                    c.flows = Flows::Off;
+                }
+                add_flows(c, e, rank, i, me, &mut found);
+            }
+        }
+        c.members.push((me, rank, i));
+        let done = !c.ambiguous && c.size.is_some_and(|n| c.members.len() as i64 >= n);
+        for kind in found {
+            self.problem(rank, i, Some(e), kind);
+        }
+        if done && let Some(c) = self.colls.remove(&key) {
+            self.finalize(c);
+        }
+        seq
+    }
+
+    /// Whether this member's call allows the pairwise check.
+    fn flows_ok(&self, e: &Event, v: View) -> bool {
+        let Some(n) = v.size else { return false };
+        let me = i64::from(e.comm_rank);
+        (0..n).contains(&me)
+            && e.root.is_none_or(|r| (0..n).contains(&i64::from(r)))
+            && sized_lists(e).iter().all(|(_, l)| l.len() as i64 == n)
+    }
+
+    /// Checks a collective whose members are all in (or whose walk is over).
+    fn finalize(&mut self, mut c: Coll) {
+        self.n.collectives += 1;
+        c.members.sort_by_key(|m| (m.0, m.1));
+        let first = c.members.first().map_or((c.first_rank, 0), |m| (m.1, m.2));
+        for w in c.members.windows(2) {
+            if w[0].0 == w[1].0 {
+                let kind = ProblemKind::CollectiveDuplicate {
+                    coll: c.at,
+                    local: w[0].0,
+                    ranks: [w[0].1, w[1].1],
+                };
+                self.sink.add(Some(w[1].1), Some(w[1].2), None, kind);
+                return;
+            }
+        }
+        let (Some(n), false) = (
+            c.size.filter(|&n| (0..=self.world).contains(&n)),
+            c.ambiguous,
+        ) else {
+            self.n.agreement_only += 1;
+            return;
+        };
+        let locals: Vec<i64> = c.members.iter().map(|m| m.0).collect();
+        let present = |l: &i64| locals.binary_search(l).is_ok();
+        let count = locals.iter().filter(|l| (0..n).contains(*l)).count() as u64;
+        let (mut missing, absent): (Vec<i64>, u64) = match &c.sampled {
+            None if self.sample.is_none() => (
+                (0..n).filter(|l| !present(l)).take(4).collect(),
+                (n - count as i64).max(0) as u64,
+            ),
+            None => (Vec::new(), 0),
+            Some(s) => {
+                let all: Vec<i64> = s.iter().copied().filter(|l| !present(l)).collect();
+                (all, 0)
+            }
+        };
+        let absent = absent.max(missing.len() as u64);
+        missing.truncate(4);
+        if !missing.is_empty() {
+            let kind = ProblemKind::CollectiveIncomplete {
+                coll: c.at,
+                members: count,
+                size: n,
+                more: absent - missing.len() as u64,
+                missing,
+            };
+            self.sink.add(Some(first.0), Some(first.1), None, kind);
+            return;
+        }
+        if (count as i64) < n {
+            self.n.partial += 1;
+            if self.n.fewest.is_none_or(|(m, _)| count < m) {
+                self.n.fewest = Some((count, n));
+            }
+        }
+        match c.flows {
+            Flows::Sums { rows, cols } if count as i64 == n => {
+                let bad = |v: &[u64]| v.iter().position(|&x| x != 0).map(|p| p as i64);
+                let (Some(i), Some(j)) = (bad(&rows), bad(&cols)) else {
+                    return;
+                };
+                let member = |l: i64| c.members.iter().find(|m| m.0 == l).copied();
+                if let (Some(s), Some(r)) = (member(i), member(j)) {
+                    let kind = ProblemKind::FlowDisagree {
+                        coll: c.at,
+                        from: s.1,
+                        to: r.1,
+                        from_local: i,
+                        to_local: j,
+                        send_event: s.2,
+                        sent: None,
+                        expected: None,
+                        resolved: false,
+                    };
+                    self.sink.add(Some(r.1), Some(r.2), None, kind);
+                }
+            }
+            Flows::Pairs(halves) => {
+                let mut left: Vec<((i64, i64), Half)> = halves.into_iter().collect();
+                left.sort_by_key(|(k, _)| *k);
+                for ((i, j), h) in left {
+                    let other = if h.send { j } else { i };
+                    let Some(o) = c.members.iter().find(|m| m.0 == other) else {
+                        continue;
+                    };
+                    let (s, r) = if h.send {
+                        ((h.rank, h.event), (o.1, o.2))
+                    } else {
+                        ((o.1, o.2), (h.rank, h.event))
+                    };
+                    let kind = ProblemKind::FlowDisagree {
+                        coll: c.at,
+                        from: s.0,
+                        to: r.0,
+                        from_local: i,
+                        to_local: j,
+                        send_event: s.1,
+                        sent: h.send.then_some(h.bytes),
+                        expected: (!h.send).then_some(h.bytes),
+                        resolved: true,
+                    };
+                    self.sink.add(Some(r.0), Some(r.1), None, kind);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Checks a communicator constructor and registers what it made.
+    fn create(&mut self, st: &mut Rank, i: u64, e: &Event, parent: View, seq: u64, c: &CommCreate) {
+        let limit = parent.size.unwrap_or(self.world);
+        let size = i64::from(c.size);
+        let mut found = Vec::new();
+        let too_large = |what: &'static str, size: i64| ProblemKind::CommTooLarge {
+            op: e.op,
+            what,
+            size,
+            parent: parent.id,
+            limit,
+        };
+        if size < 0 {
+            found.push(ProblemKind::Negative {
+                op: e.op,
+                what: "communicator size",
+                value: size,
+            });
+        } else if size > limit {
+            found.push(too_large("makes a communicator of", size));
+        }
+        let out_of = |what: &'static str, values: &[i32], limit: i64| {
+            values
+                .iter()
+                .map(|&v| i64::from(v))
+                .find(|v| !(0..limit).contains(v))
+                .map(|value| ProblemKind::CommValueOutOfRange {
+                    op: e.op,
+                    what,
+                    value,
+                    limit,
+                })
+        };
+        let dims: Vec<i64> = c.dims.iter().map(|&d| i64::from(d)).collect();
+        let product = dims.iter().fold(1i64, |a, &d| a.saturating_mul(d.max(0)));
+        let parent_cart = st.comms.get(&parent.id).and_then(|p| p.cart.clone());
+        let mut implied: Option<(i64, &'static str)> = None;
+        match e.op {
+            Op::CommDup => implied = parent.size.map(|s| (s, "its parent")),
+            Op::CommCreate => {
+                found.extend(out_of("group member", &c.members, self.world));
+                if c.members.len() as i64 > limit {
+                    found.push(too_large("has a group of", c.members.len() as i64));
+                }
+                if !c.members.is_empty() {
+                    implied = Some((c.members.len() as i64, "its group"));
+                }
+            }
+            Op::CartCreate => {
+                if let Some(&value) = dims.iter().find(|&&d| d < 0) {
+                    found.push(ProblemKind::Negative {
+                        op: e.op,
+                        what: "dimension",
+                        value,
+                    });
+                }
+                if product > limit {
+                    found.push(too_large("has dimensions for", product));
+                }
+                implied = Some((product, "its dimensions"));
+            }
+            Op::CartSub => {
+                if let Some(pd) = &parent_cart {
+                    if pd.len() != dims.len() {
+                        found.push(ProblemKind::CommSize {
+                            op: e.op,
+                            size: dims.len() as i64,
+                            expected: pd.len() as i64,
+                            why: "the parent grid's number of dimensions",
+                        });
+                    } else {
+                        let kept = pd
+                            .iter()
+                            .zip(&dims)
+                            .filter(|(_, k)| **k != 0)
+                            .fold(1i64, |a, (d, _)| a.saturating_mul(*d));
+                        implied = Some((kept, "the dimensions it keeps"));
+                    }
+                }
+            }
+            Op::GraphCreate => {
+                let nnodes = dims.len() as i64;
+                if nnodes > limit {
+                    found.push(too_large("has a graph of", nnodes));
+                }
+                found.extend(out_of("graph edge to node", &c.edges, nnodes));
+                implied = Some((nnodes, "its graph"));
+            }
+            Op::DistGraphCreate | Op::DistGraphCreateAdjacent => {
+                found.extend(out_of("source", &c.sources, limit));
+                found.extend(out_of("destination", &c.edges, limit));
+                implied = parent.size.map(|s| (s, "its parent"));
+            }
+            _ => {}
+        }
+        if let (Some(_), Some((expected, why))) = (c.new, implied)
+            && expected != size
+            && expected <= limit
+        {
+            found.push(ProblemKind::CommSize {
+                op: e.op,
+                size,
+                expected,
+                why,
+            });
+        }
+        for kind in found {
+            self.problem(st.rank, i, Some(e), kind);
+        }
+        let Some(new) = c.new else { return };
+        let pc = st.comms.get(&parent.id);
+        let parent_map = pc.map_or(Map::Unknown, |p| p.map.clone());
+        let keeps_ranks = c.reorder == Some(false);
+        let me = i64::from(e.comm_rank);
+        let (inst, ambiguous) = match e.op {
+            Op::CommSplit => (hash_of((parent.inst, seq, c.color)), false),
+            Op::CommCreate => (hash_of((parent.inst, seq, &c.members)), false),
+            Op::CommSplitType => (hash_of((parent.inst, seq, c.split_type)), true),
+            Op::CartSub => match parent_cart.as_deref().and_then(|d| coords(d, me)) {
+                Some(at) => {
+                    let left: Vec<i64> = at
+                        .iter()
+                        .zip(&dims)
+                        .filter(|(_, k)| **k == 0)
+                        .map(|(x, _)| *x)
+                        .collect();
+                    (hash_of((parent.inst, seq, left)), parent.ambiguous)
+                }
+                None => (hash_of((parent.inst, seq)), true),
+            },
+            _ => (hash_of((parent.inst, seq)), parent.ambiguous),
+        };
+        let map = match e.op {
+            Op::CommDup => parent_map,
+            Op::CommCreate if !c.members.is_empty() => Map::Members(c.members.clone().into()),
+            Op::CartCreate
+            | Op::GraphCreate
+            | Op::DistGraphCreate
+            | Op::DistGraphCreateAdjacent
+                if keeps_ranks =>
+            {
+                parent_map
+            }
+            _ => Map::Unknown,
+        };
+        let cart = match e.op {
+            Op::CartCreate => Some(dims.clone().into()),
+            Op::CommDup => parent_cart.clone(),
+            Op::CartSub => parent_cart.as_ref().map(|pd| {
+                pd.iter()
+                    .zip(&dims)
+                    .filter(|(_, k)| **k != 0)
+                    .map(|(d, _)| *d)
+                    .collect::<Vec<i64>>()
+                    .into()
+            }),
+            _ => None,
+        };
+        st.comms.insert(
+            new.0,
+            Comm {
+                size: (0..=limit).contains(&size).then_some(size),
+                inst,
+                map,
+                cart,
+                ambiguous: ambiguous || parent.size.is_none(),
+            },
+        );
+    }
+
+    /// Drops the channels of a rank whose other end has been walked too
+    /// (ranks are walked in increasing order), or never will be (outside a
+    /// sample): nothing more can come on them, so what is left on them is
+    /// a problem now, and memory stays with the messages in flight.
+    fn close_channels(&mut self, st: &mut Rank) {
+        let mut keys: Vec<ChanKey> = st.touched.drain().collect();
+        keys.sort_unstable();
+        for k in keys {
+            let other = if k.from == st.rank { k.to } else { k.from };
+            let outside = self.sample.as_ref().is_some_and(|s| !s.contains(&other));
+            if other <= st.rank || outside {
+                self.close_channel(k);
+            }
+        }
+    }
+
+    /// Reports what is left on a channel and drops it.
+    fn close_channel(&mut self, k: ChanKey) {
+        let Some(ch) = self.chans.remove(&k) else {
+            return;
+        };
+        if let Some(s) = &self.sample
+            && !(s.contains(&k.from) && s.contains(&k.to))
+        {
+            return;
+        }
+        for it in ch.queue {
+            let link = Link {
+                from: k.from,
+                to: k.to,
+                comm: ch.comm,
+                tag: k.tag,
+                nth: it.nth,
+            };
+            if ch.holds_sends {
+                let kind = ProblemKind::Unreceived {
+                    link,
+                    bytes: it.bytes.unwrap_or(0),
+                };
+                self.sink.add(Some(k.from), Some(it.event), None, kind);
+            } else if it.completed {
+                let kind = ProblemKind::Unsent { link };
+                self.sink.add(Some(k.to), Some(it.event), None, kind);
+            } else {
+                self.n.pending_recvs += 1;
+            }
+        }
+    }
+
+    // ----- the end -------------------------------------------------------
+
+    fn finish(mut self, requested: Vec<u32>, peers: u64) -> CheckReport {
+        let mut rest: Vec<Coll> = self.colls.drain().map(|(_, c)| c).collect();
+        rest.sort_by_key(|c| {
+            let m = c.members.first();
+            (m.map(|m| m.1), m.map(|m| m.2), c.at.seq)
+        });
+        for c in rest {
+            self.finalize(c);
+        }
+        let mut keys: Vec<ChanKey> = self.chans.keys().copied().collect();
+        keys.sort_unstable();
+        for k in keys {
+            self.close_channel(k);
+        }
+        fill_details(self.file, &mut self.sink.shown);
+        let notes = self.notes(&requested, peers);
+        CheckReport {
+            world_size: self.world as u64,
+            complete: self.sample.is_none(),
+            requested,
+            ranks: self.n.ranks,
+            events: self.n.events,
+            messages: self.n.messages,
+            collectives: self.n.collectives,
+            partial_collectives: self.n.partial,
+            problem_count: self.sink.total,
+            problems: self.sink.shown,
+            tally: self
+                .sink
+                .tally
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            notes,
+        }
+    }
+
+    fn notes(&self, requested: &[u32], peers: u64) -> Vec<String> {
+        let n = &self.n;
+        let mut notes = Vec::new();
+        if self.sample.is_some() {
+            let list: Vec<String> = requested.iter().take(16).map(u32::to_string).collect();
+            let more = if requested.len() > 16 { ", ..." } else { "" };
+            notes.push(format!(
+                "a sample: ranks {}{more} and {peers} ranks they exchange messages with; messages of other ranks were not checked",
+                list.join(", ")
+            ));
+        }
+        if let Some((m, size)) = n.fewest {
+            notes.push(format!(
+                "{} collectives were checked among the sampled members only (as few as {m} of {size} members), for agreement but not for completeness",
+                n.partial
+            ));
+        }
+        let counted = [
+            (
+                n.agreement_only,
+                "collectives on communicators whose groups the trace does not pin down (Comm_split_type, a Cart_sub of an unknown grid, untraced constructors) were checked for agreement, not for completeness",
+            ),
+            (
+                n.untraced_comm_events,
+                "events use communicators no traced call created (e.g. MPI_Intercomm_create); their communicator ranks, roots and lists were not checked",
+            ),
+            (
+                n.pending_recvs,
+                "receives were never completed and no send matches them (a program may leave a receive pending at its end)",
+            ),
+            (
+                n.unresolved_pending,
+                "wildcard receives were never completed, so what they would match is unknown",
+            ),
+        ];
+        for (count, text) in counted {
+            if count > 0 {
+                notes.push(format!("{count} {text}"));
+            }
+        }
+        notes
+    }
+}
+
+impl Chan {
+    fn new(comm: u32) -> Chan {
+        Chan {
+            comm,
+            sent: 0,
+            received: 0,
+            queue: VecDeque::new(),
+            holds_sends: false,
+        }
+    }
+}
+
+/// In a sample: the communicator ranks of the sampled ranks, where the
+/// communicator's mapping to world ranks is known.
+fn sampled_locals(sample: Option<&HashSet<u32>>, st: &Rank, v: View) -> Option<Vec<i64>> {
+    let sample = sample?;
+    let n = v.size?;
+    match st.comms.get(&v.id).map(|c| &c.map)? {
+        Map::Identity => {
+            let mut l: Vec<i64> = sample
+                .iter()
+                .map(|&r| i64::from(r))
+                .filter(|&r| r < n)
+                .collect();
+            l.sort_unstable();
+            Some(l)
+        }
+        Map::Single(_) => Some(vec![0]),
+        Map::Members(m) => Some(
+            (0..m.len() as i64)
+                .filter(|&l| {
+                    st.world_of(v.id, l)
+                        .is_some_and(|w| sample.contains(&(w as u32)))
+                })
+                .collect(),
+        ),
+        Map::Unknown => None,
+    }
+}
+
+/// A send meets its receive.
+fn deliver(sink: &mut Sink, n: &mut Counts, key: ChanKey, comm: u32, send: Item, recv: Item) {
+    n.messages += 1;
+    if let (Some(sent), Some(posted)) = (send.bytes, recv.bytes)
+        && posted < sent
+    {
+        let link = Link {
+            from: key.from,
+            to: key.to,
+            comm,
+            tag: key.tag,
+            nth: recv.nth,
+        };
+        let kind = ProblemKind::Truncated {
+            link,
+            sent,
+            posted,
+            send_event: send.event,
+        };
+        sink.add(Some(key.to), Some(recv.event), None, kind);
+    }
+}
+
+/// The coordinates of rank `r` in a row-major grid.
+fn coords(dims: &[i64], r: i64) -> Option<Vec<i64>> {
+    let total = dims
+        .iter()
+        .try_fold(1i64, |a, &d| (d > 0).then(|| a.saturating_mul(d)))?;
+    if !(0..total).contains(&r) {
+        return None;
+    }
+    let mut rest = r;
+    let mut at = vec![0; dims.len()];
+    for (k, &d) in dims.iter().enumerate().rev() {
+        at[k] = rest % d;
+        rest /= d;
+    }
+    Some(at)
+}
+
+/// The per-member lists a v/w collective must have one entry per member in.
+fn sized_lists(e: &Event) -> Vec<(&'static str, &[i32])> {
+    let root = e.root.is_some() && e.root == Some(e.comm_rank);
+    let send = !e.in_place;
+    let mut v: Vec<(&'static str, &[i32])> = Vec::new();
+    match blocking(e.op) {
+        Op::Alltoallv | Op::Alltoallw => {
+            if send {
+                v.push(("send counts", &e.send_counts));
+            }
+            v.push(("receive counts", &e.recv_counts));
+            if blocking(e.op) == Op::Alltoallw {
+                if send {
+                    v.push(("send datatype sizes", &e.send_dsizes));
+                }
+                v.push(("receive datatype sizes", &e.recv_dsizes));
+            }
+        }
+        Op::Allgatherv | Op::ReduceScatter => v.push(("receive counts", &e.recv_counts)),
+        Op::Gatherv if root => v.push(("receive counts", &e.recv_counts)),
+        Op::Scatterv if root => v.push(("send counts", &e.send_counts)),
+        _ => {}
+    }
+    v
+}
+
+/// Whether an operation's members exchange per-pair amounts that must
+/// agree pairwise.
+fn has_flows(op: Op) -> bool {
+    matches!(
+        blocking(op),
+        Op::Alltoallv
+            | Op::Alltoallw
+            | Op::Allgatherv
+            | Op::Gatherv
+            | Op::Scatterv
+            | Op::ReduceScatter
+    )
+}
+
+/// The byte counts a member of a fixed-size collective gives, all of which
+/// must be the same on every member.
+fn block_values(e: &Event) -> Vec<(Side, i64)> {
+    let root = e.root.is_some() && e.root == Some(e.comm_rank);
+    let b = |t: &Option<compress::Transfer>| t.map(|t| bytes(t.count, t.dsize));
+    let (send, recv) = match blocking(e.op) {
+        Op::Bcast | Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
+            return b(&e.send)
+                .map(|x| (Side::Contributes, x))
+                .into_iter()
+                .collect();
+        }
+        Op::ReduceScatterBlock => (None, b(&e.recv)),
+        Op::Allgather | Op::Alltoall => (b(&e.send).filter(|_| !e.in_place), b(&e.recv)),
+        Op::Gather => (b(&e.send), b(&e.recv).filter(|_| root)),
+        Op::Scatter => (b(&e.send).filter(|_| root), b(&e.recv)),
+        _ => (None, None),
+    };
+    let mut v = Vec::new();
+    v.extend(send.map(|x| (Side::Sends, x)));
+    v.extend(recv.map(|x| (Side::Receives, x)));
+    v
+}
+
+/// Compares a member's root, reduction, communicator size and byte counts
+/// with the collective's first member.
+fn agree(c: &mut Coll, e: &Event, rank: u32, v: View, found: &mut Vec<ProblemKind>) {
+    let mut pairs = vec![
+        (
+            v.size.map(Aspect::Size),
+            c.size.map(Aspect::Size),
+            c.first_rank,
+        ),
+        (
+            e.root.map(Aspect::Root),
+            c.root.map(Aspect::Root),
+            c.first_rank,
+        ),
+        (
+            e.redop.map(Aspect::Redop),
+            c.redop.map(Aspect::Redop),
+            c.first_rank,
+        ),
+    ];
+    for (side, bytes) in block_values(e) {
+        let (first, first_rank) = *c.block.get_or_insert((Aspect::Bytes(side, bytes), rank));
+        pairs.push((Some(Aspect::Bytes(side, bytes)), Some(first), first_rank));
+    }
+    let same = |a: &Aspect, b: &Aspect| match (a, b) {
+        (Aspect::Bytes(_, x), Aspect::Bytes(_, y)) => x == y,
+        _ => a == b,
+    };
+    for (mine, first, first_rank) in pairs {
+        if let (Some(mine), Some(first)) = (mine, first)
+            && !same(&mine, &first)
+        {
+            found.push(ProblemKind::Disagree {
+                coll: c.at,
+                rank,
+                mine,
+                first_rank,
+                first,
+            });
+            if matches!(mine, Aspect::Bytes(..)) {
+                break;
+            }
+        }
+    }
+}
+
+/// The communicator ranks a member exchanges with on one side: everyone,
+/// or only the root (a Gatherv's senders, a Scatterv's receivers), or no
+/// one.
+fn targets(base: Op, send: bool, me: i64, root: i64, n: i64) -> Range<i64> {
+    match (base, send) {
+        (Op::Gatherv, true) | (Op::Scatterv, false) => root..root + 1,
+        (Op::Gatherv, false) | (Op::Scatterv, true) if me != root => 0..0,
+        _ => 0..n,
+    }
+}
+
+/// Bytes a member `me` of a v-collective sends to (`send`) or expects from
+/// (`!send`) member `k`; `None` when it has nothing for `k`.
+fn flow_bytes(e: &Event, send: bool, me: i64, k: i64) -> Option<i64> {
+    let at = |v: &[i32], k: i64| {
+        usize::try_from(k)
+            .ok()
+            .and_then(|k| v.get(k))
+            .map(|&c| i64::from(c))
+    };
+    let rd = e.recv.map(|t| t.dsize);
+    let sent = e.send.map(|t| bytes(t.count, t.dsize));
+    let root = e.root.map_or(-1, i64::from);
+    let recv_block = |k: i64| Some(bytes(at(&e.recv_counts, k)?, rd?));
+    let w_block = |c: &[i32], d: &[i32], k: i64| Some(bytes(at(c, k)?, at(d, k)?));
+    match (blocking(e.op), send) {
+        (Op::Alltoallv, true) if e.in_place => recv_block(k),
+        (Op::Alltoallv, true) => Some(bytes(at(&e.send_counts, k)?, e.send?.dsize)),
+        (Op::Alltoallw, true) if e.in_place => w_block(&e.recv_counts, &e.recv_dsizes, k),
+        (Op::Alltoallw, true) => w_block(&e.send_counts, &e.send_dsizes, k),
+        (Op::Alltoallw, false) => w_block(&e.recv_counts, &e.recv_dsizes, k),
+        (Op::Allgatherv, true) if e.in_place => recv_block(me),
+        (Op::Allgatherv, true) => sent,
+        (Op::Gatherv, true) if me == root && e.in_place => None,
+        (Op::Gatherv, true) => sent,
+        (Op::Gatherv, false) if e.in_place && k == root => None,
+        (Op::Scatterv, true) if e.in_place && k == root => None,
+        (Op::Scatterv, true) => Some(bytes(at(&e.send_counts, k)?, e.send?.dsize)),
+        (Op::Scatterv, false) if me == root && e.in_place => None,
+        (Op::Scatterv, false) => e.recv.map(|t| bytes(t.count, t.dsize)),
+        (Op::ReduceScatter, true) => recv_block(k),
+        (Op::ReduceScatter, false) => recv_block(me),
+        (Op::Alltoallv | Op::Allgatherv | Op::Gatherv, false) => recv_block(k),
+        _ => None,
+    }
+}
+
+/// Adds a member's per-pair amounts to its collective's pairwise check.
+fn add_flows(
+    c: &mut Coll,
+    e: &Event,
+    rank: u32,
+    event: u64,
+    me: i64,
+    found: &mut Vec<ProblemKind>,
+) {
+    let (Some(n), false) = (c.size, matches!(c.flows, Flows::Off)) else {
+        return;
+    };
+    let root = e.root.map_or(0, i64::from);
+    let base = blocking(e.op);
+    let coll = c.at;
+    let sampled = c.sampled.as_deref();
+    for send in [true, false] {
+        let range = targets(base, send, me, root, n);
+        let ks: Box<dyn Iterator<Item = i64>> = match sampled {
+            Some(s) => Box::new(s.iter().copied().filter(|k| range.contains(k))),
+            None => Box::new(range),
+        };
+        for k in ks {
+            let Some(b) = flow_bytes(e, send, me, k) else {
+                continue;
+            };
+            let (i, j) = if send { (me, k) } else { (k, me) };
+            match &mut c.flows {
+                Flows::Off => return,
+                Flows::Sums { rows, cols } => {
+                    let h = hash_of((i, j, b));
+                    let (Some(r), Some(col)) = (rows.get_mut(i as usize), cols.get_mut(j as usize))
+                    else {
+                        continue;
+                    };
+                    if send {
+                        *r = r.wrapping_add(h);
+                        *col = col.wrapping_add(h);
+                    } else {
+                        *r = r.wrapping_sub(h);
+                        *col = col.wrapping_sub(h);
+                    }
+                }
+                Flows::Pairs(halves) => {
+                    let half = Half {
+                        send,
+                        bytes: b,
+                        rank,
+                        event,
+                    };
+                    match halves.remove(&(i, j)) {
+                        Some(o) if o.send != send => {
+                            let (s, r) = if send { (half, o) } else { (o, half) };
+                            if s.bytes != r.bytes {
+                                found_pair(found, coll, (i, j), s, r);
+                            }
+                        }
+                        _ => {
+                            halves.insert((i, j), half);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A disagreeing pair seen in a sample (reported on the receiver's side
+/// when the receiver is the current member, else with the sender's event).
+fn found_pair(found: &mut Vec<ProblemKind>, coll: CollRef, (i, j): (i64, i64), s: Half, r: Half) {
+    found.push(ProblemKind::FlowDisagree {
+        coll,
+        from: s.rank,
+        to: r.rank,
+        from_local: i,
+        to_local: j,
+        send_event: s.event,
+        sent: Some(s.bytes),
+        expected: Some(r.bytes),
+        resolved: true,
+    });
+}
+
+/// Fills in the raw-log lines of the problems kept in full, and the amounts
+/// of v-collective pairs found by fingerprint, by reading those events again.
+fn fill_details(file: &TraceFile, shown: &mut [Problem]) {
+    let mut want: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+    for p in shown.iter() {
+        if let (Some(r), Some(e), None) = (p.rank, p.event, &p.call) {
+            want.entry(r).or_default().insert(e);
+        }
+        if let ProblemKind::FlowDisagree {
+            from,
+            send_event,
+            resolved: false,
+            ..
+        } = p.kind
+        {
+            want.entry(from).or_default().insert(send_event);
+        }
+    }
+    let mut got: HashMap<(u32, u64), Event> = HashMap::new();
+    for (rank, at) in want {
+        let Ok(t) = file.trace.rank_trace(rank) else {
+            continue;
+        };
+        let last = at.iter().next_back().copied().unwrap_or(0);
+        for (i, e) in t.expand().enumerate() {
+            let i = i as u64;
+            if at.contains(&i) {
+                got.insert((rank, i), e);
+            }
+            if i >= last {
+                break;
+            }
+        }
+    }
+    for p in shown.iter_mut() {
+        let (Some(r), Some(i)) = (p.rank, p.event) else {
+            continue;
+        };
+        if p.call.is_none() {
+            p.call = got.get(&(r, i)).map(compress::raw::event_line);
+        }
+        if let ProblemKind::FlowDisagree {
+            from,
+            from_local,
+            to_local,
+            send_event,
+            sent,
+            expected,
+            resolved,
+            ..
+        } = &mut p.kind
+            && !*resolved
+            && let (Some(se), Some(re)) = (got.get(&(*from, *send_event)), got.get(&(r, i)))
+        {
+            let s = flow_bytes(se, true, *from_local, *to_local);
+            let x = flow_bytes(re, false, *to_local, *from_local);
+            if s != x {
+                (*sent, *expected, *resolved) = (s, x, true);
+            }
+        }
+    }
+}
