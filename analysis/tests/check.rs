@@ -536,3 +536,22 @@ fn ranks_missing_from_the_world_are_named() {
         "rank 1: this rank has events but the trace's world has 1 ranks",
     );
 }
+
+/// `Comm_split_type` groups ranks by node, which the trace does not say:
+/// with one rank per node (MPICH with `MPIR_CVAR_NOLOCAL`) every rank is
+/// rank 0 of a communicator of one, and that is no duplicate.
+#[test]
+fn split_type_groups_of_one_rank_each_are_consistent() {
+    let f = trace(&ranks(4, |r| {
+        format!(
+            "Init site=0000000000000001\n\
+             Comm_split_type site=0000000000000002 comm=0 new=2 size=1 key={r} stype=1\n\
+             Allreduce site=0000000000000003 comm=2 send=1/4 redop=sum me=0\n\
+             Comm_free site=0000000000000004 comm=2 me=0\n\
+             Finalize site=0000000000000005\n"
+        )
+    }));
+    for report in [check(&f).unwrap(), check_ranks(&f, &[0]).unwrap()] {
+        assert!(report.is_consistent(), "{:?}", messages(&report));
+    }
+}

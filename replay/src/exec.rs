@@ -182,10 +182,12 @@ fn validated(file: &TraceFile, rank: c_int) -> bool {
         }
     };
     let mut all: c_int = 0;
+    // PMPI: a tracer preloaded into the replay must not record this
+    // reduction, which the application never made.
     // SAFETY: MPI is initialised; both buffers are valid single ints, and
     // every rank of the world makes this call.
     let rc = unsafe {
-        MPI_Allreduce(
+        PMPI_Allreduce(
             (&raw const mine).cast(),
             (&raw mut all).cast(),
             1,
