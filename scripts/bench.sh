@@ -196,28 +196,37 @@ done
 
 fi # the parts before NPB
 
-echo "NPB: predicted application time at 32 ranks (extrapolated from 4, 8, 16) against real traced runs at 32; Open MPI, median of 3"
-printf '%-8s %14s %12s %10s\n' bench "predicted(s)" "real(s)" "error(%)"
+echo "NPB: predicted application time at the target (extrapolated from the inputs) against real traced runs there; Open MPI, median of 3"
+printf '%-8s %-14s %7s %14s %12s %10s\n' bench inputs target "predicted(s)" "real(s)" "error(%)"
 rs="$root/target/openmpi/release/rankscale"
 wall() { "$rs" show "$1" | awk '/^wall/ { print $2 }'; }
-for b in ep ft; do
-  if ! scripts/npb.sh openmpi "$b" S 4 8 16 32 >/dev/null; then
+npb_timing() { # npb_timing BENCH "INPUTS" TARGET EXTRAP-OPTIONS...
+  local b=$1 inputs=$2 target=$3
+  shift 3
+  # shellcheck disable=SC2086
+  if ! scripts/npb.sh openmpi "$b" S $inputs "$target" >/dev/null; then
     echo "$b: NPB not available, skipped"
-    continue
+    return
   fi
-  pred=() real=()
+  local pred=() real=() ins n f rep
   for rep in 1 2 3; do
     ins=()
-    for n in 4 8 16 32; do
+    for n in $inputs $target; do
       f="$tmp/npb.$b.$n.$rep.trace"
       RANKSCALE_TRACE="$f" OMPI_MCA_mpi_yield_when_idle=1 \
         launch_bin openmpi "$n" 1 "$root/target/npb/openmpi/bin/$b.S.$n" >/dev/null 2>&1
-      [[ $n == 32 ]] && real+=("$(wall "$f")") || ins+=("$f")
+      if [[ $n == "$target" ]]; then real+=("$(wall "$f")"); else ins+=("$f"); fi
     done
-    "$rs" extrap -o "$tmp/npb.$b.x.$rep.trace" --ranks 32 "${ins[@]}" >/dev/null
+    "$rs" extrap -o "$tmp/npb.$b.x.$rep.trace" --ranks "$target" "$@" "${ins[@]}" >/dev/null
     pred+=("$(wall "$tmp/npb.$b.x.$rep.trace")")
   done
+  local p r
   p=$(printf '%s\n' "${pred[@]}" | q 0.5)
   r=$(printf '%s\n' "${real[@]}" | q 0.5)
-  printf '%-8s %14.3f %12.3f %10.1f\n' "$b" "$p" "$r" "$(awk -v p="$p" -v r="$r" 'BEGIN { print (p - r) / r * 100 }')"
-done
+  printf '%-8s %-14s %7d %14.3f %12.3f %10.1f\n' "$b" "${inputs// /,}" "$target" "$p" "$r" \
+    "$(awk -v p="$p" -v r="$r" 'BEGIN { print (p - r) / r * 100 }')"
+}
+npb_timing ep "4 8 16" 32
+npb_timing ft "4 8 16" 32
+npb_timing is "4 8 16" 32 --lossy
+npb_timing cg "4 8 16 32" 64 --plugin extrap/specs/npb-cg.toml
