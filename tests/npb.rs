@@ -173,6 +173,19 @@ fn exact(
 /// Replays `trace` on `n` ranks with the tracer's raw logs and compares
 /// them, call sites aside, with the real run's raw logs in `real_raw`.
 fn replay_equals(imp: &str, trace: &Path, n: usize, dir: &Path, real_raw: &Path) {
+    replay_equals_but(imp, trace, n, dir, real_raw, None);
+}
+
+/// [`replay_equals`], each line compared only up to `cut` where it has it
+/// (the all-to-all counts that lossy mode made uniform).
+fn replay_equals_but(
+    imp: &str,
+    trace: &Path,
+    n: usize,
+    dir: &Path,
+    real_raw: &Path,
+    cut: Option<&str>,
+) {
     let raw = dir.join("replay-raw");
     let mut o = traced_raw(imp, &raw);
     o.env.push(("RANKSCALE_TRACE", "0".into()));
@@ -193,6 +206,10 @@ fn replay_equals(imp: &str, trace: &Path, n: usize, dir: &Path, real_raw: &Path)
             .map(|l| match l.find(" site=") {
                 Some(i) => format!("{}{}", &l[..i], &l[i + 22..]),
                 None => l.to_string(),
+            })
+            .map(|l| match cut.and_then(|c| l.find(c)) {
+                Some(i) => l[..i].to_string(),
+                None => l,
             })
             .collect()
     };
@@ -270,18 +287,23 @@ fn ft_is_exact_and_replays() {
 /// reduction) and with the transpose partner, fitted in the nprows x npcols
 /// grid. Four inputs, since 4, 8 and 16 ranks show only two row lengths
 /// (2 and 4), which cannot tell `log2(npcols)` from a line: that case is
-/// refused (see the refusals).
+/// refused (see the refusals). The extrapolated trace replays to the real
+/// run's raw logs.
 #[test]
 fn cg_is_exact_through_the_plugin() {
     let spec = root().join("extrap/specs/npb-cg.toml");
     let plugin = format!("--plugin={}", spec.display());
-    exact(IMP, "cg", "S", &[4, 8, 16, 32], 64, &[&plugin]);
+    let Some((dir, out, _)) = exact(IMP, "cg", "S", &[4, 8, 16, 32], 64, &[&plugin]) else {
+        return;
+    };
+    replay_equals(IMP, &out, 64, &dir, &dir.join("real-raw"));
 }
 
 /// IS exchanges data-dependent `Alltoallv` counts: refused without lossy
 /// mode (see the refusals), and with it every event equals the real run's
 /// but for those counts, made uniform, whose volume per rank is the real
-/// one within 5 %; the trace's metadata says what was approximated.
+/// one within 5 %; the trace's metadata says what was approximated. It
+/// replays to the real run's raw logs, those counts aside.
 #[test]
 fn is_extrapolates_in_lossy_mode() {
     let (inputs, target) = ([4, 8, 16], 32);
@@ -298,7 +320,7 @@ fn is_extrapolates_in_lossy_mode() {
         files.push(f);
     }
     let real = dir.join("is.S.32.real.trace");
-    trace(IMP, &bins[3], target, &real, None);
+    trace(IMP, &bins[3], target, &real, Some(&dir.join("real-raw")));
     let out = dir.join("is.x.trace");
     let report = extrap(&out, target, &files, &["--lossy"]).unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{report}");
@@ -344,6 +366,8 @@ fn is_extrapolates_in_lossy_mode() {
         "the trace says what it approximated: {:?}",
         x.meta.unverified
     );
+    let real_raw = dir.join("real-raw");
+    replay_equals_but(IMP, &out, target, &dir, &real_raw, Some(" scounts="));
 }
 
 /// The shipped CG plugin, relative to the project root (the tests run there).
