@@ -107,6 +107,8 @@ pub struct Launch<'a> {
     /// Preload this implementation's shim.
     pub traced: bool,
     pub timeout_s: u64,
+    /// The working directory (a program's input file beside it).
+    pub cwd: Option<PathBuf>,
 }
 
 /// Runs `np` ranks of `bin` with real `mpirun` of `imp`.
@@ -153,6 +155,9 @@ pub fn mpirun(imp: &str, np: usize, bin: &Path, args: &[String], opt: &Launch) -
         other => panic!("unknown MPI {other}"),
     }
     cmd.arg(bin).args(args);
+    if let Some(dir) = &opt.cwd {
+        cmd.current_dir(dir);
+    }
     run_with_timeout(cmd, opt.timeout_s.max(1))
 }
 
@@ -249,6 +254,7 @@ pub fn traced_raw(imp: &str, dir: &Path) -> Launch<'static> {
         env,
         traced: true,
         timeout_s: 180,
+        cwd: None,
     }
 }
 
@@ -258,6 +264,7 @@ pub fn untraced() -> Launch<'static> {
         env: vec![],
         traced: false,
         timeout_s: 180,
+        cwd: None,
     }
 }
 

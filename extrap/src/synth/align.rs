@@ -315,7 +315,15 @@ pub(super) struct Fitter<'a> {
     seen: &'a mut BTreeSet<(String, String)>,
     /// Call-site labels, for reports.
     labels: &'a HashMap<u64, String>,
+    /// Laws verified in other classes, shared across them.
+    laws: Option<&'a mut Laws>,
 }
+
+/// Laws verified per call site and field, with the class that verified
+/// each: a class present in too few inputs to verify a law (NPB LU's inner
+/// rows exist at two grid widths only) may take the law its call site
+/// follows in a class with more, where that law reproduces its own values.
+pub(super) type Laws = HashMap<(u64, String), Vec<(fit::Model, String)>>;
 
 /// The field name of a loop's step count.
 const LOOP_STEPS: &str = "loop steps";
@@ -340,7 +348,35 @@ impl<'a> Fitter<'a> {
             fields,
             seen,
             labels,
+            laws: None,
         }
+    }
+
+    /// Shares verified laws with the other classes' fitters.
+    pub(super) fn borrowing(mut self, laws: &'a mut Laws) -> Fitter<'a> {
+        self.laws = Some(laws);
+        self
+    }
+
+    /// The value of a law verified in another class that reproduces
+    /// `points`, when every such law agrees at the target.
+    fn borrowed(&self, ev: &Ev, field: &str, points: &[(&[u64], i64)]) -> Option<(i64, String)> {
+        let key = (ev.shape.site(), format!("{} {field}", event_text(ev)));
+        if points.len() < 2 {
+            // One value says nothing about the law it follows.
+            return None;
+        }
+        let laws = self.laws.as_deref()?.get(&key)?;
+        let d = self.dims.len();
+        let mut fits = laws
+            .iter()
+            .filter(|(m, _)| points.iter().all(|&(g, v)| m.eval(g) == v as f64));
+        let (m0, c0) = fits.next()?;
+        let v0 = m0.eval(self.dims);
+        if v0.fract() != 0.0 || fits.any(|(m, _)| m.eval(self.dims) != v0) {
+            return None;
+        }
+        Some((v0 as i64, format!("{} (verified at {c0})", m0.describe(d))))
     }
 
     /// The target's parameters of event `i` from the inputs' encoded
@@ -498,7 +534,15 @@ impl<'a> Fitter<'a> {
             return Ok(v);
         }
         let points: Vec<(&[u64], i64)> = grids.iter().copied().zip(vals.iter().copied()).collect();
-        let f = fit::fit(&points, self.dims, kind).map_err(|why| {
+        let fitted = fit::fit(&points, self.dims, kind);
+        if !matches!(&fitted, Ok(f) if f.verified)
+            && let Some((v, model)) = self.borrowed(ev, field, &points)
+        {
+            self.record(ev, field, vals, model, v, true);
+            self.cache.insert(key, v);
+            return Ok(v);
+        }
+        let f = fitted.map_err(|why| {
             let why = match why {
                 FitFailure::NoModel => format!(
                     "no model in the grid sizes reproduces them (laws tried: {})",
@@ -515,6 +559,14 @@ impl<'a> Fitter<'a> {
         // A loop whose step count changes with the size needs a third
         // input: two sizes fit any one-term law.
         let verified = f.verified && (field != LOOP_STEPS || vals.len() >= 3);
+        if verified
+            && !matches!(f.model, fit::Model::Const(_))
+            && let Some(laws) = self.laws.as_deref_mut()
+        {
+            laws.entry((ev.shape.site(), format!("{} {field}", event_text(ev))))
+                .or_default()
+                .push((f.model.clone(), self.class.to_string()));
+        }
         if !matches!(f.model, fit::Model::Const(_)) || !verified {
             let model = f.model.describe(self.dims.len());
             self.record(ev, field, vals, model, f.value, verified);

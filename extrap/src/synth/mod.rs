@@ -420,6 +420,12 @@ pub(crate) fn dims_create(n: u64, d: usize) -> Vec<u64> {
     dims
 }
 
+/// `dims` in non-decreasing order.
+fn ascending(mut dims: Vec<u64>) -> Vec<u64> {
+    dims.sort_unstable();
+    dims
+}
+
 /// The target grid: `--dims`, or the grid the inputs' growth implies.
 fn target_dims(opts: &Options, tops: &[Topology], layout: &Layout) -> Result<Vec<u64>, Error> {
     let d = layout.lo.len();
@@ -463,10 +469,18 @@ fn target_dims(opts: &Options, tops: &[Topology], layout: &Layout) -> Result<Vec
         }
     } else if tops.iter().all(|t| dims_create(t.size(), d) == t.dims) {
         dims_create(n, d)
+    } else if tops
+        .iter()
+        .all(|t| ascending(dims_create(t.size(), d)) == t.dims)
+    {
+        // The same balanced split with the larger sizes in the faster
+        // dimensions, as NPB LU lays out its processor grid.
+        ascending(dims_create(n, d))
     } else {
         return Err(Error::Unrealisable(format!(
             "the inputs' grids ({}) do not grow in a way rankscale can continue (neither \
-             square nor MPI_Dims_create's balanced split): give the target grid with --dims",
+             square nor MPI_Dims_create's balanced split, in either order): give the target \
+             grid with --dims",
             tops.iter()
                 .map(describe_topology)
                 .collect::<Vec<_>>()
@@ -774,7 +788,18 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     let mut tally: HashMap<String, usize> = HashMap::new();
     let mut merged: Option<MergedTrace> = None;
     let mut field_seen: BTreeSet<(String, String)> = BTreeSet::new();
-    for class in classes(&dims, &layout) {
+    let mut laws = align::Laws::new();
+    // Classes that more inputs have first: they verify the laws that
+    // classes seen in fewer inputs may borrow.
+    let mut order = classes(&dims, &layout);
+    order.sort_by_key(|c| {
+        std::cmp::Reverse(
+            tops.iter()
+                .filter(|t| class_ranks(c, &t.dims, &layout).is_some())
+                .count(),
+        )
+    });
+    for class in order {
         let cname = class_name(&class, &layout);
         let (rep, ranks) = class_ranks(&class, &dims, &layout)
             .ok_or_else(|| Error::Internal(format!("{cname}: no ranks at the target")))?;
@@ -880,7 +905,8 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             &mut report.fields,
             &mut field_seen,
             &labels,
-        );
+        )
+        .borrowing(&mut laws);
         let targets = fit_items(
             &mut fitter,
             &kept,
