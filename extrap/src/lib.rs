@@ -127,7 +127,8 @@ pub enum Error {
     #[error(
         "{file}: ranks {r1} and {r2} are in the same position of the detected grid ({class}) but \
          record different calls or values, so the grid does not decide their behaviour (a \
-         rank-dependent pattern: seed 001's plugins or the lossy mode handle such codes)"
+         rank-dependent pattern: seed 001's plugins or the lossy mode handle such codes); \
+         {first}"
     )]
     Inhomogeneous {
         /// The file.
@@ -138,6 +139,8 @@ pub enum Error {
         r1: u64,
         /// Another rank of the same class that differs.
         r2: u64,
+        /// Their first differing event, in words.
+        first: String,
     },
     /// A field cannot be fitted.
     #[error("{0}")]

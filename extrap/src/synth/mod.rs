@@ -5,8 +5,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use compress::{
-    Compressor, Config, Dist, EventTiming, MergedTrace, Meta, Op, PathClass, PathTiming, Quantity,
-    RankList, Shape, TimeStats, Timing, TraceFile, codec,
+    Compressor, Config, Dist, Event, EventTiming, MergedTrace, Meta, Op, PathClass, PathTiming,
+    Quantity, RankList, Shape, TimeStats, Timing, TraceFile, codec,
 };
 
 use crate::Error;
@@ -597,6 +597,45 @@ fn event_text(e: &Ev) -> String {
     e.shape.op().name().to_string()
 }
 
+/// Where two ranks' event sequences first differ, in the raw-log grammar
+/// with peers as offsets from the rank, so that a user sees which call and
+/// which value make them differ (NPB BT's tags that number its cells).
+pub(crate) fn first_divergence(file: &TraceFile, r1: u64, r2: u64) -> String {
+    let rank = |r: u64| {
+        file.trace
+            .rank_trace(r as u32)
+            .map(|t| t.expand().collect::<Vec<Event>>())
+            .unwrap_or_default()
+    };
+    let (a, b) = (rank(r1), rank(r2));
+    let encoded = |e: &Event, r: u64| {
+        let mut p = Vec::new();
+        let s = codec::encode(e, r as i32, &mut p);
+        (s, p)
+    };
+    let label = |e: &Event| {
+        file.meta
+            .sites
+            .iter()
+            .find(|(h, _)| *h == e.site)
+            .map_or(format!("{:#x}", e.site), |(_, n)| n.clone())
+    };
+    let n = a.len().min(b.len());
+    match (0..n).find(|&i| encoded(&a[i], r1) != encoded(&b[i], r2)) {
+        Some(i) => format!(
+            "event {i} at {}: rank {r1} has `{}`, rank {r2} has `{}`",
+            label(&a[i]),
+            compress::raw::event_line(&a[i]).trim_end(),
+            compress::raw::event_line(&b[i]).trim_end()
+        ),
+        None => format!(
+            "rank {r1} has {} events, rank {r2} has {}",
+            a.len(),
+            b.len()
+        ),
+    }
+}
+
 /// Call-site labels of the largest input, for messages.
 fn site_labels(inputs: &[Input]) -> HashMap<u64, String> {
     inputs
@@ -775,6 +814,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
                 class: class_name(&c, &layout),
                 r1,
                 r2,
+                first: first_divergence(&inp.file, r1, r2),
             });
         }
     }

@@ -129,14 +129,30 @@ pub(super) fn extrapolate_with_plugin(
             let mut st = stream(&inp.file, r, opts.ignore_sites)?;
             symbolize(&mut st, r, p, plugin);
             let info = stream_info(&st);
-            if let Some((h, _)) = &first
+            if let Some((h, s0)) = &first
                 && *h != info.stream
             {
+                let n = s0.events.len().min(st.events.len());
+                let at = (0..n).find(|&i| {
+                    let (a, b) = (&s0.events[i], &st.events[i]);
+                    a.shape != b.shape || a.params != b.params
+                });
                 return Err(Error::Inhomogeneous {
                     file: inp.name.clone(),
                     class: format!("all ranks, with plugin {:?}", plugin.name()),
                     r1: 0,
                     r2: r,
+                    first: match at {
+                        Some(i) => format!(
+                            "after the plugin's symbols, event {i} ({}) differs",
+                            st.events[i].shape.op().name()
+                        ),
+                        None => format!(
+                            "after the plugin's symbols, rank 0 has {} events, rank {r} has {}",
+                            s0.events.len(),
+                            st.events.len()
+                        ),
+                    },
                 });
             }
             if first.is_none() {
