@@ -13,6 +13,9 @@ for imp in mpich openmpi; do
   echo "test: clippy ($imp)"
   scripts/with-mpi "$imp" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 done
+echo "test: cargo doc (warnings are errors) and the doc examples"
+RUSTDOCFLAGS="-D warnings" scripts/with-mpi openmpi cargo doc --no-deps --workspace --quiet
+cargo test --release --workspace --doc --quiet
 echo "test: cargo test (MPI tests run one at a time: the machine is small)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

@@ -79,7 +79,7 @@ use compress::{
 /// lists the accepted names and refuses any other with them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// One `Process<r>.txt` per rank: Send/Recv, collective and DEL<n>
+    /// One `Process<r>.txt` per rank: Send/Recv, collective and `DEL<n>`
     /// lines with absolute ns timestamps.
     Pertext,
 }

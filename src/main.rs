@@ -123,7 +123,7 @@ enum Cmd {
     ///
     /// Example: rankscale import --format pertext traces/smg2000.16 -o smg.trace
     Import {
-        /// The input format (pertext: one Process<r>.txt per rank).
+        /// The input format (pertext: one `Process<r>.txt` per rank).
         #[arg(long, value_enum)]
         format: import::Format,
         /// The directory holding the input trace.

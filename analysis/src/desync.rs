@@ -26,6 +26,7 @@
 //! deterministic: the clustering's random seeding uses a fixed-seed
 //! SplitMix64 generator ([`Options::seed`]).
 
+use compress::SplitMix64;
 use nalgebra::DMatrix;
 use serde::Serialize;
 
@@ -676,30 +677,6 @@ fn pca(m: &Matrix, keep: usize) -> Result<Pca, Error> {
     })
 }
 
-/// SplitMix64 (Steele, Lea and Flood): a tiny, well-mixed generator, enough
-/// for k-means++ seeding and reproducible from one `u64`.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next_f64() * n as f64) as usize).min(n - 1)
-    }
-}
-
 fn dist2(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
@@ -724,7 +701,7 @@ fn seed_centres(points: &[Vec<f64>], k: usize, rng: &mut SplitMix64) -> Option<V
         if total <= 0.0 {
             return None;
         }
-        let target = rng.next_f64() * total;
+        let target = rng.unit() * total;
         let mut acc = 0.0;
         let mut pick = None;
         for (i, d) in d2.iter().enumerate() {
@@ -894,7 +871,7 @@ fn cluster(pca: &Pca, ranks: usize, dims: usize, o: &Options) -> Option<Clusteri
     let mut best: Option<(KMeans, f64, Vec<f64>)> = None;
     let mut tried = Vec::new();
     for k in 2..=o.max_k.min(ranks - 1) {
-        let mut rng = SplitMix64(o.seed ^ (k as u64).wrapping_mul(0xd1b5_4a32_d192_ed03));
+        let mut rng = SplitMix64::new(o.seed ^ (k as u64).wrapping_mul(0xd1b5_4a32_d192_ed03));
         let mut run: Option<KMeans> = None;
         for _ in 0..o.restarts {
             let Some(centres) = seed_centres(&points, k, &mut rng) else {
@@ -940,7 +917,7 @@ mod tests {
 
     /// Deterministic noise in `[−amp, amp)`.
     fn noise(rng: &mut SplitMix64, amp: f64) -> f64 {
-        (rng.next_f64() * 2.0 - 1.0) * amp
+        (rng.unit() * 2.0 - 1.0) * amp
     }
 
     #[test]
@@ -1108,8 +1085,8 @@ mod tests {
 
     #[test]
     fn histogram_counts_sum_to_the_samples() {
-        let mut rng = SplitMix64(7);
-        let v: Vec<f64> = (0..1000).map(|_| rng.next_f64().powi(3) * 1e6).collect();
+        let mut rng = SplitMix64::new(7);
+        let v: Vec<f64> = (0..1000).map(|_| rng.unit().powi(3) * 1e6).collect();
         let h = Histogram::of(&v, 64);
         assert_eq!(h.total(), 1000);
         assert!(h.counts.len() <= 64 && h.counts.len() > 1);
@@ -1145,7 +1122,7 @@ mod tests {
     /// 16 ranks, 40 steps, 1000 ns ± 20 of noise; ranks 0..8 also wait
     /// 600 ns every fourth step (a delay pattern), ranks 8..16 do not.
     fn two_groups() -> Vec<Vec<f64>> {
-        let mut rng = SplitMix64(42);
+        let mut rng = SplitMix64::new(42);
         (0..16)
             .map(|r| {
                 (0..40)
@@ -1195,7 +1172,7 @@ mod tests {
     /// stays desynchronized afterwards and waits 1000 ns more per step;
     /// ranks 8..16 stay in lock step.
     fn idle_wave() -> Vec<Vec<f64>> {
-        let mut rng = SplitMix64(2024);
+        let mut rng = SplitMix64::new(2024);
         (0..16)
             .map(|r| {
                 (0..60)

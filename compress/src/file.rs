@@ -18,7 +18,7 @@
 //! [`TraceFile::read`] (or [`TraceFile::from_bytes`]) checks everything it
 //! reads: magic, version, checksum, nesting depth and the consistency of
 //! every value sequence and parameter layout. Every failure is an
-//! [`Error`](crate::Error) that says what is wrong; no input makes it
+//! [`Error`] that says what is wrong; no input makes it
 //! panic. A file from a newer rankscale is refused with both versions named.
 //!
 //! ```no_run
@@ -54,6 +54,45 @@ pub const VERSION: u32 = 4;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
+
+/// An MPI library as its version string (`MPI_Get_library_version`, as
+/// [`Meta::mpi`] keeps it) names it. The tracer and replay decide their
+/// implementation workarounds from it, so they must read it the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MpiLibrary {
+    /// MPICH (or a derivative that says "MPICH Version:"), with its version.
+    Mpich {
+        /// Major version.
+        major: u32,
+        /// Minor version.
+        minor: u32,
+    },
+    /// Open MPI.
+    OpenMpi,
+    /// Anything else, or an empty string.
+    Other,
+}
+
+impl MpiLibrary {
+    /// The library that `version` names.
+    pub fn of(version: &str) -> MpiLibrary {
+        let v = version.trim_start();
+        if v.starts_with("Open MPI") {
+            return MpiLibrary::OpenMpi;
+        }
+        let Some(rest) = v.split("MPICH Version:").nth(1) else {
+            return MpiLibrary::Other;
+        };
+        let mut nums = rest
+            .trim_start()
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|x| x.parse::<u32>().unwrap_or(0));
+        MpiLibrary::Mpich {
+            major: nums.next().unwrap_or(0),
+            minor: nums.next().unwrap_or(0),
+        }
+    }
+}
 
 /// What the trace was taken of and how: everything a reader needs besides
 /// the events.
@@ -334,6 +373,24 @@ impl TraceFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mpi_libraries_by_their_version_strings() {
+        // The first lines these machines' libraries give.
+        assert_eq!(
+            MpiLibrary::of("MPICH Version:      4.0.2"),
+            MpiLibrary::Mpich { major: 4, minor: 0 }
+        );
+        assert_eq!(
+            MpiLibrary::of("Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4"),
+            MpiLibrary::OpenMpi
+        );
+        assert_eq!(MpiLibrary::of(""), MpiLibrary::Other);
+        assert_eq!(
+            MpiLibrary::of("Intel(R) MPI Library 2021"),
+            MpiLibrary::Other
+        );
+    }
 
     #[test]
     fn version_1_files_still_read() {

@@ -17,6 +17,7 @@ pub mod merge;
 pub mod profile;
 pub mod ranklist;
 pub mod raw;
+pub mod rng;
 pub mod seq;
 pub mod series;
 pub mod timeline;
@@ -30,12 +31,13 @@ pub use event::{
 
 pub use codec::Shape;
 pub use dtype::Datatype;
-pub use file::{Meta, TraceFile};
+pub use file::{Meta, MpiLibrary, TraceFile};
 pub use intra::{Compressor, Config};
 pub use merge::{
     EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Phased, ProjectError, Variant,
 };
 pub use ranklist::RankList;
+pub use rng::SplitMix64;
 pub use seq::ValueSeq;
 pub use series::MpiSeries;
 pub use timeline::{Span, Timeline};

@@ -985,7 +985,7 @@ pub fn merge_binomial<T>(parts: Vec<T>, mut merge: impl FnMut(T, T) -> T) -> Opt
 
 /// The matched index pairs of a common subsequence of two key sequences,
 /// in increasing order: the longest one where the table stays within
-/// [`DP_LIMIT`] cells, patience anchors beyond (common prefix and suffix
+/// `DP_LIMIT` (4,194,304) cells, patience anchors beyond (common prefix and suffix
 /// first, in linear time). The alignment the merge uses, for other tools
 /// that align sequences (lossy extrapolation).
 pub fn common_subsequence(a: &[u64], b: &[u64]) -> Vec<(usize, usize)> {

@@ -777,7 +777,7 @@ struct PathTimingV3<T, R> {
 
 impl Serialize for PathTiming {
     /// Writes the current form (or, while a test writes an old file, the
-    /// form of [`crate::depth::reading_version`]).
+    /// form of the version being written).
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if crate::depth::reading_version() < 3 {
             PathTimingV2 {

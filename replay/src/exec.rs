@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use compress::{CommId, Datatype, Event, Op, Peer, ReduceOp, ReqId, Tag, TraceFile, Transfer};
+use compress::{
+    CommId, Datatype, Event, MpiLibrary, Op, Peer, ReduceOp, ReqId, Tag, TraceFile, Transfer,
+};
 use mpi_sys::*;
 use replay::{Rng, compute_ns};
 
@@ -355,7 +357,7 @@ impl<'o> Replayer<'o> {
     /// The replayer of one thread (`slot`) of `rank`.
     fn new(opts: &'o Opts, rank: i32, slot: usize, comms: Comms, threaded: bool) -> Self {
         let mut pattern = vec![0u8; 4096];
-        let mut rng = Rng::new(opts.seed ^ ((slot as u64) << 48), rank as u32);
+        let mut rng = Rng::for_rank(opts.seed ^ ((slot as u64) << 48), rank as u32);
         for chunk in pattern.chunks_mut(8) {
             let x = rng.next_u64().to_ne_bytes();
             chunk.copy_from_slice(&x[..chunk.len()]);
@@ -2104,16 +2106,18 @@ fn yield_collectives(opts: &Opts) -> bool {
     opts.yield_wait && !is_open_mpi()
 }
 
-/// Whether the MPI library is Open MPI (from its version string).
+/// Whether the MPI library is Open MPI (from its version string, read as
+/// the tracer reads it).
 fn is_open_mpi() -> bool {
-    let mut buf = vec![0u8; 8192];
+    let mut buf = vec![0u8; MPI_MAX_LIBRARY_VERSION_STRING as usize];
     let mut len: c_int = 0;
-    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes on
-    // both implementations (8192 on MPICH, 256 on Open MPI); `len` is an
-    // out-parameter.
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes, the
+    // most the call writes (this implementation's own constant: 8192 in
+    // MPICH, 256 in Open MPI); `len` is an out-parameter.
     let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
     let len = usize::try_from(len).unwrap_or(0).min(buf.len());
-    rc == 0 && String::from_utf8_lossy(&buf[..len]).contains("Open MPI")
+    let text = String::from_utf8_lossy(&buf[..len]);
+    rc == 0 && MpiLibrary::of(text.lines().next().unwrap_or("")) == MpiLibrary::OpenMpi
 }
 
 /// Ends the job at once when a replay thread fails: the rank's other

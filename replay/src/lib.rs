@@ -14,31 +14,9 @@ use compress::{EventTiming, PathClass, TimeStats};
 
 pub mod gates;
 
-/// A small, fast, seedable generator (SplitMix64): replay needs
-/// reproducible draws, not cryptographic ones.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator for `seed` on `rank` (every rank draws its own stream).
-    pub fn new(seed: u64, rank: u32) -> Rng {
-        Rng(seed ^ (u64::from(rank) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform draw from `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+/// Replay's generator: reproducible draws per rank from one seed
+/// ([`compress::SplitMix64::for_rank`]), not cryptographic ones.
+pub type Rng = compress::SplitMix64;
 
 /// Draws one value from a histogram's distribution: a bin with probability
 /// proportional to its count, then a value in `[min, max]` of the bin whose
@@ -107,7 +85,7 @@ mod tests {
         for i in 0..1000u64 {
             d.add(90_000 + (i * 37) % 20_000);
         }
-        let mut rng = Rng::new(42, 0);
+        let mut rng = Rng::for_rank(42, 0);
         let n = 200_000;
         let xs: Vec<u64> = (0..n).map(|_| draw(&d, &mut rng)).collect();
         let small = xs.iter().filter(|&&x| x < 10_000).count() as f64 / n as f64;
@@ -117,8 +95,8 @@ mod tests {
         let want = d.stats().mean();
         assert!((mean - want).abs() < 0.01 * want, "{mean} vs {want}");
         // Reproducible for a seed.
-        let mut a = Rng::new(7, 3);
-        let mut b = Rng::new(7, 3);
+        let mut a = Rng::for_rank(7, 3);
+        let mut b = Rng::for_rank(7, 3);
         assert!((0..100).all(|_| draw(&d, &mut a) == draw(&d, &mut b)));
     }
 }

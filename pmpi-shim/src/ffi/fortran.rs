@@ -47,7 +47,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use compress::{Event, Op};
+use compress::{Event, MpiLibrary, Op};
 use mpi_sys::*;
 
 use super::c::{
@@ -451,30 +451,7 @@ unsafe fn read_status(p: P, k: usize) -> MPI_Status {
 /// Whether this MPI's `mpi_f08` Waitany/Testany/Waitsome/Testsome return
 /// 0-based indices (MPICH before 4.1, pmodels/mpich#6270).
 fn f08_zero_based() -> bool {
-    static Z: OnceLock<bool> = OnceLock::new();
-    *Z.get_or_init(|| {
-        let mut buf = vec![0u8; 8192];
-        let mut len: c_int = 0;
-        // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING (8192 for
-        // MPICH, 256 for Open MPI) bytes; the call writes at most that many.
-        let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr().cast::<c_char>(), &mut len) };
-        if rc != 0 {
-            return false;
-        }
-        let text =
-            String::from_utf8_lossy(&buf[..usize::try_from(len).unwrap_or(0).min(buf.len())])
-                .into_owned();
-        let Some(rest) = text.split("MPICH Version:").nth(1) else {
-            return false;
-        };
-        let mut v = rest
-            .trim_start()
-            .split(|ch: char| !ch.is_ascii_digit())
-            .map(|x| x.parse::<u32>().unwrap_or(0));
-        let major = v.next().unwrap_or(0);
-        let minor = v.next().unwrap_or(0);
-        (major, minor) < (4, 1)
-    })
+    matches!(super::library(), MpiLibrary::Mpich { major, minor } if (major, minor) < (4, 1))
 }
 
 /// The positions of the requests a Waitany/Testany/Waitsome/Testsome

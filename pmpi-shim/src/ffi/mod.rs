@@ -10,7 +10,7 @@ pub(crate) mod sys;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, OnceLock};
 
-use compress::{CommCreate, CommId, ReduceOp, Tag, Transfer};
+use compress::{CommCreate, CommId, MpiLibrary, ReduceOp, Tag, Transfer};
 use mpi_sys::*;
 
 use crate::tracer::{self, CommInfo, Tracer};
@@ -27,10 +27,11 @@ unsafe extern "C" {
 /// The MPI library's version string, first line (`MPI_Get_library_version`
 /// may be called before `MPI_Init`).
 pub(crate) fn library_version() -> String {
-    let mut buf = vec![0 as c_char; 8192];
+    let mut buf = vec![0 as c_char; MPI_MAX_LIBRARY_VERSION_STRING as usize];
     let mut len: c_int = 0;
-    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING (8192 in both
-    // MPICH and Open MPI, checked by the caller's allocation) characters.
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING characters,
+    // the most the call writes (this implementation's own constant: 8192
+    // in MPICH, 256 in Open MPI); `len` is an out-parameter.
     let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
     if rc != 0 {
         return String::new();
@@ -53,8 +54,13 @@ pub(crate) fn library_version() -> String {
 /// extra `MPI_Ibarrier` calls). Open MPI yields in blocking calls with its
 /// own `mpi_yield_when_idle`.
 pub(crate) fn yield_collectives(t: &Tracer) -> bool {
-    static OPEN_MPI: OnceLock<bool> = OnceLock::new();
-    t.config.yield_wait && !*OPEN_MPI.get_or_init(|| library_version().starts_with("Open MPI"))
+    t.config.yield_wait && library() != MpiLibrary::OpenMpi
+}
+
+/// The MPI library, asked once.
+pub(crate) fn library() -> MpiLibrary {
+    static LIB: OnceLock<MpiLibrary> = OnceLock::new();
+    *LIB.get_or_init(|| MpiLibrary::of(&library_version()))
 }
 
 /// An MPI handle as an opaque map key. MPICH handles are `int`s and Open MPI
