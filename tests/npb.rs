@@ -117,22 +117,11 @@ fn extrap(out: &Path, ranks: usize, inputs: &[PathBuf], extra: &[&str]) -> Resul
     Err(err)
 }
 
-/// Traces `bench` at `inputs` and at `target`, extrapolates and compares.
-/// Returns the scratch directory, the extrapolated and the real trace.
+/// Traces `bench` at `inputs` and at `target`, every run reading the
+/// input file `input` (its name and text) when given, extrapolates and
+/// compares. Returns the scratch directory, the extrapolated and the real
+/// trace.
 fn exact(
-    imp: &str,
-    bench: &str,
-    class: &str,
-    inputs: &[usize],
-    target: usize,
-    extra: &[&str],
-) -> Option<(PathBuf, PathBuf, PathBuf)> {
-    exact_with(imp, bench, class, inputs, target, extra, None)
-}
-
-/// [`exact`], every run reading the input file `input` (its name and
-/// text) when given.
-fn exact_with(
     imp: &str,
     bench: &str,
     class: &str,
@@ -254,7 +243,7 @@ fn replay_equals_but(
 
 #[test]
 fn ep_is_exact_replays_and_scales_to_a_million_ranks() {
-    let Some((dir, out, _)) = exact(IMP, "ep", "S", &[4, 8, 16], 32, &[]) else {
+    let Some((dir, out, _)) = exact(IMP, "ep", "S", &[4, 8, 16], 32, &[], None) else {
         return;
     };
     replay_equals(IMP, &out, 32, &dir, &dir.join("real-raw"));
@@ -289,7 +278,7 @@ fn ep_is_exact_replays_and_scales_to_a_million_ranks() {
 /// ranks, exact and replayed.
 #[test]
 fn ep_is_exact_on_mpich() {
-    let Some((dir, out, _)) = exact("mpich", "ep", "S", &[1, 2, 3], 4, &[]) else {
+    let Some((dir, out, _)) = exact("mpich", "ep", "S", &[1, 2, 3], 4, &[], None) else {
         return;
     };
     replay_equals("mpich", &out, 4, &dir, &dir.join("real-raw"));
@@ -297,7 +286,7 @@ fn ep_is_exact_on_mpich() {
 
 #[test]
 fn ft_is_exact_and_replays() {
-    let Some((dir, out, _)) = exact(IMP, "ft", "S", &[4, 8, 16], 32, &[]) else {
+    let Some((dir, out, _)) = exact(IMP, "ft", "S", &[4, 8, 16], 32, &[], None) else {
         return;
     };
     let real = TraceFile::read(&dir.join("ft.S.32.real.trace")).unwrap();
@@ -326,7 +315,7 @@ c\nc tolrsd\n1.0e-08 1.0e-08 1.0e-08 1.0e-08 1.0e-08\nc\nc nx ny nz\n64 64 64\n"
 /// equals the real run's, and it replays to the real run's raw logs.
 #[test]
 fn lu_is_exact_on_non_square_grids_and_replays() {
-    let Some((dir, out, _)) = exact_with(
+    let Some((dir, out, _)) = exact(
         IMP,
         "lu",
         "A",
@@ -352,7 +341,7 @@ fn lu_is_exact_on_non_square_grids_and_replays() {
 fn cg_is_exact_through_the_plugin() {
     let spec = root().join("extrap/specs/npb-cg.toml");
     let plugin = format!("--plugin={}", spec.display());
-    let Some((dir, out, _)) = exact(IMP, "cg", "S", &[4, 8, 16, 32], 64, &[&plugin]) else {
+    let Some((dir, out, _)) = exact(IMP, "cg", "S", &[4, 8, 16, 32], 64, &[&plugin], None) else {
         return;
     };
     replay_equals(IMP, &out, 64, &dir, &dir.join("real-raw"));

@@ -22,16 +22,10 @@ use replay::{Rng, compute_ns};
 use crate::Opts;
 use crate::tokens::Gates;
 
-unsafe extern "C" {
-    fn rs_in_place() -> *mut c_void;
-    fn rs_op_maxloc() -> MPI_Op;
-    fn rs_op_minloc() -> MPI_Op;
-    fn rs_type_of_code(code: c_int) -> MPI_Datatype;
-    fn rs_type_2int() -> MPI_Datatype;
-    fn rs_type_double_int() -> MPI_Datatype;
-    fn rs_type_long_int() -> MPI_Datatype;
-    fn rs_type_short_int() -> MPI_Datatype;
-}
+use mpi_helpers::{
+    rs_in_place, rs_op_maxloc, rs_op_minloc, rs_type_2int, rs_type_double_int, rs_type_long_int,
+    rs_type_of_code, rs_type_short_int,
+};
 
 /// The buffer attached for buffered sends (Bsend, Ibsend).
 const BSEND_BYTES: usize = 64 << 20;

@@ -7,7 +7,7 @@ pub(crate) mod fortran;
 pub(crate) mod merge;
 pub(crate) mod sys;
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int};
 use std::sync::{Arc, OnceLock};
 
 use compress::{CommCreate, CommId, MpiLibrary, ReduceOp, Tag, Transfer};
@@ -15,14 +15,9 @@ use mpi_sys::*;
 
 use crate::tracer::{self, CommInfo, Tracer};
 
-unsafe extern "C" {
-    fn rs_in_place() -> *mut c_void;
-    fn rs_bottom() -> *mut c_void;
-    fn rs_op_maxloc() -> MPI_Op;
-    fn rs_op_minloc() -> MPI_Op;
-    fn rs_f_status_size() -> c_int;
-    fn rs_type_code(t: MPI_Datatype) -> c_int;
-}
+pub(crate) use mpi_helpers::{
+    rs_bottom, rs_f_status_size, rs_in_place, rs_op_maxloc, rs_op_minloc, rs_type_code,
+};
 
 /// The MPI library's version string, first line (`MPI_Get_library_version`
 /// may be called before `MPI_Init`).
