@@ -393,40 +393,6 @@ mod tests {
     }
 
     #[test]
-    fn version_1_files_still_read() {
-        let mut c = crate::Compressor::new(0, crate::Config::default());
-        c.push(&crate::Event::new(crate::Op::Barrier)).unwrap();
-        let trace = MergedTrace::from_rank(&c.into_trace().unwrap());
-        let meta = Meta {
-            tool: "rankscale 0.1".into(),
-            sites: vec![(7, "main app.c:3".into())],
-            ..Meta::default()
-        };
-        // Version 1 wrote (meta, trace), nothing after; its metadata ended
-        // with the sites, and its event timing had no reservoir.
-        let old_meta = (
-            &meta.tool,
-            &meta.mpi,
-            meta.world_size,
-            &meta.command,
-            meta.wall_ns,
-            meta.merge_ns,
-            &meta.sites,
-        );
-        let payload =
-            crate::depth::with_version(1, || postcard::to_stdvec(&(old_meta, &trace)).unwrap());
-        let mut out = Vec::from(MAGIC);
-        out.extend_from_slice(&1u32.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::fast());
-        z.write_all(&payload).unwrap();
-        let f = TraceFile::from_bytes(&z.finish().unwrap()).unwrap();
-        assert_eq!(f.meta, meta);
-        assert_eq!(f.trace.total_events(), 1);
-        assert!(f.timelines.is_empty());
-    }
-
-    #[test]
     fn a_timeline_of_a_rank_without_events_is_refused() {
         let f = TraceFile {
             timelines: vec![Timeline::new(5, 0)],
