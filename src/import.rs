@@ -956,6 +956,9 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
         ],
         wall_ns: last.saturating_sub(zero),
         merge_ns: 0,
+        origin: compress::Origin::Imported {
+            format: Format::Pertext.name().into(),
+        },
         ..Meta::default()
     };
     Ok(file)

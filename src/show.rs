@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use compress::codec::{PEER_ANY, PEER_NULL, RANK_SELF, TAG_ANY};
 use compress::seq::SeqForm;
-use compress::{MNode, Param, PathTiming, Shape, TimeStats, TraceFile, ValueSeq};
+use compress::{MNode, Origin, Param, PathTiming, Shape, TimeStats, TraceFile, ValueSeq};
 use serde_json::{Value, json};
 
 /// Reads a trace file with the file named in every error.
@@ -237,6 +237,19 @@ fn text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result<()> {
     if !m.command.is_empty() {
         writeln!(out, "command: {}", m.command.join(" "))?;
     }
+    let origin = match &m.origin {
+        Origin::Traced => "a traced run".to_string(),
+        Origin::Imported { format } => format!("imported from {format}"),
+        Origin::Extrapolated { inputs } => format!(
+            "extrapolated from traces of {} ranks: its times are predictions",
+            inputs
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    writeln!(out, "origin: {origin}")?;
     writeln!(
         out,
         "wall {:.3} s (rank 0), merge {:.1} ms",

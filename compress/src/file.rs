@@ -49,8 +49,9 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// ([`crate::timing::Reservoir`]) and the MPI time series
 /// ([`crate::series::MpiSeries`]); files of versions 1 and 2 are still read
 /// (without them). Version 4 added the fields an extrapolation left
-/// unverified ([`Meta::unverified`]).
-pub const VERSION: u32 = 4;
+/// unverified ([`Meta::unverified`]), version 5 the trace's
+/// [`Meta::origin`].
+pub const VERSION: u32 = 5;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
@@ -121,6 +122,74 @@ pub struct Meta {
     /// values and model. Empty for a trace a tool has fully verified, and
     /// for every traced run.
     pub unverified: Vec<String>,
+    /// Where the trace came from, which decides what its times are: a
+    /// measured run, a conversion, or a prediction.
+    pub origin: Origin,
+}
+
+/// Where a trace came from. Reports label an extrapolated trace's times as
+/// predictions, and a tool can tell a conversion from a measured run,
+/// without reading a free-text tool string.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Origin {
+    /// Recorded by the tracer in a real run.
+    #[default]
+    Traced,
+    /// Converted from another tool's trace by `rankscale import`.
+    Imported {
+        /// The input format (`pertext`).
+        format: String,
+    },
+    /// Predicted by `rankscale extrap` from traces of these rank counts.
+    Extrapolated {
+        /// The inputs' rank counts, in increasing order.
+        inputs: Vec<u32>,
+    },
+}
+
+impl Origin {
+    /// The origin of a file of format version 4 or older, which had no
+    /// field for it: extrapolation named its inputs in the tool string.
+    fn legacy(tool: &str) -> Origin {
+        let Some(rest) = tool.split(" extrap from ").nth(1) else {
+            return Origin::Traced;
+        };
+        let inputs = rest
+            .split_once('(')
+            .and_then(|(_, r)| r.split_once(" ranks)"))
+            .map(|(list, _)| list.split(", ").filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default();
+        Origin::Extrapolated { inputs }
+    }
+}
+
+/// The metadata of format version 4 (no [`Meta::origin`]).
+#[derive(Deserialize)]
+struct MetaV4 {
+    tool: String,
+    mpi: String,
+    world_size: u32,
+    command: Vec<String>,
+    wall_ns: u64,
+    merge_ns: u64,
+    sites: Vec<(u64, String)>,
+    unverified: Vec<String>,
+}
+
+impl From<MetaV4> for Meta {
+    fn from(m: MetaV4) -> Meta {
+        Meta {
+            origin: Origin::legacy(&m.tool),
+            tool: m.tool,
+            mpi: m.mpi,
+            world_size: m.world_size,
+            command: m.command,
+            wall_ns: m.wall_ns,
+            merge_ns: m.merge_ns,
+            sites: m.sites,
+            unverified: m.unverified,
+        }
+    }
 }
 
 /// The metadata of format versions 1 to 3 (no [`Meta::unverified`]).
@@ -138,6 +207,7 @@ struct MetaV3 {
 impl From<MetaV3> for Meta {
     fn from(m: MetaV3) -> Meta {
         Meta {
+            origin: Origin::legacy(&m.tool),
             tool: m.tool,
             mpi: m.mpi,
             world_size: m.world_size,
@@ -154,7 +224,7 @@ impl Meta {
     /// Whether `rankscale extrap` wrote the file, so that its wall time is a
     /// prediction and not a measured run: reports label it as such.
     pub fn is_extrapolated(&self) -> bool {
-        self.tool.contains(" extrap from ")
+        matches!(self.origin, Origin::Extrapolated { .. })
     }
 }
 
@@ -192,6 +262,15 @@ struct TraceFileV2 {
 #[derive(Deserialize)]
 struct TraceFileV3 {
     meta: MetaV3,
+    trace: MergedTrace,
+    timelines: Vec<Timeline>,
+    series: Vec<MpiSeries>,
+}
+
+/// A version 4 file: no origin in the metadata.
+#[derive(Deserialize)]
+struct TraceFileV4 {
+    meta: MetaV4,
     trace: MergedTrace,
     timelines: Vec<Timeline>,
     series: Vec<MpiSeries>,
@@ -240,6 +319,12 @@ impl TraceFile {
                 series: Vec::new(),
             }),
             3 => postcard::from_bytes::<TraceFileV3>(bytes).map(|v| TraceFile {
+                meta: v.meta.into(),
+                trace: v.trace,
+                timelines: v.timelines,
+                series: v.series,
+            }),
+            4 => postcard::from_bytes::<TraceFileV4>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
                 trace: v.trace,
                 timelines: v.timelines,
@@ -390,6 +475,18 @@ mod tests {
             MpiLibrary::of("Intel(R) MPI Library 2021"),
             MpiLibrary::Other
         );
+    }
+
+    #[test]
+    fn older_files_take_their_origin_from_the_tool_string() {
+        // What `rankscale extrap` wrote before version 5.
+        assert_eq!(
+            Origin::legacy("rankscale 0.1.0 extrap from 3 traces (4, 8, 16 ranks)"),
+            Origin::Extrapolated {
+                inputs: vec![4, 8, 16]
+            }
+        );
+        assert_eq!(Origin::legacy("rankscale 0.1.0"), Origin::Traced);
     }
 
     #[test]

@@ -82,6 +82,7 @@ fn every_format_version_reads_as_its_writer_wrote_it() {
             "version {v}"
         );
         assert!(f.meta.unverified.is_empty(), "version {v}");
+        assert_eq!(f.meta.origin, compress::Origin::Traced, "version {v}");
         let (c, m, n) = timing_totals(&f);
         assert_eq!(n, count, "version {v}: timed executions");
         // The file keeps each bin's average on an 8-bit log scale: within

@@ -1098,6 +1098,9 @@ fn target_meta(inputs: &[Input], sizes: &[u64], target: u64, method: Method) -> 
         merge_ns: 0,
         sites: largest.sites.clone(),
         unverified: Vec::new(),
+        origin: compress::Origin::Extrapolated {
+            inputs: sizes.iter().map(|&s| s as u32).collect(),
+        },
     }
 }
 
