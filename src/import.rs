@@ -2,12 +2,12 @@
 //! trace files, so that published traces go through the same `show`,
 //! `stats` and analysis as the ones our tracer takes.
 //!
-//! The importer builds the trace exactly as the shim does at
-//! `MPI_Finalize` (`pmpi-shim/src/ffi/merge.rs`): one [`Compressor`] and one
-//! [`Timeline`] per rank fed event by event, each rank's trace made a
-//! [`TraceFile`], and the files merged in the shim's binomial order. Nothing
-//! downstream can tell an imported trace from a traced one except by its
-//! [`Meta`] (`mpi` is `imported: pertext`).
+//! The importer builds the trace exactly as the tracer does: one
+//! [`RankRecorder`] per rank (the compressor with a timeline) fed event by
+//! event, its part of a [`TraceFile`] taken, and the parts merged in the
+//! tracer's binomial order. Nothing downstream can tell an imported trace
+//! from a traced one except by its [`Meta`] (`origin` is imported from
+//! `pertext`).
 //!
 //! # The `pertext` format
 //!
@@ -71,8 +71,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use compress::{
-    CommId, Compressor, Config, Event, Family, MergedTrace, Meta, Op, Peer, Tag, Timeline, Timing,
-    TraceFile, Transfer,
+    CommId, Event, Family, Meta, Op, Peer, RankRecorder, Recording, Tag, Timing, TraceFile,
+    Transfer,
 };
 
 /// The trace formats `rankscale import` reads. A closed set, so that clap
@@ -927,19 +927,16 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
     for (r, entries) in ranks.iter().enumerate() {
         let rank = u32::try_from(r).unwrap_or(u32::MAX);
         let failed = |error| ImportError::Compress { rank, error };
-        let mut comp = Compressor::new(i32::try_from(r).unwrap_or(i32::MAX), Config::default());
-        let mut timeline = Timeline::new(rank, zero);
+        // A timeline with the common zero: the imported times are exact.
+        let what = Recording {
+            timeline_epoch: Some(zero),
+            ..Recording::default()
+        };
+        let mut rec = RankRecorder::new(rank, &what);
         for ev in rank_events(rank, entries, zero) {
-            timeline.push(ev.time.enter_ns, ev.time.enter_ns + ev.time.dur_ns);
-            comp.push(&ev).map_err(failed)?;
+            rec.push(&ev).map_err(failed)?;
         }
-        let trace = comp.into_trace().map_err(failed)?;
-        parts.push(TraceFile {
-            meta: Meta::default(),
-            trace: MergedTrace::from_rank(&trace),
-            timelines: vec![timeline],
-            series: Vec::new(),
-        });
+        parts.push(rec.finish().map_err(failed)?);
     }
     // Merged as a traced run would be.
     let mut file = compress::merge::merge_binomial(parts, TraceFile::merge).unwrap_or_default();

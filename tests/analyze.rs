@@ -839,12 +839,13 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
         let d = desync::analyze(&steps.t, &desync::Options::for_reports()).unwrap();
         // Ranks at the same distance from rank 4 wait in the same
         // iteration: their timelines correlate, each rank best with its
-        // mirror (a noise peak of the oversubscribed machine once took one
-        // pair down to 0.895, so the bound is 0.8); waiting ranks and
-        // undisturbed ones do not.
+        // mirror; waiting ranks and undisturbed ones do not. Noise peaks of
+        // the oversubscribed machine take a pair down (0.895 once, 0.79 to
+        // 0.80 three times while other work ran), so the bound is 0.6: far
+        // above pairs that do not wait together (their mean is below 0.3).
         for k in 1..=4 {
             let (a, b) = (4 - k, 4 + k);
-            assert!(d.correlation[a][b] > 0.8, "{imp}: {:?}", d.correlation);
+            assert!(d.correlation[a][b] > 0.6, "{imp}: {:?}", d.correlation);
             let best = (0..16)
                 .filter(|&c| c != a)
                 .max_by(|&x, &y| d.correlation[a][x].total_cmp(&d.correlation[a][y]))

@@ -17,6 +17,7 @@ pub mod merge;
 pub mod profile;
 pub mod ranklist;
 pub mod raw;
+pub mod recorder;
 pub mod rng;
 pub mod seq;
 pub mod series;
@@ -37,6 +38,7 @@ pub use merge::{
     EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Phased, ProjectError, Variant,
 };
 pub use ranklist::RankList;
+pub use recorder::{RankRecorder, Recording};
 pub use rng::SplitMix64;
 pub use seq::ValueSeq;
 pub use series::MpiSeries;

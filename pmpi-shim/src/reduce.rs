@@ -94,7 +94,7 @@ pub(crate) fn reduce(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use compress::{Compressor, Config, Event, MergedTrace, Op};
+    use compress::{Event, Op, RankRecorder, Recording};
     use std::sync::mpsc::{Receiver, Sender, channel};
 
     struct Chan {
@@ -125,7 +125,11 @@ mod tests {
     }
 
     fn file(rank: i32) -> TraceFile {
-        let mut c = Compressor::new(rank, Config::default());
+        let what = Recording {
+            timeline_epoch: Some(0),
+            ..Recording::default()
+        };
+        let mut c = RankRecorder::new(rank as u32, &what);
         for i in 0..50 {
             let mut e = Event::new(if i % 2 == 0 {
                 Op::Barrier
@@ -135,12 +139,7 @@ mod tests {
             e.site = 7 + (i % 2) as u64;
             c.push(&e).unwrap();
         }
-        TraceFile {
-            meta: Default::default(),
-            trace: MergedTrace::from_rank(&c.into_trace().unwrap()),
-            timelines: vec![compress::Timeline::new(rank as u32, 0)],
-            series: Vec::new(),
-        }
+        c.finish().unwrap()
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use compress::raw::RawLogWriter;
-use compress::{CommId, Compressor, Event, EventSink, MpiSeries, Op, Peer, ReqId, Timeline, Trace};
+use compress::{CommId, Event, EventSink, Op, Peer, RankRecorder, Recording, ReqId, TraceFile};
 
 use crate::callsite;
 use crate::config::Config;
@@ -120,22 +120,9 @@ pub(crate) struct Tracer {
 #[derive(Default)]
 struct Sinks {
     raw: Option<RawLogWriter>,
-    comp: Option<Compressor>,
-    /// The timeline, kept while `comp` is (it is keyed to the compressed
-    /// trace's expansion).
-    timeline: Option<Timeline>,
-    /// The MPI time series (`RANKSCALE_STEPS=1`), kept while `comp` is.
-    series: Option<MpiSeries>,
-}
-
-/// What a rank hands to the merge at `MPI_Finalize`.
-pub(crate) struct Finished {
-    /// The rank's compressed trace.
-    pub trace: Trace,
-    /// Its timeline, if asked for.
-    pub timeline: Option<Timeline>,
-    /// Its MPI time series, if asked for.
-    pub series: Option<MpiSeries>,
+    /// The rank's trace: compressed events, with the timeline and MPI time
+    /// series when asked for.
+    rec: Option<RankRecorder>,
 }
 
 static TRACER: OnceLock<Tracer> = OnceLock::new();
@@ -187,12 +174,20 @@ pub(crate) fn install(
     self_: CommInfo,
     keys: [usize; 2],
 ) {
-    let comp = config.trace_file.as_ref().map(|_| {
-        let cfg = compress::Config {
-            slow_instances: config.slow_k,
-            ..compress::Config::default()
+    let rec = config.trace_file.as_ref().map(|_| {
+        // The wall clock at time zero (`now()` counts from here).
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0));
+        let what = Recording {
+            config: compress::Config {
+                slow_instances: config.slow_k,
+                ..compress::Config::default()
+            },
+            timeline_epoch: config.timeline.then_some(epoch),
+            series_buckets: config.steps.then_some(compress::series::DEFAULT_BUCKETS),
         };
-        Compressor::new(rank, cfg)
+        RankRecorder::new(u32::try_from(rank).unwrap_or(0), &what)
     });
     let raw = config
         .raw_dir
@@ -200,7 +195,7 @@ pub(crate) fn install(
         .and_then(|dir| match RawLogWriter::create(dir, rank) {
             Ok(w) => Some(w),
             Err(e) => {
-                let what = if comp.is_some() {
+                let what = if rec.is_some() {
                     "no raw log for this rank; the trace file is still written"
                 } else {
                     "tracing is off for this rank, the application continues"
@@ -212,24 +207,10 @@ pub(crate) fn install(
                 None
             }
         });
+    let sinks = Sinks { raw, rec };
     // Off when nothing was asked for (RANKSCALE_TRACE=0 without
     // RANKSCALE_RAW) or the raw log was all that was asked for and failed.
-    let timeline = (config.timeline && comp.is_some()).then(|| {
-        // The wall clock at time zero (`now()` counts from here).
-        let epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0));
-        Timeline::new(rank as u32, epoch)
-    });
-    let series = (config.steps && comp.is_some())
-        .then(|| MpiSeries::new(rank as u32, compress::series::DEFAULT_BUCKETS));
-    let sinks = Sinks {
-        raw,
-        comp,
-        timeline,
-        series,
-    };
-    let enabled = sinks.raw.is_some() || sinks.comp.is_some();
+    let enabled = sinks.raw.is_some() || sinks.rec.is_some();
     let mut comm_ranks = HandleMap::default();
     comm_ranks.insert(world.id, rank);
     comm_ranks.insert(self_.id, 0);
@@ -287,9 +268,7 @@ impl Tracer {
         // A trace that stops in the middle would expand to a wrong event
         // sequence: this rank leaves the merged trace instead.
         let mut s = self.sinks.lock().unwrap_or_else(|p| p.into_inner());
-        s.comp = None;
-        s.timeline = None;
-        s.series = None;
+        s.rec = None;
         drop(s);
         if self.enabled.swap(false, Ordering::SeqCst) {
             warn(
@@ -482,54 +461,38 @@ impl Tracer {
                 &format!("cannot write the raw log ({e}); the raw log stops here"),
             );
         }
-        if let Some(t) = &mut s.timeline {
-            t.push(ev.time.enter_ns, ev.time.enter_ns + ev.time.dur_ns);
-        }
-        if let Some(t) = &mut s.series {
-            t.push(ev.time.dur_ns);
-        }
-        if let Some(c) = &mut s.comp
-            && let Err(e) = c.push(ev)
+        if let Some(r) = &mut s.rec
+            && let Err(e) = r.push(ev)
         {
-            s.comp = None;
-            s.timeline = None;
-            s.series = None;
+            s.rec = None;
             warn(
                 Some(self.rank),
                 &format!("cannot compress events ({e}); this rank will be missing from the trace"),
             );
         }
-        if s.raw.is_none() && s.comp.is_none() {
+        if s.raw.is_none() && s.rec.is_none() {
             drop(s);
             self.fail("no sink left");
         }
     }
 
-    /// Flushes the raw log and ends compression; called at `MPI_Finalize` and
-    /// `MPI_Abort`. Tracing stops afterwards. Returns this rank's compressed
-    /// trace, if it has one, with its timeline and series, if asked for.
-    pub fn finish(&self) -> Option<Finished> {
+    /// Flushes the raw log and ends the recording; called at `MPI_Finalize`
+    /// and `MPI_Abort`. Tracing stops afterwards. Returns this rank's part
+    /// of the trace file (its compressed trace, with its timeline and
+    /// series when asked for), if it has one.
+    pub fn finish(&self) -> Option<TraceFile> {
         self.enabled.store(false, Ordering::SeqCst);
-        let (raw, comp, timeline, series) = match self.sinks.lock() {
-            Ok(mut s) => (
-                s.raw.take(),
-                s.comp.take(),
-                s.timeline.take(),
-                s.series.take(),
-            ),
-            Err(_) => (None, None, None, None),
+        let (raw, rec) = match self.sinks.lock() {
+            Ok(mut s) => (s.raw.take(), s.rec.take()),
+            Err(_) => (None, None),
         };
         if let Some(mut raw) = raw
             && let Err(e) = raw.finish()
         {
             warn(Some(self.rank), &format!("cannot write the raw log ({e})"));
         }
-        match comp.map(Compressor::into_trace) {
-            Some(Ok(trace)) => Some(Finished {
-                trace,
-                timeline,
-                series,
-            }),
+        match rec.map(RankRecorder::finish) {
+            Some(Ok(part)) => Some(part),
             Some(Err(e)) => {
                 warn(Some(self.rank), &format!("cannot end compression ({e})"));
                 None

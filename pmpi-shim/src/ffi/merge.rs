@@ -7,7 +7,7 @@ use std::ffi::{c_int, c_void};
 use std::path::Path;
 use std::time::Instant;
 
-use compress::{MergedTrace, Meta, TraceFile};
+use compress::TraceFile;
 use mpi_sys::*;
 
 use crate::reduce::{self, Link};
@@ -129,11 +129,7 @@ fn command_line() -> Vec<String> {
 /// Merges every rank's trace into rank 0 and writes the file there.
 /// Collective over `MPI_COMM_WORLD`: every rank calls it, with or without a
 /// trace of its own.
-pub(crate) fn merge_and_write(
-    t: Option<&Tracer>,
-    trace: Option<crate::tracer::Finished>,
-    path: &Path,
-) {
+pub(crate) fn merge_and_write(t: Option<&Tracer>, trace: Option<TraceFile>, path: &Path) {
     let start = Instant::now();
     // SAFETY: reading an initialised mpi-sys constant.
     let world = unsafe { RSMPI_COMM_WORLD };
@@ -161,14 +157,9 @@ pub(crate) fn merge_and_write(
     let mut size: c_int = 0;
     // SAFETY: `comm` is the valid duplicate made above.
     unsafe { PMPI_Comm_size(comm, &mut size) };
-    let mine = trace.map(|f| TraceFile {
-        meta: Meta {
-            sites: crate::callsite::sites(),
-            ..Meta::default()
-        },
-        trace: MergedTrace::from_rank(&f.trace),
-        timelines: f.timeline.into_iter().collect(),
-        series: f.series.into_iter().collect(),
+    let mine = trace.map(|mut part| {
+        part.meta.sites = crate::callsite::sites();
+        part
     });
     let mut link = MpiLink { comm };
     let out = reduce::reduce(rank, size, mine, &mut link);
