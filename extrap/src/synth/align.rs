@@ -535,7 +535,9 @@ impl<'a> Fitter<'a> {
         }
         let points: Vec<(&[u64], i64)> = grids.iter().copied().zip(vals.iter().copied()).collect();
         let fitted = fit::fit(&points, self.dims, kind);
+        // Loop counts need three inputs of their own, borrowed law or not.
         if !matches!(&fitted, Ok(f) if f.verified)
+            && (field != LOOP_STEPS || vals.len() >= 3)
             && let Some((v, model)) = self.borrowed(ev, field, &points)
         {
             self.record(ev, field, vals, model, v, true);
