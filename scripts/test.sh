@@ -19,7 +19,7 @@ cargo test --release --workspace --doc --quiet
 echo "test: cargo test (MPI tests run one at a time: the machine is small)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-RUST_TEST_THREADS=1 cargo test --release --workspace --lib --bins --tests 2>&1 | tee "$log"
+RUST_TEST_THREADS=1 cargo test --release --workspace --lib --bins --tests --no-fail-fast 2>&1 | tee "$log"
 # One closing line over all test binaries.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "total: %d passed, %d failed\n", p, f }' "$log"

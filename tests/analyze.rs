@@ -833,7 +833,11 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
                 assert_eq!(at, 10 + r.abs_diff(4), "{imp} rank {r}: {row:?}");
                 assert!(max > 20e6, "{imp} rank {r}: {row:?}");
             } else {
-                assert!(max < 15e6, "{imp} rank {r} waited: {row:?}");
+                // From the second iteration: the first holds the MPI
+                // library's connection set-up (16.9 ms once on MPICH on a
+                // fresh machine), not a wait.
+                let calm = row[1..].iter().copied().fold(0.0, f64::max);
+                assert!(calm < 15e6, "{imp} rank {r} waited: {row:?}");
             }
         }
         let d = desync::analyze(&steps.t, &desync::Options::for_reports()).unwrap();
