@@ -206,8 +206,7 @@ struct MetaV3 {
 
 impl From<MetaV3> for Meta {
     fn from(m: MetaV3) -> Meta {
-        Meta {
-            origin: Origin::legacy(&m.tool),
+        MetaV4 {
             tool: m.tool,
             mpi: m.mpi,
             world_size: m.world_size,
@@ -217,6 +216,7 @@ impl From<MetaV3> for Meta {
             sites: m.sites,
             unverified: Vec::new(),
         }
+        .into()
     }
 }
 

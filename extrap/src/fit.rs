@@ -174,14 +174,7 @@ impl Model {
     /// its unknowns; inputs of 8, 16 and 32 ranks have two row lengths (4
     /// and 8) and verify no law in the row length with two unknowns.
     fn support(&self, points: &[(&[u64], i64)]) -> usize {
-        let terms = self.terms();
-        let mut seen: Vec<Vec<u64>> = points
-            .iter()
-            .map(|(d, _)| terms.iter().map(|t| t.eval(d).to_bits()).collect())
-            .collect();
-        seen.sort_unstable();
-        seen.dedup();
-        seen.len()
+        distinct(&self.terms(), points)
     }
 
     /// The model as a formula in the axis names (x fastest), for reports.
@@ -449,12 +442,15 @@ fn solve_div_product(a: Term, b: Term, points: &[(&[u64], i64)]) -> Option<Model
 /// stencil (a few planes of a few variables), not arbitrary constants.
 const DIV_OFFSET: i64 = 64;
 
-/// How many distinct values `t` takes over the points.
-fn distinct(t: Term, points: &[(&[u64], i64)]) -> usize {
-    let mut v: Vec<u64> = points.iter().map(|(d, _)| t.eval(d).to_bits()).collect();
-    v.sort_unstable();
-    v.dedup();
-    v.len()
+/// How many distinct tuples of values `terms` take over the points.
+fn distinct(terms: &[Term], points: &[(&[u64], i64)]) -> usize {
+    let mut seen: Vec<Vec<u64>> = points
+        .iter()
+        .map(|(d, _)| terms.iter().map(|t| t.eval(d).to_bits()).collect())
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len()
 }
 
 /// Fits one field: `points` are the (sizes, value) pairs of the inputs,
@@ -500,7 +496,7 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
             for ceil in [false, true] {
                 cands.extend(solve_div(t, ceil, 0, points));
                 // With an offset only where the inputs can verify it.
-                if distinct(t, points) > 2 {
+                if distinct(&[t], points) > 2 {
                     cands.extend(
                         (-DIV_OFFSET..=DIV_OFFSET)
                             .filter(|&a| a != 0)

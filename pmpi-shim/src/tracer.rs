@@ -175,16 +175,19 @@ pub(crate) fn install(
     keys: [usize; 2],
 ) {
     let rec = config.trace_file.as_ref().map(|_| {
-        // The wall clock at time zero (`now()` counts from here).
-        let epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0));
+        // The wall clock at time zero (`now()` counts from here), the
+        // timeline's epoch.
+        let epoch = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0))
+        };
         let what = Recording {
             config: compress::Config {
                 slow_instances: config.slow_k,
                 ..compress::Config::default()
             },
-            timeline_epoch: config.timeline.then_some(epoch),
+            timeline_epoch: config.timeline.then(epoch),
             series_buckets: config.steps.then_some(compress::series::DEFAULT_BUCKETS),
         };
         RankRecorder::new(u32::try_from(rank).unwrap_or(0), &what)

@@ -325,6 +325,11 @@ pub(super) struct Fitter<'a> {
 /// follows in a class with more, where that law reproduces its own values.
 pub(super) type Laws = HashMap<(u64, String), Vec<(fit::Model, String)>>;
 
+/// The key of a field's laws: its call site, operation and field name.
+fn law_key(ev: &Ev, field: &str) -> (u64, String) {
+    (ev.shape.site(), format!("{} {field}", event_text(ev)))
+}
+
 /// The field name of a loop's step count.
 const LOOP_STEPS: &str = "loop steps";
 
@@ -361,7 +366,7 @@ impl<'a> Fitter<'a> {
     /// The value of a law verified in another class that reproduces
     /// `points`, when every such law agrees at the target.
     fn borrowed(&self, ev: &Ev, field: &str, points: &[(&[u64], i64)]) -> Option<(i64, String)> {
-        let key = (ev.shape.site(), format!("{} {field}", event_text(ev)));
+        let key = law_key(ev, field);
         if points.len() < 2 {
             // One value says nothing about the law it follows.
             return None;
@@ -565,7 +570,7 @@ impl<'a> Fitter<'a> {
             && !matches!(f.model, fit::Model::Const(_))
             && let Some(laws) = self.laws.as_deref_mut()
         {
-            laws.entry((ev.shape.site(), format!("{} {field}", event_text(ev))))
+            laws.entry(law_key(ev, field))
                 .or_default()
                 .push((f.model.clone(), self.class.to_string()));
         }

@@ -597,6 +597,14 @@ fn event_text(e: &Ev) -> String {
     e.shape.op().name().to_string()
 }
 
+/// A call site's label in `meta`, or its hash when it has none.
+fn site_label(meta: &Meta, site: u64) -> String {
+    meta.sites
+        .iter()
+        .find(|(h, _)| *h == site)
+        .map_or(format!("{site:#x}"), |(_, n)| n.clone())
+}
+
 /// Where two ranks' event sequences first differ, in the raw-log grammar
 /// with peers as offsets from the rank, so that a user sees which call and
 /// which value make them differ (NPB BT's tags that number its cells).
@@ -613,18 +621,11 @@ pub(crate) fn first_divergence(file: &TraceFile, r1: u64, r2: u64) -> String {
         let s = codec::encode(e, r as i32, &mut p);
         (s, p)
     };
-    let label = |e: &Event| {
-        file.meta
-            .sites
-            .iter()
-            .find(|(h, _)| *h == e.site)
-            .map_or(format!("{:#x}", e.site), |(_, n)| n.clone())
-    };
     let n = a.len().min(b.len());
     match (0..n).find(|&i| encoded(&a[i], r1) != encoded(&b[i], r2)) {
         Some(i) => format!(
             "event {i} at {}: rank {r1} has `{}`, rank {r2} has `{}`",
-            label(&a[i]),
+            site_label(&file.meta, a[i].site),
             compress::raw::event_line(&a[i]).trim_end(),
             compress::raw::event_line(&b[i]).trim_end()
         ),
@@ -896,12 +897,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
                         s.events
                             .get(i)
                             .map_or("the end of the sequence".into(), |e| {
-                                let site = meta
-                                    .sites
-                                    .iter()
-                                    .find(|(h, _)| *h == e.shape.site())
-                                    .map_or(format!("{:#x}", e.shape.site()), |(_, n)| n.clone());
-                                format!("{} at {site}", event_text(e))
+                                format!("{} at {}", event_text(e), site_label(meta, e.shape.site()))
                             })
                     };
                     mismatch = Some(Error::Mismatch(Box::new(crate::Mismatch {
