@@ -866,10 +866,14 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
         let mean = cross.iter().sum::<f64>() / cross.len() as f64;
         assert!(mean.abs() < 0.3, "{imp}: {mean} {:?}", d.correlation);
         // The clusters separate the delayed group: the undisturbed ranks
-        // share one cluster, and no waiting rank is in it.
+        // share one cluster, and no waiting rank with a mirror is in it.
+        // Rank 9 waits alone, in the last iteration: as a cluster of one it
+        // has no silhouette, and joining the calm ranks costs the
+        // clustering little, so which side it lands on is noise (it joined
+        // the calm ones once on MPICH in a fresh-machine run).
         let c = d.clustering.expect("clusters");
         let calm = c.labels[12];
-        for r in 0..16 {
+        for r in (0..16).filter(|&r| r != 9) {
             assert_eq!(
                 c.labels[r] == calm,
                 !waited(r),
