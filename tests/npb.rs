@@ -299,6 +299,38 @@ fn ft_is_exact_and_replays() {
     replay_equals(IMP, &out, 32, &dir, &dir.join("real-raw"));
 }
 
+/// NPB BT's input file: 5 time steps of class A's step on a 60^3 grid, so
+/// that every p x p grid from 3x3 to 6x6 cuts it into equal cells (class A's
+/// own 64 points would give cells of two sizes, and so counts that differ
+/// by rank, at 9, 25 and 36 ranks). NPB cannot verify a custom run.
+const BT_INPUT: &str = "5\n0.0008\n60 60 60\n";
+
+/// NPB BT through its plugin (`extrap/specs/npb-bt.toml`): BT's
+/// multi-partition numbers each solve message's tag by the cell it belongs
+/// to, a different number on every rank at every stage; the plugin names
+/// those tags and the wrapping neighbours by stage, and the buffers are
+/// blocks of the cells (`30*floor(68/p)^2`, `10*(p - 1)*floor(60/p)^2`).
+/// Exact at 36 ranks from 9, 16 and 25, and it replays to the real run.
+/// With 36 as a fourth input, 100 ranks is refused: the block laws that fit
+/// p = 3..6 part at p = 10 (the real one is `30*(floor(64/p) + 1)^2`).
+#[test]
+fn bt_is_exact_through_the_plugin_and_replays() {
+    let spec = root().join("extrap/specs/npb-bt.toml");
+    let plugin = format!("--plugin={}", spec.display());
+    let input = Some(("inputbt.data", BT_INPUT));
+    let Some((dir, out, real)) = exact(IMP, "bt", "A", &[9, 16, 25], 36, &[&plugin], input) else {
+        return;
+    };
+    replay_equals(IMP, &out, 36, &dir, &dir.join("real-raw"));
+    let mut files: Vec<PathBuf> = [9, 16, 25]
+        .iter()
+        .map(|n| dir.join(format!("bt.A.{n}.trace")))
+        .collect();
+    files.push(real);
+    let err = extrap(&dir.join("bt.100.trace"), 100, &files, &[&plugin]).unwrap_err();
+    assert!(err.contains("cannot tell them apart"), "{err}");
+}
+
 /// NPB LU's input file for class A's 64^3 grid with two SSOR iterations
 /// instead of 250: the same communication per iteration, a run of seconds
 /// at 128 ranks on two cores. NPB cannot verify a custom run.

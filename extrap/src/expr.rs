@@ -5,7 +5,9 @@
 //! error), `**`, comparisons (`== != < <= > >=`, giving 1 or 0), `&& ||`,
 //! `c ? a : b`, parentheses, variables, and the functions `xor(a, b)`,
 //! `bitand(a, b)`, `bitor(a, b)`, `log2(a)` (rounded down), `clog2(a)`
-//! (rounded up), `min(a, b)`, `max(a, b)` and `abs(a)`.
+//! (rounded up), `sqrt(a)` (rounded down: NPB BT and SP lay their square
+//! rank counts out as `sqrt(P) x sqrt(P)`), `min(a, b)`, `max(a, b)` and
+//! `abs(a)`.
 
 use std::collections::HashMap;
 
@@ -254,6 +256,7 @@ impl Expr {
                     ("max", [a, b]) => *a.max(b),
                     ("abs", [a]) => a.checked_abs().ok_or_else(of)?,
                     ("log2", [a]) => log2(*a)?,
+                    ("sqrt", [a]) => isqrt(*a)?,
                     ("clog2", [a]) => {
                         let l = log2(*a)?;
                         if 1i64 << l == *a { l } else { l + 1 }
@@ -263,6 +266,12 @@ impl Expr {
             }
         })
     }
+}
+
+/// The integer square root, rounded down, of a non-negative `a`.
+fn isqrt(a: i64) -> Result<i64, String> {
+    let a = u64::try_from(a).map_err(|_| format!("sqrt of {a} < 0"))?;
+    Ok(a.isqrt() as i64)
 }
 
 #[cfg(test)]
@@ -283,6 +292,8 @@ mod tests {
         assert_eq!(ev("1 < 2 && 3 >= 3 ? 10 : 20", &[]), Ok(10));
         assert_eq!(ev("xor(rank, 2**k)", &[("rank", 5), ("k", 1)]), Ok(7));
         assert_eq!(ev("clog2(5) + log2(5)", &[]), Ok(5));
+        assert_eq!(ev("sqrt(35) + sqrt(36) + sqrt(0)", &[]), Ok(11));
+        assert!(ev("sqrt(-1)", &[]).is_err());
     }
 
     #[test]

@@ -5,13 +5,50 @@
 //! A plugin names each peer symbolically, as a pattern and a step, from the
 //! executing rank and the rank count; extrapolation then fits the symbolic
 //! values like any other field and turns them back into ranks at the target.
+//! The same holds for tags and counts that a rank computes from its place
+//! in a decomposition (NPB BT numbers each message by the cell it belongs
+//! to, a different number on every rank at every stage): field patterns name
+//! them, scoped to the functions that compute them.
 //! [`Plugin`] is the Rust interface; [`SpecPlugin`] reads a small TOML spec
 //! whose patterns are expressions in `rank`, `P` and the step `k` (see
-//! `extrap/specs/npb-cg.toml`), so that users need not recompile.
+//! `extrap/specs/npb-cg.toml` and `npb-bt.toml`), so that users need not
+//! recompile.
 
 use serde::Deserialize;
 
 use crate::expr::{Env, Expr};
+
+/// A field other than a peer that a plugin may name symbolically.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// A message tag (`send.tag`, `recv.tag`).
+    Tag,
+    /// An element count (`send.count`, `recv.count`).
+    Count,
+}
+
+impl Field {
+    /// The field an encoded parameter name denotes, if a plugin may name it.
+    pub fn of(param: &str) -> Option<Field> {
+        if param.ends_with(".tag") {
+            Some(Field::Tag)
+        } else if param.ends_with(".count") {
+            Some(Field::Count)
+        } else {
+            None
+        }
+    }
+
+    fn parse(name: &str) -> Result<Field, String> {
+        match name {
+            "tag" => Ok(Field::Tag),
+            "count" => Ok(Field::Count),
+            _ => Err(format!(
+                "field {name:?}: a field pattern names a \"tag\" or a \"count\""
+            )),
+        }
+    }
+}
 
 /// A source of symbolic endpoints.
 pub trait Plugin: Send + Sync {
@@ -30,6 +67,27 @@ pub trait Plugin: Send + Sync {
         let _ = size;
         None
     }
+    /// `value` of field `field`, recorded by `rank` of `size` ranks in a
+    /// call from `function`: the field pattern that gives it and the step,
+    /// or `None` (the value stays as it is). Plugins without field patterns
+    /// name none.
+    fn symbolic_field(
+        &self,
+        field: Field,
+        function: &str,
+        rank: u64,
+        size: u64,
+        value: i64,
+    ) -> Option<(u32, i64)> {
+        let _ = (field, function, rank, size, value);
+        None
+    }
+    /// The value that field pattern `pattern` at step `k` gives `rank` of
+    /// `size` ranks.
+    fn concrete_field(&self, rank: u64, size: u64, pattern: u32, k: i64) -> Option<i64> {
+        let _ = (rank, size, pattern, k);
+        None
+    }
 }
 
 #[derive(Deserialize)]
@@ -44,6 +102,25 @@ struct SpecFile {
     lets: Vec<NamedExpr>,
     #[serde(rename = "peer")]
     peers: Vec<PeerSpec>,
+    #[serde(default, rename = "field")]
+    fields: Vec<FieldSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FieldSpec {
+    #[allow(dead_code)]
+    name: String,
+    /// `tag` or `count`.
+    param: String,
+    expr: String,
+    steps: Option<String>,
+    /// The functions whose calls the pattern applies to (by name, a
+    /// Fortran trailing underscore ignored); every call when empty. A tag
+    /// pattern that numbers cells would otherwise also claim a constant tag
+    /// of another call that happens to equal one cell's number.
+    #[serde(default)]
+    functions: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -68,20 +145,34 @@ struct Pattern {
     steps: Option<Expr>,
 }
 
+struct FieldPattern {
+    field: Field,
+    functions: Vec<String>,
+    pattern: Pattern,
+}
+
+/// A function name without the trailing underscores of Fortran name
+/// mangling.
+fn bare(name: &str) -> &str {
+    name.trim_end_matches('_')
+}
+
 /// A plugin read from a spec file.
 pub struct SpecPlugin {
     name: String,
     grid: Vec<String>,
     lets: Vec<(String, Expr)>,
     patterns: Vec<Pattern>,
+    fields: Vec<FieldPattern>,
 }
 
 impl std::str::FromStr for SpecPlugin {
     type Err = String;
 
     /// Parses a spec (TOML): `name`, `[[let]]` tables of `name` and `expr`
-    /// evaluated in order, and `[[peer]]` tables of `name`, `expr` and
-    /// optional `steps`.
+    /// evaluated in order, `[[peer]]` tables of `name`, `expr` and optional
+    /// `steps`, and `[[field]]` tables of `name`, `param` (`tag` or
+    /// `count`), `expr`, optional `steps` and optional `functions`.
     fn from_str(text: &str) -> Result<SpecPlugin, String> {
         let f: SpecFile = toml::from_str(text).map_err(|e| e.to_string())?;
         let lets = f
@@ -102,25 +193,57 @@ impl std::str::FromStr for SpecPlugin {
         if patterns.is_empty() {
             return Err("the spec has no [[peer]] pattern".into());
         }
+        let fields = f
+            .fields
+            .into_iter()
+            .map(|p| {
+                Ok(FieldPattern {
+                    field: Field::parse(&p.param)?,
+                    functions: p.functions,
+                    pattern: Pattern {
+                        expr: p.expr.parse()?,
+                        steps: p.steps.map(|s| s.parse()).transpose()?,
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
         Ok(SpecPlugin {
             name: f.name,
             grid: f.grid,
             lets,
             patterns,
+            fields,
         })
     }
 }
 
 impl SpecPlugin {
-    fn env(&self, rank: u64, size: u64) -> Option<Env> {
+    /// The variables at step `k`: `rank`, `P`, `k` and the `let`s, which
+    /// may use the step (NPB BT's cell at stage `k`).
+    fn env(&self, rank: u64, size: u64, k: i64) -> Option<Env> {
         let mut env = Env::new();
         env.insert("rank".into(), i64::try_from(rank).ok()?);
         env.insert("P".into(), i64::try_from(size).ok()?);
+        env.insert("k".into(), k);
         for (name, e) in &self.lets {
             let v = e.eval(&env).ok()?;
             env.insert(name.clone(), v);
         }
         Some(env)
+    }
+
+    /// The step `k` (from 0 up to the pattern's steps) at which `pattern`
+    /// gives `value` for `rank` of `size` ranks.
+    fn step_of(&self, p: &Pattern, rank: u64, size: u64, value: i64) -> Option<i64> {
+        let steps = match &p.steps {
+            Some(s) => s.eval(&self.env(rank, size, 0)?).ok()?,
+            None => 1,
+        };
+        (0..steps.clamp(0, 1 << 16)).find(|&k| {
+            self.env(rank, size, k)
+                .and_then(|env| p.expr.eval(&env).ok())
+                == Some(value)
+        })
     }
 
     /// Checks that every pattern evaluates for every rank of a run of
@@ -129,19 +252,27 @@ impl SpecPlugin {
         let mut env = Env::new();
         env.insert("rank".into(), 0);
         env.insert("P".into(), size as i64);
+        env.insert("k".into(), 0);
         for (name, e) in &self.lets {
             let v = e.eval(&env).map_err(|err| format!("let {name}: {err}"))?;
             env.insert(name.clone(), v);
         }
-        for (i, p) in self.patterns.iter().enumerate() {
-            env.insert("k".into(), 0);
+        let all = self
+            .patterns
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("peer {}", i + 1), p))
+            .chain(
+                self.fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (format!("field {}", i + 1), &f.pattern)),
+            );
+        for (what, p) in all {
             if let Some(s) = &p.steps {
-                s.eval(&env)
-                    .map_err(|e| format!("peer {}: steps: {e}", i + 1))?;
+                s.eval(&env).map_err(|e| format!("{what}: steps: {e}"))?;
             }
-            p.expr
-                .eval(&env)
-                .map_err(|e| format!("peer {}: {e}", i + 1))?;
+            p.expr.eval(&env).map_err(|e| format!("{what}: {e}"))?;
         }
         for g in &self.grid {
             if !env.contains_key(g) {
@@ -165,28 +296,18 @@ impl Plugin for SpecPlugin {
     }
 
     fn symbolic(&self, rank: u64, size: u64, peer: u64) -> Option<(u32, i64)> {
-        let mut env = self.env(rank, size)?;
-        for (i, p) in self.patterns.iter().enumerate() {
-            env.insert("k".into(), 0);
-            let steps = match &p.steps {
-                Some(s) => s.eval(&env).ok()?,
-                None => 1,
-            };
-            for k in 0..steps.clamp(0, 1 << 16) {
-                env.insert("k".into(), k);
-                if p.expr.eval(&env).ok() == i64::try_from(peer).ok() {
-                    return Some((i as u32, k));
-                }
-            }
-        }
-        None
+        let peer = i64::try_from(peer).ok()?;
+        self.patterns
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| self.step_of(p, rank, size, peer).map(|k| (i as u32, k)))
     }
 
     fn grid(&self, size: u64) -> Option<Vec<u64>> {
         if self.grid.is_empty() {
             return None;
         }
-        let env = self.env(0, size)?;
+        let env = self.env(0, size, 0)?;
         self.grid
             .iter()
             .map(|g| env.get(g).and_then(|&v| u64::try_from(v).ok()))
@@ -194,11 +315,32 @@ impl Plugin for SpecPlugin {
     }
 
     fn concrete(&self, rank: u64, size: u64, pattern: u32, k: i64) -> Option<u64> {
-        let mut env = self.env(rank, size)?;
-        env.insert("k".into(), k);
         let p = self.patterns.get(pattern as usize)?;
-        let v = p.expr.eval(&env).ok()?;
+        let v = p.expr.eval(&self.env(rank, size, k)?).ok()?;
         u64::try_from(v).ok().filter(|&v| v < size)
+    }
+
+    fn symbolic_field(
+        &self,
+        field: Field,
+        function: &str,
+        rank: u64,
+        size: u64,
+        value: i64,
+    ) -> Option<(u32, i64)> {
+        self.fields.iter().enumerate().find_map(|(i, f)| {
+            let scoped =
+                f.functions.is_empty() || f.functions.iter().any(|g| bare(g) == bare(function));
+            (f.field == field && scoped)
+                .then(|| self.step_of(&f.pattern, rank, size, value))
+                .flatten()
+                .map(|k| (i as u32, k))
+        })
+    }
+
+    fn concrete_field(&self, rank: u64, size: u64, pattern: u32, k: i64) -> Option<i64> {
+        let f = self.fields.get(pattern as usize)?;
+        f.pattern.expr.eval(&self.env(rank, size, k)?).ok()
     }
 }
 

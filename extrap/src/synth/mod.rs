@@ -13,7 +13,7 @@ use crate::Error;
 use crate::fit::{self, FitFailure};
 use crate::lossy::{self, Snippet};
 use crate::models::{self, Law, Method};
-use crate::plugin::Plugin;
+use crate::plugin::{Field, Plugin};
 use crate::topology::{self, Layout, Pos, RankInfo, Topology, rank_at};
 
 mod align;

@@ -1,4 +1,5 @@
-//! Extrapolation through a plugin: peers as symbols (pattern, step).
+//! Extrapolation through a plugin: peers, and the tags and counts its field
+//! patterns name, as symbols (pattern, step).
 
 use super::*;
 
@@ -10,8 +11,9 @@ pub(super) const STEP_MASK: i64 = (1 << 20) - 1;
 
 /// The positions of the peers a plugin may name in an event's encoded
 /// parameters: the `*.peer` fields (and the `*.local` ones on
-/// `MPI_COMM_WORLD`, where they are the same offsets), and the relative
-/// source of every matched-message entry.
+/// `MPI_COMM_WORLD`, or wherever they are the same offsets: NPB BT's
+/// duplicates of the world), and the relative source of every
+/// matched-message entry.
 fn peer_positions(shape: &Shape, params: &[i64]) -> Vec<usize> {
     let (nfixed, widths) = shape.layout();
     let world = params.first() == Some(&0);
@@ -28,7 +30,10 @@ fn peer_positions(shape: &Shape, params: &[i64]) -> Vec<usize> {
         .enumerate()
         .filter(|&(j, n)| {
             (n.ends_with(".peer") && real(j))
-                || (world && n.ends_with(".local") && j > 0 && real(j - 1))
+                || (n.ends_with(".local")
+                    && j > 0
+                    && real(j - 1)
+                    && (world || params.get(j) == params.get(j - 1)))
         })
         .map(|(j, _)| j)
         .collect();
@@ -44,9 +49,60 @@ fn peer_positions(shape: &Shape, params: &[i64]) -> Vec<usize> {
     out
 }
 
-/// Replaces every peer the plugin can name by its symbol.
-fn symbolize(st: &mut Stream, rank: u64, size: u64, plugin: &dyn Plugin) {
+/// The positions of the tags and counts a plugin's field patterns may name
+/// in an event's encoded parameters (not `MPI_ANY_TAG`).
+fn field_positions(shape: &Shape, params: &[i64]) -> Vec<(usize, Field)> {
+    let (nfixed, _) = shape.layout();
+    shape
+        .param_names()
+        .iter()
+        .take(nfixed)
+        .enumerate()
+        .filter_map(|(j, n)| Some((j, Field::of(n)?)))
+        .filter(|&(j, _)| params.get(j).is_some_and(|&v| v != codec::TAG_ANY))
+        .collect()
+}
+
+/// The function of each call site (the first word of its label), for
+/// field patterns scoped to functions.
+pub(super) fn site_functions(meta: &Meta) -> HashMap<u64, String> {
+    meta.sites
+        .iter()
+        .map(|(h, label)| (*h, label.split(' ').next().unwrap_or("").to_string()))
+        .collect()
+}
+
+/// The symbol of pattern `p` at step `k`, if the step fits its bits.
+fn symbol(p: u32, k: i64) -> Option<i64> {
+    (0..=STEP_MASK)
+        .contains(&k)
+        .then(|| SYMBOL + (i64::from(p) << 20) + k)
+}
+
+/// The pattern and step of a symbol.
+fn unsymbol(v: i64) -> (u32, i64) {
+    (((v - SYMBOL) >> 20) as u32, (v - SYMBOL) & STEP_MASK)
+}
+
+/// Replaces every peer, tag and count the plugin can name by its symbol;
+/// `functions` gives each call site's function.
+fn symbolize(
+    st: &mut Stream,
+    rank: u64,
+    size: u64,
+    plugin: &dyn Plugin,
+    functions: &HashMap<u64, String>,
+) {
     for e in &mut st.events {
+        let function = functions.get(&e.shape.site()).map_or("", String::as_str);
+        for (j, field) in field_positions(&e.shape, &e.params) {
+            if let Some(s) = plugin
+                .symbolic_field(field, function, rank, size, e.params[j])
+                .and_then(|(p, k)| symbol(p, k))
+            {
+                e.params[j] = s;
+            }
+        }
         for j in peer_positions(&e.shape, &e.params) {
             let Some(v) = e.params.get_mut(j) else {
                 continue;
@@ -55,18 +111,40 @@ fn symbolize(st: &mut Stream, rank: u64, size: u64, plugin: &dyn Plugin) {
                 continue;
             }
             let peer = rank as i64 + *v;
-            if let Some((p, k)) = u64::try_from(peer)
+            if let Some(s) = u64::try_from(peer)
                 .ok()
                 .and_then(|q| plugin.symbolic(rank, size, q))
-                && (0..1 << 20).contains(&k)
+                .and_then(|(p, k)| symbol(p, k))
             {
-                *v = SYMBOL + (i64::from(p) << 20) + k;
+                *v = s;
             }
         }
     }
 }
 
-/// Turns symbols back into peer offsets for `rank` of `size` ranks.
+/// Rank 0's split colours and keys in the form rank 1 records them: a
+/// colour of 0 on `MPI_COMM_WORLD` is both 0 and rank 0's own rank, which
+/// the trace stores as [`codec::RANK_SELF`] ("the caller's rank"), while
+/// every other rank records a plain 0 (NPB BT's `color = 0`). Returns
+/// whether anything changed.
+fn agree_with_rank_one(st0: &mut Stream, st1: &Stream) -> bool {
+    let mut changed = false;
+    for (a, b) in st0.events.iter_mut().zip(&st1.events) {
+        if a.shape != b.shape || a.params.first() != Some(&0) {
+            continue;
+        }
+        for (x, &y) in a.params.iter_mut().zip(&b.params) {
+            if *x == codec::RANK_SELF && y == 0 {
+                *x = 0;
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// Turns symbols back into peer offsets, tags and counts for `rank` of
+/// `size` ranks.
 fn concretize(
     params: &mut [i64],
     shape: &Shape,
@@ -74,12 +152,33 @@ fn concretize(
     size: u64,
     plugin: &dyn Plugin,
 ) -> Result<(), Error> {
+    for (j, field) in field_positions(shape, params) {
+        if params[j] < SYMBOL {
+            continue;
+        }
+        let (p, k) = unsymbol(params[j]);
+        params[j] = plugin
+            .concrete_field(rank, size, p, k)
+            .filter(|&v| v >= 0 && (field == Field::Count || v <= i64::from(i32::MAX)))
+            .ok_or_else(|| {
+                Error::Unrealisable(format!(
+                    "plugin {:?}: field pattern {} at step {k} gives rank {rank} of {size} no \
+                     valid {} (is {size} a size the pattern allows?)",
+                    plugin.name(),
+                    p + 1,
+                    match field {
+                        Field::Tag => "tag",
+                        Field::Count => "count",
+                    }
+                ))
+            })?;
+    }
     for j in peer_positions(shape, params) {
         let Some(v) = params.get_mut(j) else { continue };
         if *v < SYMBOL {
             continue;
         }
-        let (p, k) = (((*v - SYMBOL) >> 20) as u32, (*v - SYMBOL) & STEP_MASK);
+        let (p, k) = unsymbol(*v);
         let peer = plugin.concrete(rank, size, p, k).ok_or_else(|| {
             Error::Unrealisable(format!(
                 "plugin {:?}: pattern {} at step {k} gives rank {rank} of {size} no peer (is \
@@ -125,9 +224,17 @@ pub(super) fn extrapolate_with_plugin(
     for (inp, &p) in inputs.iter().zip(sizes) {
         let mut first: Option<(u64, Stream)> = None;
         let mut infos = Vec::with_capacity(p as usize);
+        let functions = site_functions(&inp.file.meta);
         for r in 0..p {
             let mut st = stream(&inp.file, r, opts.ignore_sites)?;
-            symbolize(&mut st, r, p, plugin);
+            symbolize(&mut st, r, p, plugin, &functions);
+            if r == 1
+                && let Some((h, s0)) = &mut first
+                && agree_with_rank_one(s0, &st)
+            {
+                infos[0] = stream_info(s0);
+                *h = infos[0].stream;
+            }
             let info = stream_info(&st);
             if let Some((h, s0)) = &first
                 && *h != info.stream
