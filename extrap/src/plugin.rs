@@ -382,6 +382,48 @@ mod tests {
     }
 
     #[test]
+    fn the_bt_spec_numbers_cells_by_stage_in_their_functions_only() {
+        let p: SpecPlugin = include_str!("../specs/npb-bt.toml").parse().unwrap();
+        p.check(9).unwrap();
+        assert_eq!(p.grid(36), Some(vec![6, 6]));
+        // 9 ranks (p = 3): rank 1 at x = 1, y = 0 sends its x-sweep
+        // messages tagged 3007 at stage 0 and 3000 at stage 1, as a traced
+        // NPB BT S run records (x_solve.f:204); its x successor is rank 2
+        // and its x predecessor rank 0.
+        let fw = "x_send_solve_info_";
+        assert_eq!(p.symbolic_field(Field::Tag, fw, 1, 9, 3007), Some((0, 0)));
+        assert_eq!(p.symbolic_field(Field::Tag, fw, 1, 9, 3000), Some((0, 1)));
+        assert_eq!(p.concrete_field(1, 9, 0, 1), Some(3000));
+        // The same value elsewhere (copy_faces' constant tag) is not named.
+        assert_eq!(
+            p.symbolic_field(Field::Tag, "copy_faces_", 1, 9, 3000),
+            None
+        );
+        // Counts have no pattern in this spec.
+        assert_eq!(p.symbolic_field(Field::Count, fw, 1, 9, 3000), None);
+        assert_eq!(p.symbolic(1, 9, 2), Some((3, 0)));
+        assert_eq!(p.symbolic(1, 9, 0), Some((0, 0)));
+        // At every size, each stage's tag is a distinct cell of the rank's.
+        for size in [9u64, 16, 25, 36] {
+            let side = size.isqrt() as i64;
+            for r in 0..size {
+                let mut tags: Vec<i64> = (0..side)
+                    .map(|k| p.concrete_field(r, size, 0, k).unwrap())
+                    .collect();
+                tags.sort_unstable();
+                tags.dedup();
+                assert_eq!(tags.len() as i64, side, "rank {r} of {size}");
+            }
+        }
+        assert!(
+            "name = \"x\"\n[[peer]]\nname = \"a\"\nexpr = \"rank\"\n[[field]]\nname = \"f\"\n\
+             param = \"peer\"\nexpr = \"1\"\n"
+                .parse::<SpecPlugin>()
+                .is_err()
+        );
+    }
+
+    #[test]
     fn bad_specs_are_rejected() {
         assert!("name = \"x\"".parse::<SpecPlugin>().is_err());
         assert!(
