@@ -49,10 +49,16 @@ pub struct Args {
     /// implies --lossy.
     #[arg(long, value_name = "FILE")]
     snippet: Option<PathBuf>,
-    /// A plugin spec naming peers that no grid position decides (e.g.
-    /// extrap/specs/npb-cg.toml for NPB CG's pattern).
+    /// A plugin spec naming peers, tags and counts that no grid position
+    /// decides (extrap/specs/npb-cg.toml for NPB CG's pattern,
+    /// npb-bt.toml and npb-sp.toml for NPB BT's and SP's multi-partition).
     #[arg(long, value_name = "SPEC")]
     plugin: Option<PathBuf>,
+    /// A value the plugin spec asks for (a `[[param]]` of the spec), e.g.
+    /// `n=60` for the grid points per dimension that NPB SP's message sizes
+    /// follow; repeat for several.
+    #[arg(long, value_name = "NAME=VALUE", requires = "plugin")]
+    plugin_param: Vec<String>,
     /// Align the inputs on their structure alone, ignoring call sites
     /// (for builds without debug information, whose sites are symbol
     /// offsets that a rebuild moves); the output names no call sites.
@@ -117,9 +123,19 @@ pub fn run(args: &Args) -> Result<()> {
     let plugin: Option<std::sync::Arc<dyn extrap::Plugin>> = match &args.plugin {
         Some(p) => {
             let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
-            let spec: extrap::SpecPlugin = text
+            let mut spec: extrap::SpecPlugin = text
                 .parse()
                 .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            for kv in &args.plugin_param {
+                let (name, value) = kv
+                    .split_once('=')
+                    .and_then(|(n, v)| Some((n.trim(), v.trim().parse::<i64>().ok()?)))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("--plugin-param {kv:?}: expected NAME=INTEGER, e.g. n=60")
+                    })?;
+                spec.set_param(name, value)
+                    .map_err(|e| anyhow::anyhow!("{}: --plugin-param {kv}: {e}", p.display()))?;
+            }
             spec.check(args.ranks)
                 .map_err(|e| anyhow::anyhow!("{} at {} ranks: {e}", p.display(), args.ranks))?;
             Some(std::sync::Arc::new(spec))

@@ -331,6 +331,36 @@ fn bt_is_exact_through_the_plugin_and_replays() {
     assert!(err.contains("cannot tell them apart"), "{err}");
 }
 
+/// NPB SP's input file: 5 time steps of class A's step on the same 60^3
+/// grid as BT's, for the same reason.
+const SP_INPUT: &str = "5\n0.0015\n60 60 60\n";
+
+/// NPB SP through its plugin (`extrap/specs/npb-sp.toml`, given the grid
+/// size): SP's solve messages carry 22 (forward) or 10 (backward) values per
+/// point of the face of the stage's cell, less its outermost planes where
+/// the cell touches the grid boundary, so the counts differ from rank to
+/// rank and stage to stage; each occurrence takes the stage that explains
+/// every rank's count. Exact at 36 ranks from 9, 16 and 25, and it replays
+/// to the real run. Without the grid size the spec is refused, saying what
+/// it needs.
+#[test]
+fn sp_is_exact_through_the_plugin_and_replays() {
+    let spec = root().join("extrap/specs/npb-sp.toml");
+    let plugin = format!("--plugin={}", spec.display());
+    let input = Some(("inputsp.data", SP_INPUT));
+    let extra = [plugin.as_str(), "--plugin-param", "n=60"];
+    let Some((dir, out, _)) = exact(IMP, "sp", "A", &[9, 16, 25], 36, &extra, input) else {
+        return;
+    };
+    replay_equals(IMP, &out, 36, &dir, &dir.join("real-raw"));
+    let files: Vec<PathBuf> = [9, 16, 25]
+        .iter()
+        .map(|n| dir.join(format!("sp.A.{n}.trace")))
+        .collect();
+    let err = extrap(&dir.join("sp.x.trace"), 36, &files, &[&plugin]).unwrap_err();
+    assert!(err.contains("--plugin-param n=VALUE"), "{err}");
+}
+
 /// NPB LU's input file for class A's 64^3 grid with two SSOR iterations
 /// instead of 250: the same communication per iteration, a run of seconds
 /// at 128 ranks on two cores. NPB cannot verify a custom run.

@@ -67,20 +67,15 @@ pub trait Plugin: Send + Sync {
         let _ = size;
         None
     }
-    /// `value` of field `field`, recorded by `rank` of `size` ranks in a
-    /// call from `function`: the field pattern that gives it and the step,
-    /// or `None` (the value stays as it is). Plugins without field patterns
-    /// name none.
-    fn symbolic_field(
-        &self,
-        field: Field,
-        function: &str,
-        rank: u64,
-        size: u64,
-        value: i64,
-    ) -> Option<(u32, i64)> {
-        let _ = (field, function, rank, size, value);
-        None
+    /// The field patterns that may name `field` in calls from `function`,
+    /// each with its number of steps at `size` ranks. Extrapolation gives
+    /// each occurrence of the field the pattern and step that explain the
+    /// value of every rank at once: a count may be the same at several
+    /// stages of one rank (NPB SP's interior cells), but not of all.
+    /// Plugins without field patterns have none.
+    fn field_patterns(&self, field: Field, function: &str, size: u64) -> Vec<(u32, i64)> {
+        let _ = (field, function, size);
+        Vec::new()
     }
     /// The value that field pattern `pattern` at step `k` gives `rank` of
     /// `size` ranks.
@@ -104,6 +99,19 @@ struct SpecFile {
     peers: Vec<PeerSpec>,
     #[serde(default, rename = "field")]
     fields: Vec<FieldSpec>,
+    #[serde(default, rename = "param")]
+    params: Vec<ParamSpec>,
+}
+
+/// A value of the run that the traces do not show and the user gives
+/// (`--plugin-param NAME=VALUE`): NPB SP's grid points per dimension, which
+/// its message sizes follow.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ParamSpec {
+    name: String,
+    /// What the value is, for the message that asks for it.
+    about: String,
 }
 
 #[derive(Deserialize)]
@@ -164,15 +172,19 @@ pub struct SpecPlugin {
     lets: Vec<(String, Expr)>,
     patterns: Vec<Pattern>,
     fields: Vec<FieldPattern>,
+    /// The declared parameters: name, description and value once given.
+    params: Vec<(String, String, Option<i64>)>,
 }
 
 impl std::str::FromStr for SpecPlugin {
     type Err = String;
 
-    /// Parses a spec (TOML): `name`, `[[let]]` tables of `name` and `expr`
-    /// evaluated in order, `[[peer]]` tables of `name`, `expr` and optional
-    /// `steps`, and `[[field]]` tables of `name`, `param` (`tag` or
-    /// `count`), `expr`, optional `steps` and optional `functions`.
+    /// Parses a spec (TOML): `name`, `[[param]]` tables of `name` and
+    /// `about` (values the user gives, see [`SpecPlugin::set_param`]),
+    /// `[[let]]` tables of `name` and `expr` evaluated in order, `[[peer]]`
+    /// tables of `name`, `expr` and optional `steps`, and `[[field]]` tables
+    /// of `name`, `param` (`tag` or `count`), `expr`, optional `steps` and
+    /// optional `functions`.
     fn from_str(text: &str) -> Result<SpecPlugin, String> {
         let f: SpecFile = toml::from_str(text).map_err(|e| e.to_string())?;
         let lets = f
@@ -213,11 +225,35 @@ impl std::str::FromStr for SpecPlugin {
             lets,
             patterns,
             fields,
+            params: f
+                .params
+                .into_iter()
+                .map(|p| (p.name, p.about, None))
+                .collect(),
         })
     }
 }
 
 impl SpecPlugin {
+    /// Gives the spec's parameter `name` (declared in a `[[param]]` table)
+    /// its value for this run.
+    pub fn set_param(&mut self, name: &str, value: i64) -> Result<(), String> {
+        let declared: Vec<String> = self.params.iter().map(|p| p.0.clone()).collect();
+        match self.params.iter_mut().find(|p| p.0 == name) {
+            Some(p) => {
+                p.2 = Some(value);
+                Ok(())
+            }
+            None if declared.is_empty() => Err(format!(
+                "the spec declares no parameters, so {name:?} cannot be set"
+            )),
+            None => Err(format!(
+                "the spec has no parameter {name:?} (it declares {})",
+                declared.join(", ")
+            )),
+        }
+    }
+
     /// The variables at step `k`: `rank`, `P`, `k` and the `let`s, which
     /// may use the step (NPB BT's cell at stage `k`).
     fn env(&self, rank: u64, size: u64, k: i64) -> Option<Env> {
@@ -225,6 +261,9 @@ impl SpecPlugin {
         env.insert("rank".into(), i64::try_from(rank).ok()?);
         env.insert("P".into(), i64::try_from(size).ok()?);
         env.insert("k".into(), k);
+        for (name, _, v) in &self.params {
+            env.insert(name.clone(), (*v)?);
+        }
         for (name, e) in &self.lets {
             let v = e.eval(&env).ok()?;
             env.insert(name.clone(), v);
@@ -253,6 +292,11 @@ impl SpecPlugin {
         env.insert("rank".into(), 0);
         env.insert("P".into(), size as i64);
         env.insert("k".into(), 0);
+        for (name, about, v) in &self.params {
+            let v =
+                v.ok_or_else(|| format!("the spec needs --plugin-param {name}=VALUE: {about}"))?;
+            env.insert(name.clone(), v);
+        }
         for (name, e) in &self.lets {
             let v = e.eval(&env).map_err(|err| format!("let {name}: {err}"))?;
             env.insert(name.clone(), v);
@@ -320,22 +364,26 @@ impl Plugin for SpecPlugin {
         u64::try_from(v).ok().filter(|&v| v < size)
     }
 
-    fn symbolic_field(
-        &self,
-        field: Field,
-        function: &str,
-        rank: u64,
-        size: u64,
-        value: i64,
-    ) -> Option<(u32, i64)> {
-        self.fields.iter().enumerate().find_map(|(i, f)| {
-            let scoped =
-                f.functions.is_empty() || f.functions.iter().any(|g| bare(g) == bare(function));
-            (f.field == field && scoped)
-                .then(|| self.step_of(&f.pattern, rank, size, value))
-                .flatten()
-                .map(|k| (i as u32, k))
-        })
+    fn field_patterns(&self, field: Field, function: &str, size: u64) -> Vec<(u32, i64)> {
+        let Some(env) = self.env(0, size, 0) else {
+            return Vec::new();
+        };
+        self.fields
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| {
+                f.field == field
+                    && (f.functions.is_empty()
+                        || f.functions.iter().any(|g| bare(g) == bare(function)))
+            })
+            .filter_map(|(i, f)| {
+                let steps = match &f.pattern.steps {
+                    Some(s) => s.eval(&env).ok()?,
+                    None => 1,
+                };
+                Some((i as u32, steps.clamp(0, 1 << 16)))
+            })
+            .collect()
     }
 
     fn concrete_field(&self, rank: u64, size: u64, pattern: u32, k: i64) -> Option<i64> {
@@ -391,16 +439,13 @@ mod tests {
         // NPB BT S run records (x_solve.f:204); its x successor is rank 2
         // and its x predecessor rank 0.
         let fw = "x_send_solve_info_";
-        assert_eq!(p.symbolic_field(Field::Tag, fw, 1, 9, 3007), Some((0, 0)));
-        assert_eq!(p.symbolic_field(Field::Tag, fw, 1, 9, 3000), Some((0, 1)));
+        assert_eq!(p.field_patterns(Field::Tag, fw, 9), vec![(0, 3)]);
+        assert_eq!(p.concrete_field(1, 9, 0, 0), Some(3007));
         assert_eq!(p.concrete_field(1, 9, 0, 1), Some(3000));
-        // The same value elsewhere (copy_faces' constant tag) is not named.
-        assert_eq!(
-            p.symbolic_field(Field::Tag, "copy_faces_", 1, 9, 3000),
-            None
-        );
+        // Calls elsewhere (copy_faces' constant tags) are not named.
+        assert!(p.field_patterns(Field::Tag, "copy_faces_", 9).is_empty());
         // Counts have no pattern in this spec.
-        assert_eq!(p.symbolic_field(Field::Count, fw, 1, 9, 3000), None);
+        assert!(p.field_patterns(Field::Count, fw, 9).is_empty());
         assert_eq!(p.symbolic(1, 9, 2), Some((3, 0)));
         assert_eq!(p.symbolic(1, 9, 0), Some((0, 0)));
         // At every size, each stage's tag is a distinct cell of the rank's.

@@ -84,25 +84,80 @@ fn unsymbol(v: i64) -> (u32, i64) {
     (((v - SYMBOL) >> 20) as u32, (v - SYMBOL) & STEP_MASK)
 }
 
-/// Replaces every peer, tag and count the plugin can name by its symbol;
-/// `functions` gives each call site's function.
-fn symbolize(
-    st: &mut Stream,
-    rank: u64,
+/// Gives every tag and count that the plugin's field patterns name its
+/// symbol, jointly over all ranks of one input (`streams`, rank by rank, of
+/// `size` ranks): an occurrence takes the pattern and step that explain the
+/// value of every rank at once, because one rank's value may fit several
+/// steps (NPB SP's count is the same at every interior stage of a rank)
+/// while all ranks' values fit only the stage they all are at. Among steps
+/// that all fit, the one after (or before) the same call's previous step
+/// is taken, so that a sweep's steps stay a run. `functions` gives each
+/// call site's function.
+fn symbolize_fields(
+    streams: &mut [Stream],
     size: u64,
     plugin: &dyn Plugin,
     functions: &HashMap<u64, String>,
 ) {
-    for e in &mut st.events {
-        let function = functions.get(&e.shape.site()).map_or("", String::as_str);
-        for (j, field) in field_positions(&e.shape, &e.params) {
-            if let Some(s) = plugin
-                .symbolic_field(field, function, rank, size, e.params[j])
-                .and_then(|(p, k)| symbol(p, k))
-            {
-                e.params[j] = s;
+    let Some(first) = streams.first() else {
+        return;
+    };
+    let n = first.events.len();
+    // Each pattern's value per (rank, step), computed once.
+    let mut table: HashMap<(u32, i64), Vec<Option<i64>>> = HashMap::new();
+    let mut last: HashMap<(u64, usize), i64> = HashMap::new();
+    for i in 0..n {
+        let shape = streams[0].events[i].shape;
+        if streams
+            .iter()
+            .any(|st| st.events.get(i).is_none_or(|e| e.shape != shape))
+        {
+            // The ranks differ here; the comparison that follows says so.
+            continue;
+        }
+        let function = functions.get(&shape.site()).map_or("", String::as_str);
+        for (j, field) in field_positions(&shape, &streams[0].events[i].params) {
+            let found = plugin
+                .field_patterns(field, function, size)
+                .into_iter()
+                .find_map(|(p, steps)| {
+                    let fits: Vec<i64> = (0..steps)
+                        .filter(|&k| {
+                            let vals = table.entry((p, k)).or_insert_with(|| {
+                                (0..size)
+                                    .map(|r| plugin.concrete_field(r, size, p, k))
+                                    .collect()
+                            });
+                            streams
+                                .iter()
+                                .zip(vals.iter())
+                                .all(|(st, v)| st.events[i].params.get(j).copied() == *v)
+                        })
+                        .collect();
+                    let prev = last.get(&(shape.site(), j)).copied();
+                    let k = prev
+                        .map(|k| k + 1)
+                        .filter(|k| fits.contains(k))
+                        .or(prev.map(|k| k - 1).filter(|k| fits.contains(k)))
+                        .or(fits.first().copied())?;
+                    Some((p, k))
+                });
+            let Some(sym) = found.and_then(|(p, k)| {
+                last.insert((shape.site(), j), k);
+                symbol(p, k)
+            }) else {
+                continue;
+            };
+            for st in streams.iter_mut() {
+                st.events[i].params[j] = sym;
             }
         }
+    }
+}
+
+/// Replaces every peer the plugin can name by its symbol.
+fn symbolize_peers(st: &mut Stream, rank: u64, size: u64, plugin: &dyn Plugin) {
+    for e in &mut st.events {
         for j in peer_positions(&e.shape, &e.params) {
             let Some(v) = e.params.get_mut(j) else {
                 continue;
@@ -224,10 +279,12 @@ pub(super) fn extrapolate_with_plugin(
     for (inp, &p) in inputs.iter().zip(sizes) {
         let mut first: Option<(u64, Stream)> = None;
         let mut infos = Vec::with_capacity(p as usize);
-        let functions = site_functions(&inp.file.meta);
-        for r in 0..p {
-            let mut st = stream(&inp.file, r, opts.ignore_sites)?;
-            symbolize(&mut st, r, p, plugin, &functions);
+        let mut all = (0..p)
+            .map(|r| stream(&inp.file, r, opts.ignore_sites))
+            .collect::<Result<Vec<_>, _>>()?;
+        symbolize_fields(&mut all, p, plugin, &site_functions(&inp.file.meta));
+        for (r, mut st) in (0..p).zip(all) {
+            symbolize_peers(&mut st, r, p, plugin);
             if r == 1
                 && let Some((h, s0)) = &mut first
                 && agree_with_rank_one(s0, &st)
