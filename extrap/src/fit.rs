@@ -111,8 +111,9 @@ pub enum Model {
         /// The offset.
         a: i64,
     },
-    /// `floor(k / a) * floor(k / b)`: a face of a block of a `k`-sized
-    /// problem split over two dimensions.
+    /// `(floor(k / a) + oa) * (floor(k / b) + ob)`: a face of a block of a
+    /// `k`-sized problem split over two dimensions, with ghost or boundary
+    /// planes (NPB MG's `(32/x + 2) * 32/z` on a class S grid).
     DivProduct {
         /// The numerator.
         k: i64,
@@ -120,6 +121,10 @@ pub enum Model {
         a: Term,
         /// See `a`.
         b: Term,
+        /// The offset of the first factor.
+        oa: i64,
+        /// The offset of the second factor.
+        ob: i64,
     },
     /// `c * (t + m) * (floor(k / t) + a)^e` (the factor `t + m` only with
     /// `m`): a buffer of `e`-dimensional blocks of a `k`-point problem cut
@@ -158,9 +163,10 @@ impl Model {
                 };
                 q + *a as f64
             }
-            Model::DivProduct { k, a, b } => {
+            Model::DivProduct { k, a, b, oa, ob } => {
                 let k = *k as f64;
-                (k / a.eval(dims)).floor() * (k / b.eval(dims)).floor()
+                ((k / a.eval(dims)).floor() + *oa as f64)
+                    * ((k / b.eval(dims)).floor() + *ob as f64)
             }
             Model::Log { t, c, ceil, a } => log_steps(t.eval(dims), *c, *ceil) as f64 + *a as f64,
             Model::Block { c, k, t, a, e, m } => {
@@ -185,6 +191,7 @@ impl Model {
             // `Div`; the count's offset and the dimension are a choice like
             // a log form's divisor.
             Model::Block { a, .. } => 2 + usize::from(*a != 0),
+            Model::DivProduct { oa, ob, .. } => 1 + usize::from(*oa != 0) + usize::from(*ob != 0),
             _ => 1,
         }
     }
@@ -244,8 +251,13 @@ impl Model {
                 };
                 format!("{f}({k}/{}){off}", t.name(d))
             }
-            Model::DivProduct { k, a, b } => {
-                format!("floor({k}/{})*floor({k}/{})", a.name(d), b.name(d))
+            Model::DivProduct { k, a, b, oa, ob } => {
+                let factor = |t: &Term, o: i64| match o {
+                    0 => format!("floor({k}/{})", t.name(d)),
+                    o if o > 0 => format!("(floor({k}/{}) + {o})", t.name(d)),
+                    o => format!("(floor({k}/{}) - {})", t.name(d), -o),
+                };
+                format!("{}*{}", factor(a, *oa), factor(b, *ob))
             }
             Model::Block { c, k, t, a, e, m } => {
                 let offset = |a: i64| match a {
@@ -292,7 +304,7 @@ pub const LAWS: &str = "constant; c*t and c0 + c1*t for t a dimension size, a pr
                         the row-major stride form; linear in every size; \
                         floor(K/t) and ceil(K/t), also for t the square of P or of a \
                         trailing product, plus a where three sizes verify it; floor or ceil of log2(t)/c, plus a; \
-                        floor(K/a)*floor(K/b); c*(t+m)*(floor(K/t)+a)^e for blocks of a \
+                        (floor(K/a)+oa)*(floor(K/b)+ob); c*(t+m)*(floor(K/t)+a)^e for blocks of a \
                         problem, where three sizes verify it";
 
 /// Why a field could not be fitted.
@@ -476,18 +488,46 @@ fn solve_log(t: Term, c: i64, ceil: bool, points: &[(&[u64], i64)]) -> Option<Mo
         .then_some(m)
 }
 
-/// The `K` of `floor(K/a) * floor(K/b)` that reproduces every point.
-fn solve_div_product(a: Term, b: Term, points: &[(&[u64], i64)]) -> Option<Model> {
+/// The `K` of `(floor(K/a) + oa) * (floor(K/b) + ob)` that reproduces
+/// every point.
+fn solve_div_product(
+    a: Term,
+    b: Term,
+    oa: i64,
+    ob: i64,
+    points: &[(&[u64], i64)],
+) -> Option<Model> {
     let &(dims, v) = points.first()?;
     let (ta, tb) = (a.eval(dims) as i64, b.eval(dims) as i64);
     if v <= 0 || ta <= 0 || tb <= 0 || v > 1 << 24 {
         return None;
     }
-    let bound = (v + 1).checked_mul(ta.max(tb))?;
-    (1..=bound)
-        .map(|k| Model::DivProduct { k, a, b })
+    // With both factors at least 1 the product grows with K: the K that
+    // give `v` at the first point are one run, found by bisection, no
+    // longer than the shorter divisor.
+    let at = |k: i64| (k / ta + oa) * (k / tb + ob);
+    let mut lo = (ta * (1 - oa)).max(tb * (1 - ob)).max(1);
+    let mut hi = (v + 1 + oa.abs() + ob.abs()).checked_mul(ta.max(tb))?;
+    if at(hi) < v {
+        return None;
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if at(mid) < v {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo..)
+        .take_while(|&k| at(k) == v)
+        .map(|k| Model::DivProduct { k, a, b, oa, ob })
         .find(|m| points.iter().all(|&(d, v)| m.eval(d) == v as f64))
 }
+
+/// The largest offset of a factor of `(floor(K/a) + oa) * (floor(K/b) + ob)`
+/// tried: ghost and boundary planes.
+const PRODUCT_OFFSET: i64 = 2;
 
 /// The exact integer `e`-th root of `q`, if it has one.
 fn exact_root(q: i64, e: u32) -> Option<i64> {
@@ -648,7 +688,27 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
         for i in 0..d {
             for j in i..d {
                 if d > 1 {
-                    cands.extend(solve_div_product(Term::Dim(i), Term::Dim(j), points));
+                    for oa in -PRODUCT_OFFSET..=PRODUCT_OFFSET {
+                        for ob in -PRODUCT_OFFSET..=PRODUCT_OFFSET {
+                            let m = Model::DivProduct {
+                                k: 1,
+                                a: Term::Dim(i),
+                                b: Term::Dim(j),
+                                oa,
+                                ob,
+                            };
+                            // Offsets only where the inputs can verify them.
+                            if (oa, ob) == (0, 0) || m.support(points) > m.unknowns() {
+                                cands.extend(solve_div_product(
+                                    Term::Dim(i),
+                                    Term::Dim(j),
+                                    oa,
+                                    ob,
+                                    points,
+                                ));
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -710,6 +770,17 @@ mod tests {
             .map(|d| d.as_slice())
             .zip(vals.iter().copied())
             .collect()
+    }
+
+    #[test]
+    fn npb_mg_faces_have_ghost_planes() {
+        // NPB MG class S (32^3) on z x y x x ranks: a face of the local
+        // block with its two ghost planes in x, (32/x + 2) * 32/z, from
+        // 2x2x2, 4x2x2, 4x4x2 and 4x4x4 (traced: 288, 144, 144, 80) to 8x4x4.
+        let dims = vec![vec![2, 2, 2], vec![4, 2, 2], vec![4, 4, 2], vec![4, 4, 4]];
+        let f = fit(&pts(&dims, &[288, 144, 144, 80]), &[8, 4, 4], Kind::Other).unwrap();
+        assert_eq!(f.value, 40, "{}", f.model.describe(3));
+        assert!(f.verified);
     }
 
     #[test]

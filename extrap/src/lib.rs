@@ -127,7 +127,8 @@ pub enum Error {
     #[error(
         "{file}: ranks {r1} and {r2} are in the same position of the detected grid ({class}) but \
          record different calls or values, so the grid does not decide their behaviour (a \
-         rank-dependent pattern: seed 001's plugins or the lossy mode handle such codes); \
+         rank-dependent pattern: a --plugin spec names such peers, tags and counts, as \
+         extrap/specs/npb-bt.toml does for NPB BT, or --lossy drops them); \
          {first}"
     )]
     Inhomogeneous {
