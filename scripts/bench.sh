@@ -20,9 +20,9 @@
 #     timeline (about 10^5 and 10^6 events), against the application's time;
 #  6. extrapolation speed on the weak 2D stencil, to 36, 4,096 and 1,048,576
 #     ranks;
-#  7. NPB: the application time that extrapolation predicts for EP and FT S
-#     at 32 ranks (inputs traced at 4, 8 and 16 ranks, per-size binaries)
-#     against real traced runs at 32 ranks, median of 3 (`scripts/bench.sh
+#  7. NPB: the application time that extrapolation predicts for EP, FT, IS,
+#     CG, LU, BT and SP at a size that is not an input (per-size binaries)
+#     against real traced runs at that size, median of 3 (`scripts/bench.sh
 #     npb` runs this part alone).
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
@@ -200,21 +200,26 @@ echo "NPB: predicted application time at the target (extrapolated from the input
 printf '%-8s %-14s %7s %14s %12s %10s\n' bench inputs target "predicted(s)" "real(s)" "error(%)"
 rs="$root/target/openmpi/release/rankscale"
 wall() { "$rs" show "$1" | awk '/^wall/ { print $2 }'; }
-npb_timing() { # npb_timing BENCH "INPUTS" TARGET EXTRAP-OPTIONS...
-  local b=$1 inputs=$2 target=$3
-  shift 3
+npb_timing() { # npb_timing BENCH CLASS "INPUTS" TARGET INPUT-FILE-TEXT EXTRAP-OPTIONS...
+  local b=$1 class=$2 inputs=$3 target=$4 input=$5
+  shift 5
   # shellcheck disable=SC2086
-  if ! scripts/npb.sh openmpi "$b" S $inputs "$target" >/dev/null; then
+  if ! scripts/npb.sh openmpi "$b" "$class" $inputs "$target" >/dev/null; then
     echo "$b: NPB not available, skipped"
     return
   fi
+  # The benchmark's input file (a custom size), read from the run's
+  # directory.
+  local cwd="$tmp/npb.$b.run"
+  mkdir -p "$cwd"
+  [[ -n $input ]] && printf '%b' "$input" >"$cwd/input$b.data"
   local pred=() real=() ins n f rep
   for rep in 1 2 3; do
     ins=()
     for n in $inputs $target; do
       f="$tmp/npb.$b.$n.$rep.trace"
-      RANKSCALE_TRACE="$f" OMPI_MCA_mpi_yield_when_idle=1 \
-        launch_bin openmpi "$n" 1 "$root/target/npb/openmpi/bin/$b.S.$n" >/dev/null 2>&1
+      (cd "$cwd" && RANKSCALE_TRACE="$f" OMPI_MCA_mpi_yield_when_idle=1 \
+        launch_bin openmpi "$n" 1 "$root/target/npb/openmpi/bin/$b.$class.$n" >/dev/null 2>&1)
       if [[ $n == "$target" ]]; then real+=("$(wall "$f")"); else ins+=("$f"); fi
     done
     "$rs" extrap -o "$tmp/npb.$b.x.$rep.trace" --ranks "$target" "$@" "${ins[@]}" >/dev/null
@@ -223,10 +228,17 @@ npb_timing() { # npb_timing BENCH "INPUTS" TARGET EXTRAP-OPTIONS...
   local p r
   p=$(printf '%s\n' "${pred[@]}" | q 0.5)
   r=$(printf '%s\n' "${real[@]}" | q 0.5)
-  printf '%-8s %-14s %7d %14.3f %12.3f %10.1f\n' "$b" "${inputs// /,}" "$target" "$p" "$r" \
+  printf '%-8s %-14s %7d %14.3f %12.3f %10.1f\n' "$b.$class" "${inputs// /,}" "$target" "$p" "$r" \
     "$(awk -v p="$p" -v r="$r" 'BEGIN { print (p - r) / r * 100 }')"
 }
-npb_timing ep "4 8 16" 32
-npb_timing ft "4 8 16" 32
-npb_timing is "4 8 16" 32 --lossy
-npb_timing cg "4 8 16 32" 64 --plugin extrap/specs/npb-cg.toml
+npb_timing ep S "4 8 16" 32 ""
+npb_timing ft S "4 8 16" 32 ""
+npb_timing is S "4 8 16" 32 "" --lossy
+npb_timing cg S "4 8 16 32" 64 "" --plugin extrap/specs/npb-cg.toml
+# LU: class A's grid, 2 SSOR iterations (inputlu.data: two comment lines
+# before each value); BT and SP: 5 steps on a 60^3 grid (equal cells from
+# 3x3 to 6x6 ranks).
+npb_timing lu A "4 8 16 32 64" 128 \
+  "c\nc\n1 2\nc\nc\n2\nc\nc\n2.0e+00\nc\nc\n1.2\nc\nc\n1.0e-08 1.0e-08 1.0e-08 1.0e-08 1.0e-08\nc\nc\n64 64 64\n"
+npb_timing bt A "9 16 25" 36 "5\n0.0008\n60 60 60\n" --plugin extrap/specs/npb-bt.toml
+npb_timing sp A "9 16 25" 36 "5\n0.0015\n60 60 60\n" --plugin extrap/specs/npb-sp.toml --plugin-param n=60
