@@ -155,8 +155,58 @@ fn symbolize_fields(
     }
 }
 
+/// One rank's answers from the plugin, each computed once: a spec
+/// evaluates every `let` per question, and a rank asks the same questions
+/// at every time step (NPB BT at 4,096 ranks spent most of its time there).
+struct Memo<'a> {
+    plugin: &'a dyn Plugin,
+    rank: u64,
+    size: u64,
+    symbols: HashMap<u64, Option<(u32, i64)>>,
+    peers: HashMap<(u32, i64), Option<u64>>,
+    fields: HashMap<(u32, i64), Option<i64>>,
+}
+
+impl<'a> Memo<'a> {
+    fn new(plugin: &'a dyn Plugin, rank: u64, size: u64) -> Memo<'a> {
+        Memo {
+            plugin,
+            rank,
+            size,
+            symbols: HashMap::new(),
+            peers: HashMap::new(),
+            fields: HashMap::new(),
+        }
+    }
+
+    fn symbolic(&mut self, peer: u64) -> Option<(u32, i64)> {
+        let (pl, r, n) = (self.plugin, self.rank, self.size);
+        *self
+            .symbols
+            .entry(peer)
+            .or_insert_with(|| pl.symbolic(r, n, peer))
+    }
+
+    fn concrete(&mut self, p: u32, k: i64) -> Option<u64> {
+        let (pl, r, n) = (self.plugin, self.rank, self.size);
+        *self
+            .peers
+            .entry((p, k))
+            .or_insert_with(|| pl.concrete(r, n, p, k))
+    }
+
+    fn concrete_field(&mut self, p: u32, k: i64) -> Option<i64> {
+        let (pl, r, n) = (self.plugin, self.rank, self.size);
+        *self
+            .fields
+            .entry((p, k))
+            .or_insert_with(|| pl.concrete_field(r, n, p, k))
+    }
+}
+
 /// Replaces every peer the plugin can name by its symbol.
 fn symbolize_peers(st: &mut Stream, rank: u64, size: u64, plugin: &dyn Plugin) {
+    let mut memo = Memo::new(plugin, rank, size);
     for e in &mut st.events {
         for j in peer_positions(&e.shape, &e.params) {
             let Some(v) = e.params.get_mut(j) else {
@@ -168,7 +218,7 @@ fn symbolize_peers(st: &mut Stream, rank: u64, size: u64, plugin: &dyn Plugin) {
             let peer = rank as i64 + *v;
             if let Some(s) = u64::try_from(peer)
                 .ok()
-                .and_then(|q| plugin.symbolic(rank, size, q))
+                .and_then(|q| memo.symbolic(q))
                 .and_then(|(p, k)| symbol(p, k))
             {
                 *v = s;
@@ -200,26 +250,21 @@ fn agree_with_rank_one(st0: &mut Stream, st1: &Stream) -> bool {
 
 /// Turns symbols back into peer offsets, tags and counts for `rank` of
 /// `size` ranks.
-fn concretize(
-    params: &mut [i64],
-    shape: &Shape,
-    rank: u64,
-    size: u64,
-    plugin: &dyn Plugin,
-) -> Result<(), Error> {
+fn concretize(params: &mut [i64], shape: &Shape, memo: &mut Memo) -> Result<(), Error> {
+    let (rank, size, name) = (memo.rank, memo.size, memo.plugin.name());
     for (j, field) in field_positions(shape, params) {
         if params[j] < SYMBOL {
             continue;
         }
         let (p, k) = unsymbol(params[j]);
-        params[j] = plugin
-            .concrete_field(rank, size, p, k)
+        params[j] = memo
+            .concrete_field(p, k)
             .filter(|&v| v >= 0 && (field == Field::Count || v <= i64::from(i32::MAX)))
             .ok_or_else(|| {
                 Error::Unrealisable(format!(
                     "plugin {:?}: field pattern {} at step {k} gives rank {rank} of {size} no \
                      valid {} (is {size} a size the pattern allows?)",
-                    plugin.name(),
+                    name,
                     p + 1,
                     match field {
                         Field::Tag => "tag",
@@ -234,11 +279,11 @@ fn concretize(
             continue;
         }
         let (p, k) = unsymbol(*v);
-        let peer = plugin.concrete(rank, size, p, k).ok_or_else(|| {
+        let peer = memo.concrete(p, k).ok_or_else(|| {
             Error::Unrealisable(format!(
                 "plugin {:?}: pattern {} at step {k} gives rank {rank} of {size} no peer (is \
                  {size} a size the pattern allows?)",
-                plugin.name(),
+                name,
                 p + 1
             ))
         })?;
@@ -391,8 +436,9 @@ pub(super) fn extrapolate_with_plugin(
     // Every rank of the target, one by one, merged as a traced run would be.
     let mut traces: Vec<MergedTrace> = Vec::with_capacity(n as usize);
     for r in 0..n {
+        let mut memo = Memo::new(plugin, r, n);
         let (t, events) = synthesize(r, &items, |t, params| {
-            concretize(params, &t.shape, r, n, plugin)
+            concretize(params, &t.shape, &mut memo)
         })?;
         report.events += events.len() as u64;
         traces.push(MergedTrace::from_rank(&t));
