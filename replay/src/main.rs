@@ -45,12 +45,13 @@ pub struct Opts {
     #[arg(long)]
     pub json: bool,
     /// For oversubscribed nodes and busy-polling MPI libraries (MPICH):
-    /// wait by test-and-sleep before blocking receives, probes and request
-    /// completions, and (except on Open MPI, whose blocking collectives
-    /// yield with `--mca mpi_yield_when_idle 1`) issue blocking collectives
-    /// through their nonblocking PMPI form (so a tracer preloaded into the
-    /// replay does not see them; use its RANKSCALE_YIELD=1 to trace a
-    /// replay instead).
+    /// wait by test-and-sleep (20 µs, backing off to 1 ms) before blocking
+    /// receives, probes, waits and request completions, and (except on
+    /// Open MPI, whose blocking calls yield with `--mca
+    /// mpi_yield_when_idle 1`) issue blocking collectives and sends through
+    /// their nonblocking PMPI form (so a tracer preloaded into the replay
+    /// does not see them; use its RANKSCALE_YIELD=1 to trace a replay
+    /// instead).
     #[arg(long = "yield")]
     pub yield_wait: bool,
     /// Give up after S seconds: every rank that has not finished says which
