@@ -11,7 +11,7 @@ use extrap::{Input, Method, Options};
 /// How timing fields are fitted.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Timing {
-    /// Seed 001's four laws (constant, linear, inverse, inverse + constant)
+    /// ScalaExtrap's four laws (constant, linear, inverse, inverse + constant)
     /// with its outlier exclusion and selection rule.
     Paper,
     /// A search over the performance-model normal form c0 + c1*P^i*log2(P)^j.
@@ -39,9 +39,9 @@ pub struct Args {
     /// Print every fitted field and timing law.
     #[arg(short, long)]
     verbose: bool,
-    /// Lossy mode (seed 001 §3.4): keep the calls every rank of a class and
-    /// every input share, drop minor rank-dependent patterns, report the
-    /// share dropped.
+    /// Lossy mode (ScalaExtrap's, Wu and Mueller, ACM TOPLAS 2012): keep the
+    /// calls every rank of a class and every input share, drop minor
+    /// rank-dependent patterns, report the share dropped.
     #[arg(long)]
     lossy: bool,
     /// A snippet of the dominant pattern (one call per line, `Op

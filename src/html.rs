@@ -227,7 +227,7 @@ fn phases(h: &mut String, r: &Report) {
                 },
             ),
             "The phase boundary is where the divergence of the pattern distributions before and \
-             after is largest (seed 000, section 2.2).",
+             after is largest (Alawneh and Hamou-Lhadj 2022, section 2.2).",
         ));
     }
     h.push_str(&table(
@@ -466,7 +466,7 @@ fn desync_section(h: &mut String, r: &Report, data: &RunData) {
     let _ = write!(
         h,
         "<p>MPI time per rank and iteration of the dominant loop ({} ranks × {} iterations, {}), \
-         as seed 004 analyses it. Mean {} per rank and iteration.</p>",
+         as Afzal, Hager, Wellein and Markidis analyse it. Mean {} per rank and iteration.</p>",
         d.ranks,
         d.steps,
         escape(&source),

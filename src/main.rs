@@ -102,9 +102,10 @@ enum Cmd {
         #[arg(short = 'o', long, default_value = "report.html")]
         output: PathBuf,
     },
-    /// Detect the communication topology of traces (seed 001 §3.1): grid
-    /// sizes, torus or mesh per dimension, the groups of ranks with the same
-    /// endpoint pattern and the corner (critical) ranks.
+    /// Detect the communication topology of traces (as ScalaExtrap does,
+    /// Wu and Mueller, ACM TOPLAS 2012): grid sizes, torus or mesh per
+    /// dimension, the groups of ranks with the same endpoint pattern and the
+    /// corner (critical) ranks.
     ///
     /// Example: rankscale topology app.16.trace app.25.trace
     Topology {
@@ -113,7 +114,8 @@ enum Cmd {
         files: Vec<PathBuf>,
     },
     /// Extrapolate traces of the same program at a few small rank counts to
-    /// a trace at any rank count (seed 001 §3), in the same file format.
+    /// a trace at any rank count (ScalaExtrap's method, Wu and Mueller, ACM
+    /// TOPLAS 2012), in the same file format.
     ///
     /// Example: rankscale extrap -o app.1024.trace --ranks 1024 app.4.trace
     /// app.9.trace app.16.trace app.25.trace

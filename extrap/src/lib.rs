@@ -59,13 +59,13 @@ pub enum Error {
     #[error(
         "no row-major grid of 1 to 3 dimensions explains the communication: ranks in the same \
          position of a candidate grid talk to different peers (extrapolation handles SPMD \
-         stencil and collective codes, seed 001 §3; use a plugin for other patterns)"
+         stencil and collective codes, as ScalaExtrap; use a plugin for other patterns)"
     )]
     NoTopology,
     /// Fewer input traces than the topology needs.
     #[error(
         "{got} trace(s) given, but a {dims}D topology needs at least {need} at different sizes \
-         (seed 001 §3.3: n+1 traces for n dimensions)"
+         (n+1 traces for n dimensions, as in ScalaExtrap)"
     )]
     TooFewTraces {
         /// Traces given.
