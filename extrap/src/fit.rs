@@ -546,7 +546,9 @@ fn solve_block(t: Term, e: u32, m: Option<i64>, a: i64, points: &[(&[u64], i64)]
     for &(dims, v) in points {
         let tv = t.eval(dims) as i64;
         let count = m.map_or(1, |m| tv + m);
-        if v <= 0 || tv <= 0 || count <= 0 || v % count != 0 {
+        // Counts, not a plugin's symbols (2^40 and up), whose common
+        // factor would take long to split.
+        if v <= 0 || v > 1 << 40 || tv <= 0 || count <= 0 || v % count != 0 {
             return Vec::new();
         }
         w.push((tv, v / count));

@@ -77,6 +77,12 @@ pub trait Plugin: Send + Sync {
         let _ = (field, function, size);
         Vec::new()
     }
+    /// Whether the plugin has field patterns at all: naming fields needs
+    /// every rank's events of an input at once, naming peers only one
+    /// rank's at a time.
+    fn names_fields(&self) -> bool {
+        false
+    }
     /// The value that field pattern `pattern` at step `k` gives `rank` of
     /// `size` ranks.
     fn concrete_field(&self, rank: u64, size: u64, pattern: u32, k: i64) -> Option<i64> {
@@ -362,6 +368,10 @@ impl Plugin for SpecPlugin {
         let p = self.patterns.get(pattern as usize)?;
         let v = p.expr.eval(&self.env(rank, size, k)?).ok()?;
         u64::try_from(v).ok().filter(|&v| v < size)
+    }
+
+    fn names_fields(&self) -> bool {
+        !self.fields.is_empty()
     }
 
     fn field_patterns(&self, field: Field, function: &str, size: u64) -> Vec<(u32, i64)> {

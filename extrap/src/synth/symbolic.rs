@@ -324,11 +324,21 @@ pub(super) fn extrapolate_with_plugin(
     for (inp, &p) in inputs.iter().zip(sizes) {
         let mut first: Option<(u64, Stream)> = None;
         let mut infos = Vec::with_capacity(p as usize);
-        let mut all = (0..p)
-            .map(|r| stream(&inp.file, r, opts.ignore_sites))
-            .collect::<Result<Vec<_>, _>>()?;
-        symbolize_fields(&mut all, p, plugin, &site_functions(&inp.file.meta));
-        for (r, mut st) in (0..p).zip(all) {
+        // Field patterns need every rank's events at once; peers alone
+        // are named one rank at a time, so memory stays one rank's.
+        let mut all = Vec::new();
+        if plugin.names_fields() {
+            all = (0..p)
+                .map(|r| stream(&inp.file, r, opts.ignore_sites))
+                .collect::<Result<Vec<_>, _>>()?;
+            symbolize_fields(&mut all, p, plugin, &site_functions(&inp.file.meta));
+        }
+        let mut all = all.into_iter();
+        for r in 0..p {
+            let mut st = match all.next() {
+                Some(st) => st,
+                None => stream(&inp.file, r, opts.ignore_sites)?,
+            };
             symbolize_peers(&mut st, r, p, plugin);
             if r == 1
                 && let Some((h, s0)) = &mut first
