@@ -337,20 +337,47 @@ const BT_INPUT: &str = "5\n0.0008\n60 60 60\n";
 /// `30*(floor(64/p) + 1)^2`).
 #[test]
 fn bt_is_exact_through_the_plugin_and_replays() {
-    let spec = root().join("extrap/specs/npb-bt.toml");
-    let plugin = format!("--plugin={}", spec.display());
-    let input = Some(("inputbt.data", BT_INPUT));
-    let Some((dir, out, real)) = exact(IMP, "bt", "A", &[9, 16, 25], 36, &[&plugin], input) else {
+    let plugin = plugin_arg("npb-bt.toml");
+    let Some((dir, real, mut files)) = multipartition("bt", BT_INPUT, &[&plugin]) else {
         return;
     };
-    replay_equals_on_both(&out, 36, &dir, &dir.join("real-raw"));
-    let mut files: Vec<PathBuf> = [9, 16, 25]
-        .iter()
-        .map(|n| dir.join(format!("bt.A.{n}.trace")))
-        .collect();
     files.push(real);
     let err = extrap(&dir.join("bt.100.trace"), 100, &files, &[&plugin]).unwrap_err();
     assert!(err.contains("cannot tell them apart"), "{err}");
+}
+
+/// `--plugin=` the shipped spec `file`.
+fn plugin_arg(file: &str) -> String {
+    format!(
+        "--plugin={}",
+        root().join("extrap/specs").join(file).display()
+    )
+}
+
+/// BT or SP class A through its plugin (`extra`), reading `input`: inputs
+/// 9, 16 and 25 ranks, exact at 36 and replayed on both libraries. Returns
+/// the scratch directory, the real 36-rank trace and the input traces.
+fn multipartition(
+    bench: &str,
+    input: &str,
+    extra: &[&str],
+) -> Option<(PathBuf, PathBuf, Vec<PathBuf>)> {
+    let name = format!("input{bench}.data");
+    let (dir, out, real) = exact(
+        IMP,
+        bench,
+        "A",
+        &[9, 16, 25],
+        36,
+        extra,
+        Some((&name, input)),
+    )?;
+    replay_equals_on_both(&out, 36, &dir, &dir.join("real-raw"));
+    let files = [9, 16, 25]
+        .iter()
+        .map(|n| dir.join(format!("{bench}.A.{n}.trace")))
+        .collect();
+    Some((dir, real, files))
 }
 
 /// NPB SP's input file: 5 time steps of class A's step on the same 60^3
@@ -367,18 +394,11 @@ const SP_INPUT: &str = "5\n0.0015\n60 60 60\n";
 /// refused, saying what it needs.
 #[test]
 fn sp_is_exact_through_the_plugin_and_replays() {
-    let spec = root().join("extrap/specs/npb-sp.toml");
-    let plugin = format!("--plugin={}", spec.display());
-    let input = Some(("inputsp.data", SP_INPUT));
+    let plugin = plugin_arg("npb-sp.toml");
     let extra = [plugin.as_str(), "--plugin-param", "n=60"];
-    let Some((dir, out, _)) = exact(IMP, "sp", "A", &[9, 16, 25], 36, &extra, input) else {
+    let Some((dir, _, files)) = multipartition("sp", SP_INPUT, &extra) else {
         return;
     };
-    replay_equals_on_both(&out, 36, &dir, &dir.join("real-raw"));
-    let files: Vec<PathBuf> = [9, 16, 25]
-        .iter()
-        .map(|n| dir.join(format!("sp.A.{n}.trace")))
-        .collect();
     let err = extrap(&dir.join("sp.x.trace"), 36, &files, &[&plugin]).unwrap_err();
     assert!(err.contains("--plugin-param n=VALUE"), "{err}");
 }
@@ -423,8 +443,7 @@ fn lu_is_exact_on_non_square_grids_and_replays() {
 /// run's raw logs.
 #[test]
 fn cg_is_exact_through_the_plugin() {
-    let spec = root().join("extrap/specs/npb-cg.toml");
-    let plugin = format!("--plugin={}", spec.display());
+    let plugin = plugin_arg("npb-cg.toml");
     let Some((dir, out, _)) = exact(IMP, "cg", "S", &[4, 8, 16, 32], 64, &[&plugin], None) else {
         return;
     };
