@@ -244,39 +244,28 @@ impl Model {
             }
             Model::Div { k, t, ceil, a } => {
                 let f = if *ceil { "ceil" } else { "floor" };
-                let off = match a {
-                    0 => String::new(),
-                    a if *a > 0 => format!(" + {a}"),
-                    a => format!(" - {}", -a),
-                };
-                format!("{f}({k}/{}){off}", t.name(d))
+                format!("{f}({k}/{}){}", t.name(d), signed(*a))
             }
             Model::DivProduct { k, a, b, oa, ob } => {
                 let factor = |t: &Term, o: i64| match o {
                     0 => format!("floor({k}/{})", t.name(d)),
-                    o if o > 0 => format!("(floor({k}/{}) + {o})", t.name(d)),
-                    o => format!("(floor({k}/{}) - {})", t.name(d), -o),
+                    o => format!("(floor({k}/{}){})", t.name(d), signed(o)),
                 };
                 format!("{}*{}", factor(a, *oa), factor(b, *ob))
             }
             Model::Block { c, k, t, a, e, m } => {
-                let offset = |a: i64| match a {
-                    0 => String::new(),
-                    a if a > 0 => format!(" + {a}"),
-                    a => format!(" - {}", -a),
-                };
                 let n = t.name(d);
                 let side = if *a == 0 {
                     format!("floor({k}/{n})")
                 } else {
-                    format!("(floor({k}/{n}){})", offset(*a))
+                    format!("(floor({k}/{n}){})", signed(*a))
                 };
                 let power = if *e == 1 {
                     String::new()
                 } else {
                     format!("^{e}")
                 };
-                let count = m.map_or(String::new(), |m| format!("({n}{})*", offset(m)));
+                let count = m.map_or(String::new(), |m| format!("({n}{})*", signed(m)));
                 format!("{c}*{count}{side}{power}")
             }
             Model::Log { t, c, ceil, a } => {
@@ -286,14 +275,18 @@ impl Model {
                 } else {
                     format!("/{c}")
                 };
-                let off = match a {
-                    0 => String::new(),
-                    a if *a > 0 => format!(" + {a}"),
-                    a => format!(" - {}", -a),
-                };
-                format!("{f}(log2({}){div}){off}", t.name(d))
+                format!("{f}(log2({}){div}){}", t.name(d), signed(*a))
             }
         }
+    }
+}
+
+/// An offset appended to a formula: nothing for 0, else ` + a` or ` - a`.
+fn signed(a: i64) -> String {
+    match a {
+        0 => String::new(),
+        a if a > 0 => format!(" + {a}"),
+        a => format!(" - {}", -a),
     }
 }
 
@@ -656,10 +649,13 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
         div_terms.dedup();
         let squares: Vec<Term> = (0..d).map(Term::TrailSq).collect();
         for &t in &div_terms {
+            // Laws of two unknowns only where three sizes of the term can
+            // verify them.
+            let verifiable = distinct(&[t], points) > 2;
             for ceil in [false, true] {
                 cands.extend(solve_div(t, ceil, 0, points));
                 // With an offset only where the inputs can verify it.
-                if distinct(&[t], points) > 2 {
+                if verifiable {
                     cands.extend(
                         (-DIV_OFFSET..=DIV_OFFSET)
                             .filter(|&a| a != 0)
@@ -670,9 +666,8 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
                     cands.extend(solve_log(t, c, ceil, points));
                 }
             }
-            // Blocks of a problem: two unknowns, so only where three sizes
-            // of the term can verify them.
-            if distinct(&[t], points) > 2 {
+            // Blocks of a problem: two unknowns.
+            if verifiable {
                 for e in 1..=3 {
                     for m in [None, Some(-1), Some(0), Some(1)] {
                         for a in -1..=2 {
@@ -690,24 +685,15 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
         for i in 0..d {
             for j in i..d {
                 if d > 1 {
+                    let (a, b) = (Term::Dim(i), Term::Dim(j));
+                    let support = distinct(&[a, b], points);
                     for oa in -PRODUCT_OFFSET..=PRODUCT_OFFSET {
                         for ob in -PRODUCT_OFFSET..=PRODUCT_OFFSET {
-                            let m = Model::DivProduct {
-                                k: 1,
-                                a: Term::Dim(i),
-                                b: Term::Dim(j),
-                                oa,
-                                ob,
-                            };
-                            // Offsets only where the inputs can verify them.
-                            if (oa, ob) == (0, 0) || m.support(points) > m.unknowns() {
-                                cands.extend(solve_div_product(
-                                    Term::Dim(i),
-                                    Term::Dim(j),
-                                    oa,
-                                    ob,
-                                    points,
-                                ));
+                            // Offsets only where the inputs can verify them
+                            // (the unknowns of `Model::DivProduct`).
+                            let unknowns = 1 + usize::from(oa != 0) + usize::from(ob != 0);
+                            if unknowns == 1 || support > unknowns {
+                                cands.extend(solve_div_product(a, b, oa, ob, points));
                             }
                         }
                     }

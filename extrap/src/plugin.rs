@@ -19,7 +19,7 @@ use serde::Deserialize;
 use crate::expr::{Env, Expr};
 
 /// A field other than a peer that a plugin may name symbolically.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Field {
     /// A message tag (`send.tag`, `recv.tag`).
     Tag,
@@ -159,6 +159,18 @@ struct Pattern {
     steps: Option<Expr>,
 }
 
+impl Pattern {
+    /// The number of steps `k = 0 ..` in `env` (1 without `steps`), at most
+    /// 65,536.
+    fn steps(&self, env: &Env) -> Option<i64> {
+        let n = match &self.steps {
+            Some(s) => s.eval(env).ok()?,
+            None => 1,
+        };
+        Some(n.clamp(0, 1 << 16))
+    }
+}
+
 struct FieldPattern {
     field: Field,
     functions: Vec<String>,
@@ -244,60 +256,32 @@ impl SpecPlugin {
     /// Gives the spec's parameter `name` (declared in a `[[param]]` table)
     /// its value for this run.
     pub fn set_param(&mut self, name: &str, value: i64) -> Result<(), String> {
-        let declared: Vec<String> = self.params.iter().map(|p| p.0.clone()).collect();
-        match self.params.iter_mut().find(|p| p.0 == name) {
-            Some(p) => {
-                p.2 = Some(value);
-                Ok(())
-            }
-            None if declared.is_empty() => Err(format!(
+        if let Some(p) = self.params.iter_mut().find(|p| p.0 == name) {
+            p.2 = Some(value);
+            return Ok(());
+        }
+        let declared: Vec<&str> = self.params.iter().map(|p| p.0.as_str()).collect();
+        if declared.is_empty() {
+            Err(format!(
                 "the spec declares no parameters, so {name:?} cannot be set"
-            )),
-            None => Err(format!(
+            ))
+        } else {
+            Err(format!(
                 "the spec has no parameter {name:?} (it declares {})",
                 declared.join(", ")
-            )),
+            ))
         }
     }
 
-    /// The variables at step `k`: `rank`, `P`, `k` and the `let`s, which
-    /// may use the step (NPB BT's cell at stage `k`).
-    fn env(&self, rank: u64, size: u64, k: i64) -> Option<Env> {
+    /// The variables at step `k`: `rank`, `P`, `k`, the parameters and the
+    /// `let`s, which may use the step (NPB BT's cell at stage `k`); an
+    /// error names the parameter or `let` that has no value.
+    fn try_env(&self, rank: u64, size: u64, k: i64) -> Result<Env, String> {
         let mut env = Env::new();
-        env.insert("rank".into(), i64::try_from(rank).ok()?);
-        env.insert("P".into(), i64::try_from(size).ok()?);
+        let int = |v: u64| i64::try_from(v).map_err(|_| format!("{v} is out of range"));
+        env.insert("rank".into(), int(rank)?);
+        env.insert("P".into(), int(size)?);
         env.insert("k".into(), k);
-        for (name, _, v) in &self.params {
-            env.insert(name.clone(), (*v)?);
-        }
-        for (name, e) in &self.lets {
-            let v = e.eval(&env).ok()?;
-            env.insert(name.clone(), v);
-        }
-        Some(env)
-    }
-
-    /// The step `k` (from 0 up to the pattern's steps) at which `pattern`
-    /// gives `value` for `rank` of `size` ranks.
-    fn step_of(&self, p: &Pattern, rank: u64, size: u64, value: i64) -> Option<i64> {
-        let steps = match &p.steps {
-            Some(s) => s.eval(&self.env(rank, size, 0)?).ok()?,
-            None => 1,
-        };
-        (0..steps.clamp(0, 1 << 16)).find(|&k| {
-            self.env(rank, size, k)
-                .and_then(|env| p.expr.eval(&env).ok())
-                == Some(value)
-        })
-    }
-
-    /// Checks that every pattern evaluates for every rank of a run of
-    /// `size` ranks, so that a broken spec is reported once, clearly.
-    pub fn check(&self, size: u64) -> Result<(), String> {
-        let mut env = Env::new();
-        env.insert("rank".into(), 0);
-        env.insert("P".into(), size as i64);
-        env.insert("k".into(), 0);
         for (name, about, v) in &self.params {
             let v =
                 v.ok_or_else(|| format!("the spec needs --plugin-param {name}=VALUE: {about}"))?;
@@ -307,6 +291,28 @@ impl SpecPlugin {
             let v = e.eval(&env).map_err(|err| format!("let {name}: {err}"))?;
             env.insert(name.clone(), v);
         }
+        Ok(env)
+    }
+
+    /// [`SpecPlugin::try_env`] where a failure only means "no value".
+    fn env(&self, rank: u64, size: u64, k: i64) -> Option<Env> {
+        self.try_env(rank, size, k).ok()
+    }
+
+    /// The step `k` (from 0 up to the pattern's steps) at which `pattern`
+    /// gives `value` for `rank` of `size` ranks.
+    fn step_of(&self, p: &Pattern, rank: u64, size: u64, value: i64) -> Option<i64> {
+        (0..p.steps(&self.env(rank, size, 0)?)?).find(|&k| {
+            self.env(rank, size, k)
+                .and_then(|env| p.expr.eval(&env).ok())
+                == Some(value)
+        })
+    }
+
+    /// Checks that every pattern evaluates for every rank of a run of
+    /// `size` ranks, so that a broken spec is reported once, clearly.
+    pub fn check(&self, size: u64) -> Result<(), String> {
+        let env = self.try_env(0, size, 0)?;
         let all = self
             .patterns
             .iter()
@@ -386,13 +392,7 @@ impl Plugin for SpecPlugin {
                     && (f.functions.is_empty()
                         || f.functions.iter().any(|g| bare(g) == bare(function)))
             })
-            .filter_map(|(i, f)| {
-                let steps = match &f.pattern.steps {
-                    Some(s) => s.eval(&env).ok()?,
-                    None => 1,
-                };
-                Some((i as u32, steps.clamp(0, 1 << 16)))
-            })
+            .filter_map(|(i, f)| Some((i as u32, f.pattern.steps(&env)?)))
             .collect()
     }
 

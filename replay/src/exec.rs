@@ -260,8 +260,8 @@ fn stand_in_note(what: &str, dsize: i64) {
 
 struct Replayer<'o> {
     opts: &'o Opts,
-    /// Whether `--yield` issues blocking collectives in nonblocking form
-    /// (not on Open MPI, see [`yield_collectives`]).
+    /// Whether `--yield` issues blocking collectives and sends in
+    /// nonblocking form (not on Open MPI, see [`yield_collectives`]).
     yield_colls: bool,
     rng: Rng,
     comms: Comms,
@@ -779,8 +779,8 @@ impl<'o> Replayer<'o> {
     /// messages it sends that are held, and releases the stages before it
     /// (each once its wildcard receive has matched).
     fn pass_gates(&mut self, g: &mut Gates, ev: &Event, pos: u64) -> Result<()> {
-        let backoff = std::cell::RefCell::new(Backoff::new(self.opts.yield_wait));
-        g.before(ev, || backoff.borrow_mut().pause())?;
+        let mut backoff = self.backoff();
+        g.before(ev, || backoff.pause())?;
         while let Some(once) = g.pending_stage(pos) {
             if let Some(id) = once {
                 self.await_done(&[id])?;

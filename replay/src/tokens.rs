@@ -173,7 +173,7 @@ impl Gates {
     /// a message slower than a later one of the same sender) is given up:
     /// the message goes and the replay counts it. `pause` is one pause of
     /// the wait.
-    pub fn before(&mut self, e: &Event, pause: impl Fn()) -> Result<()> {
+    pub fn before(&mut self, e: &Event, mut pause: impl FnMut()) -> Result<()> {
         for (c, k) in self.counter.sends(e) {
             if !self.held.remove(&(c, k)) {
                 continue;

@@ -106,6 +106,8 @@ fn symbolize_fields(
     // Each pattern's value per (rank, step), computed once.
     let mut table: HashMap<(u32, i64), Vec<Option<i64>>> = HashMap::new();
     let mut last: HashMap<(u64, usize), i64> = HashMap::new();
+    // The patterns that may name each call site's field, asked once.
+    let mut candidates: HashMap<(u64, Field), Vec<(u32, i64)>> = HashMap::new();
     for i in 0..n {
         let shape = streams[0].events[i].shape;
         if streams
@@ -115,12 +117,15 @@ fn symbolize_fields(
             // The ranks differ here; the comparison that follows says so.
             continue;
         }
-        let function = functions.get(&shape.site()).map_or("", String::as_str);
         for (j, field) in field_positions(&shape, &streams[0].events[i].params) {
-            let found = plugin
-                .field_patterns(field, function, size)
-                .into_iter()
-                .find_map(|(p, steps)| {
+            let found = candidates
+                .entry((shape.site(), field))
+                .or_insert_with(|| {
+                    let function = functions.get(&shape.site()).map_or("", String::as_str);
+                    plugin.field_patterns(field, function, size)
+                })
+                .iter()
+                .find_map(|&(p, steps)| {
                     let fits: Vec<i64> = (0..steps)
                         .filter(|&k| {
                             let vals = table.entry((p, k)).or_insert_with(|| {
