@@ -822,25 +822,26 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
         let steps = data.steps.expect("a time-step loop");
         assert_eq!((steps.t.len(), steps.t[0].len()), (16, 16), "{imp}");
         let waited = |r: usize| r != 4 && r <= 9;
-        // The heatmap's data: the V of the wave.
-        for (r, row) in steps.t.iter().enumerate() {
+        // The heatmap's data: the V of the wave, from the second iteration
+        // on. The first holds the MPI library's connection set-up, not the
+        // wave: 16.9 ms on a calm rank and 30.9 ms on rank 5 in two
+        // fresh-machine runs on MPICH, whose UCX wires each pair up on its
+        // first message.
+        let warm: Vec<Vec<f64>> = steps.t.iter().map(|row| row[1..].to_vec()).collect();
+        for (r, row) in warm.iter().enumerate() {
             let (at, &max) = row
                 .iter()
                 .enumerate()
                 .max_by(|a, b| a.1.total_cmp(b.1))
                 .unwrap();
             if waited(r) {
-                assert_eq!(at, 10 + r.abs_diff(4), "{imp} rank {r}: {row:?}");
+                assert_eq!(1 + at, 10 + r.abs_diff(4), "{imp} rank {r}: {row:?}");
                 assert!(max > 20e6, "{imp} rank {r}: {row:?}");
             } else {
-                // From the second iteration: the first holds the MPI
-                // library's connection set-up (16.9 ms once on MPICH on a
-                // fresh machine), not a wait.
-                let calm = row[1..].iter().copied().fold(0.0, f64::max);
-                assert!(calm < 15e6, "{imp} rank {r} waited: {row:?}");
+                assert!(max < 15e6, "{imp} rank {r} waited: {row:?}");
             }
         }
-        let d = desync::analyze(&steps.t, &desync::Options::for_reports()).unwrap();
+        let d = desync::analyze(&warm, &desync::Options::for_reports()).unwrap();
         // Ranks at the same distance from rank 4 wait in the same
         // iteration: their timelines correlate, each rank best with its
         // mirror; waiting ranks and undisturbed ones do not. Noise peaks of
