@@ -876,6 +876,15 @@ impl PathTiming {
         self.slow.offer(at);
     }
 
+    /// A new execution of the innermost loop begins with `at`: the same as
+    /// [`PathTiming::append_execution`] of [`PathTiming::single`], without
+    /// building that one-event timing.
+    pub(crate) fn start_execution(&mut self, compute_ns: u64, at: SlowInstance) {
+        self.settle();
+        self.first.add(compute_ns, at.mpi_ns);
+        self.slow.offer(at);
+    }
+
     /// Appends the executions of `o` (a later execution of the enclosing
     /// loop): our current execution is over, so its newest iteration was the
     /// last one.

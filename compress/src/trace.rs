@@ -29,7 +29,7 @@ use crate::event::Event;
 use std::fmt;
 
 use crate::seq::{SeqForm, SeqIter, ValueSeq};
-use crate::timing::PathTiming;
+use crate::timing::{PathTiming, SlowInstance};
 
 /// One execution of an MPI call that is not inside a loop.
 #[derive(Clone, Debug)]
@@ -65,8 +65,8 @@ impl Single {
         self.mpi_ns
     }
     /// This execution as the reservoir keeps it.
-    fn slow_instance(&self) -> crate::timing::SlowInstance {
-        crate::timing::SlowInstance {
+    pub(crate) fn slow_instance(&self) -> SlowInstance {
+        SlowInstance {
             rank: self.rank,
             pos: self.pos,
             mpi_ns: self.mpi_ns,
@@ -179,8 +179,21 @@ impl Leaf {
 
     /// One more iteration of the innermost enclosing loop's current execution.
     pub(crate) fn push_iteration(&mut self, s: &Single) {
-        self.push_params(&s.params);
-        self.timing.next_iteration(s.compute_ns, s.slow_instance());
+        self.push_iteration_of(&s.params, s.compute_ns, s.slow_instance());
+    }
+
+    /// [`Leaf::push_iteration`] from an event's parts (the speculative
+    /// iteration of `intra` keeps events unboxed).
+    pub(crate) fn push_iteration_of(&mut self, params: &[i64], compute_ns: u64, at: SlowInstance) {
+        self.push_params(params);
+        self.timing.next_iteration(compute_ns, at);
+    }
+
+    /// The first iteration of a new execution of the innermost enclosing
+    /// loop: the same as appending a leaf made of this one event.
+    pub(crate) fn push_execution_of(&mut self, params: &[i64], compute_ns: u64, at: SlowInstance) {
+        self.push_params(params);
+        self.timing.start_execution(compute_ns, at);
     }
 
     /// Appends all executions of `o` (later executions of the enclosing loop).

@@ -55,9 +55,13 @@ fn stencil_stays_constant(n: u64) {
     const MAX_NODES: usize = 24;
     assert!(s.nodes <= MAX_NODES, "{s:?}");
     assert!(samples.iter().all(|x| x.nodes <= MAX_NODES), "{samples:?}");
-    // Parameters and timing stay bounded too, not only the node count.
+    // Parameters and timing stay bounded too, not only the node count. The
+    // trace itself holds 16 KB; the rest is the buffer of the speculative
+    // iteration of the outer loop (121 events, about 64 bytes each and
+    // their parameters, at twice that in capacity): one iteration, whatever
+    // the run's length.
     assert!(
-        samples.iter().all(|x| x.heap_bytes < 32 << 10),
+        samples.iter().all(|x| x.heap_bytes < 64 << 10),
         "{samples:?}"
     );
 }

@@ -484,6 +484,38 @@ proptest! {
         prop_assert!(ex.next().is_none());
     }
 
+    /// The speculative iteration (`Config::speculate`) only saves work: on
+    /// loop-structured programs (inner counts of at least 2, varying), the
+    /// same loop structure, iteration counts and timing counts as the
+    /// folding rules alone build, and the same expansion. (Where loops run
+    /// once, or a call runs both inside and right after a loop, the greedy
+    /// rules may cut the stream at another phase than the speculation; both
+    /// are lossless, which `expansion_equals_input_for_random_loop_nests`
+    /// checks with speculation on.)
+    #[test]
+    fn speculation_builds_the_trace_the_folding_rules_build(
+        mut prog in program(),
+        rank in 0i32..64,
+        seed in any::<u64>(),
+        queue_limit in prop_oneof![Just(8192usize), 4usize..64],
+    ) {
+        loop_structured(&mut prog);
+        let events = events_of(&prog, rank, seed, 4000);
+        let build = |speculate: bool| {
+            let cfg = Config { queue_limit, speculate, ..Config::default() };
+            let mut c = Compressor::new(rank, cfg);
+            for e in &events {
+                c.push(e).unwrap();
+            }
+            c.into_trace().unwrap()
+        };
+        let (on, off) = (build(true), build(false));
+        prop_assert_eq!(on.to_string(), off.to_string());
+        prop_assert_eq!(timing_counts(on.nodes()), timing_counts(off.nodes()));
+        let lines = |t: &compress::Trace| t.expand().map(|e| event_line(&e)).collect::<Vec<_>>();
+        prop_assert_eq!(lines(&on), lines(&off));
+    }
+
     #[test]
     fn spill_file_then_expansion_equals_the_raw_log(
         prog in program(),
@@ -568,6 +600,31 @@ fn print_stream_sizes() {
     nodes.sort_unstable();
     println!("sizes {:?}", &sizes[..]);
     println!("nodes {:?}", &nodes[..]);
+}
+
+/// Per leaf, in order: executions in the first, steady and last iterations
+/// of its innermost loop, and the positions its reservoir kept.
+fn timing_counts(nodes: &[compress::trace::Node]) -> Vec<(u64, u64, u64, Vec<u64>)> {
+    fn walk(nodes: &[compress::trace::Node], out: &mut Vec<(u64, u64, u64, Vec<u64>)>) {
+        for n in nodes {
+            match n {
+                compress::trace::Node::Leaf(l) => {
+                    let t = l.timing();
+                    out.push((
+                        t.first().count(),
+                        t.steady().count(),
+                        t.last().count(),
+                        t.slow().slowest().iter().map(|s| s.pos).collect(),
+                    ));
+                }
+                compress::trace::Node::Loop(l) => walk(l.body(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(nodes, &mut out);
+    out
 }
 
 /// Makes a program loop-structured: iteration counts at least 2 (they may

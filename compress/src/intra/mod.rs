@@ -54,6 +54,25 @@
 //! occurs more than `max_candidates` times at the top level of one iteration
 //! is not found (it stays unrolled: lossless, just larger).
 //!
+//! # Speculative iterations
+//!
+//! The rules above rebuild every iteration of a loop before they merge it:
+//! each event becomes a leaf, each inner loop is folded again from its first
+//! two iterations, and the iteration is merged into the loop node by node,
+//! timing and reservoirs included. Where inner loops run a few times per
+//! entry (NPB CG's exchange steps run once or twice), that costs about a
+//! microsecond per event. So once a loop is the last item and an event
+//! begins its next iteration, the events are taken as that iteration while
+//! they follow its body (module `spec`), and applied to the loop in place when
+//! the iteration is complete; an event that does not fit hands them back to
+//! the rules, which then do exactly what they would have done. A
+//! speculation starts only where no other rule could take the event (an
+//! enclosing loop not yet folded, a twin of the loop before it), so on
+//! loop-structured streams it builds the same trace as the rules alone (a
+//! property test compares the two). On NPB CG's events (class S, 16 ranks,
+//! one rank's 8,837 events) compression drops from 1.16 to 0.46 µs per
+//! event, and the stencil's from 1.1 to 0.33 µs.
+//!
 //! # What does not fold (lossless, but larger)
 //!
 //! Greedy on-line folding cannot see the future, so some loop-structured
@@ -110,6 +129,8 @@ use crate::event::{Event, EventSink};
 use crate::seq::ValueSeq;
 use crate::trace::{self, Expand, Leaf, Loop, Node, Single, Trace, TraceStats};
 
+mod spec;
+
 /// Base of the polynomial block hash (odd, so that multiplication by it is a
 /// bijection on u64).
 const B: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -132,6 +153,11 @@ pub struct Config {
     /// and position, for instance-level analysis without a timeline.
     /// Default 8; 0 keeps none; at most 65,535.
     pub slow_instances: usize,
+    /// Take the events after a loop as its next iteration while they follow
+    /// its body, applying them in place instead of rebuilding the iteration
+    /// (see "Speculative iterations" in the module docs). Default on; off
+    /// only to compare against.
+    pub speculate: bool,
 }
 
 impl Default for Config {
@@ -140,6 +166,7 @@ impl Default for Config {
             queue_limit: 8192,
             max_candidates: 16,
             slow_instances: 8,
+            speculate: true,
         }
     }
 }
@@ -233,6 +260,9 @@ pub struct Compressor {
     /// them (converted once, not per event).
     world: u32,
     keep: u16,
+    /// The speculative next iteration of the last item, a loop, if one is
+    /// under way.
+    spec: Option<spec::Spec>,
 }
 
 /// Most recycled event boxes kept.
@@ -284,6 +314,7 @@ impl Compressor {
             pushed: 0,
             world: u32::try_from(rank).unwrap_or(0),
             keep,
+            spec: None,
         }
     }
 
@@ -311,12 +342,136 @@ impl Compressor {
         single.pos = self.pushed;
         single.keep = self.keep;
         self.pushed += 1;
+        if self.cfg.speculate {
+            if let Some(sp) = &mut self.spec {
+                if let Some(Item {
+                    node: Node::Loop(t),
+                    ..
+                }) = self.queue.back_mut()
+                    && sp.step(t, &single)
+                {
+                    self.recycle(single);
+                    return Ok(());
+                }
+                self.give_up_speculation()?;
+            }
+            return self.speculate_or_fold_in(single);
+        }
+        self.fold_in(single)
+    }
+
+    /// Appends one event to the queue and applies the folding rules.
+    fn fold_in(&mut self, single: Box<Single>) -> Result<(), Error> {
         self.append(Node::Single(single));
+        self.reduce_and_bound()
+    }
+
+    fn reduce_and_bound(&mut self) -> Result<(), Error> {
         self.reduce();
         if self.queue.len() > self.cfg.queue_limit {
             self.spill_front()?;
         }
         Ok(())
+    }
+
+    /// Starts a speculative iteration of the last item with `single` if the
+    /// last item is a loop whose next iteration `single` begins, and no rule
+    /// applies to `single` right away (extending a loop that encloses the
+    /// last one, say: that is what the folding rules do, so they do it);
+    /// else folds `single` in.
+    fn speculate_or_fold_in(&mut self, single: Box<Single>) -> Result<(), Error> {
+        if !matches!(self.queue.back().map(|i| &i.node), Some(Node::Loop(_))) {
+            return self.fold_in(single);
+        }
+        self.append(Node::Single(single));
+        if self.reducible() {
+            return self.reduce_and_bound();
+        }
+        let Some(Node::Single(single)) = self.pop() else {
+            debug_assert!(false, "the event just appended is not the last item");
+            return Ok(());
+        };
+        if !self.another_loop_may_take(&single)
+            && let Some(Item {
+                node: Node::Loop(t),
+                ..
+            }) = self.queue.back_mut()
+            && let Some(sp) = spec::Spec::start(t, &single)
+        {
+            self.spec = Some(sp);
+            self.recycle(single);
+            return Ok(());
+        }
+        // Nothing to reduce: the event stays a top-level item.
+        self.append(Node::Single(single));
+        self.reduce_and_bound()
+    }
+
+    /// Whether the events that begin with `s` after the last item, a loop
+    /// `T`, may be taken by a rule other than one more iteration of `T`, so
+    /// that a speculation could build another trace than the folding rules:
+    /// a registered loop whose body holds `T` followed by a node that
+    /// begins with `s` (the loop that encloses `T`, before its second
+    /// iteration is complete), or an earlier top-level twin of `T` followed
+    /// by such a node (rule (b) would fold the two). Scans a bounded number
+    /// of candidates and says yes when it could not see them all.
+    fn another_loop_may_take(&self, s: &Single) -> bool {
+        let t = self.last_pos();
+        let last = &self.item(t).node;
+        let key = (s.hash, s.shape);
+        let bound = self.cfg.max_candidates.saturating_mul(4);
+        let mut seen = 0;
+        for r in self.regs.iter().rev().filter(|r| r.pos < t) {
+            seen += 1;
+            if seen > bound {
+                return true;
+            }
+            let Some(j) = (t - r.pos - 1)
+                .try_into()
+                .ok()
+                .filter(|&j: &usize| (j as u64) < r.m)
+            else {
+                continue;
+            };
+            if let Some(l) = self.open_loop(r)
+                && l.body.get(j + 1).and_then(spec::first_leaf) == Some(key)
+                && l.body[j].same_structure(last)
+            {
+                return true;
+            }
+        }
+        let mut j = self.item(t).prev_same;
+        for _ in 0..self.cfg.max_candidates {
+            if j == NONE || j < self.base {
+                return false;
+            }
+            if j + 1 < t
+                && spec::first_leaf(&self.item(j + 1).node) == Some(key)
+                && self.item(j).node.same_structure(last)
+            {
+                return true;
+            }
+            j = self.item(j).prev_same;
+        }
+        j != NONE && j >= self.base
+    }
+
+    /// Ends the speculation: its buffered events go through the folding
+    /// rules, as if it had never been.
+    fn give_up_speculation(&mut self) -> Result<(), Error> {
+        if let Some(sp) = self.spec.take() {
+            for s in sp.into_singles() {
+                self.fold_in(Box::new(s))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps an event box whose contents were taken, for the next event.
+    fn recycle(&mut self, single: Box<Single>) {
+        if self.pool.len() < POOL {
+            self.pool.push(single);
+        }
     }
 
     /// Sizes of the queue now (the same numbers a [`Trace`] reports). Walks
@@ -348,6 +503,10 @@ impl Compressor {
         if let Spill::Memory { events, .. } = &self.spill {
             s.events = s.events.saturating_add(*events);
         }
+        if let Some(sp) = &self.spec {
+            s.events = s.events.saturating_add(sp.buffered());
+            s.heap_bytes += sp.heap_bytes();
+        }
         s
     }
 
@@ -366,6 +525,7 @@ impl Compressor {
     /// Ends the run: flushes the spill writer, settles path timing and
     /// returns the trace.
     pub fn into_trace(mut self) -> Result<Trace, Error> {
+        let given_back = self.give_up_speculation();
         let flushed = match &mut self.spill {
             Spill::Writer { out, .. } => out.flush().map_err(Error::Spill),
             Spill::Memory { .. } => Ok(()),
@@ -377,6 +537,7 @@ impl Compressor {
             Spill::Memory { buf, events } => (buf, events, 0),
             Spill::Writer { events, .. } => (Vec::new(), 0, events),
         };
+        given_back?;
         flushed?;
         Ok(Trace {
             rank: self.rank,
@@ -459,28 +620,39 @@ impl Compressor {
         while !self.queue.is_empty() && (self.try_extend() || self.try_fold()) {}
     }
 
+    /// Whether a rule applies to the tail now.
+    fn reducible(&mut self) -> bool {
+        !self.queue.is_empty() && (self.extension().is_some() || self.folding().is_some())
+    }
+
     /// Rule (a): the tail is one more iteration of a registered loop.
     fn try_extend(&mut self) -> bool {
+        let Some(r) = self.extension() else {
+            return false;
+        };
+        self.extend(r);
+        true
+    }
+
+    /// The registered loop that the tail is one more iteration of.
+    fn extension(&mut self) -> Option<Reg> {
         let n = self.last_pos();
         let x = self.item(n).node.hash();
         let mut id = self.heads.get(&x).copied().unwrap_or(NONE);
         for _ in 0..self.cfg.max_candidates {
             if id == NONE || id < self.reg_base {
-                return false;
+                return None;
             }
-            let Some(&r) = self.regs.get((id - self.reg_base) as usize) else {
-                return false;
-            };
+            let &r = self.regs.get((id - self.reg_base) as usize)?;
             if r.pos.checked_add(r.m) == Some(n)
                 && self.block_hash(r.pos + 1, n + 1) == r.poly
                 && self.tail_matches(&r)
             {
-                self.extend(r);
-                return true;
+                return Some(r);
             }
             id = r.prev;
         }
-        false
+        None
     }
 
     /// The loop registered by `r`.
@@ -528,16 +700,25 @@ impl Compressor {
 
     /// Rule (b): the last `k` items repeat the `k` before them.
     fn try_fold(&mut self) -> bool {
+        let Some(k) = self.folding() else {
+            return false;
+        };
+        self.fold(k);
+        true
+    }
+
+    /// The `k` of rule (b) for the tail, if it applies.
+    fn folding(&mut self) -> Option<u64> {
         let n = self.last_pos();
         let mut j = self.item(n).prev_same;
         for _ in 0..self.cfg.max_candidates {
             if j == NONE || j < self.base {
-                return false;
+                return None;
             }
             let k = n - j;
             // The first half [j+1-k, j] must be in the queue.
             if j + 1 < self.base + k {
-                return false;
+                return None;
             }
             let s = j + 1 - k;
             if self.block_hash(s, j + 1) == self.block_hash(j + 1, n + 1)
@@ -547,12 +728,11 @@ impl Compressor {
                         .same_structure(&self.item(j + 1 + i).node)
                 })
             {
-                self.fold(k);
-                return true;
+                return Some(k);
             }
             j = self.item(j).prev_same;
         }
-        false
+        None
     }
 
     fn fold(&mut self, k: u64) {
