@@ -20,7 +20,11 @@
 #     timeline (about 10^5 and 10^6 events), against the application's time;
 #  6. extrapolation speed on the weak 2D stencil, to 36, 4,096 and 1,048,576
 #     ranks;
-#  7. NPB: the application time that extrapolation predicts for EP, FT, IS,
+#  7. NPB tracer overhead: CG, BT, LU and MG, classes S and W, at 4 and 16
+#     ranks, traced against untraced in alternating pairs, NPB's own timed
+#     region and the whole job (`scripts/bench.sh npb-overhead` runs this
+#     part alone);
+#  8. NPB: the application time that extrapolation predicts for EP, FT, IS,
 #     CG, LU, BT and SP at a size that is not an input (per-size binaries)
 #     against real traced runs at that size, median of 3 (`scripts/bench.sh
 #     npb` runs this part alone).
@@ -196,6 +200,45 @@ done
 
 fi # the parts before NPB
 
+if [[ $part == all || $part == npb-overhead ]]; then
+# NPB's own timed region ("Time in seconds", without start-up and
+# MPI_Finalize) and the whole job's wall time (mpirun to exit, the merge at
+# MPI_Finalize included), untraced and traced, in back-to-back pairs whose
+# order alternates; the ratio is the median of the per-pair ratios, with
+# their range.
+echo "NPB tracer overhead: Open MPI (mpi_yield_when_idle 1) on $(nproc) cores, ${NPB_PAIRS:-5} pairs; ratio = traced / untraced (median, range)"
+printf '%-8s %6s %12s %12s %8s %16s %10s %16s
+' bench ranks "timed(s)" "traced(s)" ratio range "wall" "wall range"
+npb_run() { # npb_run BINARY NP TRACED: prints "timed-seconds wall-seconds"
+  local t0 t1 out
+  t0=$(date +%s.%N)
+  out=$(cd "$tmp" && OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$2" "$3" "$1" 2>/dev/null)
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" '/Time in seconds/ { t = $NF } END { print t, b - a }' <<<"$out"
+}
+for bc in cg.S cg.W bt.S bt.W lu.S lu.W mg.S mg.W; do
+  b=${bc%.*} class=${bc#*.}
+  if ! scripts/npb.sh openmpi "$b" "$class" 4 16 >/dev/null 2>&1; then
+    echo "$bc: NPB not available, skipped"
+    continue
+  fi
+  for np in 4 16; do
+    bin="$root/target/npb/openmpi/bin/$b.$class.$np"
+    for ((r = 0; r < ${NPB_PAIRS:-5}; r++)); do
+      if ((r % 2)); then t=$(npb_run "$bin" "$np" 1); u=$(npb_run "$bin" "$np" 0)
+      else u=$(npb_run "$bin" "$np" 0); t=$(npb_run "$bin" "$np" 1); fi
+      echo "$u $t"
+    done | awk -v name="$bc" -v np="$np" '
+      { u[NR] = $1; t[NR] = $3; r[NR] = $3 / $1; w[NR] = $4 / $2 }
+      function med(a, n,   i, j, x) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
+        return a[int((n + 1) / 2)] }
+      END { n = NR; mu = med(u, n); mt = med(t, n); mr = med(r, n); lo = r[1]; hi = r[n]; mw = med(w, n)
+        printf "%-8s %6d %12.3f %12.3f %8.3f %7.3f..%-7.3f %10.3f %7.3f..%-7.3f\n", name, np, mu, mt, mr, lo, hi, mw, w[1], w[n] }'
+  done
+done
+fi
+
+[[ $part == all || $part == npb ]] || exit 0
 echo "NPB: predicted application time at the target (extrapolated from the inputs) against real traced runs there; Open MPI, median of 3"
 printf '%-8s %-14s %7s %14s %12s %10s\n' bench inputs target "predicted(s)" "real(s)" "error(%)"
 rs="$root/target/openmpi/release/rankscale"

@@ -1,8 +1,9 @@
 //! Throughput of intra-node compression, in events per second, for a
-//! stencil-like loop nest (the common case: almost every event is merged into
-//! an existing loop) and for random streams (little structure; the candidate
-//! checks and, for distinct call sites, spilling dominate), and the cost of
-//! the slow-instance reservoirs on the stencil.
+//! stencil-like loop nest and NPB CG's loop nest (the common case: almost
+//! every event is merged into an existing loop), each also with the folding
+//! rules alone (no speculative iterations), for random streams (little
+//! structure; the candidate checks and, for distinct call sites, spilling
+//! dominate), and the cost of the slow-instance reservoirs on the stencil.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -26,8 +27,9 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("intra");
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(20);
-    let streams: [(&str, Vec<Event>); 3] = [
+    let streams: [(&str, Vec<Event>); 4] = [
         ("stencil", synth::stencil(N as u64).collect()),
+        ("npb_cg", synth::cg(N as u64).collect()),
         ("random16sites", synth::random(N as u64, 7).collect()),
         ("distinct_sites", synth::distinct(N as u64).collect()),
     ];
@@ -39,6 +41,17 @@ fn bench(c: &mut Criterion) {
                 |()| black_box(compress_all(events, &on)),
                 BatchSize::SmallInput,
             )
+        });
+    }
+    // The speculative iterations against the folding rules alone, on the
+    // stencil and on CG's loops that run twice per entry.
+    let rules_only = Config {
+        speculate: false,
+        ..Config::default()
+    };
+    for (name, events) in &streams[..2] {
+        g.bench_function(format!("{name}_rules_only"), |b| {
+            b.iter(|| black_box(compress_all(events, &rules_only)))
         });
     }
     // The cost of the slow-instance reservoirs: the stencil again without

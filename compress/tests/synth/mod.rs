@@ -133,6 +133,83 @@ impl Iterator for Stencil {
     }
 }
 
+/// NPB CG's communication on rank 5 of a 4×4 process grid (class S, 16
+/// ranks), as `rankscale show` prints the real one:
+///
+/// ```text
+/// Init
+/// loop {                                   // the timed iterations
+///     for it in 0..25 {                    // conj_grad
+///         for k in 0..2 { Irecv; Send; Wait }  // matrix-vector sum, row partners
+///         Irecv; Send; Wait                     // transpose partner
+///         for d in 0..2 { for k in 0..2 { Irecv; Send; Wait } }  // two dot products
+///     }
+///     for k in 0..2 { Irecv; Send; Wait }      // the residual's matrix-vector sum
+/// }
+/// ```
+///
+/// Its inner loops run twice per entry, so without speculation every
+/// iteration of the loops around them is rebuilt from scratch.
+pub fn cg(events: u64) -> impl Iterator<Item = Event> {
+    let xfer = |peer: i32, tag: i32, count: i64| Transfer {
+        peer: Peer::Rank {
+            world: peer,
+            local: peer,
+        },
+        tag: Tag::Value(tag),
+        count,
+        dsize: 8,
+        dtype: compress::Datatype::from_name("double_precision").unwrap(),
+    };
+    let mut req = 0u64;
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut exchange = move |out: &mut Vec<Event>, site: u64, peer: i32, count: i64| {
+        let mut r = Event::new(Op::Irecv);
+        r.site = site;
+        r.recv = Some(xfer(peer, 1, count));
+        r.req = Some(ReqId(req));
+        let mut s = Event::new(Op::Send);
+        s.site = site + 1;
+        s.send = Some(xfer(peer, 1, count));
+        let mut w = Event::new(Op::Wait);
+        w.site = site + 2;
+        w.reqs = vec![ReqId(req)];
+        w.done = w.reqs.clone();
+        req += 1;
+        for mut e in [r, s, w] {
+            let x = xorshift(&mut rng);
+            e.time = Timing {
+                enter_ns: 0,
+                dur_ns: 2000 + x % 3000,
+                compute_ns: 5000 + (x >> 20) % 2000,
+            };
+            out.push(e);
+        }
+    };
+    let mut init = Event::new(Op::Init);
+    init.site = 0x6000;
+    let mut out = vec![init];
+    let row = |k: u32| RANK ^ (1 << k);
+    while (out.len() as u64) < events {
+        for _ in 0..25 {
+            for k in 0..2 {
+                exchange(&mut out, 0x6010, row(k), 350);
+            }
+            exchange(&mut out, 0x6020, RANK ^ 5, 350);
+            for d in 0..2u64 {
+                for k in 0..2 {
+                    exchange(&mut out, 0x6030 + 0x10 * d, row(k), 1);
+                }
+            }
+        }
+        for k in 0..2 {
+            exchange(&mut out, 0x6050, row(k), 350);
+        }
+    }
+    out.truncate(events as usize);
+    out.into_iter()
+}
+
 /// `n` events that never repeat: every one from its own call site.
 pub fn distinct(n: u64) -> impl Iterator<Item = Event> {
     (0..n).map(|i| {
