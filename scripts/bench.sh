@@ -2,6 +2,7 @@
 # Tracer overhead benchmark, one command: `scripts/bench.sh`.
 #
 # For each MPI implementation, in one run:
+#  (`scripts/bench.sh overhead` runs parts 1 and 2 alone)
 #  1. ping-pong of 8-byte messages between 2 ranks, untraced and traced
 #     (default sink, default call-site depth): ns added per intercepted call
 #     = (traced - untraced round trip) / 4, since a round trip is 4 calls:
@@ -91,7 +92,7 @@ pair() { # pair R CMD...: runs CMD untraced and traced, prints "untraced traced"
 }
 pingpong_ns() { launch "$1" 2 "$2" pingpong "$iters" 8 3 2>/dev/null | awk '/roundtrip_ns/ {print $2}'; }
 
-if [[ $part == all ]]; then
+if [[ $part == all || $part == overhead ]]; then
 
 echo "ping-pong, 8-byte messages, 2 ranks; added ns per intercepted call = (traced - untraced round trip) / 4"
 printf '%-8s %14s %14s %12s %16s\n' MPI "untraced(ns)" "traced(ns)" "ns/call" "quartiles"
@@ -120,6 +121,9 @@ for imp in mpich openmpi; do
   for ((r = 0; r < runs; r++)); do pair "$r" loop_time "$imp"; done |
     awk '{ print $1 * 1000, $2 * 1000, ($2 - $1) / $1 * 100 }' | pairs_report "$imp"
 done
+
+fi # the tracer's overhead
+if [[ $part == all ]]; then
 
 echo "inter-node merge at MPI_Finalize: weak 2D stencil (8x8 doubles per rank, ${MERGE_ITERS:-1000} iterations)"
 printf '%-8s %6s %10s %10s %10s %10s %12s %12s\n' MPI ranks "merge(ms)" "wall(s)" "merge(%)" "trace(B)" "events" "ratio(raw/trace)"
