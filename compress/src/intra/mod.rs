@@ -616,8 +616,17 @@ impl Compressor {
 
     // ----- folding ---------------------------------------------------------
 
+    /// Applies rule (a), else rule (b), until neither applies.
     fn reduce(&mut self) {
-        while !self.queue.is_empty() && (self.try_extend() || self.try_fold()) {}
+        while !self.queue.is_empty() {
+            if let Some(r) = self.extension() {
+                self.extend(r);
+            } else if let Some(k) = self.folding() {
+                self.fold(k);
+            } else {
+                break;
+            }
+        }
     }
 
     /// Whether a rule applies to the tail now.
@@ -625,16 +634,7 @@ impl Compressor {
         !self.queue.is_empty() && (self.extension().is_some() || self.folding().is_some())
     }
 
-    /// Rule (a): the tail is one more iteration of a registered loop.
-    fn try_extend(&mut self) -> bool {
-        let Some(r) = self.extension() else {
-            return false;
-        };
-        self.extend(r);
-        true
-    }
-
-    /// The registered loop that the tail is one more iteration of.
+    /// Rule (a): the registered loop that the tail is one more iteration of.
     fn extension(&mut self) -> Option<Reg> {
         let n = self.last_pos();
         let x = self.item(n).node.hash();
@@ -698,16 +698,8 @@ impl Compressor {
         }
     }
 
-    /// Rule (b): the last `k` items repeat the `k` before them.
-    fn try_fold(&mut self) -> bool {
-        let Some(k) = self.folding() else {
-            return false;
-        };
-        self.fold(k);
-        true
-    }
-
-    /// The `k` of rule (b) for the tail, if it applies.
+    /// Rule (b): the `k` for which the last `k` items repeat the `k` before
+    /// them, if there is one.
     fn folding(&mut self) -> Option<u64> {
         let n = self.last_pos();
         let mut j = self.item(n).prev_same;
