@@ -353,7 +353,9 @@ impl Compressor {
                     self.recycle(single);
                     return Ok(());
                 }
-                self.give_up_speculation()?;
+                // The event is folded in even when handing back fails.
+                let given_back = self.give_up_speculation();
+                return self.speculate_or_fold_in(single).and(given_back);
             }
             return self.speculate_or_fold_in(single);
         }
@@ -435,7 +437,7 @@ impl Compressor {
             };
             if let Some(l) = self.open_loop(r)
                 && l.body.get(j + 1).and_then(spec::first_leaf) == Some(key)
-                && l.body[j].same_structure(last)
+                && l.body.get(j).is_some_and(|n| n.same_structure(last))
             {
                 return true;
             }
@@ -457,14 +459,20 @@ impl Compressor {
     }
 
     /// Ends the speculation: its buffered events go through the folding
-    /// rules, as if it had never been.
+    /// rules, as if it had never been. Every event is folded in even when
+    /// spilling fails (the first failure is returned; spilled events that
+    /// could not be written are counted as lost).
     fn give_up_speculation(&mut self) -> Result<(), Error> {
+        let mut result = Ok(());
         if let Some(sp) = self.spec.take() {
             for s in sp.into_singles() {
-                self.fold_in(Box::new(s))?;
+                let done = self.fold_in(Box::new(s));
+                if result.is_ok() {
+                    result = done;
+                }
             }
         }
-        Ok(())
+        result
     }
 
     /// Keeps an event box whose contents were taken, for the next event.
