@@ -386,7 +386,7 @@ impl Compressor {
             return self.fold_in(single);
         }
         self.append(Node::Single(single));
-        if self.reducible() {
+        if self.reduce_once() {
             return self.reduce_and_bound();
         }
         let Some(Node::Single(single)) = self.pop() else {
@@ -626,20 +626,22 @@ impl Compressor {
 
     /// Applies rule (a), else rule (b), until neither applies.
     fn reduce(&mut self) {
-        while !self.queue.is_empty() {
-            if let Some(r) = self.extension() {
-                self.extend(r);
-            } else if let Some(k) = self.folding() {
-                self.fold(k);
-            } else {
-                break;
-            }
-        }
+        while self.reduce_once() {}
     }
 
-    /// Whether a rule applies to the tail now.
-    fn reducible(&mut self) -> bool {
-        !self.queue.is_empty() && (self.extension().is_some() || self.folding().is_some())
+    /// Applies rule (a), else rule (b), once; false if neither applies.
+    fn reduce_once(&mut self) -> bool {
+        if self.queue.is_empty() {
+            return false;
+        }
+        if let Some(r) = self.extension() {
+            self.extend(r);
+        } else if let Some(k) = self.folding() {
+            self.fold(k);
+        } else {
+            return false;
+        }
+        true
     }
 
     /// Rule (a): the registered loop that the tail is one more iteration of.

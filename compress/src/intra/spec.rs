@@ -134,8 +134,7 @@ impl Spec {
             rank: s.rank,
             keep: s.keep,
         };
-        let mut path = Vec::new();
-        spec.add_loop(t, &mut path);
+        spec.add_loop(t, &mut Vec::new())?;
         spec.frames.push(Frame {
             entry: 0,
             next: t.body.len(),
@@ -144,8 +143,11 @@ impl Spec {
         spec.step(t, s).then_some(spec)
     }
 
-    /// Adds the entries of loop `l` (at `path`) and of its body.
-    fn add_loop(&mut self, l: &Loop, path: &mut Vec<u32>) -> usize {
+    /// Adds the entries of loop `l` (at `path`) and of its body; `None` if
+    /// the body holds a single event, which a loop body never does (the
+    /// folding rules make leaves of them) and an iteration could not be
+    /// applied to.
+    fn add_loop(&mut self, l: &Loop, path: &mut Vec<u32>) -> Option<usize> {
         let me = self.entries.len();
         let p = self.push_path(path);
         self.entries.push(Entry {
@@ -158,9 +160,9 @@ impl Spec {
         for (i, n) in l.body.iter().enumerate() {
             path.push(i as u32);
             let k = match n {
-                Node::Loop(inner) => self.add_loop(inner, path),
+                Node::Loop(inner) => self.add_loop(inner, path)?,
                 Node::Leaf(leaf) => self.add_leaf((leaf.hash, leaf.shape), path),
-                Node::Single(one) => self.add_leaf((one.hash, one.shape), path),
+                Node::Single(_) => return None,
             };
             path.pop();
             kids.push(k);
@@ -173,7 +175,7 @@ impl Spec {
         let e = &mut self.entries[me];
         e.kids = start..self.kids.len();
         e.first = first;
-        me
+        Some(me)
     }
 
     fn add_leaf(&mut self, first: (u64, Shape), path: &[u32]) -> usize {
