@@ -50,8 +50,9 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// ([`crate::series::MpiSeries`]); files of versions 1 and 2 are still read
 /// (without them). Version 4 added the fields an extrapolation left
 /// unverified ([`Meta::unverified`]), version 5 the trace's
-/// [`Meta::origin`].
-pub const VERSION: u32 = 5;
+/// [`Meta::origin`], version 6 the ranks recovered from a job that did not
+/// finish ([`Meta::partial`]).
+pub const VERSION: u32 = 6;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
@@ -125,6 +126,58 @@ pub struct Meta {
     /// Where the trace came from, which decides what its times are: a
     /// measured run, a conversion, or a prediction.
     pub origin: Origin,
+    /// Ranks whose part ends before their `MPI_Finalize`, by rank: a trace
+    /// that `rankscale merge` recovered from the snapshots of a job that
+    /// died, or that a rank wrote alone. Each says up to which event it
+    /// holds the rank and why it ends there; a rank of `0..world_size` the
+    /// trace does not hold at all left nothing. Empty for a finished run.
+    pub partial: Vec<PartialRank>,
+}
+
+/// One rank's part of a trace that ends before the rank's `MPI_Finalize`
+/// (see [`Meta::partial`]). Its events are exactly the first `events` the
+/// rank made, so a reader can compare them with any other record of the run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PartialRank {
+    /// The world rank.
+    pub rank: u32,
+    /// Events held: the rank's first `events` calls.
+    pub events: u64,
+    /// What wrote this part: `periodic snapshot`, `SIGTERM`, `MPI_Abort`...
+    pub cause: String,
+    /// When it was written, ns since the rank's `MPI_Init`.
+    pub at_ns: u64,
+}
+
+/// The metadata of format version 5 (no [`Meta::partial`]).
+#[derive(Deserialize)]
+struct MetaV5 {
+    tool: String,
+    mpi: String,
+    world_size: u32,
+    command: Vec<String>,
+    wall_ns: u64,
+    merge_ns: u64,
+    sites: Vec<(u64, String)>,
+    unverified: Vec<String>,
+    origin: Origin,
+}
+
+impl From<MetaV5> for Meta {
+    fn from(m: MetaV5) -> Meta {
+        Meta {
+            tool: m.tool,
+            mpi: m.mpi,
+            world_size: m.world_size,
+            command: m.command,
+            wall_ns: m.wall_ns,
+            merge_ns: m.merge_ns,
+            sites: m.sites,
+            unverified: m.unverified,
+            origin: m.origin,
+            partial: Vec::new(),
+        }
+    }
 }
 
 /// Where a trace came from. Reports label an extrapolated trace's times as
@@ -178,7 +231,7 @@ struct MetaV4 {
 
 impl From<MetaV4> for Meta {
     fn from(m: MetaV4) -> Meta {
-        Meta {
+        MetaV5 {
             origin: Origin::legacy(&m.tool),
             tool: m.tool,
             mpi: m.mpi,
@@ -189,6 +242,7 @@ impl From<MetaV4> for Meta {
             sites: m.sites,
             unverified: m.unverified,
         }
+        .into()
     }
 }
 
@@ -276,6 +330,15 @@ struct TraceFileV4 {
     series: Vec<MpiSeries>,
 }
 
+/// A version 5 file: no partial ranks in the metadata.
+#[derive(Deserialize)]
+struct TraceFileV5 {
+    meta: MetaV5,
+    trace: MergedTrace,
+    timelines: Vec<Timeline>,
+    series: Vec<MpiSeries>,
+}
+
 impl TraceFile {
     /// The file's bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
@@ -330,6 +393,12 @@ impl TraceFile {
                 timelines: v.timelines,
                 series: v.series,
             }),
+            5 => postcard::from_bytes::<TraceFileV5>(bytes).map(|v| TraceFile {
+                meta: v.meta.into(),
+                trace: v.trace,
+                timelines: v.timelines,
+                series: v.series,
+            }),
             _ => postcard::from_bytes::<TraceFile>(bytes),
         });
         let f: TraceFile = decoded.map_err(|e| {
@@ -362,13 +431,15 @@ impl TraceFile {
     }
 
     /// Merges the trace of another, disjoint, set of ranks (see
-    /// [`MergedTrace::merge`]); call sites are united, the rest of the
-    /// metadata is `self`'s.
+    /// [`MergedTrace::merge`]); call sites and partial ranks are united, the
+    /// rest of the metadata is `self`'s.
     pub fn merge(self, other: TraceFile) -> TraceFile {
         let mut meta = self.meta;
         meta.sites.extend(other.meta.sites);
         meta.sites.sort_unstable();
         meta.sites.dedup_by_key(|s| s.0);
+        meta.partial.extend(other.meta.partial);
+        meta.partial.sort_by_key(|p| p.rank);
         let mut timelines = self.timelines;
         timelines.extend(other.timelines);
         timelines.sort_by_key(|t| t.rank);

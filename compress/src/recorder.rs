@@ -72,6 +72,24 @@ impl RankRecorder {
             series: self.series.into_iter().collect(),
         })
     }
+
+    /// The rank's part as [`RankRecorder::finish`] would give it if the
+    /// recording ended now, while it goes on: the tracer writes this
+    /// periodically and on a fatal signal, so that a job that dies without
+    /// `MPI_Finalize` keeps each rank's trace up to then.
+    pub fn snapshot(&self) -> TraceFile {
+        TraceFile {
+            meta: Meta::default(),
+            trace: MergedTrace::from_rank(&self.comp.snapshot()),
+            timelines: self.timeline.iter().cloned().collect(),
+            series: self.series.iter().cloned().collect(),
+        }
+    }
+
+    /// Events recorded so far.
+    pub fn events(&self) -> u64 {
+        self.comp.pushed()
+    }
 }
 
 impl EventSink for RankRecorder {
@@ -121,5 +139,37 @@ mod tests {
         rec.push(&Event::new(Op::Barrier)).unwrap();
         let part = rec.finish().unwrap();
         assert!(part.timelines.is_empty() && part.series.is_empty());
+    }
+
+    /// A snapshot holds exactly the events so far, with their timeline,
+    /// and leaves the recording as it was: the final part is the same as
+    /// without the snapshot.
+    #[test]
+    fn a_snapshot_is_the_part_so_far_and_changes_nothing() {
+        let what = Recording {
+            timeline_epoch: Some(0),
+            ..Recording::default()
+        };
+        let ops = [Op::Barrier, Op::Ibarrier, Op::Barrier, Op::Wait];
+        let ev = |i: usize| {
+            let mut e = Event::new(ops[i % 4]);
+            e.time.enter_ns = 10 * i as u64;
+            e
+        };
+        let (mut a, mut b) = (RankRecorder::new(1, &what), RankRecorder::new(1, &what));
+        for i in 0..403 {
+            a.push(&ev(i)).unwrap();
+            b.push(&ev(i)).unwrap();
+            if i == 201 || i == 402 {
+                let snap = a.snapshot();
+                assert_eq!(a.events(), i as u64 + 1);
+                let got: Vec<Op> = snap.trace.rank_trace(1).unwrap().expand().map(|e| e.op).collect();
+                let want: Vec<Op> = (0..=i).map(|j| ops[j % 4]).collect();
+                assert_eq!(got, want, "snapshot after event {i}");
+                assert_eq!(snap.timelines[0].len(), i as u64 + 1);
+            }
+        }
+        let (fa, fb) = (a.finish().unwrap(), b.finish().unwrap());
+        assert_eq!(fa.to_wire().unwrap(), fb.to_wire().unwrap());
     }
 }

@@ -484,6 +484,40 @@ proptest! {
         prop_assert!(ex.next().is_none());
     }
 
+    /// A snapshot (what the tracer writes periodically and on a fatal
+    /// signal) taken at any point of any stream expands to exactly the
+    /// events pushed so far, spilled ones and a speculative iteration under
+    /// way included, and leaves the compressor as it was: the final trace
+    /// equals the one built without snapshots.
+    #[test]
+    fn snapshots_are_exact_prefixes_and_change_nothing(
+        prog in program(),
+        rank in 0i32..64,
+        seed in any::<u64>(),
+        queue_limit in prop_oneof![Just(8192usize), 4usize..64],
+        at in prop::collection::vec(0usize..3000, 1..5),
+    ) {
+        let events = events_of(&prog, rank, seed, 3000);
+        let cfg = Config { queue_limit, ..Config::default() };
+        let (mut a, mut b) = (Compressor::new(rank, cfg.clone()), Compressor::new(rank, cfg));
+        for (i, e) in events.iter().enumerate() {
+            a.push(e).unwrap();
+            b.push(e).unwrap();
+            if at.contains(&i) {
+                let snap = a.snapshot();
+                let got: Vec<String> = snap.expand().map(|e| event_line(&e)).collect();
+                let want: Vec<String> = events[..=i].iter().map(event_line).collect();
+                prop_assert_eq!(got, want, "snapshot after event {}", i);
+                prop_assert_eq!(a.pushed(), i as u64 + 1);
+            }
+        }
+        let (ta, tb) = (a.into_trace().unwrap(), b.into_trace().unwrap());
+        let wire = |t: &compress::Trace| {
+            TraceFile { trace: MergedTrace::from_rank(t), ..TraceFile::default() }.to_wire().unwrap()
+        };
+        prop_assert_eq!(wire(&ta), wire(&tb));
+    }
+
     /// The speculative iteration (`Config::speculate`) only saves work: on
     /// loop-structured programs (inner counts of at least 2, varying), the
     /// same loop structure, iteration counts and timing counts as the

@@ -559,6 +559,41 @@ impl Compressor {
         })
     }
 
+    /// The trace of every event pushed so far, leaving the compressor as it
+    /// is: what a rank writes periodically so that a job that dies keeps
+    /// its trace up to then. Costs a copy of the compressed state (the
+    /// queue, and the spill buffer when spilling to memory); events spilled
+    /// to a writer are in the writer, as with [`Compressor::into_trace`].
+    /// Events of a speculative iteration under way are included as they
+    /// are, unfolded: the snapshot is exact, not the most compact.
+    pub fn snapshot(&self) -> Trace {
+        let mut nodes: Vec<Node> = self.queue.iter().map(|it| it.node.clone()).collect();
+        if let Some(sp) = &self.spec {
+            nodes.extend(sp.singles().map(|s| Node::Single(Box::new(s))));
+        }
+        trace::settle(&mut nodes);
+        let (leaf_ids, loop_ids) = trace::number(&mut nodes);
+        let (spill_mem, spilled_mem, spilled_out) = match &self.spill {
+            Spill::Memory { buf, events } => (buf.clone(), *events, 0),
+            Spill::Writer { events, .. } => (Vec::new(), 0, *events),
+        };
+        Trace {
+            rank: self.rank,
+            nodes,
+            leaf_ids,
+            loop_ids,
+            spill_mem,
+            spilled_mem,
+            spilled_out,
+            lost: self.lost,
+        }
+    }
+
+    /// Events pushed so far.
+    pub fn pushed(&self) -> u64 {
+        self.pushed
+    }
+
     // ----- the queue and its indexes -------------------------------------
 
     fn last_pos(&self) -> u64 {

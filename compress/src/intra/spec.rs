@@ -342,25 +342,44 @@ impl Spec {
 
     /// The buffered events, in order, to go through the folding rules.
     pub(super) fn into_singles(self) -> impl Iterator<Item = Single> {
-        let (params, rank, keep) = (self.params, self.rank, self.keep);
-        let entries = self.entries;
-        self.ops.into_iter().filter_map(move |op| {
-            if let Kind::Exec(_) = op.kind {
-                return None;
-            }
-            let (hash, shape) = entries[op.entry].first;
-            Some(Single {
-                shape,
-                hash,
-                params: params[op.params].to_vec(),
-                compute_ns: op.compute_ns,
-                mpi_ns: op.mpi_ns,
-                rank,
-                pos: op.pos,
-                keep,
-            })
-        })
+        let Spec {
+            entries,
+            ops,
+            params,
+            rank,
+            keep,
+            ..
+        } = self;
+        ops.into_iter()
+            .filter_map(move |op| single_of(&entries, &params, rank, keep, &op))
     }
+
+    /// The buffered events, in order, left in place (for a snapshot of the
+    /// compressor, which must not change what it snapshots).
+    pub(super) fn singles(&self) -> impl Iterator<Item = Single> + '_ {
+        self.ops
+            .iter()
+            .filter_map(|op| single_of(&self.entries, &self.params, self.rank, self.keep, op))
+    }
+}
+
+/// The event a buffered step stands for; `None` for the end of an inner
+/// loop's execution, which is no event.
+fn single_of(entries: &[Entry], params: &[i64], rank: u32, keep: u16, op: &Op) -> Option<Single> {
+    if let Kind::Exec(_) = op.kind {
+        return None;
+    }
+    let (hash, shape) = entries[op.entry].first;
+    Some(Single {
+        shape,
+        hash,
+        params: params[op.params.clone()].to_vec(),
+        compute_ns: op.compute_ns,
+        mpi_ns: op.mpi_ns,
+        rank,
+        pos: op.pos,
+        keep,
+    })
 }
 
 /// Hash and shape of the first event `n` runs.
