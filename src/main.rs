@@ -6,6 +6,7 @@ mod extrap;
 mod html;
 mod import;
 mod launch;
+mod merge;
 mod show;
 mod stats;
 
@@ -58,6 +59,19 @@ enum Cmd {
         /// The launch command, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,
+    },
+    /// Merge the per-rank files a job left in TRACE.d into one trace: the
+    /// snapshots of a job that died without MPI_Finalize (killed, out of
+    /// time, crashed), or the files of ranks that could not merge. It says
+    /// which ranks the trace holds and up to which event each.
+    ///
+    /// Example: rankscale merge app.trace.d -o app.trace
+    Merge {
+        /// The directory of rank files (the trace file's name + `.d`).
+        dir: PathBuf,
+        /// The trace file to write.
+        #[arg(short = 'o', long)]
+        output: PathBuf,
     },
     /// Print a trace's structure: loops with iteration counts, calls with
     /// parameters, ranklists and timing.
@@ -172,6 +186,7 @@ fn main() {
                 steps,
             )
         }
+        Cmd::Merge { dir, output } => merge::merge(&dir, &output),
         Cmd::Show { file, json, expand } => show::show(&file, json, expand),
         Cmd::Stats { path } => stats::stats(&path),
         Cmd::Check(args) => check::run(&args),

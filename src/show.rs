@@ -219,6 +219,56 @@ fn timing_text(t: &PathTiming) -> String {
     )
 }
 
+/// What a trace of a job that did not finish holds: each rank that ends
+/// early (up to which event, and what wrote it) and the ranks that left
+/// nothing. Empty for a finished run.
+pub fn partial_lines(file: &TraceFile) -> Vec<String> {
+    let m = &file.meta;
+    let mut out: Vec<String> = m
+        .partial
+        .iter()
+        .map(|p| {
+            format!(
+                "partial: rank {} holds its first {} events ({} at {:.3} s), not its whole run",
+                p.rank,
+                p.events,
+                p.cause,
+                p.at_ns as f64 / 1e9
+            )
+        })
+        .collect();
+    let held = file.trace.ranks();
+    let missing: Vec<u32> = (0..m.world_size).filter(|r| !held.contains(*r)).collect();
+    if !missing.is_empty() {
+        out.push(format!(
+            "partial: {} of {} ranks left nothing: {}",
+            missing.len(),
+            m.world_size,
+            ranges(&missing)
+        ));
+    }
+    out
+}
+
+/// `0-3, 5, 7-8` for sorted ranks.
+fn ranges(v: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
 fn text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result<()> {
     let m = &file.meta;
     let t = &file.trace;
@@ -262,6 +312,9 @@ fn text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result<()> {
             "warning: {} events were lost while tracing",
             t.lost_events()
         )?;
+    }
+    for line in partial_lines(file) {
+        writeln!(out, "{line}")?;
     }
     writeln!(out)?;
     let labels = site_labels(file);

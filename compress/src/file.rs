@@ -454,6 +454,50 @@ impl TraceFile {
         }
     }
 
+    /// Merges the one-rank files a job's ranks wrote into `TRACE.d` (the
+    /// snapshots of a job that died, or the files of ranks that could not
+    /// merge at `MPI_Finalize`) into one trace, in the order the tracer's
+    /// own merge would use. The files must come from one run: the same
+    /// command line and job size, each rank once and inside the job. The
+    /// result's [`Meta::partial`] lists every rank that ends early; its
+    /// wall time is the latest part's.
+    pub fn merge_ranks(parts: Vec<TraceFile>) -> Result<TraceFile, Error> {
+        let Some(first) = parts.first() else {
+            return Err(Error::Corrupt("no rank files to merge".into()));
+        };
+        let (size, command) = (first.meta.world_size, first.meta.command.clone());
+        let mut seen = std::collections::BTreeSet::new();
+        for p in &parts {
+            if p.meta.world_size != size || p.meta.command != command {
+                return Err(Error::Corrupt(format!(
+                    "rank files of different runs: {} ranks running `{}`, and {} ranks running `{}`",
+                    size,
+                    command.join(" "),
+                    p.meta.world_size,
+                    p.meta.command.join(" ")
+                )));
+            }
+            for r in p.trace.ranks().iter() {
+                if r >= size {
+                    return Err(Error::Corrupt(format!(
+                        "a rank file holds rank {r}, outside the job's {size} ranks"
+                    )));
+                }
+                if !seen.insert(r) {
+                    return Err(Error::Corrupt(format!("rank {r} is in two rank files")));
+                }
+            }
+        }
+        let wall_ns = parts.iter().map(|p| p.meta.wall_ns).max().unwrap_or(0);
+        let mut parts = parts;
+        parts.sort_by_key(|p| p.trace.ranks().min());
+        let mut out = crate::merge::merge_binomial(parts, TraceFile::merge)
+            .ok_or_else(|| Error::Corrupt("no rank files to merge".into()))?;
+        out.trace.normalize();
+        out.meta.wall_ns = wall_ns;
+        Ok(out)
+    }
+
     /// Writes the file (to a temporary name first, then renamed, so that a
     /// reader never sees half a file).
     pub fn write(&self, path: &Path) -> Result<u64, Error> {

@@ -163,7 +163,13 @@ mod tests {
             if i == 201 || i == 402 {
                 let snap = a.snapshot();
                 assert_eq!(a.events(), i as u64 + 1);
-                let got: Vec<Op> = snap.trace.rank_trace(1).unwrap().expand().map(|e| e.op).collect();
+                let got: Vec<Op> = snap
+                    .trace
+                    .rank_trace(1)
+                    .unwrap()
+                    .expand()
+                    .map(|e| e.op)
+                    .collect();
                 let want: Vec<Op> = (0..=i).map(|j| ops[j % 4]).collect();
                 assert_eq!(got, want, "snapshot after event {i}");
                 assert_eq!(snap.timelines[0].len(), i as u64 + 1);

@@ -35,6 +35,17 @@ pub(crate) struct Config {
     pub yield_wait: bool,
     /// `RANKSCALE_YIELD_US` (default 20): the sleep between two tests.
     pub yield_us: u64,
+    /// `RANKSCALE_FLUSH_S` (default 60, 0 = never): seconds between two
+    /// snapshots of this rank's trace in `TRACE.d/rank-N`, so that a job
+    /// that dies without `MPI_Finalize` keeps its trace up to the last one.
+    /// Fatal signals (SIGTERM, SIGINT, SIGXCPU) and `MPI_Abort` write one
+    /// whatever this says.
+    pub flush_s: f64,
+    /// `RANKSCALE_MERGE_TIMEOUT_S` (default 120): how long a rank waits at
+    /// `MPI_Finalize` for every rank to join the trace merge. Ranks without
+    /// the tracer (a partial preload) never join; the traced ones then give
+    /// up, write their own file into `TRACE.d` and finish.
+    pub merge_timeout_s: f64,
     /// `RANKSCALE_FAULT=panic@N`: fault injection for the robustness tests;
     /// the tracer panics while recording its N-th event. It proves that a
     /// tracer bug cannot cross the FFI boundary into the application.
@@ -67,6 +78,14 @@ pub(crate) fn trace_file_from_env() -> Option<PathBuf> {
     }
 }
 
+/// The directory of the per-rank files of a trace file (`TRACE.d`):
+/// periodic snapshots, and the files ranks write when they cannot merge.
+pub(crate) fn rank_dir(trace_file: &std::path::Path) -> PathBuf {
+    let mut d = trace_file.as_os_str().to_owned();
+    d.push(".d");
+    PathBuf::from(d)
+}
+
 impl Config {
     /// Reads the environment.
     pub fn from_env() -> Config {
@@ -90,6 +109,10 @@ impl Config {
             depth: parse("RANKSCALE_DEPTH", 1usize, |d| (1..=64).contains(d)),
             yield_wait: flag("RANKSCALE_YIELD"),
             yield_us: parse("RANKSCALE_YIELD_US", 20u64, |d| *d <= 1_000_000),
+            flush_s: parse("RANKSCALE_FLUSH_S", 60.0f64, |s| (0.0..=1e9).contains(s)),
+            merge_timeout_s: parse("RANKSCALE_MERGE_TIMEOUT_S", 120.0f64, |s| {
+                (0.0..=1e9).contains(s)
+            }),
             panic_at: std::env::var("RANKSCALE_FAULT")
                 .ok()
                 .and_then(|v| v.strip_prefix("panic@").and_then(|n| n.parse().ok())),

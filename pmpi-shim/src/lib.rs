@@ -23,4 +23,5 @@ mod callsite;
 mod config;
 pub mod ffi;
 mod reduce;
+mod snapshot;
 mod tracer;

@@ -17,7 +17,10 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use compress::raw::RawLogWriter;
-use compress::{CommId, Event, EventSink, Op, Peer, RankRecorder, Recording, ReqId, TraceFile};
+use compress::{
+    CommId, Event, EventSink, Meta, Op, PartialRank, Peer, RankRecorder, Recording, ReqId,
+    TraceFile,
+};
 
 use crate::callsite;
 use crate::config::Config;
@@ -86,10 +89,21 @@ pub(crate) struct MsgInfo {
     pub tag: i32,
 }
 
+/// What the tracer learns of the job at `MPI_Init`, for the metadata of
+/// the files it writes (asked once: the snapshot thread must not call MPI).
+pub(crate) struct Job {
+    /// The size of `MPI_COMM_WORLD`.
+    pub world_size: u32,
+    /// `MPI_Get_library_version`, first line.
+    pub mpi: String,
+}
+
 /// Per-process tracer state, created at `MPI_Init` / `MPI_Init_thread`.
 pub(crate) struct Tracer {
     /// This process's rank in `MPI_COMM_WORLD`.
     pub rank: i32,
+    /// The job, as the metadata names it.
+    pub job: Job,
     /// Settings from the environment.
     pub config: Config,
     comms: RwLock<HandleMap<usize, Arc<CommInfo>>>,
@@ -112,6 +126,12 @@ pub(crate) struct Tracer {
     sinks: Mutex<Sinks>,
     enabled: AtomicBool,
     epoch: Instant,
+    /// The snapshot thread, while it runs.
+    snapshots: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Events in the last snapshot written (none is written twice), and
+    /// whether writing one failed already (warned once).
+    snapshot_events: AtomicU64,
+    snapshot_failed: AtomicBool,
 }
 
 /// Where events go: the raw log (`RANKSCALE_RAW`) and the on-the-fly
@@ -169,6 +189,7 @@ pub(crate) fn get() -> Option<&'static Tracer> {
 /// call (MPI forbids a second Init) is ignored.
 pub(crate) fn install(
     rank: i32,
+    job: Job,
     config: Config,
     world: CommInfo,
     self_: CommInfo,
@@ -220,8 +241,15 @@ pub(crate) fn install(
     let mut comms = HandleMap::default();
     comms.insert(keys[0], Arc::new(world));
     comms.insert(keys[1], Arc::new(self_));
+    if let Some(file) = &config.trace_file {
+        // A file an earlier run of this rank left must not be taken for one
+        // of this run.
+        let _ = std::fs::remove_file(rank_file(file, rank));
+    }
+    let snapshot = sinks.rec.is_some();
     let t = Tracer {
         rank,
+        job,
         config,
         comms: RwLock::new(comms),
         comm_ranks: RwLock::new(comm_ranks),
@@ -233,9 +261,45 @@ pub(crate) fn install(
         sinks: Mutex::new(sinks),
         enabled: AtomicBool::new(enabled),
         epoch: Instant::now(),
+        snapshots: Mutex::new(None),
+        snapshot_events: AtomicU64::new(0),
+        snapshot_failed: AtomicBool::new(false),
     };
     let _ = TRACER.set(t);
     install_panic_hook();
+    if snapshot && let Some(t) = TRACER.get() {
+        let h = crate::snapshot::start(t);
+        if let Ok(mut slot) = t.snapshots.lock() {
+            *slot = h;
+        }
+    }
+}
+
+/// This rank's file in the directory of `trace_file`'s per-rank files.
+pub(crate) fn rank_file(trace_file: &std::path::Path, rank: i32) -> std::path::PathBuf {
+    crate::config::rank_dir(trace_file).join(format!("rank-{rank}"))
+}
+
+/// The traced command line (this process's).
+fn command_line() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Fills the metadata every file the tracer writes carries: tool, MPI
+/// library, job size, command line and wall time.
+pub(crate) fn describe(meta: &mut Meta, mpi: String, world_size: u32, wall_ns: u64) {
+    meta.tool = format!("rankscale {}", env!("CARGO_PKG_VERSION"));
+    meta.mpi = mpi;
+    meta.world_size = world_size;
+    meta.command = command_line();
+    meta.wall_ns = wall_ns;
 }
 
 fn install_panic_hook() {
@@ -484,6 +548,7 @@ impl Tracer {
     /// of the trace file (its compressed trace, with its timeline and
     /// series when asked for), if it has one.
     pub fn finish(&self) -> Option<TraceFile> {
+        self.stop_snapshots();
         self.enabled.store(false, Ordering::SeqCst);
         let (raw, rec) = match self.sinks.lock() {
             Ok(mut s) => (s.raw.take(), s.rec.take()),
@@ -507,6 +572,84 @@ impl Tracer {
     /// Time since `MPI_Init`, ns.
     pub fn elapsed_ns(&self) -> u64 {
         self.now()
+    }
+
+    /// Ends the snapshot thread (and puts the signal actions back), so
+    /// that no snapshot is written after the trace is finished.
+    fn stop_snapshots(&self) {
+        crate::ffi::signals::uninstall();
+        let h = self.snapshots.lock().ok().and_then(|mut h| h.take());
+        if let Some(h) = h {
+            crate::ffi::signals::stop();
+            let _ = h.join();
+        }
+    }
+
+    /// Writes this rank's trace so far to `TRACE.d/rank-N`, saying that it
+    /// ends here because of `cause`. The raw log is flushed up to the same
+    /// event. A periodic snapshot with no new event is not written again.
+    /// Called by the snapshot thread; never calls MPI.
+    pub fn snapshot(&self, cause: &str, periodic: bool) {
+        let part = {
+            let Ok(mut s) = self.sinks.lock() else { return };
+            if let Some(raw) = &mut s.raw {
+                let _ = raw.finish();
+            }
+            let Some(rec) = &s.rec else { return };
+            if periodic && rec.events() == self.snapshot_events.load(Ordering::Relaxed) {
+                return;
+            }
+            rec.snapshot()
+        };
+        let events = part.trace.total_events();
+        match self.write_rank_file(part, Some(cause)) {
+            Ok(_) => self.snapshot_events.store(events, Ordering::Relaxed),
+            Err(e) => {
+                if !self.snapshot_failed.swap(true, Ordering::Relaxed) {
+                    warn(
+                        Some(self.rank),
+                        &format!("cannot write a snapshot of the trace ({e}); tracing goes on"),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Writes `part`, this rank's trace, to its file in `TRACE.d`: complete
+    /// (`cause` is `None`), or ending before `MPI_Finalize` for `cause`.
+    /// The file is a trace file of one rank, written atomically (temporary
+    /// name, then rename), so that a reader never sees half of one.
+    pub fn write_rank_file(
+        &self,
+        mut part: TraceFile,
+        cause: Option<&str>,
+    ) -> Result<std::path::PathBuf, String> {
+        let Some(trace_file) = &self.config.trace_file else {
+            return Err("no trace file was asked for".into());
+        };
+        let path = rank_file(trace_file, self.rank);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let at_ns = self.now();
+        describe(
+            &mut part.meta,
+            self.job.mpi.clone(),
+            self.job.world_size,
+            at_ns,
+        );
+        part.meta.sites = crate::callsite::sites();
+        if let Some(cause) = cause {
+            part.meta.partial = vec![PartialRank {
+                rank: u32::try_from(self.rank).unwrap_or(0),
+                events: part.trace.total_events(),
+                cause: cause.to_string(),
+                at_ns,
+            }];
+        }
+        part.trace.normalize();
+        part.write(&path).map_err(|e| e.to_string())?;
+        Ok(path)
     }
 }
 

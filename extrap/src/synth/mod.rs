@@ -1097,6 +1097,7 @@ fn target_meta(inputs: &[Input], sizes: &[u64], target: u64, method: Method) -> 
         origin: compress::Origin::Extrapolated {
             inputs: sizes.iter().map(|&s| s as u32).collect(),
         },
+        partial: Vec::new(),
     }
 }
 

@@ -263,8 +263,12 @@ pub(crate) fn before_finalize(ret: usize) {
         None => crate::config::trace_file_from_env(),
     };
     if let Some(path) = path {
+        let timeout = std::time::Duration::from_secs_f64(match t {
+            Some(t) => t.config.merge_timeout_s,
+            None => crate::config::Config::from_env().merge_timeout_s,
+        });
         let merged = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            tracer::untraced(|| super::merge::merge_and_write(t, trace, &path));
+            tracer::untraced(|| super::merge::merge_and_write(t, trace, &path, timeout));
         }));
         if merged.is_err() {
             tracer::warn(
@@ -284,8 +288,19 @@ pub(crate) fn before_abort(ret: usize, comm_h: MPI_Comm, code: c_int) {
         });
     }
     if let Some(t) = tracer::get() {
-        // No merge: the other ranks may be gone. The raw logs are flushed.
-        let _ = std::panic::catch_unwind(|| t.finish());
+        // No merge: the other ranks may be gone. The raw log is flushed and
+        // the trace goes to this rank's file, for `rankscale merge`.
+        let _ = std::panic::catch_unwind(|| {
+            if let Some(part) = t.finish()
+                && t.config.trace_file.is_some()
+                && let Err(e) = t.write_rank_file(part, Some("MPI_Abort"))
+            {
+                tracer::warn(
+                    Some(t.rank),
+                    &format!("cannot write this rank's trace ({e})"),
+                );
+            }
+        });
     }
 }
 

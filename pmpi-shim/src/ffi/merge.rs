@@ -5,13 +5,13 @@
 
 use std::ffi::{c_int, c_void};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use compress::TraceFile;
 use mpi_sys::*;
 
 use crate::reduce::{self, Link};
-use crate::tracer::{Tracer, warn};
+use crate::tracer::{self, Tracer, warn};
 
 /// The tag of the merge messages (on the private communicator).
 const TAG: c_int = 0x5253;
@@ -80,14 +80,27 @@ impl MpiLink {
 /// Waits for a request by test-and-sleep: a blocking wait would busy-poll
 /// (MPICH) and starve the other ranks of an oversubscribed node.
 fn complete(req: &mut MPI_Request) -> Result<(), String> {
+    match complete_within(req, None)? {
+        true => Ok(()),
+        false => Err("a merge request did not complete".into()),
+    }
+}
+
+/// [`complete`] with a deadline: `Ok(false)` if the request is still
+/// pending then (it is left pending: MPI cannot cancel a collective).
+fn complete_within(req: &mut MPI_Request, limit: Option<Duration>) -> Result<bool, String> {
+    let start = Instant::now();
     loop {
         let mut flag: c_int = 0;
-        // SAFETY: `req` is a live request of this module's Isend/Irecv;
+        // SAFETY: `req` is a live request of this module's calls;
         // MPI_STATUS_IGNORE is a valid status argument.
         let rc = unsafe { PMPI_Test(req, &mut flag, RSMPI_STATUS_IGNORE) };
         check(rc, "MPI_Test")?;
         if flag != 0 {
-            return Ok(());
+            return Ok(true);
+        }
+        if limit.is_some_and(|l| start.elapsed() >= l) {
+            return Ok(false);
         }
         super::nap(NAP_US);
     }
@@ -115,21 +128,23 @@ impl Link for MpiLink {
     }
 }
 
-fn command_line() -> Vec<String> {
-    std::fs::read("/proc/self/cmdline")
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Merges every rank's trace into rank 0 and writes the file there.
 /// Collective over `MPI_COMM_WORLD`: every rank calls it, with or without a
 /// trace of its own.
-pub(crate) fn merge_and_write(t: Option<&Tracer>, trace: Option<TraceFile>, path: &Path) {
+///
+/// It begins with an agreement: the private communicator is made with a
+/// nonblocking `MPI_Comm_idup`, which completes only when every rank has
+/// joined. A rank that runs without the tracer (a partial preload) never
+/// joins, so after `timeout` the ranks that did give up: each writes its
+/// own trace to `TRACE.d/rank-N` and warns, and the application finishes.
+/// After a merge, rank 0 says whether the file was written, and on success
+/// every rank removes its snapshot file.
+pub(crate) fn merge_and_write(
+    t: Option<&Tracer>,
+    trace: Option<TraceFile>,
+    path: &Path,
+    timeout: Duration,
+) {
     let start = Instant::now();
     // SAFETY: reading an initialised mpi-sys constant.
     let world = unsafe { RSMPI_COMM_WORLD };
@@ -137,22 +152,26 @@ pub(crate) fn merge_and_write(t: Option<&Tracer>, trace: Option<TraceFile>, path
     let mut comm = unsafe { RSMPI_COMM_NULL };
     // SAFETY: reading an initialised mpi-sys constant.
     let mut req = unsafe { RSMPI_REQUEST_NULL };
-    // SAFETY: duplicating MPI_COMM_WORLD before MPI_Finalize; every rank
-    // makes this call (the merge is collective). Nonblocking, so that the
-    // wait below can sleep instead of busy-polling.
+    // SAFETY: duplicating MPI_COMM_WORLD before MPI_Finalize; every traced
+    // rank makes this call. Nonblocking, so that the wait below can sleep
+    // instead of busy-polling, and give up.
     let rc = unsafe { PMPI_Comm_idup(world, &mut comm, &mut req) };
-    let rc = if rc == 0 {
-        complete(&mut req).map_or(1, |()| 0)
+    let joined = if rc == 0 {
+        complete_within(&mut req, Some(timeout))
     } else {
-        rc
+        Err(format!("MPI_Comm_idup failed with MPI error {rc}"))
     };
     let rank = super::comm_rank(world);
-    if rc != 0 {
-        warn(
-            Some(rank),
-            "cannot set up the trace merge (MPI_Comm_dup failed); no trace file",
-        );
-        return;
+    match joined {
+        Ok(true) => {}
+        Ok(false) => return write_alone(t, trace, path, rank, timeout),
+        Err(e) => {
+            warn(
+                Some(rank),
+                &format!("cannot set up the trace merge ({e}); no trace file"),
+            );
+            return;
+        }
     }
     let mut size: c_int = 0;
     // SAFETY: `comm` is the valid duplicate made above.
@@ -164,25 +183,92 @@ pub(crate) fn merge_and_write(t: Option<&Tracer>, trace: Option<TraceFile>, path
     let mut link = MpiLink { comm };
     let out = reduce::reduce(rank, size, mine, &mut link);
     let merge_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    // SAFETY: `comm` is the duplicate made above, no longer used.
-    unsafe { PMPI_Comm_free(&mut comm) };
-    let reduced = match out {
-        Ok(Some(r)) => r,
-        Ok(None) => return,
+    let written = match out {
+        Ok(Some(r)) => write_merged(t, r, path, rank, size, merge_ns),
+        Ok(None) => false,
         Err(e) => {
             warn(
                 Some(rank),
                 &format!("the trace merge failed ({e}); no trace file"),
             );
-            return;
+            false
         }
     };
+    // Rank 0 tells every rank whether the file is there; only then do the
+    // snapshots go.
+    let mut ok = u8::from(written);
+    // SAFETY: reading an initialised mpi-sys constant.
+    let mut req = unsafe { RSMPI_REQUEST_NULL };
+    // SAFETY: one byte from a live local, on the valid duplicate, root 0;
+    // completed below before `ok` is read or goes out of scope.
+    let rc = unsafe {
+        PMPI_Ibcast(
+            std::ptr::from_mut(&mut ok).cast::<c_void>(),
+            1,
+            RSMPI_UINT8_T,
+            0,
+            comm,
+            &mut req,
+        )
+    };
+    let told = rc == 0 && complete_within(&mut req, Some(timeout)).unwrap_or(false);
+    // SAFETY: `comm` is the duplicate made above, no longer used.
+    unsafe { PMPI_Comm_free(&mut comm) };
+    if told && ok == 1 {
+        let file = tracer::rank_file(path, rank);
+        let _ = std::fs::remove_file(&file);
+        if let Some(dir) = file.parent() {
+            // Succeeds for whichever rank removes the last file.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// The agreement timed out: this rank's trace goes to its own file.
+fn write_alone(
+    t: Option<&Tracer>,
+    trace: Option<TraceFile>,
+    path: &Path,
+    rank: i32,
+    timeout: Duration,
+) {
+    let dir = crate::config::rank_dir(path);
+    let why = format!(
+        "not every rank joined the trace merge within {:.0} s (ranks running without the tracer, or a rank that died?)",
+        timeout.as_secs_f64()
+    );
+    let written = match (t, trace) {
+        (Some(t), Some(part)) => Some(t.write_rank_file(part, None)),
+        _ => None,
+    };
+    let msg = match written {
+        Some(Ok(file)) => format!(
+            "{why}; this rank's trace is in {}: `rankscale merge {} -o FILE` merges what the ranks wrote",
+            file.display(),
+            dir.display()
+        ),
+        Some(Err(e)) => format!("{why}; cannot write this rank's trace either ({e})"),
+        None => format!("{why}; this rank has no trace"),
+    };
+    warn(Some(rank), &msg);
+}
+
+/// Rank 0's part after the reduction: writes the merged trace. Returns
+/// whether the file was written.
+fn write_merged(
+    t: Option<&Tracer>,
+    reduced: reduce::Reduced,
+    path: &Path,
+    rank: i32,
+    size: c_int,
+    merge_ns: u64,
+) -> bool {
     for p in &reduced.problems {
         warn(Some(rank), p);
     }
     let Some(mut file) = reduced.file else {
         warn(Some(rank), "no rank has a trace; no trace file");
-        return;
+        return false;
     };
     if reduced.missing > 0 {
         warn(
@@ -194,11 +280,12 @@ pub(crate) fn merge_and_write(t: Option<&Tracer>, trace: Option<TraceFile>, path
         );
     }
     file.trace.normalize();
-    file.meta.tool = format!("rankscale {}", env!("CARGO_PKG_VERSION"));
-    file.meta.mpi = super::library_version();
-    file.meta.world_size = u32::try_from(size).unwrap_or(0);
-    file.meta.command = command_line();
-    file.meta.wall_ns = t.map_or(0, Tracer::elapsed_ns);
+    tracer::describe(
+        &mut file.meta,
+        t.map_or_else(super::library_version, |t| t.job.mpi.clone()),
+        u32::try_from(size).unwrap_or(0),
+        t.map_or(0, Tracer::elapsed_ns),
+    );
     file.meta.merge_ns = merge_ns;
     match file.write(path) {
         Ok(bytes) => {
@@ -211,7 +298,11 @@ pub(crate) fn merge_and_write(t: Option<&Tracer>, trace: Option<TraceFile>, path
             );
             use std::io::Write;
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
+            true
         }
-        Err(e) => warn(Some(rank), &format!("cannot write the trace file ({e})")),
+        Err(e) => {
+            warn(Some(rank), &format!("cannot write the trace file ({e})"));
+            false
+        }
     }
 }

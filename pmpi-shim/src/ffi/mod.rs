@@ -5,6 +5,7 @@
 pub(crate) mod c;
 pub(crate) mod fortran;
 pub(crate) mod merge;
+pub(crate) mod signals;
 pub(crate) mod sys;
 
 use std::ffi::{c_char, c_int};
@@ -375,8 +376,16 @@ pub(crate) fn start_tracer() {
     );
     // SAFETY: reading an initialised mpi-sys constant.
     let self_map = world_map(unsafe { RSMPI_COMM_SELF });
+    let mut size: c_int = 0;
+    // SAFETY: a valid communicator; writes the int out-param only.
+    unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
+    let job = tracer::Job {
+        world_size: u32::try_from(size).unwrap_or(0),
+        mpi: library_version(),
+    };
     tracer::install(
         rank,
+        job,
         crate::config::Config::from_env(),
         CommInfo {
             id: CommId::WORLD,
