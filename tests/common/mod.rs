@@ -113,6 +113,12 @@ pub struct Launch<'a> {
 
 /// Runs `np` ranks of `bin` with real `mpirun` of `imp`.
 pub fn mpirun(imp: &str, np: usize, bin: &Path, args: &[String], opt: &Launch) -> Job {
+    run_with_timeout(mpirun_command(imp, np, bin, args, opt), opt.timeout_s.max(1))
+}
+
+/// The `mpirun` command [`mpirun`] runs, for a test that launches it its
+/// own way (under `timeout`, say).
+pub fn mpirun_command(imp: &str, np: usize, bin: &Path, args: &[String], opt: &Launch) -> Command {
     let mut env = opt.env.clone();
     if opt.traced {
         env.push(("LD_PRELOAD", shim(imp).display().to_string()));
@@ -158,7 +164,7 @@ pub fn mpirun(imp: &str, np: usize, bin: &Path, args: &[String], opt: &Launch) -
     if let Some(dir) = &opt.cwd {
         cmd.current_dir(dir);
     }
-    run_with_timeout(cmd, opt.timeout_s.max(1))
+    cmd
 }
 
 /// Runs a command, killing it (and failing the test) after `secs`.
