@@ -24,7 +24,8 @@ fn args(v: &[&str]) -> Vec<String> {
 fn faulty_launch(imp: &str, dir: &Path, flush_s: &str) -> (Launch<'static>, PathBuf) {
     let trace = dir.join("run.trace");
     let mut opt = traced_raw(imp, &dir.join("raw"));
-    opt.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+    opt.env
+        .push(("RANKSCALE_TRACE", trace.display().to_string()));
     opt.env.push(("RANKSCALE_FLUSH_S", flush_s.to_string()));
     (opt, trace)
 }
@@ -67,8 +68,8 @@ fn assert_prefixes(imp: &str, f: &compress::TraceFile, raw: &Path) -> Vec<(u32, 
             .unwrap_or_else(|| panic!("{imp}: rank {rank} has no partial record"));
         let got = expansion(f, rank);
         assert_eq!(got.len() as u64, p.events, "{imp} rank {rank}");
-        let log = std::fs::read_to_string(raw.join(compress::raw::rank_file_name(rank as i32)))
-            .unwrap();
+        let log =
+            std::fs::read_to_string(raw.join(compress::raw::rank_file_name(rank as i32))).unwrap();
         // Whole lines only: a log cut by the kill may end in half a line.
         let lines: Vec<&str> = log.split_inclusive('\n').map(|l| l.trim_end()).collect();
         assert!(
@@ -101,10 +102,17 @@ fn a_rank_killed_with_sigkill_leaves_every_rank_up_to_its_last_snapshot() {
         assert!(!trace.exists(), "{imp}: no merged trace from a dead job");
         let (f, said) = merge(&trace);
         assert_eq!(f.meta.world_size, 4, "{imp}");
-        assert_eq!(f.trace.ranks().len(), 4, "{imp}: every rank left a file\n{said}");
+        assert_eq!(
+            f.trace.ranks().len(),
+            4,
+            "{imp}: every rank left a file\n{said}"
+        );
         let held = assert_prefixes(imp, &f, &dir.join("raw"));
         let (_, killed_events, killed_cause) = &held[1];
-        assert_eq!(killed_cause, "periodic snapshot", "{imp}: rank 1 had no time for more");
+        assert_eq!(
+            killed_cause, "periodic snapshot",
+            "{imp}: rank 1 had no time for more"
+        );
         // Rank 1 ran about 1.5 s with snapshots every 0.3 s: its last one
         // holds most of its 1,000-odd events before the kill.
         assert!(
@@ -112,8 +120,22 @@ fn a_rank_killed_with_sigkill_leaves_every_rank_up_to_its_last_snapshot() {
             "{imp}: rank 1 holds {killed_events} events"
         );
         assert!(said.contains("partial: rank 1 holds its first"), "{said}");
-        let shown = rankscale(&["show", dir.join("run.merged").to_str().unwrap()]);
+        let merged = dir.join("run.merged");
+        let shown = rankscale(&["show", merged.to_str().unwrap()]);
         assert!(text(&shown.stdout).contains("periodic snapshot"), "{imp}");
+        // A trace cut short is not a run: replay refuses it before MPI
+        // starts, rather than wait for receives that are not there.
+        let replay = Command::new(root().join(format!("target/{imp}/release/replay")))
+            .arg(&merged)
+            .output()
+            .unwrap();
+        assert_eq!(replay.status.code(), Some(1), "{imp}");
+        assert!(
+            text(&replay.stderr)
+                .contains("a trace of a job that did not finish cannot be replayed"),
+            "{imp}: {}",
+            text(&replay.stderr)
+        );
     }
 }
 
@@ -142,7 +164,12 @@ fn a_job_ended_by_sigterm_leaves_every_rank_up_to_its_last_snapshot() {
             }
         }
         let job = run_with_timeout(cmd, 120);
-        assert_eq!(job.code, Some(124), "{imp}: timeout ended it: {}", job.stderr);
+        assert_eq!(
+            job.code,
+            Some(124),
+            "{imp}: timeout ended it: {}",
+            job.stderr
+        );
         let (f, said) = merge(&trace);
         assert_eq!(f.trace.ranks().len(), 4, "{imp}\n{said}\n{}", job.stderr);
         let held = assert_prefixes(imp, &f, &dir.join("raw"));
@@ -175,7 +202,11 @@ fn mpi_abort_writes_the_aborting_rank_file() {
         let got = expansion(&f, 0);
         assert_eq!(got.len(), 3, "{imp}: {got:?}");
         assert!(got[2].starts_with("Abort "), "{imp}: {got:?}");
-        assert_eq!(got.join("\n") + "\n", raw_text(&dir.join("raw"), 0), "{imp}");
+        assert_eq!(
+            got.join("\n") + "\n",
+            raw_text(&dir.join("raw"), 0),
+            "{imp}"
+        );
     }
 }
 
@@ -218,24 +249,39 @@ fn a_job_where_only_some_ranks_are_traced_finishes_and_warns() {
                 .map(String::from)
                 .collect()
         };
-        assert_eq!(app(&job.stdout), app(&plain.stdout), "{imp}: the application's results");
+        assert_eq!(
+            app(&job.stdout),
+            app(&plain.stdout),
+            "{imp}: the application's results"
+        );
         assert_eq!(app(&plain.stdout).len(), 1, "{imp}: {}", plain.stdout);
         let warned = job
             .stderr
             .matches("not every rank joined the trace merge within 3 s")
             .count();
-        assert_eq!(warned, 2, "{imp}: each traced rank warns once: {}", job.stderr);
+        assert_eq!(
+            warned, 2,
+            "{imp}: each traced rank warns once: {}",
+            job.stderr
+        );
         assert!(!trace.exists(), "{imp}: no merged trace");
         let (f, said) = merge(&trace);
         assert_eq!(f.trace.ranks().to_string(), "<1 0 2 1>", "{imp}\n{said}");
-        assert!(f.meta.partial.is_empty(), "{imp}: the traced ranks are whole");
+        assert!(
+            f.meta.partial.is_empty(),
+            "{imp}: the traced ranks are whole"
+        );
         assert!(
             said.contains("partial: 2 of 4 ranks left nothing: 2-3"),
             "{imp}: {said}"
         );
         for rank in 0..2u32 {
             let got = expansion(&f, rank).join("\n") + "\n";
-            assert_eq!(got, raw_text(&dir.join("raw"), rank as i32), "{imp} rank {rank}");
+            assert_eq!(
+                got,
+                raw_text(&dir.join("raw"), rank as i32),
+                "{imp} rank {rank}"
+            );
         }
     }
 }
@@ -276,7 +322,11 @@ fn a_finished_run_removes_its_snapshots() {
         assert!(f.meta.partial.is_empty(), "{imp}");
         for rank in 0..3u32 {
             let got = expansion(&f, rank).join("\n") + "\n";
-            assert_eq!(got, raw_text(&dir.join("raw"), rank as i32), "{imp} rank {rank}");
+            assert_eq!(
+                got,
+                raw_text(&dir.join("raw"), rank as i32),
+                "{imp} rank {rank}"
+            );
         }
     }
 }

@@ -52,6 +52,22 @@ pub enum Error {
     /// A trace lacks a rank below its size.
     #[error("rank {0} is missing from the trace (a partial trace cannot be extrapolated)")]
     MissingRank(u32),
+    /// An input holds a rank only up to some event: the snapshot of a job
+    /// that died (`rankscale merge`), not a whole run.
+    #[error(
+        "{name}: rank {rank} holds only its first {events} events ({cause}): a trace of a job \
+         that did not finish cannot be extrapolated"
+    )]
+    Partial {
+        /// The input.
+        name: String,
+        /// The first rank that ends early.
+        rank: u32,
+        /// Its events.
+        events: u64,
+        /// What wrote its part.
+        cause: String,
+    },
     /// The trace could not be cut into ranks.
     #[error("the trace is inconsistent: {0}")]
     Trace(String),

@@ -78,5 +78,14 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // A trace of a job that died holds ranks only up to their last
+    // snapshot: its sends would wait for receives that are not there.
+    if let Some(p) = file.meta.partial.first() {
+        eprintln!(
+            "replay: error: rank {} of this trace holds only its first {} events ({}): a trace of a job that did not finish cannot be replayed",
+            p.rank, p.events, p.cause
+        );
+        std::process::exit(1);
+    }
     std::process::exit(exec::run(&opts, &file));
 }

@@ -113,7 +113,10 @@ pub struct Launch<'a> {
 
 /// Runs `np` ranks of `bin` with real `mpirun` of `imp`.
 pub fn mpirun(imp: &str, np: usize, bin: &Path, args: &[String], opt: &Launch) -> Job {
-    run_with_timeout(mpirun_command(imp, np, bin, args, opt), opt.timeout_s.max(1))
+    run_with_timeout(
+        mpirun_command(imp, np, bin, args, opt),
+        opt.timeout_s.max(1),
+    )
 }
 
 /// The `mpirun` command [`mpirun`] runs, for a test that launches it its

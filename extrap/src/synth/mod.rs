@@ -648,6 +648,17 @@ fn site_labels(inputs: &[Input]) -> HashMap<u64, String> {
 /// Extrapolates `inputs` (the same program at increasing rank counts) to
 /// `opts.ranks` ranks.
 pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Error> {
+    if let Some((i, p)) = inputs
+        .iter()
+        .find_map(|i| i.file.meta.partial.first().map(|p| (i, p)))
+    {
+        return Err(Error::Partial {
+            name: i.name.clone(),
+            rank: p.rank,
+            events: p.events,
+            cause: p.cause.clone(),
+        });
+    }
     // Sizes in increasing order, each once.
     let sizes: Vec<u64> = inputs
         .iter()
@@ -1260,6 +1271,40 @@ mod tests {
         assert_eq!(m.world_size, 64);
         // A constant wall time extrapolates to itself.
         assert_eq!(m.wall_ns, 1_000);
+    }
+
+    /// A trace that `rankscale merge` recovered from a dying job holds
+    /// some ranks only in part: extrapolating from it would fit laws to a
+    /// run cut short, so it is refused by name.
+    #[test]
+    fn a_partial_input_is_refused() {
+        let input = |n: u32| Input {
+            name: format!("t{n}"),
+            file: TraceFile {
+                meta: Meta {
+                    world_size: n,
+                    ..Meta::default()
+                },
+                ..TraceFile::default()
+            },
+        };
+        let mut inputs = [input(4), input(9), input(16)];
+        inputs[1].file.meta.partial = vec![compress::PartialRank {
+            rank: 2,
+            events: 77,
+            cause: "SIGTERM".into(),
+            at_ns: 1,
+        }];
+        let e = extrapolate(&inputs, &Options::new(64))
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "t9: rank 2 holds only its first 77 events (SIGTERM): a trace of a job that did \
+                 not finish cannot be extrapolated"
+            )
+        );
     }
 
     #[test]
