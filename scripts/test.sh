@@ -19,7 +19,17 @@ cargo test --release --workspace --doc --quiet
 echo "test: cargo test (MPI tests run one at a time: the machine is small)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
+set +e
 RUST_TEST_THREADS=1 cargo test --release --workspace --lib --bins --tests --no-fail-fast 2>&1 | tee "$log"
-# One closing line over all test binaries.
+status=${PIPESTATUS[0]}
+set -e
+# The closing lines: every failed test with where it panicked (the end of
+# a long log is what a CI page keeps), then one count over all binaries.
+if grep -q ' FAILED$' "$log"; then
+  echo "test: failed tests:"
+  grep -E '^test .* FAILED$' "$log" | sed 's/^/  /'
+  grep -E -A2 "^thread '.*' \([0-9]+\) panicked at|^thread '.*' panicked at" "$log" | cut -c1-400 | head -60
+fi
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "total: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
