@@ -25,7 +25,11 @@
 #     ranks, traced against untraced in alternating pairs, NPB's own timed
 #     region and the whole job (`scripts/bench.sh npb-overhead` runs this
 #     part alone);
-#  8. NPB: the application time that extrapolation predicts for EP, FT, IS,
+#  8. snapshots of the trace (traces that survive a dying job): NPB CG
+#     class W traced with the default interval (60 s: none falls in the
+#     run) against one every 0.05 s, alternating pairs; the cost per
+#     snapshot (`scripts/bench.sh snapshots` runs this part alone);
+#  9. NPB: the application time that extrapolation predicts for EP, FT, IS,
 #     CG, LU, BT and SP at a size that is not an input (per-size binaries)
 #     against real traced runs at that size, median of 3 (`scripts/bench.sh
 #     npb` runs this part alone).
@@ -52,12 +56,12 @@ launch_bin() { # launch_bin IMP NP TRACED BINARY ARGS...
   if [[ $imp == mpich ]]; then
     local env=()
     [[ $traced == 1 ]] && env=(-genv LD_PRELOAD "$shim" -genv RANKSCALE_TRACE "$RANKSCALE_TRACE"
-      -genv RANKSCALE_TIMELINE "${RANKSCALE_TIMELINE:-0}")
+      -genv RANKSCALE_TIMELINE "${RANKSCALE_TIMELINE:-0}" -genv RANKSCALE_FLUSH_S "${RANKSCALE_FLUSH_S:-60}")
     mpirun.mpich -n "$np" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm "${env[@]}" "$bin" "$@"
   else
     local env=()
     [[ $traced == 1 ]] && env=(-x "LD_PRELOAD=$shim" -x RANKSCALE_TRACE
-      -x "RANKSCALE_TIMELINE=${RANKSCALE_TIMELINE:-0}")
+      -x "RANKSCALE_TIMELINE=${RANKSCALE_TIMELINE:-0}" -x "RANKSCALE_FLUSH_S=${RANKSCALE_FLUSH_S:-60}")
     mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
       "${env[@]}" "$bin" "$@"
   fi
@@ -240,6 +244,34 @@ for bc in cg.S cg.W bt.S bt.W lu.S lu.W mg.S mg.W; do
         printf "%-8s %6d %12.3f %12.3f %8.3f %7.3f..%-7.3f %10.3f %7.3f..%-7.3f\n", name, np, mu, mt, mr, lo, hi, mw, w[1], w[n] }'
   done
 done
+fi
+
+if [[ $part == all || $part == snapshots ]]; then
+echo "snapshots: NPB CG class W, Open MPI, traced with RANKSCALE_FLUSH_S=60 (default; none in the run) against 0.05 (20 per second), ${NPB_PAIRS:-5} pairs"
+printf '%-8s %6s %12s %12s %8s %16s %18s
+' bench ranks "60s(s)" "0.05s(s)" ratio range "ms per snapshot"
+snap_run() { # snap_run BINARY NP FLUSH: prints NPB's timed seconds
+  (cd "$tmp" && RANKSCALE_FLUSH_S=$3 OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$2" 1 "$1" 2>/dev/null) |
+    awk '/Time in seconds/ { print $NF }'
+}
+if scripts/npb.sh openmpi cg W 4 16 >/dev/null 2>&1; then
+  for np in 4 16; do
+    bin="$root/target/npb/openmpi/bin/cg.W.$np"
+    for ((r = 0; r < ${NPB_PAIRS:-5}; r++)); do
+      if ((r % 2)); then f=$(snap_run "$bin" "$np" 0.05); d=$(snap_run "$bin" "$np" 60)
+      else d=$(snap_run "$bin" "$np" 60); f=$(snap_run "$bin" "$np" 0.05); fi
+      echo "$d $f"
+    done | awk -v np="$np" '
+      { d[NR] = $1; f[NR] = $2; r[NR] = $2 / $1 }
+      function med(a, n,   i, j, x) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
+        return a[int((n + 1) / 2)] }
+      END { n = NR; md = med(d, n); mf = med(f, n); mr = med(r, n)
+        # Each rank writes about mf / 0.05 snapshots during the timed region.
+        printf "%-8s %6d %12.3f %12.3f %8.3f %7.3f..%-7.3f %18.3f\n", "cg.W", np, md, mf, mr, r[1], r[n], (mf - md) / (mf / 0.05) * 1000 }'
+  done
+else
+  echo "cg.W: NPB not available, skipped"
+fi
 fi
 
 [[ $part == all || $part == npb ]] || exit 0

@@ -3,7 +3,9 @@
 //! every event is merged into an existing loop), each also with the folding
 //! rules alone (no speculative iterations), for random streams (little
 //! structure; the candidate checks and, for distinct call sites, spilling
-//! dominate), and the cost of the slow-instance reservoirs on the stencil.
+//! dominate), the cost of the slow-instance reservoirs on the stencil, and
+//! the cost of one snapshot of a running recorder (what the tracer writes
+//! periodically so that a dying job keeps its trace).
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -85,6 +87,21 @@ fn bench(c: &mut Criterion) {
     let trace = comp.into_trace().unwrap();
     g.bench_function("expand_stencil", |b| {
         b.iter(|| black_box(trace.expand().count()))
+    });
+    g.finish();
+    // What the tracer's snapshot thread does every RANKSCALE_FLUSH_S: a
+    // snapshot of a running recorder (CG's nest, 200,000 events in), and
+    // the file bytes it writes (one element = one snapshot).
+    let mut g = c.benchmark_group("snapshot");
+    g.throughput(Throughput::Elements(1));
+    let mut rec = compress::RankRecorder::new(0, &compress::Recording::default());
+    for e in &streams[1].1 {
+        rec.push(e).unwrap();
+    }
+    g.bench_function("npb_cg_snapshot", |b| b.iter(|| black_box(rec.snapshot())));
+    let snap = rec.snapshot();
+    g.bench_function("npb_cg_snapshot_to_bytes", |b| {
+        b.iter(|| black_box(snap.to_bytes().unwrap().len()))
     });
     g.finish();
 }

@@ -149,14 +149,9 @@ fn period(seq: &ValueSeq) -> Option<usize> {
     if k == 1 {
         return None;
     }
-    let mut ring = [0i64; MAX_PHASES];
-    for (i, v) in seq.iter().enumerate() {
-        if i >= k && ring[i % k] != v {
-            return None;
-        }
-        ring[i % k] = v;
-    }
-    Some(k)
+    // Checked on the compressed form: a snapshot converts the trace of a
+    // long run many times.
+    seq.repeats(&head[..k]).then_some(k)
 }
 
 impl Param {
@@ -176,10 +171,14 @@ impl Param {
         let Some(k) = period(&seq) else {
             return Param::single(ranks, seq);
         };
-        let mut phases = vec![ValueSeq::new(); k];
-        for (i, v) in seq.iter().enumerate() {
-            phases[i % k].push(v);
-        }
+        // Each phase of a k-periodic sequence is one value, repeated.
+        let n = seq.len();
+        let phases: Vec<ValueSeq> = seq
+            .iter()
+            .take(k)
+            .enumerate()
+            .map(|(j, v)| ValueSeq::constant(v, (n - j as u64).div_ceil(k as u64)))
+            .collect();
         Param {
             variants: Vec::new(),
             phased: vec![Phased {

@@ -679,9 +679,118 @@ impl Iterator for SeqIter<'_> {
     }
 }
 
+impl ValueSeq {
+    /// Whether the sequence is `head` over and over: value `i` is
+    /// `head[i % head.len()]`. Walks the compressed form, never the values
+    /// one by one: a repeat block is checked for at most `head.len()`
+    /// repetitions (after that its repetitions meet `head` at phases already
+    /// checked), so the cost does not grow with the run's length. The
+    /// tracer converts a rank's trace this way at every snapshot, which a
+    /// long run takes many times.
+    pub(crate) fn repeats(&self, head: &[i64]) -> bool {
+        if head.is_empty() {
+            return self.len == 0;
+        }
+        let mut pos = 0;
+        self.blocks
+            .iter()
+            .all(|b| block_repeats(b, 0, &mut pos, head))
+            && (self.cur.len == 0 || seg_repeats(&self.cur, 0, &mut pos, head))
+    }
+}
+
+/// [`ValueSeq::repeats`] for the values of `s` plus `add`, starting at
+/// phase `*pos` of `head`; advances `*pos` (kept below `head.len()`).
+fn seg_repeats(s: &Seg, add: i64, pos: &mut u64, head: &[i64]) -> bool {
+    let k = head.len() as u64;
+    // A segment whose values change over k steps cannot repeat with period
+    // k; one whose values do not (`stride * k == 0`, wrapping) repeats its
+    // first k values.
+    if s.len > k && s.stride.wrapping_mul(k as i64) != 0 {
+        return false;
+    }
+    let ok = (0..s.len.min(k)).all(|i| {
+        let v = s
+            .start
+            .wrapping_add(add)
+            .wrapping_add(s.stride.wrapping_mul(i as i64));
+        v == head[((*pos + i) % k) as usize]
+    });
+    *pos = (*pos + s.len % k) % k;
+    ok
+}
+
+fn block_repeats(b: &Block, add: i64, pos: &mut u64, head: &[i64]) -> bool {
+    let r = match b {
+        Block::Seg(s) => return seg_repeats(s, add, pos, head),
+        Block::Rep(r) => r,
+    };
+    let k = head.len() as u64;
+    // Repetition j starts at phase pos + j * L; the phases cycle after m
+    // repetitions, so repetitions j and j + m meet the same head values and
+    // must hold the same values: m * shift == 0.
+    let l = r.period_len % k;
+    let m = k / gcd(l, k);
+    if r.reps > m && r.shift.wrapping_mul(m as i64) != 0 {
+        return false;
+    }
+    let start = *pos;
+    for j in 0..r.reps.min(m) {
+        let add = add.wrapping_add(r.shift.wrapping_mul(j as i64));
+        if !r.period.iter().all(|b| block_repeats(b, add, pos, head)) {
+            return false;
+        }
+    }
+    *pos = (start + (r.reps % k) * l) % k;
+    true
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if a == 0 { b } else { gcd(b % a, a) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `repeats` agrees with the values, on sequences built as loop nests
+    /// build them (rotating peers, tags that count, nested repeats) and on
+    /// ones that break the period late.
+    #[test]
+    fn repeats_agrees_with_the_values() {
+        let mut rng = crate::rng::SplitMix64::new(7);
+        for case in 0..3000 {
+            let k = 1 + (rng.next_u64() % 5) as usize;
+            let base: Vec<i64> = (0..k).map(|_| (rng.next_u64() % 3) as i64).collect();
+            let n = (rng.next_u64() % 400) as usize;
+            let mut values: Vec<i64> = (0..n).map(|i| base[i % k]).collect();
+            match case % 4 {
+                0 => {}
+                1 if n > 0 => {
+                    let at = (rng.next_u64() % n as u64) as usize;
+                    values[at] += 1;
+                }
+                2 => values
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(i, v)| *v += (i / (4 * k)) as i64),
+                _ => values.extend((0..k).map(|i| base[i] + (i % 2) as i64)),
+            }
+            let s: ValueSeq = values.iter().copied().collect();
+            for hk in 1..=6usize {
+                let head: Vec<i64> = values.iter().copied().take(hk).collect();
+                if head.len() < hk {
+                    continue;
+                }
+                let truth = values.iter().enumerate().all(|(i, v)| *v == head[i % hk]);
+                assert_eq!(
+                    s.repeats(&head),
+                    truth,
+                    "case {case}, k {hk}: {values:?} as {s:?}"
+                );
+            }
+        }
+    }
 
     fn check(values: &[i64]) -> ValueSeq {
         let s: ValueSeq = values.iter().copied().collect();
