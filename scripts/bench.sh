@@ -72,6 +72,9 @@ launch() { # launch IMP NP TRACED PROGRAM ARGS...: a test program of target/prog
   launch_bin "$imp" "$np" "$traced" "target/programs/$imp/$prog" "$@"
 }
 
+# An awk function: med(a, n) sorts a[1..n] in place and returns its median.
+awk_med='function med(a, n,   i, j, x) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
+  return a[int((n + 1) / 2)] }'
 # q P: the P-quantile (0..1) of the numbers on standard input.
 q() { sort -g | awk -v p="$1" '{ v[NR] = $1 } END { i = int(p * (NR - 1) + 0.5) + 1; print v[i] }'; }
 # pairs_report IMP: reads "untraced traced figure" lines, one per pair, and
@@ -238,8 +241,7 @@ for bc in cg.S cg.W bt.S bt.W lu.S lu.W mg.S mg.W; do
       echo "$u $t"
     done | awk -v name="$bc" -v np="$np" '
       { u[NR] = $1; t[NR] = $3; r[NR] = $3 / $1; w[NR] = $4 / $2 }
-      function med(a, n,   i, j, x) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
-        return a[int((n + 1) / 2)] }
+      '"$awk_med"'
       END { n = NR; mu = med(u, n); mt = med(t, n); mr = med(r, n); lo = r[1]; hi = r[n]; mw = med(w, n)
         printf "%-8s %6d %12.3f %12.3f %8.3f %7.3f..%-7.3f %10.3f %7.3f..%-7.3f\n", name, np, mu, mt, mr, lo, hi, mw, w[1], w[n] }'
   done
@@ -263,8 +265,7 @@ if scripts/npb.sh openmpi cg W 4 16 >/dev/null 2>&1; then
       echo "$d $f"
     done | awk -v np="$np" '
       { d[NR] = $1; f[NR] = $2; r[NR] = $2 / $1 }
-      function med(a, n,   i, j, x) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
-        return a[int((n + 1) / 2)] }
+      '"$awk_med"'
       END { n = NR; md = med(d, n); mf = med(f, n); mr = med(r, n)
         # Each rank writes about mf / 0.05 snapshots during the timed region.
         printf "%-8s %6d %12.3f %12.3f %8.3f %7.3f..%-7.3f %18.3f\n", "cg.W", np, md, mf, mr, r[1], r[n], (mf - md) / (mf / 0.05) * 1000 }'

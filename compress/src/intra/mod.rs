@@ -538,25 +538,20 @@ impl Compressor {
             Spill::Writer { out, .. } => out.flush().map_err(Error::Spill),
             Spill::Memory { .. } => Ok(()),
         };
-        let mut nodes: Vec<Node> = self.queue.drain(..).map(|it| it.node).collect();
-        trace::settle(&mut nodes);
-        let (leaf_ids, loop_ids) = trace::number(&mut nodes);
-        let (spill_mem, spilled_mem, spilled_out) = match self.spill {
+        let nodes: Vec<Node> = self.queue.drain(..).map(|it| it.node).collect();
+        let spill = match std::mem::replace(
+            &mut self.spill,
+            Spill::Memory {
+                buf: Vec::new(),
+                events: 0,
+            },
+        ) {
             Spill::Memory { buf, events } => (buf, events, 0),
             Spill::Writer { events, .. } => (Vec::new(), 0, events),
         };
         given_back?;
         flushed?;
-        Ok(Trace {
-            rank: self.rank,
-            nodes,
-            leaf_ids,
-            loop_ids,
-            spill_mem,
-            spilled_mem,
-            spilled_out,
-            lost: self.lost,
-        })
+        Ok(self.assemble(nodes, spill))
     }
 
     /// The trace of every event pushed so far, leaving the compressor as it
@@ -571,12 +566,20 @@ impl Compressor {
         if let Some(sp) = &self.spec {
             nodes.extend(sp.singles().map(|s| Node::Single(Box::new(s))));
         }
-        trace::settle(&mut nodes);
-        let (leaf_ids, loop_ids) = trace::number(&mut nodes);
-        let (spill_mem, spilled_mem, spilled_out) = match &self.spill {
+        let spill = match &self.spill {
             Spill::Memory { buf, events } => (buf.clone(), *events, 0),
             Spill::Writer { events, .. } => (Vec::new(), 0, *events),
         };
+        self.assemble(nodes, spill)
+    }
+
+    /// A trace of `nodes`, settled and numbered here, with this
+    /// compressor's rank and losses and the spill `(in-memory bytes, their
+    /// events, events written out)`.
+    fn assemble(&self, mut nodes: Vec<Node>, spill: (Vec<u8>, u64, u64)) -> Trace {
+        trace::settle(&mut nodes);
+        let (leaf_ids, loop_ids) = trace::number(&mut nodes);
+        let (spill_mem, spilled_mem, spilled_out) = spill;
         Trace {
             rank: self.rank,
             nodes,
