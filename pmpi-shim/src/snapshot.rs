@@ -56,12 +56,14 @@ fn run(t: &'static Tracer, every: Option<Duration>) {
                 if let (Some(n), Some(d)) = (next, every)
                     && Instant::now() >= n
                 {
-                    t.snapshot("periodic snapshot", true);
+                    write(t, "periodic snapshot", true);
                     next = Some(Instant::now() + d);
                 }
             }
             Wake::Signal(sig) => {
-                t.snapshot(&signals::name(sig), false);
+                write(t, &signals::name(sig), false);
+                // Whatever became of the snapshot, the signal must still
+                // end the process.
                 if signals::is_fatal(sig) {
                     signals::die_of(sig);
                     return;
@@ -69,4 +71,11 @@ fn run(t: &'static Tracer, every: Option<Duration>) {
             }
         }
     }
+}
+
+/// Takes a snapshot; a panic in the tracer stays in this thread (the
+/// tracer's lock may then be poisoned, which turns tracing off with one
+/// warning at the next call).
+fn write(t: &Tracer, cause: &str, periodic: bool) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.snapshot(cause, periodic)));
 }

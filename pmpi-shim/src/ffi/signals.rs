@@ -42,6 +42,9 @@ static OLD: OnceLock<[Option<libc::sigaction>; 3]> = OnceLock::new();
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// A fatal signal is being handled.
 static DYING: AtomicBool = AtomicBool::new(false);
+/// The process that installed the handlers: a child forked without exec
+/// inherits them (and the pipe), and must not wake its parent's thread.
+static OWNER: AtomicI32 = AtomicI32::new(0);
 
 /// The conventional name of a signal, for the file's record.
 pub(crate) fn name(sig: c_int) -> String {
@@ -66,7 +69,9 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
     let old = OLD.get().and_then(|o| index(sig).and_then(|i| o[i]));
     let byte = u8::try_from(sig).unwrap_or(u8::MAX);
     let fd = WRITE_FD.load(Ordering::Relaxed);
-    if !ACTIVE.load(Ordering::Relaxed) || fd < 0 {
+    // SAFETY: getpid(2) is async-signal-safe and cannot fail.
+    let me = unsafe { libc::getpid() };
+    if !ACTIVE.load(Ordering::Relaxed) || fd < 0 || me != OWNER.load(Ordering::Relaxed) {
         // SAFETY: sigaction and raise are async-signal-safe; `sig` is the
         // signal being handled.
         unsafe { restore_and_raise(sig, old) };
@@ -136,6 +141,8 @@ pub(crate) fn install() -> Result<(), String> {
     }
     READ_FD.store(fds[0], Ordering::SeqCst);
     WRITE_FD.store(fds[1], Ordering::SeqCst);
+    // SAFETY: getpid(2) cannot fail.
+    OWNER.store(unsafe { libc::getpid() }, Ordering::SeqCst);
     let mut old = [None; 3];
     for (i, &sig) in SIGNALS.iter().enumerate() {
         // SAFETY: querying the current action into a zeroed struct.
