@@ -405,7 +405,7 @@ fn mean_compute_before(file: &TraceFile, op: Op) -> f64 {
 /// 1/P + c and log2 P. Traced at 3, 6, 12 and 24 ranks and extrapolated to 48,
 /// the mean computation time before the Allreduce must be within 5 % of a
 /// real run at 48 ranks with `--timing auto`. The table of every method's
-/// law and error is printed (it is the README's table).
+/// law and error is printed (it is the table of docs/EXTRAPOLATION.md).
 #[test]
 fn extrapolated_timing_follows_the_law() {
     let sizes = [3usize, 6, 12, 24];

@@ -86,7 +86,7 @@ ops! {
     Profiling { Pcontrol = "Pcontrol" }
 }
 
-/// The function families of the interception contract (see the README's
+/// The function families of the interception contract (see docs/TRACING.md's
 /// coverage table). Tests check coverage per family, so that a missing wrapper
 /// shows up as a named gap rather than a count mismatch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //! writes it per rank, and `rankscale show --expand RANK` prints it from a
 //! compressed trace, so that lossless compression is checked with `diff`.
 //! It therefore holds no timing and no raw handles, and every field has
-//! exactly one spelling. The grammar is documented in the README; in short:
+//! exactly one spelling. The grammar is documented in docs/TRACING.md; in short:
 //!
 //! ```text
 //! line     = OP " site=" HEX16 [" thread=" N] [" comm=" N] {" " field}

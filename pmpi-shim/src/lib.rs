@@ -15,7 +15,7 @@
 //! - calls the shim does not know are not defined here, so they go straight
 //!   to MPI.
 //!
-//! Settings come from `RANKSCALE_*` environment variables (see the README).
+//! Settings come from `RANKSCALE_*` environment variables (see docs/TRACING.md).
 
 #![warn(missing_docs)]
 
