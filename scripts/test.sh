@@ -13,6 +13,8 @@ for imp in mpich openmpi; do
   echo "test: clippy ($imp)"
   scripts/with-mpi "$imp" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 done
+echo "test: the fuzz target compiles (running it needs nightly and cargo-fuzz: see compress/fuzz)"
+CARGO_TARGET_DIR=target/fuzz cargo check --quiet --manifest-path compress/fuzz/Cargo.toml
 echo "test: cargo doc (warnings are errors) and the doc examples"
 RUSTDOCFLAGS="-D warnings" scripts/with-mpi openmpi cargo doc --no-deps --workspace --quiet
 cargo test --release --workspace --doc --quiet

@@ -21,6 +21,7 @@
 //! space, PCA and k-means++), and [`svg`] draws it, and any line or bar
 //! chart, as self-contained SVG to inline in an HTML page.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod ahp;

@@ -5,6 +5,7 @@
 //! ([`raw`]) and, built on them, the compressed trace. Every other crate uses
 //! these types through this API and never depends on how the shim built them.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod codec;

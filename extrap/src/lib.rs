@@ -25,6 +25,7 @@
 //! length of one rank's event sequence, never on the target rank count: a
 //! million ranks cost what 36 do.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod expr;

@@ -543,8 +543,8 @@ impl<'o> Replayer<'o> {
         } else {
             // SAFETY: reading an initialised mpi-sys constant.
             let mut t = unsafe { RSMPI_DATATYPE_NULL };
-            // SAFETY: `t` is a valid out-parameter; `byte` a predefined type.
             check(
+                // SAFETY: `t` is a valid out-parameter; `byte` a predefined type.
                 unsafe { MPI_Type_contiguous(n, byte, &mut t) },
                 "MPI_Type_contiguous",
             )?;
@@ -691,9 +691,9 @@ impl<'o> Replayer<'o> {
             return Ok(true);
         };
         let mut flag: c_int = 0;
-        // SAFETY: a live request of this replay; the status is ignored and
-        // the request is not freed.
         check(
+            // SAFETY: a live request of this replay; the status is ignored and
+            // the request is not freed.
             unsafe { PMPI_Request_get_status(r.handle, &mut flag, RSMPI_STATUS_IGNORE) },
             "MPI_Request_get_status",
         )?;
@@ -815,8 +815,8 @@ impl<'o> Replayer<'o> {
         let mut backoff = self.backoff();
         loop {
             let mut f: c_int = 0;
-            // SAFETY: `c` is a live communicator; the status is ignored.
             check(
+                // SAFETY: `c` is a live communicator; the status is ignored.
                 unsafe { PMPI_Iprobe(src, tag, c, &mut f, RSMPI_STATUS_IGNORE) },
                 "MPI_Iprobe",
             )?;
@@ -836,8 +836,8 @@ impl<'o> Replayer<'o> {
         let mut backoff = self.backoff();
         loop {
             let mut f: c_int = 0;
-            // SAFETY: `r` is a live request made by this replay.
             check(
+                // SAFETY: `r` is a live request made by this replay.
                 unsafe { PMPI_Test(r, &mut f, RSMPI_STATUS_IGNORE) },
                 "MPI_Test",
             )?;
@@ -874,10 +874,10 @@ impl<'o> Replayer<'o> {
             let mut left = Vec::with_capacity(pending.len());
             for h in pending {
                 let mut flag: c_int = 0;
-                // SAFETY: `h` is a live request of this replay;
-                // MPI_STATUS_IGNORE is a valid status argument. Does not
-                // free the request.
                 check(
+                    // SAFETY: `h` is a live request of this replay;
+                    // MPI_STATUS_IGNORE is a valid status argument. Does not
+                    // free the request.
                     unsafe { PMPI_Request_get_status(h, &mut flag, RSMPI_STATUS_IGNORE) },
                     "MPI_Request_get_status",
                 )?;
@@ -982,7 +982,7 @@ impl<'o> Replayer<'o> {
     }
 
     fn exec(&mut self, e: &Event) -> Result<f64> {
-        // SAFETY (for the whole match): every MPI call below receives
+        // SAFETY: (for the whole match) every MPI call below receives
         // buffers that live until the call returns (blocking calls) or that
         // move into the request table with their request (nonblocking
         // calls), counts that match those buffers' lengths for the given
@@ -1402,8 +1402,8 @@ impl<'o> Replayer<'o> {
         if !*attached {
             // Lives until the process ends, past MPI_Finalize.
             let b: &'static mut [u8] = Box::leak(vec![0u8; BSEND_BYTES].into_boxed_slice());
-            // SAFETY: the buffer is never freed and nothing else uses it.
             check(
+                // SAFETY: the buffer is never freed and nothing else uses it.
                 unsafe { MPI_Buffer_attach(b.as_mut_ptr().cast(), BSEND_BYTES as c_int) },
                 "MPI_Buffer_attach",
             )?;
@@ -1456,7 +1456,7 @@ impl<'o> Replayer<'o> {
             v.iter().map(|&x| s.count(i64::from(x))).collect()
         };
         let mut sent = 0f64;
-        // SAFETY (for the block): buffers are sized from the counts and
+        // SAFETY: (for the block) buffers are sized from the counts and
         // datatype sizes passed with them and outlive the call (or move
         // into the request table with a nonblocking call's request).
         let rc = unsafe {
@@ -1777,7 +1777,7 @@ impl<'o> Replayer<'o> {
             unsafe { (RSMPI_UNDEFINED, RSMPI_COMM_NULL, RSMPI_INFO_NULL) };
         let mut new = null;
         let reorder = c_int::from(cr.reorder.unwrap_or(false));
-        // SAFETY (for the block): the arrays passed live across the call and
+        // SAFETY: (for the block) the arrays passed live across the call and
         // have the lengths passed with them; `parent` is live.
         let rc = unsafe {
             match e.op {

@@ -75,8 +75,8 @@ impl Gates {
         }
         let scounts: Vec<c_int> = by_sender.iter().map(|b| b.len() as c_int).collect();
         let mut rcounts = vec![0 as c_int; p];
-        // SAFETY: both arrays hold one int per rank.
         check(
+            // SAFETY: both arrays hold one int per rank.
             unsafe {
                 PMPI_Alltoall(
                     scounts.as_ptr().cast(),
@@ -93,9 +93,9 @@ impl Gates {
         let (sdispls, rdispls) = (displacements(&scounts), displacements(&rcounts));
         let sendbuf: Vec<i64> = by_sender.concat();
         let mut recvbuf = vec![0i64; rcounts.iter().map(|&n| n as usize).sum::<usize>().max(1)];
-        // SAFETY: counts and displacements describe the two buffers, in
-        // 64-bit integers.
         check(
+            // SAFETY: counts and displacements describe the two buffers, in
+            // 64-bit integers.
             unsafe {
                 PMPI_Alltoallv(
                     sendbuf.as_ptr().cast(),
@@ -147,9 +147,9 @@ impl Gates {
         let buf = Box::new([i64::from(g.comm), i64::from(g.tag), g.k as i64]);
         // SAFETY: a null request handle, filled by MPI.
         let mut r: MPI_Request = unsafe { RSMPI_REQUEST_NULL };
-        // SAFETY: the boxed buffer stays in `self.sent` until the send
-        // completes in `complete`.
         check(
+            // SAFETY: the boxed buffer stays in `self.sent` until the send
+            // completes in `complete`.
             unsafe {
                 PMPI_Isend(
                     buf.as_ptr().cast(),
@@ -198,8 +198,8 @@ impl Gates {
         let mut f: c_int = 0;
         // SAFETY: replay's own communicator; a plain-data status.
         let mut st: MPI_Status = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
         check(
+            // SAFETY: as above.
             unsafe { PMPI_Iprobe(RSMPI_ANY_SOURCE, TOKEN, self.comm, &mut f, &mut st) },
             "MPI_Iprobe",
         )?;
@@ -207,8 +207,8 @@ impl Gates {
             return Ok(false);
         }
         let mut t = [0i64; 3];
-        // SAFETY: the probed token: three 64-bit integers into `t`.
         check(
+            // SAFETY: the probed token: three 64-bit integers into `t`.
             unsafe {
                 PMPI_Recv(
                     t.as_mut_ptr().cast(),
@@ -391,15 +391,15 @@ fn give_up(
         }
     }
     let mut n = verdict.len() as c_int;
-    // SAFETY: one int, then `n` 64-bit integers, from rank 0.
     check(
+        // SAFETY: one int, then `n` 64-bit integers, from rank 0.
         unsafe { PMPI_Bcast((&raw mut n).cast(), 1, RSMPI_INT32_T, 0, comm) },
         "MPI_Bcast",
     )?;
     verdict.resize(n as usize, 0);
     if n > 0 {
-        // SAFETY: as above; `verdict` holds `n` integers.
         check(
+            // SAFETY: as above; `verdict` holds `n` integers.
             unsafe { PMPI_Bcast(verdict.as_mut_ptr().cast(), n, RSMPI_INT64_T, 0, comm) },
             "MPI_Bcast",
         )?;
@@ -419,8 +419,8 @@ fn give_up(
 pub fn gather(mine: &[u64], comm: MPI_Comm, p: usize, rank: c_int) -> Result<Vec<Vec<u64>>> {
     let n = mine.len() as c_int;
     let mut counts = vec![0 as c_int; p];
-    // SAFETY: one int per rank into `counts` on the root.
     check(
+        // SAFETY: one int per rank into `counts` on the root.
         unsafe {
             PMPI_Gather(
                 (&raw const n).cast(),
@@ -438,8 +438,8 @@ pub fn gather(mine: &[u64], comm: MPI_Comm, p: usize, rank: c_int) -> Result<Vec
     let displs = displacements(&counts);
     let total: usize = counts.iter().map(|&c| c as usize).sum();
     let mut all = vec![0u64; if rank == 0 { total.max(1) } else { 1 }];
-    // SAFETY: counts and displacements describe `all` on the root.
     check(
+        // SAFETY: counts and displacements describe `all` on the root.
         unsafe {
             PMPI_Gatherv(
                 mine.as_ptr().cast(),

@@ -208,8 +208,8 @@ pub(crate) fn after_init(ret: usize, op: Op, value: Option<i64>) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let ret = return_address!();
-    // SAFETY: the application's arguments go unchanged to the library.
     let nested = tracer::nested();
+    // SAFETY: the application's arguments go unchanged to the library.
     let rc = tracer::untraced(|| unsafe { PMPI_Init(argc, argv) });
     // Nested inside a Fortran MPI_INIT wrapper: that wrapper records Init.
     if rc == 0 && !nested && tracer::get().is_none() {
@@ -227,14 +227,14 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     let ret = return_address!();
-    // SAFETY: the application's arguments go unchanged to the library.
     let nested = tracer::nested();
+    // SAFETY: the application's arguments go unchanged to the library.
     let rc = tracer::untraced(|| unsafe { PMPI_Init_thread(argc, argv, required, provided) });
     if rc == 0 && !nested && tracer::get().is_none() {
-        // SAFETY: MPI wrote `*provided` on success.
         let p = if provided.is_null() {
             -1
         } else {
+            // SAFETY: MPI wrote `*provided` on success.
             unsafe { *provided }
         };
         after_init(

@@ -396,8 +396,8 @@ fn comm_null() -> MPI_Comm {
 /// # Safety
 /// When `rc == 0`, `p` must point to the handle MPI wrote.
 unsafe fn f_created(rc: c_int, p: P) -> MPI_Comm {
-    // SAFETY: guaranteed by the caller.
     if rc == 0 {
+        // SAFETY: guaranteed by the caller.
         unsafe { f_comm(p) }
     } else {
         comm_null()
