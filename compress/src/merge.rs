@@ -961,23 +961,60 @@ fn branches(out: &mut Vec<MNode>, a: Vec<MNode>, b: Vec<MNode>) {
     out.extend(second);
 }
 
-/// Merges per-rank parts (part `r` is rank `r`'s) in the shim's binomial
-/// reduction order (`pmpi-shim/src/reduce.rs`: in round `k`, part `r` takes
-/// part `r + 2^k` when `r` is a multiple of `2^(k+1)`), so that traces built
-/// outside a run (imported, extrapolated) merge exactly as a traced one
-/// would. `None` for no parts.
+/// What one rank does in one round of the binomial reduction tree that
+/// merges per-rank traces: the tracer's merge at `MPI_Finalize` (over
+/// messages) and [`merge_binomial`] (in memory) follow the same tree, so a
+/// trace built outside a run merges exactly as a traced one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinomialStep {
+    /// Send what it holds to this rank, and leave the reduction.
+    SendTo(u64),
+    /// Receive this rank's part and merge it after its own.
+    ReceiveFrom(u64),
+    /// Nothing this round (no partner, or it has left).
+    Idle,
+}
+
+/// Rank `rank`'s part in the round of distance `step` (1, 2, 4, ... below
+/// `size`) of the binomial tree over `size` ranks: a rank with `rank mod
+/// 2·step = step` sends to `rank - step` and leaves; one with `rank mod
+/// 2·step = 0` receives from `rank + step` if that rank exists. After
+/// `ceil(log2 size)` rounds rank 0 holds everything.
+pub fn binomial_step(rank: u64, size: u64, step: u64) -> BinomialStep {
+    if step == 0 {
+        return BinomialStep::Idle;
+    }
+    let twice = step.saturating_mul(2);
+    if rank % twice == step {
+        BinomialStep::SendTo(rank - step)
+    } else if rank.is_multiple_of(twice) && rank + step < size {
+        BinomialStep::ReceiveFrom(rank + step)
+    } else {
+        BinomialStep::Idle
+    }
+}
+
+/// The round distances of the binomial tree over `size` ranks: 1, 2, 4, ...
+/// below `size`.
+pub fn binomial_rounds(size: u64) -> impl Iterator<Item = u64> {
+    std::iter::successors(Some(1u64), |s| s.checked_mul(2)).take_while(move |s| *s < size)
+}
+
+/// Merges per-rank parts (part `r` is rank `r`'s) in the tracer's binomial
+/// reduction order ([`binomial_step`]), so that traces built outside a run
+/// (imported, extrapolated, recovered) merge exactly as a traced one would.
+/// `None` for no parts.
 pub fn merge_binomial<T>(parts: Vec<T>, mut merge: impl FnMut(T, T) -> T) -> Option<T> {
+    let n = parts.len() as u64;
     let mut parts: Vec<Option<T>> = parts.into_iter().map(Some).collect();
-    let mut step = 1;
-    while step < parts.len() {
-        for r in (0..parts.len()).step_by(2 * step) {
-            if r + step < parts.len()
-                && let (Some(a), Some(b)) = (parts[r].take(), parts[r + step].take())
+    for step in binomial_rounds(n) {
+        for r in (0..n).step_by((2 * step) as usize) {
+            if let BinomialStep::ReceiveFrom(from) = binomial_step(r, n, step)
+                && let (Some(a), Some(b)) = (parts[r as usize].take(), parts[from as usize].take())
             {
-                parts[r] = Some(merge(a, b));
+                parts[r as usize] = Some(merge(a, b));
             }
         }
-        step *= 2;
     }
     parts.into_iter().next().flatten()
 }
@@ -1112,6 +1149,47 @@ mod tests {
     use super::*;
     use crate::trace::{EventTiming, PathClass};
     use crate::{Compressor, Config, Event, Op};
+
+    /// The binomial tree, by hand: each rank but 0 sends once, to a rank
+    /// that receives from it in the same round, and rank 0 ends with every
+    /// rank after ceil(log2 P) rounds, merged in rank order.
+    #[test]
+    fn the_binomial_tree_gathers_every_rank_into_rank_0() {
+        assert_eq!(binomial_rounds(1).count(), 0);
+        assert_eq!(binomial_rounds(5).collect::<Vec<_>>(), [1, 2, 4]);
+        assert_eq!(binomial_step(6, 7, 2), BinomialStep::SendTo(4));
+        assert_eq!(binomial_step(4, 7, 2), BinomialStep::ReceiveFrom(6));
+        assert_eq!(binomial_step(4, 6, 2), BinomialStep::Idle);
+        for n in 1..40u64 {
+            let mut held: Vec<Vec<u64>> = (0..n).map(|r| vec![r]).collect();
+            let mut sent = vec![0; n as usize];
+            for step in binomial_rounds(n) {
+                for r in 0..n {
+                    match binomial_step(r, n, step) {
+                        BinomialStep::SendTo(to) => {
+                            assert_eq!(binomial_step(to, n, step), BinomialStep::ReceiveFrom(r));
+                            sent[r as usize] += 1;
+                        }
+                        BinomialStep::ReceiveFrom(from) => {
+                            let got = std::mem::take(&mut held[from as usize]);
+                            held[r as usize].extend(got);
+                        }
+                        BinomialStep::Idle => {}
+                    }
+                }
+            }
+            assert_eq!(held[0], (0..n).collect::<Vec<_>>(), "{n} ranks");
+            assert!(
+                sent[1..].iter().all(|&s| s == 1) && sent[0] == 0,
+                "{n}: {sent:?}"
+            );
+            let by_fold = merge_binomial((0..n).map(|r| vec![r]).collect(), |mut a, b| {
+                a.extend(b);
+                a
+            });
+            assert_eq!(by_fold.unwrap_or_default(), held[0]);
+        }
+    }
 
     #[test]
     fn expanded_events_know_their_loop_iteration_vector() {

@@ -1,10 +1,12 @@
 //! The inter-node merge at `MPI_Finalize`: a binomial reduction tree over
 //! the ranks of `MPI_COMM_WORLD`.
 //!
-//! In round `k` (`step = 2^k`) every rank `r` with `r mod 2·step = step`
-//! sends what it holds to `r - step` and leaves; a rank with
-//! `r mod 2·step = 0` receives from `r + step` (if that rank exists) and
-//! merges. After `ceil(log2 P)` rounds rank 0 holds the trace of all ranks.
+//! The tree is [`compress::merge::binomial_step`]'s, the one every merge
+//! of per-rank traces uses: in round `k` (`step = 2^k`) every rank `r` with
+//! `r mod 2·step = step` sends what it holds to `r - step` and leaves; a
+//! rank with `r mod 2·step = 0` receives from `r + step` (if that rank
+//! exists) and merges. After `ceil(log2 P)` rounds rank 0 holds the trace
+//! of all ranks.
 //! Each merge is of two disjoint rank sets, so the work per round is
 //! parallel and the merged trace stays compressed throughout (seed 001 §2).
 //!
@@ -15,6 +17,7 @@
 //! whose tracing failed can never make its parent wait forever.
 
 use compress::TraceFile;
+use compress::merge::{BinomialStep, binomial_rounds, binomial_step};
 
 /// A point-to-point byte channel between the ranks of the reduction.
 pub(crate) trait Link {
@@ -47,46 +50,51 @@ pub(crate) fn reduce(
         file: mine,
         problems: Vec::new(),
     };
-    let mut step: i32 = 1;
-    while step < size {
-        let twice = step.saturating_mul(2);
-        if rank % twice == step {
-            let payload = acc
-                .file
-                .as_ref()
-                .map(TraceFile::to_wire)
-                .transpose()
-                .unwrap_or_default()
-                .unwrap_or_default();
-            let missing = acc.missing + u64::from(acc.file.is_some() && payload.is_empty());
-            let mut msg = Vec::with_capacity(8 + payload.len());
-            msg.extend_from_slice(&missing.to_le_bytes());
-            msg.extend_from_slice(&payload);
-            link.send(rank - step, &msg)?;
-            return Ok(None);
-        }
-        if rank % twice == 0 && rank + step < size {
-            let from = rank + step;
-            let msg = link.recv(from)?;
-            let Some((head, payload)) = msg.split_first_chunk::<8>() else {
-                return Err(format!("short merge message from rank {from}"));
-            };
-            acc.missing += u64::from_le_bytes(*head);
-            if !payload.is_empty() {
-                match TraceFile::from_wire(payload) {
-                    Ok(f) => {
-                        acc.file = Some(match acc.file.take() {
-                            Some(a) => a.merge(f),
-                            None => f,
-                        });
+    let (me, n) = (
+        u64::try_from(rank).unwrap_or(0),
+        u64::try_from(size).unwrap_or(0),
+    );
+    let peer = |r: u64| i32::try_from(r).unwrap_or(i32::MAX);
+    for step in binomial_rounds(n) {
+        match binomial_step(me, n, step) {
+            BinomialStep::SendTo(to) => {
+                let payload = acc
+                    .file
+                    .as_ref()
+                    .map(TraceFile::to_wire)
+                    .transpose()
+                    .unwrap_or_default()
+                    .unwrap_or_default();
+                let missing = acc.missing + u64::from(acc.file.is_some() && payload.is_empty());
+                let mut msg = Vec::with_capacity(8 + payload.len());
+                msg.extend_from_slice(&missing.to_le_bytes());
+                msg.extend_from_slice(&payload);
+                link.send(peer(to), &msg)?;
+                return Ok(None);
+            }
+            BinomialStep::ReceiveFrom(from) => {
+                let from = peer(from);
+                let msg = link.recv(from)?;
+                let Some((head, payload)) = msg.split_first_chunk::<8>() else {
+                    return Err(format!("short merge message from rank {from}"));
+                };
+                acc.missing += u64::from_le_bytes(*head);
+                if !payload.is_empty() {
+                    match TraceFile::from_wire(payload) {
+                        Ok(f) => {
+                            acc.file = Some(match acc.file.take() {
+                                Some(a) => a.merge(f),
+                                None => f,
+                            });
+                        }
+                        Err(e) => acc.problems.push(format!(
+                            "the traces of rank {from}'s subtree are unreadable ({e})"
+                        )),
                     }
-                    Err(e) => acc.problems.push(format!(
-                        "the traces of rank {from}'s subtree are unreadable ({e})"
-                    )),
                 }
             }
+            BinomialStep::Idle => {}
         }
-        step = twice;
     }
     Ok((rank == 0).then_some(acc))
 }
