@@ -235,11 +235,7 @@ for bc in cg.S cg.W bt.S bt.W lu.S lu.W mg.S mg.W; do
   fi
   for np in 4 16; do
     bin="$root/target/npb/openmpi/bin/$b.$class.$np"
-    for ((r = 0; r < ${NPB_PAIRS:-5}; r++)); do
-      if ((r % 2)); then t=$(npb_run "$bin" "$np" 1); u=$(npb_run "$bin" "$np" 0)
-      else u=$(npb_run "$bin" "$np" 0); t=$(npb_run "$bin" "$np" 1); fi
-      echo "$u $t"
-    done | awk -v name="$bc" -v np="$np" '
+    for ((r = 0; r < ${NPB_PAIRS:-5}; r++)); do pair "$r" npb_run "$bin" "$np"; done | awk -v name="$bc" -v np="$np" '
       { u[NR] = $1; t[NR] = $3; r[NR] = $3 / $1; w[NR] = $4 / $2 }
       '"$awk_med"'
       END { n = NR; mu = med(u, n); mt = med(t, n); mr = med(r, n); lo = r[1]; hi = r[n]; mw = med(w, n)
@@ -252,18 +248,16 @@ if [[ $part == all || $part == snapshots ]]; then
 echo "snapshots: NPB CG class W, Open MPI, traced with RANKSCALE_FLUSH_S=60 (default; none in the run) against 0.05 (20 per second), ${NPB_PAIRS:-5} pairs"
 printf '%-8s %6s %12s %12s %8s %16s %18s
 ' bench ranks "60s(s)" "0.05s(s)" ratio range "ms per snapshot"
-snap_run() { # snap_run BINARY NP FLUSH: prints NPB's timed seconds
-  (cd "$tmp" && RANKSCALE_FLUSH_S=$3 OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$2" 1 "$1" 2>/dev/null) |
+snap_run() { # snap_run BINARY NP FREQUENT: NPB's timed seconds, snapshots every 60 s (0) or 0.05 s (1)
+  local every=60
+  (($3)) && every=0.05
+  (cd "$tmp" && RANKSCALE_FLUSH_S=$every OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$2" 1 "$1" 2>/dev/null) |
     awk '/Time in seconds/ { print $NF }'
 }
 if scripts/npb.sh openmpi cg W 4 16 >/dev/null 2>&1; then
   for np in 4 16; do
     bin="$root/target/npb/openmpi/bin/cg.W.$np"
-    for ((r = 0; r < ${NPB_PAIRS:-5}; r++)); do
-      if ((r % 2)); then f=$(snap_run "$bin" "$np" 0.05); d=$(snap_run "$bin" "$np" 60)
-      else d=$(snap_run "$bin" "$np" 60); f=$(snap_run "$bin" "$np" 0.05); fi
-      echo "$d $f"
-    done | awk -v np="$np" '
+    for ((r = 0; r < ${NPB_PAIRS:-5}; r++)); do pair "$r" snap_run "$bin" "$np"; done | awk -v np="$np" '
       { d[NR] = $1; f[NR] = $2; r[NR] = $2 / $1 }
       '"$awk_med"'
       END { n = NR; md = med(d, n); mf = med(f, n); mr = med(r, n)
