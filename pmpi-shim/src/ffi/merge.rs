@@ -21,8 +21,14 @@ const CHUNK: usize = 1 << 30;
 /// an oversubscribed node (MPICH busy-polls inside blocking calls).
 const NAP_US: u64 = 20;
 
+/// The merge's messages over the private communicator. Every wait has the
+/// merge's deadline: a partner that never sends or receives (it died, or
+/// left after its own agreement timed out) must not hang `MPI_Finalize`.
+/// A request still pending at the deadline stays pending inside MPI, so its
+/// buffer is leaked rather than freed under it.
 struct MpiLink {
     comm: MPI_Comm,
+    limit: Duration,
 }
 
 fn check(rc: c_int, what: &str) -> Result<(), String> {
@@ -34,13 +40,15 @@ fn check(rc: c_int, what: &str) -> Result<(), String> {
 }
 
 impl MpiLink {
-    fn send_raw(&self, buf: &[u8], to: i32) -> Result<(), String> {
+    /// Sends `buf`; `Ok(false)` if the deadline passed first (then `buf`
+    /// must never be freed).
+    fn send_raw(&self, buf: &[u8], to: i32) -> Result<bool, String> {
         // SAFETY: reading an initialised mpi-sys constant.
         let mut req = unsafe { RSMPI_REQUEST_NULL };
         // SAFETY: `buf` is a live byte slice of `buf.len() <= CHUNK` bytes
-        // sent as MPI_UINT8_T, borrowed until the request completes in
-        // `complete`; `self.comm` is the valid duplicate made in
-        // `merge_and_write` and freed only after the reduction.
+        // sent as MPI_UINT8_T, alive until the request completes (or leaked
+        // by the caller when it does not); `self.comm` is the valid
+        // duplicate made in `merge_and_write` and freed after the reduction.
         let rc = unsafe {
             PMPI_Isend(
                 buf.as_ptr().cast::<c_void>(),
@@ -53,14 +61,17 @@ impl MpiLink {
             )
         };
         check(rc, "MPI_Isend")?;
-        complete(&mut req)
+        complete_within(&mut req, Some(self.limit))
     }
 
-    fn recv_raw(&self, buf: &mut [u8], from: i32) -> Result<(), String> {
+    /// Receives into `buf`; `Ok(false)` if the deadline passed first (then
+    /// `buf` must never be freed).
+    fn recv_raw(&self, buf: &mut [u8], from: i32) -> Result<bool, String> {
         // SAFETY: reading an initialised mpi-sys constant.
         let mut req = unsafe { RSMPI_REQUEST_NULL };
-        // SAFETY: `buf` stays borrowed until the request completes below;
-        // the count is at most CHUNK; the communicator is valid (see above).
+        // SAFETY: `buf` stays alive until the request completes (or is
+        // leaked by the caller when it does not); the count is at most
+        // CHUNK; the communicator is valid (see above).
         let rc = unsafe {
             PMPI_Irecv(
                 buf.as_mut_ptr().cast::<c_void>(),
@@ -73,21 +84,21 @@ impl MpiLink {
             )
         };
         check(rc, "MPI_Irecv")?;
-        complete(&mut req)
+        complete_within(&mut req, Some(self.limit))
+    }
+
+    fn late(&self, rank: i32) -> String {
+        format!(
+            "rank {rank} took no part in the merge within {:.0} s",
+            self.limit.as_secs_f64()
+        )
     }
 }
 
-/// Waits for a request by test-and-sleep: a blocking wait would busy-poll
-/// (MPICH) and starve the other ranks of an oversubscribed node.
-fn complete(req: &mut MPI_Request) -> Result<(), String> {
-    match complete_within(req, None)? {
-        true => Ok(()),
-        false => Err("a merge request did not complete".into()),
-    }
-}
-
-/// [`complete`] with a deadline: `Ok(false)` if the request is still
-/// pending then (it is left pending: MPI cannot cancel a collective).
+/// Waits for a request by test-and-sleep (a blocking wait would busy-poll
+/// on MPICH and starve the other ranks of an oversubscribed node), until
+/// `limit`: `Ok(false)` if the request is still pending then (it is left
+/// pending: MPI cannot cancel a collective).
 fn complete_within(req: &mut MPI_Request, limit: Option<Duration>) -> Result<bool, String> {
     let start = Instant::now();
     loop {
@@ -108,21 +119,44 @@ fn complete_within(req: &mut MPI_Request, limit: Option<Duration>) -> Result<boo
 
 impl Link for MpiLink {
     fn send(&mut self, to: i32, bytes: &[u8]) -> Result<(), String> {
-        self.send_raw(&(bytes.len() as u64).to_le_bytes(), to)?;
-        for chunk in bytes.chunks(CHUNK) {
-            self.send_raw(chunk, to)?;
+        // Owned copies, so that a send that misses the deadline can keep
+        // its buffer for good.
+        let head = (bytes.len() as u64).to_le_bytes().to_vec();
+        let body = bytes.to_vec();
+        let mut sent = self.send_raw(&head, to)?;
+        for chunk in body.chunks(CHUNK) {
+            if !sent {
+                break;
+            }
+            sent = self.send_raw(chunk, to)?;
         }
-        Ok(())
+        if sent {
+            Ok(())
+        } else {
+            std::mem::forget(head);
+            std::mem::forget(body);
+            Err(self.late(to))
+        }
     }
 
     fn recv(&mut self, from: i32) -> Result<Vec<u8>, String> {
-        let mut head = [0u8; 8];
-        self.recv_raw(&mut head, from)?;
-        let n = usize::try_from(u64::from_le_bytes(head))
-            .map_err(|_| format!("merge message from rank {from} is too large"))?;
+        let mut head = vec![0u8; 8];
+        if !self.recv_raw(&mut head, from)? {
+            std::mem::forget(head);
+            return Err(self.late(from));
+        }
+        let n = head
+            .first_chunk::<8>()
+            .map(|h| u64::from_le_bytes(*h))
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| format!("merge message from rank {from} is too large"))?;
         let mut buf = vec![0u8; n];
-        for chunk in buf.chunks_mut(CHUNK) {
-            self.recv_raw(chunk, from)?;
+        for i in (0..n.max(1)).step_by(CHUNK) {
+            let end = (i + CHUNK).min(n);
+            if i < end && !self.recv_raw(&mut buf[i..end], from)? {
+                std::mem::forget(buf);
+                return Err(self.late(from));
+            }
         }
         Ok(buf)
     }
@@ -148,14 +182,17 @@ pub(crate) fn merge_and_write(
     let start = Instant::now();
     // SAFETY: reading an initialised mpi-sys constant.
     let world = unsafe { RSMPI_COMM_WORLD };
+    // On the heap: if the agreement times out, MPI may still complete the
+    // duplicate later and write both, so they are leaked then.
     // SAFETY: reading an initialised mpi-sys constant.
-    let mut comm = unsafe { RSMPI_COMM_NULL };
+    let mut comm = Box::new(unsafe { RSMPI_COMM_NULL });
     // SAFETY: reading an initialised mpi-sys constant.
-    let mut req = unsafe { RSMPI_REQUEST_NULL };
+    let mut req = Box::new(unsafe { RSMPI_REQUEST_NULL });
     // SAFETY: duplicating MPI_COMM_WORLD before MPI_Finalize; every traced
     // rank makes this call. Nonblocking, so that the wait below can sleep
-    // instead of busy-polling, and give up.
-    let rc = unsafe { PMPI_Comm_idup(world, &mut comm, &mut req) };
+    // instead of busy-polling, and give up. Both out-parameters live at
+    // least as long as the request (see above).
+    let rc = unsafe { PMPI_Comm_idup(world, &mut *comm, &mut *req) };
     let joined = if rc == 0 {
         complete_within(&mut req, Some(timeout))
     } else {
@@ -164,7 +201,11 @@ pub(crate) fn merge_and_write(
     let rank = super::comm_rank(world);
     match joined {
         Ok(true) => {}
-        Ok(false) => return write_alone(t, trace, path, rank, timeout),
+        Ok(false) => {
+            Box::leak(comm);
+            Box::leak(req);
+            return write_alone(t, trace, path, rank, timeout);
+        }
         Err(e) => {
             warn(
                 Some(rank),
@@ -173,6 +214,7 @@ pub(crate) fn merge_and_write(
             return;
         }
     }
+    let mut comm = *comm;
     let mut size: c_int = 0;
     // SAFETY: `comm` is the valid duplicate made above.
     unsafe { PMPI_Comm_size(comm, &mut size) };
@@ -180,7 +222,10 @@ pub(crate) fn merge_and_write(
         part.meta.sites = crate::callsite::sites();
         part
     });
-    let mut link = MpiLink { comm };
+    let mut link = MpiLink {
+        comm,
+        limit: timeout,
+    };
     let out = reduce::reduce(rank, size, mine, &mut link);
     let merge_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
     let written = match out {
@@ -195,23 +240,31 @@ pub(crate) fn merge_and_write(
         }
     };
     // Rank 0 tells every rank whether the file is there; only then do the
-    // snapshots go.
-    let mut ok = u8::from(written);
+    // snapshots go. (On the heap, leaked if the broadcast misses the
+    // deadline: see the agreement.)
+    let mut ok = Box::new(u8::from(written));
     // SAFETY: reading an initialised mpi-sys constant.
-    let mut req = unsafe { RSMPI_REQUEST_NULL };
-    // SAFETY: one byte from a live local, on the valid duplicate, root 0;
-    // completed below before `ok` is read or goes out of scope.
+    let mut req = Box::new(unsafe { RSMPI_REQUEST_NULL });
+    // SAFETY: one byte on the heap, on the valid duplicate, root 0; both
+    // out-parameters outlive the request (leaked below if it is pending).
     let rc = unsafe {
         PMPI_Ibcast(
-            std::ptr::from_mut(&mut ok).cast::<c_void>(),
+            std::ptr::from_mut(&mut *ok).cast::<c_void>(),
             1,
             RSMPI_UINT8_T,
             0,
             comm,
-            &mut req,
+            &mut *req,
         )
     };
     let told = rc == 0 && complete_within(&mut req, Some(timeout)).unwrap_or(false);
+    let ok = if told {
+        *ok
+    } else {
+        Box::leak(ok);
+        Box::leak(req);
+        0
+    };
     // SAFETY: `comm` is the duplicate made above, no longer used.
     unsafe { PMPI_Comm_free(&mut comm) };
     if told && ok == 1 {
