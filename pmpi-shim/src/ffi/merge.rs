@@ -207,6 +207,9 @@ pub(crate) fn merge_and_write(
             return write_alone(t, trace, path, rank, timeout);
         }
         Err(e) => {
+            // The request may still be pending (a failed test): leaked too.
+            Box::leak(comm);
+            Box::leak(req);
             warn(
                 Some(rank),
                 &format!("cannot set up the trace merge ({e}); no trace file"),
