@@ -677,9 +677,13 @@ fn probe_wait_states_have_the_known_lengths_metrics_ranks_and_causes() {
         f.write(&shifted).unwrap();
         let r = analyze(&shifted, &[]);
         let c = &r["clock"];
+        // The receives into rank 1 that came within 30 ms of their send
+        // now end before it began. Some of them may already have been
+        // among the few-microsecond violations of the unshifted run (more
+        // so on a loaded machine), so the count grows, to at least five.
         assert!(
-            c["violations"].as_u64() >= Some(before + 5),
-            "{imp}: {c:#?}"
+            c["violations"].as_u64() > Some(before) && c["violations"].as_u64() >= Some(5),
+            "{imp}: before {before}, {c:#?}"
         );
         assert!(
             c["max_shift_ns"].as_i64() > Some(20_000_000),
