@@ -146,6 +146,16 @@ pub enum Model {
         /// The offset of the block count `t + m`, if there is one.
         m: Option<i64>,
     },
+    /// A value that depends on one dimension size alone, taken from the
+    /// inputs at the sizes they had (see [`tabulated`]): NPB MG's receive
+    /// buffer, compiled from the fastest dimension, where that dimension
+    /// takes two sizes only.
+    Table {
+        /// The dimension.
+        t: Term,
+        /// Its sizes at the inputs and the value at each.
+        entries: Vec<(u64, i64)>,
+    },
 }
 
 impl Model {
@@ -175,6 +185,35 @@ impl Model {
                 let count = m.map_or(1.0, |m| t + m as f64);
                 *c as f64 * count * side.powi(*e as i32)
             }
+            Model::Table { t, entries } => {
+                let size = t.eval(dims).round() as u64;
+                entries
+                    .iter()
+                    .find(|(s, _)| *s == size)
+                    .map_or(f64::NAN, |(_, v)| *v as f64)
+            }
+        }
+    }
+
+    /// Whether every coefficient of a linear model is a whole number (other
+    /// models have integer parameters by construction).
+    fn has_integer_coefficients(&self) -> bool {
+        match self {
+            Model::Linear(terms) => terms.iter().all(|(_, c)| (c - c.round()).abs() < 1e-6),
+            _ => true,
+        }
+    }
+
+    /// The largest coefficient, in size, of a linear model's size terms
+    /// (its constant aside); 0 for other models.
+    fn largest_stride_coefficient(&self) -> f64 {
+        match self {
+            Model::Linear(terms) => terms
+                .iter()
+                .filter(|(t, _)| *t != Term::One)
+                .map(|(_, c)| c.abs())
+                .fold(0.0, f64::max),
+            _ => 0.0,
         }
     }
 
@@ -192,6 +231,7 @@ impl Model {
             // a log form's divisor.
             Model::Block { a, .. } => 2 + usize::from(*a != 0),
             Model::DivProduct { oa, ob, .. } => 1 + usize::from(*oa != 0) + usize::from(*ob != 0),
+            Model::Table { entries, .. } => entries.len(),
             _ => 1,
         }
     }
@@ -201,7 +241,10 @@ impl Model {
         match self {
             Model::Const(_) => Vec::new(),
             Model::Linear(t) => t.iter().map(|(t, _)| *t).collect(),
-            Model::Div { t, .. } | Model::Log { t, .. } | Model::Block { t, .. } => vec![*t],
+            Model::Div { t, .. }
+            | Model::Log { t, .. }
+            | Model::Block { t, .. }
+            | Model::Table { t, .. } => vec![*t],
             Model::DivProduct { a, b, .. } => vec![*a, *b],
         }
     }
@@ -268,6 +311,14 @@ impl Model {
                 let count = m.map_or(String::new(), |m| format!("({n}{})*", signed(m)));
                 format!("{c}*{count}{side}{power}")
             }
+            Model::Table { t, entries } => {
+                let n = t.name(d);
+                let at: Vec<String> = entries
+                    .iter()
+                    .map(|(s, v)| format!("{v} at {n}={s}"))
+                    .collect();
+                format!("by {n} alone ({})", at.join(", "))
+            }
             Model::Log { t, c, ceil, a } => {
                 let f = if *ceil { "ceil" } else { "floor" };
                 let div = if *c == 1 {
@@ -333,7 +384,13 @@ pub enum Kind {
     /// of a dimension: a size term that reproduces every input is taken
     /// first, even from a single input.
     Length,
-    /// Anything else (counts, sizes, tags).
+    /// An element count or a loop's step count: as [`Kind::Other`], but
+    /// never negative, so a law that the inputs allow but that predicts a
+    /// negative value at the target is no candidate (NPB MG's buffer
+    /// length `2*(256/x + 2)^2` also fits `58888 - 784*P` at its inputs,
+    /// which is negative at 128 ranks).
+    Count,
+    /// Anything else (sizes, tags, list entries).
     Other,
 }
 
@@ -343,7 +400,7 @@ fn linear_candidates(d: usize, kind: Kind) -> Vec<Vec<Term>> {
     let strides = (0..d).rev().map(Term::Trail);
     let mut terms: Vec<Term> = match kind {
         Kind::Peer => strides.collect(),
-        Kind::Other | Kind::Length => (0..d)
+        Kind::Other | Kind::Count | Kind::Length => (0..d)
             .map(Term::Dim)
             .chain((0..d.saturating_sub(1)).map(Term::Trail))
             .collect(),
@@ -612,6 +669,21 @@ fn distinct(terms: &[Term], points: &[(&[u64], i64)]) -> usize {
 /// Fits one field: `points` are the (sizes, value) pairs of the inputs,
 /// `target` the sizes to predict for.
 pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, FitFailure> {
+    fit_within(points, target, kind, None)
+}
+
+/// [`fit`] for a stencil whose peers lie at most `reach` positions away in
+/// each dimension: a peer's coefficient on a rank stride is then at most
+/// `reach + 1` in size (`reach` steps in its own dimension, plus one for a
+/// wrap-around of the next faster one). A larger one fits the inputs only
+/// because a size never changed among them (`4*x` for the stride `y*x`
+/// where every input that has the class is 4 wide in y).
+pub fn fit_within(
+    points: &[(&[u64], i64)],
+    target: &[u64],
+    kind: Kind,
+    reach: Option<u32>,
+) -> Result<Fit, FitFailure> {
     let Some(&(_, first)) = points.first() else {
         return Err(FitFailure::NoModel);
     };
@@ -640,6 +712,16 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
     let mut cands: Vec<Model> = Vec::new();
     for terms in linear_candidates(d, kind) {
         if let Some(m) = solve(&terms, points, target) {
+            // A peer is a displacement in a row-major grid: a whole number
+            // of each rank stride. A fractional coefficient fits the
+            // inputs by a coincidence of their sizes (`P/4 - x` for
+            // `y*x - x` while z is 4 in every input) and is no law.
+            if kind == Kind::Peer
+                && (!m.has_integer_coefficients()
+                    || reach.is_some_and(|r| m.largest_stride_coefficient() > f64::from(r) + 1.0))
+            {
+                continue;
+            }
             cands.push(m);
         }
     }
@@ -701,6 +783,9 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
             }
         }
     }
+    if matches!(kind, Kind::Count | Kind::Length) {
+        cands.retain(|m| m.eval(target) > -0.5);
+    }
     // Verified models first, then by size; the first group decides. Block
     // laws come after every other law of their standing and are searched
     // over many shapes, so every verified one must agree at the target:
@@ -708,6 +793,17 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
     // BT's `30*floor(68/p)^2` and `30*(floor(64/p) + 1)^2` from p = 3 to 6)
     // are a refusal, never a guess.
     for verified in [true, false] {
+        if !verified
+            && kind != Kind::Peer
+            && let Some(model) = tabulated(points, target)
+        {
+            let value = model.eval(target) as i64;
+            return Ok(Fit {
+                model,
+                value,
+                verified: true,
+            });
+        }
         for blocks in [false, true] {
             let mut best: Option<(usize, Vec<(&Model, f64)>)> = None;
             for m in &cands {
@@ -747,6 +843,48 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
         }
     }
     Err(FitFailure::NoModel)
+}
+
+/// A field that no law verifies but that the inputs show to depend on one
+/// dimension size alone: inputs that agree in that size agree in the
+/// value, whatever their other sizes, and the target's size is one the
+/// inputs had, at two inputs or more. The value there is then read, not
+/// extrapolated; the repeated sizes are the spare inputs that verify it.
+/// `None` when no dimension qualifies or two qualify and disagree at the
+/// target.
+fn tabulated(points: &[(&[u64], i64)], target: &[u64]) -> Option<Model> {
+    let d = target.len();
+    if d < 2 {
+        return None;
+    }
+    let mut found: Option<Model> = None;
+    for i in 0..d {
+        let t = Term::Dim(i);
+        let mut entries: Vec<(u64, i64)> = Vec::new();
+        let mut at_target = 0;
+        let consistent = points.iter().all(|&(g, v)| {
+            let size = g[i];
+            at_target += usize::from(size == target[i]);
+            match entries.iter().find(|(s, _)| *s == size) {
+                Some(&(_, w)) => w == v,
+                None => {
+                    entries.push((size, v));
+                    true
+                }
+            }
+        });
+        if !consistent || at_target < 2 || entries.len() < 2 {
+            continue;
+        }
+        entries.sort_unstable();
+        let model = Model::Table { t, entries };
+        match &found {
+            Some(m) if m.eval(target) != model.eval(target) => return None,
+            Some(_) => {}
+            None => found = Some(model),
+        }
+    }
+    found
 }
 
 #[cfg(test)]
@@ -936,6 +1074,67 @@ mod tests {
         assert_eq!(f.value, 256, "{:?}", f.model);
         assert!(f.verified);
         assert_eq!(f.model.describe(1), "floor(262144/P^2)");
+    }
+
+    #[test]
+    fn peers_are_whole_multiples_of_the_strides() {
+        // NPB MG's wrap-around neighbour in y from y = 0, (y - 1) * x, at
+        // 4x2x2, 4x4x2 and 4x4x4 (z is 4 in each): P/4 - x fits as well,
+        // with a coefficient no grid displacement has, and gives 28
+        // instead of 12 at 8x4x4.
+        let dims = vec![vec![4, 2, 2], vec![4, 4, 2], vec![4, 4, 4]];
+        let f = fit(&pts(&dims, &[2, 6, 12]), &[8, 4, 4], Kind::Peer).unwrap();
+        assert_eq!(f.value, 12, "{:?}", f.model);
+    }
+
+    #[test]
+    fn counts_are_never_negative() {
+        // NPB MG's receive buffer, 2*(256/x + 2)^2 at 2x2x2 .. 4x4x4: as a
+        // count, no law that goes negative at 8x4x4 competes with it.
+        let dims = vec![vec![2, 2, 2], vec![4, 2, 2], vec![4, 4, 2], vec![4, 4, 4]];
+        let vals = [33800, 33800, 33800, 8712];
+        assert!(matches!(
+            fit(&pts(&dims[2..], &vals[2..]), &[8, 4, 4], Kind::Other),
+            Err(FitFailure::Ambiguous(..))
+        ));
+        let f = fit(&pts(&dims[2..], &vals[2..]), &[8, 4, 4], Kind::Count).unwrap();
+        assert_eq!(f.value, 8712, "{:?}", f.model);
+        let f = fit(&pts(&dims, &vals), &[8, 4, 4], Kind::Count).unwrap();
+        assert_eq!(f.value, 8712, "{:?}", f.model);
+    }
+
+    #[test]
+    fn peer_coefficients_stay_within_the_reach() {
+        // NPB MG's z neighbour from an inner y row, the stride y*x, at
+        // 4x4x2, 4x4x4 and 8x4x4: y is 4 wherever y has inner rows, so
+        // 4*x fits too and gives 16 instead of 32 at 8x8x4; a stencil of
+        // reach 1 has no such coefficient.
+        let dims = vec![vec![4, 4, 2], vec![4, 4, 4], vec![8, 4, 4]];
+        let p = pts(&dims, &[8, 16, 16]);
+        assert!(matches!(
+            fit(&p, &[8, 8, 4], Kind::Peer),
+            Err(FitFailure::Ambiguous(..))
+        ));
+        let f = fit_within(&p, &[8, 8, 4], Kind::Peer, Some(1)).unwrap();
+        assert_eq!(f.value, 32, "{:?}", f.model);
+    }
+
+    #[test]
+    fn a_value_of_one_dimension_is_read_where_inputs_repeat_its_size() {
+        // NPB MG's receive buffer 2*(256/x + 2)^2 where x is 2, 2, 4, 4:
+        // no law of x is verified with two sizes, but x = 4 at the target
+        // 8x8x4 is a size two inputs of different y and z had.
+        let dims = vec![vec![4, 2, 2], vec![4, 4, 2], vec![4, 4, 4], vec![8, 4, 4]];
+        let vals = [33800, 33800, 8712, 8712];
+        let f = fit(&pts(&dims, &vals), &[8, 8, 4], Kind::Count).unwrap();
+        assert_eq!((f.value, f.verified), (8712, true), "{:?}", f.model);
+        // At x = 8 nothing is known.
+        let f = fit(&pts(&dims, &vals), &[8, 8, 8], Kind::Count);
+        assert!(!matches!(f, Ok(Fit { verified: true, .. })), "{f:?}");
+        // One input at the target's size is no evidence that y and z do
+        // not matter.
+        let f = fit(&pts(&dims[..3], &vals[..3]), &[8, 4, 4], Kind::Count);
+        assert!(!matches!(f, Ok(Fit { verified: true, .. })), "{f:?}");
     }
 
     #[test]

@@ -246,7 +246,7 @@ pub(super) fn fit_items(
             let counts: Vec<i64> = per.iter().map(|p| p.2 as i64).collect();
             let ev = &kept[last].1.events[per[last].0];
             fitter
-                .value(i, ev, LOOP_STEPS, fit::Kind::Other, &counts)?
+                .value(i, ev, LOOP_STEPS, fit::Kind::Count, &counts)?
                 .max(0) as usize
         } else {
             1
@@ -309,14 +309,18 @@ pub(super) struct Fitter<'a> {
     class: &'a str,
     pub(super) grids: &'a [&'a [u64]],
     dims: &'a [u64],
-    /// Fitted values by (kind, the inputs' values).
-    cache: HashMap<(fit::Kind, Vec<i64>), i64>,
+    /// Fitted values by (kind, the inputs' values), with the law verified
+    /// for them, if one was, which every field that takes the values from
+    /// the cache also shares as its own.
+    cache: HashMap<(fit::Kind, Vec<i64>), (i64, Option<fit::Model>)>,
     fields: &'a mut Vec<FieldFit>,
     seen: &'a mut BTreeSet<(String, String)>,
     /// Call-site labels, for reports.
     labels: &'a HashMap<u64, String>,
     /// Laws verified in other classes, shared across them.
     laws: Option<&'a mut Laws>,
+    /// How far the stencil reaches, which bounds a peer's coefficients.
+    reach: Option<u32>,
 }
 
 /// Laws verified per call site and field, with the class that verified
@@ -354,7 +358,15 @@ impl<'a> Fitter<'a> {
             seen,
             labels,
             laws: None,
+            reach: None,
         }
+    }
+
+    /// Bounds peer laws by the stencil's widest reach (see
+    /// [`fit::fit_within`]).
+    pub(super) fn within(mut self, reach: u32) -> Fitter<'a> {
+        self.reach = Some(reach);
+        self
     }
 
     /// Shares verified laws with the other classes' fitters.
@@ -373,15 +385,21 @@ impl<'a> Fitter<'a> {
         }
         let laws = self.laws.as_deref()?.get(&key)?;
         let d = self.dims.len();
+        // Least-squares coefficients carry rounding error: `P - y*x`
+        // evaluates to 47.99999999999996 at 4x4x4.
+        let whole = |x: f64| {
+            let r = x.round();
+            ((x - r).abs() <= 1e-6 * r.abs().max(1.0)).then_some(r as i64)
+        };
         let mut fits = laws
             .iter()
-            .filter(|(m, _)| points.iter().all(|&(g, v)| m.eval(g) == v as f64));
+            .filter(|(m, _)| points.iter().all(|&(g, v)| whole(m.eval(g)) == Some(v)));
         let (m0, c0) = fits.next()?;
-        let v0 = m0.eval(self.dims);
-        if v0.fract() != 0.0 || fits.any(|(m, _)| m.eval(self.dims) != v0) {
+        let v0 = whole(m0.eval(self.dims))?;
+        if fits.any(|(m, _)| whole(m.eval(self.dims)) != Some(v0)) {
             return None;
         }
-        Some((v0 as i64, format!("{} (verified at {c0})", m0.describe(d))))
+        Some((v0, format!("{} (verified at {c0})", m0.describe(d))))
     }
 
     /// The target's parameters of event `i` from the inputs' encoded
@@ -405,6 +423,8 @@ impl<'a> Fitter<'a> {
             let symbolic = vals.iter().any(|&v| v >= SYMBOL);
             let kind = if (field.ends_with(".peer") || field.ends_with(".local")) && !symbolic {
                 fit::Kind::Peer
+            } else if field.ends_with(".count") && !symbolic {
+                fit::Kind::Count
             } else {
                 fit::Kind::Other
             };
@@ -521,6 +541,21 @@ impl<'a> Fitter<'a> {
             if vals.len() < 2 {
                 // One input says nothing about how the value changes.
                 self.record(ev, field, vals, "constant (one input)".into(), v, false);
+                return Ok(v);
+            }
+            // Inputs that never change a dimension cannot tell a constant
+            // from a law in it: NPB MG's wrap-around in y, -(y-1)*x, is -12
+            // at 4x4x4 and 8x4x4 alike. A law its call site verified in a
+            // class that more inputs have decides then.
+            let points: Vec<(&[u64], i64)> =
+                grids.iter().copied().zip(vals.iter().copied()).collect();
+            let fixed = (0..self.dims.len()).any(|j| grids.iter().all(|g| g[j] == grids[0][j]));
+            if fixed
+                && let Some((b, model)) = self.borrowed(ev, field, &points)
+                && b != v
+            {
+                self.record(ev, field, vals, model, b, true);
+                return Ok(b);
             }
             return Ok(v);
         }
@@ -535,18 +570,21 @@ impl<'a> Fitter<'a> {
             }
         }
         let key = (kind, vals.to_vec());
-        if let Some(&v) = self.cache.get(&key) {
+        if let Some((v, law)) = self.cache.get(&key).cloned() {
+            if let Some(law) = law {
+                self.verified_law(ev, field, law);
+            }
             return Ok(v);
         }
         let points: Vec<(&[u64], i64)> = grids.iter().copied().zip(vals.iter().copied()).collect();
-        let fitted = fit::fit(&points, self.dims, kind);
+        let fitted = fit::fit_within(&points, self.dims, kind, self.reach);
         // Loop counts need three inputs of their own, borrowed law or not.
         if !matches!(&fitted, Ok(f) if f.verified)
             && (field != LOOP_STEPS || vals.len() >= 3)
             && let Some((v, model)) = self.borrowed(ev, field, &points)
         {
             self.record(ev, field, vals, model, v, true);
-            self.cache.insert(key, v);
+            self.cache.insert(key, (v, None));
             return Ok(v);
         }
         let f = fitted.map_err(|why| {
@@ -566,20 +604,27 @@ impl<'a> Fitter<'a> {
         // A loop whose step count changes with the size needs a third
         // input: two sizes fit any one-term law.
         let verified = f.verified && (field != LOOP_STEPS || vals.len() >= 3);
-        if verified
-            && !matches!(f.model, fit::Model::Const(_))
-            && let Some(laws) = self.laws.as_deref_mut()
-        {
-            laws.entry(law_key(ev, field))
-                .or_default()
-                .push((f.model.clone(), self.class.to_string()));
+        let law = (verified && !matches!(f.model, fit::Model::Const(_))).then(|| f.model.clone());
+        if let Some(law) = &law {
+            self.verified_law(ev, field, law.clone());
         }
         if !matches!(f.model, fit::Model::Const(_)) || !verified {
             let model = f.model.describe(self.dims.len());
             self.record(ev, field, vals, model, f.value, verified);
         }
-        self.cache.insert(key, f.value);
+        self.cache.insert(key, (f.value, law));
         Ok(f.value)
+    }
+
+    /// Shares a law this class verified for a field with the classes that
+    /// borrow.
+    fn verified_law(&mut self, ev: &Ev, field: &str, law: fit::Model) {
+        if let Some(laws) = self.laws.as_deref_mut() {
+            let known = laws.entry(law_key(ev, field)).or_default();
+            if !known.iter().any(|(m, _)| *m == law) {
+                known.push((law, self.class.to_string()));
+            }
+        }
     }
 
     /// Reports a fitted field once per class and field.

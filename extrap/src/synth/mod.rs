@@ -953,7 +953,8 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             &mut field_seen,
             &labels,
         )
-        .borrowing(&mut laws);
+        .borrowing(&mut laws)
+        .within(reach.iter().copied().max().unwrap_or(1));
         let targets = fit_items(
             &mut fitter,
             &kept,
