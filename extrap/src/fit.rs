@@ -147,7 +147,9 @@ pub enum Model {
         m: Option<i64>,
     },
     /// A value that depends on one dimension size alone, taken from the
-    /// inputs at the sizes they had (see [`tabulated`]): NPB MG's receive
+    /// inputs at the sizes they had: where no law is verified, inputs that
+    /// agree in that size agree in the value whatever their other sizes,
+    /// and two inputs or more had the target's size. NPB MG's receive
     /// buffer, compiled from the fastest dimension, where that dimension
     /// takes two sizes only.
     Table {
