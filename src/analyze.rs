@@ -2,7 +2,6 @@
 //! Inspection Affinity of a trace, as text or JSON.
 
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -11,9 +10,6 @@ use analysis::{Options, Report, analyze};
 use anyhow::{Context, Result};
 
 use crate::show::read;
-
-/// Traces with more events than this show a progress bar on a terminal.
-const PROGRESS_FROM: u64 = 200_000;
 
 /// `rankscale analyze`: find communication patterns, segment them into
 /// phases, flag slow instances with their cause, and rank slow patterns by
@@ -70,20 +66,13 @@ pub fn run(a: &Args) -> Result<()> {
         }),
     };
     let t0 = Instant::now();
-    let show = std::io::stderr().is_terminal() && f.trace.total_events() > PROGRESS_FROM;
-    let mut progress = |stage: &str, done: u64, total: u64| {
-        if show {
-            let pct = (done * 100).checked_div(total).unwrap_or(0);
-            let bar = "#".repeat((pct / 4) as usize);
-            eprint!("\ranalyze: {stage:<15} [{bar:<25}] {pct:>3}%");
-            let _ = std::io::stderr().flush();
-        }
+    let r = {
+        let bar = crate::progress::Progress::bar("analyze");
+        analyze(&f, &opts, &mut |stage, done, total| {
+            bar.update(stage, done, total)
+        })
+        .with_context(|| format!("cannot analyse {}", file.display()))?
     };
-    let r = analyze(&f, &opts, &mut progress)
-        .with_context(|| format!("cannot analyse {}", file.display()))?;
-    if show {
-        eprintln!();
-    }
     let secs = t0.elapsed().as_secs_f64();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);

@@ -58,7 +58,7 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 /// Parses a rank list such as `0,5,7-9`.
-fn parse_ranks(text: &str) -> Result<Vec<u32>> {
+pub(crate) fn parse_ranks(text: &str) -> Result<Vec<u32>> {
     let mut ranks = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let num = |s: &str| {

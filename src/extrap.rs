@@ -168,8 +168,13 @@ pub fn run(args: &Args) -> Result<()> {
         max_drop: args.max_drop / 100.0,
     };
     let t0 = Instant::now();
+    let spin = crate::progress::Progress::spinner(
+        "extrap",
+        format!("{} input(s) to {} ranks", inputs.len(), args.ranks),
+    );
     let out = extrap::extrapolate(&inputs, &opts)?;
     let secs = t0.elapsed().as_secs_f64();
+    spin.say("checking the extrapolated trace");
     let classes: Vec<u32> = out
         .report
         .classes
@@ -177,10 +182,12 @@ pub fn run(args: &Args) -> Result<()> {
         .filter_map(|(_, r)| r.min())
         .collect();
     crate::check::verify_extrapolated(&out.file, &classes)?;
+    spin.say(format!("writing {}", args.output.display()));
     let bytes = out
         .file
         .write(&args.output)
         .with_context(|| format!("writing {}", args.output.display()))?;
+    drop(spin);
     let r = &out.report;
     let last = r.topologies.last().context("no topology")?;
     println!("topology of the inputs: {last}");

@@ -21,8 +21,13 @@ const ROWS: usize = 20;
 /// Writes the report of `file` to `out`.
 pub fn report(file: &Path, out: &Path) -> Result<()> {
     let f = read(file)?;
-    let (r, data) = analyze_with_data(&f, &Options::default(), &mut |_, _, _| {})
-        .with_context(|| format!("cannot analyse {}", file.display()))?;
+    let (r, data) = {
+        let bar = crate::progress::Progress::bar("report");
+        analyze_with_data(&f, &Options::default(), &mut |stage, done, total| {
+            bar.update(stage, done, total)
+        })
+        .with_context(|| format!("cannot analyse {}", file.display()))?
+    };
     let html = page(file, &f, &r, &data);
     std::fs::write(out, html).with_context(|| format!("cannot write {}", out.display()))?;
     println!("report: {}", out.display());

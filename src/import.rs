@@ -1029,10 +1029,16 @@ pub fn import_pertext(dir: &Path) -> Result<TraceFile, ImportError> {
 /// Entry point of `rankscale import`: imports `dir`, writes `output` and
 /// prints one summary line.
 pub fn import(format: Format, dir: &Path, output: &Path) -> Result<()> {
+    let spin = crate::progress::Progress::spinner(
+        "import",
+        format!("reading {} ({})", dir.display(), format.name()),
+    );
     let file = match format {
         Format::Pertext => import_pertext(dir)?,
     };
+    spin.say(format!("writing {}", output.display()));
     let bytes = file.write(output)?;
+    drop(spin);
     println!(
         "rankscale: imported {} ranks, {} events from {} ({}) into {} ({bytes} bytes)",
         file.meta.world_size,

@@ -2,11 +2,13 @@
 
 mod analyze;
 mod check;
+mod export;
 mod extrap;
 mod html;
 mod import;
 mod launch;
 mod merge;
+mod progress;
 mod show;
 mod stats;
 
@@ -134,6 +136,12 @@ enum Cmd {
     /// Example: rankscale extrap -o app.1024.trace --ranks 1024 app.4.trace
     /// app.9.trace app.16.trace app.25.trace
     Extrap(extrap::Args),
+    /// Write a trace in another tool's format: --perfetto gives the Chrome
+    /// trace-event JSON that ui.perfetto.dev and chrome://tracing open, one
+    /// track per rank and one slice per MPI call.
+    ///
+    /// Example: rankscale export app.trace --perfetto -o app.json
+    Export(export::Args),
     /// Convert a trace written by another tool into a rankscale trace file,
     /// with a timeline, so that it can be shown and analysed like ours.
     ///
@@ -194,6 +202,7 @@ fn main() {
         Cmd::Report { file, output } => html::report(&file, &output),
         Cmd::Topology { files } => extrap::topology(&files),
         Cmd::Extrap(args) => extrap::run(&args),
+        Cmd::Export(args) => export::run(&args),
         Cmd::Import {
             format,
             dir,

@@ -33,11 +33,18 @@ pub fn merge(dir: &Path, output: &Path) -> Result<()> {
             dir.display()
         );
     }
+    let spin = crate::progress::Progress::spinner(
+        "merge",
+        format!("{} rank files of {}", names.len(), dir.display()),
+    );
     let mut parts = Vec::new();
     for (_, path) in &names {
         match TraceFile::read(path) {
             Ok(f) => parts.push(f),
-            Err(e) => eprintln!("rankscale: warning: skipping {}: {e}", path.display()),
+            Err(e) => spin.warn(&format!(
+                "rankscale: warning: skipping {}: {e}",
+                path.display()
+            )),
         }
     }
     if parts.is_empty() {
@@ -47,6 +54,7 @@ pub fn merge(dir: &Path, output: &Path) -> Result<()> {
     let bytes = file
         .write(output)
         .with_context(|| format!("writing {}", output.display()))?;
+    drop(spin);
     println!(
         "{}: {} of {} ranks, {} events ({bytes} bytes)",
         output.display(),

@@ -173,16 +173,21 @@ fn a_job_ended_by_sigterm_leaves_every_rank_up_to_its_last_snapshot() {
         let (f, said) = merge(&trace);
         assert_eq!(f.trace.ranks().len(), 4, "{imp}\n{said}\n{}", job.stderr);
         let held = assert_prefixes(imp, &f, &dir.join("raw"));
-        for (rank, events, cause) in held {
+        let mut by_signal = 0;
+        for &(rank, events, ref cause) in &held {
             assert!(
                 cause == "SIGTERM" || cause == "periodic snapshot",
                 "{imp} rank {rank}: {cause}"
             );
-            if imp == "mpich" {
-                assert_eq!(cause, "SIGTERM", "{imp} rank {rank}: Hydra forwards it");
-            }
+            by_signal += usize::from(cause == "SIGTERM");
             // Over 2.5 s of 5 ms iterations of 5 or 6 events each.
             assert!(events > 1000, "{imp} rank {rank}: {events} events");
+        }
+        // Hydra forwards the SIGTERM, so the handler runs; a rank whose
+        // snapshot thread is still busy with a periodic snapshot when the
+        // first rank's death makes Hydra kill the rest leaves that one.
+        if imp == "mpich" {
+            assert!(by_signal >= 1, "{imp}: no rank wrote at SIGTERM: {held:?}");
         }
     }
 }

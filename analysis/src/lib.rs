@@ -32,6 +32,7 @@ pub mod desync;
 pub mod matching;
 pub mod outliers;
 pub mod patterns;
+pub mod perfetto;
 pub mod phases;
 mod report;
 pub mod run;

@@ -5,13 +5,39 @@
 //! name them portably across MPICH (integer handles) and Open MPI
 //! (pointers to globals), so a few lines of C compiled against the same
 //! `mpi.h` return them. Declared once here for the shim and replay, the two
-//! crates that call MPI.
+//! crates that call MPI, with the one reading of the library's version
+//! string that both decide the library by.
 
 #![warn(missing_docs)]
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 
-use mpi_sys::{MPI_Datatype, MPI_Op};
+use mpi_sys::{MPI_Datatype, MPI_MAX_LIBRARY_VERSION_STRING, MPI_Op, PMPI_Get_library_version};
+
+/// The MPI library's version string, first line, or empty when the call
+/// fails. The tracer records it in every trace, and the shim and replay
+/// tell Open MPI from MPICH by it (`compress::MpiLibrary::of`), so both
+/// read it the same way. `MPI_Get_library_version` may be called before
+/// `MPI_Init`.
+pub fn library_version() -> String {
+    let mut buf = vec![0 as c_char; MPI_MAX_LIBRARY_VERSION_STRING as usize];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING characters,
+    // the most the call writes (this implementation's own constant: 8192
+    // in MPICH, 256 in Open MPI); `len` is an out-parameter.
+    let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    if rc != 0 {
+        return String::new();
+    }
+    // Open MPI counts the terminating NUL in `len`; stop at the first one.
+    let bytes: Vec<u8> = buf[..usize::try_from(len).unwrap_or(0).min(buf.len())]
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines().next().unwrap_or("").trim().to_string()
+}
 
 unsafe extern "C" {
     /// `MPI_IN_PLACE`.

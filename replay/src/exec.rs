@@ -23,8 +23,8 @@ use crate::Opts;
 use crate::tokens::Gates;
 
 use mpi_helpers::{
-    rs_in_place, rs_op_maxloc, rs_op_minloc, rs_type_2int, rs_type_double_int, rs_type_long_int,
-    rs_type_of_code, rs_type_short_int,
+    library_version, rs_in_place, rs_op_maxloc, rs_op_minloc, rs_type_2int, rs_type_double_int,
+    rs_type_long_int, rs_type_of_code, rs_type_short_int,
 };
 
 /// The buffer attached for buffered sends (Bsend, Ibsend).
@@ -2166,15 +2166,7 @@ fn yield_collectives(opts: &Opts) -> bool {
 /// Whether the MPI library is Open MPI (from its version string, read as
 /// the tracer reads it).
 fn is_open_mpi() -> bool {
-    let mut buf = vec![0u8; MPI_MAX_LIBRARY_VERSION_STRING as usize];
-    let mut len: c_int = 0;
-    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes, the
-    // most the call writes (this implementation's own constant: 8192 in
-    // MPICH, 256 in Open MPI); `len` is an out-parameter.
-    let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
-    let len = usize::try_from(len).unwrap_or(0).min(buf.len());
-    let text = String::from_utf8_lossy(&buf[..len]);
-    rc == 0 && MpiLibrary::of(text.lines().next().unwrap_or("")) == MpiLibrary::OpenMpi
+    MpiLibrary::of(&library_version()) == MpiLibrary::OpenMpi
 }
 
 /// Ends the job at once when a replay thread fails: the rank's other

@@ -8,7 +8,7 @@ pub(crate) mod merge;
 pub(crate) mod signals;
 pub(crate) mod sys;
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 use std::sync::{Arc, OnceLock};
 
 use compress::{CommCreate, CommId, MpiLibrary, ReduceOp, Tag, Transfer};
@@ -17,30 +17,9 @@ use mpi_sys::*;
 use crate::tracer::{self, CommInfo, Tracer};
 
 pub(crate) use mpi_helpers::{
-    rs_bottom, rs_f_status_size, rs_in_place, rs_op_maxloc, rs_op_minloc, rs_type_code,
+    library_version, rs_bottom, rs_f_status_size, rs_in_place, rs_op_maxloc, rs_op_minloc,
+    rs_type_code,
 };
-
-/// The MPI library's version string, first line (`MPI_Get_library_version`
-/// may be called before `MPI_Init`).
-pub(crate) fn library_version() -> String {
-    let mut buf = vec![0 as c_char; MPI_MAX_LIBRARY_VERSION_STRING as usize];
-    let mut len: c_int = 0;
-    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING characters,
-    // the most the call writes (this implementation's own constant: 8192
-    // in MPICH, 256 in Open MPI); `len` is an out-parameter.
-    let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
-    if rc != 0 {
-        return String::new();
-    }
-    // Open MPI counts the terminating NUL in `len`; stop at the first one.
-    let bytes: Vec<u8> = buf[..usize::try_from(len).unwrap_or(0).min(buf.len())]
-        .iter()
-        .map(|&c| c as u8)
-        .take_while(|&b| b != 0)
-        .collect();
-    let text = String::from_utf8_lossy(&bytes);
-    text.lines().next().unwrap_or("").trim().to_string()
-}
 
 /// Whether yield mode issues a blocking collective in its nonblocking form.
 /// Not on Open MPI: version 4.1 agrees on new communicators with nonblocking
