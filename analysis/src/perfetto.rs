@@ -73,16 +73,8 @@ pub fn write(file: &TraceFile, opts: &Options, out: &mut impl Write) -> Result<E
         }
         None => all.clone(),
     };
-    let timed = !all.is_empty() && all.iter().all(|&r| file.timeline(r).is_some());
-    let zero = if timed {
-        all.iter()
-            .filter_map(|&r| file.timeline(r))
-            .map(|t| t.epoch_ns)
-            .min()
-            .unwrap_or(0)
-    } else {
-        0
-    };
+    let time_zero = crate::run::time_zero(file);
+    let (timed, zero) = (time_zero.is_some(), time_zero.unwrap_or(0));
     let labels: HashMap<u64, &str> = file
         .meta
         .sites

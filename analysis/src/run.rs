@@ -21,6 +21,18 @@ use crate::Error;
 /// pattern instance for a rank whose events never form a loop.
 pub const MAX_CONTEXT: usize = 4096;
 
+/// The common time base of a trace's timelines: the earliest rank's time
+/// zero (wall-clock ns), so that times compare across ranks; `None` unless
+/// every rank has a timeline.
+pub fn time_zero(file: &TraceFile) -> Option<u64> {
+    let ranks = file.trace.ranks();
+    let zeros: Option<Vec<u64>> = ranks
+        .iter()
+        .map(|r| file.timeline(r).map(|t| t.epoch_ns))
+        .collect();
+    zeros?.into_iter().min()
+}
+
 /// One rank's events.
 #[derive(Debug)]
 pub struct RankRun {
@@ -134,17 +146,8 @@ impl Run {
     pub fn from_file(file: &TraceFile, progress: &mut dyn FnMut(u64, u64)) -> Result<Run, Error> {
         let total = file.trace.total_events();
         let ranks: Vec<u32> = file.trace.ranks().iter().collect();
-        let timed = !ranks.is_empty() && ranks.iter().all(|&r| file.timeline(r).is_some());
-        let zero = if timed {
-            ranks
-                .iter()
-                .filter_map(|&r| file.timeline(r))
-                .map(|t| t.epoch_ns)
-                .min()
-                .unwrap_or(0)
-        } else {
-            0
-        };
+        let time_zero = time_zero(file);
+        let (timed, zero) = (time_zero.is_some(), time_zero.unwrap_or(0));
         let mut slow_calls = Vec::new();
         let mut reservoir_k = 0;
         reservoir(file.trace.nodes(), &mut reservoir_k, &mut slow_calls);
