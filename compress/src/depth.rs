@@ -1,4 +1,4 @@
-//! A nesting limit for deserialization, and the format version being read.
+//! A nesting limit for deserialization.
 //!
 //! Loops and value sequences are recursive, and a serde deserializer follows
 //! the nesting of its input with the native stack. A crafted or corrupted
@@ -18,26 +18,6 @@ pub(crate) const MAX_DEPTH: u32 = 256;
 thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     static EXCEEDED: Cell<bool> = const { Cell::new(false) };
-    static VERSION: Cell<u32> = const { Cell::new(crate::file::VERSION) };
-}
-
-/// The format version being read (or, in tests of old files, written) on
-/// this thread: postcard does not describe itself, so types whose stored
-/// form changed between versions ask here which form to use.
-pub(crate) fn reading_version() -> u32 {
-    VERSION.with(Cell::get)
-}
-
-/// Runs `f` with [`reading_version`] set to `version`.
-pub(crate) fn with_version<T>(version: u32, f: impl FnOnce() -> T) -> T {
-    struct Restore(u32);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            VERSION.with(|v| v.set(self.0));
-        }
-    }
-    let _restore = Restore(VERSION.with(|v| v.replace(version)));
-    f()
 }
 
 /// Whether a deserialization on this thread hit the limit since the last

@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::merge::MergedTrace;
+use crate::merge::v2::MergedTraceV2;
 use crate::series::MpiSeries;
 use crate::timeline::Timeline;
 
@@ -301,14 +302,14 @@ pub struct TraceFile {
 #[derive(Deserialize)]
 struct TraceFileV1 {
     meta: MetaV3,
-    trace: MergedTrace,
+    trace: MergedTraceV2,
 }
 
 /// A version 2 file: no MPI time series.
 #[derive(Deserialize)]
 struct TraceFileV2 {
     meta: MetaV3,
-    trace: MergedTrace,
+    trace: MergedTraceV2,
     timelines: Vec<Timeline>,
 }
 
@@ -368,16 +369,16 @@ impl TraceFile {
     /// Decodes a payload of format `version` and checks it.
     fn decode(bytes: &[u8], version: u32) -> Result<TraceFile, Error> {
         crate::depth::take_exceeded();
-        let decoded = crate::depth::with_version(version, || match version {
+        let decoded = match version {
             1 => postcard::from_bytes::<TraceFileV1>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
-                trace: v.trace,
+                trace: v.trace.into(),
                 timelines: Vec::new(),
                 series: Vec::new(),
             }),
             2 => postcard::from_bytes::<TraceFileV2>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
-                trace: v.trace,
+                trace: v.trace.into(),
                 timelines: v.timelines,
                 series: Vec::new(),
             }),
@@ -400,7 +401,7 @@ impl TraceFile {
                 series: v.series,
             }),
             _ => postcard::from_bytes::<TraceFile>(bytes),
-        });
+        };
         let f: TraceFile = decoded.map_err(|e| {
             Error::Corrupt(if crate::depth::take_exceeded() {
                 format!(

@@ -663,6 +663,90 @@ pub struct MergedTrace {
     lost: u64,
 }
 
+/// The merged trace as format versions 1 and 2 stored it: the same tree,
+/// but with [`PathTimingV2`] at every event. Frozen wire types, read only,
+/// so that reading an old file needs no state beside the bytes.
+pub(crate) mod v2 {
+    use serde::Deserialize;
+
+    use super::{EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Spill, guarded};
+    use crate::codec::Shape;
+    use crate::ranklist::RankList;
+    use crate::timing::PathTimingV2;
+
+    /// [`EventNode`] of versions 1 and 2.
+    #[derive(Deserialize)]
+    struct EventNodeV2 {
+        ranks: RankList,
+        shape: Shape,
+        fixed: Vec<Param>,
+        lists: Vec<ListParam>,
+        timing: PathTimingV2,
+    }
+
+    /// [`LoopNode`] of versions 1 and 2.
+    #[derive(Deserialize)]
+    struct LoopNodeV2 {
+        ranks: RankList,
+        counts: Param,
+        #[serde(deserialize_with = "guarded")]
+        body: Vec<MNodeV2>,
+    }
+
+    /// [`MNode`] of versions 1 and 2.
+    #[derive(Deserialize)]
+    enum MNodeV2 {
+        Event(Box<EventNodeV2>),
+        Loop(Box<LoopNodeV2>),
+    }
+
+    /// [`MergedTrace`] of versions 1 and 2.
+    #[derive(Deserialize)]
+    pub(crate) struct MergedTraceV2 {
+        ranks: RankList,
+        #[serde(deserialize_with = "guarded")]
+        nodes: Vec<MNodeV2>,
+        spills: Vec<Spill>,
+        lost: u64,
+    }
+
+    impl From<MNodeV2> for MNode {
+        fn from(n: MNodeV2) -> MNode {
+            match n {
+                MNodeV2::Event(e) => {
+                    let e = *e;
+                    MNode::Event(Box::new(EventNode {
+                        ranks: e.ranks,
+                        shape: e.shape,
+                        fixed: e.fixed,
+                        lists: e.lists,
+                        timing: e.timing.into(),
+                    }))
+                }
+                MNodeV2::Loop(l) => {
+                    let l = *l;
+                    MNode::Loop(Box::new(LoopNode {
+                        ranks: l.ranks,
+                        counts: l.counts,
+                        body: l.body.into_iter().map(MNode::from).collect(),
+                    }))
+                }
+            }
+        }
+    }
+
+    impl From<MergedTraceV2> for MergedTrace {
+        fn from(t: MergedTraceV2) -> MergedTrace {
+            MergedTrace {
+                ranks: t.ranks,
+                nodes: t.nodes.into_iter().map(MNode::from).collect(),
+                spills: t.spills,
+                lost: t.lost,
+            }
+        }
+    }
+}
+
 /// Why a merged trace cannot give a rank's events.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -744,7 +744,7 @@ impl Reservoir {
 /// `pending` until it is known whether another iteration follows (it then
 /// becomes steady) or not (it is the last). [`crate::Compressor::into_trace`]
 /// settles it.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PathTiming {
     first: TimeStats,
     steady: TimeStats,
@@ -756,72 +756,24 @@ pub struct PathTiming {
     slow: Reservoir,
 }
 
-/// [`PathTiming`] as format versions 1 and 2 stored it (no reservoir).
-#[derive(Serialize, Deserialize)]
-struct PathTimingV2<T> {
-    first: T,
-    steady: T,
-    last: T,
+/// [`PathTiming`] as format versions 1 and 2 stored it, before the
+/// reservoir of slow instances: a frozen wire type, read only.
+#[derive(Deserialize)]
+pub(crate) struct PathTimingV2 {
+    first: TimeStats,
+    steady: TimeStats,
+    last: TimeStats,
     pending: Option<(u64, u64)>,
 }
 
-/// [`PathTiming`] as format version 3 stores it.
-#[derive(Serialize, Deserialize)]
-struct PathTimingV3<T, R> {
-    first: T,
-    steady: T,
-    last: T,
-    pending: Option<(u64, u64)>,
-    slow: R,
-}
-
-impl Serialize for PathTiming {
-    /// Writes the current form (or, while a test writes an old file, the
-    /// form of the version being written).
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if crate::depth::reading_version() < 3 {
-            PathTimingV2 {
-                first: &self.first,
-                steady: &self.steady,
-                last: &self.last,
-                pending: self.pending,
-            }
-            .serialize(s)
-        } else {
-            PathTimingV3 {
-                first: &self.first,
-                steady: &self.steady,
-                last: &self.last,
-                pending: self.pending,
-                slow: &self.slow,
-            }
-            .serialize(s)
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for PathTiming {
-    /// Reads the form of the file's format version (postcard does not
-    /// describe itself, so the reader says which version it is reading).
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PathTiming, D::Error> {
-        if crate::depth::reading_version() < 3 {
-            let v = PathTimingV2::<TimeStats>::deserialize(d)?;
-            Ok(PathTiming {
-                first: v.first,
-                steady: v.steady,
-                last: v.last,
-                pending: v.pending,
-                slow: Reservoir::default(),
-            })
-        } else {
-            let v = PathTimingV3::<TimeStats, Reservoir>::deserialize(d)?;
-            Ok(PathTiming {
-                first: v.first,
-                steady: v.steady,
-                last: v.last,
-                pending: v.pending,
-                slow: v.slow,
-            })
+impl From<PathTimingV2> for PathTiming {
+    fn from(v: PathTimingV2) -> PathTiming {
+        PathTiming {
+            first: v.first,
+            steady: v.steady,
+            last: v.last,
+            pending: v.pending,
+            slow: Reservoir::default(),
         }
     }
 }
