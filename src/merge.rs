@@ -62,7 +62,7 @@ pub fn merge(dir: &Path, output: &Path) -> Result<()> {
         file.meta.world_size,
         file.trace.total_events()
     );
-    for line in crate::show::partial_lines(&file) {
+    for line in report::structure::partial_lines(&file) {
         println!("{line}");
     }
     Ok(())

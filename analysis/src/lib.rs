@@ -18,9 +18,9 @@
 //!
 //! [`desync`] is the desynchronization analytics of seed 004 on the MPI time
 //! per rank and time step (compact timeline, histograms, correlation, phase
-//! space, PCA and k-means++), and [`svg`] draws it, and any line or bar
-//! chart, as self-contained SVG to inline in an HTML page. [`perfetto`]
-//! writes a trace as a timeline that the Perfetto UI opens.
+//! space, PCA and k-means++); the `report` crate draws it as SVG in its HTML
+//! page. [`perfetto`] writes a trace as a timeline that the Perfetto UI
+//! opens.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -38,7 +38,6 @@ pub mod phases;
 mod report;
 pub mod run;
 pub mod slow;
-pub mod svg;
 pub mod waitstates;
 
 pub use report::{

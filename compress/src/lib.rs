@@ -13,6 +13,7 @@ mod depth;
 mod dtype;
 pub mod event;
 pub mod file;
+pub mod import;
 pub mod intra;
 pub mod merge;
 pub mod profile;

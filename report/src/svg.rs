@@ -1,5 +1,5 @@
 //! Hand-written SVG plots for the desynchronization analytics of seed 004
-//! ([`crate::desync`]) and for any line or bar chart.
+//! ([`analysis::desync`]) and for any line or bar chart.
 //!
 //! Every function returns one self-contained `<svg>` element as a string,
 //! meant to be inlined in an HTML page (or saved as a `.svg` file): no
@@ -31,7 +31,7 @@
 
 use std::fmt::Write;
 
-use crate::desync::Histogram;
+use analysis::desync::Histogram;
 
 /// The most columns (steps) a heatmap draws; more are averaged in blocks.
 /// About one block per pixel of the plot area.
@@ -642,7 +642,7 @@ fn index_axis(n: usize, p0: f64, len: f64, target: usize) -> Vec<(f64, String)> 
 /// saturate), and a colour bar captioned `colour_label`.
 ///
 /// Pass `t` with `center` = the overall mean so the colour bar reads in
-/// absolute MPI time, or [`crate::desync::Desync::deviation`] with
+/// absolute MPI time, or [`analysis::desync::Desync::deviation`] with
 /// `center = 0`. A `range` that is not positive and finite is taken as the
 /// largest `|value − center|`. Large matrices are averaged into at most
 /// [`MAX_HEAT_ROWS`] × [`MAX_HEAT_COLUMNS`] blocks.
@@ -878,7 +878,7 @@ fn cluster_legend(clusters: Option<&[usize]>) -> Vec<(String, String, bool)> {
 /// the slope-1 diagonal on which a steady waiting time sits.
 ///
 /// With `clusters` (one label per rank, e.g.
-/// [`crate::desync::Clustering::labels`]) each rank takes its cluster's
+/// [`analysis::desync::Clustering::labels`]) each rank takes its cluster's
 /// colour; without (or with a length that does not match) points are
 /// coloured from early (blue) to late (yellow), as in the paper. Points
 /// falling on the same pixel with the same colour are drawn once.
@@ -1389,7 +1389,7 @@ pub fn line_chart(series: &[Series], labels: &Labels) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::desync::{Options, analyze};
+    use analysis::desync::{Options, analyze};
 
     /// Parses an SVG, failing the test with the parse error.
     fn parse(svg: &str) -> roxmltree::Document<'_> {

@@ -1,0 +1,1613 @@
+//! Traces written by other tools turned into rankscale trace files (what
+//! `rankscale import` runs), so that published traces go through the same
+//! `show`, `stats` and analysis as the ones our tracer takes. A library
+//! module, beside the trace model it builds, so that its parser can be
+//! fuzzed and other tools can import without the command line.
+//!
+//! The importer builds the trace exactly as the tracer does: one
+//! [`RankRecorder`] per rank (the compressor with a timeline) fed event by
+//! event, its part of a [`TraceFile`] taken, and the parts merged in the
+//! tracer's binomial order. Nothing downstream can tell an imported trace
+//! from a traced one except by its [`Meta`] (`origin` is imported from
+//! `pertext`).
+//!
+//! # The `pertext` format
+//!
+//! One text file per rank, `Process<r>.txt` for `r` in `0..P` (`P` is the
+//! number of such files, every rank in `0..P` must have one, the number has
+//! no leading zeros). One record per line, fields separated by any amount of
+//! white space; blank lines and lines starting with `#` are skipped:
+//!
+//! ```text
+//! Send <peer> t1 <start> t2 <end> t <tag> l <bytes> m <msgid>
+//! Recv <peer> t1 <start> t2 <end> t <tag> l <bytes> m <msgid>
+//! <NAME> <int> t1 <start> t2 <end> s <sendbytes> r <recvbytes> m <id>
+//! DEL<n>
+//! ```
+//!
+//! `peer` is a world rank; times are absolute nanoseconds on a clock common
+//! to all ranks; `NAME` is a blocking MPI collective without `MPI_`, in any
+//! case (`ALLREDUCE`, `REDUCE_SCATTER`); the integer after it is read and
+//! checked but kept nowhere; `DEL<n>` delimits the contexts (user functions,
+//! `MPI_Waitall` boundaries) in which the calls were made.
+//!
+//! Checked, each failure a typed error naming the file, the line and what
+//! is wrong: the grammar (keywords, number of fields, every number in
+//! range), `t2 >= t1`, starts that never decrease within a file, peers that
+//! are ranks of the trace, and that point-to-point messages pair up: each
+//! `Send` from `a` to `b` with message id `m` has exactly one `Recv` on `b`
+//! from `a` with id `m`, the same tag and the same byte count, and the other
+//! way round.
+//!
+//! # Mapping to the event model
+//!
+//! One [`Event`] per record, in file order; no event is invented (no
+//! `Init`, no `Finalize`):
+//!
+//! - `Send`/`Recv`: [`Op::Send`]/[`Op::Recv`] on `MPI_COMM_WORLD`, the
+//!   transfer's count the byte count with a datatype size of 1, the peer
+//!   concrete (so a `Recv` has no `matched` outcome). The message id only
+//!   serves the pairing check.
+//! - Collectives: the operation on `MPI_COMM_WORLD` with both buffers as
+//!   collective transfers ([`Transfer::collective`]) of the recorded bytes
+//!   and datatype size 1, except `BARRIER`, which gets a buffer only where
+//!   the file gives it a non-zero size (a traced `MPI_Barrier` has none).
+//!   The format does not record the root of rooted collectives (`BCAST`,
+//!   `REDUCE`, `GATHER[V]`, `SCATTER[V]`): they get root 0. Nor does it
+//!   record the reduction operation (left unset, which replay treats as a
+//!   sum) or the per-peer counts of the `V`/`W` variants (left empty; only
+//!   the totals are known).
+//! - `DEL<n>`: [`Op::Pcontrol`] with level `n`, the call rankscale takes as
+//!   a context boundary, of zero duration at the end of the previous event
+//!   (at the file's first start when it comes first).
+//!
+//! Timing: the time zero of every rank is the earliest start of all files,
+//! so all ranks share one time base: an event's enter time is its start
+//! minus that zero, its duration `end - start`, its computation time its
+//! start minus the previous event's end (0 for the first). The timelines
+//! keep every start and end exactly, with the common zero as `epoch_ns`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::{
+    CommId, Event, Family, Meta, Op, Peer, RankRecorder, Recording, Tag, Timing, TraceFile,
+    Transfer,
+};
+
+/// The name of the `pertext` format, as `rankscale import --format` takes
+/// it and as the metadata of an imported trace records it.
+pub const PERTEXT: &str = "pertext";
+
+/// A point-to-point line (`Send` or `Recv`), kept apart from its event so
+/// that the pairing check can see the message id the event model has no
+/// place for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct P2p {
+    /// [`Op::Send`] or [`Op::Recv`].
+    pub op: Op,
+    /// The other side, a world rank.
+    pub peer: i32,
+    /// `t1`, ns.
+    pub start: u64,
+    /// `t2`, ns (`>= start`).
+    pub end: u64,
+    /// `t`.
+    pub tag: i32,
+    /// `l`, bytes.
+    pub bytes: i64,
+    /// `m`: what pairs a Send with its Recv.
+    pub msgid: u64,
+}
+
+/// A collective line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Collective {
+    /// The operation, a blocking collective.
+    pub op: Op,
+    /// `t1`, ns.
+    pub start: u64,
+    /// `t2`, ns (`>= start`).
+    pub end: u64,
+    /// `s`, bytes.
+    pub send_bytes: i64,
+    /// `r`, bytes.
+    pub recv_bytes: i64,
+    /// `m`: read and checked; no event field holds it.
+    pub id: u64,
+}
+
+/// One record of a `pertext` file: what a non-blank, non-comment line
+/// says, before it becomes an [`Event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// `Send ...` or `Recv ...`.
+    P2p(P2p),
+    /// `<NAME> ...`.
+    Collective(Collective),
+    /// `DEL<n>`: a context boundary with level `n`.
+    Delimiter(i32),
+}
+
+impl Record {
+    /// Start and end of a timed record; `None` for a delimiter, which has
+    /// no time of its own (it is placed between its neighbours).
+    pub fn span(&self) -> Option<(u64, u64)> {
+        match self {
+            Record::P2p(p) => Some((p.start, p.end)),
+            Record::Collective(c) => Some((c.start, c.end)),
+            Record::Delimiter(_) => None,
+        }
+    }
+}
+
+/// A record and its line number (1-based, blank and comment lines
+/// counted), so that every later check can point at the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The line number in the file.
+    pub line: usize,
+    /// What the line says.
+    pub record: Record,
+}
+
+/// What is wrong with one line. Typed, so that tests (and callers) check
+/// the kind of fault, not the wording.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineError {
+    /// The line is not UTF-8 text.
+    #[error("the line is not UTF-8 text")]
+    NotUtf8,
+    /// The first word is none of the record kinds.
+    #[error("`{0}` is neither Send, Recv, DEL<n> nor an MPI collective name")]
+    UnknownRecord(String),
+    /// The first word names an MPI call that is not a blocking collective.
+    #[error("`{0}` is an MPI call but not a blocking collective")]
+    NotCollective(String),
+    /// A `DEL` word that is not `DEL` followed by digits.
+    #[error("`{0}` is not a context delimiter DEL<n> (n a non-negative integer)")]
+    BadDelimiter(String),
+    /// The line ends before a field.
+    #[error("the line ends where {0} was expected")]
+    MissingField(&'static str),
+    /// A field name other than the one the grammar has at this place.
+    #[error("expected `{expected}`, found `{found}`")]
+    WrongKey {
+        /// The field name the grammar wants.
+        expected: &'static str,
+        /// The word found.
+        found: String,
+    },
+    /// A value that is not an integer of the expected kind.
+    #[error("{field}: `{value}` is not {kind}")]
+    NotANumber {
+        /// The field.
+        field: &'static str,
+        /// The word found.
+        value: String,
+        /// What it should be.
+        kind: &'static str,
+    },
+    /// An integer beyond its field's range.
+    #[error("{field}: {value} is too large (at most {max})")]
+    TooLarge {
+        /// The field.
+        field: &'static str,
+        /// The word found.
+        value: String,
+        /// The largest value allowed.
+        max: u64,
+    },
+    /// More words after the last field.
+    #[error("unexpected `{0}` after the last field")]
+    Trailing(String),
+    /// `t2 < t1`.
+    #[error("t2 {end} is before t1 {start}")]
+    EndBeforeStart {
+        /// `t1`.
+        start: u64,
+        /// `t2`.
+        end: u64,
+    },
+    /// An event starts before the previous event of the file.
+    #[error(
+        "t1 {start} is before t1 {previous} of the previous event (line {previous_line}); starts must not decrease within a file"
+    )]
+    StartGoesBack {
+        /// This event's start.
+        start: u64,
+        /// The previous event's start.
+        previous: u64,
+        /// The previous event's line.
+        previous_line: usize,
+    },
+    /// A peer that is not a rank of the trace.
+    #[error("peer {peer} is not a rank of this trace (ranks 0 to {last}, one Process<r>.txt each)")]
+    PeerOutOfRange {
+        /// The peer.
+        peer: i32,
+        /// The highest rank.
+        last: u32,
+    },
+}
+
+/// Where an event line is: its rank (so its file) and line. Ordered by rank
+/// then line, which is the order in which pairing problems are reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct At {
+    /// The rank, `Process<rank>.txt`.
+    pub rank: u32,
+    /// The line.
+    pub line: usize,
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Process{}.txt:{}", self.rank, self.line)
+    }
+}
+
+/// A point-to-point message that does not pair up. Each names the line to
+/// look at first and, where there is one, the other side's line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PairError {
+    /// A Send whose receiver never receives it.
+    NoRecv {
+        /// The Send.
+        send: At,
+        /// The receiver.
+        to: i32,
+        /// Its tag.
+        tag: i32,
+        /// Its bytes.
+        bytes: i64,
+        /// Its message id.
+        msgid: u64,
+    },
+    /// A Recv whose sender never sends it.
+    NoSend {
+        /// The Recv.
+        recv: At,
+        /// The sender.
+        from: i32,
+        /// Its tag.
+        tag: i32,
+        /// Its bytes.
+        bytes: i64,
+        /// Its message id.
+        msgid: u64,
+    },
+    /// A Send and its Recv disagree on the tag or the byte count.
+    Mismatch {
+        /// The Send.
+        send: At,
+        /// The Recv.
+        recv: At,
+        /// The message id.
+        msgid: u64,
+        /// The Send's (tag, bytes).
+        sent: (i32, i64),
+        /// The Recv's (tag, bytes).
+        received: (i32, i64),
+    },
+    /// A second Send from the same rank to the same peer with the same id.
+    DuplicateSend {
+        /// The first Send.
+        first: At,
+        /// The second.
+        again: At,
+        /// The receiver.
+        to: i32,
+        /// The message id.
+        msgid: u64,
+    },
+    /// A second Recv on the same rank from the same peer with the same id.
+    DuplicateRecv {
+        /// The first Recv.
+        first: At,
+        /// The second.
+        again: At,
+        /// The sender.
+        from: i32,
+        /// The message id.
+        msgid: u64,
+    },
+}
+
+impl PairError {
+    /// The line the problem is reported at.
+    pub fn at(&self) -> At {
+        match self {
+            PairError::NoRecv { send, .. } | PairError::Mismatch { send, .. } => *send,
+            PairError::NoSend { recv, .. } => *recv,
+            PairError::DuplicateSend { again, .. } | PairError::DuplicateRecv { again, .. } => {
+                *again
+            }
+        }
+    }
+}
+
+impl fmt::Display for PairError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PairError::NoRecv {
+                send,
+                to,
+                tag,
+                bytes,
+                msgid,
+            } => write!(
+                f,
+                "{send}: Send to {to} (tag {tag}, {bytes} bytes, msgid {msgid}) has no Recv from {} with msgid {msgid} in Process{to}.txt",
+                send.rank
+            ),
+            PairError::NoSend {
+                recv,
+                from,
+                tag,
+                bytes,
+                msgid,
+            } => write!(
+                f,
+                "{recv}: Recv from {from} (tag {tag}, {bytes} bytes, msgid {msgid}) has no Send to {} with msgid {msgid} in Process{from}.txt",
+                recv.rank
+            ),
+            PairError::Mismatch {
+                send,
+                recv,
+                msgid,
+                sent,
+                received,
+            } => {
+                let what = match (sent.0 == received.0, sent.1 == received.1) {
+                    (false, false) => "tags and byte counts differ",
+                    (false, true) => "tags differ",
+                    _ => "byte counts differ",
+                };
+                write!(
+                    f,
+                    "{send}: Send with msgid {msgid} (tag {}, {} bytes) and its Recv at {recv} (tag {}, {} bytes) do not match: the {what}",
+                    sent.0, sent.1, received.0, received.1
+                )
+            }
+            PairError::DuplicateSend {
+                first,
+                again,
+                to,
+                msgid,
+            } => write!(
+                f,
+                "{again}: a second Send to {to} with msgid {msgid} (the first is at {first})"
+            ),
+            PairError::DuplicateRecv {
+                first,
+                again,
+                from,
+                msgid,
+            } => write!(
+                f,
+                "{again}: a second Recv from {from} with msgid {msgid} (the first is at {first})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PairError {}
+
+/// Why an import failed. Every variant names the directory or the file and
+/// line, so that a user can find the bad input.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// Reading the directory or a file failed.
+    #[error("{path}: {error}")]
+    Io {
+        /// The directory or file.
+        path: PathBuf,
+        /// The underlying error.
+        error: std::io::Error,
+    },
+    /// The directory holds no `Process<r>.txt`.
+    #[error("{dir}: no Process<r>.txt files (a pertext trace has one per rank)")]
+    NoRankFiles {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A rank file name with a leading zero or a number too large to be a
+    /// rank: it cannot be told from the canonical name of another rank.
+    #[error(
+        "{dir}: {name} is not a rank file name (ranks are numbered Process0.txt, Process1.txt, ... without leading zeros)"
+    )]
+    BadFileName {
+        /// The directory.
+        dir: PathBuf,
+        /// The file name.
+        name: String,
+    },
+    /// A rank in `0..P` has no file.
+    #[error(
+        "{dir}: Process{missing}.txt is missing: there are {found} Process<r>.txt files (the highest Process{highest}.txt), so ranks 0 to {} must all have one", found - 1
+    )]
+    MissingRank {
+        /// The directory.
+        dir: PathBuf,
+        /// The lowest rank without a file.
+        missing: u32,
+        /// How many rank files there are.
+        found: u32,
+        /// The highest rank with a file.
+        highest: u32,
+    },
+    /// A malformed line.
+    #[error("{file}:{line}: {error}")]
+    Line {
+        /// The file.
+        file: PathBuf,
+        /// The line (1-based).
+        line: usize,
+        /// What is wrong.
+        error: LineError,
+    },
+    /// Point-to-point messages that do not pair up: the first (by rank
+    /// and line) and how many more.
+    #[error("{dir}: {first}{}", more_text(*more))]
+    Pairing {
+        /// The directory.
+        dir: PathBuf,
+        /// The first problem.
+        first: PairError,
+        /// How many others there are.
+        more: usize,
+    },
+    /// Building the compressed trace failed.
+    #[error("building the trace of rank {rank}: {error}")]
+    Compress {
+        /// The rank.
+        rank: u32,
+        /// The trace model's error.
+        error: crate::Error,
+    },
+}
+
+fn more_text(more: usize) -> String {
+    match more {
+        0 => String::new(),
+        1 => " (and 1 more unpaired or mismatched message)".into(),
+        n => format!(" (and {n} more unpaired or mismatched messages)"),
+    }
+}
+
+// ----- lines ---------------------------------------------------------------
+
+/// The words of one line, consumed field by field.
+struct Words<'a>(std::str::SplitWhitespace<'a>);
+
+impl<'a> Words<'a> {
+    fn next(&mut self, what: &'static str) -> Result<&'a str, LineError> {
+        self.0.next().ok_or(LineError::MissingField(what))
+    }
+
+    /// The field name `key`, then its value, an integer in `0..=max`.
+    fn field(&mut self, key: &'static str, max: u64) -> Result<u64, LineError> {
+        let found = self.next(key_text(key))?;
+        if found != key {
+            return Err(LineError::WrongKey {
+                expected: key,
+                found: found.into(),
+            });
+        }
+        self.unsigned(key, max)
+    }
+
+    /// An integer in `0..=max`: digits only (no sign, no `_`).
+    fn unsigned(&mut self, field: &'static str, max: u64) -> Result<u64, LineError> {
+        let v = self.next(value_text(field))?;
+        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(LineError::NotANumber {
+                field,
+                value: v.into(),
+                kind: "a non-negative integer",
+            });
+        }
+        match v.parse::<u64>() {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(LineError::TooLarge {
+                field,
+                value: v.into(),
+                max,
+            }),
+        }
+    }
+
+    /// Any integer (an optional `-`, then digits).
+    fn integer(&mut self, field: &'static str) -> Result<i64, LineError> {
+        let v = self.next(value_text(field))?;
+        let digits = v.strip_prefix('-').unwrap_or(v);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(LineError::NotANumber {
+                field,
+                value: v.into(),
+                kind: "an integer",
+            });
+        }
+        v.parse::<i64>().map_err(|_| LineError::TooLarge {
+            field,
+            value: v.into(),
+            max: i64::MAX as u64,
+        })
+    }
+
+    fn end(mut self) -> Result<(), LineError> {
+        match self.0.next() {
+            Some(w) => Err(LineError::Trailing(w.into())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What the line lacks when it ends before field name `key`.
+fn key_text(key: &'static str) -> &'static str {
+    match key {
+        "t1" => "`t1`",
+        "t2" => "`t2`",
+        "t" => "`t`",
+        "l" => "`l`",
+        "s" => "`s`",
+        "r" => "`r`",
+        "m" => "`m`",
+        _ => "a field name",
+    }
+}
+
+/// What the line lacks when it ends before the value of `field`.
+fn value_text(field: &'static str) -> &'static str {
+    match field {
+        "peer" => "the peer rank",
+        "t1" => "the value of t1",
+        "t2" => "the value of t2",
+        "t" => "the value of t (tag)",
+        "l" => "the value of l (bytes)",
+        "s" => "the value of s (bytes sent)",
+        "r" => "the value of r (bytes received)",
+        "m" => "the value of m (message id)",
+        _ => "the integer after the collective name",
+    }
+}
+
+const I32_MAX: u64 = i32::MAX as u64;
+const I64_MAX: u64 = i64::MAX as u64;
+
+/// `ALLREDUCE` → `Allreduce`, `REDUCE_SCATTER` → `Reduce_scatter`: the
+/// spelling of [`Op::name`].
+fn op_spelling(word: &str) -> String {
+    let lower = word.to_ascii_lowercase();
+    let mut chars = lower.chars();
+    match chars.next() {
+        Some(c) => c.to_ascii_uppercase().to_string() + chars.as_str(),
+        None => String::new(),
+    }
+}
+
+/// Whether the word is `DEL...` (any case), without slicing inside a
+/// multi-byte character.
+fn is_delimiter_word(word: &str) -> bool {
+    word.as_bytes()
+        .get(..3)
+        .is_some_and(|p| p.eq_ignore_ascii_case(b"DEL"))
+}
+
+/// Parses one line. `Ok(None)` for a blank or comment line. Checks
+/// everything that one line alone can show wrong (grammar, ranges,
+/// `t2 >= t1`); the checks across lines are [`parse_rank`]'s.
+pub fn parse_line(text: &str) -> Result<Option<Record>, LineError> {
+    let text = text.trim();
+    if text.is_empty() || text.starts_with('#') {
+        return Ok(None);
+    }
+    let mut w = Words(text.split_whitespace());
+    let head = w.next("a record")?;
+    let span = |start: u64, end: u64| {
+        if end < start {
+            Err(LineError::EndBeforeStart { start, end })
+        } else {
+            Ok(())
+        }
+    };
+    let p2p = if head.eq_ignore_ascii_case("send") {
+        Some(Op::Send)
+    } else if head.eq_ignore_ascii_case("recv") {
+        Some(Op::Recv)
+    } else {
+        None
+    };
+    if let Some(op) = p2p {
+        let peer = w.unsigned("peer", I32_MAX)? as i32;
+        let start = w.field("t1", u64::MAX)?;
+        let end = w.field("t2", u64::MAX)?;
+        let tag = w.field("t", I32_MAX)? as i32;
+        let bytes = w.field("l", I64_MAX)? as i64;
+        let msgid = w.field("m", u64::MAX)?;
+        w.end()?;
+        span(start, end)?;
+        return Ok(Some(Record::P2p(P2p {
+            op,
+            peer,
+            start,
+            end,
+            tag,
+            bytes,
+            msgid,
+        })));
+    }
+    if is_delimiter_word(head) {
+        let digits = &head[3..];
+        let level = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            digits.parse::<i32>().ok()
+        } else {
+            None
+        };
+        let Some(level) = level else {
+            return Err(LineError::BadDelimiter(head.into()));
+        };
+        w.end()?;
+        return Ok(Some(Record::Delimiter(level)));
+    }
+    let op = match Op::from_name(&op_spelling(head)) {
+        Some(op) if op.family() == Family::Collective => op,
+        Some(_) => return Err(LineError::NotCollective(head.into())),
+        None => return Err(LineError::UnknownRecord(head.into())),
+    };
+    w.integer("count")?;
+    let start = w.field("t1", u64::MAX)?;
+    let end = w.field("t2", u64::MAX)?;
+    let send_bytes = w.field("s", I64_MAX)? as i64;
+    let recv_bytes = w.field("r", I64_MAX)? as i64;
+    let id = w.field("m", u64::MAX)?;
+    w.end()?;
+    span(start, end)?;
+    Ok(Some(Record::Collective(Collective {
+        op,
+        start,
+        end,
+        send_bytes,
+        recv_bytes,
+        id,
+    })))
+}
+
+/// Parses one rank's file (`file` only names it in errors), with the
+/// checks across its lines: starts never decrease, and peers are ranks of a
+/// trace of `world` ranks.
+pub fn parse_rank(file: &Path, bytes: &[u8], world: u32) -> Result<Vec<Entry>, ImportError> {
+    let mut out = Vec::new();
+    let mut previous: Option<(u64, usize)> = None;
+    for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line = i + 1;
+        let err = |error| ImportError::Line {
+            file: file.to_path_buf(),
+            line,
+            error,
+        };
+        let text = std::str::from_utf8(raw).map_err(|_| err(LineError::NotUtf8))?;
+        let Some(record) = parse_line(text).map_err(err)? else {
+            continue;
+        };
+        if let Record::P2p(p) = &record
+            && u32::try_from(p.peer).map_or(true, |r| r >= world)
+        {
+            return Err(err(LineError::PeerOutOfRange {
+                peer: p.peer,
+                last: world.saturating_sub(1),
+            }));
+        }
+        if let Some((start, _)) = record.span() {
+            if let Some((prev, prev_line)) = previous
+                && start < prev
+            {
+                return Err(err(LineError::StartGoesBack {
+                    start,
+                    previous: prev,
+                    previous_line: prev_line,
+                }));
+            }
+            previous = Some((start, line));
+        }
+        out.push(Entry { line, record });
+    }
+    Ok(out)
+}
+
+// ----- pairing -------------------------------------------------------------
+
+#[derive(Clone, Copy)]
+struct Side {
+    at: At,
+    tag: i32,
+    bytes: i64,
+}
+
+#[derive(Default)]
+struct Pair {
+    send: Option<Side>,
+    recv: Option<Side>,
+}
+
+/// Every point-to-point message that does not pair up, ordered by the rank
+/// and line they are reported at; empty when all pair up. `ranks[r]` is
+/// rank `r`'s records. A message is keyed by (sender, receiver, message
+/// id), so ids need only be unique per pair of ranks.
+pub fn pairing_problems(ranks: &[Vec<Entry>]) -> Vec<PairError> {
+    let mut pairs: HashMap<(i32, i32, u64), Pair> = HashMap::new();
+    let mut problems = Vec::new();
+    for (r, entries) in ranks.iter().enumerate() {
+        let rank = u32::try_from(r).unwrap_or(u32::MAX);
+        let me = i32::try_from(r).unwrap_or(i32::MAX);
+        for e in entries {
+            let Record::P2p(p) = e.record else { continue };
+            let side = Side {
+                at: At { rank, line: e.line },
+                tag: p.tag,
+                bytes: p.bytes,
+            };
+            if p.op == Op::Send {
+                let slot = &mut pairs.entry((me, p.peer, p.msgid)).or_default().send;
+                match slot {
+                    Some(first) => problems.push(PairError::DuplicateSend {
+                        first: first.at,
+                        again: side.at,
+                        to: p.peer,
+                        msgid: p.msgid,
+                    }),
+                    None => *slot = Some(side),
+                }
+            } else {
+                let slot = &mut pairs.entry((p.peer, me, p.msgid)).or_default().recv;
+                match slot {
+                    Some(first) => problems.push(PairError::DuplicateRecv {
+                        first: first.at,
+                        again: side.at,
+                        from: p.peer,
+                        msgid: p.msgid,
+                    }),
+                    None => *slot = Some(side),
+                }
+            }
+        }
+    }
+    for ((from, to, msgid), pair) in pairs {
+        match (pair.send, pair.recv) {
+            (Some(s), None) => problems.push(PairError::NoRecv {
+                send: s.at,
+                to,
+                tag: s.tag,
+                bytes: s.bytes,
+                msgid,
+            }),
+            (None, Some(r)) => problems.push(PairError::NoSend {
+                recv: r.at,
+                from,
+                tag: r.tag,
+                bytes: r.bytes,
+                msgid,
+            }),
+            (Some(s), Some(r)) if (s.tag, s.bytes) != (r.tag, r.bytes) => {
+                problems.push(PairError::Mismatch {
+                    send: s.at,
+                    recv: r.at,
+                    msgid,
+                    sent: (s.tag, s.bytes),
+                    received: (r.tag, r.bytes),
+                });
+            }
+            _ => {}
+        }
+    }
+    problems.sort_by_key(PairError::at);
+    problems
+}
+
+// ----- events --------------------------------------------------------------
+
+/// Whether the collective has a root argument (which the format does not
+/// record: the import gives it root 0).
+fn is_rooted(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Bcast | Op::Reduce | Op::Gather | Op::Gatherv | Op::Scatter | Op::Scatterv
+    )
+}
+
+/// The event of one record on rank `rank`, without timing.
+fn event_of(record: &Record, rank: i32) -> Event {
+    match record {
+        Record::P2p(p) => {
+            let mut ev = Event::new(p.op);
+            ev.comm = CommId::WORLD;
+            ev.comm_rank = rank;
+            let x = Transfer {
+                peer: Peer::Rank {
+                    world: p.peer,
+                    local: p.peer,
+                },
+                tag: Tag::Value(p.tag),
+                count: p.bytes,
+                dsize: 1,
+                dtype: crate::Datatype::UNKNOWN,
+            };
+            if p.op == Op::Send {
+                ev.send = Some(x);
+            } else {
+                ev.recv = Some(x);
+            }
+            ev
+        }
+        Record::Collective(c) => {
+            let mut ev = Event::new(c.op);
+            ev.comm = CommId::WORLD;
+            ev.comm_rank = rank;
+            let barrier = c.op == Op::Barrier;
+            if !barrier || c.send_bytes != 0 {
+                ev.send = Some(Transfer::collective(c.send_bytes, 1));
+            }
+            if !barrier || c.recv_bytes != 0 {
+                ev.recv = Some(Transfer::collective(c.recv_bytes, 1));
+            }
+            ev.root = is_rooted(c.op).then_some(0);
+            ev
+        }
+        Record::Delimiter(level) => {
+            let mut ev = Event::new(Op::Pcontrol);
+            ev.value = Some(i64::from(*level));
+            ev
+        }
+    }
+}
+
+/// Rank `rank`'s events, one per record in file order, with their timing
+/// relative to `zero` (the earliest start of all ranks). A delimiter takes
+/// no time and sits at the end of the previous event, or at the rank's
+/// first start when it comes first (at `zero` when the rank has no timed
+/// record at all).
+pub fn rank_events(rank: u32, entries: &[Entry], zero: u64) -> impl Iterator<Item = Event> + '_ {
+    let first_start = entries
+        .iter()
+        .find_map(|e| e.record.span())
+        .map_or(zero, |s| s.0);
+    let comm_rank = i32::try_from(rank).unwrap_or(i32::MAX);
+    let mut prev_end: Option<u64> = None;
+    entries.iter().map(move |e| {
+        let (start, end) = e.record.span().unwrap_or_else(|| {
+            let at = prev_end.unwrap_or(first_start);
+            (at, at)
+        });
+        let mut ev = event_of(&e.record, comm_rank);
+        ev.time = Timing {
+            enter_ns: start.saturating_sub(zero),
+            dur_ns: end.saturating_sub(start),
+            compute_ns: prev_end.map_or(0, |p| start.saturating_sub(p)),
+        };
+        prev_end = Some(end);
+        ev
+    })
+}
+
+/// Builds the trace file of parsed ranks (`ranks[r]` is rank `r`'s
+/// records) after checking that their messages pair up; `dir` names the
+/// input in errors and in the metadata's command line.
+pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportError> {
+    let mut problems = pairing_problems(ranks).into_iter();
+    if let Some(first) = problems.next() {
+        return Err(ImportError::Pairing {
+            dir: dir.to_path_buf(),
+            first,
+            more: problems.len(),
+        });
+    }
+    let spans = || ranks.iter().flatten().filter_map(|e| e.record.span());
+    let zero = spans().map(|s| s.0).min().unwrap_or(0);
+    let last = spans().map(|s| s.1).max().unwrap_or(zero);
+    let mut parts = Vec::with_capacity(ranks.len());
+    for (r, entries) in ranks.iter().enumerate() {
+        let rank = u32::try_from(r).unwrap_or(u32::MAX);
+        let failed = |error| ImportError::Compress { rank, error };
+        // A timeline with the common zero: the imported times are exact.
+        let what = Recording {
+            timeline_epoch: Some(zero),
+            ..Recording::default()
+        };
+        let mut rec = RankRecorder::new(rank, &what);
+        for ev in rank_events(rank, entries, zero) {
+            rec.push(&ev).map_err(failed)?;
+        }
+        parts.push(rec.finish().map_err(failed)?);
+    }
+    // Merged as a traced run would be.
+    let mut file = crate::merge::merge_binomial(parts, TraceFile::merge).unwrap_or_default();
+    file.trace.normalize();
+    file.meta = Meta {
+        tool: format!("rankscale {}", env!("CARGO_PKG_VERSION")),
+        mpi: format!("imported: {}", PERTEXT),
+        world_size: u32::try_from(ranks.len()).unwrap_or(u32::MAX),
+        command: vec![
+            "import".into(),
+            "--format".into(),
+            PERTEXT.into(),
+            dir.display().to_string(),
+        ],
+        wall_ns: last.saturating_sub(zero),
+        merge_ns: 0,
+        origin: crate::Origin::Imported {
+            format: PERTEXT.into(),
+        },
+        ..Meta::default()
+    };
+    Ok(file)
+}
+
+/// The rank files of `dir`, by rank: `Process<r>.txt` for every `r` in
+/// `0..P`. Other files are left alone (a dataset may carry its README).
+pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>, ImportError> {
+    let io = |error| ImportError::Io {
+        path: dir.to_path_buf(),
+        error,
+    };
+    let mut found = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(num) = name
+            .strip_prefix("Process")
+            .and_then(|s| s.strip_suffix(".txt"))
+        else {
+            continue;
+        };
+        if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let bad = || ImportError::BadFileName {
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+        };
+        if num.len() > 1 && num.starts_with('0') {
+            return Err(bad());
+        }
+        let rank: u32 = num.parse().map_err(|_| bad())?;
+        found.insert(rank, entry.path());
+    }
+    let Some(&highest) = found.keys().next_back() else {
+        return Err(ImportError::NoRankFiles {
+            dir: dir.to_path_buf(),
+        });
+    };
+    let count = u32::try_from(found.len()).unwrap_or(u32::MAX);
+    if let Some(missing) = (0..count).find(|r| !found.contains_key(r)) {
+        return Err(ImportError::MissingRank {
+            dir: dir.to_path_buf(),
+            missing,
+            found: count,
+            highest,
+        });
+    }
+    Ok(found.into_values().collect())
+}
+
+/// Imports a `pertext` directory into a trace file in memory, without
+/// writing it, so that a caller can inspect or extend the trace (tests do)
+/// before it goes to disk.
+pub fn import_pertext(dir: &Path) -> Result<TraceFile, ImportError> {
+    let files = rank_files(dir)?;
+    let world = u32::try_from(files.len()).unwrap_or(u32::MAX);
+    let mut ranks = Vec::with_capacity(files.len());
+    for path in &files {
+        let bytes = std::fs::read(path).map_err(|error| ImportError::Io {
+            path: path.clone(),
+            error,
+        })?;
+        ranks.push(parse_rank(path, &bytes, world)?);
+    }
+    convert(&ranks, dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(text: &str) -> Record {
+        parse_line(text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .unwrap_or_else(|| panic!("{text}: skipped"))
+    }
+
+    fn bad(text: &str) -> LineError {
+        match parse_line(text) {
+            Err(e) => e,
+            Ok(r) => panic!("{text}: accepted as {r:?}"),
+        }
+    }
+
+    /// Parses rank files given as text, `Process<r>.txt` each.
+    fn ranks(texts: &[&str]) -> Result<Vec<Vec<Entry>>, ImportError> {
+        let world = texts.len() as u32;
+        texts
+            .iter()
+            .enumerate()
+            .map(|(r, t)| parse_rank(Path::new(&format!("Process{r}.txt")), t.as_bytes(), world))
+            .collect()
+    }
+
+    #[test]
+    fn send_and_recv_lines_keep_every_field() {
+        assert_eq!(
+            line("Send 3 t1 100 t2 250 t 7 l 64 m 17"),
+            Record::P2p(P2p {
+                op: Op::Send,
+                peer: 3,
+                start: 100,
+                end: 250,
+                tag: 7,
+                bytes: 64,
+                msgid: 17
+            })
+        );
+        assert_eq!(
+            line("  Recv\t0   t1 5 t2 5 t 0 l 0 m 0 \r"),
+            Record::P2p(P2p {
+                op: Op::Recv,
+                peer: 0,
+                start: 5,
+                end: 5,
+                tag: 0,
+                bytes: 0,
+                msgid: 0
+            })
+        );
+    }
+
+    #[test]
+    fn collective_names_map_case_insensitively_to_blocking_collectives() {
+        assert_eq!(
+            line("ALLREDUCE 1 t1 100 t2 250 s 8 r 8 m 17"),
+            Record::Collective(Collective {
+                op: Op::Allreduce,
+                start: 100,
+                end: 250,
+                send_bytes: 8,
+                recv_bytes: 8,
+                id: 17
+            })
+        );
+        for (name, op) in [
+            ("BARRIER", Op::Barrier),
+            ("BCAST", Op::Bcast),
+            ("REDUCE", Op::Reduce),
+            ("ALLGATHER", Op::Allgather),
+            ("ALLTOALL", Op::Alltoall),
+            ("GATHER", Op::Gather),
+            ("SCATTER", Op::Scatter),
+            ("ALLGATHERV", Op::Allgatherv),
+            ("ALLTOALLV", Op::Alltoallv),
+            ("GATHERV", Op::Gatherv),
+            ("SCATTERV", Op::Scatterv),
+            ("REDUCE_SCATTER", Op::ReduceScatter),
+            ("REDUCE_SCATTER_BLOCK", Op::ReduceScatterBlock),
+            ("SCAN", Op::Scan),
+            ("EXSCAN", Op::Exscan),
+            ("allreduce", Op::Allreduce),
+            ("Reduce_Scatter", Op::ReduceScatter),
+        ] {
+            let Record::Collective(c) = line(&format!("{name} -1 t1 1 t2 2 s 3 r 4 m 5")) else {
+                panic!("{name}: not a collective");
+            };
+            assert_eq!(c.op, op, "{name}");
+        }
+    }
+
+    #[test]
+    fn delimiters_blank_lines_and_comments() {
+        assert_eq!(line("DEL3"), Record::Delimiter(3));
+        assert_eq!(line("  DEL0  "), Record::Delimiter(0));
+        assert_eq!(line("del12"), Record::Delimiter(12));
+        assert_eq!(parse_line(""), Ok(None));
+        assert_eq!(parse_line("   \t \r"), Ok(None));
+        assert_eq!(parse_line("# Send 1 garbage"), Ok(None));
+        assert_eq!(parse_line("  # indented comment"), Ok(None));
+    }
+
+    #[test]
+    fn each_malformed_line_says_what_is_wrong() {
+        let cases: &[(&str, LineError, &str)] = &[
+            (
+                "Sned 1 t1 1 t2 2 t 0 l 8 m 1",
+                LineError::UnknownRecord("Sned".into()),
+                "`Sned` is neither Send, Recv, DEL<n> nor an MPI collective name",
+            ),
+            (
+                "WAITALL 1 t1 1 t2 2 s 0 r 0 m 1",
+                LineError::NotCollective("WAITALL".into()),
+                "`WAITALL` is an MPI call but not a blocking collective",
+            ),
+            (
+                "IALLREDUCE 1 t1 1 t2 2 s 8 r 8 m 1",
+                LineError::NotCollective("IALLREDUCE".into()),
+                "`IALLREDUCE` is an MPI call but not a blocking collective",
+            ),
+            (
+                "DEL",
+                LineError::BadDelimiter("DEL".into()),
+                "`DEL` is not a context delimiter DEL<n> (n a non-negative integer)",
+            ),
+            ("DEL-1", LineError::BadDelimiter("DEL-1".into()), "DEL<n>"),
+            ("DELx", LineError::BadDelimiter("DELx".into()), "DEL<n>"),
+            (
+                "DEL99999999999",
+                LineError::BadDelimiter("DEL99999999999".into()),
+                "DEL<n>",
+            ),
+            (
+                "DEL3 4",
+                LineError::Trailing("4".into()),
+                "unexpected `4` after the last field",
+            ),
+            (
+                "Send 1 t1 1 t2 2 t 0 l 8",
+                LineError::MissingField("`m`"),
+                "the line ends where `m` was expected",
+            ),
+            (
+                "Send 1 t1 1 t2 2 t 0 l 8 m",
+                LineError::MissingField("the value of m (message id)"),
+                "the line ends where the value of m (message id) was expected",
+            ),
+            (
+                "Send",
+                LineError::MissingField("the peer rank"),
+                "the peer rank",
+            ),
+            (
+                "ALLREDUCE",
+                LineError::MissingField("the integer after the collective name"),
+                "the integer after the collective name",
+            ),
+            (
+                "Send 1 t2 1 t1 2 t 0 l 8 m 1",
+                LineError::WrongKey {
+                    expected: "t1",
+                    found: "t2".into(),
+                },
+                "expected `t1`, found `t2`",
+            ),
+            (
+                "ALLREDUCE 1 t1 1 t2 2 r 8 s 8 m 1",
+                LineError::WrongKey {
+                    expected: "s",
+                    found: "r".into(),
+                },
+                "expected `s`, found `r`",
+            ),
+            (
+                "Send x t1 1 t2 2 t 0 l 8 m 1",
+                LineError::NotANumber {
+                    field: "peer",
+                    value: "x".into(),
+                    kind: "a non-negative integer",
+                },
+                "peer: `x` is not a non-negative integer",
+            ),
+            (
+                "Send 1 t1 1 t2 2 t -1 l 8 m 1",
+                LineError::NotANumber {
+                    field: "t",
+                    value: "-1".into(),
+                    kind: "a non-negative integer",
+                },
+                "t: `-1` is not a non-negative integer",
+            ),
+            (
+                "Send 1 t1 +1 t2 2 t 0 l 8 m 1",
+                LineError::NotANumber {
+                    field: "t1",
+                    value: "+1".into(),
+                    kind: "a non-negative integer",
+                },
+                "t1: `+1`",
+            ),
+            (
+                "ALLREDUCE one t1 1 t2 2 s 8 r 8 m 1",
+                LineError::NotANumber {
+                    field: "count",
+                    value: "one".into(),
+                    kind: "an integer",
+                },
+                "count: `one` is not an integer",
+            ),
+            (
+                "Send 1 t1 1 t2 2 t 2147483648 l 8 m 1",
+                LineError::TooLarge {
+                    field: "t",
+                    value: "2147483648".into(),
+                    max: 2147483647,
+                },
+                "t: 2147483648 is too large (at most 2147483647)",
+            ),
+            (
+                "Send 1 t1 1 t2 99999999999999999999 t 0 l 8 m 1",
+                LineError::TooLarge {
+                    field: "t2",
+                    value: "99999999999999999999".into(),
+                    max: u64::MAX,
+                },
+                "t2: 99999999999999999999 is too large",
+            ),
+            (
+                "Recv 1 t1 1 t2 2 t 0 l 8 m 1 extra",
+                LineError::Trailing("extra".into()),
+                "unexpected `extra` after the last field",
+            ),
+            (
+                "Recv 1 t1 300 t2 200 t 0 l 8 m 1",
+                LineError::EndBeforeStart {
+                    start: 300,
+                    end: 200,
+                },
+                "t2 200 is before t1 300",
+            ),
+            (
+                "BCAST 1 t1 300 t2 299 s 8 r 8 m 1",
+                LineError::EndBeforeStart {
+                    start: 300,
+                    end: 299,
+                },
+                "t2 299 is before t1 300",
+            ),
+        ];
+        for (text, want, msg) in cases {
+            let got = bad(text);
+            assert_eq!(&got, want, "{text}");
+            assert!(
+                got.to_string().contains(msg),
+                "{text}: message `{got}` lacks `{msg}`"
+            );
+        }
+    }
+
+    #[test]
+    fn file_errors_name_the_file_and_line() {
+        let e =
+            ranks(&["# header\n\nDEL1\nSend 0 t1 1 t2 2 t 0 l 8 m 1\nSend 0 t1 x"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Process0.txt:5: t1: `x` is not a non-negative integer"
+        );
+        let e = parse_rank(
+            Path::new("Process0.txt"),
+            b"Send 0 t1 1 t2 2 t 0 l 8 m 1\n\xff\n",
+            1,
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "Process0.txt:2: the line is not UTF-8 text");
+        let e = ranks(&["Send 2 t1 1 t2 2 t 0 l 8 m 1\n", ""]).unwrap_err();
+        assert!(matches!(
+            e,
+            ImportError::Line {
+                line: 1,
+                error: LineError::PeerOutOfRange { peer: 2, last: 1 },
+                ..
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "Process0.txt:1: peer 2 is not a rank of this trace (ranks 0 to 1, one Process<r>.txt each)"
+        );
+    }
+
+    #[test]
+    fn starts_must_not_decrease_within_a_file() {
+        let ok = "Send 0 t1 10 t2 50 t 0 l 8 m 1\nRecv 0 t1 10 t2 60 t 0 l 8 m 1\nDEL1\nRecv 0 t1 20 t2 30 t 0 l 8 m 2\n";
+        let parsed = ranks(&[ok]).unwrap();
+        assert_eq!(parsed[0].len(), 4);
+        // A start before the previous event's end is allowed (overlap), one
+        // before its start is not.
+        let e = ranks(&[
+            "Send 0 t1 10 t2 50 t 0 l 8 m 1\nDEL2\n# late\nRecv 0 t1 9 t2 60 t 0 l 8 m 1\n",
+        ])
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            ImportError::Line {
+                line: 4,
+                error: LineError::StartGoesBack {
+                    start: 9,
+                    previous: 10,
+                    previous_line: 1
+                },
+                ..
+            }
+        ));
+        assert!(
+            e.to_string()
+                .starts_with("Process0.txt:4: t1 9 is before t1 10 of the previous event (line 1)")
+        );
+    }
+
+    #[test]
+    fn messages_pair_up_by_sender_receiver_and_id() {
+        let good = ranks(&[
+            "Send 1 t1 1 t2 2 t 5 l 8 m 1\nRecv 1 t1 3 t2 4 t 5 l 8 m 1\n",
+            "Recv 0 t1 1 t2 2 t 5 l 8 m 1\nSend 0 t1 3 t2 4 t 5 l 8 m 1\n",
+        ])
+        .unwrap();
+        assert_eq!(pairing_problems(&good), []);
+
+        let p = pairing_problems(&ranks(&["Send 1 t1 1 t2 2 t 5 l 8 m 1\n", "DEL1\n"]).unwrap());
+        assert_eq!(
+            p,
+            [PairError::NoRecv {
+                send: At { rank: 0, line: 1 },
+                to: 1,
+                tag: 5,
+                bytes: 8,
+                msgid: 1
+            }]
+        );
+        assert_eq!(
+            p[0].to_string(),
+            "Process0.txt:1: Send to 1 (tag 5, 8 bytes, msgid 1) has no Recv from 0 with msgid 1 in Process1.txt"
+        );
+
+        let p =
+            pairing_problems(&ranks(&["DEL1\n", "DEL1\nRecv 0 t1 1 t2 2 t 5 l 8 m 9\n"]).unwrap());
+        assert_eq!(
+            p[0].to_string(),
+            "Process1.txt:2: Recv from 0 (tag 5, 8 bytes, msgid 9) has no Send to 1 with msgid 9 in Process0.txt"
+        );
+
+        let p = pairing_problems(
+            &ranks(&[
+                "Send 1 t1 1 t2 2 t 5 l 8 m 1\n",
+                "Recv 0 t1 1 t2 2 t 6 l 16 m 1\n",
+            ])
+            .unwrap(),
+        );
+        assert_eq!(
+            p[0].to_string(),
+            "Process0.txt:1: Send with msgid 1 (tag 5, 8 bytes) and its Recv at Process1.txt:1 (tag 6, 16 bytes) do not match: the tags and byte counts differ"
+        );
+        let p = pairing_problems(
+            &ranks(&[
+                "Send 1 t1 1 t2 2 t 5 l 8 m 1\n",
+                "Recv 0 t1 1 t2 2 t 5 l 16 m 1\n",
+            ])
+            .unwrap(),
+        );
+        assert!(p[0].to_string().ends_with("the byte counts differ"));
+
+        let p = pairing_problems(
+            &ranks(&[
+                "Send 1 t1 1 t2 2 t 5 l 8 m 1\nSend 1 t1 3 t2 4 t 5 l 8 m 1\n",
+                "Recv 0 t1 1 t2 2 t 5 l 8 m 1\nRecv 0 t1 5 t2 6 t 5 l 8 m 1\n",
+            ])
+            .unwrap(),
+        );
+        assert_eq!(
+            p.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "Process0.txt:2: a second Send to 1 with msgid 1 (the first is at Process0.txt:1)",
+                "Process1.txt:2: a second Recv from 0 with msgid 1 (the first is at Process1.txt:1)",
+            ]
+        );
+
+        // The same id between other ranks is another message.
+        let ok = ranks(&[
+            "Send 1 t1 1 t2 2 t 5 l 8 m 1\nRecv 2 t1 3 t2 4 t 5 l 8 m 1\n",
+            "Recv 0 t1 1 t2 2 t 5 l 8 m 1\n",
+            "Send 0 t1 1 t2 2 t 5 l 8 m 1\n",
+        ])
+        .unwrap();
+        assert_eq!(pairing_problems(&ok), []);
+    }
+
+    #[test]
+    fn the_first_pairing_problem_is_reported_with_a_count_of_the_rest() {
+        let parsed = ranks(&[
+            "Send 1 t1 1 t2 2 t 5 l 8 m 3\nSend 1 t1 3 t2 4 t 5 l 8 m 4\n",
+            "Recv 0 t1 1 t2 2 t 5 l 8 m 4\nSend 0 t1 3 t2 4 t 5 l 8 m 9\n",
+        ])
+        .unwrap();
+        let e = convert(&parsed, Path::new("data")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "data: Process0.txt:1: Send to 1 (tag 5, 8 bytes, msgid 3) has no Recv from 0 with msgid 3 in Process1.txt (and 1 more unpaired or mismatched message)"
+        );
+    }
+
+    #[test]
+    fn events_mirror_the_lines_in_order() {
+        let parsed = ranks(&[
+            "DEL1\nSend 1 t1 1000 t2 1200 t 3 l 64 m 1\nBCAST 1 t1 1500 t2 1900 s 8 r 0 m 2\nBARRIER 1 t1 2000 t2 2100 s 0 r 0 m 3\nALLREDUCE 1 t1 2200 t2 2300 s 8 r 8 m 4\n",
+            "Recv 0 t1 1100 t2 1250 t 3 l 64 m 1\nBCAST 1 t1 1600 t2 1900 s 0 r 8 m 2\nBARRIER 1 t1 2050 t2 2100 s 0 r 0 m 3\nALLREDUCE 1 t1 2250 t2 2300 s 8 r 8 m 4\n",
+        ])
+        .unwrap();
+        let ev: Vec<Event> = rank_events(0, &parsed[0], 1000).collect();
+        let lines: Vec<String> = ev.iter().map(crate::raw::event_line).collect();
+        assert_eq!(
+            lines,
+            [
+                "Pcontrol site=0000000000000000 value=1",
+                "Send site=0000000000000000 comm=0 send=1/3/64/1",
+                "Bcast site=0000000000000000 comm=0 send=8/1 recv=0/1 root=0",
+                "Barrier site=0000000000000000 comm=0",
+                "Allreduce site=0000000000000000 comm=0 send=8/1 recv=8/1",
+            ]
+        );
+        assert!(ev[1..].iter().all(|e| e.comm_rank == 0));
+        assert_eq!(ev[0].comm_rank, -1, "Pcontrol has no communicator");
+        let ev: Vec<Event> = rank_events(1, &parsed[1], 1000).collect();
+        assert_eq!(
+            ev[0].recv,
+            Some(Transfer {
+                peer: Peer::Rank { world: 0, local: 0 },
+                tag: Tag::Value(3),
+                count: 64,
+                dsize: 1,
+                dtype: crate::Datatype::UNKNOWN,
+            })
+        );
+        assert!(ev[0].matched.is_empty() && ev[0].send.is_none());
+        assert_eq!(ev[0].comm_rank, 1);
+        assert_eq!(ev[0].comm, CommId::WORLD);
+    }
+
+    #[test]
+    fn timing_is_relative_to_the_common_zero_with_compute_since_the_previous_end() {
+        let parsed = ranks(&[
+            "DEL1\nSend 0 t1 1000 t2 1200 t 0 l 8 m 1\nDEL2\nDEL3\nRecv 0 t1 1500 t2 1900 t 0 l 8 m 1\nRecv 0 t1 1800 t2 2000 t 0 l 8 m 2\nSend 0 t1 2000 t2 2000 t 0 l 8 m 2\nDEL4\n",
+        ])
+        .unwrap();
+        let times: Vec<(u64, u64, u64)> = rank_events(0, &parsed[0], 400)
+            .map(|e| (e.time.enter_ns, e.time.dur_ns, e.time.compute_ns))
+            .collect();
+        assert_eq!(
+            times,
+            [
+                (600, 0, 0),      // DEL1 first: at the first start, 1000
+                (600, 200, 0),    // Send 1000..1200
+                (800, 0, 0),      // DEL2 at the Send's end
+                (800, 0, 0),      // DEL3 likewise
+                (1100, 400, 300), // Recv 1500..1900: 300 after 1200
+                (1400, 200, 0),   // starts before the previous end: no compute
+                (1600, 0, 0),     // zero-length Send at 2000
+                (1600, 0, 0),     // DEL4 at 2000
+            ]
+        );
+        // A rank with only delimiters sits at the common zero.
+        let only = ranks(&["DEL1\nDEL2\n"]).unwrap();
+        let times: Vec<u64> = rank_events(0, &only[0], 77)
+            .map(|e| e.time.enter_ns)
+            .collect();
+        assert_eq!(times, [0, 0]);
+    }
+
+    #[test]
+    fn converted_trace_expands_to_the_lines_with_one_time_base() {
+        let texts = [
+            "DEL1\nSend 1 t1 1000 t2 1200 t 3 l 64 m 1\nALLREDUCE 1 t1 1500 t2 1900 s 8 r 8 m 2\n",
+            "DEL1\nRecv 0 t1 1100 t2 1250 t 3 l 64 m 1\nALLREDUCE 1 t1 1600 t2 1900 s 8 r 8 m 2\n",
+            "DEL1\nALLREDUCE 1 t1 700 t2 1900 s 8 r 8 m 2\n",
+        ];
+        let parsed = ranks(&texts).unwrap();
+        let file = convert(&parsed, Path::new("d")).unwrap();
+        let file = TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
+        assert_eq!(file.meta.world_size, 3);
+        assert_eq!(file.meta.mpi, "imported: pertext");
+        assert_eq!(file.meta.command, ["import", "--format", "pertext", "d"]);
+        assert_eq!(file.meta.wall_ns, 1200);
+        assert_eq!(file.trace.total_events(), 8);
+        for (r, entries) in parsed.iter().enumerate() {
+            let want: Vec<String> = rank_events(r as u32, entries, 700)
+                .map(|e| crate::raw::event_line(&e))
+                .collect();
+            let t = file.trace.rank_trace(r as u32).unwrap();
+            let got: Vec<String> = t.expand().map(|e| crate::raw::event_line(&e)).collect();
+            assert_eq!(got, want, "rank {r}");
+            let tl = file.timeline(r as u32).unwrap();
+            assert_eq!(tl.epoch_ns, 700);
+            let spans: Vec<(u64, u64)> = tl
+                .spans()
+                .unwrap()
+                .iter()
+                .map(|s| (s.enter, s.leave))
+                .collect();
+            let want: Vec<(u64, u64)> = rank_events(r as u32, entries, 700)
+                .map(|e| (e.time.enter_ns, e.time.enter_ns + e.time.dur_ns))
+                .collect();
+            assert_eq!(spans, want, "rank {r}");
+        }
+        assert_eq!(file.timeline(2).unwrap().spans().unwrap()[1].enter, 0);
+    }
+
+    #[test]
+    fn garbled_and_truncated_input_gives_errors_not_panics() {
+        let good = [
+            "Send 1 t1 100 t2 250 t 7 l 64 m 17",
+            "Recv 0 t1 100 t2 250 t 7 l 64 m 17",
+            "ALLREDUCE 1 t1 300 t2 400 s 8 r 8 m 2",
+            "REDUCE_SCATTER 1 t1 500 t2 600 s 18446744073709551615 r 9223372036854775807 m 3",
+            "DEL3",
+            "BARRIER 1 t1 18446744073709551614 t2 18446744073709551615 s 0 r 0 m 4",
+            "# comment",
+            "",
+        ];
+        // xorshift64*: deterministic, no dependency.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut rnd = move |n: usize| {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n.max(1)
+        };
+        let junk: &[u8] = b" \t0123456789-+#DELSendRecvtlmsr12\xff\xc3\r\n";
+        let (mut errors, mut accepted) = (0, 0);
+        for _ in 0..3000 {
+            let mut files: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..1 + rnd(3) {
+                let mut f = Vec::new();
+                for _ in 0..rnd(6) {
+                    let mut l = good[rnd(good.len())].as_bytes().to_vec();
+                    match rnd(5) {
+                        0 => l.truncate(rnd(l.len() + 1)),
+                        1 if !l.is_empty() => {
+                            let i = rnd(l.len());
+                            l[i] = junk[rnd(junk.len())];
+                        }
+                        2 => {
+                            let i = rnd(l.len() + 1);
+                            l.insert(i, junk[rnd(junk.len())]);
+                        }
+                        3 => {
+                            let words: Vec<&[u8]> = l.split(|&b| b == b' ').collect();
+                            let (a, b) = (rnd(words.len()), rnd(words.len()));
+                            let mut w = words.clone();
+                            w.swap(a, b);
+                            l = w.join(&b' ');
+                        }
+                        _ => {}
+                    }
+                    f.extend_from_slice(&l);
+                    f.push(b'\n');
+                }
+                if rnd(4) == 0 {
+                    f.truncate(rnd(f.len() + 1));
+                }
+                files.push(f);
+            }
+            let world = files.len() as u32;
+            let parsed: Result<Vec<_>, _> = files
+                .iter()
+                .enumerate()
+                .map(|(r, f)| parse_rank(Path::new(&format!("Process{r}.txt")), f, world))
+                .collect();
+            let result = parsed.and_then(|p| convert(&p, Path::new("fuzz")));
+            match result {
+                Err(e) => {
+                    errors += 1;
+                    let msg = e.to_string();
+                    assert!(
+                        msg.contains("Process") && msg.contains(':'),
+                        "error without a location: {msg}"
+                    );
+                }
+                Ok(f) => {
+                    accepted += 1;
+                    // Whatever was accepted is a readable trace.
+                    TraceFile::from_bytes(&f.to_bytes().unwrap()).unwrap();
+                }
+            }
+        }
+        assert!(errors > 100, "the garbling should break many inputs");
+        assert!(accepted > 100, "and leave some whole");
+    }
+}

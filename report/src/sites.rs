@@ -1,0 +1,24 @@
+//! Call-site labels: every output names a call by `function file:line` (or
+//! `symbol+0xoffset` without debug information), from the table the trace
+//! carries, and falls back to the signature where it has none.
+
+use std::collections::HashMap;
+
+use compress::TraceFile;
+
+/// Labels of call sites (`function file:line`, or `symbol+0xoffset` without
+/// debug information), by signature.
+pub fn site_labels(file: &TraceFile) -> HashMap<u64, &str> {
+    file.meta
+        .sites
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .collect()
+}
+
+/// A call site's label, or its signature in hex when the trace has none.
+pub fn site_text(labels: &HashMap<u64, &str>, site: u64) -> String {
+    labels
+        .get(&site)
+        .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string())
+}

@@ -1,0 +1,489 @@
+//! The trace's structure made readable, as `rankscale show` prints it: the
+//! loop tree with its ranklists, parameters and timing as text or JSON, or
+//! one rank's expanded event sequence in the raw-log grammar (so that it
+//! can be compared with the tracer's raw logs by `diff`).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use compress::codec::{PEER_ANY, PEER_NULL, RANK_SELF, TAG_ANY};
+use compress::seq::SeqForm;
+use compress::{MNode, Origin, Param, PathTiming, Shape, TimeStats, TraceFile, ValueSeq};
+use serde_json::{Value, json};
+
+use crate::Error;
+use crate::sites::{site_labels, site_text};
+
+/// Prints rank `rank`'s events, one canonical raw-log line each.
+pub fn expand(file: &TraceFile, rank: u32, out: &mut impl Write) -> Result<(), Error> {
+    let t = file.trace.rank_trace(rank)?;
+    let mut ex = t.expand();
+    let mut line = String::with_capacity(128);
+    for ev in &mut ex {
+        line.clear();
+        compress::raw::format_event(&ev, &mut line);
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
+    }
+    if ex.is_broken() {
+        return Err(Error::Broken { rank });
+    }
+    Ok(())
+}
+
+/// A value of a parameter, with MPI's sentinels named.
+fn value_text(name: &str, v: i64) -> String {
+    if name.ends_with(".peer") || name.ends_with(".local") {
+        match v {
+            PEER_ANY => return "ANY".into(),
+            PEER_NULL => return "NULL".into(),
+            _ => {}
+        }
+    }
+    if name.ends_with(".tag") && v == TAG_ANY {
+        return "ANY".into();
+    }
+    if name.ends_with(".peer") && v > 0 {
+        return format!("+{v}");
+    }
+    if matches!(name, "color" | "key") && v == RANK_SELF {
+        return "rank".into();
+    }
+    v.to_string()
+}
+
+/// A value sequence in a few characters: `5`, `0,+2..(100)`, or its first
+/// values and length.
+fn seq_text(name: &str, s: &ValueSeq) -> String {
+    match s.form() {
+        SeqForm::Empty => "[]".into(),
+        SeqForm::Const { value, .. } => value_text(name, value),
+        SeqForm::Strided { start, stride, len } => {
+            format!("{}{stride:+}i (i<{len})", value_text(name, start))
+        }
+        SeqForm::Blocks { len, .. } => {
+            let head: Vec<String> = s.iter().take(6).map(|v| value_text(name, v)).collect();
+            let more = if len > 6 { ",…" } else { "" };
+            format!("[{}{more}] ({len} values)", head.join(","))
+        }
+    }
+}
+
+fn param_text(name: &str, p: &Param, node_ranks: &compress::RankList) -> String {
+    let vs = p.variants();
+    if vs.len() == 1 && p.phased().is_empty() && vs[0].ranks() == node_ranks {
+        let v = &vs[0];
+        let abs = if v.is_absolute() { " (abs)" } else { "" };
+        return format!("{}{abs}", seq_text(name, v.values()));
+    }
+    let mut parts: Vec<String> = vs
+        .iter()
+        .map(|v| {
+            let abs = if v.is_absolute() { " abs" } else { "" };
+            format!("{}{abs} @{}", seq_text(name, v.values()), v.ranks())
+        })
+        .collect();
+    // A rotating peer, split by phase: one entry per position of the
+    // rotation, each with its own variants.
+    for g in p.phased() {
+        let phases: Vec<String> = g
+            .phases()
+            .iter()
+            .map(|ph| param_text(name, ph, g.ranks()))
+            .collect();
+        let whole = parts.is_empty() && p.phased().len() == 1 && g.ranks() == node_ranks;
+        let at = if whole {
+            String::new()
+        } else {
+            format!(" @{}", g.ranks())
+        };
+        parts.push(format!("rotation<{}>{at}", phases.join(", ")));
+    }
+    if parts.len() == 1 && p.phased().len() == 1 && vs.is_empty() {
+        return parts.remove(0);
+    }
+    format!("{{{}}}", parts.join(" | "))
+}
+
+/// Whether a parameter is an all-zero constant that says nothing (the
+/// caller's rank offset in `MPI_COMM_WORLD`, a local peer that equals the
+/// world peer).
+fn is_quiet(op: compress::Op, name: &str, p: &Param) -> bool {
+    // Calls without a communicator record none; a collective's transfer
+    // has no peer and no tag.
+    let absent = (!op.has_comm() && (name == "comm" || name == "comm_rank"))
+        || (op.is_collective()
+            && (name.ends_with(".peer") || name.ends_with(".local") || name.ends_with(".tag")));
+    absent
+        || (name == "comm_rank" || name.ends_with(".local"))
+            && p.phased().is_empty()
+            && p.variants().iter().all(|v| {
+                !v.is_absolute() && matches!(v.values().form(), SeqForm::Const { value: 0, .. })
+            })
+}
+
+fn same_param(a: &Param, b: &Param) -> bool {
+    a.variants().len() == b.variants().len()
+        && a.variants().iter().zip(b.variants()).all(|(x, y)| {
+            x.ranks() == y.ranks()
+                && x.is_absolute() == y.is_absolute()
+                && x.values().same_form(y.values())
+        })
+        && a.phased().len() == b.phased().len()
+        && a.phased().iter().zip(b.phased()).all(|(x, y)| {
+            x.ranks() == y.ranks()
+                && x.phases().len() == y.phases().len()
+                && x.phases()
+                    .iter()
+                    .zip(y.phases())
+                    .all(|(p, q)| same_param(p, q))
+        })
+}
+
+fn ns(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2}s", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2}ms", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}us", x / 1e3)
+    } else {
+        format!("{x:.0}ns")
+    }
+}
+
+fn timing_text(t: &PathTiming) -> String {
+    let tot = t.total();
+    if tot.count() == 0 {
+        return String::new();
+    }
+    let slowest: Vec<String> = t
+        .slow()
+        .slowest()
+        .iter()
+        .take(3)
+        .map(|s| format!("{} on r{}", ns(s.mpi_ns as f64), s.rank))
+        .collect();
+    format!(
+        "  [n={} mpi {} (max {}) compute {}{}]",
+        tot.count(),
+        ns(tot.mpi().stats().mean()),
+        // The reservoir's slowest is exact; the statistics' maximum is
+        // stored quantised.
+        ns(t.slow()
+            .slowest()
+            .first()
+            .map_or(tot.mpi().stats().max(), |s| s.mpi_ns) as f64),
+        ns(tot.compute().stats().mean()),
+        if slowest.is_empty() {
+            String::new()
+        } else {
+            format!(" slowest {}", slowest.join(", "))
+        }
+    )
+}
+
+/// What a trace of a job that did not finish holds: each rank that ends
+/// early (up to which event, and what wrote it) and the ranks that left
+/// nothing. Empty for a finished run.
+pub fn partial_lines(file: &TraceFile) -> Vec<String> {
+    let m = &file.meta;
+    let mut out: Vec<String> = m
+        .partial
+        .iter()
+        .map(|p| {
+            format!(
+                "partial: rank {} holds its first {} events ({} at {:.3} s), not its whole run",
+                p.rank,
+                p.events,
+                p.cause,
+                p.at_ns as f64 / 1e9
+            )
+        })
+        .collect();
+    let held = file.trace.ranks();
+    let missing: Vec<u32> = (0..m.world_size).filter(|r| !held.contains(*r)).collect();
+    if !missing.is_empty() {
+        out.push(format!(
+            "partial: {} of {} ranks left nothing: {}",
+            missing.len(),
+            m.world_size,
+            ranges(&missing)
+        ));
+    }
+    out
+}
+
+/// `0-3, 5, 7-8` for sorted ranks.
+fn ranges(v: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+/// Writes the text form: the file's metadata, then the loop tree, one node
+/// per line with its ranks, parameters and timing.
+pub fn write_text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result<(), Error> {
+    let m = &file.meta;
+    let t = &file.trace;
+    writeln!(
+        out,
+        "{}: {} ranks {}, {} events, written by {}",
+        path.display(),
+        t.ranks().len(),
+        t.ranks(),
+        t.total_events(),
+        if m.tool.is_empty() { "?" } else { &m.tool }
+    )?;
+    if !m.mpi.is_empty() {
+        writeln!(out, "mpi: {}", m.mpi)?;
+    }
+    if !m.command.is_empty() {
+        writeln!(out, "command: {}", m.command.join(" "))?;
+    }
+    let origin = match &m.origin {
+        Origin::Traced => "a traced run".to_string(),
+        Origin::Imported { format } => format!("imported from {format}"),
+        Origin::Extrapolated { inputs } => format!(
+            "extrapolated from traces of {} ranks: its times are predictions",
+            inputs
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    writeln!(out, "origin: {origin}")?;
+    writeln!(
+        out,
+        "wall {:.3} s (rank 0), merge {:.1} ms",
+        m.wall_ns as f64 / 1e9,
+        m.merge_ns as f64 / 1e6
+    )?;
+    if t.lost_events() > 0 {
+        writeln!(
+            out,
+            "warning: {} events were lost while tracing",
+            t.lost_events()
+        )?;
+    }
+    for line in partial_lines(file) {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out)?;
+    let labels = site_labels(file);
+    for n in t.nodes() {
+        node_text(n, 0, &labels, out)?;
+    }
+    Ok(())
+}
+
+fn node_text(
+    n: &MNode,
+    depth: usize,
+    labels: &HashMap<u64, &str>,
+    out: &mut impl Write,
+) -> Result<(), Error> {
+    let pad = "  ".repeat(depth);
+    match n {
+        MNode::Loop(l) => {
+            writeln!(
+                out,
+                "{pad}loop x{}  ranks {}",
+                param_text("iterations", l.counts(), l.ranks()),
+                l.ranks()
+            )?;
+            for b in l.body() {
+                node_text(b, depth + 1, labels, out)?;
+            }
+        }
+        MNode::Event(e) => {
+            let s = e.shape();
+            let mut parts = Vec::new();
+            let names = s.param_names();
+            for (i, (name, p)) in names.iter().zip(e.params()).enumerate() {
+                // A local peer equal to the world peer (MPI_COMM_WORLD).
+                let same_as_peer =
+                    name.ends_with(".local") && i > 0 && same_param(p, &e.params()[i - 1]);
+                if !is_quiet(s.op(), name, p) && !same_as_peer {
+                    parts.push(format!("{name}={}", param_text(name, p, e.ranks())));
+                }
+            }
+            if let Some(op) = s.redop() {
+                parts.push(format!("op={}", op.name()));
+            }
+            if s.in_place() {
+                parts.push("in_place".into());
+            }
+            for (name, l) in s.list_names().iter().zip(e.lists()) {
+                let empty = l
+                    .lens()
+                    .variants()
+                    .iter()
+                    .all(|v| matches!(v.values().form(), SeqForm::Const { value: 0, .. }));
+                if !empty {
+                    parts.push(format!(
+                        "{name}[{}]",
+                        param_text("len", l.lens(), e.ranks())
+                    ));
+                }
+            }
+            let thread = if s.thread() > 0 {
+                format!(" thread={}", s.thread())
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "{pad}{} ranks {} site={}{thread}{}{}",
+                s.op().name(),
+                e.ranks(),
+                site_text(labels, s.site()),
+                parts.iter().map(|p| format!(" {p}")).collect::<String>(),
+                timing_text(e.timing())
+            )?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+// ----- JSON ----------------------------------------------------------------
+
+fn seq_json(s: &ValueSeq) -> Value {
+    match s.form() {
+        SeqForm::Empty => json!({"form": "empty"}),
+        SeqForm::Const { value, len } => json!({"form": "const", "value": value, "len": len}),
+        SeqForm::Strided { start, stride, len } => {
+            json!({"form": "strided", "start": start, "stride": stride, "len": len})
+        }
+        SeqForm::Blocks { blocks, len } => {
+            json!({"form": "blocks", "blocks": blocks, "len": len, "encoded": s})
+        }
+    }
+}
+
+fn param_json(p: &Param) -> Value {
+    let mut out: Vec<Value> = p
+        .variants()
+        .iter()
+        .map(|v| {
+            json!({
+                "ranks": v.ranks().to_string(),
+                "absolute": v.is_absolute(),
+                "values": seq_json(v.values()),
+            })
+        })
+        .collect();
+    out.extend(p.phased().iter().map(|g| {
+        json!({
+            "ranks": g.ranks().to_string(),
+            "phases": g.phases().iter().map(param_json).collect::<Vec<_>>(),
+        })
+    }));
+    Value::Array(out)
+}
+
+fn stats_json(t: &TimeStats) -> Value {
+    let dist = |d: &compress::Dist| {
+        let s = d.stats();
+        json!({
+            "count": s.count(), "min": s.min(), "max": s.max(),
+            "mean": s.mean(), "variance": s.variance(),
+            "histogram": d.histogram().bins().iter().map(|b| json!({
+                "lower": b.lower(), "count": b.count(), "min": b.min(),
+                "avg": b.avg(), "max": b.max(),
+            })).collect::<Vec<_>>(),
+        })
+    };
+    json!({"mpi_ns": dist(t.mpi()), "compute_ns": dist(t.compute())})
+}
+
+fn shape_json(s: &Shape, labels: &HashMap<u64, &str>) -> Value {
+    json!({
+        "op": s.op().name(),
+        "site": format!("{:016x}", s.site()),
+        "site_label": labels.get(&s.site()),
+        "thread": s.thread(),
+        "reduce_op": s.redop().map(|o| o.name()),
+        "in_place": s.in_place(),
+    })
+}
+
+fn node_json(n: &MNode, labels: &HashMap<u64, &str>) -> Value {
+    match n {
+        MNode::Loop(l) => json!({
+            "kind": "loop",
+            "ranks": l.ranks().to_string(),
+            "iterations": param_json(l.counts()),
+            "body": l.body().iter().map(|b| node_json(b, labels)).collect::<Vec<_>>(),
+        }),
+        MNode::Event(e) => {
+            let s = e.shape();
+            let params: serde_json::Map<String, Value> = s
+                .param_names()
+                .into_iter()
+                .zip(e.params())
+                .map(|(k, p)| (k.to_string(), param_json(p)))
+                .collect();
+            let lists: serde_json::Map<String, Value> = s
+                .list_names()
+                .iter()
+                .zip(e.lists())
+                .map(|(k, l)| {
+                    (
+                        k.to_string(),
+                        json!({
+                            "width": l.width(),
+                            "lengths": param_json(l.lens()),
+                            "columns": l.columns().iter().map(param_json).collect::<Vec<_>>(),
+                        }),
+                    )
+                })
+                .collect();
+            let t = e.timing();
+            json!({
+                "kind": "event",
+                "ranks": e.ranks().to_string(),
+                "call": shape_json(s, labels),
+                "params": params,
+                "lists": lists,
+                "timing": {
+                    "first": stats_json(t.first()),
+                    "steady": stats_json(t.steady()),
+                    "last": stats_json(t.last()),
+                    "slowest": t.slow().slowest(),
+                },
+            })
+        }
+        _ => Value::Null,
+    }
+}
+
+/// The whole trace as JSON: metadata, and every node with its ranks,
+/// parameters (every variant, with its values in compressed form) and
+/// timing statistics and histograms.
+pub fn to_json(file: &TraceFile) -> Value {
+    let labels = site_labels(file);
+    json!({
+        "format_version": compress::file::VERSION,
+        "meta": file.meta,
+        "ranks": file.trace.ranks().to_string(),
+        "events": file.trace.total_events(),
+        "lost_events": file.trace.lost_events(),
+        "nodes": file.trace.nodes().iter().map(|n| node_json(n, &labels)).collect::<Vec<_>>(),
+    })
+}
