@@ -141,13 +141,7 @@ pub fn write_trace_stats(
             file.series.len()
         )?;
     }
-    if t.lost_events() > 0 {
-        writeln!(
-            out,
-            "warning: {} events were lost while tracing",
-            t.lost_events()
-        )?;
-    }
+    crate::structure::write_lost(t, out)?;
 
     // mpiP-style profile: time from the merged timing, calls and bytes from
     // the expansion.

@@ -234,6 +234,20 @@ fn ranges(v: &[u32]) -> String {
     parts.join(", ")
 }
 
+/// Writes the warning that a trace lost events while it was taken (its
+/// queue was full and the spill failed), if it did: `show` and `stats` both
+/// say so before anything else about the events.
+pub(crate) fn write_lost(t: &compress::MergedTrace, out: &mut impl Write) -> Result<(), Error> {
+    if t.lost_events() > 0 {
+        writeln!(
+            out,
+            "warning: {} events were lost while tracing",
+            t.lost_events()
+        )?;
+    }
+    Ok(())
+}
+
 /// Writes the text form: the file's metadata, then the loop tree, one node
 /// per line with its ranks, parameters and timing.
 pub fn write_text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result<(), Error> {
@@ -273,13 +287,7 @@ pub fn write_text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result
         m.wall_ns as f64 / 1e9,
         m.merge_ns as f64 / 1e6
     )?;
-    if t.lost_events() > 0 {
-        writeln!(
-            out,
-            "warning: {} events were lost while tracing",
-            t.lost_events()
-        )?;
-    }
+    write_lost(t, out)?;
     for line in partial_lines(file) {
         writeln!(out, "{line}")?;
     }
