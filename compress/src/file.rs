@@ -431,6 +431,21 @@ impl TraceFile {
         Ok(f)
     }
 
+    /// Merges the per-rank parts of a whole run (part `r` is rank `r`'s) as
+    /// the tracer's reduction at `MPI_Finalize` does: in its binomial order,
+    /// each sender's part passing through its wire form, so that its timing
+    /// is quantised exactly as it is on the network (the receiver's own part
+    /// is not). A trace built outside a run (imported) thus equals a traced
+    /// run's of the same events to the last bit. `None` for no parts.
+    pub fn merge_as_traced(parts: Vec<TraceFile>) -> Result<Option<TraceFile>, Error> {
+        let parts = parts.into_iter().map(Ok).collect();
+        crate::merge::merge_binomial(parts, |a: Result<TraceFile, Error>, b| {
+            let sent = TraceFile::from_wire(&b?.to_wire()?)?;
+            Ok(a?.merge(sent))
+        })
+        .transpose()
+    }
+
     /// Merges the trace of another, disjoint, set of ranks (see
     /// [`MergedTrace::merge`]); call sites and partial ranks are united, the
     /// rest of the metadata is `self`'s.
