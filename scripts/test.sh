@@ -5,20 +5,25 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# Each step says when it starts, in seconds since this script began, so that
+# a CI log shows where the time goes.
+step() { echo "test: $* (at ${SECONDS} s)"; }
+step "setup"
 scripts/setup.sh
+step "build"
 scripts/build.sh
-echo "test: cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all --check
 for imp in mpich openmpi; do
-  echo "test: clippy ($imp)"
+  step "clippy ($imp)"
   scripts/with-mpi "$imp" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 done
-echo "test: the fuzz target compiles (running it needs nightly and cargo-fuzz: see compress/fuzz)"
+step "the fuzz targets compile (running them needs cargo-fuzz: see compress/fuzz)"
 CARGO_TARGET_DIR=target/fuzz cargo check --quiet --manifest-path compress/fuzz/Cargo.toml
-echo "test: cargo doc (warnings are errors) and the doc examples"
+step "cargo doc (warnings are errors) and the doc examples"
 RUSTDOCFLAGS="-D warnings" scripts/with-mpi openmpi cargo doc --no-deps --workspace --quiet
 cargo test --release --workspace --doc --quiet
-echo "test: cargo test (MPI tests run one at a time: the machine is small)"
+step "cargo test (MPI tests run one at a time: the machine is small)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 set +e
@@ -34,4 +39,5 @@ if grep -q ' FAILED$' "$log"; then
 fi
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "total: %d passed, %d failed\n", p, f }' "$log"
+step "done"
 exit "$status"

@@ -18,6 +18,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use common::*;
@@ -57,6 +58,27 @@ fn build(imp: &str, bench: &str, class: &str, sizes: &[usize]) -> Option<Vec<Pat
 /// into `raw` when given); the benchmark must verify.
 fn trace(imp: &str, bin: &Path, n: usize, trace: &Path, raw: Option<&Path>) {
     trace_in(imp, bin, n, trace, raw, None);
+}
+
+/// The trace of the NPB binary `bin` (the benchmark's own input) on `n`
+/// ranks, taken once per test process: several tests extrapolate from the
+/// same small runs (CG S at 4, 8 and 16 ranks, say), and the run is the
+/// same whichever test asks. A trace is only ever read, so sharing it
+/// changes no test's inputs; the real runs the extrapolations are compared
+/// with are never shared.
+fn shared_trace(imp: &str, bin: &Path, n: usize) -> PathBuf {
+    // By binary (one per implementation and size) and size.
+    static TRACES: Mutex<BTreeMap<(PathBuf, usize), PathBuf>> = Mutex::new(BTreeMap::new());
+    let key = (bin.to_path_buf(), n);
+    let mut traces = TRACES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = traces.get(&key) {
+        return f.clone();
+    }
+    let name = bin.file_name().unwrap().to_string_lossy().to_string();
+    let f = scratch(&format!("npb-shared-{imp}-{name}")).join(format!("{name}.{n}.trace"));
+    trace(imp, bin, n, &f, None);
+    traces.insert(key, f.clone());
+    f
 }
 
 /// [`trace`] in the directory `cwd` that holds the benchmark's input file
@@ -148,6 +170,10 @@ fn exact(
     };
     let mut files = Vec::new();
     for (bin, &n) in bins.iter().zip(inputs) {
+        if input.is_none() {
+            files.push(shared_trace(imp, bin, n));
+            continue;
+        }
         let f = dir.join(format!("{bench}.{class}.{n}.trace"));
         trace_in(imp, bin, n, &f, None, cwd(n).as_deref());
         files.push(f);
@@ -279,9 +305,12 @@ fn ep_is_exact_replays_and_scales_to_a_million_ranks() {
     // Every EP rank makes the same calls: a million ranks' sampled ranks
     // equal the real 32-rank run's rank 0 (and its last rank).
     let real = TraceFile::read(&dir.join("ep.S.32.real.trace")).unwrap();
-    let inputs: Vec<PathBuf> = [4, 8, 16]
+    let sizes = [4, 8, 16];
+    let inputs: Vec<PathBuf> = build(IMP, "ep", "S", &sizes)
+        .unwrap()
         .iter()
-        .map(|n| dir.join(format!("ep.S.{n}.trace")))
+        .zip(sizes)
+        .map(|(bin, n)| shared_trace(IMP, bin, n))
         .collect();
     for n in [4096usize, 1 << 20] {
         let big = dir.join(format!("ep.{n}.trace"));
@@ -515,12 +544,11 @@ fn is_extrapolates_in_lossy_mode() {
         return;
     };
     let dir = scratch("npb-is");
-    let mut files = Vec::new();
-    for (bin, &n) in bins.iter().zip(&inputs) {
-        let f = dir.join(format!("is.S.{n}.trace"));
-        trace(IMP, bin, n, &f, None);
-        files.push(f);
-    }
+    let files: Vec<PathBuf> = bins
+        .iter()
+        .zip(&inputs)
+        .map(|(bin, &n)| shared_trace(IMP, bin, n))
+        .collect();
     let real = dir.join("is.S.32.real.trace");
     trace(IMP, &bins[3], target, &real, Some(&dir.join("real-raw")));
     let out = dir.join("is.x.trace");
@@ -635,11 +663,7 @@ fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
         let files: Vec<PathBuf> = bins
             .iter()
             .zip(inputs)
-            .map(|(bin, &n)| {
-                let f = dir.join(format!("{bench}.{class}.{n}.trace"));
-                trace(IMP, bin, n, &f, None);
-                f
-            })
+            .map(|(bin, &n)| shared_trace(IMP, bin, n))
             .collect();
         let out = dir.join("x.trace");
         match extrap(&out, target, &files, extra) {
