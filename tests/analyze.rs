@@ -567,7 +567,7 @@ fn probe_wait_states_have_the_known_lengths_metrics_ranks_and_causes() {
     for imp in mpis() {
         let dir = scratch(&format!("{imp}-probewait"));
         let t = dir.join("p.trace");
-        // Seed 002 §4.2 cases with D = 50 ms (see probewait.c): Late Sender
+        // Haus 2024 §4.2 cases with D = 50 ms (see probewait.c): Late Sender
         // into Probe and Mprobe, Wrong Order into Recv and into Probe, Late
         // Sender in a Probe and Late Receiver (D/2) in the Ssend of the
         // same exchange, and a plain Late Receiver.

@@ -470,7 +470,7 @@ fn lu_is_exact_on_non_square_grids_and_replays() {
     replay_equals_on_both(&out, 128, &dir, &dir.join("real-raw"));
 }
 
-/// NPB MG's input file for weak scaling (as seed 001 evaluates MG): a
+/// NPB MG's input file for weak scaling (as Wu and Mueller 2012 evaluate MG): a
 /// 32^3 block per rank on MG's own `pi1 x pi2 x pi3` process grid (x
 /// fastest, `pi1 = 2^floor(log2(P)/3)`), five levels, four V-cycles. Every
 /// rank then holds two points of the coarsest level, so none idles there

@@ -273,7 +273,7 @@ fn structure(file: &Path) -> String {
         .join("\n")
 }
 
-/// Seed 001's fixed-point check: trace T, replay it under the tracer to get
+/// Wu and Mueller's (2012) fixed-point check: trace T, replay it under the tracer to get
 /// T1, replay T1 to get T2. T1 and T2 expand to the same per-rank sequences
 /// and have the same compressed structure.
 #[test]

@@ -1,5 +1,5 @@
 //! Inspection Affinity of slow patterns by the Analytic Hierarchy Process
-//! (seed 000 §4.3).
+//! (Alawneh and Hamou-Lhadj 2022 §4.3).
 //!
 //! Within one phase, slow patterns are compared on two criteria:
 //! *severity*, duration per byte (a pattern that is slow for the data it
@@ -77,7 +77,7 @@ mod tests {
         a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tol)
     }
 
-    /// Seed 000, Tables 8 and 9 and Fig. 8: the phase-6 instances of
+    /// Alawneh and Hamou-Lhadj 2022, Tables 8 and 9 and Fig. 8: the phase-6 instances of
     /// patterns A, B and C. Severity = duration / data: 8/2, 12/9, 9/3 (the
     /// paper rounds 12/9 to 1.33 in Table 8a; we use the exact value and get
     /// the same two-decimal weights). Complexity = np × ne: 2×4, 10×18, 4×6.

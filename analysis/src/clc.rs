@@ -1,5 +1,5 @@
 //! Timestamp correction: the controlled logical clock with forward and
-//! backward amortisation (Becker et al., as seed 002 §2.2.2 and §3.2
+//! backward amortisation (Becker et al., as Haus 2024 §2.2.2 and §3.2
 //! describe it for Scalasca), probes included.
 //!
 //! Clocks of different nodes disagree, so a message can appear to arrive
@@ -84,7 +84,7 @@ fn conditions(run: &Run, m: &Matching) -> Vec<Sync> {
     let mut out = Vec::new();
     for msg in &m.messages {
         // A probed receive follows its probe on the same rank: the probe's
-        // condition covers it (seed 002 §3.2).
+        // condition covers it (Haus 2024 §3.2).
         out.push(Sync {
             sources: vec![(msg.send.rank, msg.send.post)],
             targets: vec![(msg.recv.rank, msg.probe.unwrap_or(msg.recv.done))],

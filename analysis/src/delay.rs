@@ -1,5 +1,5 @@
 //! Root causes of wait states (delay costs, Böhme et al.) and the critical
-//! path (seed 002 §2.2.2, §3.4, §3.5).
+//! path (Haus 2024 §2.2.2, §3.4, §3.5).
 //!
 //! **Regions.** A trace of MPI calls knows two kinds of activity per rank:
 //! the computation between two calls, named after the call that ends it
@@ -18,7 +18,7 @@
 //! becomes *long-term* cost of the delays that caused them. Waits are
 //! processed from the last to the first, so propagation is complete when a
 //! wait is reached; this is the backward replay of Scalasca done on the
-//! whole run in memory. As in seed 002, a call taking part in two
+//! whole run in memory. As in Haus 2024, a call taking part in two
 //! synchronisations (a send with a late receiver whose receive was probed
 //! late) is charged for each.
 //!

@@ -1,9 +1,9 @@
 //! Desynchronization analytics on the MPI time per rank and time step
-//! (seed 004, Afzal et al., "Exploring Techniques for the Analysis of
+//! (Afzal et al., "Exploring Techniques for the Analysis of
 //! Spontaneous Asynchronicity in MPI-Parallel Applications").
 //!
 //! The input is the matrix `t[rank][step]` of the time (ns) each rank spent
-//! in MPI during each time step of a compute–communicate loop. Seed 004
+//! in MPI during each time step of a compute–communicate loop. Afzal et al.
 //! argues that this matrix, far smaller than a trace, already shows whether
 //! ranks run in lock step, desynchronize into computational wavefronts, or
 //! carry travelling idle waves. [`analyze`] computes every view the paper
@@ -93,25 +93,25 @@ pub enum Error {
 /// The most principal components [`Options::cluster_variance`] clusters on.
 pub const MAX_CLUSTER_COMPONENTS: usize = 10;
 
-/// Tuning of [`analyze`]. The defaults follow seed 004 where it states a
+/// Tuning of [`analyze`]. The defaults follow Afzal et al. where it states a
 /// choice and are conservative elsewhere.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
     /// The most bins a histogram may have. Freedman–Diaconis asks for more
     /// bins as the sample grows (∝ n^⅓) and for very many when a few
     /// outliers (idle-wave spikes) stretch the range; the cap keeps plots
-    /// readable. Seed 004 uses 35 bins (§3.1). Default 64; at least 1.
+    /// readable. Afzal et al. use 35 bins (§3.1). Default 64; at least 1.
     pub max_bins: usize,
     /// How many principal-component scores and loadings are kept per rank
-    /// (the explained-variance ratios are kept for all). Seed 004 plots the
+    /// (the explained-variance ratios are kept for all). Afzal et al. plot the
     /// first three (Fig. 9a, e). Default 3; at least 1.
     pub components: usize,
     /// How many leading principal-component scores the clustering uses.
-    /// Seed 004 clusters on the first two (§5). Default 2; at least 1.
+    /// Afzal et al. cluster on the first two (§5). Default 2; at least 1.
     pub cluster_components: usize,
     /// Instead of [`Options::cluster_components`], cluster on as many
     /// leading components as explain this share of the variance (at most
-    /// [`MAX_CLUSTER_COMPONENTS`]): seed 004's "essential number of PCs".
+    /// [`MAX_CLUSTER_COMPONENTS`]): Afzal et al.'s "essential number of PCs".
     /// An idle wave puts each front position on a component of its own, and
     /// two components would merge most of them with the undisturbed ranks.
     /// Default `None`; in `(0, 1]`.
@@ -131,7 +131,7 @@ pub struct Options {
     /// range ([`Desync::colour_range`]). Below 1 a few extreme cells (one
     /// long delay) do not wash out the rest of the picture; cells beyond
     /// saturate. Not much below 1, so that the idle-wave spikes, which are
-    /// one cell per rank, keep a colour of their own (seed 004 §3.2 reads
+    /// one cell per rank, keep a colour of their own (Afzal et al. §3.2 reads
     /// idle waves as stripes of their own colour). Default 0.999; in
     /// `(0, 1]`.
     pub colour_quantile: f64,
@@ -312,7 +312,7 @@ fn quantile_sorted(v: &[f64], q: f64) -> f64 {
     v[lo] + (h - lo as f64) * (v[hi] - v[lo])
 }
 
-/// The principal component analysis of the ranks (seed 004 §5.1).
+/// The principal component analysis of the ranks (Afzal et al. §5.1).
 ///
 /// As in the paper, each rank is an observation and each time step a
 /// variable: a rank is a point whose coordinates are its MPI times, step by
@@ -355,11 +355,11 @@ pub struct KScore {
 }
 
 /// The k-means++ clustering of the ranks on their leading principal
-/// component scores (seed 004 §5.2).
+/// component scores (Afzal et al. §5.2).
 ///
 /// Distances are Euclidean, as in the paper's Fig. 9b. `k` is the one of
 /// best mean silhouette (Rousseeuw's `s = (b − a)/max(a, b)`, 0 for a rank
-/// alone in its cluster), the smaller `k` on a tie, since seed 004 picks
+/// alone in its cluster), the smaller `k` on a tie, since Afzal et al. picks
 /// `k` by hand and a rule is needed for unknown codes. Cluster numbers are
 /// in order of their lowest rank: rank 0 is always in cluster 0.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -381,7 +381,7 @@ pub struct Clustering {
     pub tried: Vec<KScore>,
 }
 
-/// Every view of seed 004 on one `t[rank][step]` matrix; see the module
+/// Every view of Afzal et al. on one `t[rank][step]` matrix; see the module
 /// documentation. Serializable so that reports can carry it as JSON.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Desync {
@@ -688,7 +688,7 @@ struct KMeans {
     inertia: f64,
 }
 
-/// k-means++ seeding (Arthur and Vassilvitskii; seed 004 ref. 12): the
+/// k-means++ seeding (Arthur and Vassilvitskii; Afzal et al. ref. 12): the
 /// first centre uniformly, each next one with probability proportional to
 /// the squared distance to the nearest centre so far. `None` when fewer
 /// than `k` points are distinct (every remaining distance is 0).
@@ -795,7 +795,7 @@ fn nearest(p: &[f64], centres: &[Vec<f64>]) -> usize {
     best.0
 }
 
-/// Per point, its silhouette (Rousseeuw 1987; seed 004 ref. 8) from the
+/// Per point, its silhouette (Rousseeuw 1987; Afzal et al. ref. 8) from the
 /// pairwise distances `dist` (row-major `n × n`): `a` is the mean distance
 /// to the rest of its cluster, `b` the least mean distance to another
 /// cluster, `s = (b − a)/max(a, b)`; 0 for a point alone in its cluster.
@@ -1164,7 +1164,7 @@ mod tests {
         assert!(d.correlation[0][8].abs() < 0.5);
     }
 
-    /// A synthetic idle wave (seed 004 §1, Fig. 5): 16 ranks
+    /// A synthetic idle wave (Afzal et al. §1, Fig. 5): 16 ranks
     /// × 60 steps at 1000 ns ± 30 of noise. At step 10 rank 0 is delayed;
     /// its neighbours wait for it one rank per step, so rank `r` waits
     /// 2000 ns extra at step `10 + r`, through rank 7 (a socket of 8 ranks:

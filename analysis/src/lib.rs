@@ -1,4 +1,4 @@
-//! Trace analysis, as pure code (seed 000).
+//! Trace analysis, as pure code (Alawneh and Hamou-Lhadj 2022).
 //!
 //! [`analyze`] is `rankscale analyze`: it unfolds a trace ([`run`]),
 //! matches its messages and collectives ([`matching`]), joins each rank's
@@ -9,14 +9,14 @@
 //! tested against the worked numbers of the paper:
 //!
 //! * [`outliers`]: the modified z-score of Iglewicz and Hoaglin on median and
-//!   median absolute deviation (seed 000 §4.2, Eqs. 19–21, Table 7);
+//!   median absolute deviation (Alawneh and Hamou-Lhadj 2022 §4.2, Eqs. 19–21, Table 7);
 //! * [`ahp`]: the Analytic Hierarchy Process weights of severity and
-//!   complexity and the Inspection Affinity levels (seed 000 §4.3, Tables 8
+//!   complexity and the Inspection Affinity levels (Alawneh and Hamou-Lhadj 2022 §4.3, Tables 8
 //!   and 9, Fig. 8);
 //! * [`phases`]: phase segmentation by Jensen–Shannon divergence with AIC or
-//!   BIC as the stopping rule (seed 000 §2.2, §4.1.2, Table 5).
+//!   BIC as the stopping rule (Alawneh and Hamou-Lhadj 2022 §2.2, §4.1.2, Table 5).
 //!
-//! [`desync`] is the desynchronization analytics of seed 004 on the MPI time
+//! [`desync`] is the desynchronization analytics of Afzal et al. on the MPI time
 //! per rank and time step (compact timeline, histograms, correlation, phase
 //! space, PCA and k-means++); the `report` crate draws it as SVG in its HTML
 //! page. [`perfetto`] writes a trace as a timeline that the Perfetto UI

@@ -1,4 +1,4 @@
-//! Slow instances by the modified z-score (seed 000 §4.2).
+//! Slow instances by the modified z-score (Alawneh and Hamou-Lhadj 2022 §4.2).
 //!
 //! Instances of one communication pattern that move the same number of
 //! bytes are compared by duration. The mean and standard deviation are
@@ -75,7 +75,7 @@ pub fn slow(xs: &[f64], cutoff: f64) -> Vec<usize> {
 mod tests {
     use super::*;
 
-    /// Seed 000, Table 7: durations of the six instances of patterns A, B
+    /// Alawneh and Hamou-Lhadj 2022, Table 7: durations of the six instances of patterns A, B
     /// and C, their medians, MADs and modified z-scores (the table prints
     /// `|x − x̃|` and `|M|`); only the sixth instance of each is an outlier.
     ///

@@ -1,4 +1,4 @@
-//! Communication patterns (seed 000 §4.1.1).
+//! Communication patterns (Alawneh and Hamou-Lhadj 2022 §4.1.1).
 //!
 //! Each rank's events are cut into contexts (see [`crate::run`]): the
 //! repeats of one process. A message joins the context of its send with

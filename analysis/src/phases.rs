@@ -1,5 +1,5 @@
 //! Phase segmentation of a sequence of communication-pattern instances by
-//! Jensen–Shannon divergence (seed 000 §2.2 and §4.1.2, after Li et al.).
+//! Jensen–Shannon divergence (Alawneh and Hamou-Lhadj 2022 §2.2 and §4.1.2, after Li et al.).
 //!
 //! At every split point `i` of a sequence `S` of `N` symbols, the
 //! divergence between its left part `S_l` (`i` symbols) and right part
@@ -175,7 +175,7 @@ pub fn segment<T: Eq + Hash>(seq: &[T], limits: Limits) -> Segment {
 mod tests {
     use super::*;
 
-    /// Seed 000, Table 5: S0 = CP1 CP1 CP1 CP2 CP3 CP4 CP1 CP2 CP3 CP4 is
+    /// Alawneh and Hamou-Lhadj 2022, Table 5: S0 = CP1 CP1 CP1 CP2 CP3 CP4 CP1 CP2 CP3 CP4 is
     /// split after position 3 into two phases that are not split further.
     ///
     /// The split point and the tree are reproduced. The paper's numbers are

@@ -123,7 +123,7 @@ pub struct EventAt {
     pub ns: i64,
 }
 
-/// A slow pattern instance (seed 000 §4.2).
+/// A slow pattern instance (Alawneh and Hamou-Lhadj 2022 §4.2).
 #[derive(Clone, Debug, Serialize)]
 pub struct SlowReport {
     /// The pattern.
@@ -176,7 +176,7 @@ pub struct SlowReport {
     pub waits_ns: BTreeMap<Cause, i64>,
 }
 
-/// The Inspection Affinity of a slow pattern within a phase (seed 000 §4.3).
+/// The Inspection Affinity of a slow pattern within a phase (Alawneh and Hamou-Lhadj 2022 §4.3).
 #[derive(Clone, Debug, Serialize)]
 pub struct AffinityReport {
     /// The phase (from 1).

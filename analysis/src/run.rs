@@ -254,7 +254,7 @@ impl Run {
     /// inside MPI and between calls) or made the most calls (without). It
     /// comes from the timeline, else from the MPI time series
     /// (`RANKSCALE_STEPS=1`); `None` without either or without such a loop.
-    /// This is the observable of seed 004's desynchronisation analytics.
+    /// This is the observable of Afzal et al.'s desynchronisation analytics.
     pub fn mpi_time_per_step(&self) -> Option<StepMatrix> {
         let series: Vec<&MpiSeries> = self.series.iter().flatten().collect();
         let from_series = !self.timed && !series.is_empty() && series.len() == self.ranks.len();

@@ -1,6 +1,6 @@
 //! Why a pattern instance was slow: who waited for whom inside it.
 //!
-//! Seed 000 names the cause from the event of the last process to start.
+//! Alawneh and Hamou-Lhadj 2022 name the cause from the event of the last process to start.
 //! That cannot tell a late sender from a late receiver in codes that post
 //! their receives first and send later (a halo exchange: the late rank
 //! starts on time and sends late), so the cause is derived here from the

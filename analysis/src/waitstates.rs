@@ -1,4 +1,4 @@
-//! Wait states with Scalasca's definitions (seed 002 §2.1.3, §2.2.2, §3.3),
+//! Wait states with Scalasca's definitions (Haus 2024 §2.1.3, §2.2.2, §3.3),
 //! probes included.
 //!
 //! Every wait is found where it happens (the waiting rank's call) and

@@ -362,7 +362,7 @@ fn probe(op: Op, me: i32, from: i32, tag: i32) -> Event {
 
 #[test]
 fn a_probe_carries_the_late_sender_and_the_receive_after_it_none() {
-    // Seed 002 Fig. 3a: rank 1 probes at 100 and finds the message when
+    // Haus 2024 Fig. 3a: rank 1 probes at 100 and finds the message when
     // rank 0's Send begins at 2100; its Recv after the probe does not wait.
     // Then an unsuccessful Iprobe (flag false) and a successful one, then
     // a second probe of the same message (repeated: no wait counted).
@@ -400,7 +400,7 @@ fn a_late_sender_is_wrong_order_when_an_earlier_sent_message_waited() {
 
 #[test]
 fn a_synchronous_send_shows_late_receiver_while_the_probe_shows_late_sender() {
-    // Seed 002 Fig. 3b: rank 0 enters Ssend at 1000 and returns at 3100;
+    // Haus 2024 Fig. 3b: rank 0 enters Ssend at 1000 and returns at 3100;
     // rank 1 probes from 0 to 1050 (late sender 1000), sleeps, and enters
     // its Recv at 3000 (late receiver 2000 on rank 0).
     let r0 = vec![(send(Op::Ssend, 0, 1, 3, 8), 1000, 3100)];
@@ -501,7 +501,7 @@ fn ordered(run: &Run) -> bool {
 
 #[test]
 fn a_probe_that_ends_before_its_send_begins_is_corrected() {
-    // Seed 002 §4.2.2: rank 1's probe returns at 4000 by its clock, before
+    // Haus 2024 §4.2.2: rank 1's probe returns at 4000 by its clock, before
     // rank 0's Send begins at 5000; its Recv follows, and much later it
     // sends back (received by rank 0 well after: no violation there).
     let r0 = vec![
@@ -617,7 +617,7 @@ fn backward_amortisation_ramps_earlier_events_without_new_violations() {
 
 #[test]
 fn delay_costs_and_critical_path_of_seed_002_figure_10() {
-    // Seed 002 Fig. 10 (times in us): after a barrier at 0, A computes 6
+    // Haus 2024 Fig. 10 (times in us): after a barrier at 0, A computes 6
     // and sends to B; B computes 2.5, receives from A (waiting 3.5, then
     // 2 inside the call) and sends to C at 8; C computes 2.5 and waits 5.5
     // for B's send.

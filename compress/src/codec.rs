@@ -3,7 +3,7 @@
 //!
 //! Intra-node compression matches events on *structure* (operation, call
 //! site, thread and which fields are present) and keeps everything else as
-//! value sequences (seed 001 §2: RSDs record "the parameters and information
+//! value sequences (Wu and Mueller 2012 §2: RSDs record "the parameters and information
 //! of a single MPI event nested in a loop"; ScalaTrace matches on signature,
 //! opcode and loop shape only, PRIOR-ART.md). A shape is therefore what two
 //! iterations of a loop must share, and the parameters are what may change
@@ -13,7 +13,7 @@
 //! Choices, and why:
 //!
 //! * **Peers are relative** to the recording rank's world rank
-//!   (`world - rank`), the location-independent encoding of seed 001 §2, so
+//!   (`world - rank`), the location-independent encoding of Wu and Mueller 2012 §2, so
 //!   that the inter-node merge can unify the endpoints of SPMD ranks. The
 //!   matched source of wildcard receives is relative for the same reason.
 //!   `MPI_ANY_SOURCE` and `MPI_PROC_NULL` are sentinel values of the same

@@ -419,7 +419,7 @@ pub struct Event {
     /// The caller's rank in `comm` (-1 for calls without a communicator).
     /// With a peer's local rank it gives the peer relative to the caller,
     /// the location-independent endpoint that lets SPMD ranks merge
-    /// (seed 001 §2): see [`Event::relative`].
+    /// (Wu and Mueller 2012 §2): see [`Event::relative`].
     pub comm_rank: i32,
     /// Send side (send, sendrecv, collectives' send buffer).
     pub send: Option<Transfer>,

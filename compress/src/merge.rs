@@ -1,4 +1,4 @@
-//! The merged trace of all ranks: seed 001 §2's inter-node compression.
+//! The merged trace of all ranks: Wu and Mueller 2012 §2's inter-node compression.
 //!
 //! Every rank compresses its own calls into a [`Trace`] (the RSD/PRSD queue
 //! of [`crate::intra`]). At `MPI_Finalize` the ranks combine their traces
@@ -40,7 +40,7 @@
 //! loop bodies differ by one call) are paired in a second pass and merged
 //! recursively. What still differs forms branches: nodes with disjoint
 //! ranklists, placed side by side and ordered by the lowest rank of each
-//! group (seed 001, Algorithm 1), so that traces of different sizes align.
+//! group (Wu and Mueller 2012, Algorithm 1), so that traces of different sizes align.
 //!
 //! The merge is lossless for every rank: [`MergedTrace::rank_trace`] gives
 //! back exactly the events that rank recorded, whatever order the ranks were
@@ -793,7 +793,7 @@ impl MergedTrace {
     /// rank), with `t`'s timing taken as one rank's (its sample counts are
     /// multiplied by the group's size): the building block of an extrapolated trace, where one
     /// synthetic trace stands for every rank of a communication group
-    /// (seed 001 §3.3), so that building the trace of a million ranks costs
+    /// (Wu and Mueller 2012 §3.3), so that building the trace of a million ranks costs
     /// as much as building the trace of one group.
     ///
     /// Events the compressor spilled from its queue are not carried over: a
@@ -1034,7 +1034,7 @@ fn gap(out: &mut Vec<MNode>, a: &mut [Option<MNode>], b: &mut [Option<MNode>]) {
 }
 
 /// Places two runs of nodes with disjoint ranks side by side: the run whose
-/// lowest rank is lower comes first (seed 001, Algorithm 1).
+/// lowest rank is lower comes first (Wu and Mueller 2012, Algorithm 1).
 fn branches(out: &mut Vec<MNode>, a: Vec<MNode>, b: Vec<MNode>) {
     let low = |v: &[MNode]| v.iter().filter_map(|n| n.ranks().min()).min();
     let (first, second) = match (low(&a), low(&b)) {

@@ -1,20 +1,20 @@
 //! Ranklists: the set of ranks that executed an event, in the compact,
-//! topology-aware form of seed 001 (ScalaTrace).
+//! topology-aware form of Wu and Mueller 2012 (ScalaTrace).
 //!
 //! After the per-rank traces are merged, every event carries the group of
-//! ranks that executed it. Seed 001 §2 ("Communication group encoding",
+//! ranks that executed it. Wu and Mueller 2012 §2 ("Communication group encoding",
 //! Fig. 2) writes such a group as a *rank list*
 //! `<dimension start_rank iteration_length stride {iteration_length stride}>`:
 //! `<2 6 3 5 3 1>` is the 2D block that starts at rank 6 with 3 iterations of
 //! stride 5 (rows of a 5-wide grid) and 3 of stride 1 (columns), i.e.
 //! `{6,7,8, 11,12,13, 16,17,18}`. Because the encoding follows the row-major
 //! placement of the ranks, the groups of a stencil code (the interior, each
-//! boundary edge, the corners; seed 001 Fig. 8) are one or a few sections
-//! whatever the number of ranks P, and seed 001 §3.3 extrapolates a group to
+//! boundary edge, the corners; Wu and Mueller 2012 Fig. 8) are one or a few sections
+//! whatever the number of ranks P, and Wu and Mueller 2012 §3.3 extrapolates a group to
 //! a larger P by fitting each field (`start`, `iters`, `stride`) as a
 //! function of the grid size (`<2 x+1 x-2 x x-2 1>` for the interior). The
 //! replay engine runs an event on a rank only if the event's ranklist
-//! contains it, and seed 001 Algorithm 1 orders the branches of a trace by
+//! contains it, and Wu and Mueller 2012 Algorithm 1 orders the branches of a trace by
 //! the lowest rank of each group ([`RankList::min`]).
 //!
 //! # Representation
@@ -98,7 +98,7 @@
 //!
 //! # Text form
 //!
-//! [`Display`](fmt::Display) writes each section as in seed 001,
+//! [`Display`](fmt::Display) writes each section as in Wu and Mueller 2012,
 //! `<dim start iters stride ...>`, sections separated by a space; a single
 //! rank `r` is `<1 r 1 1>` and the empty list is `<>`.
 //! [`FromStr`] reads any list of such sections, in any order, possibly
@@ -127,11 +127,11 @@ type Origin = (usize, usize);
 /// One regular section `start + Σ i_k · stride_k`, `0 ≤ i_k < iters_k`,
 /// dimensions outermost first.
 ///
-/// This is one `<dim start iters stride ...>` group of seed 001 §2. The
+/// This is one `<dim start iters stride ...>` group of Wu and Mueller 2012 §2. The
 /// invariants (every dimension has `iters ≥ 2`, and a stride larger than the
 /// extent of the dimensions inside it) make the ranks of a section ascend in
 /// row-major order and decode by division, which is what
-/// [`RankList::contains`] and the extrapolation of seed 001 §3.3 (one
+/// [`RankList::contains`] and the extrapolation of Wu and Mueller 2012 §3.3 (one
 /// linear fit per field) rely on. Sections are only built by [`RankList`],
 /// which keeps them in normal form; read them with [`RankList::sections`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -141,7 +141,7 @@ pub struct Section {
 }
 
 impl Section {
-    /// The lowest rank of the section (seed 001's `start_rank`).
+    /// The lowest rank of the section (Wu and Mueller's (2012) `start_rank`).
     pub fn start(&self) -> u32 {
         self.start
     }
@@ -289,7 +289,7 @@ impl Section {
 }
 
 impl fmt::Display for Section {
-    /// Seed 001's `<dim start iters stride ...>`; a single rank is
+    /// Wu and Mueller's (2012) `<dim start iters stride ...>`; a single rank is
     /// `<1 r 1 1>` (one iteration) so that every group has the paper's
     /// grammar.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -306,7 +306,7 @@ impl fmt::Display for Section {
 
 /// A set of MPI ranks, as a list of regular sections in normal form.
 ///
-/// This is the ranklist that seed 001 attaches to every event of the merged
+/// This is the ranklist that Wu and Mueller 2012 attach to every event of the merged
 /// trace (§2, Fig. 2) and extrapolates field by field (§3.3). See the
 /// [module documentation](self) for the normal form (equal sets have equal
 /// representations, so `==` and `Hash` are set equality) and for the cost of
@@ -360,7 +360,7 @@ impl RankList {
     }
 
     /// The regular section `start + Σ i_k · stride_k`, `0 ≤ i_k < iters_k`,
-    /// for `dims = [(iters_0, stride_0), ...]`: seed 001's
+    /// for `dims = [(iters_0, stride_0), ...]`: Wu and Mueller's (2012)
     /// `<dim start iters stride ...>`, for example a group extrapolated to a
     /// new size (§3.3). The dimensions may come in any order and need not be
     /// in normal form (`(1, s)` dimensions, dimensions that continue each
@@ -418,7 +418,7 @@ impl RankList {
     /// The union of two ranklists, in normal form, without expanding
     /// sections into ranks (see the module documentation for the algorithm
     /// and its cost). This is the merge of the ranklists of two matching
-    /// events in the inter-node reduction of seed 001 §2; the result does not
+    /// events in the inter-node reduction of Wu and Mueller 2012 §2; the result does not
     /// depend on the order or grouping of the unions.
     pub fn union(&self, other: &RankList) -> RankList {
         if other.is_empty() {
@@ -460,7 +460,7 @@ impl RankList {
         self.sections.is_empty()
     }
 
-    /// The lowest rank: seed 001 Algorithm 1 orders the branches of the
+    /// The lowest rank: Wu and Mueller 2012 Algorithm 1 orders the branches of the
     /// merged trace by the lowest rank of each group.
     pub fn min(&self) -> Option<u32> {
         self.sections.first().map(|s| s.start)
@@ -472,7 +472,7 @@ impl RankList {
     }
 
     /// The sections, sorted by start, in normal form: the representation
-    /// that extrapolation fits field by field (seed 001 §3.3).
+    /// that extrapolation fits field by field (Wu and Mueller 2012 §3.3).
     pub fn sections(&self) -> &[Section] {
         &self.sections
     }
@@ -488,7 +488,7 @@ impl RankList {
 }
 
 impl fmt::Display for RankList {
-    /// The sections in seed 001's text form, separated by spaces; `<>` for
+    /// The sections in Wu and Mueller's (2012) text form, separated by spaces; `<>` for
     /// the empty set.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.sections.is_empty() {
@@ -564,7 +564,7 @@ pub enum ParseRankListError {
 impl FromStr for RankList {
     type Err = ParseRankListError;
 
-    /// Reads sections written as in seed 001 (`<2 6 3 5 3 1> <1 30 1 1>`),
+    /// Reads sections written as in Wu and Mueller 2012 (`<2 6 3 5 3 1> <1 30 1 1>`),
     /// in any order and possibly overlapping, and returns their union in
     /// normal form. `<>` is the empty set.
     fn from_str(text: &str) -> Result<RankList, ParseRankListError> {

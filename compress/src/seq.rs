@@ -1,7 +1,7 @@
 //! Value sequences: the lossless, compact form of one parameter over all the
 //! executions of one event in a loop nest.
 //!
-//! Seed 001 §2 keeps the parameters of an event that sits in a loop in an RSD
+//! Wu and Mueller 2012 §2 keeps the parameters of an event that sits in a loop in an RSD
 //! "with the parameters and information of a single MPI event nested in a
 //! loop"; ScalaTrace merges them into per-value vectors (see PRIOR-ART.md) so
 //! that differing parameters never break a loop. We do the same, but keep the

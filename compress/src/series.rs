@@ -1,5 +1,5 @@
 //! MPI time along a rank's event sequence, in a bounded number of buckets:
-//! the small observable of desynchronisation analytics (seed 004) for
+//! the small observable of desynchronisation analytics (Afzal et al.) for
 //! traces without a timeline (`RANKSCALE_STEPS=1`).
 //!
 //! Bucket `i` holds the time inside MPI of the events at positions

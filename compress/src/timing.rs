@@ -1,6 +1,6 @@
 //! Timing statistics of compressed events.
 //!
-//! Seed 001 §2 ("Besides communication tracing, SCALATRACE also preserves the
+//! Wu and Mueller 2012 §2 ("Besides communication tracing, SCALATRACE also preserves the
 //! timing information ... in a scalable way"): delta times of one call across
 //! loop iterations are not recorded one by one but as statistics with a fixed
 //! number of histogram bins, and they are kept apart by *path*, because the
@@ -301,7 +301,7 @@ impl Dist {
     /// bins); the new minimum and maximum follow from the shape. The count
     /// is kept. Values below zero are clamped to zero.
     ///
-    /// This is how an extrapolated histogram is built (seed 001 §3.5): the
+    /// This is how an extrapolated histogram is built (Wu and Mueller 2012 §3.5): the
     /// fields that scale with the rank count (min, mean, max) are fitted
     /// across the input traces, and the histogram of the largest input gives
     /// the shape around them, because bins of different inputs do not
@@ -587,7 +587,7 @@ impl TimeStats {
         self.compute.merge(&o.compute);
         self.mpi.merge(&o.mpi);
     }
-    /// Computation time before the call (the "delta time" of seed 001 §2).
+    /// Computation time before the call (the "delta time" of Wu and Mueller 2012 §2).
     pub fn compute(&self) -> &Dist {
         &self.compute
     }
@@ -628,7 +628,7 @@ impl SlowInstance {
     }
 }
 
-/// The K slowest executions of one event over all its ranks (seed 000 needs
+/// The K slowest executions of one event over all its ranks (Alawneh and Hamou-Lhadj 2022 needs
 /// instance-level timing; the statistics alone cannot say *which* execution
 /// was slow).
 ///
@@ -736,7 +736,7 @@ impl Reservoir {
 /// to [`steady`](PathTiming::steady). An event outside any loop has only
 /// `first`. This separates the entry path (computation before the loop is
 /// entered lands in the first iteration's first event) and the exit path
-/// (the last iteration) from the steady state, as seed 001 §2 asks, in three
+/// (the last iteration) from the steady state, as Wu and Mueller 2012 §2 asks, in three
 /// fixed-size summaries. Beside them, a [`Reservoir`] keeps the slowest
 /// executions themselves.
 ///

@@ -1,6 +1,6 @@
 //! The compressed trace of one rank: a queue of events and (nested) loops.
 //!
-//! This is the RSD/PRSD structure of seed 001 §2. Its nodes are:
+//! This is the RSD/PRSD structure of Wu and Mueller 2012 §2. Its nodes are:
 //!
 //! * [`Single`]: one execution of one MPI call, at the top level, where it is
 //!   not (yet) part of a loop.

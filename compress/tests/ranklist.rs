@@ -1,4 +1,4 @@
-//! Ranklists (seed 001 §2, Fig. 2; §3.3): the paper's examples, stencil
+//! Ranklists (Wu and Mueller 2012 §2, Fig. 2; §3.3): the paper's examples, stencil
 //! groups whose size does not depend on P, unions that never expand, and
 //! properties: `from_ranks` / `iter` / `contains` / `len` agree with the set,
 //! `union` is set union, every order and grouping of unions gives the
@@ -129,7 +129,7 @@ fn paper_example_fig2() {
     check_normal(&r);
 }
 
-/// Seed 001 §3.3: group E (the interior) at 16, 25, 36 ranks, and the
+/// Wu and Mueller 2012 §3.3: group E (the interior) at 16, 25, 36 ranks, and the
 /// extrapolated `<2 x+1 x-2 x x-2 1>` at 10×10.
 #[test]
 fn paper_group_e_extrapolation() {
@@ -189,7 +189,7 @@ fn unions_from_the_brief() {
 
 // ---------------------------------------------------------------- stencils
 
-/// The groups of a q×q row-major stencil (seed 001 Fig. 8), as predicates,
+/// The groups of a q×q row-major stencil (Wu and Mueller 2012 Fig. 8), as predicates,
 /// with their expected normal form.
 #[allow(clippy::type_complexity)]
 fn stencil_groups(q: u32) -> Vec<(&'static str, Box<dyn Fn(u32) -> bool>, String)> {

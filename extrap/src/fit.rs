@@ -1,4 +1,4 @@
-//! Communication fields as functions of the topology's sizes (seed 001
+//! Communication fields as functions of the topology's sizes (Wu and Mueller 2012
 //! §3.3).
 //!
 //! Every integer field of an event (a peer offset, a count, a ranklist
@@ -380,7 +380,7 @@ pub struct Fit {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// A peer as a rank distance: in a row-major grid a sum of the rank
-    /// strides `prod_{j > i} n_j` (seed 001 §3.3), so only those terms.
+    /// strides `prod_{j > i} n_j` (Wu and Mueller 2012 §3.3), so only those terms.
     Peer,
     /// The length of a list that may have one entry per rank or per rank
     /// of a dimension: a size term that reproduces every input is taken
@@ -944,7 +944,7 @@ mod tests {
 
     #[test]
     fn papers_wraparound_endpoint() {
-        // Seed 001 Fig. 7: 4x4, 5x5, 6x6 give 13, 21, 31; 10x10 gives 91.
+        // Wu and Mueller 2012 Fig. 7: 4x4, 5x5, 6x6 give 13, 21, 31; 10x10 gives 91.
         let dims = vec![vec![4, 4], vec![5, 5], vec![6, 6]];
         let f = fit(&pts(&dims, &[13, 21, 31]), &[10, 10], Kind::Peer).unwrap();
         assert_eq!(f.value, 91);
@@ -952,7 +952,7 @@ mod tests {
 
     #[test]
     fn papers_ranklist_fields() {
-        // Seed 001 §3.3, group E: <2 x+1 x-2 x x-2 1> at 4x4, 5x5, 6x6.
+        // Wu and Mueller 2012 §3.3, group E: <2 x+1 x-2 x x-2 1> at 4x4, 5x5, 6x6.
         let dims = vec![vec![4, 4], vec![5, 5], vec![6, 6]];
         let start = fit(&pts(&dims, &[5, 6, 7]), &[10, 10], Kind::Peer).unwrap();
         let len = fit(&pts(&dims, &[2, 3, 4]), &[10, 10], Kind::Peer).unwrap();

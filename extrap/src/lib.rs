@@ -1,4 +1,4 @@
-//! Extrapolation of rankscale traces to larger rank counts (seed 001 §3).
+//! Extrapolation of rankscale traces to larger rank counts (Wu and Mueller 2012 §3).
 //!
 //! ScalaExtrap's idea: in an SPMD stencil code, who communicates with whom
 //! and how much follows from the shape of the process grid. Given traces of
@@ -9,7 +9,7 @@
 //!    the same endpoint pattern and the corners);
 //! 2. split the ranks into *position classes* (corner, edge, interior, per
 //!    dimension as far as the stencil reaches): the communication groups of
-//!    seed 001 Fig. 8, which keep their place in the grid as it grows;
+//!    Wu and Mueller 2012 Fig. 8, which keep their place in the grid as it grows;
 //! 3. align each class's event sequence across the inputs (one
 //!    representative per class, checked against every other rank of the
 //!    class) and fit every integer field (peer offsets, counts, tags,

@@ -1,4 +1,4 @@
-//! Lossy extrapolation (seed 001 §3.4): when a program has a minor,
+//! Lossy extrapolation (Wu and Mueller 2012 §3.4): when a program has a minor,
 //! rank-dependent pattern on top of its dominant one (NPB MG's distance-2
 //! exchanges on a few ranks), the ranks of a position class no longer
 //! record the same calls and no model continues them. Lossy mode keeps the
@@ -121,7 +121,7 @@ impl Snippet {
     }
 }
 
-/// Whether a call outside the snippet is kept: collectives (seed 001) and,
+/// Whether a call outside the snippet is kept: collectives (Wu and Mueller 2012) and,
 /// for the same reason, the calls every rank makes together (Init,
 /// Finalize, communicator constructors, Pcontrol).
 fn passes(op: Op) -> bool {

@@ -1,4 +1,4 @@
-//! Curve fitting of timing values `t` measured at rank counts `n` (seed 001 §3.5).
+//! Curve fitting of timing values `t` measured at rank counts `n` (Wu and Mueller 2012 §3.5).
 //!
 //! ScalaExtrap extrapolates every field of a delta-time histogram to a target rank
 //! count `n_e` by fitting `t = f(n)` on a few measured scales and evaluating `f(n_e)`.

@@ -1,4 +1,4 @@
-//! Plugins for endpoint patterns that no grid position decides (seed 001
+//! Plugins for endpoint patterns that no grid position decides (Wu and Mueller 2012
 //! §4: NPB CG's partners at power-of-two distances in a row plus a
 //! transpose partner).
 //!

@@ -1,4 +1,4 @@
-//! Communication topology detection (seed 001 §3.1).
+//! Communication topology detection (Wu and Mueller 2012 §3.1).
 //!
 //! The paper scans the ranks in row-major order for repeating adjacency
 //! patterns between *critical nodes* (corners and boundaries) and derives
@@ -180,7 +180,7 @@ pub(crate) fn rank_infos(trace: &MergedTrace) -> Result<(Vec<RankInfo>, Option<V
     Ok((infos, cart))
 }
 
-/// A group of ranks with the same endpoint pattern (seed 001 Fig. 3).
+/// A group of ranks with the same endpoint pattern (Wu and Mueller 2012 Fig. 3).
 #[derive(Clone, Debug)]
 pub struct Group {
     /// The ranks.
@@ -297,7 +297,7 @@ impl fmt::Display for Topology {
                 g.ranks.len()
             )?;
         }
-        // The groups in row-major order (seed 001 Fig. 3: each row repeats
+        // The groups in row-major order (Wu and Mueller 2012 Fig. 3: each row repeats
         // the pattern between its critical nodes), for grids small enough
         // to read.
         let size = self.size();

@@ -8,7 +8,7 @@
 //! exists) and merges. After `ceil(log2 P)` rounds rank 0 holds the trace
 //! of all ranks.
 //! Each merge is of two disjoint rank sets, so the work per round is
-//! parallel and the merged trace stays compressed throughout (seed 001 §2).
+//! parallel and the merged trace stays compressed throughout (Wu and Mueller 2012 §2).
 //!
 //! The protocol is independent of MPI: it runs over a [`Link`], which the
 //! FFI layer implements with `PMPI_Send`/`PMPI_Irecv` and the unit tests

@@ -1,4 +1,4 @@
-//! Hand-written SVG plots for the desynchronization analytics of seed 004
+//! Hand-written SVG plots for the desynchronization analytics of Afzal et al.
 //! ([`analysis::desync`]) and for any line or bar chart.
 //!
 //! Every function returns one self-contained `<svg>` element as a string,
@@ -52,7 +52,7 @@ const PALETTE: [&str; 10] = [
     "#9c755f", "#bab0ac",
 ];
 
-/// Early-to-late colours (viridis, 8 samples): seed 004 colours the phase
+/// Early-to-late colours (viridis, 8 samples): Afzal et al. colour the phase
 /// space from blue (early) to yellow (late), §4.2.
 const TIME: [&str; 8] = [
     "#440154", "#46327e", "#365c8d", "#277f8e", "#1fa187", "#4ac16d", "#a0da39", "#fde725",
@@ -107,7 +107,7 @@ pub fn escape(s: &str) -> String {
 /// The colour a heatmap gives `value` on the diverging scale centred on
 /// `center` with half-width `range`: white (`#ffffff`) at the centre,
 /// shading to red (`#b2182b`) at `center + range` and beyond, to blue
-/// (`#2166ac`) at `center − range` and below (seed 004 §3.2: mean white,
+/// (`#2166ac`) at `center − range` and below (Afzal et al. §3.2: mean white,
 /// red above, blue below). Quantized to 16 levels per side, as drawn. A
 /// range that is 0 or not finite makes everything white; a non-finite
 /// value is grey.
@@ -635,7 +635,7 @@ fn index_axis(n: usize, p0: f64, len: f64, target: usize) -> Vec<(f64, String)> 
         .collect()
 }
 
-/// The compact timeline of seed 004 (§3.2, Fig. 5): the rank × step matrix
+/// The compact timeline of Afzal et al. (§3.2, Fig. 5): the rank × step matrix
 /// `rows[rank][step]` with ranks on y (rank 0 on top) and steps on x, each
 /// cell coloured by [`diverging_colour`] around `center` (white) with the
 /// symmetric half-width `range` (red above, blue below, values beyond
@@ -699,7 +699,7 @@ fn matrix_plot<R: AsRef<[f64]>>(
     doc.finish()
 }
 
-/// The rank × rank correlation matrix of seed 004 (§4.1, Fig. 6): square,
+/// The rank × rank correlation matrix of Afzal et al. (§4.1, Fig. 6): square,
 /// rank 0 top left, coloured on the diverging scale from −1 (blue) through
 /// 0 (white) to 1 (red), with a colour bar. Large matrices are averaged
 /// into blocks like [`heatmap`]'s.
@@ -743,7 +743,7 @@ fn axis_ticks(s: &Scale, target: usize) -> Vec<(f64, String)> {
         .collect()
 }
 
-/// A histogram (seed 004 §3.1, Figs. 3–4): one bar per non-empty bin over
+/// A histogram (Afzal et al. §3.1, Figs. 3–4): one bar per non-empty bin over
 /// its value range, counts on y.
 pub fn histogram(hist: &Histogram, labels: &Labels) -> String {
     let (w, h) = (640.0, 400.0);
@@ -873,7 +873,7 @@ fn cluster_legend(clusters: Option<&[usize]>) -> Vec<(String, String, bool)> {
     out
 }
 
-/// The MPI phase space of seed 004 (§4.2, Figs. 7–8): for every rank `r`
+/// The MPI phase space of Afzal et al. (§4.2, Figs. 7–8): for every rank `r`
 /// the points `points[r] = [(t[r][n], t[r][n+1]), …]`, on equal axes with
 /// the slope-1 diagonal on which a steady waiting time sits.
 ///
@@ -970,7 +970,7 @@ pub fn phase_space<R: AsRef<[(f64, f64)]>>(
 }
 
 /// A scatter plot of `points` (e.g. the first two principal-component
-/// scores of every rank, seed 004 Fig. 9a, b), coloured by `clusters` if
+/// scores of every rank, Afzal et al. Fig. 9a, b), coloured by `clusters` if
 /// it has one label per point. With at most 32 points each is numbered by
 /// its index (the rank), which is what one reads such a plot for; points
 /// within 10 px of each other share one label (`"8–15"`) rather than
@@ -1202,7 +1202,7 @@ pub fn bar_chart<S: AsRef<str>>(categories: &[S], values: &[f64], labels: &Label
     doc.finish()
 }
 
-/// The Pareto plot of a PCA (seed 004 §5.1, Fig. 9c, d bottom): the
+/// The Pareto plot of a PCA (Afzal et al. §5.1, Fig. 9c, d bottom): the
 /// percentage of variance explained by each of the first (at most 20)
 /// components as bars, and the cumulative percentage as a line, which
 /// shows how many components the timelines need.

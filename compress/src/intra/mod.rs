@@ -1,5 +1,5 @@
 //! Intra-node compression, on the fly: each rank folds its event queue into
-//! RSDs and PRSDs as the calls happen (seed 001 §2, "SCALATRACE performs
+//! RSDs and PRSDs as the calls happen (Wu and Mueller 2012 §2, "SCALATRACE performs
 //! intra-node compression, which captures the loop structure on-the-fly").
 //!
 //! # Algorithm
@@ -114,7 +114,7 @@
 //!
 //! Every event's computation and MPI time go into its leaf's
 //! [`crate::timing::PathTiming`], split by first iteration / steady state /
-//! last iteration of its innermost loop (seed 001 §2 "path sequence ...
+//! last iteration of its innermost loop (Wu and Mueller 2012 §2 "path sequence ...
 //! within entry/exit paths of a loop").
 
 #![warn(missing_docs)]

@@ -42,7 +42,7 @@ pub struct Options {
     pub dims: Option<Vec<u64>>,
     /// How timing fields are fitted.
     pub timing: Method,
-    /// Lossy mode (seed 001 §3.4): keep what every rank of a class and
+    /// Lossy mode (Wu and Mueller 2012 §3.4): keep what every rank of a class and
     /// every input share, drop the rest and report how much.
     pub lossy: bool,
     /// A snippet of the dominant pattern for the state-machine filter
