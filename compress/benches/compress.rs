@@ -1,5 +1,6 @@
 //! Throughput of intra-node compression, in events per second, for a
-//! stencil-like loop nest and NPB CG's loop nest (the common case: almost
+//! stencil-like loop nest, NPB CG's loop nest and the ping-pong benchmark's
+//! (long inner loops that extend the newest outer iteration) (the common case: almost
 //! every event is merged into an existing loop), each also with the folding
 //! rules alone (no speculative iterations), for random streams (little
 //! structure; the candidate checks and, for distinct call sites, spilling
@@ -29,9 +30,10 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("intra");
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(20);
-    let streams: [(&str, Vec<Event>); 4] = [
+    let streams: [(&str, Vec<Event>); 5] = [
         ("stencil", synth::stencil(N as u64).collect()),
         ("npb_cg", synth::cg(N as u64).collect()),
+        ("pingpong", synth::pingpong(5, N as u64 / 10).collect()),
         ("random16sites", synth::random(N as u64, 7).collect()),
         ("distinct_sites", synth::distinct(N as u64).collect()),
     ];

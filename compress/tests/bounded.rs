@@ -192,3 +192,38 @@ fn cg_loops_that_run_twice_per_entry_give_the_same_small_trace_with_speculation(
     let s = on.stats();
     assert!(s.nodes <= 48 && s.spilled == 0, "{s:?}\n{on}");
 }
+
+/// The ping-pong benchmark's nest: a Barrier and a long inner loop of
+/// round trips, repeated. Once the outer loop has formed, the round trips
+/// extend the inner loop of its newest iteration, which the speculation
+/// now does in place (the loop at the end of the newest top-level loop's
+/// open path); it must build the very trace the folding rules build, for
+/// inner loops shorter and longer than a speculative iteration may buffer.
+#[test]
+fn long_inner_loops_give_the_same_trace_with_speculation() {
+    for (reps, iters) in [(3, 20_000), (5, 3), (40, 100), (2, 9_000)] {
+        let events: Vec<compress::Event> = synth::pingpong(reps, iters).collect();
+        let build = |speculate: bool| {
+            let mut c = Compressor::new(
+                synth::RANK,
+                Config {
+                    speculate,
+                    ..Config::default()
+                },
+            );
+            for e in &events {
+                c.push(e).unwrap();
+            }
+            c.into_trace().unwrap()
+        };
+        let (on, off) = (build(true), build(false));
+        assert_eq!(on.to_string(), off.to_string(), "{reps} x {iters}");
+        let lines = |t: &compress::Trace| t.expand().map(|e| event_line(&e)).collect::<Vec<_>>();
+        assert_eq!(
+            lines(&on),
+            events.iter().map(event_line).collect::<Vec<_>>(),
+            "{reps} x {iters}"
+        );
+        assert!(on.stats().nodes <= 6, "{reps} x {iters}: {on}");
+    }
+}

@@ -67,7 +67,11 @@
 //! the iteration is complete; an event that does not fit hands them back to
 //! the rules, which then do exactly what they would have done. A
 //! speculation starts only where no other rule could take the event (an
-//! enclosing loop not yet folded, a twin of the loop before it), so on
+//! enclosing loop not yet folded, a twin of the loop before it). The loop
+//! extended is the one of the last item's open path (the item, the loop
+//! ending its body, and so on down) whose iteration the event begins, if
+//! exactly one's does: a long inner loop in the newest iteration of an
+//! outer loop grows in place as well. So on
 //! loop-structured streams it builds the same trace as the rules alone (a
 //! property test compares the two). On NPB CG's events (class S, 16 ranks,
 //! one rank's 8,837 events) compression drops from 1.16 to 0.46 µs per
@@ -348,6 +352,7 @@ impl Compressor {
                     node: Node::Loop(t),
                     ..
                 }) = self.queue.back_mut()
+                    && let Some(t) = spec::open_loop(t, sp.depth())
                     && sp.step(t, &single)
                 {
                     self.recycle(single);
@@ -398,7 +403,9 @@ impl Compressor {
                 node: Node::Loop(t),
                 ..
             }) = self.queue.back_mut()
-            && let Some(sp) = spec::Spec::start(t, &single)
+            && let Some(depth) = spec::open_depth(t, &single)
+            && let Some(t) = spec::open_loop(t, depth)
+            && let Some(sp) = spec::Spec::start(t, &single, depth)
         {
             self.spec = Some(sp);
             self.recycle(single);

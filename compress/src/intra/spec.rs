@@ -105,13 +105,61 @@ pub(super) struct Spec {
     /// The world rank and reservoir size of every event (the compressor's).
     rank: u32,
     keep: u16,
+    /// Where the speculated loop is: 0 for `T`, the newest top-level loop
+    /// itself; `d` for the loop `d` levels down its open path (each level
+    /// the last node of the one above), whose current execution the
+    /// speculation extends (see [`open_loop`]).
+    depth: u32,
+}
+
+/// The loop `depth` levels down the open path of `t` (`t` itself for 0):
+/// each level the last body node of the one above, which must be a loop.
+pub(super) fn open_loop(t: &mut Loop, depth: u32) -> Option<&mut Loop> {
+    let mut l = t;
+    for _ in 0..depth {
+        match l.body.last_mut() {
+            Some(Node::Loop(inner)) => l = inner,
+            _ => return None,
+        }
+    }
+    Some(l)
+}
+
+/// Which loop of `t`'s open path (`t` at depth 0, then each loop that ends
+/// the body of the one above) the event `s` begins an iteration of, if
+/// exactly one does: the loop a speculation on `s` would extend. `None`
+/// when none does, or when several do (the event could begin an iteration
+/// of either: the folding rules decide).
+pub(super) fn open_depth(t: &Loop, s: &Single) -> Option<u32> {
+    let key = Some((s.hash, s.shape));
+    let mut found = None;
+    let mut l = t;
+    for depth in 0u32.. {
+        if l.body.first().and_then(first_leaf) == key {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(depth);
+        }
+        match l.body.last() {
+            Some(Node::Loop(inner)) => l = inner,
+            _ => break,
+        }
+    }
+    found
 }
 
 impl Spec {
+    /// The depth of the speculated loop on the open path of `T` (see
+    /// [`open_loop`]).
+    pub(super) fn depth(&self) -> u32 {
+        self.depth
+    }
+
     /// Starts a speculation on `t` with `s` as the first event of its next
     /// iteration, if `s` is how that iteration begins and could not instead
     /// extend a loop that ends `t`'s body.
-    pub(super) fn start(t: &mut Loop, s: &Single) -> Option<Spec> {
+    pub(super) fn start(t: &mut Loop, s: &Single, depth: u32) -> Option<Spec> {
         if t.body.first().and_then(first_leaf) != Some((s.hash, s.shape)) {
             return None;
         }
@@ -133,6 +181,7 @@ impl Spec {
             open: false,
             rank: s.rank,
             keep: s.keep,
+            depth,
         };
         spec.add_loop(t, &mut Vec::new())?;
         spec.frames.push(Frame {

@@ -270,3 +270,44 @@ pub fn random(n: u64, seed: u64) -> impl Iterator<Item = Event> {
         e
     })
 }
+
+/// The ping-pong benchmark on rank 0 (`benches/mpi/pingpong.c`): `reps`
+/// times a Barrier and `iters` round trips (Send, then Recv, 8 bytes to
+/// and from rank 1). Its outer iterations are long (`2 * iters + 1`
+/// events), longer than a speculative iteration may buffer.
+pub fn pingpong(reps: u64, iters: u64) -> impl Iterator<Item = Event> {
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let xfer = Transfer {
+        peer: Peer::Rank { world: 1, local: 1 },
+        tag: Tag::Value(1),
+        count: 8,
+        dsize: 1,
+        dtype: compress::Datatype::from_name("char").unwrap(),
+    };
+    let mut init = Event::new(Op::Init);
+    init.site = 0x7000;
+    std::iter::once(init)
+        .chain((0..reps).flat_map(move |_| {
+            let mut b = Event::new(Op::Barrier);
+            b.site = 0x7001;
+            b.comm = CommId::WORLD;
+            std::iter::once(b).chain((0..iters).flat_map(move |_| {
+                let mut s = Event::new(Op::Send);
+                s.site = 0x7002;
+                s.send = Some(xfer);
+                let mut r = Event::new(Op::Recv);
+                r.site = 0x7003;
+                r.recv = Some(xfer);
+                [s, r]
+            }))
+        }))
+        .map(move |mut e| {
+            let r = xorshift(&mut rng);
+            e.time = Timing {
+                enter_ns: 0,
+                dur_ns: 300 + r % 200,
+                compute_ns: 50 + (r >> 20) % 50,
+            };
+            e
+        })
+}
