@@ -219,10 +219,26 @@ impl Histogram {
         }
     }
 
-    /// Adds one sample.
+    /// Adds one sample. The bins are few (at most [`MAX_BINS`]) and a
+    /// steady call's samples mostly fall into a bin that exists, so that
+    /// bin is found by a scan and updated in place; only a new bin goes
+    /// through [`Histogram::put`] and may coarsen the histogram.
     pub fn add(&mut self, x: u64) {
+        let index = self.coarse(Histogram::bin_of(x));
+        for b in &mut self.bins {
+            if b.index == index {
+                b.count = b.count.saturating_add(1);
+                b.min = b.min.min(x);
+                b.max = b.max.max(x);
+                b.sum = b.sum.saturating_add(u128::from(x));
+                return;
+            }
+            if b.index > index {
+                break;
+            }
+        }
         self.put(Bin {
-            index: Histogram::bin_of(x),
+            index,
             count: 1,
             min: x,
             max: x,

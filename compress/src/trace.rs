@@ -163,6 +163,12 @@ impl Leaf {
                 break;
             };
             list.lens.push(len);
+            // Most lists of most calls are empty (a Send has no request
+            // list, no per-peer counts, no wildcard outcomes).
+            if len == 0 {
+                rest = tail;
+                continue;
+            }
             let items = usize::try_from(len)
                 .unwrap_or(0)
                 .saturating_mul(usize::from(list.width))
