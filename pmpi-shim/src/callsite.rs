@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::ffi::sys::{Module, module_of, object_file};
+use crate::tracer::HandleMap;
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0100_0000_01b3;
@@ -181,7 +182,9 @@ fn label_of(frames: &[Frame]) -> String {
 }
 
 thread_local! {
-    static CACHE: RefCell<HashMap<usize, Option<u64>>> = RefCell::new(HashMap::new());
+    /// Signature by return address (`None`: a library frame, unwound).
+    /// Looked up on every call, so with the shim's cheap hasher.
+    static CACHE: RefCell<HandleMap<usize, Option<u64>>> = RefCell::new(HandleMap::default());
     /// Signatures this thread has already put into [`SITES`].
     static KNOWN: RefCell<HashSet<u64>> = RefCell::new(HashSet::new());
 }

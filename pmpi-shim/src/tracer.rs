@@ -655,11 +655,12 @@ impl Tracer {
 
 type ReqMap = HandleMap<(usize, u32), Vec<ReqInfo>>;
 
-/// A hash map keyed by MPI handles and small ids, hashed by
-/// [`HandleHasher`]. Every intercepted call looks up its communicator and
-/// its requests here, and SipHash (the standard map's hasher) showed as
-/// the shim's costliest own function in a profile of the traced stencil.
-type HandleMap<K, V> = HashMap<K, V, BuildHasherDefault<HandleHasher>>;
+/// A hash map keyed by MPI handles, small ids and code addresses, hashed
+/// by [`HandleHasher`]. Every intercepted call looks up its communicator,
+/// its requests and its call site in one, and SipHash (the standard map's
+/// hasher) showed as the shim's costliest own function in a profile of the
+/// traced stencil.
+pub(crate) type HandleMap<K, V> = HashMap<K, V, BuildHasherDefault<HandleHasher>>;
 
 /// A fast hasher for MPI handles (`int`s on MPICH, pointers on Open MPI)
 /// and ids: each word is folded in with a multiply, and `finish` mixes the
@@ -668,7 +669,7 @@ type HandleMap<K, V> = HashMap<K, V, BuildHasherDefault<HandleHasher>>;
 /// The keys come from the MPI library, not from an adversary, so there is
 /// no need for SipHash's resistance to chosen collisions.
 #[derive(Default)]
-struct HandleHasher(u64);
+pub(crate) struct HandleHasher(u64);
 
 impl Hasher for HandleHasher {
     fn finish(&self) -> u64 {
