@@ -105,6 +105,10 @@ fn bench(c: &mut Criterion) {
     g.bench_function("npb_cg_snapshot_to_bytes", |b| {
         b.iter(|| black_box(snap.to_bytes().unwrap().len()))
     });
+    // As the tracer packs its snapshots (zlib level 1).
+    g.bench_function("npb_cg_snapshot_to_bytes_fast", |b| {
+        b.iter(|| black_box(snap.to_bytes_with(compress::Packing::Fast).unwrap().len()))
+    });
     g.finish();
 }
 

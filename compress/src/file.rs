@@ -283,6 +283,18 @@ impl Meta {
     }
 }
 
+/// How hard the zlib stream of a file is packed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Packing {
+    /// As small as zlib makes it (level 9): the file a run leaves.
+    Smallest,
+    /// Quickly (level 1): snapshots a rank writes while the application
+    /// runs, or when it is being killed, where time matters more than
+    /// size.
+    Fast,
+}
+
 /// A trace file: metadata, the merged trace, and the optional timelines.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TraceFile {
@@ -341,14 +353,24 @@ struct TraceFileV5 {
 }
 
 impl TraceFile {
-    /// The file's bytes.
+    /// The file's bytes, as small as zlib makes them.
     pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
+        self.to_bytes_with(Packing::Smallest)
+    }
+
+    /// The file's bytes, packed as `packing` says (the format is the same:
+    /// a reader cannot tell them apart).
+    pub fn to_bytes_with(&self, packing: Packing) -> Result<Vec<u8>, Error> {
         let payload = self.to_wire()?;
         let mut out = Vec::with_capacity(16 + payload.len() / 4);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&0u32.to_le_bytes());
-        let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::best());
+        let level = match packing {
+            Packing::Smallest => flate2::Compression::best(),
+            Packing::Fast => flate2::Compression::fast(),
+        };
+        let mut z = flate2::write::ZlibEncoder::new(out, level);
         z.write_all(&payload)
             .map_err(|e| Error::Corrupt(e.to_string()))?;
         z.finish().map_err(|e| Error::Corrupt(e.to_string()))
@@ -517,7 +539,12 @@ impl TraceFile {
     /// Writes the file (to a temporary name first, then renamed, so that a
     /// reader never sees half a file).
     pub fn write(&self, path: &Path) -> Result<u64, Error> {
-        let bytes = self.to_bytes()?;
+        self.write_with(path, Packing::Smallest)
+    }
+
+    /// [`TraceFile::write`], packed as `packing` says.
+    pub fn write_with(&self, path: &Path, packing: Packing) -> Result<u64, Error> {
+        let bytes = self.to_bytes_with(packing)?;
         let io = |error| Error::Io {
             path: path.to_path_buf(),
             error,

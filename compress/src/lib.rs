@@ -34,7 +34,7 @@ pub use event::{
 
 pub use codec::Shape;
 pub use dtype::Datatype;
-pub use file::{Meta, MpiLibrary, Origin, PartialRank, TraceFile};
+pub use file::{Meta, MpiLibrary, Origin, Packing, PartialRank, TraceFile};
 pub use intra::{Compressor, Config};
 pub use merge::{
     EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Phased, ProjectError, Variant,

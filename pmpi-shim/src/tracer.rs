@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use compress::raw::RawLogWriter;
 use compress::{
-    CommId, Event, EventSink, Meta, Op, PartialRank, Peer, RankRecorder, Recording, ReqId,
+    CommId, Event, EventSink, Meta, Op, Packing, PartialRank, Peer, RankRecorder, Recording, ReqId,
     TraceFile,
 };
 
@@ -648,7 +648,14 @@ impl Tracer {
             }];
         }
         part.trace.normalize();
-        part.write(&path).map_err(|e| e.to_string())?;
+        // A snapshot is written while the application runs (or is being
+        // killed): packed quickly, not as small as zlib can.
+        let packing = if cause.is_some() {
+            Packing::Fast
+        } else {
+            Packing::Smallest
+        };
+        part.write_with(&path, packing).map_err(|e| e.to_string())?;
         Ok(path)
     }
 }
