@@ -1,0 +1,576 @@
+//! Collectives, blocking and nonblocking, and the reductions they replay:
+//! which operation and datatype stand for the application's.
+
+use std::ffi::{c_int, c_void};
+
+use anyhow::{Result, bail};
+use compress::{Event, Op, ReduceOp, Transfer};
+use mpi_helpers::{
+    rs_in_place, rs_op_maxloc, rs_op_minloc, rs_type_2int, rs_type_double_int, rs_type_long_int,
+    rs_type_short_int,
+};
+use mpi_sys::*;
+
+use super::requests::Keep;
+use super::{Replayer, check, predefined, request_null, stand_in_note};
+
+/// The handle of a built-in reduction operation.
+fn builtin_op(op: ReduceOp) -> Option<MPI_Op> {
+    // SAFETY: reading initialised constants (mpi-sys statics and the C
+    // helpers' macro values).
+    unsafe {
+        Some(match op {
+            ReduceOp::Max => RSMPI_MAX,
+            ReduceOp::Min => RSMPI_MIN,
+            ReduceOp::Sum => RSMPI_SUM,
+            ReduceOp::Prod => RSMPI_PROD,
+            ReduceOp::Land => RSMPI_LAND,
+            ReduceOp::Band => RSMPI_BAND,
+            ReduceOp::Lor => RSMPI_LOR,
+            ReduceOp::Bor => RSMPI_BOR,
+            ReduceOp::Lxor => RSMPI_LXOR,
+            ReduceOp::Bxor => RSMPI_BXOR,
+            ReduceOp::Maxloc => rs_op_maxloc(),
+            ReduceOp::Minloc => rs_op_minloc(),
+            _ => return None,
+        })
+    }
+}
+
+/// The predefined (value, int) pair type of `d` bytes that MAXLOC and
+/// MINLOC take.
+fn pair_type(d: i64) -> Result<MPI_Datatype> {
+    let f: unsafe extern "C" fn() -> MPI_Datatype = match d {
+        6 => rs_type_short_int,
+        8 => rs_type_2int,
+        12 => rs_type_double_int,
+        16 if std::mem::size_of::<std::ffi::c_long>() == 8 => rs_type_long_int,
+        _ => bail!("no MPI pair type of {d} bytes for a MAXLOC/MINLOC replay"),
+    };
+    // SAFETY: the C helper returns a predefined handle of mpi.h; it calls
+    // no MPI function.
+    Ok(unsafe { f() })
+}
+
+/// The predefined integer type of `d` bytes, which every built-in
+/// reduction other than MAXLOC and MINLOC takes.
+fn int_type(d: i64) -> Result<MPI_Datatype> {
+    // SAFETY: reading initialised mpi-sys constants.
+    let (i8t, i16t, i32t, i64t) =
+        unsafe { (RSMPI_INT8_T, RSMPI_INT16_T, RSMPI_INT32_T, RSMPI_INT64_T) };
+    Ok(match d {
+        1 => i8t,
+        2 => i16t,
+        4 => i32t,
+        8 => i64t,
+        _ => bail!("no predefined MPI type of {d} bytes to replay a reduction on"),
+    })
+}
+
+/// The send and receive buffer arguments of a rooted or gathering
+/// collective: `MPI_IN_PLACE` replaces the receive buffer of a scatter and
+/// the send buffer of everything else.
+fn places(
+    in_place: bool,
+    scatter: bool,
+    marker: *mut c_void,
+    sb: &[u8],
+    rb: &mut [u8],
+) -> (*const c_void, *mut c_void) {
+    let sp = if in_place && !scatter {
+        marker.cast_const()
+    } else {
+        sb.as_ptr().cast()
+    };
+    let rp = if in_place && scatter {
+        marker
+    } else {
+        rb.as_mut_ptr().cast()
+    };
+    (sp, rp)
+}
+
+/// A user reduction that leaves the result as it is: replays a user-defined
+/// (`other`) reduction without knowing its code.
+unsafe extern "C" fn keep_op(
+    _in: *mut c_void,
+    _inout: *mut c_void,
+    _len: *mut c_int,
+    _ty: *mut MPI_Datatype,
+) {
+}
+
+impl Replayer<'_> {
+    /// The operation and datatype to reduce `t` with: the application's
+    /// predefined operation on its predefined type when the trace names
+    /// both; otherwise a predefined type of the same size the operation
+    /// accepts, or, for a user-defined operation or a type no built-in
+    /// operation takes, a stand-in operation over bytes of the same size.
+    fn reduction(&mut self, op: Option<ReduceOp>, t: &Transfer) -> Result<(MPI_Op, MPI_Datatype)> {
+        let dsize = t.dsize;
+        let op = op.unwrap_or(ReduceOp::Sum);
+        if op != ReduceOp::Other
+            && let Some(ty) = predefined(t)
+            && let Some(h) = builtin_op(op)
+        {
+            return Ok((h, ty));
+        }
+        if op == ReduceOp::Other {
+            stand_in_note("a user-defined reduction", dsize);
+        } else if t.dtype == compress::Datatype::DERIVED {
+            stand_in_note("a reduction over a derived datatype", dsize);
+        }
+        Ok(match (op, builtin_op(op)) {
+            (ReduceOp::Maxloc | ReduceOp::Minloc, Some(h)) => (h, pair_type(dsize)?),
+            (_, Some(h)) => (h, int_type(dsize)?),
+            (_, None) => {
+                let op = match self.user_op {
+                    Some(op) => op,
+                    None => {
+                        // SAFETY: reading an initialised mpi-sys constant.
+                        let mut op = unsafe { RSMPI_SUM };
+                        // SAFETY: `keep_op` has the signature of an
+                        // MPI_User_function and touches nothing; `op` is a
+                        // valid out-parameter.
+                        let rc = unsafe { MPI_Op_create(Some(keep_op), 1, &mut op) };
+                        check(rc, "MPI_Op_create")?;
+                        self.user_op = Some(op);
+                        op
+                    }
+                };
+                (op, self.dtype(dsize)?)
+            }
+        })
+    }
+
+    /// Blocking and nonblocking collectives. Returns the bytes sent.
+    pub(super) fn collective(&mut self, e: &Event) -> Result<f64> {
+        let c = self.comm(e.comm)?;
+        let mut size: c_int = 0;
+        // SAFETY: `c` is a live communicator of this replay.
+        check(unsafe { MPI_Comm_size(c, &mut size) }, "MPI_Comm_size")?;
+        let np = usize::try_from(size).unwrap_or(0);
+        let root = e.root.unwrap_or(0);
+        // SAFETY: reading the value of MPI_IN_PLACE.
+        let in_place = unsafe { rs_in_place() };
+        let zero = Transfer::collective(0, 1);
+        let send = e.send.unwrap_or(zero);
+        let recv = e.recv.unwrap_or(zero);
+        let base = match e.op {
+            Op::Ibarrier => Op::Barrier,
+            Op::Ibcast => Op::Bcast,
+            Op::Ireduce => Op::Reduce,
+            Op::Iallreduce => Op::Allreduce,
+            Op::Igather => Op::Gather,
+            Op::Igatherv => Op::Gatherv,
+            Op::Iscatter => Op::Scatter,
+            Op::Iscatterv => Op::Scatterv,
+            Op::Iallgather => Op::Allgather,
+            Op::Iallgatherv => Op::Allgatherv,
+            Op::Ialltoall => Op::Alltoall,
+            Op::Ialltoallv => Op::Alltoallv,
+            Op::Ialltoallw => Op::Alltoallw,
+            Op::IreduceScatter => Op::ReduceScatter,
+            Op::IreduceScatterBlock => Op::ReduceScatterBlock,
+            Op::Iscan => Op::Scan,
+            Op::Iexscan => Op::Exscan,
+            op => op,
+        };
+        let nonblocking = base != e.op;
+        let mut req = request_null();
+        // Every buffer and array passed to the calls below is held by
+        // `bufs` or `keep` (a moved `Vec` keeps its heap block in place)
+        // until the blocking call returns, the untraced request of yield
+        // mode completes, or the traced request enters the request table
+        // with them; `c` comes from this replay's table.
+        let mut bufs: Vec<Vec<u8>> = Vec::new();
+        let mut keep = Keep::default();
+        // Displacements for v collectives, in elements.
+        let displs = crate::tokens::displacements;
+        let counts = |v: &[i32], s: &Self| -> Vec<c_int> {
+            v.iter().map(|&x| s.count(i64::from(x))).collect()
+        };
+        let mut sent = 0f64;
+        // The traced blocking call; its traced nonblocking form; and,
+        // for a blocking call in yield mode, its nonblocking form
+        // outside the traced API, completed by test-and-sleep below.
+        // Only one of the three runs.
+        macro_rules! go {
+            ($blocking:expr, $nb:expr, $yield:expr) => {
+                if nonblocking {
+                    $nb
+                } else if self.yield_colls {
+                    $yield
+                } else {
+                    $blocking
+                }
+            };
+        }
+        let rc = match base {
+            Op::Barrier => {
+                // SAFETY: no buffers; `req` is a valid out-parameter.
+                unsafe {
+                    go!(
+                        MPI_Barrier(c),
+                        MPI_Ibarrier(c, &mut req),
+                        PMPI_Ibarrier(c, &mut req)
+                    )
+                }
+            }
+            Op::Bcast => {
+                let (n, ty, mut b) = self.side(&send)?;
+                sent = b.len() as f64;
+                let p = b.as_mut_ptr().cast();
+                bufs.push(b);
+                // SAFETY: `p` points at `n` elements of `ty`, held by `bufs`;
+                // `root` is a rank of `c` (the trace check made sure).
+                unsafe {
+                    go!(
+                        MPI_Bcast(p, n, ty, root, c),
+                        MPI_Ibcast(p, n, ty, root, c, &mut req),
+                        PMPI_Ibcast(p, n, ty, root, c, &mut req)
+                    )
+                }
+            }
+            Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
+                let (op, ty) = self.reduction(e.redop, &send)?;
+                let n = self.count(send.count);
+                let bytes = usize::try_from(i64::from(n) * send.dsize.max(1)).unwrap_or(0);
+                let sb = self.buf(bytes);
+                let mut rb = self.buf(bytes);
+                sent = bytes as f64;
+                let sp = if e.in_place {
+                    in_place.cast_const()
+                } else {
+                    sb.as_ptr().cast()
+                };
+                let rp = rb.as_mut_ptr().cast();
+                bufs.push(sb);
+                bufs.push(rb);
+                // `op` is a built-in operation or this replay's own.
+                match base {
+                    // SAFETY: `sp` (unless in place) and `rp` hold `n`
+                    // elements of `ty` in `bufs`; `root` is a rank of `c`
+                    // (the trace check made sure).
+                    Op::Reduce => unsafe {
+                        go!(
+                            MPI_Reduce(sp, rp, n, ty, op, root, c),
+                            MPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req),
+                            PMPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req)
+                        )
+                    },
+                    // SAFETY: `sp` (unless in place) and `rp` hold `n`
+                    // elements of `ty` in `bufs`.
+                    Op::Allreduce => unsafe {
+                        go!(
+                            MPI_Allreduce(sp, rp, n, ty, op, c),
+                            MPI_Iallreduce(sp, rp, n, ty, op, c, &mut req),
+                            PMPI_Iallreduce(sp, rp, n, ty, op, c, &mut req)
+                        )
+                    },
+                    // SAFETY: `sp` (unless in place) and `rp` hold `n`
+                    // elements of `ty` in `bufs`.
+                    Op::Scan => unsafe {
+                        go!(
+                            MPI_Scan(sp, rp, n, ty, op, c),
+                            MPI_Iscan(sp, rp, n, ty, op, c, &mut req),
+                            PMPI_Iscan(sp, rp, n, ty, op, c, &mut req)
+                        )
+                    },
+                    // SAFETY: `sp` (unless in place) and `rp` hold `n`
+                    // elements of `ty` in `bufs`.
+                    _ => unsafe {
+                        go!(
+                            MPI_Exscan(sp, rp, n, ty, op, c),
+                            MPI_Iexscan(sp, rp, n, ty, op, c, &mut req),
+                            PMPI_Iexscan(sp, rp, n, ty, op, c, &mut req)
+                        )
+                    },
+                }
+            }
+            Op::Gather | Op::Scatter | Op::Allgather | Op::Alltoall => {
+                let (sn, sty, sb) = self.side(&send)?;
+                let (rn, rty, _) = self.side(&recv)?;
+                let per = |n: c_int, d: i64| usize::try_from(i64::from(n) * d.max(1)).unwrap_or(0);
+                let (s_all, r_all) = match base {
+                    Op::Scatter => (per(sn, send.dsize) * np, per(rn, recv.dsize)),
+                    Op::Alltoall => (per(sn, send.dsize) * np, per(rn, recv.dsize) * np),
+                    _ => (per(sn, send.dsize), per(rn, recv.dsize) * np),
+                };
+                let sb = if base == Op::Scatter || base == Op::Alltoall {
+                    self.buf(s_all)
+                } else {
+                    sb
+                };
+                let mut rb = self.buf(r_all.max(per(rn, recv.dsize)));
+                sent = s_all as f64;
+                let (sp, rp) = places(e.in_place, base == Op::Scatter, in_place, &sb, &mut rb);
+                bufs.push(sb);
+                bufs.push(rb);
+                // `sp` and `rp` (either may be MPI_IN_PLACE) point into
+                // `sb` and `rb`, held by `bufs`, and a rooted call's `root`
+                // is a rank of `c` (the trace check made sure).
+                match base {
+                    // SAFETY: `sp` holds `sn` elements of `sty`, `rp` room for
+                    // `np` times `rn` elements of `rty`.
+                    Op::Gather => unsafe {
+                        go!(
+                            MPI_Gather(sp, sn, sty, rp, rn, rty, root, c),
+                            MPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req),
+                            PMPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req)
+                        )
+                    },
+                    // SAFETY: `sp` holds `np` times `sn` elements of `sty`,
+                    // `rp` room for `rn` elements of `rty`.
+                    Op::Scatter => unsafe {
+                        go!(
+                            MPI_Scatter(sp, sn, sty, rp, rn, rty, root, c),
+                            MPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req),
+                            PMPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req)
+                        )
+                    },
+                    // SAFETY: `sp` holds `sn` elements of `sty`, `rp` room for
+                    // `np` times `rn` elements of `rty`.
+                    Op::Allgather => unsafe {
+                        go!(
+                            MPI_Allgather(sp, sn, sty, rp, rn, rty, c),
+                            MPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req),
+                            PMPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req)
+                        )
+                    },
+                    // SAFETY: `sp` holds `np` times `sn` elements of `sty`,
+                    // `rp` room for `np` times `rn` elements of `rty`.
+                    _ => unsafe {
+                        go!(
+                            MPI_Alltoall(sp, sn, sty, rp, rn, rty, c),
+                            MPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req),
+                            PMPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req)
+                        )
+                    },
+                }
+            }
+            Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv => {
+                let (sn, sty, _) = self.side(&send)?;
+                let (rn, rty, _) = self.side(&recv)?;
+                let scounts = if e.send_counts.is_empty() {
+                    vec![sn; np]
+                } else {
+                    counts(&e.send_counts, self)
+                };
+                let rcounts = if e.recv_counts.is_empty() {
+                    vec![rn; np]
+                } else {
+                    counts(&e.recv_counts, self)
+                };
+                let (sd, rd) = (displs(&scounts), displs(&rcounts));
+                let total = |v: &[c_int], d: i64| {
+                    usize::try_from(v.iter().map(|&x| i64::from(x)).sum::<i64>() * d.max(1))
+                        .unwrap_or(0)
+                };
+                let sbytes = match base {
+                    Op::Gatherv | Op::Allgatherv => {
+                        usize::try_from(i64::from(sn) * send.dsize.max(1)).unwrap_or(0)
+                    }
+                    _ => total(&scounts, send.dsize),
+                };
+                let rbytes = match base {
+                    Op::Scatterv => usize::try_from(i64::from(rn) * recv.dsize.max(1)).unwrap_or(0),
+                    _ => total(&rcounts, recv.dsize),
+                };
+                let sb = self.buf(sbytes);
+                let mut rb = self.buf(rbytes);
+                sent = sbytes as f64;
+                let (sp, rp) = places(e.in_place, base == Op::Scatterv, in_place, &sb, &mut rb);
+                let (scp, sdp, rcp, rdp) =
+                    (scounts.as_ptr(), sd.as_ptr(), rcounts.as_ptr(), rd.as_ptr());
+                // The count and displacement arrays have one entry per rank
+                // of `c` (the trace check made sure of the recorded lists)
+                // and the displacements are the prefix sums of the counts;
+                // `sp` and `rp` (either may be MPI_IN_PLACE) point into `sb`
+                // and `rb`, sized for the sum of the counts on a side with a
+                // list, for `sn` or `rn` elements on the other; the buffers go
+                // into `bufs` and the arrays into `keep` right after the
+                // call; a rooted call's `root` is a rank of `c`.
+                let rc = match base {
+                    // SAFETY: `sp` holds `sn` elements of `sty`; the blocks of
+                    // `rcp` and `rdp` lie within `rp`.
+                    Op::Gatherv => unsafe {
+                        go!(
+                            MPI_Gatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c),
+                            MPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req),
+                            PMPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req)
+                        )
+                    },
+                    // SAFETY: the blocks of `scp` and `sdp` lie within `sp`;
+                    // `rp` has room for `rn` elements of `rty`.
+                    Op::Scatterv => unsafe {
+                        go!(
+                            MPI_Scatterv(sp, scp, sdp, sty, rp, rn, rty, root, c),
+                            MPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req),
+                            PMPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req)
+                        )
+                    },
+                    // SAFETY: `sp` holds `sn` elements of `sty`; the blocks of
+                    // `rcp` and `rdp` lie within `rp`.
+                    Op::Allgatherv => unsafe {
+                        go!(
+                            MPI_Allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c),
+                            MPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req),
+                            PMPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req)
+                        )
+                    },
+                    // SAFETY: the blocks of `scp` and `sdp` lie within `sp`,
+                    // those of `rcp` and `rdp` within `rp`.
+                    _ => unsafe {
+                        go!(
+                            MPI_Alltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c),
+                            MPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req),
+                            PMPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req)
+                        )
+                    },
+                };
+                bufs.push(sb);
+                bufs.push(rb);
+                keep.ints.extend([scounts, sd, rcounts, rd]);
+                rc
+            }
+            Op::Alltoallw => {
+                let sc = counts(&e.send_counts, self);
+                let rcn = counts(&e.recv_counts, self);
+                let mut stys = Vec::with_capacity(np);
+                let mut rtys = Vec::with_capacity(np);
+                for &d in &e.send_dsizes {
+                    stys.push(self.dtype(i64::from(d))?);
+                }
+                for &d in &e.recv_dsizes {
+                    rtys.push(self.dtype(i64::from(d))?);
+                }
+                let bdispl = |cnt: &[c_int], ds: &[i32]| -> (Vec<c_int>, usize) {
+                    let mut off = 0usize;
+                    let v = cnt
+                        .iter()
+                        .zip(ds)
+                        .map(|(&n, &d)| {
+                            let o = off;
+                            off += usize::try_from(i64::from(n) * i64::from(d.max(1))).unwrap_or(0);
+                            o as c_int
+                        })
+                        .collect();
+                    (v, off)
+                };
+                let (sd, sbytes) = bdispl(&sc, &e.send_dsizes);
+                let (rd, rbytes) = bdispl(&rcn, &e.recv_dsizes);
+                let sb = self.buf(sbytes);
+                let mut rb = self.buf(rbytes);
+                sent = sbytes as f64;
+                let sp = if e.in_place {
+                    in_place.cast_const()
+                } else {
+                    sb.as_ptr().cast()
+                };
+                let rp = rb.as_mut_ptr().cast();
+                let (scp, sdp, rcp, rdp) = (
+                    if e.in_place {
+                        std::ptr::null()
+                    } else {
+                        sc.as_ptr()
+                    },
+                    if e.in_place {
+                        std::ptr::null()
+                    } else {
+                        sd.as_ptr()
+                    },
+                    rcn.as_ptr(),
+                    rd.as_ptr(),
+                );
+                let (stp, rtp) = (
+                    if e.in_place {
+                        std::ptr::null()
+                    } else {
+                        stys.as_ptr()
+                    },
+                    rtys.as_ptr(),
+                );
+                // SAFETY: count, byte-displacement and datatype arrays have
+                // one entry per rank of `c` (the trace check made sure of
+                // the recorded lists); `sb` and `rb` hold the sums of
+                // count times datatype size the displacements add up to
+                // (the send side is ignored in place); the buffers go into
+                // `bufs` and the arrays into `keep` right after the call.
+                let rc = unsafe {
+                    go!(
+                        MPI_Alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c),
+                        MPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req),
+                        PMPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req)
+                    )
+                };
+                bufs.push(sb);
+                bufs.push(rb);
+                keep.ints.extend([sc, sd, rcn, rd]);
+                keep.types.extend([stys, rtys]);
+                rc
+            }
+            Op::ReduceScatter | Op::ReduceScatterBlock => {
+                let (op, ty) = self.reduction(e.redop, &recv)?;
+                let rcounts = if base == Op::ReduceScatter {
+                    counts(&e.recv_counts, self)
+                } else {
+                    vec![self.count(recv.count); np]
+                };
+                let total: i64 = rcounts.iter().map(|&x| i64::from(x)).sum();
+                let el = recv.dsize.max(1);
+                let sb = self.buf(usize::try_from(total * el).unwrap_or(0));
+                let mut rb = self.buf(usize::try_from(total * el).unwrap_or(0));
+                sent = sb.len() as f64;
+                let sp = if e.in_place {
+                    in_place.cast_const()
+                } else {
+                    sb.as_ptr().cast()
+                };
+                let rp = rb.as_mut_ptr().cast();
+                // `sp` (unless MPI_IN_PLACE) and `rp` point into `sb` and
+                // `rb`, which go into `bufs` right after the call, as
+                // `rcounts` goes into `keep`.
+                let rc = if base == Op::ReduceScatter {
+                    // SAFETY: `rcounts` has one entry per rank of `c` (the
+                    // trace check made sure of the recorded list); `sp` and
+                    // `rp` hold their sum in elements of `ty`.
+                    unsafe {
+                        go!(
+                            MPI_Reduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c),
+                            MPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req),
+                            PMPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req)
+                        )
+                    }
+                } else {
+                    let n = rcounts.first().copied().unwrap_or(0);
+                    // SAFETY: `sp` and `rp` hold `np` times `n` elements of
+                    // `ty`.
+                    unsafe {
+                        go!(
+                            MPI_Reduce_scatter_block(sp, rp, n, ty, op, c),
+                            MPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req),
+                            PMPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req)
+                        )
+                    }
+                };
+                bufs.push(sb);
+                bufs.push(rb);
+                keep.ints.push(rcounts);
+                rc
+            }
+            op => bail!("{} is not replayed yet", op.name()),
+        };
+        check(rc, e.op.name())?;
+        if nonblocking {
+            keep.bytes = bufs;
+            self.new_req(e.req, req, keep, false);
+        } else if self.yield_colls {
+            // Issued as PMPI_I*: complete it here, sleeping between tests
+            // (`bufs` and `keep` live until then).
+            self.await_request(&mut req)?;
+            drop((bufs, keep));
+        }
+        Ok(sent)
+    }
+}

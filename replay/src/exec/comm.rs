@@ -1,0 +1,243 @@
+//! Communicators: the table a rank's replay threads share, the
+//! constructors and `Comm_free` replayed from the lineage the trace
+//! recorded, and the translation of the trace's world ranks into a
+//! communicator's ranks.
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, bail};
+use compress::{CommId, Event, Op};
+use mpi_sys::*;
+
+use super::{Replayer, check};
+
+/// A communicator handle that may cross threads: under
+/// `MPI_THREAD_MULTIPLE` every thread of a process may use it.
+#[derive(Clone, Copy)]
+struct SharedComm(MPI_Comm);
+
+// SAFETY: MPI handles are process-wide; the replay only starts threads
+// after MPI granted MPI_THREAD_MULTIPLE, under which any thread may use a
+// communicator. Creation and freeing are ordered by `Progress`.
+unsafe impl Send for SharedComm {}
+
+/// The communicators of a rank by trace id, shared by its replay threads.
+#[derive(Clone)]
+pub(super) struct Comms(Arc<Mutex<HashMap<u32, SharedComm>>>);
+
+impl Comms {
+    /// The table at the start: the world and self communicators.
+    pub(super) fn new(world: MPI_Comm, selfc: MPI_Comm) -> Self {
+        Comms(Arc::new(Mutex::new(HashMap::from([
+            (CommId::WORLD.0, SharedComm(world)),
+            (CommId::SELF.0, SharedComm(selfc)),
+        ]))))
+    }
+
+    /// The communicator of trace id `id`, if it exists at this point.
+    pub(super) fn get(&self, id: u32) -> Option<MPI_Comm> {
+        self.0.lock().ok()?.get(&id).map(|c| c.0)
+    }
+
+    /// Enters a communicator the replay created.
+    fn insert(&self, id: u32, c: MPI_Comm) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(id, SharedComm(c));
+        }
+    }
+
+    /// Removes a communicator the replay freed.
+    fn remove(&self, id: u32) {
+        if let Ok(mut m) = self.0.lock() {
+            m.remove(&id);
+        }
+    }
+}
+
+/// `MPI_GROUP_NULL`: a group handle before MPI sets it.
+fn group_null() -> MPI_Group {
+    // SAFETY: reading an initialised mpi-sys constant.
+    unsafe { RSMPI_GROUP_NULL }
+}
+
+impl Replayer<'_> {
+    /// Communicator constructors and Comm_free, replayed from the lineage
+    /// the trace recorded.
+    pub(super) fn comm_op(&mut self, e: &Event) -> Result<()> {
+        let parent = self.comm(e.comm)?;
+        if e.op == Op::CommFree {
+            let mut c = parent;
+            // SAFETY: `c` is a live communicator created by this replay.
+            check(unsafe { MPI_Comm_free(&mut c) }, "MPI_Comm_free")?;
+            self.comms.remove(e.comm.0);
+            return Ok(());
+        }
+        let cr = e
+            .create
+            .as_ref()
+            .context("communicator constructor without its lineage")?;
+        // SAFETY: reading initialised mpi-sys constants.
+        let (undefined, null, info) =
+            unsafe { (RSMPI_UNDEFINED, RSMPI_COMM_NULL, RSMPI_INFO_NULL) };
+        let mut new = null;
+        let reorder = c_int::from(cr.reorder.unwrap_or(false));
+        // In every call below `parent` comes from this replay's table and
+        // `new` is a valid out-parameter; the arrays passed are the lists
+        // of the recorded lineage, which live across the call and have the
+        // lengths the application passed (the tracer records them whole).
+        let rc = match e.op {
+            // SAFETY: `parent` is live; `new` is a valid out-parameter.
+            Op::CommDup => unsafe { MPI_Comm_dup(parent, &mut new) },
+            // SAFETY: `parent` is live; `new` is a valid out-parameter.
+            Op::CommSplit => unsafe {
+                MPI_Comm_split(
+                    parent,
+                    cr.color.unwrap_or(undefined),
+                    cr.key.unwrap_or(0),
+                    &mut new,
+                )
+            },
+            // SAFETY: `parent` is live; `info` is MPI_INFO_NULL; `new` is a
+            // valid out-parameter.
+            Op::CommSplitType => unsafe {
+                MPI_Comm_split_type(
+                    parent,
+                    cr.split_type.unwrap_or(undefined),
+                    cr.key.unwrap_or(0),
+                    info,
+                    &mut new,
+                )
+            },
+            Op::CommCreate => {
+                // Members are world ranks: translate them into the parent.
+                let local = world_to_local(parent, &cr.members)?;
+                let mut pg = group_null();
+                // SAFETY: `parent` is live; `pg` is a valid out-parameter.
+                check(unsafe { MPI_Comm_group(parent, &mut pg) }, "MPI_Comm_group")?;
+                let mut g = group_null();
+                // SAFETY: `pg` is the group just made; `local` holds
+                // `local.len()` ranks of it; `g` is a valid out-parameter.
+                let rc =
+                    unsafe { MPI_Group_incl(pg, local.len() as c_int, local.as_ptr(), &mut g) };
+                // SAFETY: `pg` is this replay's and no longer used.
+                unsafe { MPI_Group_free(&mut pg) };
+                check(rc, "MPI_Group_incl")?;
+                // SAFETY: `g` is a group of `parent`'s processes; `new` is a
+                // valid out-parameter.
+                let rc = unsafe { MPI_Comm_create(parent, g, &mut new) };
+                // SAFETY: `g` is this replay's and no longer used.
+                unsafe { MPI_Group_free(&mut g) };
+                rc
+            }
+            // SAFETY: `parent` is live; `dims` has the `dims.len()` entries
+            // passed, `periods` one per dimension as recorded; `new` is a
+            // valid out-parameter.
+            Op::CartCreate => unsafe {
+                MPI_Cart_create(
+                    parent,
+                    cr.dims.len() as c_int,
+                    cr.dims.as_ptr(),
+                    cr.periods.as_ptr(),
+                    reorder,
+                    &mut new,
+                )
+            },
+            // SAFETY: `parent` is live; `dims` has an entry per dimension of
+            // the parent's grid (the trace check made sure); `new` is a
+            // valid out-parameter.
+            Op::CartSub => unsafe { MPI_Cart_sub(parent, cr.dims.as_ptr(), &mut new) },
+            // SAFETY: `parent` is live; `dims` (the index) has the
+            // `dims.len()` entries passed, `edges` as many as its last one
+            // as recorded; `new` is a valid out-parameter.
+            Op::GraphCreate => unsafe {
+                MPI_Graph_create(
+                    parent,
+                    cr.dims.len() as c_int,
+                    cr.dims.as_ptr(),
+                    cr.edges.as_ptr(),
+                    reorder,
+                    &mut new,
+                )
+            },
+            // SAFETY: `parent` is live; `sources` and `edges` have the
+            // lengths passed; MPI_UNWEIGHTED stands for both weight arrays;
+            // `info` is MPI_INFO_NULL; `new` is a valid out-parameter.
+            Op::DistGraphCreateAdjacent => unsafe {
+                MPI_Dist_graph_create_adjacent(
+                    parent,
+                    cr.sources.len() as c_int,
+                    cr.sources.as_ptr(),
+                    RSMPI_UNWEIGHTED(),
+                    cr.edges.len() as c_int,
+                    cr.edges.as_ptr(),
+                    RSMPI_UNWEIGHTED(),
+                    info,
+                    reorder,
+                    &mut new,
+                )
+            },
+            // SAFETY: `parent` is live; `sources` has the length passed,
+            // `dims` (the degrees) one entry per source and `edges` their
+            // sum as recorded; MPI_UNWEIGHTED stands for the weights;
+            // `info` is MPI_INFO_NULL; `new` is a valid out-parameter.
+            Op::DistGraphCreate => unsafe {
+                MPI_Dist_graph_create(
+                    parent,
+                    cr.sources.len() as c_int,
+                    cr.sources.as_ptr(),
+                    cr.dims.as_ptr(),
+                    cr.edges.as_ptr(),
+                    RSMPI_UNWEIGHTED(),
+                    info,
+                    reorder,
+                    &mut new,
+                )
+            },
+            op => bail!("{} is not replayed yet", op.name()),
+        };
+        check(rc, e.op.name())?;
+        if let Some(id) = cr.new
+            && new != null
+        {
+            self.comms.insert(id.0, new);
+        }
+        Ok(())
+    }
+}
+
+/// The ranks in `comm` of the given world ranks (the trace records peers
+/// and group members as world ranks).
+pub(super) fn world_to_local(comm: MPI_Comm, world: &[c_int]) -> Result<Vec<c_int>> {
+    let mut local = vec![0 as c_int; world.len()];
+    let (mut wg, mut cg) = (group_null(), group_null());
+    // SAFETY: the world communicator is valid after MPI_Init; `wg` is a
+    // valid out-parameter.
+    let rc = unsafe { MPI_Comm_group(RSMPI_COMM_WORLD, &mut wg) };
+    check(rc, "MPI_Comm_group")?;
+    // SAFETY: `comm` is a live communicator; `cg` is a valid out-parameter.
+    let rc = unsafe { MPI_Comm_group(comm, &mut cg) };
+    let rc = if rc == 0 {
+        // SAFETY: both groups were just made; `world` and `local` have
+        // `world.len()` entries.
+        let rc = unsafe {
+            MPI_Group_translate_ranks(
+                wg,
+                world.len() as c_int,
+                world.as_ptr(),
+                cg,
+                local.as_mut_ptr(),
+            )
+        };
+        // SAFETY: `cg` is this function's and no longer used.
+        unsafe { MPI_Group_free(&mut cg) };
+        rc
+    } else {
+        rc
+    };
+    // SAFETY: `wg` is this function's and no longer used.
+    unsafe { MPI_Group_free(&mut wg) };
+    check(rc, "MPI_Group_translate_ranks")?;
+    Ok(local)
+}

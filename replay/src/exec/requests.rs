@@ -1,0 +1,358 @@
+//! The request table of a replay thread and the calls on its requests:
+//! `Start`/`Startall`, `Request_free`, and the completion calls (the
+//! `Wait*` and `Test*` families), with the checks of their racy outcomes
+//! against the trace.
+
+use std::ffi::c_int;
+
+use anyhow::{Context, Result, anyhow};
+use compress::{Event, Op, ReqId};
+use mpi_sys::*;
+
+use super::comm::world_to_local;
+use super::{Replayer, blank_status, check, request_null};
+
+/// A live request of the replay and the buffers it uses.
+pub(super) struct Req {
+    handle: MPI_Request,
+    /// What MPI may read or write until the request completes: buffers,
+    /// and the count, displacement and datatype arrays of a nonblocking
+    /// v/w collective (a moved `Vec` keeps its heap block in place).
+    _keep: Keep,
+    persistent: bool,
+    /// For a receive: its communicator, to check the source it matched
+    /// against the trace's (a world rank) when it completes.
+    pub(super) comm: Option<MPI_Comm>,
+}
+
+/// The memory a nonblocking call hands to MPI, kept with its request in
+/// the table until the request completes (MPI may use it until then).
+#[derive(Default)]
+pub(super) struct Keep {
+    pub(super) bytes: Vec<Vec<u8>>,
+    pub(super) ints: Vec<Vec<c_int>>,
+    pub(super) types: Vec<Vec<MPI_Datatype>>,
+}
+
+impl Replayer<'_> {
+    /// Enters a new request (of trace id `id`) in the table with the
+    /// memory it uses, which then lives as long as the request.
+    pub(super) fn new_req(
+        &mut self,
+        id: Option<ReqId>,
+        handle: MPI_Request,
+        keep: Keep,
+        persistent: bool,
+    ) {
+        if let Some(id) = id {
+            self.reqs.insert(
+                id.0,
+                Req {
+                    handle,
+                    _keep: keep,
+                    persistent,
+                    comm: None,
+                },
+            );
+        }
+    }
+
+    /// `Start` and `Startall` of persistent requests of the table.
+    pub(super) fn start(&mut self, e: &Event) -> Result<f64> {
+        let mut hs = self.handles(&e.reqs)?;
+        if e.op == Op::Start {
+            let h = hs.first_mut().context("Start without a request")?;
+            // SAFETY: `h` is a live persistent request of this replay's
+            // table, which keeps its buffers.
+            check(unsafe { MPI_Start(h) }, "MPI_Start")?;
+        } else {
+            // SAFETY: `hs` holds `hs.len()` live persistent requests of this
+            // replay's table, which keeps their buffers.
+            let rc = unsafe { MPI_Startall(hs.len() as c_int, hs.as_mut_ptr()) };
+            check(rc, "MPI_Startall")?;
+        }
+        self.settle(&e.reqs, &hs);
+        Ok(0.0)
+    }
+
+    /// `Request_free`: the request leaves the table (its buffers with it).
+    pub(super) fn request_free(&mut self, e: &Event) -> Result<f64> {
+        let mut hs = self.handles(&e.reqs)?;
+        let h = hs.first_mut().context("Request_free without a request")?;
+        // SAFETY: `h` is a live request of this replay's table.
+        check(unsafe { MPI_Request_free(h) }, "MPI_Request_free")?;
+        if let Some(id) = e.reqs.first() {
+            self.reqs.remove(&id.0);
+        }
+        Ok(0.0)
+    }
+
+    /// The completion calls, `Wait`, `Test` and their all/any/some forms:
+    /// for the racy ones, first waits (untraced) until the requests the
+    /// trace says completed are complete, then compares the outcome.
+    pub(super) fn complete(&mut self, e: &Event) -> Result<f64> {
+        let mut ids = self.live(&e.reqs);
+        let racy = matches!(
+            e.op,
+            Op::Waitany | Op::Waitsome | Op::Testany | Op::Testsome
+        );
+        // In yield mode a blocking wait is preceded by
+        // test-and-sleep too: MPICH's MPI_Wait busy-polls (a
+        // 64-rank NPB CG replay on 2 cores: 221 s, most of it
+        // in MPI_Wait).
+        let blocking = matches!(e.op, Op::Wait | Op::Waitall);
+        if racy || e.flag == Some(true) || (blocking && self.opts.yield_wait) {
+            self.await_done(&e.done)?;
+        }
+        // MPI's Waitany and Testany return the first complete
+        // request in the array: if one before the recorded
+        // outcome completed too, the recorded one goes first
+        // (the call's request order then differs from the
+        // trace, which counts as a divergence).
+        if matches!(e.op, Op::Waitany | Op::Testany)
+            && let Some(&d) = e.done.first()
+            && let Some(pos) = ids.iter().position(|&i| i == d)
+        {
+            let mut earlier = false;
+            for &i in &ids[..pos] {
+                earlier |= self.is_complete(i)?;
+            }
+            if earlier {
+                ids.remove(pos);
+                ids.insert(0, d);
+                self.diverged += 1;
+            }
+        }
+        let mut hs = self.handles(&ids)?;
+        let n = hs.len() as c_int;
+        let mut flag: c_int = 0;
+        let mut idx: c_int = 0;
+        let mut out: c_int = 0;
+        let mut idxs = vec![0 as c_int; hs.len().max(1)];
+        // A plain-data array of statuses, filled by MPI.
+        let mut sts: Vec<MPI_Status> = vec![blank_status(); hs.len().max(1)];
+        // For every call below: `p` points at the `n` live requests of this
+        // replay's table in `hs`, `sp` at `max(n, 1)` statuses and `idxs`
+        // at as many indices (room for every request the call can
+        // complete); all of them, like the out-parameters, outlive the call.
+        let (p, sp) = (hs.as_mut_ptr(), sts.as_mut_ptr());
+        let rc = match e.op {
+            // SAFETY: `n > 0`, so `p` points at a live request; one status at `sp`.
+            Op::Wait if n > 0 => unsafe { MPI_Wait(p, sp) },
+            // SAFETY: `n` requests at `p`, `n` statuses at `sp`.
+            Op::Waitall => unsafe { MPI_Waitall(n, p, sp) },
+            // SAFETY: `n` requests at `p`; one status at `sp`.
+            Op::Waitany => unsafe { MPI_Waitany(n, p, &mut idx, sp) },
+            // SAFETY: `n` requests at `p`, room for `n` indices and statuses.
+            Op::Waitsome => unsafe { MPI_Waitsome(n, p, &mut out, idxs.as_mut_ptr(), sp) },
+            // SAFETY: `n > 0`, so `p` points at a live request; one status at `sp`.
+            Op::Test if n > 0 => unsafe { MPI_Test(p, &mut flag, sp) },
+            // SAFETY: `n` requests at `p`, `n` statuses at `sp`.
+            Op::Testall => unsafe { MPI_Testall(n, p, &mut flag, sp) },
+            // SAFETY: `n` requests at `p`; one status at `sp`.
+            Op::Testany => unsafe { MPI_Testany(n, p, &mut idx, &mut flag, sp) },
+            // SAFETY: `n` requests at `p`, room for `n` indices and statuses.
+            Op::Testsome => unsafe { MPI_Testsome(n, p, &mut out, idxs.as_mut_ptr(), sp) },
+            _ => {
+                // A completion on MPI_REQUEST_NULL only.
+                let mut h = request_null();
+                if e.op == Op::Wait {
+                    // SAFETY: waiting on MPI_REQUEST_NULL returns at once;
+                    // the status is ignored.
+                    unsafe { MPI_Wait(&mut h, RSMPI_STATUS_IGNORE) }
+                } else {
+                    // SAFETY: testing MPI_REQUEST_NULL returns at once;
+                    // `flag` is a valid out-parameter, the status ignored.
+                    unsafe { MPI_Test(&mut h, &mut flag, RSMPI_STATUS_IGNORE) }
+                }
+            }
+        };
+        check(rc, e.op.name())?;
+        let pick = |i: c_int| usize::try_from(i).ok().and_then(|i| ids.get(i).copied());
+        let completed: Vec<(ReqId, MPI_Status)> = match e.op {
+            Op::Wait | Op::Waitall => ids.iter().copied().zip(sts.iter().copied()).collect(),
+            Op::Test | Op::Testall if flag != 0 => {
+                ids.iter().copied().zip(sts.iter().copied()).collect()
+            }
+            Op::Waitany => pick(idx).map(|id| (id, sts[0])).into_iter().collect(),
+            Op::Testany if flag != 0 => pick(idx).map(|id| (id, sts[0])).into_iter().collect(),
+            Op::Waitsome | Op::Testsome if out > 0 => idxs[..out as usize]
+                .iter()
+                .zip(&sts)
+                .filter_map(|(&i, st)| pick(i).map(|id| (id, *st)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.check_outcome(e, &ids, &completed)?;
+        self.settle(&ids, &hs);
+        Ok(0.0)
+    }
+
+    /// The requests of a completion call that are still live. One that the
+    /// replay already completed (an earlier racy call completed more than
+    /// the application's did) is left out and counted as a divergence.
+    fn live(&mut self, ids: &[ReqId]) -> Vec<ReqId> {
+        let live: Vec<ReqId> = ids
+            .iter()
+            .copied()
+            .filter(|id| self.reqs.contains_key(&id.0))
+            .collect();
+        self.diverged += (ids.len() - live.len()) as u64;
+        live
+    }
+
+    /// Whether a live request has completed, without completing it.
+    fn is_complete(&self, id: ReqId) -> Result<bool> {
+        let Some(r) = self.reqs.get(&id.0) else {
+            return Ok(true);
+        };
+        let mut flag: c_int = 0;
+        check(
+            // SAFETY: a live request of this replay; the status is ignored and
+            // the request is not freed.
+            unsafe { PMPI_Request_get_status(r.handle, &mut flag, RSMPI_STATUS_IGNORE) },
+            "MPI_Request_get_status",
+        )?;
+        Ok(flag != 0)
+    }
+
+    /// Compares what a completion call completed with what the trace
+    /// says: the set of requests (for the racy any/some/test calls) and
+    /// the source and tag that wildcard receives matched. Each difference
+    /// counts as a divergence.
+    fn check_outcome(
+        &mut self,
+        e: &Event,
+        live: &[ReqId],
+        completed: &[(ReqId, MPI_Status)],
+    ) -> Result<()> {
+        if !matches!(e.op, Op::Wait | Op::Waitall) {
+            let mut want: Vec<u64> = e
+                .done
+                .iter()
+                .filter(|d| live.contains(d))
+                .map(|d| d.0)
+                .collect();
+            let mut got: Vec<u64> = completed.iter().map(|(id, _)| id.0).collect();
+            want.sort_unstable();
+            got.sort_unstable();
+            // A send that completed earlier than in the application: its
+            // completion depends on the library's progress, which no order
+            // of calls forces.
+            let early_sends = got
+                .iter()
+                .all(|id| want.contains(id) || self.reqs.get(id).is_none_or(|r| r.comm.is_none()));
+            if want != got && early_sends && want.iter().all(|id| got.contains(id)) {
+                self.latency += 1;
+            } else if want != got {
+                self.diverged += 1;
+            }
+        }
+        for m in &e.matched {
+            let Some(id) = m.req else { continue };
+            let (Some((_, st)), Some(c)) = (
+                completed.iter().find(|(r, _)| *r == id),
+                self.reqs.get(&id.0).and_then(|r| r.comm),
+            ) else {
+                continue;
+            };
+            let src = world_to_local(c, &[m.source])?[0];
+            if st.MPI_SOURCE != src || st.MPI_TAG != m.tag {
+                self.diverged += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The MPI handles of live requests of the table, in the order of
+    /// `ids`; an error names a request the trace uses but the replay does
+    /// not hold.
+    fn handles(&self, ids: &[ReqId]) -> Result<Vec<MPI_Request>> {
+        ids.iter()
+            .map(|id| {
+                self.reqs
+                    .get(&id.0)
+                    .map(|r| r.handle)
+                    .ok_or_else(|| anyhow!("request {} is not live at this point", id.0))
+            })
+            .collect()
+    }
+
+    /// After a completion call: new handles back into the table; completed
+    /// non-persistent requests leave it.
+    fn settle(&mut self, ids: &[ReqId], handles: &[MPI_Request]) {
+        let null = request_null();
+        for (id, &h) in ids.iter().zip(handles) {
+            if let Some(r) = self.reqs.get_mut(&id.0) {
+                if !r.persistent && h == null {
+                    self.reqs.remove(&id.0);
+                } else {
+                    r.handle = h;
+                }
+            }
+        }
+    }
+
+    /// Completes a request of replay's own (outside the traced API) by
+    /// test-and-pause.
+    pub(super) fn await_request(&self, r: &mut MPI_Request) -> Result<()> {
+        let mut backoff = self.backoff();
+        loop {
+            let mut f: c_int = 0;
+            check(
+                // SAFETY: `r` is a live request made by this replay.
+                unsafe { PMPI_Test(r, &mut f, RSMPI_STATUS_IGNORE) },
+                "MPI_Test",
+            )?;
+            if f != 0 {
+                return Ok(());
+            }
+            backoff.pause();
+        }
+    }
+
+    /// Polls (outside the traced API) until the requests the trace says
+    /// completed are complete, so that the traced Test/any/some call that
+    /// follows sees the same outcome as the application did.
+    pub(super) fn await_done(&self, done: &[ReqId]) -> Result<()> {
+        let mut pending: Vec<MPI_Request> = done
+            .iter()
+            .filter_map(|id| self.reqs.get(&id.0).map(|r| r.handle))
+            .collect();
+        let mut backoff = self.backoff();
+        while !pending.is_empty() {
+            // Some libraries (MPICH) do not progress inside
+            // MPI_Request_get_status; a probe, which consumes nothing, does.
+            let mut f: c_int = 0;
+            // SAFETY: world is valid; the status is ignored.
+            unsafe {
+                PMPI_Iprobe(
+                    RSMPI_ANY_SOURCE,
+                    RSMPI_ANY_TAG,
+                    RSMPI_COMM_WORLD,
+                    &mut f,
+                    RSMPI_STATUS_IGNORE,
+                )
+            };
+            let mut left = Vec::with_capacity(pending.len());
+            for h in pending {
+                let mut flag: c_int = 0;
+                check(
+                    // SAFETY: `h` is a live request of this replay;
+                    // MPI_STATUS_IGNORE is a valid status argument. Does not
+                    // free the request.
+                    unsafe { PMPI_Request_get_status(h, &mut flag, RSMPI_STATUS_IGNORE) },
+                    "MPI_Request_get_status",
+                )?;
+                if flag == 0 {
+                    left.push(h);
+                }
+            }
+            pending = left;
+            if !pending.is_empty() {
+                backoff.pause();
+            }
+        }
+        Ok(())
+    }
+}
