@@ -551,10 +551,14 @@ fn a_64_rank_trace_of_1e5_events_is_analysed_in_seconds() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Whether `got` is within 5 % or 5 ms of `want` (ns), the tolerance the
-/// wait-state tests allow a real run on a shared 2-core machine.
+/// Whether `got` is `want` (ns) as a real run on a shared 2-core machine
+/// measures it: at most 5 % or 5 ms shorter (a wait cannot be much shorter
+/// than the delay that causes it: only the clocks' reading differs), and
+/// at most 20 % or 5 ms longer, since an oversubscribed rank that is
+/// descheduled while it waits only makes the wait longer (a 50 ms Late
+/// Sender was seen at 55.4 ms on MPICH with the other core busy).
 fn near(got: i64, want: i64) -> bool {
-    (got - want).abs() <= (want / 20).max(5_000_000)
+    got >= want - (want / 20).max(5_000_000) && got <= want + (want / 5).max(5_000_000)
 }
 
 /// The wait states of a report, one by one.
