@@ -222,7 +222,7 @@ impl Histogram {
     /// Adds one sample. The bins are few (at most [`MAX_BINS`]) and a
     /// steady call's samples mostly fall into a bin that exists, so that
     /// bin is found by a scan and updated in place; only a new bin goes
-    /// through [`Histogram::put`] and may coarsen the histogram.
+    /// through `put` and may coarsen the histogram.
     pub fn add(&mut self, x: u64) {
         let index = self.coarse(Histogram::bin_of(x));
         for b in &mut self.bins {
