@@ -162,12 +162,10 @@ fn a_million_distinct_events_spill_compactly_to_memory() {
     assert_eq!(count, n);
 }
 
-/// NPB CG's loop nest, whose inner loops run twice per entry: speculation
-/// takes nearly every event (the run is 3 times faster in the benchmark) and
-/// builds the very trace the folding rules build, which stays small.
-#[test]
-fn cg_loops_that_run_twice_per_entry_give_the_same_small_trace_with_speculation() {
-    let events: Vec<compress::Event> = synth::cg(200_000).collect();
+/// Compresses `events` with and without speculative iterations and checks
+/// that both build the same trace, which expands to `events`; returns the
+/// speculative one. `what` names the stream in failures.
+fn same_trace_with_speculation(events: &[compress::Event], what: &str) -> compress::Trace {
     let build = |speculate: bool| {
         let mut c = Compressor::new(
             synth::RANK,
@@ -176,19 +174,30 @@ fn cg_loops_that_run_twice_per_entry_give_the_same_small_trace_with_speculation(
                 ..Config::default()
             },
         );
-        for e in &events {
+        for e in events {
             c.push(e).unwrap();
         }
         c.into_trace().unwrap()
     };
     let (on, off) = (build(true), build(false));
-    assert_eq!(on.to_string(), off.to_string());
+    assert_eq!(on.to_string(), off.to_string(), "{what}");
     let lines = |t: &compress::Trace| t.expand().map(|e| event_line(&e)).collect::<Vec<_>>();
     assert_eq!(
         lines(&on),
-        events.iter().map(event_line).collect::<Vec<_>>()
+        events.iter().map(event_line).collect::<Vec<_>>(),
+        "{what}"
     );
-    assert_eq!(lines(&on), lines(&off));
+    assert_eq!(lines(&on), lines(&off), "{what}");
+    on
+}
+
+/// NPB CG's loop nest, whose inner loops run twice per entry: speculation
+/// takes nearly every event (the run is 3 times faster in the benchmark) and
+/// builds the very trace the folding rules build, which stays small.
+#[test]
+fn cg_loops_that_run_twice_per_entry_give_the_same_small_trace_with_speculation() {
+    let events: Vec<compress::Event> = synth::cg(200_000).collect();
+    let on = same_trace_with_speculation(&events, "NPB CG");
     let s = on.stats();
     assert!(s.nodes <= 48 && s.spilled == 0, "{s:?}\n{on}");
 }
@@ -203,27 +212,7 @@ fn cg_loops_that_run_twice_per_entry_give_the_same_small_trace_with_speculation(
 fn long_inner_loops_give_the_same_trace_with_speculation() {
     for (reps, iters) in [(3, 20_000), (5, 3), (40, 100), (2, 9_000)] {
         let events: Vec<compress::Event> = synth::pingpong(reps, iters).collect();
-        let build = |speculate: bool| {
-            let mut c = Compressor::new(
-                synth::RANK,
-                Config {
-                    speculate,
-                    ..Config::default()
-                },
-            );
-            for e in &events {
-                c.push(e).unwrap();
-            }
-            c.into_trace().unwrap()
-        };
-        let (on, off) = (build(true), build(false));
-        assert_eq!(on.to_string(), off.to_string(), "{reps} x {iters}");
-        let lines = |t: &compress::Trace| t.expand().map(|e| event_line(&e)).collect::<Vec<_>>();
-        assert_eq!(
-            lines(&on),
-            events.iter().map(event_line).collect::<Vec<_>>(),
-            "{reps} x {iters}"
-        );
+        let on = same_trace_with_speculation(&events, &format!("{reps} x {iters}"));
         assert!(on.stats().nodes <= 6, "{reps} x {iters}: {on}");
     }
 }
