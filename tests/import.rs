@@ -69,16 +69,23 @@ fn expected(file: &Path) -> Vec<Want> {
     out
 }
 
+/// The transfer of a `Send` or `Recv` with its peer's world rank and its
+/// tag, which must both be concrete.
+fn p2p_side(ev: &Event) -> (compress::Transfer, i32, i32) {
+    let x = if ev.op == Op::Send { ev.send } else { ev.recv }.unwrap();
+    let Peer::Rank { world, .. } = x.peer else {
+        panic!("not a concrete peer: {ev:?}")
+    };
+    let Tag::Value(tag) = x.tag else {
+        panic!("not a concrete tag: {ev:?}")
+    };
+    (x, world, tag)
+}
+
 fn observed(ev: &Event) -> Want {
     match ev.op {
         Op::Send | Op::Recv => {
-            let x = if ev.op == Op::Send { ev.send } else { ev.recv }.unwrap();
-            let Peer::Rank { world, .. } = x.peer else {
-                panic!("not a concrete peer: {ev:?}")
-            };
-            let Tag::Value(tag) = x.tag else {
-                panic!("not a concrete tag: {ev:?}")
-            };
+            let (x, world, tag) = p2p_side(ev);
             assert_eq!(x.dsize, 1, "byte counts have datatype size 1");
             assert_eq!(ev.comm.0, 0, "on MPI_COMM_WORLD");
             Want::P2p {
@@ -248,13 +255,7 @@ fn render_pertext(
             Op::Init | Op::Finalize => continue,
             Op::Pcontrol => format!("DEL{}", ev.value.unwrap()),
             Op::Send | Op::Recv => {
-                let x = if ev.op == Op::Send { ev.send } else { ev.recv }.unwrap();
-                let Peer::Rank { world, .. } = x.peer else {
-                    panic!("not a concrete peer: {ev:?}")
-                };
-                let Tag::Value(tag) = x.tag else {
-                    panic!("not a concrete tag: {ev:?}")
-                };
+                let (x, world, tag) = p2p_side(&ev);
                 let pair = if ev.op == Op::Send {
                     (me, world)
                 } else {
