@@ -12,7 +12,7 @@ use mpi_helpers::{
 use mpi_sys::*;
 
 use super::requests::Keep;
-use super::{Replayer, check, predefined, request_null, stand_in_note};
+use super::{Replayer, check, elements, predefined, request_null, span, stand_in_note};
 
 /// The handle of a built-in reduction operation.
 fn builtin_op(op: ReduceOp) -> Option<MPI_Op> {
@@ -219,7 +219,7 @@ impl Replayer<'_> {
             }
             Op::Bcast => {
                 let (n, ty, mut b) = self.side(&send)?;
-                sent = b.len() as f64;
+                sent = elements(n, send.dsize) as f64;
                 let p = b.as_mut_ptr().cast();
                 bufs.push(b);
                 // SAFETY: `p` points at `n` elements of `ty`, held by `bufs`;
@@ -235,10 +235,10 @@ impl Replayer<'_> {
             Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
                 let (op, ty) = self.reduction(e.redop, &send)?;
                 let n = self.count(send.count);
-                let bytes = usize::try_from(i64::from(n) * send.dsize.max(1)).unwrap_or(0);
+                let bytes = elements(n, span(ty, send.dsize));
                 let sb = self.buf(bytes);
                 let mut rb = self.buf(bytes);
-                sent = bytes as f64;
+                sent = elements(n, send.dsize) as f64;
                 let sp = if e.in_place {
                     in_place.cast_const()
                 } else {
@@ -291,19 +291,24 @@ impl Replayer<'_> {
             Op::Gather | Op::Scatter | Op::Allgather | Op::Alltoall => {
                 let (sn, sty, sb) = self.side(&send)?;
                 let (rn, rty, _) = self.side(&recv)?;
-                let per = |n: c_int, d: i64| usize::try_from(i64::from(n) * d.max(1)).unwrap_or(0);
-                let (s_all, r_all) = match base {
-                    Op::Scatter => (per(sn, send.dsize) * np, per(rn, recv.dsize)),
-                    Op::Alltoall => (per(sn, send.dsize) * np, per(rn, recv.dsize) * np),
-                    _ => (per(sn, send.dsize), per(rn, recv.dsize) * np),
+                let (s_one, r_one) = (
+                    elements(sn, span(sty, send.dsize)),
+                    elements(rn, span(rty, recv.dsize)),
+                );
+                // How many blocks of one rank's count each side holds.
+                let (s_fan, r_fan) = match base {
+                    Op::Scatter => (np, 1),
+                    Op::Alltoall => (np, np),
+                    _ => (1, np),
                 };
+                let (s_all, r_all) = (s_one * s_fan, r_one * r_fan);
                 let sb = if base == Op::Scatter || base == Op::Alltoall {
                     self.buf(s_all)
                 } else {
                     sb
                 };
-                let mut rb = self.buf(r_all.max(per(rn, recv.dsize)));
-                sent = s_all as f64;
+                let mut rb = self.buf(r_all.max(r_one));
+                sent = (elements(sn, send.dsize) * s_fan) as f64;
                 let (sp, rp) = places(e.in_place, base == Op::Scatter, in_place, &sb, &mut rb);
                 bufs.push(sb);
                 bufs.push(rb);
@@ -363,23 +368,18 @@ impl Replayer<'_> {
                     counts(&e.recv_counts, self)
                 };
                 let (sd, rd) = (displs(&scounts), displs(&rcounts));
-                let total = |v: &[c_int], d: i64| {
-                    usize::try_from(v.iter().map(|&x| i64::from(x)).sum::<i64>() * d.max(1))
-                        .unwrap_or(0)
+                let sum = |v: &[c_int]| v.iter().map(|&x| i64::from(x)).sum::<i64>();
+                let selems = match base {
+                    Op::Gatherv | Op::Allgatherv => i64::from(sn),
+                    _ => sum(&scounts),
                 };
-                let sbytes = match base {
-                    Op::Gatherv | Op::Allgatherv => {
-                        usize::try_from(i64::from(sn) * send.dsize.max(1)).unwrap_or(0)
-                    }
-                    _ => total(&scounts, send.dsize),
+                let relems = match base {
+                    Op::Scatterv => i64::from(rn),
+                    _ => sum(&rcounts),
                 };
-                let rbytes = match base {
-                    Op::Scatterv => usize::try_from(i64::from(rn) * recv.dsize.max(1)).unwrap_or(0),
-                    _ => total(&rcounts, recv.dsize),
-                };
-                let sb = self.buf(sbytes);
-                let mut rb = self.buf(rbytes);
-                sent = sbytes as f64;
+                let sb = self.buf(elements(selems, span(sty, send.dsize)));
+                let mut rb = self.buf(elements(relems, span(rty, recv.dsize)));
+                sent = elements(selems, send.dsize) as f64;
                 let (sp, rp) = places(e.in_place, base == Op::Scatterv, in_place, &sb, &mut rb);
                 let (scp, sdp, rcp, rdp) =
                     (scounts.as_ptr(), sd.as_ptr(), rcounts.as_ptr(), rd.as_ptr());
@@ -518,10 +518,9 @@ impl Replayer<'_> {
                     vec![self.count(recv.count); np]
                 };
                 let total: i64 = rcounts.iter().map(|&x| i64::from(x)).sum();
-                let el = recv.dsize.max(1);
-                let sb = self.buf(usize::try_from(total * el).unwrap_or(0));
-                let mut rb = self.buf(usize::try_from(total * el).unwrap_or(0));
-                sent = sb.len() as f64;
+                let sb = self.buf(elements(total, span(ty, recv.dsize)));
+                let mut rb = self.buf(elements(total, span(ty, recv.dsize)));
+                sent = elements(total, recv.dsize) as f64;
                 let sp = if e.in_place {
                     in_place.cast_const()
                 } else {

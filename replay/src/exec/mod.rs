@@ -106,6 +106,30 @@ fn predefined(t: &Transfer) -> Option<MPI_Datatype> {
     (rc == 0 && i64::from(size) == t.dsize).then_some(ty)
 }
 
+/// The bytes one element of `ty` takes in a buffer of several: its upper
+/// bound (lower bound plus extent), at least `dsize` and at least 1. This
+/// is more than the recorded size for the MAXLOC/MINLOC pair types with
+/// padding (`MPI_DOUBLE_INT` is 12 bytes of data in 16 of extent on
+/// x86-64), so a buffer sized by the size alone would be overrun.
+pub(super) fn span(ty: MPI_Datatype, dsize: i64) -> i64 {
+    let (mut lb, mut extent): (MPI_Aint, MPI_Aint) = (0, 0);
+    // SAFETY: `ty` is a predefined datatype or one this replay committed;
+    // `lb` and `extent` are valid out-parameters.
+    let rc = unsafe { MPI_Type_get_extent(ty, &mut lb, &mut extent) };
+    let ub = if rc == 0 {
+        i64::try_from(lb.saturating_add(extent)).unwrap_or(0)
+    } else {
+        0
+    };
+    ub.max(dsize).max(1)
+}
+
+/// The length of a buffer of `n` elements of `span` bytes each (0 for a
+/// negative or overflowing product, which the trace check rules out).
+pub(super) fn elements(n: impl Into<i64>, span: i64) -> usize {
+    usize::try_from(n.into().saturating_mul(span)).unwrap_or(0)
+}
+
 /// Says once per process that something the application defined itself is
 /// replayed by a stand-in of the same size.
 fn stand_in_note(what: &str, dsize: i64) {
@@ -343,17 +367,12 @@ impl<'o> Replayer<'o> {
     }
 
     /// Count, datatype and a buffer for one side of a call: the buffer
-    /// has `count` times the recorded element size, the span of `count`
-    /// elements of the datatype, so every call may pass the three together.
-    /// (Not quite for the MAXLOC/MINLOC pair types with padding,
-    /// `MPI_SHORT_INT`, `MPI_DOUBLE_INT`, `MPI_LONG_INT` and
-    /// `MPI_LONG_DOUBLE_INT`: their extent exceeds their size, so more
-    /// than one of them spans more than the buffer; a known gap.)
+    /// spans `count` elements of the datatype ([`span`]), so every call
+    /// may pass the three together.
     fn side(&mut self, t: &Transfer) -> Result<(c_int, MPI_Datatype, Vec<u8>)> {
         let n = self.count(t.count);
         let ty = self.typed(t)?;
-        let bytes = usize::try_from(i64::from(n) * t.dsize.max(1)).unwrap_or(0);
-        Ok((n, ty, self.buf(bytes)))
+        Ok((n, ty, self.buf(elements(n, span(ty, t.dsize)))))
     }
 
     /// The pauses of a new polling loop.

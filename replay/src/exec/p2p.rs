@@ -12,7 +12,7 @@ use mpi_sys::*;
 
 use super::comm::world_to_local;
 use super::requests::Keep;
-use super::{Replayer, blank_status, check, request_null};
+use super::{Replayer, blank_status, check, elements, request_null};
 
 /// The buffer attached for buffered sends (Bsend, Ibsend).
 const BSEND_BYTES: usize = 64 << 20;
@@ -47,7 +47,7 @@ impl Replayer<'_> {
     pub(super) fn send(&mut self, e: &Event) -> Result<f64> {
         let t = e.send.context("send side missing")?;
         let (n, ty, b) = self.side(&t)?;
-        let bytes = b.len() as f64;
+        let bytes = elements(n, t.dsize) as f64;
         let c = self.comm(e.comm)?;
         let (p, tag) = (Self::peer(t.peer), Self::tag(t.tag));
         // Yielding on MPICH: a blocking send that waits for its
@@ -126,7 +126,7 @@ impl Replayer<'_> {
         );
         let (sn, sty, sb) = self.side(&s)?;
         let (rn, rty, mut rb) = self.side(&r)?;
-        let bytes = sb.len() as f64;
+        let bytes = elements(sn, s.dsize) as f64;
         let c = self.comm(e.comm)?;
         // SAFETY: `sb` holds `sn` elements of `sty` and `rb` has room for `rn`
         // of `rty`, both living across the call; `c` comes from this
@@ -158,7 +158,7 @@ impl Replayer<'_> {
             e.recv.context("receive side")?,
         );
         let (n, ty, mut b) = self.side(&s)?;
-        let bytes = b.len() as f64;
+        let bytes = elements(n, s.dsize) as f64;
         let c = self.comm(e.comm)?;
         // SAFETY: `b` holds `n` elements of `ty` and lives across the call;
         // `c` comes from this replay's table; the status is ignored.
@@ -185,7 +185,7 @@ impl Replayer<'_> {
     pub(super) fn isend(&mut self, e: &Event) -> Result<f64> {
         let t = e.send.context("send side missing")?;
         let (n, ty, b) = self.side(&t)?;
-        let bytes = b.len() as f64;
+        let bytes = elements(n, t.dsize) as f64;
         let c = self.comm(e.comm)?;
         let (p, tag) = (Self::peer(t.peer), Self::tag(t.tag));
         let mut h = request_null();

@@ -4,11 +4,12 @@
  * Each iteration runs two passes over all collectives: pass 0 calls every
  * blocking collective, pass 1 calls the corresponding nonblocking I-form,
  * each immediately completed by MPI_Wait.  Rooted collectives use
- * root = ITER % np.  Results are validated exactly (integer data).
+ * root = ITER % np.  Results are validated exactly (integer data, and
+ * integer-valued doubles for MAXLOC).
  *
  * In each pass: Barrier, Bcast, Reduce (MPI_IN_PLACE at the root),
- * Allreduce twice (MAX, then SUM with MPI_IN_PLACE), Gather twice (normal,
- * then MPI_IN_PLACE at the root), Gatherv (rank-dependent counts, gaps in
+ * Allreduce twice (MAXLOC on MPI_DOUBLE_INT pairs, then SUM with
+ * MPI_IN_PLACE), Gather twice (normal, then MPI_IN_PLACE at the root), Gatherv (rank-dependent counts, gaps in
  * the displacements), Scatter, Scatterv (rank-dependent counts, reversed
  * displacements), Allgather, Allgatherv, Alltoall, Alltoallv, Alltoallw
  * (per-peer derived datatypes of different sizes on the send side, MPI_INT on
@@ -81,14 +82,26 @@ static void pass(int it, int nb, MPI_Datatype *ctype)
              MPI_Ireduce(sb, NULL, 4, MPI_INT, MPI_SUM, root, comm, &rq));
     }
 
-    /* Allreduce MAX */
-    for (int i = 0; i < 3; i++) sb[i] = V(s, rank, i);
-    COLL(MPI_Allreduce(sb, rb, 3, MPI_INT, MPI_MAX, comm),
-         MPI_Iallreduce(sb, rb, 3, MPI_INT, MPI_MAX, comm, &rq));
+    /* Allreduce MAXLOC on (double, int) pairs: MPI_DOUBLE_INT's extent
+     * (16 bytes on x86-64) exceeds its size (12), which a replay must size
+     * its buffers for. */
+    struct { double v; int r; } pin[3], pout[3];
     for (int i = 0; i < 3; i++) {
-        int e = 0;
-        for (int q = 0; q < np; q++) e = V(s, q, i) > e ? V(s, q, i) : e;
-        CHECK(rb[i] == e, "allreduce max[%d]=%d expected %d", i, rb[i], e);
+        pin[i].v = V(s, rank, i);
+        pin[i].r = rank;
+    }
+    COLL(MPI_Allreduce(pin, pout, 3, MPI_DOUBLE_INT, MPI_MAXLOC, comm),
+         MPI_Iallreduce(pin, pout, 3, MPI_DOUBLE_INT, MPI_MAXLOC, comm, &rq));
+    for (int i = 0; i < 3; i++) {
+        int e = -1, at = -1;
+        for (int q = 0; q < np; q++)
+            if (V(s, q, i) > e) {
+                e = V(s, q, i);
+                at = q;
+            }
+        CHECK(pout[i].v == e && pout[i].r == at, "allreduce maxloc[%d]=(%g,%d) expected (%d,%d)",
+              i, pout[i].v, pout[i].r, e, at);
+        rb[i] = (int)pout[i].v ^ (pout[i].r << 20);
     }
     absorb(rb, 3);
 
