@@ -227,7 +227,7 @@ npb_run() { # npb_run BINARY NP TRACED: prints "timed-seconds wall-seconds"
   t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" '/Time in seconds/ { t = $NF } END { print t, b - a }' <<<"$out"
 }
-for bc in cg.S cg.W bt.S bt.W lu.S lu.W mg.S mg.W; do
+for bc in ${NPB_BENCHES:-cg.S cg.W bt.S bt.W lu.S lu.W mg.S mg.W}; do
   b=${bc%.*} class=${bc#*.}
   if ! scripts/npb.sh openmpi "$b" "$class" 4 16 >/dev/null 2>&1; then
     echo "$bc: NPB not available, skipped"

@@ -504,6 +504,40 @@ impl Event {
         }
     }
 
+    /// Turns this event into [`Event::new`]`(op)` but keeps the heap blocks
+    /// of its lists (emptied). A tracer that records every call into one
+    /// renewed event per thread allocates nothing per call once the lists
+    /// have grown: an allocation and a free per list and call were a
+    /// measurable part of the tracer's cost on NPB CG.
+    pub fn renew(&mut self, op: Op) {
+        let mut lists = [
+            std::mem::take(&mut self.send_counts),
+            std::mem::take(&mut self.recv_counts),
+            std::mem::take(&mut self.send_dsizes),
+            std::mem::take(&mut self.recv_dsizes),
+        ];
+        let (mut reqs, mut done, mut matched) = (
+            std::mem::take(&mut self.reqs),
+            std::mem::take(&mut self.done),
+            std::mem::take(&mut self.matched),
+        );
+        lists.iter_mut().for_each(Vec::clear);
+        reqs.clear();
+        done.clear();
+        matched.clear();
+        let [send_counts, recv_counts, send_dsizes, recv_dsizes] = lists;
+        *self = Event {
+            send_counts,
+            recv_counts,
+            send_dsizes,
+            recv_dsizes,
+            reqs,
+            done,
+            matched,
+            ..Event::new(op)
+        };
+    }
+
     /// A peer relative to the caller within the call's communicator
     /// (`local - comm_rank`), or `None` for wildcards, `MPI_PROC_NULL`, or
     /// when the caller's rank is unknown.
@@ -547,4 +581,50 @@ pub trait EventSink: Send {
     fn push(&mut self, event: &Event) -> Result<(), crate::Error>;
     /// Flushes everything; called once, at `MPI_Finalize` or `MPI_Abort`.
     fn finish(&mut self) -> Result<(), crate::Error>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_renewed_event_equals_a_new_one_and_keeps_its_lists_blocks() {
+        let mut e = Event::new(Op::Waitall);
+        e.site = 7;
+        e.thread = 2;
+        e.comm_rank = 3;
+        e.send = Some(Transfer::collective(4, 8));
+        e.root = Some(1);
+        e.in_place = true;
+        e.send_counts = vec![1, 2, 3];
+        e.recv_counts = vec![4; 9];
+        e.send_dsizes = vec![8];
+        e.recv_dsizes = vec![8, 8];
+        e.reqs = vec![ReqId(1), ReqId(2)];
+        e.done = vec![ReqId(2)];
+        e.matched = vec![Matched {
+            req: Some(ReqId(2)),
+            source: 5,
+            tag: 6,
+        }];
+        e.value = Some(9);
+        e.time.dur_ns = 11;
+        let before = [
+            e.send_counts.capacity(),
+            e.recv_counts.capacity(),
+            e.reqs.capacity(),
+        ];
+        let (reqs, matched) = (e.reqs.as_ptr(), e.matched.as_ptr());
+        e.renew(Op::Send);
+        assert_eq!(e, Event::new(Op::Send));
+        assert_eq!(
+            [
+                e.send_counts.capacity(),
+                e.recv_counts.capacity(),
+                e.reqs.capacity()
+            ],
+            before
+        );
+        assert_eq!((e.reqs.as_ptr(), e.matched.as_ptr()), (reqs, matched));
+    }
 }

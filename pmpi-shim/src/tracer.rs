@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
+use smallvec::SmallVec;
+
 use compress::raw::RawLogWriter;
 use compress::{
     CommId, Event, EventSink, Meta, Op, Packing, PartialRank, Peer, RankRecorder, Recording, ReqId,
@@ -153,6 +155,11 @@ thread_local! {
     /// through, so no call is counted twice.
     static BUSY: Cell<bool> = const { Cell::new(false) };
     static THREAD: RefCell<ThreadState> = RefCell::new(ThreadState::default());
+    /// The event each call of this thread is recorded into, renewed per
+    /// call ([`Event::renew`]) so that its lists allocate only while they
+    /// grow. Taken out for the call (a nested or panicking record finds an
+    /// empty one in its place and merely allocates).
+    static SCRATCH: RefCell<Event> = RefCell::new(Event::new(Op::Init));
 }
 
 #[derive(Default)]
@@ -406,10 +413,10 @@ impl Tracer {
     /// them). The k-th occurrence of a handle in `keys` names the k-th live
     /// request behind it, so an array holding one shared handle several
     /// times maps to distinct requests.
-    pub fn reqs(&self, keys: &[usize]) -> Vec<Option<ReqInfo>> {
+    pub fn reqs(&self, keys: &[usize]) -> Reqs {
         let me = self.thread_index();
         let Ok(m) = self.reqs.lock() else {
-            return vec![None; keys.len()];
+            return smallvec::smallvec![None; keys.len()];
         };
         // Occurrence counting: quadratic scans for the usual short arrays,
         // a map for long ones.
@@ -660,7 +667,18 @@ impl Tracer {
     }
 }
 
-type ReqMap = HandleMap<(usize, u32), Vec<ReqInfo>>;
+/// The live requests behind one handle of one thread, oldest first: nearly
+/// always one, kept inline so that registering a request allocates nothing.
+type ReqQueue = SmallVec<[ReqInfo; 1]>;
+
+type ReqMap = HandleMap<(usize, u32), ReqQueue>;
+
+/// What a completion call's requests are, one entry per handle (`None` for
+/// a handle the tracer does not know); inline for up to 8 handles.
+pub(crate) type Reqs = SmallVec<[Option<ReqInfo>; 8]>;
+
+/// Handle keys of a request array; inline for up to 8 handles.
+pub(crate) type Keys = SmallVec<[usize; 8]>;
 
 /// A hash map keyed by MPI handles, small ids and code addresses, hashed
 /// by [`HandleHasher`]. Every intercepted call looks up its communicator,
@@ -710,7 +728,7 @@ fn req_owner(m: &ReqMap, key: usize, me: u32) -> Option<u32> {
     m.keys().find(|(k, _)| *k == key).map(|(_, t)| *t)
 }
 
-fn req_queue(m: &ReqMap, key: usize, me: u32) -> Option<&Vec<ReqInfo>> {
+fn req_queue(m: &ReqMap, key: usize, me: u32) -> Option<&ReqQueue> {
     m.get(&(key, req_owner(m, key, me)?))
 }
 
@@ -769,7 +787,8 @@ impl Scope {
             if tracer.config.panic_at == Some(n) {
                 panic!("fault injected by RANKSCALE_FAULT at event {n}");
             }
-            let mut ev = Event::new(op);
+            let mut ev = SCRATCH.with(|e| std::mem::replace(&mut *e.borrow_mut(), Event::new(op)));
+            ev.renew(op);
             fill(tracer, &mut ev);
             ev.site = callsite::signature(self.ret, tracer.config.depth);
             if ev.op.has_comm() {
@@ -788,6 +807,7 @@ impl Scope {
                 ts.last_leave = leave;
             });
             tracer.push(&ev);
+            SCRATCH.with(|e| *e.borrow_mut() = ev);
         }));
         if r.is_err() {
             let msg = LAST_PANIC

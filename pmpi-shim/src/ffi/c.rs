@@ -25,7 +25,7 @@ use super::{
     nap, new_comm, redop, xfer,
 };
 use crate::return_address;
-use crate::tracer::{self, CommInfo, ReqInfo, Scope, Tracer};
+use crate::tracer::{self, CommInfo, Keys, ReqInfo, Scope, Tracer};
 
 /// Defines one C entry point. `$body` runs only when the call is traced; it
 /// must call PMPI with the same arguments and record the event.
@@ -140,10 +140,10 @@ pub(crate) fn new_req(
 ///
 /// # Safety
 /// `reqs` must point to `n` requests.
-unsafe fn req_keys(reqs: *const MPI_Request, n: c_int) -> Vec<usize> {
+unsafe fn req_keys(reqs: *const MPI_Request, n: c_int) -> Keys {
     let n = usize::try_from(n).unwrap_or(0);
     if reqs.is_null() || n == 0 {
-        return Vec::new();
+        return Keys::new();
     }
     // SAFETY: guaranteed by the caller.
     unsafe { std::slice::from_raw_parts(reqs, n) }
@@ -164,8 +164,8 @@ pub(crate) fn completion(
     done: &[usize],
     status_of: impl Fn(usize) -> Option<MPI_Status>,
 ) {
-    ev.reqs = infos.iter().flatten().map(|r| r.id).collect();
-    let mut retired = Vec::with_capacity(done.len());
+    ev.reqs.extend(infos.iter().flatten().map(|r| r.id));
+    let mut retired = Keys::new();
     for (k, &i) in done.iter().enumerate() {
         let Some(Some(info)) = infos.get(i) else {
             continue;
@@ -556,13 +556,15 @@ pub(crate) fn fill_start(t: &Tracer, ev: &mut Event, before: &[usize], after: &[
     for (b, a) in before.iter().zip(after) {
         t.rekey_req(*b, *a);
     }
-    ev.reqs = t.reqs(after).into_iter().flatten().map(|r| r.id).collect();
+    ev.reqs
+        .extend(t.reqs(after).into_iter().flatten().map(|r| r.id));
 }
 
 /// Fills Request_free and forgets the request (`key`: its handle key,
 /// read before the call).
 pub(crate) fn fill_request_free(t: &Tracer, ev: &mut Event, key: usize) {
-    ev.reqs = t.reqs(&[key]).into_iter().flatten().map(|r| r.id).collect();
+    ev.reqs
+        .extend(t.reqs(&[key]).into_iter().flatten().map(|r| r.id));
     t.retire_reqs(&[key], true);
 }
 
