@@ -2,6 +2,7 @@
 
 mod analyze;
 mod check;
+mod codegen;
 mod export;
 mod extrap;
 mod html;
@@ -101,6 +102,12 @@ enum Cmd {
     ///
     /// Example: rankscale check app.64.trace --ranks 0,5,7-9
     Check(check::Args),
+    /// Write a trace as one self-contained C+MPI benchmark with the trace's
+    /// loops, calls, communicators and computation (sleeps), to stand in
+    /// for the application where its source cannot be shared.
+    ///
+    /// Example: rankscale codegen app.64.trace -o bench.c && mpicc.mpich -O2 -o bench bench.c -lm
+    Codegen(codegen::Args),
     /// Find communication patterns, segment them into phases, flag slow
     /// instances with their cause, and rank slow patterns by Inspection
     /// Affinity. Instance timing needs a trace taken with
@@ -198,6 +205,7 @@ fn main() {
         Cmd::Show { file, json, expand } => show::show(&file, json, expand),
         Cmd::Stats { path } => stats::stats(&path),
         Cmd::Check(args) => check::run(&args),
+        Cmd::Codegen(args) => codegen::run(&args),
         Cmd::Analyze(args) => analyze::run(&args),
         Cmd::Report { file, output } => html::report(&file, &output),
         Cmd::Topology { files } => extrap::topology(&files),

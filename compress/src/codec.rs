@@ -257,6 +257,17 @@ impl Shape {
         &NAMES[..self.layout().1.len()]
     }
 
+    /// The send buffer's datatype ([`Datatype::UNKNOWN`] without a send
+    /// side or for traces that predate datatype codes).
+    pub fn send_type(&self) -> Datatype {
+        self.stype
+    }
+
+    /// The receive buffer's datatype, as [`Shape::send_type`].
+    pub fn recv_type(&self) -> Datatype {
+        self.rtype
+    }
+
     /// Whether the call passed `MPI_IN_PLACE`.
     pub fn in_place(&self) -> bool {
         self.has(IN_PLACE)

@@ -877,6 +877,15 @@ impl MergedTrace {
         self.lost
     }
 
+    /// Events kept verbatim before the loop structure (spilled out of a
+    /// rank's compression queue, see [`Spill`]), all ranks together.
+    pub fn spilled_events(&self) -> u64 {
+        self.spills
+            .iter()
+            .map(|s| s.events)
+            .fold(0, u64::saturating_add)
+    }
+
     /// Events of all ranks together (spilled ones included).
     pub fn total_events(&self) -> u64 {
         fn walk(n: &MNode) -> u64 {

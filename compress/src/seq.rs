@@ -362,6 +362,44 @@ impl ValueSeq {
         })
     }
 
+    /// The sequence as a flat list of words, for programs that evaluate it
+    /// outside Rust (the C benchmarks of `rankscale codegen`): the number of
+    /// blocks, then each block; the open segment is the last block. A
+    /// segment is `0, start, stride, len`; a repeat block is `1, words,
+    /// reps, shift, period_len, blocks`, then its period's blocks, where
+    /// `words` counts the block's words from `reps` on, so that a reader
+    /// can skip it. Value `i` is found by walking the blocks as
+    /// [`ValueSeq::get`] does; arithmetic wraps in 64 bits.
+    pub fn flatten(&self, out: &mut Vec<i64>) {
+        fn block(b: &Block, out: &mut Vec<i64>) {
+            match b {
+                Block::Seg(s) => seg(s, out),
+                Block::Rep(r) => {
+                    out.push(1);
+                    let at = out.len();
+                    out.push(0);
+                    out.extend([r.reps as i64, r.shift, r.period_len as i64]);
+                    out.push(r.period.len() as i64);
+                    for b in &r.period {
+                        block(b, out);
+                    }
+                    out[at] = (out.len() - at - 1) as i64;
+                }
+            }
+        }
+        fn seg(s: &Seg, out: &mut Vec<i64>) {
+            out.extend([0, s.start, s.stride, s.len as i64]);
+        }
+        let open = usize::from(self.cur.len > 0);
+        out.push((self.blocks.len() + open) as i64);
+        for b in &self.blocks {
+            block(b, out);
+        }
+        if open == 1 {
+            seg(&self.cur, out);
+        }
+    }
+
     /// The last value.
     pub fn last(&self) -> Option<i64> {
         if self.cur.len > 0 {
@@ -752,6 +790,57 @@ fn gcd(a: u64, b: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Value `i` of a flattened sequence, read the way the C runtime of
+    /// `rankscale codegen` reads it: the format's independent reader.
+    fn flat_get(w: &[i64], i: u64) -> Option<i64> {
+        fn blocks(w: &[i64], n: i64, mut i: u64) -> Option<(i64, usize)> {
+            let mut at = 0;
+            for _ in 0..n {
+                if w[at] == 0 {
+                    let (start, stride, len) = (w[at + 1], w[at + 2], w[at + 3] as u64);
+                    if i < len {
+                        return Some((start.wrapping_add(stride.wrapping_mul(i as i64)), 0));
+                    }
+                    i -= len;
+                    at += 4;
+                } else {
+                    let words = w[at + 1] as usize;
+                    let (reps, shift, plen) = (w[at + 2] as u64, w[at + 3], w[at + 4] as u64);
+                    if i < reps * plen {
+                        let (v, _) = blocks(&w[at + 6..], w[at + 5], i % plen)?;
+                        return Some((v.wrapping_add(shift.wrapping_mul((i / plen) as i64)), 0));
+                    }
+                    i -= reps * plen;
+                    at += 2 + words;
+                }
+            }
+            None
+        }
+        blocks(&w[1..], w[0], i).map(|(v, _)| v)
+    }
+
+    #[test]
+    fn a_flattened_sequence_gives_the_same_values() {
+        let nest: Vec<i64> = (0..3)
+            .flat_map(|i| (0..4).flat_map(move |j| (0..5).map(move |k| 100 * i + 10 * j + k)))
+            .collect();
+        let mut rng = crate::rng::SplitMix64::new(11);
+        let random: Vec<i64> = (0..300).map(|_| (rng.next_u64() % 4) as i64).collect();
+        let rotate: Vec<i64> = (0..200).map(|i| [1, -1, 8, -8][i % 4]).collect();
+        let mut tail = nest.clone();
+        tail.extend([7, 7, 9]);
+        for values in [nest, random, rotate, tail, vec![], vec![5]] {
+            let s: ValueSeq = values.iter().copied().collect();
+            let mut w = Vec::new();
+            s.flatten(&mut w);
+            let got: Vec<i64> = (0..values.len() as u64)
+                .map(|i| flat_get(&w, i).expect("a value"))
+                .collect();
+            assert_eq!(got, values, "{s:?} as {w:?}");
+            assert_eq!(flat_get(&w, values.len() as u64), None);
+        }
+    }
 
     /// `repeats` agrees with the values, on sequences built as loop nests
     /// build them (rotating peers, tags that count, nested repeats) and on

@@ -1,0 +1,819 @@
+//! The program: the trace's loops as C loops, each event node as its MPI
+//! call with its parameters, guarded by its ranklist where that differs
+//! from the enclosing one.
+
+use std::collections::{BTreeSet, HashMap};
+
+use compress::seq::SeqForm;
+use compress::{Datatype, EventNode, LoopNode, MNode, Op, Param, RankList, ReduceOp};
+
+use crate::Error;
+use crate::tables::{Tables, int};
+
+/// The list parameters by position (see [`compress::Shape::list_names`]).
+const SEND_COUNTS: usize = 0;
+const RECV_COUNTS: usize = 1;
+const SEND_DSIZES: usize = 2;
+const RECV_DSIZES: usize = 3;
+const REQS: usize = 4;
+const DIMS: usize = 7;
+const PERIODS: usize = 8;
+const EDGES: usize = 9;
+const SOURCES: usize = 10;
+const MEMBERS: usize = 11;
+
+/// Builds the program text and its tables.
+pub(crate) struct Emitter<'a> {
+    pub(crate) tables: Tables,
+    /// The statements of `rs_program`.
+    pub(crate) body: String,
+    indent: usize,
+    labels: &'a HashMap<u64, String>,
+    loops: usize,
+    /// The path class of an event here: 0 outside loops, else from the
+    /// innermost loop's index.
+    class: String,
+    /// Datatype codes the program names.
+    pub(crate) types: BTreeSet<u8>,
+    /// Whether the trace has buffered sends (the program attaches a buffer).
+    pub(crate) buffered: bool,
+    /// Event nodes emitted.
+    pub(crate) events: usize,
+}
+
+/// One side of a transfer: the C expressions of its fields.
+struct Side {
+    count: String,
+    dtype: String,
+}
+
+impl<'a> Emitter<'a> {
+    pub(crate) fn new(labels: &'a HashMap<u64, String>) -> Emitter<'a> {
+        Emitter {
+            tables: Tables::default(),
+            body: String::new(),
+            indent: 1,
+            labels,
+            loops: 0,
+            class: "0".into(),
+            types: BTreeSet::new(),
+            buffered: false,
+            events: 0,
+        }
+    }
+
+    fn line(&mut self, s: &str) {
+        for _ in 0..self.indent {
+            self.body.push_str("    ");
+        }
+        self.body.push_str(s);
+        self.body.push('\n');
+    }
+
+    fn open(&mut self, s: &str) {
+        self.line(s);
+        self.indent += 1;
+    }
+
+    fn close(&mut self) {
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Nodes executed by the ranks of `within` (no guard where a node's
+    /// ranklist is the same).
+    pub(crate) fn nodes(&mut self, nodes: &[MNode], within: &RankList) -> Result<(), Error> {
+        for n in nodes {
+            let guard = n.ranks() != within;
+            if guard {
+                let id = self.tables.ranklist(n.ranks());
+                self.open(&format!("if (rs_in[{id}]) {{ /* ranks {} */", n.ranks()));
+            }
+            match n {
+                MNode::Event(e) => self.event(e)?,
+                MNode::Loop(l) => self.lp(l)?,
+                _ => {
+                    return Err(Error::Malformed {
+                        op: "?",
+                        what: "a node of a newer trace format".into(),
+                    });
+                }
+            }
+            if guard {
+                self.close();
+            }
+        }
+        Ok(())
+    }
+
+    fn lp(&mut self, l: &LoopNode) -> Result<(), Error> {
+        let k = self.loops;
+        self.loops += 1;
+        let count = self.value(l.counts(), l.ranks());
+        self.open(&format!(
+            "for (int64_t i{k} = 0, n{k} = {count}; i{k} < n{k}; i{k}++) {{"
+        ));
+        let outer = std::mem::replace(&mut self.class, format!("RS_CLS(i{k}, n{k})"));
+        self.nodes(l.body(), l.ranks())?;
+        self.class = outer;
+        self.close();
+        Ok(())
+    }
+
+    /// The C expression of parameter `p` on the ranks `ranks`: a literal
+    /// (or a literal minus the rank, for an absolute peer) where every rank
+    /// has the same constant, else the next value from the tables.
+    fn value(&mut self, p: &Param, ranks: &RankList) -> String {
+        if let ([v], []) = (p.variants(), p.phased())
+            && let SeqForm::Const { value, .. } = v.values().form()
+            && ranks.iter().all(|r| v.ranks().contains(r))
+        {
+            return if v.is_absolute() {
+                format!("({} - rs_rank)", int(value))
+            } else {
+                int(value)
+            };
+        }
+        format!("rs_next({})", self.tables.param(p))
+    }
+
+    /// A list parameter read into scratch slot `slot`; the C expression of
+    /// its length.
+    fn list(&mut self, e: &EventNode, which: usize, slot: usize) -> String {
+        let Some(l) = e.lists().get(which) else {
+            return "0".into();
+        };
+        let lens = self.tables.param(l.lens());
+        let cols: Vec<String> = l
+            .columns()
+            .iter()
+            .map(|c| self.tables.param(c).to_string())
+            .collect();
+        let cols = if cols.is_empty() {
+            "0".into()
+        } else {
+            cols.join(", ")
+        };
+        format!(
+            "rs_list({slot}, {lens}, {}, {}, (const int[]){{{cols}}})",
+            l.width(),
+            l.columns().len()
+        )
+    }
+
+    /// The expression of fixed parameter `name`.
+    fn field(&mut self, e: &EventNode, name: &str) -> Option<String> {
+        let i = e.shape().param_names().iter().position(|n| *n == name)?;
+        Some(self.value(&e.params()[i], e.ranks()))
+    }
+
+    fn need(&mut self, e: &EventNode, name: &str) -> Result<String, Error> {
+        self.field(e, name).ok_or_else(|| Error::Malformed {
+            op: e.shape().op().name(),
+            what: format!("no {name} parameter"),
+        })
+    }
+
+    /// Declares a transfer side's count and datatype (`{p}_n`, `{p}_t`):
+    /// none and `MPI_BYTE` where the call has no such side (the receive
+    /// side of a gather off its root, say).
+    fn side(&mut self, e: &EventNode, p: &str, code: Datatype) -> Result<Side, Error> {
+        let dir = if p == "s" { "send" } else { "recv" };
+        match (
+            self.field(e, &format!("{dir}.count")),
+            self.field(e, &format!("{dir}.dsize")),
+        ) {
+            (Some(count), Some(dsize)) => {
+                let code = if code.is_known() { code.0 } else { 0 };
+                self.types.insert(code);
+                self.line(&format!("const int {p}_n = rs_count({count});"));
+                self.line(&format!(
+                    "const MPI_Datatype {p}_t = rs_dt(RS_T{code}, {dsize});"
+                ));
+            }
+            _ => {
+                self.line(&format!("const int {p}_n = 0;"));
+                self.line(&format!("const MPI_Datatype {p}_t = MPI_BYTE;"));
+            }
+        }
+        self.line(&format!("(void){p}_n;"));
+        self.line(&format!("(void){p}_t;"));
+        Ok(Side {
+            count: format!("{p}_n"),
+            dtype: format!("{p}_t"),
+        })
+    }
+
+    /// Declares a point-to-point side's peer and tag (`{p}_peer`,
+    /// `{p}_tag`); `cr` is the caller's rank in the communicator.
+    fn endpoint(&mut self, e: &EventNode, p: &str) -> Result<(), Error> {
+        let dir = if p == "s" { "send" } else { "recv" };
+        let peer = self.need(e, &format!("{dir}.peer"))?;
+        let local = self.need(e, &format!("{dir}.local"))?;
+        let tag = self.need(e, &format!("{dir}.tag"))?;
+        let peer_c = match (peer.parse::<i64>(), local.parse::<i64>()) {
+            _ if peer == "INT64_MIN" => "MPI_ANY_SOURCE".to_string(),
+            (Ok(v), _) if v == i64::MIN + 1 => "MPI_PROC_NULL".to_string(),
+            (Ok(_), Ok(0)) => "(int)cr".to_string(),
+            (Ok(_), Ok(l)) if l > 0 => format!("(int)(cr + {l})"),
+            (Ok(_), Ok(l)) => format!("(int)(cr - {})", l.unsigned_abs()),
+            _ => format!("rs_peer({peer}, {local}, cr)"),
+        };
+        let tag_c = match tag.parse::<i64>() {
+            _ if tag == "INT64_MIN" => "MPI_ANY_TAG".to_string(),
+            Ok(t) => t.to_string(),
+            Err(_) => format!("rs_tag({tag})"),
+        };
+        self.line(&format!("const int {p}_peer = {peer_c};"));
+        self.line(&format!("const int {p}_tag = {tag_c};"));
+        Ok(())
+    }
+
+    /// Declares `c` (the communicator) and, when `rank` is set, `cr` (the
+    /// caller's rank in it).
+    fn comm(&mut self, e: &EventNode, rank: bool) -> Result<(), Error> {
+        let c = self.need(e, "comm")?;
+        let c = match c.as_str() {
+            "0" => "MPI_COMM_WORLD".to_string(),
+            "1" => "MPI_COMM_SELF".to_string(),
+            _ => format!("rs_comm({c})"),
+        };
+        self.line(&format!("const MPI_Comm c = {c};"));
+        if rank {
+            let off = self.need(e, "comm_rank")?;
+            let cr = if off == "0" {
+                "rs_rank".to_string()
+            } else {
+                format!("rs_rank + {off}")
+            };
+            self.line(&format!("const int64_t cr = {cr};"));
+            self.line("(void)cr;");
+        }
+        Ok(())
+    }
+
+    /// Declares `rq`, the id of the request the call creates.
+    fn new_request(&mut self, e: &EventNode) -> Result<(), Error> {
+        let rq = self.need(e, "req")?;
+        self.line(&format!("const int64_t rq = {rq};"));
+        Ok(())
+    }
+
+    fn event(&mut self, e: &EventNode) -> Result<(), Error> {
+        let shape = *e.shape();
+        let op = shape.op();
+        if shape.thread() != 0 {
+            return Err(Error::Threads);
+        }
+        let node = self.tables.timing(e.timing());
+        self.events += 1;
+        let site = self
+            .labels
+            .get(&shape.site())
+            .map_or_else(|| format!("site {:016x}", shape.site()), Clone::clone)
+            .replace("*/", "* /");
+        self.open(&format!("{{ /* {}: {site} */", op.name()));
+        if !matches!(op, Op::Init | Op::InitThread) {
+            self.line(&format!("rs_compute({node}, {});", self.class));
+        }
+        let name = op.name();
+        match op {
+            Op::Init => self.line("/* MPI_Init opened the program */"),
+            Op::InitThread => self.line("/* MPI_Init_thread opened the program */"),
+            Op::Finalize => {
+                self.line("rs_finish();");
+                self.line("MPI_Finalize();");
+            }
+            Op::Abort => {
+                self.comm(e, false)?;
+                let v = self.field(e, "value").unwrap_or_else(|| "1".into());
+                self.line(&format!("MPI_Abort(c, (int)({v}));"));
+            }
+            Op::Pcontrol => {
+                let v = self.field(e, "value").unwrap_or_else(|| "0".into());
+                self.line(&format!("MPI_Pcontrol((int)({v}));"));
+            }
+            Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => {
+                self.buffered |= op == Op::Bsend;
+                self.comm(e, true)?;
+                let s = self.side(e, "s", shape.send_type())?;
+                self.endpoint(e, "s")?;
+                self.line(&format!(
+                    "MPI_{name}(rs_buf(0, {n}, {t}), {n}, {t}, s_peer, s_tag, c);",
+                    n = s.count,
+                    t = s.dtype
+                ));
+            }
+            Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend | Op::SendInit | Op::SsendInit => {
+                self.buffered |= op == Op::Ibsend;
+                self.comm(e, true)?;
+                let s = self.side(e, "s", shape.send_type())?;
+                self.endpoint(e, "s")?;
+                self.new_request(e)?;
+                self.line(&format!(
+                    "void *b = rs_rqbuf(rq, {n}, {t});",
+                    n = s.count,
+                    t = s.dtype
+                ));
+                self.line(&format!(
+                    "MPI_{name}(b, {n}, {t}, s_peer, s_tag, c, rs_req(rq));",
+                    n = s.count,
+                    t = s.dtype
+                ));
+            }
+            Op::Recv => {
+                self.comm(e, true)?;
+                let r = self.side(e, "r", shape.recv_type())?;
+                self.endpoint(e, "r")?;
+                self.line(&format!(
+                    "MPI_Recv(rs_buf(1, {n}, {t}), {n}, {t}, r_peer, r_tag, c, MPI_STATUS_IGNORE);",
+                    n = r.count,
+                    t = r.dtype
+                ));
+            }
+            Op::Irecv | Op::RecvInit => {
+                self.comm(e, true)?;
+                let r = self.side(e, "r", shape.recv_type())?;
+                self.endpoint(e, "r")?;
+                self.new_request(e)?;
+                self.line(&format!(
+                    "void *b = rs_rqbuf(rq, {n}, {t});",
+                    n = r.count,
+                    t = r.dtype
+                ));
+                self.line(&format!(
+                    "MPI_{name}(b, {n}, {t}, r_peer, r_tag, c, rs_req(rq));",
+                    n = r.count,
+                    t = r.dtype
+                ));
+            }
+            Op::Sendrecv => {
+                self.comm(e, true)?;
+                let s = self.side(e, "s", shape.send_type())?;
+                self.endpoint(e, "s")?;
+                let r = self.side(e, "r", shape.recv_type())?;
+                self.endpoint(e, "r")?;
+                self.line(&format!(
+                    "MPI_Sendrecv(rs_buf(0, {sn}, {st}), {sn}, {st}, s_peer, s_tag, rs_buf(1, {rn}, \
+                     {rt}), {rn}, {rt}, r_peer, r_tag, c, MPI_STATUS_IGNORE);",
+                    sn = s.count,
+                    st = s.dtype,
+                    rn = r.count,
+                    rt = r.dtype
+                ));
+            }
+            Op::SendrecvReplace => {
+                self.comm(e, true)?;
+                let s = self.side(e, "s", shape.send_type())?;
+                self.endpoint(e, "s")?;
+                let r = self.side(e, "r", shape.recv_type())?;
+                self.endpoint(e, "r")?;
+                self.line(&format!(
+                    "MPI_Sendrecv_replace(rs_buf(1, {sn} > {rn} ? {sn} : {rn}, {st}), {sn}, {st}, \
+                     s_peer, s_tag, r_peer, r_tag, c, MPI_STATUS_IGNORE);",
+                    sn = s.count,
+                    st = s.dtype,
+                    rn = r.count,
+                ));
+            }
+            Op::Wait
+            | Op::Waitall
+            | Op::Waitany
+            | Op::Waitsome
+            | Op::Test
+            | Op::Testall
+            | Op::Testany
+            | Op::Testsome
+            | Op::Start
+            | Op::Startall
+            | Op::RequestFree => {
+                let which = match op {
+                    Op::Wait => "RS_WAIT",
+                    Op::Waitall => "RS_WAITALL",
+                    Op::Waitany => "RS_WAITANY",
+                    Op::Waitsome => "RS_WAITSOME",
+                    Op::Test => "RS_TEST",
+                    Op::Testall => "RS_TESTALL",
+                    Op::Testany => "RS_TESTANY",
+                    Op::Testsome => "RS_TESTSOME",
+                    Op::Start => "RS_START",
+                    Op::Startall => "RS_STARTALL",
+                    _ => "RS_FREE",
+                };
+                let n = self.list(e, REQS, 0);
+                self.line(&format!("const int64_t n = {n};"));
+                self.line(&format!("rs_requests({which}, rs_lists[0], n);"));
+            }
+            op if op.is_collective() => self.collective(e, op)?,
+            Op::CommDup
+            | Op::CommSplit
+            | Op::CommSplitType
+            | Op::CartCreate
+            | Op::CartSub
+            | Op::CommCreate
+            | Op::GraphCreate
+            | Op::DistGraphCreate
+            | Op::DistGraphCreateAdjacent => self.constructor(e, op)?,
+            Op::Probe | Op::Iprobe | Op::Mprobe | Op::Improbe => {
+                self.comm(e, true)?;
+                self.endpoint(e, "r")?;
+                let message = self.field(e, "message");
+                let (flag, flag_decl) = if matches!(op, Op::Iprobe | Op::Improbe) {
+                    (", &flag", "int flag = 0;")
+                } else {
+                    ("", "")
+                };
+                if !flag_decl.is_empty() {
+                    self.line(flag_decl);
+                }
+                let msg = match (&message, op) {
+                    (_, Op::Probe | Op::Iprobe) => String::new(),
+                    (Some(id), _) => {
+                        self.line(&format!("const int64_t mid = {id};"));
+                        ", rs_msg(mid), rs_msg_status(mid)".into()
+                    }
+                    (None, _) => ", &rs_null_msg".into(),
+                };
+                let status = if msg.contains("rs_msg_status") {
+                    ""
+                } else {
+                    ", MPI_STATUS_IGNORE"
+                };
+                self.line(&format!("MPI_{name}(r_peer, r_tag, c{flag}{msg}{status});"));
+            }
+            Op::Mrecv | Op::Imrecv => {
+                let r = self.side(e, "r", shape.recv_type())?;
+                let (msg, fit) = match self.field(e, "message") {
+                    Some(id) => {
+                        self.line(&format!("const int64_t mid = {id};"));
+                        ("rs_taken_msg(mid)", "rs_msg_fit(mid, r_n, r_t)")
+                    }
+                    None => ("&rs_no_proc_msg", "r_n"),
+                };
+                self.line(&format!("const int m_n = {fit};"));
+                if op == Op::Imrecv {
+                    self.new_request(e)?;
+                    self.line(&format!("void *b = rs_rqbuf(rq, m_n, {t});", t = r.dtype));
+                    self.line(&format!(
+                        "MPI_Imrecv(b, m_n, {t}, {msg}, rs_req(rq));",
+                        t = r.dtype
+                    ));
+                } else {
+                    self.line(&format!(
+                        "MPI_Mrecv(rs_buf(1, m_n, {t}), m_n, {t}, {msg}, MPI_STATUS_IGNORE);",
+                        t = r.dtype
+                    ));
+                }
+            }
+            Op::CommFree => {
+                let c = self.need(e, "comm")?;
+                self.line(&format!("MPI_Comm_free(rs_newcomm({c}));"));
+            }
+            _ => {
+                return Err(Error::Unsupported {
+                    op: op.name(),
+                    site,
+                });
+            }
+        }
+        self.close();
+        Ok(())
+    }
+
+    /// Communicator constructors.
+    fn constructor(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        self.comm(e, true)?;
+        let nc = match self.field(e, "new_comm") {
+            Some(id) => format!("rs_newcomm({id})"),
+            None => "&rs_null_comm".into(),
+        };
+        match op {
+            Op::CommDup => self.line(&format!("MPI_Comm_dup(c, {nc});")),
+            Op::CommSplit => {
+                let color = self
+                    .field(e, "color")
+                    .map_or_else(|| "MPI_UNDEFINED".into(), |v| format!("rs_self({v}, cr)"));
+                let key = self.field(e, "key").unwrap_or_else(|| "0".into());
+                self.line(&format!(
+                    "MPI_Comm_split(c, {color}, rs_self({key}, cr), {nc});"
+                ));
+            }
+            Op::CommSplitType => {
+                let kind = self
+                    .field(e, "split_type")
+                    .map_or_else(|| "MPI_UNDEFINED".into(), |v| format!("(int)({v})"));
+                let key = self.field(e, "key").unwrap_or_else(|| "0".into());
+                self.line(&format!(
+                    "MPI_Comm_split_type(c, {kind}, rs_self({key}, cr), MPI_INFO_NULL, {nc});"
+                ));
+            }
+            Op::CommCreate => {
+                let n = self.list(e, MEMBERS, 0);
+                self.line(&format!("const int64_t nm = {n};"));
+                self.line(&format!(
+                    "MPI_Group g = rs_group(rs_ints(0, rs_lists[0], nm, nm, 0), nm);\n{}MPI_Comm_create(c, g, {nc});\n{}MPI_Group_free(&g);",
+                    "    ".repeat(self.indent),
+                    "    ".repeat(self.indent)
+                ));
+            }
+            Op::GraphCreate | Op::DistGraphCreate | Op::DistGraphCreateAdjacent => {
+                let reorder = self.field(e, "reorder").unwrap_or_else(|| "0".into());
+                for (k, which) in [(0, DIMS), (1, EDGES), (2, SOURCES)] {
+                    let n = self.list(e, which, k);
+                    self.line(&format!("const int64_t n{k} = {n};"));
+                    self.line(&format!(
+                        "int *l{k} = rs_ints({k}, rs_lists[{k}], n{k}, n{k}, 0);"
+                    ));
+                    self.line(&format!("(void)l{k};"));
+                }
+                self.line(&match op {
+                    Op::GraphCreate => {
+                        format!("MPI_Graph_create(c, (int)n0, l0, l1, (int)({reorder}), {nc});")
+                    }
+                    Op::DistGraphCreate => format!(
+                        "MPI_Dist_graph_create(c, (int)n2, l2, l0, l1, rs_unweighted, MPI_INFO_NULL, \
+                         (int)({reorder}), {nc});"
+                    ),
+                    _ => format!(
+                        "MPI_Dist_graph_create_adjacent(c, (int)n2, l2, rs_unweighted, (int)n1, l1, \
+                         rs_unweighted, MPI_INFO_NULL, (int)({reorder}), {nc});"
+                    ),
+                });
+            }
+            Op::CartSub => {
+                let nd = self.list(e, DIMS, 0);
+                self.line(&format!("const int64_t nd = {nd};"));
+                self.line(&format!(
+                    "MPI_Cart_sub(c, rs_ints(0, rs_lists[0], nd, nd, 0), {nc});"
+                ));
+            }
+            _ => {
+                let reorder = self.field(e, "reorder").unwrap_or_else(|| "0".into());
+                let nd = self.list(e, DIMS, 0);
+                self.line(&format!("const int64_t nd = {nd};"));
+                let np = self.list(e, PERIODS, 1);
+                self.line(&format!("const int64_t np = {np};"));
+                self.line("int *dims = rs_ints(0, rs_lists[0], nd, nd, 0);");
+                self.line("int *periods = rs_ints(1, rs_lists[1], np, nd, 0);");
+                self.line(&format!(
+                    "MPI_Cart_create(c, (int)nd, dims, periods, (int)({reorder}), {nc});"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The reduction operation of an event.
+    fn reduction(&mut self, e: &EventNode) -> String {
+        match e.shape().redop() {
+            Some(ReduceOp::Other) | None => "rs_user_op".into(),
+            Some(op) => format!("MPI_{}", op.name().to_uppercase()),
+        }
+    }
+
+    /// Blocking and nonblocking collectives.
+    fn collective(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let shape = *e.shape();
+        let nb = op.family() == compress::Family::NonblockingCollective;
+        let name = op.name();
+        // The operation without its I, to choose the arguments.
+        let base = if nb {
+            let rest = &name[1..];
+            rest[..1].to_uppercase() + &rest[1..]
+        } else {
+            name.to_string()
+        };
+        let base = base.as_str();
+        self.comm(e, false)?;
+        if nb {
+            self.new_request(e)?;
+        }
+        let req = if nb { ", rs_req(rq)" } else { "" };
+        let root = self.field(e, "root");
+        if let Some(r) = &root {
+            self.line(&format!("const int root = (int)({r});"));
+        }
+        let in_place = shape.in_place();
+        self.line("int np = 1;");
+        self.line("MPI_Comm_size(c, &np);");
+        self.line("(void)np;");
+        match base {
+            "Barrier" => {
+                if nb {
+                    self.line("rs_rqbuf(rq, 0, MPI_BYTE);");
+                }
+                self.line(&format!("MPI_{name}(c{req});"));
+            }
+            "Bcast" => {
+                let s = self.side(e, "s", shape.send_type())?;
+                self.buffers(nb, &s.count, &s.dtype, "0", &s.dtype);
+                self.line(&format!(
+                    "MPI_{name}(sb, {n}, {t}, root, c{req});",
+                    n = s.count,
+                    t = s.dtype
+                ));
+            }
+            "Reduce" | "Allreduce" | "Scan" | "Exscan" => {
+                let s = self.side(e, "s", shape.send_type())?;
+                let opx = self.reduction(e);
+                self.buffers(nb, &s.count, &s.dtype, &s.count, &s.dtype);
+                let sp = if in_place { "MPI_IN_PLACE" } else { "sb" };
+                let root = if base == "Reduce" { ", root" } else { "" };
+                self.line(&format!(
+                    "MPI_{name}({sp}, rb, {n}, {t}, {opx}{root}, c{req});",
+                    n = s.count,
+                    t = s.dtype
+                ));
+            }
+            "Gather" | "Scatter" | "Allgather" | "Alltoall" => {
+                let s = self.side(e, "s", shape.send_type())?;
+                let r = self.side(e, "r", shape.recv_type())?;
+                let (sf, rf) = match base {
+                    "Scatter" => ("np", "1"),
+                    "Alltoall" => ("np", "np"),
+                    _ => ("1", "np"),
+                };
+                self.buffers(
+                    nb,
+                    &format!("(int64_t){} * {sf}", s.count),
+                    &s.dtype,
+                    &format!("(int64_t){} * {rf}", r.count),
+                    &r.dtype,
+                );
+                let (sp, rp) = places(in_place, base == "Scatter");
+                let root = if root.is_some() { ", root" } else { "" };
+                self.line(&format!(
+                    "MPI_{name}({sp}, {sn}, {st}, {rp}, {rn}, {rt}{root}, c{req});",
+                    sn = s.count,
+                    st = s.dtype,
+                    rn = r.count,
+                    rt = r.dtype
+                ));
+            }
+            "Gatherv" | "Scatterv" | "Allgatherv" | "Alltoallv" => {
+                self.vector(e, base, name, root.is_some(), in_place, nb)?
+            }
+            "Alltoallw" => self.alltoallw(e, name, in_place, nb),
+            "Reduce_scatter" | "Reduce_scatter_block" => {
+                let r = self.side(e, "r", shape.recv_type())?;
+                let opx = self.reduction(e);
+                let counts = if base == "Reduce_scatter" {
+                    let n = self.list(e, RECV_COUNTS, 1);
+                    self.line(&format!("const int64_t nr = {n};"));
+                    let l = keep_ints(nb, "rc", "rs_ints(2, rs_lists[1], nr, np, 1)");
+                    self.line(&l);
+                    self.line("const int64_t tot = rs_sum(rc, np);");
+                    "rc".to_string()
+                } else {
+                    self.line(&format!("const int64_t tot = (int64_t){} * np;", r.count));
+                    r.count.clone()
+                };
+                self.buffers(nb, "tot", &r.dtype, "tot", &r.dtype);
+                let sp = if in_place { "MPI_IN_PLACE" } else { "sb" };
+                self.line(&format!(
+                    "MPI_{name}({sp}, rb, {counts}, {t}, {opx}, c{req});",
+                    t = r.dtype
+                ));
+            }
+            _ => {
+                return Err(Error::Unsupported {
+                    op: name,
+                    site: String::new(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Declares `sb` and `rb`, room for `s` elements of `st` and `r` of
+    /// `rt`: the request's own memory for a nonblocking call, the two
+    /// blocking buffers otherwise.
+    fn buffers(&mut self, nb: bool, s: &str, st: &str, r: &str, rt: &str) {
+        if nb {
+            self.line(&format!(
+                "char *sb = rs_rqbuf(rq, ({s}) * (int64_t)rs_span({st}) + ({r}) * \
+                 (int64_t)rs_span({rt}), MPI_BYTE);"
+            ));
+            self.line(&format!("char *rb = sb + ({s}) * (int64_t)rs_span({st});"));
+        } else {
+            self.line(&format!("char *sb = rs_buf(0, {s}, {st});"));
+            self.line(&format!("char *rb = rs_buf(1, {r}, {rt});"));
+        }
+        self.line("(void)sb;");
+        self.line("(void)rb;");
+    }
+
+    /// The v collectives: per-peer counts on one side or both.
+    fn vector(
+        &mut self,
+        e: &EventNode,
+        base: &str,
+        name: &str,
+        rooted: bool,
+        in_place: bool,
+        nb: bool,
+    ) -> Result<(), Error> {
+        let shape = *e.shape();
+        let req = if nb { ", rs_req(rq)" } else { "" };
+        let root = if rooted { ", root" } else { "" };
+        let (sp, rp) = places(in_place, base == "Scatterv");
+        let s = self.side(e, "s", shape.send_type())?;
+        let r = self.side(e, "r", shape.recv_type())?;
+        let sc = self.list(e, SEND_COUNTS, 0);
+        let rcn = self.list(e, RECV_COUNTS, 1);
+        self.line(&format!("const int64_t n0 = {sc}, n1 = {rcn};"));
+        for (var, expr) in [
+            ("sc", "rs_ints(0, rs_lists[0], n0, np, 1)"),
+            ("rc", "rs_ints(1, rs_lists[1], n1, np, 1)"),
+            ("sd", "rs_displs(2, sc, np)"),
+            ("rd", "rs_displs(3, rc, np)"),
+        ] {
+            let l = keep_ints(nb, var, expr);
+            self.line(&l);
+            self.line(&format!("(void){var};"));
+        }
+        // The side without a list has one count of its own.
+        let (se, re) = match base {
+            "Gatherv" | "Allgatherv" => (format!("(int64_t){}", s.count), "rs_sum(rc, np)".into()),
+            "Scatterv" => (
+                "rs_sum(sc, np)".to_string(),
+                format!("(int64_t){}", r.count),
+            ),
+            _ => ("rs_sum(sc, np)".to_string(), "rs_sum(rc, np)".to_string()),
+        };
+        self.line(&format!("const int64_t se = {se}, re = {re};"));
+        self.buffers(nb, "se", &s.dtype, "re", &r.dtype);
+        let (sn, st, rn, rt) = (&s.count, &s.dtype, &r.count, &r.dtype);
+        self.line(&match base {
+            "Gatherv" => format!("MPI_{name}({sp}, {sn}, {st}, {rp}, rc, rd, {rt}{root}, c{req});"),
+            "Scatterv" => {
+                format!("MPI_{name}({sp}, sc, sd, {st}, {rp}, {rn}, {rt}{root}, c{req});")
+            }
+            "Allgatherv" => format!("MPI_{name}({sp}, {sn}, {st}, {rp}, rc, rd, {rt}, c{req});"),
+            _ => format!("MPI_{name}({sp}, sc, sd, {st}, {rp}, rc, rd, {rt}, c{req});"),
+        });
+        Ok(())
+    }
+
+    /// Alltoallw: per-peer counts and datatype sizes on both sides, byte
+    /// displacements.
+    fn alltoallw(&mut self, e: &EventNode, name: &str, in_place: bool, nb: bool) {
+        let req = if nb { ", rs_req(rq)" } else { "" };
+        let sp = if in_place { "MPI_IN_PLACE" } else { "sb" };
+        let lists: Vec<String> = [SEND_COUNTS, RECV_COUNTS, SEND_DSIZES, RECV_DSIZES]
+            .iter()
+            .map(|&k| self.list(e, k, k))
+            .collect();
+        for (k, l) in lists.iter().enumerate() {
+            self.line(&format!("const int64_t n{k} = {l};"));
+        }
+        let owner = if nb { "rq" } else { "-1" };
+        for (var, expr) in [
+            ("sc", "rs_ints(0, rs_lists[0], n0, np, 1)"),
+            ("rc", "rs_ints(1, rs_lists[1], n1, np, 1)"),
+            ("sd", "rs_ints(4, rs_lists[0], 0, np, 0)"),
+            ("rd", "rs_ints(5, rs_lists[1], 0, np, 0)"),
+        ] {
+            let l = keep_ints(nb, var, expr);
+            self.line(&l);
+        }
+        self.line(&format!(
+            "MPI_Datatype *stys = rs_types({owner}, 0, rs_lists[2], n2, np);"
+        ));
+        self.line(&format!(
+            "MPI_Datatype *rtys = rs_types({owner}, 1, rs_lists[3], n3, np);"
+        ));
+        self.line("int64_t sbytes = 0, rbytes = 0;");
+        self.open("for (int i = 0; i < np; i++) {");
+        self.line("sd[i] = (int)sbytes;");
+        self.line("sbytes += (int64_t)sc[i] * (int64_t)rs_span(stys[i]);");
+        self.line("rd[i] = (int)rbytes;");
+        self.line("rbytes += (int64_t)rc[i] * (int64_t)rs_span(rtys[i]);");
+        self.close();
+        self.buffers(nb, "sbytes", "MPI_BYTE", "rbytes", "MPI_BYTE");
+        self.line(&format!(
+            "MPI_{name}({sp}, sc, sd, stys, rb, rc, rd, rtys, c{req});"
+        ));
+    }
+}
+
+/// The send and receive buffer arguments of a rooted or gathering
+/// collective: `MPI_IN_PLACE` replaces the receive buffer of a scatter and
+/// the send buffer of everything else.
+fn places(in_place: bool, scatter: bool) -> (&'static str, &'static str) {
+    match (in_place, scatter) {
+        (true, false) => ("MPI_IN_PLACE", "rb"),
+        (true, true) => ("sb", "MPI_IN_PLACE"),
+        _ => ("sb", "rb"),
+    }
+}
+
+/// `int *{name} = {expr};`, copied into the request's own memory for a
+/// nonblocking call (its arrays must live until it completes).
+fn keep_ints(nb: bool, name: &str, expr: &str) -> String {
+    if nb {
+        format!("int *{name} = rs_keep_ints(rq, {expr}, np);")
+    } else {
+        format!("int *{name} = {expr};")
+    }
+}

@@ -1,0 +1,663 @@
+/* ------------------------------------------------------------------------
+ * The runtime of a rankscale benchmark (the same in every generated file).
+ *
+ * The trace's parameters are kept compressed, as the trace keeps them: each
+ * parameter has, per rank, one value sequence (segments and repeat blocks)
+ * that the program reads in execution order. Ranklists are sections of
+ * strided ranks. Computation is a sleep drawn from the trace's histograms.
+ * The functions are `static inline` because a benchmark uses only some of
+ * them, and -Wall warns of unused static functions but not inline ones.
+ * ------------------------------------------------------------------------ */
+
+static int rs_rank, rs_size;
+static double rs_compute_scale = RS_COMPUTE_SCALE;
+static double rs_bytes_scale = RS_BYTES_SCALE;
+static int rs_no_compute = RS_NO_COMPUTE;
+static uint64_t rs_rng_state;
+static char rs_in[RS_NRL]; /* whether this rank is in each ranklist */
+
+/* Stops the whole job with a message naming the rank: the trace and this
+ * program disagree (a corrupt table, or a rank count that is not the
+ * trace's). */
+static inline void rs_fail(const char *what, long long a, long long b)
+{
+    fprintf(stderr, "bench: rank %d: %s (%lld, %lld)\n", rs_rank, what, a, b);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+/* Whether rank r is in the ranklist at w: sections of
+ * start + sum(i_k * stride_k), 0 <= i_k < iterations_k, outermost first. */
+static inline int rs_rl_has(const int64_t *w, int64_t r)
+{
+    int64_t nsec = *w++;
+    for (int64_t s = 0; s < nsec; s++) {
+        int64_t d = w[0], rem = r - w[1];
+        int ok = rem >= 0;
+        for (int64_t k = 0; k < d && ok; k++) {
+            int64_t it = w[2 + 2 * k], st = w[3 + 2 * k];
+            int64_t i = st > 0 ? rem / st : 0;
+            if (i >= it)
+                ok = 0;
+            else
+                rem -= i * st;
+        }
+        if (ok && rem == 0)
+            return 1;
+        w += 2 + 2 * d;
+    }
+    return 0;
+}
+
+/* Value i of n blocks at w (a segment: 0 start stride len; a repeat:
+ * 1 words reps shift period_len nblocks blocks...). Wrapping arithmetic. */
+static inline int rs_blocks(const int64_t *w, int64_t n, uint64_t i, int64_t *out)
+{
+    for (int64_t b = 0; b < n; b++) {
+        if (w[0] == 0) {
+            uint64_t len = (uint64_t)w[3];
+            if (i < len) {
+                *out = (int64_t)((uint64_t)w[1] + (uint64_t)w[2] * i);
+                return 1;
+            }
+            i -= len;
+            w += 4;
+        } else {
+            uint64_t words = (uint64_t)w[1], reps = (uint64_t)w[2], plen = (uint64_t)w[4];
+            if (plen == 0)
+                return 0;
+            if (i < reps * plen) {
+                int64_t v;
+                if (!rs_blocks(w + 6, w[5], i % plen, &v))
+                    return 0;
+                *out = (int64_t)((uint64_t)v + (uint64_t)w[3] * (i / plen));
+                return 1;
+            }
+            i -= reps * plen;
+            w += 2 + words;
+        }
+    }
+    return 0;
+}
+
+/* A parameter as this rank reads it: k phases (1 without phase split),
+ * each a value sequence, minus the rank for absolute peers. */
+#define RS_MAXPH 16
+typedef struct {
+    int ready, k;
+    const int64_t *seq[RS_MAXPH];
+    int64_t sub[RS_MAXPH];
+    uint64_t n;
+} rs_param;
+static rs_param rs_params[RS_NPARAM];
+
+/* The variant of the parameter at p that holds this rank. */
+static inline int rs_pick(const int64_t *p, const int64_t **seq, int64_t *sub)
+{
+    for (int64_t v = 0; v < p[0]; v++) {
+        const int64_t *e = p + 1 + 3 * v;
+        if (rs_rl_has(RS_RL + e[0], rs_rank)) {
+            *seq = RS_SQ + e[2];
+            *sub = e[1] ? rs_rank : 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The next value of parameter pid on this rank. */
+static inline int64_t rs_next(int pid)
+{
+    rs_param *q = &rs_params[pid];
+    if (!q->ready) {
+        const int64_t *p = RS_PA + RS_PA_AT[pid];
+        if (rs_pick(p, &q->seq[0], &q->sub[0])) {
+            q->k = 1;
+        } else {
+            const int64_t *g = p + 1 + 3 * p[0];
+            int64_t ng = *g++;
+            for (int64_t j = 0; j < ng && !q->k; j++) {
+                if (rs_rl_has(RS_RL + g[0], rs_rank)) {
+                    if (g[1] < 1 || g[1] > RS_MAXPH)
+                        rs_fail("bad phase count", pid, g[1]);
+                    for (int64_t ph = 0; ph < g[1]; ph++)
+                        if (!rs_pick(RS_PA + g[2 + ph], &q->seq[ph], &q->sub[ph]))
+                            rs_fail("a phase has no value for this rank", pid, ph);
+                    q->k = (int)g[1];
+                }
+                g += 2 + g[1];
+            }
+            if (!q->k)
+                rs_fail("no value of a parameter for this rank", pid, 0);
+        }
+        q->ready = 1;
+    }
+    uint64_t n = q->n++;
+    int ph = (int)(n % (uint64_t)q->k);
+    int64_t v;
+    if (!rs_blocks(q->seq[ph] + 1, q->seq[ph][0], n / (uint64_t)q->k, &v))
+        rs_fail("a parameter ran out of values", pid, (long long)n);
+    return (int64_t)((uint64_t)v - (uint64_t)q->sub[ph]);
+}
+
+/* A list parameter (length, then one column per item), read into scratch
+ * slot `slot`; returns the number of entries. */
+static int64_t *rs_lists[16];
+static int64_t rs_list_cap[16];
+static inline int64_t rs_list(int slot, int lens, int width, int ncols, const int *cols)
+{
+    int64_t len = rs_next(lens), items = len * width;
+    if (len < 0 || items > ncols)
+        rs_fail("a list is longer than its columns", lens, len);
+    if (items > rs_list_cap[slot]) {
+        rs_lists[slot] = realloc(rs_lists[slot], sizeof(int64_t) * (size_t)items);
+        if (!rs_lists[slot])
+            rs_fail("out of memory for a list", lens, len);
+        rs_list_cap[slot] = items;
+    }
+    for (int64_t c = 0; c < items; c++)
+        rs_lists[slot][c] = rs_next(cols[c]);
+    return len;
+}
+
+/* A list as C ints (at least `min` entries, zero-filled), in slot `slot`. */
+static int *rs_ints_buf[8];
+static int64_t rs_ints_cap[8];
+static inline int *rs_ints(int slot, const int64_t *v, int64_t n, int64_t min, int scale)
+{
+    int64_t m = n > min ? n : min;
+    if (m < 1)
+        m = 1;
+    if (m > rs_ints_cap[slot]) {
+        rs_ints_buf[slot] = realloc(rs_ints_buf[slot], sizeof(int) * (size_t)m);
+        if (!rs_ints_buf[slot])
+            rs_fail("out of memory for counts", n, m);
+        rs_ints_cap[slot] = m;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        int64_t x = i < n ? v[i] : 0;
+        if (scale) {
+            double s = (double)x * rs_bytes_scale + 0.5;
+            x = s < 0 ? 0 : s > 2147483647.0 ? 2147483647 : (int64_t)s;
+        }
+        rs_ints_buf[slot][i] = (int)x;
+    }
+    return rs_ints_buf[slot];
+}
+
+/* Displacements (prefix sums) of n counts, in slot `slot`. */
+static inline int *rs_displs(int slot, const int *counts, int64_t n)
+{
+    int64_t zero = 0;
+    int *d = rs_ints(slot, &zero, 0, n, 0);
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        d[i] = (int)at;
+        at += counts[i];
+    }
+    return d;
+}
+
+static inline int64_t rs_sum(const int *v, int64_t n)
+{
+    int64_t s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += v[i];
+    return s;
+}
+
+/* A recorded element count scaled by --bytes-scale. */
+static inline int rs_count(int64_t c)
+{
+    double s = (double)c * rs_bytes_scale + 0.5;
+    return s < 0 ? 0 : s > 2147483647.0 ? 2147483647 : (int)s;
+}
+
+/* The application's predefined datatype when this MPI has it with the
+ * recorded size, else a contiguous type of that many bytes. */
+static MPI_Datatype rs_bytes_types[64];
+static int64_t rs_bytes_sizes[64];
+static inline MPI_Datatype rs_dt(MPI_Datatype t, int64_t dsize)
+{
+    if (t != MPI_DATATYPE_NULL) {
+        int s = 0;
+        if (MPI_Type_size(t, &s) == MPI_SUCCESS && s == dsize)
+            return t;
+    }
+    if (dsize <= 1)
+        return MPI_BYTE;
+    for (int i = 0; i < 64; i++) {
+        if (rs_bytes_sizes[i] == dsize)
+            return rs_bytes_types[i];
+        if (rs_bytes_sizes[i] == 0) {
+            MPI_Type_contiguous((int)dsize, MPI_BYTE, &rs_bytes_types[i]);
+            MPI_Type_commit(&rs_bytes_types[i]);
+            rs_bytes_sizes[i] = dsize;
+            return rs_bytes_types[i];
+        }
+    }
+    rs_fail("more than 64 datatype sizes", dsize, 0);
+    return MPI_BYTE;
+}
+
+/* Alltoallw's per-peer datatypes (stand-ins of the recorded sizes), in
+ * slot `slot`, kept with request `owner` when it is one (>= 0). */
+static MPI_Datatype *rs_types_buf[2];
+static int64_t rs_types_cap[2];
+static inline void *rs_keep(int64_t id, const void *v, size_t bytes);
+static inline MPI_Datatype *rs_types(int64_t owner, int slot, const int64_t *dsizes, int64_t n, int64_t np)
+{
+    int64_t m = np < 1 ? 1 : np;
+    if (m > rs_types_cap[slot]) {
+        rs_types_buf[slot] = realloc(rs_types_buf[slot], sizeof(MPI_Datatype) * (size_t)m);
+        if (!rs_types_buf[slot])
+            rs_fail("out of memory for datatypes", n, np);
+        rs_types_cap[slot] = m;
+    }
+    for (int64_t i = 0; i < m; i++)
+        rs_types_buf[slot][i] = rs_dt(MPI_DATATYPE_NULL, i < n ? dsizes[i] : 1);
+    if (owner < 0)
+        return rs_types_buf[slot];
+    return rs_keep(owner, rs_types_buf[slot], sizeof(MPI_Datatype) * (size_t)m);
+}
+
+/* Bytes one element of t spans in a buffer of several (its extent). */
+static inline size_t rs_span(MPI_Datatype t)
+{
+    MPI_Aint lb = 0, extent = 0;
+    int s = 0;
+    MPI_Type_get_extent(t, &lb, &extent);
+    MPI_Type_size(t, &s);
+    int64_t ub = (int64_t)(lb + extent);
+    if (ub < s)
+        ub = s;
+    return ub < 1 ? 1 : (size_t)ub;
+}
+
+/* The blocking calls' buffers: slot 0 sends, slot 1 receives, grown as
+ * needed and zero-filled (the payload does not matter). */
+static char *rs_bufs[2];
+static size_t rs_buf_cap[2];
+static inline void *rs_buf(int slot, int64_t count, MPI_Datatype t)
+{
+    size_t bytes = (size_t)(count < 1 ? 1 : count) * rs_span(t);
+    if (bytes > rs_buf_cap[slot]) {
+        char *p = realloc(rs_bufs[slot], bytes);
+        if (!p)
+            rs_fail("out of memory for a buffer", count, (long long)bytes);
+        memset(p + rs_buf_cap[slot], 0, bytes - rs_buf_cap[slot]);
+        rs_bufs[slot] = p;
+        rs_buf_cap[slot] = bytes;
+    }
+    return rs_bufs[slot];
+}
+
+/* Requests by their trace id, in a ring; each keeps its own buffer until
+ * it completes. */
+#define RS_RING 65536
+static MPI_Request rs_rq[RS_RING];
+static int64_t rs_rqid[RS_RING];
+static void *rs_rqmem[RS_RING];
+
+static inline size_t rs_slot(int64_t id)
+{
+    size_t s = (size_t)((uint64_t)id & (RS_RING - 1));
+    if (rs_rqid[s] != id)
+        rs_fail("a request the trace has not created, or one overwritten", id, rs_rqid[s]);
+    return s;
+}
+
+/* Completions of racy calls (Waitany, Waitsome, Test*) may come out
+ * otherwise than in the trace; a later call's list then names a request
+ * this run has already completed, which it skips and counts here. */
+static long long rs_drift;
+
+/* A buffer for a new request's `count` elements of t. */
+static inline void *rs_rqbuf(int64_t id, int64_t count, MPI_Datatype t)
+{
+    size_t s = (size_t)((uint64_t)id & (RS_RING - 1));
+    if (rs_rqid[s] >= 0)
+        rs_fail("more live requests than the ring holds", id, rs_rqid[s]);
+    rs_rqid[s] = id;
+    rs_rqmem[s] = calloc((size_t)(count < 1 ? 1 : count), rs_span(t));
+    if (!rs_rqmem[s])
+        rs_fail("out of memory for a request buffer", id, count);
+    return rs_rqmem[s];
+}
+
+/* The handle of the request rs_rqbuf just gave a buffer to. */
+static inline MPI_Request *rs_req(int64_t id)
+{
+    return &rs_rq[rs_slot(id)];
+}
+
+/* Arrays a nonblocking collective's arguments point to (counts,
+ * displacements, datatypes), kept with its request until it completes. */
+typedef struct rs_aux {
+    struct rs_aux *next;
+    char data[];
+} rs_aux;
+static rs_aux *rs_rqaux[RS_RING];
+static inline void *rs_keep(int64_t id, const void *v, size_t bytes)
+{
+    size_t s = (size_t)((uint64_t)id & (RS_RING - 1));
+    rs_aux *a = malloc(sizeof(rs_aux) + (bytes ? bytes : 1));
+    if (!a)
+        rs_fail("out of memory for a request's arrays", id, (long long)bytes);
+    memcpy(a->data, v, bytes);
+    a->next = rs_rqaux[s];
+    rs_rqaux[s] = a;
+    return a->data;
+}
+static inline int *rs_keep_ints(int64_t id, const int *v, int64_t n)
+{
+    return rs_keep(id, v, sizeof(int) * (size_t)(n < 1 ? 1 : n));
+}
+
+/* Forgets a request whose handle MPI has set to MPI_REQUEST_NULL. */
+static inline void rs_settle(size_t s)
+{
+    if (rs_rq[s] == MPI_REQUEST_NULL) {
+        free(rs_rqmem[s]);
+        rs_rqmem[s] = NULL;
+        rs_rqid[s] = -1;
+        while (rs_rqaux[s]) {
+            rs_aux *a = rs_rqaux[s];
+            rs_rqaux[s] = a->next;
+            free(a);
+        }
+    }
+}
+
+enum { RS_WAIT, RS_WAITALL, RS_WAITANY, RS_WAITSOME, RS_TEST, RS_TESTALL, RS_TESTANY, RS_TESTSOME,
+       RS_START, RS_STARTALL, RS_FREE };
+
+/* A completion (or start, or free) call on the requests with these ids. */
+static MPI_Request *rs_rqarr;
+static int *rs_idx;
+static int64_t rs_rqarr_cap;
+static inline void rs_requests(int op, const int64_t *ids, int64_t n)
+{
+    if (n + 1 > rs_rqarr_cap) {
+        rs_rqarr = realloc(rs_rqarr, sizeof(MPI_Request) * (size_t)(n + 1));
+        rs_idx = realloc(rs_idx, sizeof(int) * (size_t)(n + 1));
+        if (!rs_rqarr || !rs_idx)
+            rs_fail("out of memory for requests", n, 0);
+        rs_rqarr_cap = n + 1;
+    }
+    MPI_Request *a = rs_rqarr;
+    for (int64_t i = 0; i < n; i++) {
+        size_t s = (size_t)((uint64_t)ids[i] & (RS_RING - 1));
+        if (rs_rqid[s] == ids[i]) {
+            a[i] = rs_rq[s];
+        } else {
+            a[i] = MPI_REQUEST_NULL;
+            rs_drift++;
+        }
+    }
+    if (n == 0)
+        a[0] = MPI_REQUEST_NULL;
+    int k = (int)n, idx = 0, flag = 0, outc = 0;
+    switch (op) {
+    case RS_WAIT: MPI_Wait(&a[0], MPI_STATUS_IGNORE); break;
+    case RS_WAITALL: MPI_Waitall(k, a, MPI_STATUSES_IGNORE); break;
+    case RS_WAITANY: MPI_Waitany(k, a, &idx, MPI_STATUS_IGNORE); break;
+    case RS_WAITSOME: MPI_Waitsome(k, a, &outc, rs_idx, MPI_STATUSES_IGNORE); break;
+    case RS_TEST: MPI_Test(&a[0], &flag, MPI_STATUS_IGNORE); break;
+    case RS_TESTALL: MPI_Testall(k, a, &flag, MPI_STATUSES_IGNORE); break;
+    case RS_TESTANY: MPI_Testany(k, a, &idx, &flag, MPI_STATUS_IGNORE); break;
+    case RS_TESTSOME: MPI_Testsome(k, a, &outc, rs_idx, MPI_STATUSES_IGNORE); break;
+    case RS_START: MPI_Start(&a[0]); break;
+    case RS_STARTALL: MPI_Startall(k, a); break;
+    case RS_FREE:
+        MPI_Request_free(&a[0]);
+        /* An active request may still use its buffer: keep it. */
+        if (n > 0) {
+            size_t s = rs_slot(ids[0]);
+            rs_rqmem[s] = NULL;
+        }
+        break;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        size_t s = (size_t)((uint64_t)ids[i] & (RS_RING - 1));
+        if (rs_rqid[s] == ids[i]) {
+            rs_rq[s] = a[i];
+            rs_settle(s);
+        }
+    }
+}
+
+/* Matched messages (Mprobe, Improbe) by their trace id, for the Mrecv or
+ * Imrecv that takes them. */
+#define RS_MSGS 4096
+static MPI_Message rs_msgs[RS_MSGS];
+static MPI_Message rs_null_msg, rs_no_proc_msg;
+static inline MPI_Message *rs_msg(int64_t id)
+{
+    return &rs_msgs[(uint64_t)id & (RS_MSGS - 1)];
+}
+
+/* The status of the probe that matched message id. */
+static MPI_Status rs_msg_st[RS_MSGS];
+static inline MPI_Status *rs_msg_status(int64_t id)
+{
+    return &rs_msg_st[(uint64_t)id & (RS_MSGS - 1)];
+}
+
+/* The count an Mrecv or Imrecv of message id takes: the recorded one,
+ * or, where this run's probe matched a larger message (a racy wildcard
+ * probe), enough for it (one more drifted outcome). */
+static inline int rs_msg_fit(int64_t id, int n, MPI_Datatype t)
+{
+    int got = 0, s = 0;
+    MPI_Type_size(t, &s);
+    if (*rs_msg(id) == MPI_MESSAGE_NULL || *rs_msg(id) == MPI_MESSAGE_NO_PROC || s <= 0)
+        return n;
+    MPI_Get_count(rs_msg_status(id), MPI_BYTE, &got);
+    if (got > (int64_t)n * s) {
+        rs_drift++;
+        return (got + s - 1) / s;
+    }
+    return n;
+}
+
+/* The message an Mrecv or Imrecv takes; MPI_MESSAGE_NO_PROC (and one more
+ * drifted outcome) where this run's probe found none. */
+static inline MPI_Message *rs_taken_msg(int64_t id)
+{
+    MPI_Message *m = rs_msg(id);
+    if (*m == MPI_MESSAGE_NULL) {
+        *m = MPI_MESSAGE_NO_PROC;
+        rs_drift++;
+    }
+    return m;
+}
+
+/* MPI_UNWEIGHTED, behind a volatile pointer: Open MPI's is a zero-length
+ * array, which GCC's -Wstringop-overread takes for a buffer too small. */
+static int *volatile rs_unweighted;
+
+/* The group of these world ranks (MPI_Comm_create's argument). */
+static inline MPI_Group rs_group(const int *members, int64_t n)
+{
+    MPI_Group world, g;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, (int)n, members, &g);
+    MPI_Group_free(&world);
+    return g;
+}
+
+/* Before MPI_Finalize: says how many racy completions differed. */
+static inline void rs_finish(void)
+{
+    if (rs_drift > 0)
+        fprintf(stderr,
+                "bench: rank %d: %lld requests of racy completions (Waitany, Waitsome, Test*) "
+                "completed otherwise than in the trace\n",
+                rs_rank, rs_drift);
+}
+
+/* Communicators by their trace id: 0 is MPI_COMM_WORLD, 1 MPI_COMM_SELF. */
+static MPI_Comm *rs_comms;
+static int64_t rs_ncomms;
+static inline MPI_Comm rs_comm(int64_t id)
+{
+    if (id == 0)
+        return MPI_COMM_WORLD;
+    if (id == 1)
+        return MPI_COMM_SELF;
+    if (id < 0 || id >= rs_ncomms || rs_comms[id] == MPI_COMM_NULL)
+        rs_fail("a communicator the trace has not created", id, rs_ncomms);
+    return rs_comms[id];
+}
+static inline MPI_Comm *rs_newcomm(int64_t id)
+{
+    if (id < 2)
+        rs_fail("a created communicator with a reserved id", id, 0);
+    if (id >= rs_ncomms) {
+        int64_t n = id + 16;
+        rs_comms = realloc(rs_comms, sizeof(MPI_Comm) * (size_t)n);
+        if (!rs_comms)
+            rs_fail("out of memory for communicators", id, 0);
+        for (int64_t i = rs_ncomms; i < n; i++)
+            rs_comms[i] = MPI_COMM_NULL;
+        rs_ncomms = n;
+    }
+    return &rs_comms[id];
+}
+static MPI_Comm rs_null_comm;
+
+/* A peer argument: the recorded sentinels, else the caller's rank in the
+ * communicator plus the recorded offset. */
+static inline int rs_peer(int64_t peer, int64_t local, int64_t comm_rank)
+{
+    if (peer == INT64_MIN)
+        return MPI_ANY_SOURCE;
+    if (peer == INT64_MIN + 1)
+        return MPI_PROC_NULL;
+    return (int)(comm_rank + local);
+}
+static inline int rs_tag(int64_t tag)
+{
+    return tag == INT64_MIN ? MPI_ANY_TAG : (int)tag;
+}
+/* A colour or key that was the caller's own rank in the parent. */
+static inline int rs_self(int64_t v, int64_t comm_rank)
+{
+    return v == INT64_MIN + 2 ? (int)comm_rank : (int)v;
+}
+
+/* A reduction the application defined: replayed as one that keeps the
+ * result (the bytes moved are the same, the arithmetic is not). */
+static inline void rs_keep_op(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+    (void)in;
+    (void)inout;
+    (void)len;
+    (void)t;
+}
+static MPI_Op rs_user_op = MPI_OP_NULL;
+
+/* Computation: SplitMix64 per rank, a histogram bin by its frequency, then
+ * a value in the bin whose expectation is the bin's mean. */
+static inline double rs_unit(void)
+{
+    uint64_t z = (rs_rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+static inline double rs_draw(const double *d)
+{
+    int n = (int)d[0];
+    double total = 0;
+    for (int b = 0; b < n; b++)
+        total += d[1 + 4 * b];
+    if (total <= 0)
+        return 0;
+    double pick = floor(rs_unit() * total);
+    int b = 0;
+    for (; b < n - 1; b++) {
+        if (pick < d[1 + 4 * b])
+            break;
+        pick -= d[1 + 4 * b];
+    }
+    double lo = d[2 + 4 * b], hi = d[3 + 4 * b], avg = d[4 + 4 * b];
+    if (hi <= lo || avg <= lo)
+        return lo;
+    double k = (hi - lo) / (avg - lo) - 1.0;
+    if (k < 0)
+        k = 0;
+    return floor(lo + (hi - lo) * pow(rs_unit(), k) + 0.5);
+}
+static inline double rs_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+/* The computation before event node `node` in path class `cls` (0 first
+ * iteration, 1 steady, 2 last): a sleep, then a spin for the last 100 us. */
+static inline void rs_compute(int node, int cls)
+{
+    if (rs_no_compute)
+        return;
+    const double *d = RS_TM + RS_TM_AT[4 * node + cls];
+    if (d[0] == 0)
+        d = RS_TM + RS_TM_AT[4 * node + 3];
+    double ns = rs_draw(d) * rs_compute_scale;
+    if (ns <= 0)
+        return;
+    double until = rs_now() + ns;
+    if (ns > 200e3) {
+        double s = ns - 100e3;
+        struct timespec ts = {(time_t)(s / 1e9), (long)fmod(s, 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    while (rs_now() < until) {
+    }
+}
+#define RS_CLS(i, n) ((i) == 0 ? 0 : (i) == (n) - 1 ? 2 : 1)
+
+/* After MPI_Init: this rank, the rank count the trace was recorded at, and
+ * the options (--no-compute, --compute-scale X, --bytes-scale X). */
+static inline void rs_setup(int argc, char **argv)
+{
+    MPI_Comm_rank(MPI_COMM_WORLD, &rs_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &rs_size);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-compute"))
+            rs_no_compute = 1;
+        else if (!strcmp(argv[i], "--compute-scale") && i + 1 < argc)
+            rs_compute_scale = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--bytes-scale") && i + 1 < argc)
+            rs_bytes_scale = atof(argv[++i]);
+        else {
+            if (rs_rank == 0)
+                fprintf(stderr, "bench: unknown option %s (--no-compute, --compute-scale X, "
+                                "--bytes-scale X)\n", argv[i]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    if (rs_size != RS_RANKS) {
+        if (rs_rank == 0)
+            fprintf(stderr, "bench: this benchmark is for %d ranks; the job has %d\n", RS_RANKS,
+                    rs_size);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (size_t s = 0; s < RS_RING; s++) {
+        rs_rq[s] = MPI_REQUEST_NULL;
+        rs_rqid[s] = -1;
+    }
+    for (int i = 0; i < RS_NRL; i++)
+        rs_in[i] = (char)rs_rl_has(RS_RL + RS_RL_AT[i], rs_rank);
+    rs_rng_state = (uint64_t)RS_SEED ^ ((uint64_t)rs_rank + 1) * 0x9e3779b97f4a7c15ULL;
+    rs_null_comm = MPI_COMM_NULL;
+    rs_null_msg = MPI_MESSAGE_NULL;
+    rs_no_proc_msg = MPI_MESSAGE_NO_PROC;
+    rs_unweighted = MPI_UNWEIGHTED;
+    for (int i = 0; i < RS_MSGS; i++)
+        rs_msgs[i] = MPI_MESSAGE_NULL;
+    MPI_Op_create(rs_keep_op, 1, &rs_user_op);
+}
