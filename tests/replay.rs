@@ -32,51 +32,6 @@ use common::*;
 /// rank, and replay runs one thread per rank).
 const NOT_YET: &[&str] = &[];
 
-/// A raw log without the fields named in `ignored`. When `flag=` is
-/// ignored, so is the probed size of a test probe (the count in `recv=` of
-/// an Iprobe or Improbe, zero when it found nothing).
-fn without(text: &str, ignored: &[&str]) -> String {
-    let outcomes = ignored.contains(&"flag=");
-    text.lines()
-        .map(|l| {
-            let probe = outcomes && (l.starts_with("Iprobe ") || l.starts_with("Improbe "));
-            l.split(' ')
-                .filter(|f| !ignored.iter().any(|i| f.starts_with(i)))
-                .map(|f| match f.strip_prefix("recv=") {
-                    Some(v) if probe => {
-                        let mut p: Vec<&str> = v.split('/').collect();
-                        if p.len() > 2 {
-                            p[2] = "?";
-                        }
-                        format!("recv={}", p.join("/"))
-                    }
-                    _ => f.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The lines of a raw log grouped by thread (`thread=N`, absent for the
-/// main thread), each thread's in its order.
-fn by_thread(text: &str) -> String {
-    let mut lines: Vec<(u32, &str)> = text
-        .lines()
-        .map(|l| {
-            let t = l
-                .split(' ')
-                .find_map(|f| f.strip_prefix("thread="))
-                .and_then(|t| t.parse().ok())
-                .unwrap_or(0);
-            (t, l)
-        })
-        .collect();
-    lines.sort_by_key(|&(t, _)| t);
-    lines.iter().map(|&(_, l)| l).collect::<Vec<_>>().join("\n")
-}
-
 /// What the comparison ignores: the call site, and for a replay that
 /// reported latency races the outcomes of racy calls.
 fn ignored(latency: bool) -> &'static [&'static str] {
@@ -90,19 +45,7 @@ fn ignored(latency: bool) -> &'static [&'static str] {
 /// The first rank whose raw log differs between the original and the
 /// replay, beyond `ignored`.
 fn first_difference(dir: &Path, np: usize, ignored: &[&str]) -> Option<String> {
-    (0..np as i32).find_map(|rank| {
-        let a = by_thread(&without(&raw_text(&dir.join("orig"), rank), ignored));
-        let b = by_thread(&without(&raw_text(&dir.join("replay"), rank), ignored));
-        (a != b).then(|| {
-            let first = a.lines().zip(b.lines()).position(|(x, y)| x != y);
-            let line = first.and_then(|i| Some((a.lines().nth(i)?, b.lines().nth(i)?)));
-            format!(
-                "rank {rank}: replay differs from the original ({} vs {} events; first difference: {line:?})",
-                a.lines().count(),
-                b.lines().count()
-            )
-        })
-    })
+    first_raw_difference(&dir.join("orig"), &dir.join("replay"), np, ignored)
 }
 
 /// How a run compared.

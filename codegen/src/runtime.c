@@ -15,6 +15,7 @@ static double rs_bytes_scale = RS_BYTES_SCALE;
 static int rs_no_compute = RS_NO_COMPUTE;
 static uint64_t rs_rng_state;
 static char rs_in[RS_NRL]; /* whether this rank is in each ranklist */
+static MPI_Status *volatile rs_statuses_ignore; /* MPI_STATUSES_IGNORE, see rs_unweighted */
 
 /* Stops the whole job with a message naming the rank: the trace and this
  * program disagree (a corrupt table, or a rank count that is not the
@@ -400,13 +401,13 @@ static inline void rs_requests(int op, const int64_t *ids, int64_t n)
     int k = (int)n, idx = 0, flag = 0, outc = 0;
     switch (op) {
     case RS_WAIT: MPI_Wait(&a[0], MPI_STATUS_IGNORE); break;
-    case RS_WAITALL: MPI_Waitall(k, a, MPI_STATUSES_IGNORE); break;
+    case RS_WAITALL: MPI_Waitall(k, a, rs_statuses_ignore); break;
     case RS_WAITANY: MPI_Waitany(k, a, &idx, MPI_STATUS_IGNORE); break;
-    case RS_WAITSOME: MPI_Waitsome(k, a, &outc, rs_idx, MPI_STATUSES_IGNORE); break;
+    case RS_WAITSOME: MPI_Waitsome(k, a, &outc, rs_idx, rs_statuses_ignore); break;
     case RS_TEST: MPI_Test(&a[0], &flag, MPI_STATUS_IGNORE); break;
-    case RS_TESTALL: MPI_Testall(k, a, &flag, MPI_STATUSES_IGNORE); break;
+    case RS_TESTALL: MPI_Testall(k, a, &flag, rs_statuses_ignore); break;
     case RS_TESTANY: MPI_Testany(k, a, &idx, &flag, MPI_STATUS_IGNORE); break;
-    case RS_TESTSOME: MPI_Testsome(k, a, &outc, rs_idx, MPI_STATUSES_IGNORE); break;
+    case RS_TESTSOME: MPI_Testsome(k, a, &outc, rs_idx, rs_statuses_ignore); break;
     case RS_START: MPI_Start(&a[0]); break;
     case RS_STARTALL: MPI_Startall(k, a); break;
     case RS_FREE:
@@ -473,8 +474,9 @@ static inline MPI_Message *rs_taken_msg(int64_t id)
     return m;
 }
 
-/* MPI_UNWEIGHTED, behind a volatile pointer: Open MPI's is a zero-length
- * array, which GCC's -Wstringop-overread takes for a buffer too small. */
+/* MPI_UNWEIGHTED and MPI_STATUSES_IGNORE, behind volatile pointers: the
+ * MPI libraries define them as zero-length arrays, which GCC's
+ * -Wstringop-overflow and -Wstringop-overread take for buffers too small. */
 static int *volatile rs_unweighted;
 
 /* The group of these world ranks (MPI_Comm_create's argument). */
@@ -657,6 +659,7 @@ static inline void rs_setup(int argc, char **argv)
     rs_null_msg = MPI_MESSAGE_NULL;
     rs_no_proc_msg = MPI_MESSAGE_NO_PROC;
     rs_unweighted = MPI_UNWEIGHTED;
+    rs_statuses_ignore = MPI_STATUSES_IGNORE;
     for (int i = 0; i < RS_MSGS; i++)
         rs_msgs[i] = MPI_MESSAGE_NULL;
     MPI_Op_create(rs_keep_op, 1, &rs_user_op);

@@ -343,3 +343,116 @@ pub fn expansion(file: &compress::TraceFile, rank: u32) -> Vec<String> {
     assert!(!ex.is_broken(), "rank {rank}'s expansion broke");
     lines
 }
+
+/// A raw log without the fields named in `ignored`. When `flag=` is
+/// ignored, so is the probed size of a test probe (the count in `recv=` of
+/// an Iprobe or Improbe, zero when it found nothing).
+pub fn without(text: &str, ignored: &[&str]) -> String {
+    let outcomes = ignored.contains(&"flag=");
+    text.lines()
+        .map(|l| {
+            let probe = outcomes && (l.starts_with("Iprobe ") || l.starts_with("Improbe "));
+            l.split(' ')
+                .filter(|f| !ignored.iter().any(|i| f.starts_with(i)))
+                .map(|f| match f.strip_prefix("recv=") {
+                    Some(v) if probe => {
+                        let mut p: Vec<&str> = v.split('/').collect();
+                        if p.len() > 2 {
+                            p[2] = "?";
+                        }
+                        format!("recv={}", p.join("/"))
+                    }
+                    _ => f.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The lines of a raw log grouped by thread (`thread=N`, absent for the
+/// main thread), each thread's in its order.
+pub fn by_thread(text: &str) -> String {
+    let mut lines: Vec<(u32, &str)> = text
+        .lines()
+        .map(|l| {
+            let t = l
+                .split(' ')
+                .find_map(|f| f.strip_prefix("thread="))
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(0);
+            (t, l)
+        })
+        .collect();
+    lines.sort_by_key(|&(t, _)| t);
+    lines.iter().map(|&(_, l)| l).collect::<Vec<_>>().join("\n")
+}
+
+/// The first rank whose raw log in `b` differs from its raw log in `a`,
+/// beyond the fields in `ignored` (threads compared each in its order).
+pub fn first_raw_difference(a: &Path, b: &Path, np: usize, ignored: &[&str]) -> Option<String> {
+    (0..np as i32).find_map(|rank| {
+        let x = by_thread(&without(&raw_text(a, rank), ignored));
+        let y = by_thread(&without(&raw_text(b, rank), ignored));
+        (x != y).then(|| {
+            let first = x.lines().zip(y.lines()).position(|(p, q)| p != q);
+            let line = first.and_then(|i| Some((x.lines().nth(i)?, y.lines().nth(i)?)));
+            format!(
+                "rank {rank}: differs from the original ({} vs {} events; first difference: {line:?})",
+                x.lines().count(),
+                y.lines().count()
+            )
+        })
+    })
+}
+
+/// Writes `trace` as a C benchmark (`rankscale codegen`), builds it with
+/// `mpicc.IMP -O2 -Wall -Werror` and runs it traced on `np` ranks with
+/// `args`, writing its raw logs into `dir/bench-raw`. Returns that
+/// directory, or what failed.
+pub fn codegen_run(
+    imp: &str,
+    trace: &Path,
+    np: usize,
+    dir: &Path,
+    args: &[&str],
+) -> Result<PathBuf, String> {
+    let c = dir.join("bench.c");
+    let out = rankscale(&[
+        "codegen",
+        &trace.display().to_string(),
+        "-o",
+        &c.display().to_string(),
+    ]);
+    if !out.status.success() {
+        return Err(format!("codegen failed: {}", text(&out.stderr)));
+    }
+    let bin = dir.join("bench");
+    let cc = Command::new(format!("mpicc.{imp}"))
+        .args(["-O2", "-Wall", "-Werror", "-o"])
+        .arg(&bin)
+        .arg(&c)
+        .arg("-lm")
+        .output()
+        .map_err(|e| format!("mpicc.{imp}: {e}"))?;
+    if !cc.status.success() {
+        return Err(format!(
+            "mpicc.{imp} -Wall -Werror refused {}: {}",
+            c.display(),
+            text(&cc.stderr)
+        ));
+    }
+    let raw = dir.join("bench-raw");
+    let mut o = traced_raw(imp, &raw);
+    o.env.push(("RANKSCALE_TRACE", "0".into()));
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let job = mpirun(imp, np, &bin, &args, &o);
+    if job.code != Some(0) {
+        return Err(format!(
+            "the benchmark failed ({:?}): {}",
+            job.code, job.stderr
+        ));
+    }
+    Ok(raw)
+}

@@ -1,0 +1,171 @@
+//! `rankscale codegen` writes a trace as a C+MPI benchmark that issues the
+//! application's calls: for every test program of the manifest, on both
+//! MPI implementations, the original run is traced (with raw logs), its
+//! trace becomes a C file, `mpicc -Wall -Werror` builds it, and the
+//! benchmark's own raw logs, traced, must equal the original's, call sites
+//! aside (they name the benchmark's code).
+//!
+//! Programs whose calls race (wildcard receives and probes, `Test*`,
+//! `Waitany`, `Waitsome`) may complete other requests than in the trace,
+//! as the application itself may from run to run: there the benchmark
+//! must issue the same calls, and only their outcomes (`reqs=`, `done=`,
+//! `match=`, `flag=`, `msg=`) may differ. What codegen cannot write yet
+//! (calls from several threads) is refused with a clear message and no
+//! file.
+//!
+//! NPB and extrapolated traces: `tests/npb.rs`.
+
+mod common;
+
+use common::*;
+
+/// Programs with racy calls (see the module documentation).
+const RACY: &[&str] = &[
+    "wildcard",
+    "p2p",
+    "p2p_np3",
+    "probes",
+    "probewait_all",
+    "probewait_all_np4",
+    "coverage_f77",
+    "coverage_usempi",
+    "coverage_f08",
+];
+
+/// Outcomes of racy calls, and the call site.
+const OUTCOMES: &[&str] = &["site=", "reqs=", "done=", "match=", "flag=", "msg="];
+
+/// A raw log without the outcomes of racy calls: [`OUTCOMES`], the size of
+/// the message a probe found, what a matched-message receive took (the
+/// message its racy probe found), and
+/// request ids (an `Imrecv` whose probe found nothing creates none, which
+/// renumbers the requests after it).
+fn racy(log: &str) -> Vec<String> {
+    let mut ignored = OUTCOMES.to_vec();
+    ignored.push("req=");
+    without(log, &ignored)
+        .lines()
+        .map(|l| {
+            let op = l.split(' ').next().unwrap_or("");
+            let took = matches!(op, "Mrecv" | "Imrecv");
+            let probed = matches!(op, "Probe" | "Iprobe" | "Mprobe" | "Improbe");
+            l.split(' ')
+                .filter(|f| !(took && f.starts_with("recv=")))
+                .map(|f| match f.strip_prefix("recv=") {
+                    // The size of the message the probe found.
+                    Some(v) if probed => {
+                        let mut p: Vec<&str> = v.split('/').collect();
+                        if p.len() > 2 {
+                            p[2] = "?";
+                        }
+                        format!("recv={}", p.join("/"))
+                    }
+                    _ => f.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+fn check(imp: &str, run: &Run) -> Result<(u64, u64), String> {
+    let dir = scratch(&format!("{imp}-codegen-{}", run.name));
+    let trace = dir.join("app.trace");
+    let mut orig = traced_raw(imp, &dir.join("orig"));
+    orig.env
+        .push(("RANKSCALE_TRACE", trace.display().to_string()));
+    let job = mpirun(imp, run.np, &program(imp, &run.binary), &run.args, &orig);
+    if job.code != Some(0) {
+        return Err(format!("the original run failed: {}", job.stderr));
+    }
+    let raw = codegen_run(imp, &trace, run.np, &dir, &[])?;
+    if RACY.contains(&run.name.as_str()) {
+        for rank in 0..run.np as i32 {
+            let (a, b) = (
+                racy(&raw_text(&dir.join("orig"), rank)),
+                racy(&raw_text(&raw, rank)),
+            );
+            if a != b {
+                let at = a.iter().zip(&b).position(|(x, y)| x != y);
+                return Err(format!(
+                    "rank {rank}: the benchmark's calls differ beyond racy outcomes ({} vs {} \
+                     events, first difference {:?})",
+                    a.len(),
+                    b.len(),
+                    at.map(|i| (&a[i], &b[i]))
+                ));
+            }
+        }
+    } else if let Some(d) = first_raw_difference(&dir.join("orig"), &raw, run.np, &["site="]) {
+        return Err(format!("the benchmark's calls differ: {d}"));
+    }
+    let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let sizes = (size(&dir.join("bench.c")), size(&trace));
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(sizes)
+}
+
+#[test]
+fn generated_benchmarks_issue_the_applications_calls() {
+    let m = manifest();
+    let mut failures = Vec::new();
+    let mut done = 0;
+    let mut largest = (0, 0, String::new());
+    for imp in mpis() {
+        for run in &m.run {
+            if run.binary == "threads" {
+                continue; // refused, see below
+            }
+            match check(imp, run) {
+                Ok((c, t)) => {
+                    done += 1;
+                    if c > largest.0 {
+                        largest = (c, t, format!("{imp} {}", run.name));
+                    }
+                }
+                Err(e) => failures.push(format!("{imp} {}: {e}", run.name)),
+            }
+        }
+    }
+    eprintln!(
+        "{done} benchmarks issue their application's calls; the largest C file: {} bytes for a \
+         {}-byte trace ({})",
+        largest.0, largest.1, largest.2
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn codegen_refuses_what_it_cannot_write_with_a_clear_message() {
+    let imp = "openmpi";
+    let dir = scratch("codegen-refusals");
+    let trace = dir.join("threads.trace");
+    let mut o = traced_raw(imp, &dir.join("raw"));
+    o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+    let run = manifest()
+        .run
+        .into_iter()
+        .find(|r| r.binary == "threads")
+        .expect("the threads program is in the manifest");
+    let job = mpirun(imp, run.np, &program(imp, "threads"), &run.args, &o);
+    assert_eq!(job.code, Some(0), "{}", job.stderr);
+    let c = dir.join("threads.c");
+    let cases = [
+        (trace.clone(), "several threads"),
+        (root().join("README.md"), "README.md"),
+        (dir.join("missing.trace"), "missing.trace"),
+    ];
+    for (input, says) in cases {
+        let out = rankscale(&[
+            "codegen",
+            &input.display().to_string(),
+            "-o",
+            &c.display().to_string(),
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {err}", input.display());
+        assert!(err.contains(says), "{}: {err}", input.display());
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!c.exists(), "no file is written for a refused trace");
+    }
+}
