@@ -296,6 +296,43 @@ fn replay_equals_but(
     }
 }
 
+/// The benchmark `rankscale codegen` writes of `trace` (built with
+/// `mpicc -Wall -Werror`, run on `n` ranks without its computation) issues
+/// the real run's calls: its raw logs equal `real_raw`, call sites aside.
+fn codegen_equals(trace: &Path, n: usize, dir: &Path, real_raw: &Path) {
+    let d = dir.join("codegen");
+    std::fs::create_dir_all(&d).unwrap();
+    let raw = codegen_run(IMP, trace, n, &d, &["--no-compute"])
+        .unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
+    if let Some(diff) = first_raw_difference(real_raw, &raw, n, &["site="]) {
+        panic!("the benchmark of {}: {diff}", trace.display());
+    }
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    eprintln!(
+        "codegen of {}: {} bytes of C for a {}-byte trace; its {n} ranks issue the real run's calls",
+        trace.display(),
+        size(&d.join("bench.c")),
+        size(trace)
+    );
+}
+
+/// `rankscale codegen` on NPB's traces: BT, LU, CG, FT, MG and IS class S
+/// at 4 ranks each become a C benchmark whose calls, traced, equal the
+/// real run's raw logs (call sites aside). An extrapolated trace's
+/// benchmark: [`ft_is_exact_and_replays`].
+#[test]
+fn npb_traces_become_benchmarks_that_issue_the_same_calls() {
+    for bench in ["bt", "lu", "cg", "ft", "mg", "is"] {
+        let Some(bins) = build(IMP, bench, "S", &[4]) else {
+            return;
+        };
+        let dir = scratch(&format!("npb-codegen-{bench}"));
+        let file = dir.join(format!("{bench}.S.4.trace"));
+        trace(IMP, &bins[0], 4, &file, Some(&dir.join("real-raw")));
+        codegen_equals(&file, 4, &dir, &dir.join("real-raw"));
+    }
+}
+
 #[test]
 fn ep_is_exact_replays_and_scales_to_a_million_ranks() {
     let Some((dir, out, _)) = exact(IMP, "ep", "S", &[4, 8, 16], 32, &[], None) else {
@@ -355,6 +392,7 @@ fn ft_is_exact_and_replays() {
         "FT's checksum reduction is recorded as double complex"
     );
     replay_equals_on_both(&out, 32, &dir, &dir.join("real-raw"));
+    codegen_equals(&out, 32, &dir, &dir.join("real-raw"));
 }
 
 /// NPB BT's input file: 5 time steps of class A's step on a 60^3 grid, so
