@@ -32,7 +32,11 @@
 #  9. NPB: the application time that extrapolation predicts for EP, FT, IS,
 #     CG, LU, BT and SP at a size that is not an input (per-size binaries)
 #     against real traced runs at that size, median of 3 (`scripts/bench.sh
-#     npb` runs this part alone).
+#     npb` runs this part alone);
+# 10. codegen: the benchmark `rankscale codegen` writes of NPB traces
+#     against `replay` of the same trace, wall time, median of 3
+#     alternating, and the C file's size against the trace's
+#     (`scripts/bench.sh codegen` runs this part alone).
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -267,6 +271,43 @@ if scripts/npb.sh openmpi cg W 4 16 >/dev/null 2>&1; then
 else
   echo "cg.W: NPB not available, skipped"
 fi
+fi
+
+if [[ $part == all || $part == codegen ]]; then
+# The benchmark `rankscale codegen` writes of a trace against `replay` of
+# the same trace: both issue the trace's calls and sleep its computation;
+# the time each reports (rank 0, MPI_Init to MPI_Finalize), alternating,
+# median of 3 each; the C file's size against the trace's.
+echo "codegen: generated benchmark against replay of the same trace (NPB class W, Open MPI, mpi_yield_when_idle 1), median of 3 alternating"
+printf '%-8s %6s %10s %10s %10s %8s %8s %10s %8s\n' bench ranks "app(s)" "replay(s)" "bench(s)" "b/replay" "b/app" "C bytes" "trace"
+rs="$root/target/openmpi/release/rankscale"
+cg_run() { # cg_run TRACE NP BENCH-BINARY WHICH: seconds from MPI_Init to MPI_Finalize (rank 0) of replay (0) or the benchmark (1), as each reports it
+  if (($4)); then
+    OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$2" 0 "$3" 2>/dev/null | awk '/^bench:/ { print $4 }'
+  else
+    OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$2" 0 "$root/target/openmpi/release/replay" "$1" 2>/dev/null |
+      awk '/^replay of/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "s") { print $i; exit } }'
+  fi
+}
+for bcn in cg.W.4 lu.W.4 mg.W.4 bt.W.4 ft.W.4 is.W.4; do
+  b=${bcn%%.*} rest=${bcn#*.} class=${rest%%.*} np=${rest#*.}
+  if ! scripts/npb.sh openmpi "$b" "$class" "$np" >/dev/null 2>&1; then
+    echo "$bcn: NPB not available, skipped"
+    continue
+  fi
+  f="$tmp/cg.$bcn.trace"
+  (cd "$tmp" && RANKSCALE_TRACE="$f" OMPI_MCA_mpi_yield_when_idle=1 \
+    launch_bin openmpi "$np" 1 "$root/target/npb/openmpi/bin/$bcn" >/dev/null 2>&1)
+  "$rs" codegen "$f" -o "$tmp/$bcn.c" 2>/dev/null
+  mpicc.openmpi -O2 -Wall -Werror -o "$tmp/$bcn.bench" "$tmp/$bcn.c" -lm
+  csize=$(stat -c %s "$tmp/$bcn.c") tsize=$(stat -c %s "$f")
+  app=$("$rs" show "$f" | awk '/^wall/ { print $2 }')
+  for r in 1 2 3; do pair "$r" cg_run "$f" "$np" "$tmp/$bcn.bench"; done | awk -v name="$bcn" -v np="$np" -v c="$csize" -v t="$tsize" -v app="$app" '
+    { u[NR] = $1; t2[NR] = $2 }
+    '"$awk_med"'
+    END { n = NR; mu = med(u, n); mt = med(t2, n)
+      printf "%-8s %6d %10.3f %10.3f %10.3f %8.3f %8.3f %10d %8d\n", name, np, app, mu, mt, mt / mu, mt / app, c, t }'
+done
 fi
 
 [[ $part == all || $part == npb ]] || exit 0

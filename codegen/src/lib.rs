@@ -165,6 +165,11 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
     let _ = writeln!(out, "#define RS_NO_COMPUTE {}", i32::from(opts.no_compute));
     let _ = writeln!(out, "#define RS_COMPUTE_SCALE {:e}", opts.compute_scale);
     let _ = writeln!(out, "#define RS_BYTES_SCALE {:e}", opts.bytes_scale);
+    let _ = writeln!(
+        out,
+        "#define RS_APP_S {:e}",
+        file.meta.wall_ns as f64 * 1e-9
+    );
     for &code in &em.types {
         let dt = compress::Datatype(code);
         if dt.is_known() && dt != compress::Datatype::DERIVED {
