@@ -621,4 +621,31 @@ fn a_million_ranks() {
             "rank {rank} against rank {small_rank} at 4x4"
         );
     }
+    // Its benchmark: a C file about the size of the 25-rank one's (the
+    // program follows the trace, not the rank count), which mpicc builds
+    // under -Wall -Werror.
+    let c_of = |trace: &Path, name: &str| -> u64 {
+        let c = dir.join(name);
+        let out = rankscale(&[
+            "codegen",
+            &trace.display().to_string(),
+            "-o",
+            &c.display().to_string(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let cc = std::process::Command::new(format!("mpicc.{imp}"))
+            .args(["-O2", "-Wall", "-Werror", "-o"])
+            .arg(dir.join(format!("{name}.bin")))
+            .arg(&c)
+            .arg("-lm")
+            .output()
+            .unwrap();
+        assert!(cc.status.success(), "{}", text(&cc.stderr));
+        std::fs::metadata(&c).unwrap().len()
+    };
+    let (million, small) = (c_of(&out, "million.c"), c_of(&files[3], "25.c"));
+    assert!(
+        million < small + small / 4,
+        "{million} bytes of C for a million ranks against {small} for 25"
+    );
 }

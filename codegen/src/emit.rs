@@ -124,11 +124,8 @@ impl<'a> Emitter<'a> {
     /// (or a literal minus the rank, for an absolute peer) where every rank
     /// has the same constant, else the next value from the tables.
     fn value(&mut self, p: &Param, ranks: &RankList) -> String {
-        if let ([v], []) = (p.variants(), p.phased())
-            && let SeqForm::Const { value, .. } = v.values().form()
-            && ranks.iter().all(|r| v.ranks().contains(r))
-        {
-            return if v.is_absolute() {
+        if let Some((value, abs)) = constant(p, ranks) {
+            return if abs {
                 format!("({} - rs_rank)", int(value))
             } else {
                 int(value)
@@ -795,6 +792,29 @@ impl<'a> Emitter<'a> {
             "MPI_{name}({sp}, sc, sd, stys, rb, rc, rd, rtys, c{req});"
         ));
     }
+}
+
+/// The value and absoluteness of a parameter that every rank of `ranks`
+/// has as the same constant (however many variants the merge kept: one
+/// per position class, say), or `None`.
+fn constant(p: &Param, ranks: &RankList) -> Option<(i64, bool)> {
+    if !p.phased().is_empty() {
+        return None;
+    }
+    let mut it = p.variants().iter().map(|v| match v.values().form() {
+        SeqForm::Const { value, .. } => Some((value, v.is_absolute())),
+        _ => None,
+    });
+    let first = it.next()??;
+    for v in it {
+        if v? != first {
+            return None;
+        }
+    }
+    ranks
+        .iter()
+        .all(|r| p.variants().iter().any(|v| v.ranks().contains(r)))
+        .then_some(first)
 }
 
 /// The send and receive buffer arguments of a rooted or gathering
