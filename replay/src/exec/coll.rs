@@ -183,7 +183,7 @@ impl Replayer<'_> {
         // until the blocking call returns, the untraced request of yield
         // mode completes, or the traced request enters the request table
         // with them; `c` comes from this replay's table.
-        let mut bufs: Vec<Vec<u8>> = Vec::new();
+        let mut bufs: Vec<super::Buf> = Vec::new();
         let mut keep = Keep::default();
         // Displacements for v collectives, in elements.
         let displs = crate::tokens::displacements;

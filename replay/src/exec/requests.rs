@@ -29,7 +29,7 @@ pub(super) struct Req {
 /// the table until the request completes (MPI may use it until then).
 #[derive(Default)]
 pub(super) struct Keep {
-    pub(super) bytes: Vec<Vec<u8>>,
+    pub(super) bytes: Vec<super::Buf>,
     pub(super) ints: Vec<Vec<c_int>>,
     pub(super) types: Vec<Vec<MPI_Datatype>>,
 }
