@@ -562,8 +562,11 @@ impl<'a> Emitter<'a> {
 
     /// The reduction operation of an event.
     fn reduction(&mut self, e: &EventNode) -> String {
+        // A trace from before reductions were recorded has none: a sum,
+        // as replay takes it.
         match e.shape().redop() {
-            Some(ReduceOp::Other) | None => "rs_user_op".into(),
+            Some(ReduceOp::Other) => "rs_user_op".into(),
+            None => "MPI_SUM".into(),
             Some(op) => format!("MPI_{}", op.name().to_uppercase()),
         }
     }

@@ -116,6 +116,9 @@ pub(super) fn span(ty: MPI_Datatype, dsize: i64) -> i64 {
     // SAFETY: `ty` is a predefined datatype or one this replay committed;
     // `lb` and `extent` are valid out-parameters.
     let rc = unsafe { MPI_Type_get_extent(ty, &mut lb, &mut extent) };
+    // MPI_Aint is `long` (i64) in MPICH's bindings and `isize` in Open
+    // MPI's: the conversion is a no-op on one of them.
+    #[allow(clippy::useless_conversion)]
     let ub = if rc == 0 {
         i64::try_from(lb.saturating_add(extent)).unwrap_or(0)
     } else {
