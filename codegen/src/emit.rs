@@ -290,60 +290,19 @@ impl<'a> Emitter<'a> {
                 let v = self.field(e, "value").unwrap_or_else(|| "0".into());
                 self.line(&format!("MPI_Pcontrol((int)({v}));"));
             }
-            Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => {
-                self.buffered |= op == Op::Bsend;
-                self.comm(e, true)?;
-                let s = self.side(e, "s", shape.send_type())?;
-                self.endpoint(e, "s")?;
-                self.line(&format!(
-                    "MPI_{name}(rs_buf(0, {n}, {t}), {n}, {t}, s_peer, s_tag, c);",
-                    n = s.count,
-                    t = s.dtype
-                ));
-            }
-            Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend | Op::SendInit | Op::SsendInit => {
-                self.buffered |= op == Op::Ibsend;
-                self.comm(e, true)?;
-                let s = self.side(e, "s", shape.send_type())?;
-                self.endpoint(e, "s")?;
-                self.new_request(e)?;
-                self.line(&format!(
-                    "void *b = rs_rqbuf(rq, {n}, {t});",
-                    n = s.count,
-                    t = s.dtype
-                ));
-                self.line(&format!(
-                    "MPI_{name}(b, {n}, {t}, s_peer, s_tag, c, rs_req(rq));",
-                    n = s.count,
-                    t = s.dtype
-                ));
-            }
-            Op::Recv => {
-                self.comm(e, true)?;
-                let r = self.side(e, "r", shape.recv_type())?;
-                self.endpoint(e, "r")?;
-                self.line(&format!(
-                    "MPI_Recv(rs_buf(1, {n}, {t}), {n}, {t}, r_peer, r_tag, c, MPI_STATUS_IGNORE);",
-                    n = r.count,
-                    t = r.dtype
-                ));
-            }
-            Op::Irecv | Op::RecvInit => {
-                self.comm(e, true)?;
-                let r = self.side(e, "r", shape.recv_type())?;
-                self.endpoint(e, "r")?;
-                self.new_request(e)?;
-                self.line(&format!(
-                    "void *b = rs_rqbuf(rq, {n}, {t});",
-                    n = r.count,
-                    t = r.dtype
-                ));
-                self.line(&format!(
-                    "MPI_{name}(b, {n}, {t}, r_peer, r_tag, c, rs_req(rq));",
-                    n = r.count,
-                    t = r.dtype
-                ));
-            }
+            Op::Send
+            | Op::Ssend
+            | Op::Bsend
+            | Op::Rsend
+            | Op::Recv
+            | Op::Isend
+            | Op::Issend
+            | Op::Ibsend
+            | Op::Irsend
+            | Op::SendInit
+            | Op::SsendInit
+            | Op::Irecv
+            | Op::RecvInit => self.p2p(e, op)?,
             Op::Sendrecv => {
                 self.comm(e, true)?;
                 let s = self.side(e, "s", shape.send_type())?;
@@ -474,6 +433,41 @@ impl<'a> Emitter<'a> {
             }
         }
         self.close();
+        Ok(())
+    }
+
+    /// One-sided point-to-point calls: blocking ones on the blocking
+    /// buffers, nonblocking and persistent ones on their request's own.
+    fn p2p(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let shape = *e.shape();
+        let send = !matches!(op, Op::Recv | Op::Irecv | Op::RecvInit);
+        let nb = op.family() != compress::Family::BlockingP2p;
+        let (p, ty) = if send {
+            ("s", shape.send_type())
+        } else {
+            ("r", shape.recv_type())
+        };
+        self.buffered |= matches!(op, Op::Bsend | Op::Ibsend);
+        self.comm(e, true)?;
+        let x = self.side(e, p, ty)?;
+        self.endpoint(e, p)?;
+        let (name, n, t) = (op.name(), x.count, x.dtype);
+        if nb {
+            self.new_request(e)?;
+            self.line(&format!("void *b = rs_rqbuf(rq, {n}, {t});"));
+            self.line(&format!(
+                "MPI_{name}(b, {n}, {t}, {p}_peer, {p}_tag, c, rs_req(rq));"
+            ));
+        } else {
+            let (slot, status) = if send {
+                (0, "")
+            } else {
+                (1, ", MPI_STATUS_IGNORE")
+            };
+            self.line(&format!(
+                "MPI_{name}(rs_buf({slot}, {n}, {t}), {n}, {t}, {p}_peer, {p}_tag, c{status});"
+            ));
+        }
         Ok(())
     }
 

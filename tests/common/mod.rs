@@ -345,13 +345,18 @@ pub fn expansion(file: &compress::TraceFile, rank: u32) -> Vec<String> {
 }
 
 /// A raw log without the fields named in `ignored`. When `flag=` is
-/// ignored, so is the probed size of a test probe (the count in `recv=` of
-/// an Iprobe or Improbe, zero when it found nothing).
+/// ignored, so is the size a probe found (the count in `recv=` of a Probe,
+/// Iprobe, Mprobe or Improbe: which message it found is an outcome, and a
+/// test probe that found nothing has zero).
 pub fn without(text: &str, ignored: &[&str]) -> String {
     let outcomes = ignored.contains(&"flag=");
     text.lines()
         .map(|l| {
-            let probe = outcomes && (l.starts_with("Iprobe ") || l.starts_with("Improbe "));
+            let probe = outcomes
+                && matches!(
+                    l.split(' ').next(),
+                    Some("Probe" | "Iprobe" | "Mprobe" | "Improbe")
+                );
             l.split(' ')
                 .filter(|f| !ignored.iter().any(|i| f.starts_with(i)))
                 .map(|f| match f.strip_prefix("recv=") {
