@@ -501,11 +501,9 @@ impl<'a> Emitter<'a> {
             Op::CommCreate => {
                 let n = self.list(e, MEMBERS, 0);
                 self.line(&format!("const int64_t nm = {n};"));
-                self.line(&format!(
-                    "MPI_Group g = rs_group(rs_ints(0, rs_lists[0], nm, nm, 0), nm);\n{}MPI_Comm_create(c, g, {nc});\n{}MPI_Group_free(&g);",
-                    "    ".repeat(self.indent),
-                    "    ".repeat(self.indent)
-                ));
+                self.line("MPI_Group g = rs_group(rs_ints(0, rs_lists[0], nm, nm, 0), nm);");
+                self.line(&format!("MPI_Comm_create(c, g, {nc});"));
+                self.line("MPI_Group_free(&g);");
             }
             Op::GraphCreate | Op::DistGraphCreate | Op::DistGraphCreateAdjacent => {
                 let reorder = self.field(e, "reorder").unwrap_or_else(|| "0".into());
