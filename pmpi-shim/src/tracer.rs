@@ -787,7 +787,17 @@ impl Scope {
             if tracer.config.panic_at == Some(n) {
                 panic!("fault injected by RANKSCALE_FAULT at event {n}");
             }
-            let mut ev = SCRATCH.with(|e| std::mem::replace(&mut *e.borrow_mut(), Event::new(op)));
+            // A call during the thread's exit (its thread-locals gone) or
+            // a nested one records into a new event instead.
+            let mut ev = SCRATCH
+                .try_with(|e| {
+                    e.try_borrow_mut()
+                        .map(|mut e| std::mem::replace(&mut *e, Event::new(op)))
+                        .ok()
+                })
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Event::new(op));
             ev.renew(op);
             fill(tracer, &mut ev);
             ev.site = callsite::signature(self.ret, tracer.config.depth);
@@ -807,7 +817,11 @@ impl Scope {
                 ts.last_leave = leave;
             });
             tracer.push(&ev);
-            SCRATCH.with(|e| *e.borrow_mut() = ev);
+            let _ = SCRATCH.try_with(|e| {
+                if let Ok(mut e) = e.try_borrow_mut() {
+                    *e = ev;
+                }
+            });
         }));
         if r.is_err() {
             let msg = LAST_PANIC
