@@ -25,7 +25,7 @@ const MEMBERS: usize = 11;
 /// Builds the program text and its tables.
 pub(crate) struct Emitter<'a> {
     pub(crate) tables: Tables,
-    /// The statements of `rs_program`.
+    /// The statements of `main` after `rs_setup`.
     pub(crate) body: String,
     indent: usize,
     labels: &'a HashMap<u64, String>,
@@ -111,9 +111,9 @@ impl<'a> Emitter<'a> {
         self.loops += 1;
         let count = self.value(l.counts(), l.ranks());
         self.open(&format!(
-            "for (int64_t i{k} = 0, n{k} = {count}; i{k} < n{k}; i{k}++) {{"
+            "for (int64_t i{k} = 0, reps{k} = {count}; i{k} < reps{k}; i{k}++) {{"
         ));
-        let outer = std::mem::replace(&mut self.class, format!("RS_CLS(i{k}, n{k})"));
+        let outer = std::mem::replace(&mut self.class, format!("RS_CLS(i{k}, reps{k})"));
         self.nodes(l.body(), l.ranks())?;
         self.class = outer;
         self.close();

@@ -73,8 +73,8 @@ fn the_program_has_the_traces_loops_calls_and_constants() {
     assert_eq!(src.matches("MPI_Allreduce(").count(), 1);
     assert_eq!(b.calls, 4, "Init, Sendrecv, Allreduce, Finalize");
     // The loop counts and every rank's equal parameters are literals.
-    assert!(src.contains("n0 = 3;"), "{src}");
-    assert!(src.contains("n1 = 4;"), "{src}");
+    assert!(src.contains("reps0 = 3;"), "{src}");
+    assert!(src.contains("reps1 = 4;"), "{src}");
     assert!(src.contains("const int s_tag = 7;"), "{src}");
     assert!(src.contains("rs_count(1)"), "{src}");
     assert!(
