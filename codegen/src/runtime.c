@@ -86,22 +86,47 @@ static inline int rs_blocks(const int64_t *w, int64_t n, uint64_t i, int64_t *ou
 #define RS_MAXPH 16
 typedef struct {
     int ready, k;
-    const int64_t *seq[RS_MAXPH];
     int64_t sub[RS_MAXPH];
     uint64_t n;
+    /* Per phase, a cursor over the sequence's top-level blocks: the
+     * block holding the next value, the blocks left from it on, and the
+     * index of its first value. Values are read in order, so each block
+     * is passed once, and a value costs the depth of its repeat blocks,
+     * not the number of blocks before it. */
+    const int64_t *blk[RS_MAXPH];
+    int64_t left[RS_MAXPH];
+    uint64_t base[RS_MAXPH];
 } rs_param;
 static rs_param rs_params[RS_NPARAM];
 
 /* The variant of the parameter at p that holds this rank. */
-static inline int rs_pick(const int64_t *p, const int64_t **seq, int64_t *sub)
+static inline int rs_pick(const int64_t *p, rs_param *q, int ph)
 {
     for (int64_t v = 0; v < p[0]; v++) {
         const int64_t *e = p + 1 + 3 * v;
         if (rs_rl_has(RS_RL + e[0], rs_rank)) {
-            *seq = RS_SQ + e[2];
-            *sub = e[1] ? rs_rank : 0;
+            const int64_t *seq = RS_SQ + e[2];
+            q->sub[ph] = e[1] ? rs_rank : 0;
+            q->left[ph] = seq[0];
+            q->blk[ph] = seq + 1;
+            q->base[ph] = 0;
             return 1;
         }
+    }
+    return 0;
+}
+
+/* Value i of phase ph, i at least the last one asked for. */
+static inline int rs_seek(rs_param *q, int ph, uint64_t i, int64_t *out)
+{
+    while (q->left[ph] > 0) {
+        const int64_t *w = q->blk[ph];
+        uint64_t len = w[0] == 0 ? (uint64_t)w[3] : (uint64_t)w[2] * (uint64_t)w[4];
+        if (i - q->base[ph] < len)
+            return rs_blocks(w, 1, i - q->base[ph], out);
+        q->base[ph] += len;
+        q->blk[ph] += w[0] == 0 ? 4 : 2 + w[1];
+        q->left[ph]--;
     }
     return 0;
 }
@@ -112,7 +137,7 @@ static inline int64_t rs_next(int pid)
     rs_param *q = &rs_params[pid];
     if (!q->ready) {
         const int64_t *p = RS_PA + RS_PA_AT[pid];
-        if (rs_pick(p, &q->seq[0], &q->sub[0])) {
+        if (rs_pick(p, q, 0)) {
             q->k = 1;
         } else {
             const int64_t *g = p + 1 + 3 * p[0];
@@ -122,7 +147,7 @@ static inline int64_t rs_next(int pid)
                     if (g[1] < 1 || g[1] > RS_MAXPH)
                         rs_fail("bad phase count", pid, g[1]);
                     for (int64_t ph = 0; ph < g[1]; ph++)
-                        if (!rs_pick(RS_PA + g[2 + ph], &q->seq[ph], &q->sub[ph]))
+                        if (!rs_pick(RS_PA + g[2 + ph], q, (int)ph))
                             rs_fail("a phase has no value for this rank", pid, ph);
                     q->k = (int)g[1];
                 }
@@ -136,7 +161,7 @@ static inline int64_t rs_next(int pid)
     uint64_t n = q->n++;
     int ph = (int)(n % (uint64_t)q->k);
     int64_t v;
-    if (!rs_blocks(q->seq[ph] + 1, q->seq[ph][0], n / (uint64_t)q->k, &v))
+    if (!rs_seek(q, ph, n / (uint64_t)q->k, &v))
         rs_fail("a parameter ran out of values", pid, (long long)n);
     return (int64_t)((uint64_t)v - (uint64_t)q->sub[ph]);
 }
