@@ -357,6 +357,21 @@ pub enum ProblemKind {
         /// By what ("its parent", "its dimensions").
         why: &'static str,
     },
+    /// A list of a constructor whose length its other arguments
+    /// contradict (periods against dimensions, a graph's edges against its
+    /// index or degrees).
+    ConstructorList {
+        /// The constructor.
+        op: Op,
+        /// Which list.
+        list: &'static str,
+        /// Its length.
+        len: i64,
+        /// The length the other arguments imply.
+        expected: i64,
+        /// Which argument implies it.
+        why: &'static str,
+    },
     /// A rank, edge or dimension of a constructor outside its range.
     CommValueOutOfRange {
         /// The constructor.
@@ -504,6 +519,7 @@ impl ProblemKind {
             ProblemKind::CommTooLarge { .. } => "communicator too large",
             ProblemKind::CommSize { .. } => "communicator size",
             ProblemKind::CommValueOutOfRange { .. } => "constructor value out of range",
+            ProblemKind::ConstructorList { .. } => "constructor list length",
             ProblemKind::Unreceived { .. } => "message never received",
             ProblemKind::Unsent { .. } => "receive never sent",
             ProblemKind::Truncated { .. } => "receive too small",
@@ -662,6 +678,17 @@ impl fmt::Display for ProblemKind {
             } => write!(
                 f,
                 "{} makes a communicator of {size} ranks but {why} gives {expected}",
+                op.name()
+            ),
+            K::ConstructorList {
+                op,
+                list,
+                len,
+                expected,
+                why,
+            } => write!(
+                f,
+                "{} has {len} {list} but {why} gives {expected}",
                 op.name()
             ),
             K::CommValueOutOfRange {
@@ -2050,6 +2077,15 @@ impl<'a> Checker<'a> {
                 if product > limit {
                     found.push(too_large("has dimensions for", product));
                 }
+                if c.periods.len() != dims.len() {
+                    found.push(ProblemKind::ConstructorList {
+                        op: e.op,
+                        list: "periods",
+                        len: c.periods.len() as i64,
+                        expected: dims.len() as i64,
+                        why: "its number of dimensions",
+                    });
+                }
                 implied = Some((product, "its dimensions"));
             }
             Op::CartSub => {
@@ -2077,9 +2113,56 @@ impl<'a> Checker<'a> {
                     found.push(too_large("has a graph of", nnodes));
                 }
                 found.extend(out_of("graph edge to node", &c.edges, nnodes));
+                // The index is the running total of each node's edges.
+                let last = dims.last().copied().unwrap_or(0);
+                let counts = dims
+                    .first()
+                    .copied()
+                    .into_iter()
+                    .chain(dims.windows(2).map(|w| w[1] - w[0]));
+                if let Some(value) = counts.clone().find(|&d| d < 0) {
+                    found.push(ProblemKind::Negative {
+                        op: e.op,
+                        what: "node's edge count in its index",
+                        value,
+                    });
+                } else if last != c.edges.len() as i64 {
+                    found.push(ProblemKind::ConstructorList {
+                        op: e.op,
+                        list: "edges",
+                        len: c.edges.len() as i64,
+                        expected: last,
+                        why: "its index",
+                    });
+                }
                 implied = Some((nnodes, "its graph"));
             }
-            Op::DistGraphCreate | Op::DistGraphCreateAdjacent => {
+            Op::DistGraphCreate => {
+                // Each source's degree, then all their destinations.
+                if c.sources.len() != dims.len() {
+                    found.push(ProblemKind::ConstructorList {
+                        op: e.op,
+                        list: "sources",
+                        len: c.sources.len() as i64,
+                        expected: dims.len() as i64,
+                        why: "its number of degrees",
+                    });
+                }
+                let degrees = dims.iter().fold(0i64, |a, &d| a.saturating_add(d));
+                if c.edges.len() as i64 != degrees {
+                    found.push(ProblemKind::ConstructorList {
+                        op: e.op,
+                        list: "destinations",
+                        len: c.edges.len() as i64,
+                        expected: degrees,
+                        why: "the sum of its degrees",
+                    });
+                }
+                found.extend(out_of("source", &c.sources, limit));
+                found.extend(out_of("destination", &c.edges, limit));
+                implied = parent.size.map(|s| (s, "its parent"));
+            }
+            Op::DistGraphCreateAdjacent => {
                 found.extend(out_of("source", &c.sources, limit));
                 found.extend(out_of("destination", &c.edges, limit));
                 implied = parent.size.map(|s| (s, "its parent"));

@@ -555,3 +555,48 @@ fn split_type_groups_of_one_rank_each_are_consistent() {
         assert!(report.is_consistent(), "{:?}", messages(&report));
     }
 }
+
+#[test]
+fn constructor_lists_their_other_arguments_contradict_are_named() {
+    // Periods for one dimension of a 2x2 grid.
+    odd_one(
+        4,
+        1,
+        [
+            "Cart_create comm=0 new=2 size=4 dims=2,2 periods=",
+            "1",
+            "1,1",
+        ],
+        "rank 1, event 0: Cart_create has 1 periods but its number of dimensions gives 2",
+    );
+    // A ring graph of 4 nodes (index 2,4,6,8) with one edge missing.
+    let ring = "Graph_create comm=0 new=2 size=4 dims=2,4,6,8 edges=";
+    odd_one(
+        4,
+        2,
+        [ring, "1,3,0,2,1,3,2", "1,3,0,2,1,3,2,0"],
+        "rank 2, event 0: Graph_create has 7 edges but its index gives 8",
+    );
+    // An index that goes back: a node with -1 edges.
+    odd_one(
+        4,
+        0,
+        [
+            "Graph_create comm=0 new=2 size=4 ",
+            "dims=2,4,3,8 edges=1,3,0,2,1,3,2,0",
+            "dims=2,4,6,8 edges=1,3,0,2,1,3,2,0",
+        ],
+        "rank 0, event 0: Graph_create has a negative node's edge count in its index (-1)",
+    );
+    // Each rank one source of degree 2, with one destination.
+    odd_one(
+        4,
+        3,
+        [
+            "Dist_graph_create comm=0 new=2 size=4 dims=2 sources=0 edges=",
+            "1",
+            "1,2",
+        ],
+        "rank 3, event 0: Dist_graph_create has 1 destinations but the sum of its degrees gives 2",
+    );
+}
