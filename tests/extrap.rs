@@ -630,25 +630,12 @@ fn a_million_ranks() {
     // program follows the trace, not the rank count), which mpicc builds
     // under -Wall -Werror.
     let c_of = |trace: &Path, name: &str| -> u64 {
-        let c = dir.join(name);
-        let out = rankscale(&[
-            "codegen",
-            &trace.display().to_string(),
-            "-o",
-            &c.display().to_string(),
-        ]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let cc = std::process::Command::new(format!("mpicc.{imp}"))
-            .args(["-O2", "-Wall", "-Werror", "-o"])
-            .arg(dir.join(format!("{name}.bin")))
-            .arg(&c)
-            .arg("-lm")
-            .output()
-            .unwrap();
-        assert!(cc.status.success(), "{}", text(&cc.stderr));
-        std::fs::metadata(&c).unwrap().len()
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        codegen_build(imp, trace, &d).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::metadata(d.join("bench.c")).unwrap().len()
     };
-    let (million, small) = (c_of(&out, "million.c"), c_of(&files[3], "25.c"));
+    let (million, small) = (c_of(&out, "million"), c_of(&files[3], "25"));
     assert!(
         million < small + small / 4,
         "{million} bytes of C for a million ranks against {small} for 25"

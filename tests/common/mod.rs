@@ -412,17 +412,10 @@ pub fn first_raw_difference(a: &Path, b: &Path, np: usize, ignored: &[&str]) -> 
     })
 }
 
-/// Writes `trace` as a C benchmark (`rankscale codegen`), builds it with
-/// `mpicc.IMP -O2 -Wall -Werror` and runs it traced on `np` ranks with
-/// `args`, writing its raw logs into `dir/bench-raw`. Returns that
-/// directory, or what failed.
-pub fn codegen_run(
-    imp: &str,
-    trace: &Path,
-    np: usize,
-    dir: &Path,
-    args: &[&str],
-) -> Result<PathBuf, String> {
+/// Writes `trace` as a C benchmark (`rankscale codegen`) into `dir/bench.c`
+/// and builds it with `mpicc.IMP -O2 -Wall -Werror` into `dir/bench`.
+/// Returns the binary, or what failed.
+pub fn codegen_build(imp: &str, trace: &Path, dir: &Path) -> Result<PathBuf, String> {
     let c = dir.join("bench.c");
     let out = rankscale(&[
         "codegen",
@@ -448,6 +441,20 @@ pub fn codegen_run(
             text(&cc.stderr)
         ));
     }
+    Ok(bin)
+}
+
+/// [`codegen_build`], then the benchmark run traced on `np` ranks with
+/// `args`, writing its raw logs into `dir/bench-raw`. Returns that
+/// directory, or what failed.
+pub fn codegen_run(
+    imp: &str,
+    trace: &Path,
+    np: usize,
+    dir: &Path,
+    args: &[&str],
+) -> Result<PathBuf, String> {
+    let bin = codegen_build(imp, trace, dir)?;
     let raw = dir.join("bench-raw");
     let mut o = traced_raw(imp, &raw);
     o.env.push(("RANKSCALE_TRACE", "0".into()));
