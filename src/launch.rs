@@ -13,10 +13,10 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 /// The build's own MPI implementation (see build.rs).
-const BUILD_MPI: &str = env!("RANKSCALE_BUILD_MPI");
+pub(crate) const BUILD_MPI: &str = env!("RANKSCALE_BUILD_MPI");
 
 /// Which implementation a launcher belongs to, from its file name.
-fn mpi_of_launcher(cmd: &str) -> Option<&'static str> {
+pub(crate) fn mpi_of_launcher(cmd: &str) -> Option<&'static str> {
     let name = Path::new(cmd).file_name()?.to_str()?;
     if name.ends_with(".mpich") || name.contains("hydra") {
         Some("mpich")

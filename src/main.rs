@@ -11,6 +11,7 @@ mod launch;
 mod merge;
 mod progress;
 mod show;
+mod simulate;
 mod stats;
 
 use std::path::PathBuf;
@@ -108,6 +109,18 @@ enum Cmd {
     ///
     /// Example: rankscale codegen app.64.trace -o bench.c && mpicc.mpich -O2 -o bench bench.c -lm
     Codegen(codegen::Args),
+    /// Predict the run a trace stands for, at the trace's rank count,
+    /// without MPI: a LogGOPS simulation (eager and rendezvous messages,
+    /// MPICH's collective algorithms, computation from the histograms)
+    /// giving the time per rank, per call site and on the critical path.
+    ///
+    /// Example: rankscale simulate app.4096.trace --params loggops.toml --L 500
+    Simulate(simulate::Args),
+    /// Measure this machine's LogGOPS parameters (L, o, g, G, O, S) with a
+    /// two-rank MPI run, and write them for `simulate --params`.
+    ///
+    /// Example: rankscale calibrate -o loggops.toml -- mpirun.openmpi -n 2
+    Calibrate(simulate::CalibrateArgs),
     /// Find communication patterns, segment them into phases, flag slow
     /// instances with their cause, and rank slow patterns by Inspection
     /// Affinity. Instance timing needs a trace taken with
@@ -206,6 +219,8 @@ fn main() {
         Cmd::Stats { path } => stats::stats(&path),
         Cmd::Check(args) => check::run(&args),
         Cmd::Codegen(args) => codegen::run(&args),
+        Cmd::Simulate(args) => simulate::run(&args),
+        Cmd::Calibrate(args) => simulate::calibrate(&args),
         Cmd::Analyze(args) => analyze::run(&args),
         Cmd::Report { file, output } => html::report(&file, &output),
         Cmd::Topology { files } => extrap::topology(&files),

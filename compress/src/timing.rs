@@ -297,6 +297,39 @@ impl Dist {
     pub fn histogram(&self) -> &Histogram {
         &self.hist
     }
+
+    /// Draws one value from the distribution, as replay, codegen's
+    /// benchmarks and the simulator emulate computation: a bin with
+    /// probability proportional to its count, then a value in `[min, max]`
+    /// of the bin whose expectation is the bin's average
+    /// (`min + (max - min) · U^k` with `k = (max - min) / (avg - min) - 1`),
+    /// so that the per-bin frequencies, minima, maxima and means of the
+    /// trace are honoured. An empty distribution draws 0.
+    pub fn draw(&self, rng: &mut crate::SplitMix64) -> u64 {
+        let bins = self.hist.bins();
+        let total: u64 = bins.iter().map(|b| b.count()).sum();
+        if total == 0 {
+            return 0;
+        }
+        let mut pick = (rng.unit() * total as f64) as u64;
+        let bin = bins
+            .iter()
+            .find(|b| {
+                if pick < b.count() {
+                    true
+                } else {
+                    pick -= b.count();
+                    false
+                }
+            })
+            .unwrap_or(&bins[bins.len() - 1]);
+        let (lo, hi, avg) = (bin.min() as f64, bin.max() as f64, bin.avg());
+        if hi <= lo || avg <= lo {
+            return bin.min();
+        }
+        let k = ((hi - lo) / (avg - lo) - 1.0).max(0.0);
+        (lo + (hi - lo) * rng.unit().powf(k)).round() as u64
+    }
 }
 
 /// Which of the two timed quantities of an event a [`Dist`] describes.
@@ -959,6 +992,31 @@ mod tests {
         let mut d = Dist::default();
         samples.iter().for_each(|&x| d.add(x));
         d
+    }
+
+    #[test]
+    fn draws_honour_bin_frequencies_bounds_and_means() {
+        let mut d = Dist::default();
+        // Two clusters: 3/4 of the samples near 1000 ns, 1/4 near 100 us.
+        for i in 0..3000u64 {
+            d.add(900 + i % 200);
+        }
+        for i in 0..1000u64 {
+            d.add(90_000 + (i * 37) % 20_000);
+        }
+        let mut rng = crate::SplitMix64::for_rank(42, 0);
+        let n = 200_000;
+        let xs: Vec<u64> = (0..n).map(|_| d.draw(&mut rng)).collect();
+        let small = xs.iter().filter(|&&x| x < 10_000).count() as f64 / n as f64;
+        assert!((small - 0.75).abs() < 0.01, "{small}");
+        assert!(xs.iter().all(|&x| (900..=109_999).contains(&x)));
+        let mean = xs.iter().sum::<u64>() as f64 / n as f64;
+        let want = d.stats().mean();
+        assert!((mean - want).abs() < 0.01 * want, "{mean} vs {want}");
+        // Reproducible for a seed.
+        let mut a = crate::SplitMix64::for_rank(7, 3);
+        let mut b = crate::SplitMix64::for_rank(7, 3);
+        assert!((0..100).all(|_| d.draw(&mut a) == d.draw(&mut b)));
     }
 
     #[test]

@@ -675,6 +675,31 @@ pub enum EventTiming<'a> {
     Stats(&'a PathTiming, PathClass),
 }
 
+impl EventTiming<'_> {
+    /// The computation time to emulate before the event: the recorded value
+    /// for an exact event, else a draw ([`crate::Dist::draw`]) from the
+    /// statistics of its path class, falling back to all executions when
+    /// the class is empty. Replay and the simulator share it, so that both
+    /// emulate the same computation for one seed.
+    pub fn draw_compute(self, rng: &mut crate::SplitMix64) -> u64 {
+        match self {
+            EventTiming::Exact { compute_ns, .. } => compute_ns,
+            EventTiming::Stats(pt, class) => {
+                let ts = match class {
+                    PathClass::First => pt.first(),
+                    PathClass::Steady => pt.steady(),
+                    PathClass::Last => pt.last(),
+                };
+                if ts.count() > 0 {
+                    ts.compute().draw(rng)
+                } else {
+                    pt.total().compute().draw(rng)
+                }
+            }
+        }
+    }
+}
+
 struct LeafCursor<'a> {
     fixed: Vec<SeqIter<'a>>,
     lists: Vec<(SeqIter<'a>, Vec<SeqIter<'a>>)>,

@@ -1,0 +1,1062 @@
+//! The simulation proper: every rank's events in order, each call costed
+//! in LogGOPS, ranks waiting on one another as MPI makes them wait.
+//!
+//! With every receive's source and tag known (a wildcard takes the source
+//! and tag the trace recorded for it), MPI's matching is fixed by the
+//! non-overtaking rule alone: the k-th send on a channel (communicator,
+//! source, destination, tag) meets the k-th receive. So the simulation is a
+//! dataflow evaluation: a rank runs until it needs something another rank
+//! has not produced yet (a message, a collective's last member), waits, and
+//! is woken when it arrives. No global clock orders the ranks; every time is
+//! the maximum of the times it depends on plus its costs, which is what a
+//! time-ordered discrete-event simulation of the same model computes. When
+//! no rank can go on and some have not finished, the trace deadlocks under
+//! the model, and the error names each rank's pending call.
+//!
+//! The critical path is carried along: each rank keeps how its current
+//! time splits into computation and time in each call site, and a rank
+//! whose call was held up by another takes that rank's split at the moment
+//! it sent (or entered the collective), plus the transfer.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+
+use compress::{Event, Expand, Family, Op, Peer, ReqId, SplitMix64, Trace};
+use rustc_hash::{FxHashMap, FxHasher};
+use smallvec::SmallVec;
+
+use crate::coll::{self, Member};
+use crate::params::Params;
+use crate::{Blocked, Error, Options};
+
+type Time = f64;
+type CellId = u32;
+/// A message channel: communicator, source and destination (world ranks),
+/// tag.
+type Key = (u32, u32, u32, i32);
+
+/// How a rank's time splits: index 0 is computation, index `1 + s` the time
+/// in call site `s` (by [`Sites`] index).
+type Split = Rc<Vec<f64>>;
+
+/// A completion time, once known, and the critical path that led to it
+/// when another rank's progress set it.
+struct Cell {
+    at: Option<Time>,
+    owner: u32,
+    /// The other rank's split and the time it stands for.
+    via: Option<(Split, Time)>,
+}
+
+/// Call sites numbered densely as the simulation meets them.
+#[derive(Default)]
+pub(crate) struct Sites {
+    pub(crate) index: FxHashMap<(u64, Op), usize>,
+    pub(crate) list: Vec<(u64, Op)>,
+}
+
+impl Sites {
+    fn of(&mut self, site: u64, op: Op) -> usize {
+        *self.index.entry((site, op)).or_insert_with(|| {
+            self.list.push((site, op));
+            self.list.len() - 1
+        })
+    }
+}
+
+struct SendRec {
+    /// When the sender's CPU started the send.
+    post: Time,
+    /// When an eager message arrives (rendezvous: unused).
+    arrive: Time,
+    bytes: f64,
+    rendezvous: bool,
+    /// The sender's completion (rendezvous only).
+    cell: Option<CellId>,
+    split: Split,
+}
+
+struct RecvRec {
+    post: Time,
+    cell: CellId,
+    split: Split,
+}
+
+#[derive(Default)]
+struct Chan {
+    sends: VecDeque<SendRec>,
+    recvs: VecDeque<RecvRec>,
+    /// Ranks blocked in a probe of this channel.
+    probers: Vec<u32>,
+}
+
+/// A collective waiting for its members.
+struct Instance {
+    op: Op,
+    size: usize,
+    root: usize,
+    members: Vec<Option<(Member, CellId, Split)>>,
+    arrived: usize,
+}
+
+#[derive(Clone)]
+struct CommInfo {
+    key: u64,
+    size: u32,
+    dims: Vec<i32>,
+}
+
+/// A persistent request's template.
+#[derive(Clone, Copy)]
+struct Template {
+    op: Op,
+    comm: u32,
+    peer: u32,
+    tag: i32,
+    bytes: f64,
+}
+
+/// The call a rank is in.
+struct Current {
+    ev: Event,
+    site: usize,
+    enter: Time,
+    /// The earliest it can return, on its own account.
+    floor: Time,
+    cells: SmallVec<[CellId; 4]>,
+    /// Set when the call is a probe that found no message yet.
+    probing: bool,
+}
+
+struct RankState<'a> {
+    ex: Expand<'a>,
+    ahead: VecDeque<(Event, f64)>,
+    rng: SplitMix64,
+    cpu: Time,
+    nic: Time,
+    split: Split,
+    reqs: FxHashMap<ReqId, CellId>,
+    templates: FxHashMap<ReqId, Template>,
+    comms: FxHashMap<u32, CommInfo>,
+    seqs: FxHashMap<u32, u64>,
+    mprobed: FxHashMap<u64, (Key, SendRec)>,
+    current: Option<Current>,
+    finished: bool,
+    queued: bool,
+    first: bool,
+    compute: f64,
+    mpi: f64,
+    end: Time,
+    events: u64,
+}
+
+/// What one rank did, in the simulation's time.
+pub(crate) struct RankOut {
+    pub compute: f64,
+    pub mpi: f64,
+    pub end: Time,
+    pub events: u64,
+}
+
+/// What a simulation produced.
+pub(crate) struct Outcome {
+    pub ranks: Vec<RankOut>,
+    pub sites: Sites,
+    /// Per site: calls and summed time inside them, over every rank.
+    pub site_time: Vec<(u64, f64)>,
+    pub critical: Vec<f64>,
+    pub messages: u64,
+    pub collectives: u64,
+}
+
+pub(crate) struct Engine<'a> {
+    net: Params,
+    opts: Options,
+    p: u32,
+    ranks: Vec<RankState<'a>>,
+    cells: Vec<Cell>,
+    free: Vec<CellId>,
+    chans: FxHashMap<Key, Chan>,
+    colls: FxHashMap<(u64, u64), Instance>,
+    /// Ranks that can go on, by the time they can (the earliest first),
+    /// so that shared resources (the cores) are handed out in time order.
+    ready: BinaryHeap<Reverse<(At, u32)>>,
+    /// When each core of the pool is free again (empty: one core per rank).
+    cores: BinaryHeap<Reverse<At>>,
+    sites: Sites,
+    site_time: Vec<(u64, f64)>,
+    messages: u64,
+    collectives: u64,
+    lookahead: usize,
+}
+
+fn is_send(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Send
+            | Op::Ssend
+            | Op::Bsend
+            | Op::Rsend
+            | Op::Isend
+            | Op::Issend
+            | Op::Ibsend
+            | Op::Irsend
+            | Op::SendInit
+            | Op::SsendInit
+    )
+}
+
+/// A synchronous send completes only once its receive has matched, like a
+/// rendezvous, whatever its size; a buffered one never waits.
+fn protocol(op: Op, bytes: f64, net: &Params) -> bool {
+    match op {
+        Op::Ssend | Op::Issend | Op::SsendInit => true,
+        Op::Bsend | Op::Ibsend => false,
+        _ => bytes >= net.eager_limit as f64,
+    }
+}
+
+fn world_key(me: u32) -> impl Fn(u32) -> u64 {
+    move |c| match c {
+        0 => 0,
+        1 => u64::MAX - u64::from(me),
+        c => u64::from(c),
+    }
+}
+
+impl<'a> Engine<'a> {
+    pub(crate) fn new(traces: &'a [Trace], net: Params, opts: Options) -> Engine<'a> {
+        let p = traces.len() as u32;
+        let ranks = traces
+            .iter()
+            .enumerate()
+            .map(|(r, t)| RankState {
+                ex: t.expand(),
+                ahead: VecDeque::new(),
+                rng: SplitMix64::for_rank(opts.seed, r as u32),
+                cpu: 0.0,
+                nic: 0.0,
+                split: Rc::new(vec![0.0]),
+                reqs: FxHashMap::default(),
+                templates: FxHashMap::default(),
+                comms: FxHashMap::default(),
+                seqs: FxHashMap::default(),
+                mprobed: FxHashMap::default(),
+                current: None,
+                finished: false,
+                queued: true,
+                first: true,
+                compute: 0.0,
+                mpi: 0.0,
+                end: 0.0,
+                events: 0,
+            })
+            .collect();
+        Engine {
+            net,
+            opts,
+            p,
+            ranks,
+            cells: Vec::new(),
+            free: Vec::new(),
+            chans: FxHashMap::default(),
+            colls: FxHashMap::default(),
+            ready: (0..p).map(|r| Reverse((At(0.0), r))).collect(),
+            cores: (0..opts.cores.unwrap_or(0).min(p))
+                .map(|_| Reverse(At(0.0)))
+                .collect(),
+            sites: Sites::default(),
+            site_time: Vec::new(),
+            messages: 0,
+            collectives: 0,
+            lookahead: 1 << 20,
+        }
+    }
+
+    pub(crate) fn run(mut self) -> Result<Outcome, Error> {
+        while let Some(Reverse((_, r))) = self.ready.pop() {
+            self.ranks[r as usize].queued = false;
+            self.advance(r)?;
+        }
+        let blocked: Vec<Blocked> = (0..self.p)
+            .filter(|&r| !self.ranks[r as usize].finished)
+            .map(|r| self.describe_block(r))
+            .collect();
+        if !blocked.is_empty() {
+            return Err(Error::Deadlock(blocked));
+        }
+        let ranks = self
+            .ranks
+            .iter()
+            .map(|r| RankOut {
+                compute: r.compute,
+                mpi: r.mpi,
+                end: r.end,
+                events: r.events,
+            })
+            .collect();
+        let last = self
+            .ranks
+            .iter()
+            .max_by(|a, b| a.end.total_cmp(&b.end))
+            .map(|r| r.split.as_ref().clone())
+            .unwrap_or_default();
+        Ok(Outcome {
+            ranks,
+            sites: self.sites,
+            site_time: self.site_time,
+            critical: last,
+            messages: self.messages,
+            collectives: self.collectives,
+        })
+    }
+
+    fn describe_block(&self, r: u32) -> Blocked {
+        let st = &self.ranks[r as usize];
+        let (op, site, what) = match &st.current {
+            Some(c) => {
+                let e = &c.ev;
+                let mut what = Vec::new();
+                if let Some(s) = e.send
+                    && let Some(w) = s.peer.world()
+                {
+                    what.push(format!("send to {w} tag {}", s.tag.value().unwrap_or(-1)));
+                }
+                if let Some(x) = e.recv
+                    && let Some(w) = x.peer.world()
+                {
+                    what.push(format!(
+                        "receive from {w} tag {}",
+                        x.tag.value().unwrap_or(-1)
+                    ));
+                }
+                if e.op.is_collective() || e.op.family() == Family::CommManagement {
+                    what.push(format!("communicator {} not complete", e.comm.0));
+                }
+                if c.probing {
+                    what.push("a probed message that is never sent".into());
+                }
+                if !e.done.is_empty() {
+                    what.push(format!("{} request(s)", e.done.len()));
+                }
+                (e.op.name(), e.site, what.join(", "))
+            }
+            None => ("?", 0, String::new()),
+        };
+        Blocked {
+            rank: r,
+            op,
+            site,
+            event: st.events,
+            waits_for: what,
+        }
+    }
+
+    fn cell(&mut self, owner: u32) -> CellId {
+        let c = Cell {
+            at: None,
+            owner,
+            via: None,
+        };
+        match self.free.pop() {
+            Some(id) => {
+                self.cells[id as usize] = c;
+                id
+            }
+            None => {
+                self.cells.push(c);
+                (self.cells.len() - 1) as CellId
+            }
+        }
+    }
+
+    fn resolve(&mut self, id: CellId, at: Time, via: Option<(Split, Time)>) {
+        let c = &mut self.cells[id as usize];
+        c.at = Some(at);
+        c.via = via;
+        let owner = c.owner;
+        self.wake(owner, at);
+    }
+
+    fn wake(&mut self, r: u32, at: Time) {
+        let st = &mut self.ranks[r as usize];
+        if !st.queued && !st.finished {
+            st.queued = true;
+            self.ready.push(Reverse((At(at.max(st.cpu)), r)));
+        }
+    }
+
+    /// The next event of rank `r` and its computation gap.
+    fn next_event(&mut self, r: u32) -> Option<(Event, f64)> {
+        let st = &mut self.ranks[r as usize];
+        if let Some(x) = st.ahead.pop_front() {
+            return Some(x);
+        }
+        let e = st.ex.next()?;
+        let c = st.ex.timing().map_or(0, |t| t.draw_compute(&mut st.rng));
+        Some((e, c as f64))
+    }
+
+    /// The source and tag a wildcard receive by request `req` matched,
+    /// from the completion call the trace recorded them on.
+    fn look_ahead(&mut self, r: u32, req: ReqId) -> Option<(i32, i32)> {
+        let st = &mut self.ranks[r as usize];
+        let mut i = 0;
+        loop {
+            if i == st.ahead.len() {
+                if st.ahead.len() >= self.lookahead {
+                    return None;
+                }
+                let e = st.ex.next()?;
+                let c = st.ex.timing().map_or(0, |t| t.draw_compute(&mut st.rng));
+                st.ahead.push_back((e, c as f64));
+            }
+            let e = &st.ahead[i].0;
+            if let Some(m) = e.matched.iter().find(|m| m.req == Some(req)) {
+                return Some((m.source, m.tag));
+            }
+            i += 1;
+        }
+    }
+
+    /// Runs rank `r` until it blocks or ends.
+    fn advance(&mut self, r: u32) -> Result<(), Error> {
+        loop {
+            if self.ranks[r as usize].current.is_some() {
+                if !self.try_finish(r) || self.ranks[r as usize].finished {
+                    return Ok(());
+                }
+                continue;
+            }
+            // Let a rank that is behind go first.
+            let cpu = self.ranks[r as usize].cpu;
+            if let Some(Reverse((At(t), _))) = self.ready.peek()
+                && *t < cpu
+            {
+                self.ranks[r as usize].queued = true;
+                self.ready.push(Reverse((At(cpu), r)));
+                return Ok(());
+            }
+            let Some((ev, gap)) = self.next_event(r) else {
+                let st = &mut self.ranks[r as usize];
+                if st.ex.is_broken() {
+                    return Err(Error::Broken(r));
+                }
+                st.finished = true;
+                st.end = st.cpu;
+                return Ok(());
+            };
+            if ev.thread != 0 {
+                return Err(Error::Threads(r));
+            }
+            self.start(r, ev, gap);
+        }
+    }
+
+    /// Completes rank `r`'s current call if everything it waits on is
+    /// known; false when it must wait longer.
+    fn try_finish(&mut self, r: u32) -> bool {
+        let cur = self.ranks[r as usize]
+            .current
+            .take()
+            .expect("a current call");
+        if cur.probing {
+            // Retried: it goes on (to be completed on the next call) once
+            // the message is there.
+            self.start_probe(r, cur);
+            return !self.ranks[r as usize]
+                .current
+                .as_ref()
+                .is_some_and(|c| c.probing);
+        }
+        let mut done = cur.floor;
+        let mut via: Option<(Split, Time)> = None;
+        for &c in &cur.cells {
+            match self.cells[c as usize].at {
+                None => {
+                    self.ranks[r as usize].current = Some(cur);
+                    return false;
+                }
+                Some(t) => {
+                    if t > done {
+                        done = t;
+                        via = self.cells[c as usize].via.clone();
+                    }
+                }
+            }
+        }
+        for &c in &cur.cells {
+            self.cells[c as usize].via = None;
+            self.free.push(c);
+        }
+        let site = cur.site;
+        let st = &mut self.ranks[r as usize];
+        let mut split = match via {
+            Some((s, basis)) if done > cur.enter && done >= basis => {
+                let mut s = s.as_ref().clone();
+                grow(&mut s, site + 1);
+                s[site + 1] += done - basis;
+                Rc::new(s)
+            }
+            _ => {
+                let mut s = std::mem::take(&mut st.split);
+                let v = Rc::make_mut(&mut s);
+                grow(v, site + 1);
+                v[site + 1] += done - cur.enter;
+                s
+            }
+        };
+        std::mem::swap(&mut st.split, &mut split);
+        st.mpi += done - cur.enter;
+        st.cpu = done;
+        let slot = &mut self.site_time[site];
+        slot.0 += 1;
+        slot.1 += done - cur.enter;
+        if matches!(cur.ev.op, Op::Finalize | Op::Abort) {
+            let st = &mut self.ranks[r as usize];
+            st.finished = true;
+            st.end = cur.enter;
+        }
+        true
+    }
+
+    fn start(&mut self, r: u32, ev: Event, gap: f64) {
+        let site = self.sites.of(ev.site, ev.op);
+        if site >= self.site_time.len() {
+            self.site_time.resize(site + 1, (0, 0.0));
+        }
+        let net = self.net;
+        let st = &mut self.ranks[r as usize];
+        st.events += 1;
+        // Time before the first call (MPI_Init) is the launch, not the
+        // application's.
+        let gap = if std::mem::take(&mut st.first) || self.opts.no_compute {
+            0.0
+        } else {
+            gap * self.opts.compute_scale
+        };
+        let mut gap = gap;
+        if gap > 0.0
+            && let Some(Reverse(At(free))) = self.cores.pop()
+        {
+            // A pool of cores shared by every rank: the computation waits
+            // for the first core free, and the wait counts as computation
+            // (what the rank's clock shows on an oversubscribed node).
+            let begin = st.cpu.max(free);
+            self.cores.push(Reverse(At(begin + gap)));
+            gap += begin - st.cpu;
+        }
+        st.cpu += gap;
+        st.compute += gap;
+        if gap > 0.0 {
+            Rc::make_mut(&mut st.split)[0] += gap;
+        }
+        let enter = st.cpu;
+        let mut cur = Current {
+            site,
+            enter,
+            floor: enter,
+            cells: SmallVec::new(),
+            probing: false,
+            ev,
+        };
+        let ev = &cur.ev;
+        let comm = ev.comm.0;
+        match ev.op.family() {
+            Family::InitExit | Family::Profiling => {}
+            Family::BlockingP2p => {
+                if let Some(s) = ev.send
+                    && let Some(dst) = s.peer.world()
+                    && let Some(tag) = s.tag.value()
+                {
+                    let bytes = self.bytes(s.bytes());
+                    let (floor, cell) =
+                        self.post_send(r, ev.op, (comm, r, dst as u32, tag), bytes, enter);
+                    cur.floor = cur.floor.max(floor);
+                    cur.cells.extend(cell);
+                }
+                if let Some(x) = ev.recv
+                    && !matches!(x.peer, Peer::Null)
+                {
+                    let m = ev.matched.iter().find(|m| m.req.is_none());
+                    let src = x.peer.world().or(m.map(|m| m.source));
+                    let tag = x.tag.value().or(m.map(|m| m.tag));
+                    if let (Some(src), Some(tag)) = (src, tag) {
+                        let c = self.post_recv(r, (comm, src as u32, r, tag), enter);
+                        cur.cells.push(c);
+                    }
+                }
+            }
+            Family::NonblockingP2p => {
+                let cost = self.post_nonblocking(r, ev.op, comm, ev, enter);
+                cur.floor += cost;
+            }
+            Family::Persistent => match ev.op {
+                Op::SendInit | Op::SsendInit | Op::RecvInit => {
+                    if let Some(req) = ev.req {
+                        let t = if is_send(ev.op) {
+                            ev.send.and_then(|s| {
+                                Some(Template {
+                                    op: ev.op,
+                                    comm,
+                                    peer: s.peer.world()? as u32,
+                                    tag: s.tag.value()?,
+                                    bytes: self.bytes(s.bytes()),
+                                })
+                            })
+                        } else {
+                            ev.recv.and_then(|x| {
+                                Some(Template {
+                                    op: ev.op,
+                                    comm,
+                                    peer: x.peer.world()? as u32,
+                                    tag: x.tag.value()?,
+                                    bytes: 0.0,
+                                })
+                            })
+                        };
+                        if let Some(t) = t {
+                            self.ranks[r as usize].templates.insert(req, t);
+                        }
+                    }
+                }
+                Op::Start | Op::Startall => {
+                    let mut t = enter;
+                    for &req in &cur.ev.reqs {
+                        let Some(tp) = self.ranks[r as usize].templates.get(&req).copied() else {
+                            continue;
+                        };
+                        let cell = if tp.op == Op::RecvInit {
+                            self.post_recv(r, (tp.comm, tp.peer, r, tp.tag), t)
+                        } else {
+                            let op = if tp.op == Op::SsendInit {
+                                Op::Issend
+                            } else {
+                                Op::Isend
+                            };
+                            let (floor, cell) =
+                                self.post_send(r, op, (tp.comm, r, tp.peer, tp.tag), tp.bytes, t);
+                            t = floor;
+                            match cell {
+                                Some(c) => c,
+                                None => self.done_cell(r, floor),
+                            }
+                        };
+                        self.ranks[r as usize].reqs.insert(req, cell);
+                    }
+                    cur.floor = t;
+                }
+                _ => {
+                    for req in &cur.ev.reqs {
+                        self.ranks[r as usize].templates.remove(req);
+                        self.ranks[r as usize].reqs.remove(req);
+                    }
+                }
+            },
+            Family::Completion => {
+                let st = &mut self.ranks[r as usize];
+                for req in &cur.ev.done {
+                    if let Some(c) = st.reqs.remove(req) {
+                        cur.cells.push(c);
+                    }
+                }
+                if matches!(ev.op, Op::Test | Op::Testall | Op::Testany | Op::Testsome) {
+                    cur.floor += net.overhead;
+                }
+            }
+            Family::Probe => {
+                self.start_probe(r, cur);
+                return;
+            }
+            Family::Collective | Family::NonblockingCollective | Family::CommManagement => {
+                if ev.op == Op::CommFree {
+                    self.ranks[r as usize].comms.remove(&comm);
+                } else {
+                    let cell = self.arrive(r, &cur.ev, enter);
+                    if let Some(req) = cur.ev.req {
+                        self.ranks[r as usize].reqs.insert(req, cell);
+                        cur.floor += net.overhead;
+                    } else {
+                        cur.cells.push(cell);
+                    }
+                }
+            }
+        }
+        self.ranks[r as usize].current = Some(cur);
+    }
+
+    fn bytes(&self, b: i64) -> f64 {
+        b.max(0) as f64 * self.opts.bytes_scale
+    }
+
+    /// A cell already known to complete at `at`.
+    fn done_cell(&mut self, r: u32, at: Time) -> CellId {
+        let c = self.cell(r);
+        self.cells[c as usize].at = Some(at);
+        c
+    }
+
+    /// Posts a send on `key`; returns when the sender's CPU is free again
+    /// and, for a rendezvous, the cell of its completion.
+    fn post_send(
+        &mut self,
+        r: u32,
+        op: Op,
+        key: Key,
+        bytes: f64,
+        t: Time,
+    ) -> (Time, Option<CellId>) {
+        let net = self.net;
+        let rendezvous = protocol(op, bytes, &net);
+        let st = &mut self.ranks[r as usize];
+        let split = st.split.clone();
+        let (free, arrive, cell) = if rendezvous {
+            (t + net.overhead, 0.0, Some(self.cell(r)))
+        } else {
+            let leave = (t + net.overhead).max(st.nic);
+            st.nic = leave + net.nic(bytes);
+            (
+                t + net.cpu(bytes),
+                net.arrival(leave - net.overhead, bytes),
+                None,
+            )
+        };
+        let rec = SendRec {
+            post: t,
+            arrive,
+            bytes,
+            rendezvous,
+            cell,
+            split,
+        };
+        self.messages += 1;
+        let rec_post = t;
+        let ch = self.chans.entry(key).or_default();
+        match ch.recvs.pop_front() {
+            Some(recv) => self.matched(rec, recv),
+            None => {
+                ch.sends.push_back(rec);
+                for p in std::mem::take(&mut ch.probers) {
+                    self.wake(p, rec_post);
+                }
+            }
+        }
+        (free, cell)
+    }
+
+    /// Posts a receive on `key` at `t`; returns its completion cell.
+    fn post_recv(&mut self, r: u32, key: Key, t: Time) -> CellId {
+        let cell = self.cell(r);
+        let rec = RecvRec {
+            post: t,
+            cell,
+            split: self.ranks[r as usize].split.clone(),
+        };
+        let ch = self.chans.entry(key).or_default();
+        match ch.sends.pop_front() {
+            Some(send) => self.matched(send, rec),
+            None => ch.recvs.push_back(rec),
+        }
+        cell
+    }
+
+    /// Costs a matched message on both sides.
+    fn matched(&mut self, s: SendRec, r: RecvRec) {
+        let net = self.net;
+        if !s.rendezvous {
+            let done = r.post.max(s.arrive) + net.cpu(s.bytes);
+            let via = (s.arrive > r.post).then_some((s.split, s.post));
+            self.resolve(r.cell, done, via);
+            return;
+        }
+        // Request to send, clear to send, then the data.
+        let rts = s.post + net.overhead + net.latency;
+        let ready = r.post.max(rts);
+        let cts = ready + net.overhead + net.latency;
+        let send_done = cts + net.overhead + net.wire(s.bytes);
+        let arrive = net.arrival(cts, s.bytes);
+        let recv_done = arrive + net.cpu(s.bytes);
+        if let Some(c) = s.cell {
+            let via = (r.post > rts).then(|| (r.split.clone(), r.post));
+            self.resolve(c, send_done, via);
+        }
+        let via = (rts >= r.post).then_some((s.split, s.post));
+        self.resolve(r.cell, recv_done, via);
+    }
+
+    /// Posts a nonblocking send or receive; returns its CPU cost.
+    fn post_nonblocking(&mut self, r: u32, op: Op, comm: u32, ev: &Event, t: Time) -> f64 {
+        let Some(req) = ev.req else { return 0.0 };
+        if is_send(op) {
+            let Some(s) = ev.send else { return 0.0 };
+            let (Some(dst), Some(tag)) = (s.peer.world(), s.tag.value()) else {
+                // To MPI_PROC_NULL: complete at once.
+                let c = self.done_cell(r, t);
+                self.ranks[r as usize].reqs.insert(req, c);
+                return 0.0;
+            };
+            let bytes = self.bytes(s.bytes());
+            let (free, cell) = self.post_send(r, op, (comm, r, dst as u32, tag), bytes, t);
+            let cell = match cell {
+                Some(c) => c,
+                None => self.done_cell(r, free),
+            };
+            self.ranks[r as usize].reqs.insert(req, cell);
+            free - t
+        } else {
+            let Some(x) = ev.recv else { return 0.0 };
+            if matches!(x.peer, Peer::Null) {
+                let c = self.done_cell(r, t);
+                self.ranks[r as usize].reqs.insert(req, c);
+                return 0.0;
+            }
+            let known = x.peer.world().zip(x.tag.value());
+            let found = match known {
+                Some(k) => Some(k),
+                None => self
+                    .look_ahead(r, req)
+                    .map(|(s, g)| (x.peer.world().unwrap_or(s), x.tag.value().unwrap_or(g))),
+            };
+            // A wildcard receive never completed in the trace never matches
+            // here either.
+            if let Some((src, tag)) = found {
+                let c = self.post_recv(r, (comm, src as u32, r, tag), t);
+                self.ranks[r as usize].reqs.insert(req, c);
+            }
+            0.0
+        }
+    }
+
+    /// Probes (and matched probes, and their receives). A probe that finds
+    /// no message yet waits in the channel and is retried when a send
+    /// arrives there.
+    fn start_probe(&mut self, r: u32, mut cur: Current) {
+        let net = self.net;
+        let ev = &cur.ev;
+        let m = ev.matched.iter().find(|m| m.req.is_none());
+        match ev.op {
+            Op::Mrecv | Op::Imrecv => {
+                let got = ev
+                    .message
+                    .and_then(|id| self.ranks[r as usize].mprobed.remove(&id));
+                if let Some((_, send)) = got {
+                    let cell = self.cell(r);
+                    let rec = RecvRec {
+                        post: cur.enter,
+                        cell,
+                        split: self.ranks[r as usize].split.clone(),
+                    };
+                    self.matched(send, rec);
+                    match ev.req {
+                        Some(req) if ev.op == Op::Imrecv => {
+                            self.ranks[r as usize].reqs.insert(req, cell);
+                        }
+                        _ => cur.cells.push(cell),
+                    }
+                }
+            }
+            Op::Iprobe | Op::Improbe if ev.flag != Some(true) => {
+                cur.floor = cur.enter + net.overhead;
+            }
+            _ => {
+                let Some(m) = m else {
+                    self.ranks[r as usize].current = Some(cur);
+                    return;
+                };
+                let key = (ev.comm.0, m.source as u32, r, m.tag);
+                let take = matches!(ev.op, Op::Mprobe | Op::Improbe);
+                let ch = self.chans.entry(key).or_default();
+                let Some(head) = ch.sends.front() else {
+                    ch.probers.push(r);
+                    cur.probing = true;
+                    self.ranks[r as usize].current = Some(cur);
+                    return;
+                };
+                let seen = if head.rendezvous {
+                    head.post + net.overhead + net.latency
+                } else {
+                    head.arrive
+                };
+                cur.probing = false;
+                cur.floor = cur.floor.max(seen) + net.overhead;
+                if take {
+                    let send = ch.sends.pop_front().expect("a head");
+                    if let Some(id) = ev.message {
+                        self.ranks[r as usize].mprobed.insert(id, (key, send));
+                    }
+                }
+            }
+        }
+        self.ranks[r as usize].current = Some(cur);
+    }
+
+    /// Rank `r` enters a collective (or a communicator constructor);
+    /// returns the cell of its completion.
+    fn arrive(&mut self, r: u32, ev: &Event, t: Time) -> CellId {
+        let comm = ev.comm.0;
+        let st = &mut self.ranks[r as usize];
+        let info = st.comms.get(&comm).cloned().unwrap_or_else(|| CommInfo {
+            key: world_key(r)(comm),
+            size: match comm {
+                0 => self.p,
+                1 => 1,
+                _ => 0,
+            },
+            dims: Vec::new(),
+        });
+        let seq = st.seqs.entry(comm).or_default();
+        let k = (info.key, *seq);
+        *seq += 1;
+        if let Some(c) = ev.create.as_deref()
+            && let Some(new) = c.new
+        {
+            let mut h = FxHasher::default();
+            info.key.hash(&mut h);
+            new.0.hash(&mut h);
+            c.color.hash(&mut h);
+            c.split_type.hash(&mut h);
+            c.members.hash(&mut h);
+            if ev.op == Op::CartSub {
+                // The sub-grid: this rank's coordinates in the dropped
+                // dimensions of the parent grid.
+                let mut rest = ev.comm_rank.max(0);
+                let dims = &info.dims;
+                let mut coords = vec![0; dims.len()];
+                for d in (0..dims.len()).rev() {
+                    let n = dims[d].max(1);
+                    coords[d] = rest % n;
+                    rest /= n;
+                }
+                for (d, &keep) in c.dims.iter().enumerate() {
+                    if keep == 0 {
+                        coords.get(d).hash(&mut h);
+                    }
+                }
+            }
+            let dims = match ev.op {
+                Op::CartCreate => c.dims.clone(),
+                Op::CartSub => info
+                    .dims
+                    .iter()
+                    .zip(&c.dims)
+                    .filter(|&(_, &keep)| keep != 0)
+                    .map(|(&n, _)| n)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            st.comms.insert(
+                new.0,
+                CommInfo {
+                    key: h.finish(),
+                    size: c.size.max(0) as u32,
+                    dims,
+                },
+            );
+            st.seqs.remove(&new.0);
+        }
+        let me = ev.comm_rank.max(0) as usize;
+        let size = (info.size as usize).max(me + 1);
+        let lists = |counts: &[i32], dsizes: &[i32], d: i64| -> Vec<f64> {
+            counts
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| {
+                    let d = dsizes.get(i).map_or(d, |&x| i64::from(x));
+                    self.bytes(i64::from(c) * d)
+                })
+                .collect()
+        };
+        let member = Member {
+            at: t,
+            send: self.bytes(ev.send.map_or(0, |s| s.bytes())),
+            recv: self.bytes(ev.recv.map_or(0, |s| s.bytes())),
+            sends: lists(
+                &ev.send_counts,
+                &ev.send_dsizes,
+                ev.send.map_or(0, |s| s.dsize),
+            ),
+            recvs: lists(
+                &ev.recv_counts,
+                &ev.recv_dsizes,
+                ev.recv.map_or(0, |s| s.dsize),
+            ),
+        };
+        let cell = self.cell(r);
+        let split = self.ranks[r as usize].split.clone();
+        let op = ev.op;
+        let root = ev.root.unwrap_or(0).max(0) as usize;
+        let inst = self.colls.entry(k).or_insert_with(|| Instance {
+            op,
+            size,
+            root,
+            members: Vec::new(),
+            arrived: 0,
+        });
+        if inst.members.len() < size.max(inst.size) {
+            inst.members.resize_with(size.max(inst.size), || None);
+        }
+        if inst.members[me].is_some() {
+            // Two ranks claim one comm rank: sub-grids the lineage cannot
+            // tell apart. Give this one a slot of its own.
+            inst.members.push(None);
+            let i = inst.members.len() - 1;
+            inst.members[i] = Some((member, cell, split));
+        } else {
+            inst.members[me] = Some((member, cell, split));
+        }
+        inst.arrived += 1;
+        if inst.arrived >= inst.size {
+            let inst = self.colls.remove(&k).expect("the instance");
+            self.complete(inst);
+        }
+        cell
+    }
+
+    fn complete(&mut self, inst: Instance) {
+        self.collectives += 1;
+        let present: Vec<(Member, CellId, Split)> = inst.members.into_iter().flatten().collect();
+        let members: Vec<Member> = present.iter().map(|m| m.0.clone()).collect();
+        let times = coll::complete(inst.op, inst.root, &members, &self.net);
+        let (last, _) = members
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.at.total_cmp(&b.1.at))
+            .map(|(i, m)| (i, m.at))
+            .unwrap_or((0, 0.0));
+        let last_at = members.get(last).map_or(0.0, |m| m.at);
+        let last_split = present.get(last).map(|m| m.2.clone());
+        for (i, (m, cell, _)) in present.into_iter().enumerate() {
+            let done = times.get(i).copied().unwrap_or(m.at);
+            let via = (last_at > m.at && done >= last_at)
+                .then(|| last_split.clone().map(|s| (s, last_at)))
+                .flatten();
+            self.resolve(cell, done, via);
+        }
+    }
+}
+
+/// A time with a total order, for the heaps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct At(Time);
+
+impl Eq for At {}
+
+impl PartialOrd for At {
+    fn partial_cmp(&self, o: &At) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for At {
+    fn cmp(&self, o: &At) -> Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+fn grow(v: &mut Vec<f64>, i: usize) {
+    if v.len() <= i {
+        v.resize(i + 1, 0.0);
+    }
+}

@@ -1,0 +1,398 @@
+//! Offline simulation of a trace at its own scale (seed 001 §6): the run a
+//! trace stands for, predicted in the LogGOPS model (Hoefler, Schneider and
+//! Lumsdaine 2010) without MPI and without the machine, so that a trace
+//! extrapolated to more ranks than any machine at hand has can still be
+//! costed, and a future network can be tried by changing its parameters.
+//!
+//! Every rank's events are walked in order. Computation between calls is
+//! drawn from the trace's timing histograms, as `replay` draws it (same
+//! generator, same seed per rank). Point-to-point messages are matched as
+//! MPI matches them and costed eager or rendezvous by the `S` threshold;
+//! collectives run the algorithms MPICH picks by size ([`coll`]). The result
+//! is the predicted time per rank, per call site and along the critical
+//! path.
+//!
+//! The crate is pure: it reads a [`TraceFile`] and calls no MPI.
+//! `rankscale calibrate` (which runs `replay --calibrate` under `mpirun`)
+//! measures the parameters of the machine at hand.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod calibrate;
+mod coll;
+mod engine;
+pub mod params;
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::time::Instant;
+
+use compress::TraceFile;
+use serde::Serialize;
+
+pub use params::Params;
+
+/// What keeps a trace from being simulated.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A parameter file or value that cannot be used.
+    #[error("{0}")]
+    Params(String),
+    /// The trace cannot be split into ranks.
+    #[error("cannot take rank {rank}'s part of the trace: {why}")]
+    Project {
+        /// The rank.
+        rank: u32,
+        /// Why.
+        why: String,
+    },
+    /// A trace whose expansion stops early.
+    #[error("rank {0}'s part of the trace is inconsistent (its expansion stops early)")]
+    Broken(u32),
+    /// Calls from several threads of a rank.
+    #[error(
+        "the trace has MPI calls from several threads of a rank (rank {0}); the simulator runs \
+         one thread per rank"
+    )]
+    Threads(u32),
+    /// A trace with no ranks.
+    #[error("the trace has no ranks")]
+    Empty,
+    /// No rank can go on and some have not finished.
+    #[error("{}", deadlock_text(.0))]
+    Deadlock(Vec<Blocked>),
+}
+
+fn deadlock_text(b: &[Blocked]) -> String {
+    let mut s = format!(
+        "the trace deadlocks under the model: {} rank(s) wait forever",
+        b.len()
+    );
+    for x in b.iter().take(16) {
+        let _ = write!(
+            s,
+            "\n  rank {} in MPI_{} (event {}, site {:016x}): waits for {}",
+            x.rank,
+            x.op,
+            x.event,
+            x.site,
+            if x.waits_for.is_empty() {
+                "?"
+            } else {
+                &x.waits_for
+            }
+        );
+    }
+    if b.len() > 16 {
+        let _ = write!(s, "\n  … and {} more", b.len() - 16);
+    }
+    s
+}
+
+/// A rank that cannot go on, and what it waits for.
+#[derive(Clone, Debug, Serialize)]
+pub struct Blocked {
+    /// The rank.
+    pub rank: u32,
+    /// The call it is in (without `MPI_`).
+    pub op: &'static str,
+    /// Its call site.
+    pub site: u64,
+    /// The call's index in the rank's events, from 1.
+    pub event: u64,
+    /// The messages, requests or collective it waits on.
+    pub waits_for: String,
+}
+
+/// What to simulate beyond the trace and the machine.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Multiply every computation time by this (what if computation were
+    /// faster or slower).
+    pub compute_scale: f64,
+    /// Multiply every message's size by this.
+    pub bytes_scale: f64,
+    /// Leave computation out: the communication alone.
+    pub no_compute: bool,
+    /// Seed of the computation draws (`replay`'s default is 1).
+    pub seed: u64,
+    /// Cores shared by all ranks, for a run with more ranks than cores
+    /// (an oversubscribed node): computation then waits for a free core.
+    /// `None`: one core per rank.
+    pub cores: Option<u32>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            compute_scale: 1.0,
+            bytes_scale: 1.0,
+            no_compute: false,
+            seed: 1,
+            cores: None,
+        }
+    }
+}
+
+/// One rank's predicted run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RankTime {
+    /// The rank.
+    pub rank: u32,
+    /// From `MPI_Init` to `MPI_Finalize`, ns.
+    pub time_ns: f64,
+    /// Of which computation, ns.
+    pub compute_ns: f64,
+    /// Of which inside MPI (overheads, transfers and waiting), ns.
+    pub mpi_ns: f64,
+    /// Its events.
+    pub events: u64,
+}
+
+/// One call site's predicted cost.
+#[derive(Clone, Debug, Serialize)]
+pub struct SiteTime {
+    /// The operation (without `MPI_`).
+    pub op: &'static str,
+    /// The site's signature.
+    pub site: u64,
+    /// `function file:line` where the trace knows it.
+    pub location: String,
+    /// Calls, over every rank.
+    pub calls: u64,
+    /// Time inside these calls summed over every rank, ns.
+    pub time_ns: f64,
+    /// Its part of the critical path, ns.
+    pub critical_ns: f64,
+}
+
+/// The longest chain of dependencies through the run: what the run's
+/// length is made of.
+#[derive(Clone, Debug, Serialize)]
+pub struct CriticalPath {
+    /// Its length (the predicted time), ns.
+    pub length_ns: f64,
+    /// Computation on it, ns.
+    pub compute_ns: f64,
+    /// Time in MPI calls on it (overheads, transfers, waiting), ns.
+    pub mpi_ns: f64,
+}
+
+/// A simulation's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Prediction {
+    /// Ranks simulated.
+    pub ranks: u32,
+    /// The predicted time of the run (the last rank's), ns.
+    pub time_ns: f64,
+    /// Rank 0's predicted time, ns: what the trace's recorded wall time
+    /// (rank 0's) compares to.
+    pub rank0_ns: f64,
+    /// The traced run's wall time on rank 0, ns, when the trace comes from
+    /// a traced run.
+    pub traced_ns: Option<u64>,
+    /// How ranks were simulated.
+    pub mode: &'static str,
+    /// The machine.
+    pub params: Params,
+    /// Events simulated.
+    pub events: u64,
+    /// Point-to-point messages.
+    pub messages: u64,
+    /// Collective operations (each counted once, not per member).
+    pub collectives: u64,
+    /// The simulation's own wall time, s.
+    pub elapsed_s: f64,
+    /// Per rank.
+    pub per_rank: Vec<RankTime>,
+    /// Per call site, most time first.
+    pub sites: Vec<SiteTime>,
+    /// The critical path.
+    pub critical: CriticalPath,
+}
+
+/// Simulates `file` on the machine `net`.
+pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Prediction, Error> {
+    net.validate()?;
+    let start = Instant::now();
+    let p = file
+        .trace
+        .ranks()
+        .len()
+        .max(u64::from(file.meta.world_size)) as u32;
+    if p == 0 {
+        return Err(Error::Empty);
+    }
+    let traces = (0..p)
+        .map(|r| {
+            file.trace.rank_trace(r).map_err(|e| Error::Project {
+                rank: r,
+                why: e.to_string(),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let out = engine::Engine::new(&traces, *net, *opts).run()?;
+    let elapsed_s = start.elapsed().as_secs_f64();
+    let labels: HashMap<u64, &str> = file
+        .meta
+        .sites
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .collect();
+    let per_rank: Vec<RankTime> = out
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(r, x)| RankTime {
+            rank: r as u32,
+            time_ns: x.end,
+            compute_ns: x.compute,
+            mpi_ns: x.mpi,
+            events: x.events,
+        })
+        .collect();
+    let mut sites: Vec<SiteTime> = out
+        .sites
+        .list
+        .iter()
+        .enumerate()
+        .map(|(i, &(site, op))| SiteTime {
+            op: op.name(),
+            site,
+            location: labels
+                .get(&site)
+                .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string()),
+            calls: out.site_time.get(i).map_or(0, |x| x.0),
+            time_ns: out.site_time.get(i).map_or(0.0, |x| x.1),
+            critical_ns: out.critical.get(i + 1).copied().unwrap_or(0.0),
+        })
+        .collect();
+    sites.sort_by(|a, b| b.time_ns.total_cmp(&a.time_ns));
+    let time_ns = per_rank.iter().map(|r| r.time_ns).fold(0.0, f64::max);
+    let compute = out.critical.first().copied().unwrap_or(0.0);
+    let on_path: f64 = out.critical.iter().sum();
+    Ok(Prediction {
+        ranks: p,
+        time_ns,
+        rank0_ns: per_rank.first().map_or(0.0, |r| r.time_ns),
+        traced_ns: (!file.meta.is_extrapolated() && file.meta.wall_ns > 0)
+            .then_some(file.meta.wall_ns),
+        mode: "rank by rank",
+        params: *net,
+        events: per_rank.iter().map(|r| r.events).sum(),
+        messages: out.messages,
+        collectives: out.collectives,
+        elapsed_s,
+        per_rank,
+        sites,
+        critical: CriticalPath {
+            length_ns: on_path,
+            compute_ns: compute,
+            mpi_ns: on_path - compute,
+        },
+    })
+}
+
+fn secs(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.3} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.3} ms", ns / 1e6)
+    } else {
+        format!("{:.1} us", ns / 1e3)
+    }
+}
+
+impl Prediction {
+    /// The prediction as text: the headline, the critical path, the top
+    /// call sites and (with `ranks`) one line per rank.
+    pub fn to_text(&self, ranks: bool, top: usize) -> String {
+        let mut s = String::new();
+        let p = &self.params;
+        let _ = writeln!(
+            s,
+            "predicted time: {} over {} ranks ({}; L={} ns, o={} ns, g={} ns, G={} ns/B, O={} \
+             ns/B, S={} B)",
+            secs(self.time_ns),
+            self.ranks,
+            self.mode,
+            p.latency,
+            p.overhead,
+            p.gap,
+            p.gap_per_byte,
+            p.overhead_per_byte,
+            p.eager_limit
+        );
+        match self.traced_ns {
+            Some(t) => {
+                let _ = writeln!(
+                    s,
+                    "rank 0: {} predicted, {} in the traced run ({:+.1} %)",
+                    secs(self.rank0_ns),
+                    secs(t as f64),
+                    100.0 * (self.rank0_ns - t as f64) / t as f64
+                );
+            }
+            None => {
+                let _ = writeln!(s, "rank 0: {} predicted", secs(self.rank0_ns));
+            }
+        }
+        let _ = writeln!(
+            s,
+            "simulated {} events, {} messages, {} collectives in {:.3} s ({:.2} M events/s)",
+            self.events,
+            self.messages,
+            self.collectives,
+            self.elapsed_s,
+            self.events as f64 / self.elapsed_s.max(1e-9) / 1e6
+        );
+        let c = &self.critical;
+        let share = |x: f64| 100.0 * x / c.length_ns.max(1e-9);
+        let _ = writeln!(
+            s,
+            "critical path: {}: computation {} ({:.1} %), MPI {} ({:.1} %)",
+            secs(c.length_ns),
+            secs(c.compute_ns),
+            share(c.compute_ns),
+            secs(c.mpi_ns),
+            share(c.mpi_ns)
+        );
+        let _ = writeln!(
+            s,
+            "\n{:<16} {:>10} {:>12} {:>12} {:>8}  location",
+            "call", "calls", "time/rank", "on path", "path %"
+        );
+        for x in self.sites.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:<16} {:>10} {:>12} {:>12} {:>7.1}%  {}",
+                format!("MPI_{}", x.op),
+                x.calls,
+                secs(x.time_ns / f64::from(self.ranks)),
+                secs(x.critical_ns),
+                share(x.critical_ns),
+                x.location
+            );
+        }
+        if ranks {
+            let _ = writeln!(
+                s,
+                "\n{:>6} {:>12} {:>12} {:>12} {:>10}",
+                "rank", "time", "computation", "MPI", "events"
+            );
+            for r in &self.per_rank {
+                let _ = writeln!(
+                    s,
+                    "{:>6} {:>12} {:>12} {:>12} {:>10}",
+                    r.rank,
+                    secs(r.time_ns),
+                    secs(r.compute_ns),
+                    secs(r.mpi_ns),
+                    r.events
+                );
+            }
+        }
+        s
+    }
+}

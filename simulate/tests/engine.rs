@@ -1,0 +1,253 @@
+//! The simulator on small traces built through the compressor (no MPI),
+//! against times computed by hand from the LogGOPS formulas.
+
+use compress::{
+    Compressor, Config, Event, Matched, MergedTrace, Op, Peer, ReqId, Tag, TraceFile, Transfer,
+};
+use simulate::{Error, Options, Params, simulate};
+
+fn net() -> Params {
+    Params {
+        latency: 1000.0,
+        overhead: 100.0,
+        gap: 50.0,
+        gap_per_byte: 0.5,
+        overhead_per_byte: 0.25,
+        eager_limit: 1024,
+    }
+}
+
+fn to(rank: i32, tag: i32, bytes: i64) -> Transfer {
+    Transfer {
+        peer: Peer::Rank {
+            world: rank,
+            local: rank,
+        },
+        tag: Tag::Value(tag),
+        count: bytes,
+        dsize: 1,
+        dtype: compress::Datatype::UNKNOWN,
+    }
+}
+
+fn any(bytes: i64) -> Transfer {
+    Transfer {
+        peer: Peer::Any,
+        tag: Tag::Any,
+        ..to(0, 0, bytes)
+    }
+}
+
+fn ev(op: Op, site: u64) -> Event {
+    let mut e = Event::new(op);
+    e.site = site;
+    e
+}
+
+fn send(peer: i32, bytes: i64, site: u64) -> Event {
+    let mut e = ev(Op::Send, site);
+    e.send = Some(to(peer, 3, bytes));
+    e
+}
+
+fn recv(peer: i32, bytes: i64, site: u64) -> Event {
+    let mut e = ev(Op::Recv, site);
+    e.recv = Some(to(peer, 3, bytes));
+    e
+}
+
+/// One trace file from each rank's events (Init and Finalize added).
+fn file(ranks: Vec<Vec<Event>>) -> TraceFile {
+    let p = ranks.len();
+    let mut merged: Option<MergedTrace> = None;
+    for (r, events) in ranks.into_iter().enumerate() {
+        let mut c = Compressor::new(r as i32, Config::default());
+        let mut all = vec![Event::new(Op::Init)];
+        all.extend(events);
+        all.push(Event::new(Op::Finalize));
+        for mut e in all {
+            if e.op.has_comm() {
+                e.comm_rank = r as i32;
+            }
+            c.push(&e).unwrap();
+        }
+        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
+        merged = Some(match merged {
+            None => t,
+            Some(m) => m.merge(t),
+        });
+    }
+    let mut trace = merged.unwrap();
+    trace.normalize();
+    let mut f = TraceFile {
+        trace,
+        ..TraceFile::default()
+    };
+    f.meta.world_size = p as u32;
+    f
+}
+
+fn pingpong(k: usize, bytes: i64) -> TraceFile {
+    let r0 = (0..k).flat_map(|_| [send(1, bytes, 1), recv(1, bytes, 2)]).collect();
+    let r1 = (0..k).flat_map(|_| [recv(0, bytes, 3), send(0, bytes, 4)]).collect();
+    file(vec![r0, r1])
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+}
+
+fn no_compute() -> Options {
+    Options {
+        no_compute: true,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn an_eager_ping_pong_costs_two_overheads_and_a_latency_per_hop() {
+    let n = net();
+    let s = 100.0;
+    // Leaves after o, on the wire (s-1)·G, arrives after L, taken in
+    // o + (s-1)·O.
+    let hop = 2.0 * n.overhead + n.latency + (s - 1.0) * (n.gap_per_byte + n.overhead_per_byte);
+    let p = simulate(&pingpong(10, 100), &n, &no_compute()).unwrap();
+    assert!(close(p.time_ns, 20.0 * hop), "{} vs {}", p.time_ns, 20.0 * hop);
+    assert!(close(p.rank0_ns, 20.0 * hop));
+    assert_eq!(p.messages, 20);
+    assert_eq!(p.events, 2 * (20 + 2));
+    // The whole run is one chain of messages: all of it is on the
+    // critical path, and none of it is computation.
+    assert!(close(p.critical.length_ns, p.time_ns), "{:?}", p.critical);
+    assert_eq!(p.critical.compute_ns, 0.0);
+}
+
+#[test]
+fn a_rendezvous_ping_pong_adds_the_handshake() {
+    let n = net();
+    let s = 4096.0;
+    // Request to send (o + L), clear to send (o + L), then the data as an
+    // eager message would go.
+    let hop = 4.0 * n.overhead
+        + 3.0 * n.latency
+        + (s - 1.0) * (n.gap_per_byte + n.overhead_per_byte);
+    let p = simulate(&pingpong(4, 4096), &n, &no_compute()).unwrap();
+    assert!(close(p.time_ns, 8.0 * hop), "{} vs {}", p.time_ns, 8.0 * hop);
+    // With the eager limit above the size, the same trace is faster.
+    let eager = Params {
+        eager_limit: 1 << 20,
+        ..n
+    };
+    let q = simulate(&pingpong(4, 4096), &eager, &no_compute()).unwrap();
+    assert!(q.time_ns < p.time_ns);
+}
+
+#[test]
+fn ranks_that_receive_first_deadlock_with_a_clear_message() {
+    let f = file(vec![
+        vec![recv(1, 8, 1), send(1, 8, 2)],
+        vec![recv(0, 8, 3), send(0, 8, 4)],
+    ]);
+    match simulate(&f, &net(), &no_compute()) {
+        Err(Error::Deadlock(b)) => {
+            assert_eq!(b.len(), 2);
+            assert_eq!((b[0].rank, b[0].op), (0, "Recv"));
+            assert!(b[0].waits_for.contains("receive from 1"), "{b:?}");
+            assert!(b[1].waits_for.contains("receive from 0"), "{b:?}");
+            let text = Error::Deadlock(b).to_string();
+            assert!(text.contains("deadlocks") && text.contains("rank 1 in MPI_Recv"), "{text}");
+        }
+        other => panic!("{:?}", other.map(|p| p.time_ns)),
+    }
+    // Large messages both ways before the receives: rendezvous sends
+    // deadlock too, eager ones do not.
+    let f = file(vec![
+        vec![send(1, 8192, 1), recv(1, 8192, 2)],
+        vec![send(0, 8192, 3), recv(0, 8192, 4)],
+    ]);
+    assert!(matches!(simulate(&f, &net(), &no_compute()), Err(Error::Deadlock(_))));
+    let eager = Params {
+        eager_limit: 1 << 20,
+        ..net()
+    };
+    assert!(simulate(&f, &eager, &no_compute()).is_ok());
+}
+
+#[test]
+fn wildcard_receives_take_the_sources_the_trace_recorded() {
+    let mut r0 = Vec::new();
+    for (i, site) in [(0u64, 1u64), (1, 2)] {
+        let mut e = ev(Op::Irecv, site);
+        e.recv = Some(any(8));
+        e.req = Some(ReqId(i));
+        r0.push(e);
+    }
+    let mut w = ev(Op::Waitall, 3);
+    w.reqs = vec![ReqId(0), ReqId(1)];
+    w.done = w.reqs.clone();
+    // Rank 2's message was taken first.
+    w.matched = vec![
+        Matched {
+            req: Some(ReqId(0)),
+            source: 2,
+            tag: 3,
+        },
+        Matched {
+            req: Some(ReqId(1)),
+            source: 1,
+            tag: 3,
+        },
+    ];
+    r0.push(w);
+    // Rank 1 computes 1 ms first, so its message is the late one.
+    let mut late = send(0, 8, 4);
+    late.time.compute_ns = 1_000_000;
+    let f = file(vec![r0, vec![late], vec![send(0, 8, 5)]]);
+    let p = simulate(&f, &net(), &Options::default()).unwrap();
+    assert_eq!(p.messages, 2);
+    let n = net();
+    let hop = 2.0 * n.overhead + n.latency + 7.0 * (n.gap_per_byte + n.overhead_per_byte);
+    assert!(close(p.rank0_ns, 1.0e6 + hop), "{}", p.rank0_ns);
+    // Rank 0 waited on rank 1's computation: it is on the critical path.
+    assert!(close(p.critical.compute_ns, 1.0e6), "{:?}", p.critical);
+}
+
+#[test]
+fn a_late_member_holds_a_collective_up_and_the_path_shows_it() {
+    let ranks = (0..4)
+        .map(|r| {
+            let mut e = ev(Op::Allreduce, if r == 2 { 9 } else { 8 });
+            e.send = Some(Transfer::collective(1, 8));
+            if r == 2 {
+                e.time.compute_ns = 2_000_000;
+            }
+            vec![e]
+        })
+        .collect();
+    let f = file(ranks);
+    let p = simulate(&f, &net(), &Options::default()).unwrap();
+    assert_eq!(p.collectives, 1);
+    // Two rounds of recursive doubling after the late member entered.
+    let n = net();
+    let round = n.overhead + 7.0 * n.gap_per_byte + n.latency + n.overhead + 7.0 * n.overhead_per_byte;
+    for r in &p.per_rank {
+        assert!(r.time_ns > 2.0e6 && r.time_ns < 2.0e6 + 2.0 * round + 1.0, "{r:?}");
+    }
+    assert!(close(p.critical.compute_ns, 2.0e6), "{:?}", p.critical);
+    // Computation scaled by half moves the whole run.
+    let half = Options {
+        compute_scale: 0.5,
+        ..Options::default()
+    };
+    let q = simulate(&f, &net(), &half).unwrap();
+    assert!(close(q.time_ns - 1.0e6, p.time_ns - 2.0e6), "{} {}", q.time_ns, p.time_ns);
+}
+
+#[test]
+fn threads_are_refused() {
+    let mut e = send(1, 8, 1);
+    e.thread = 1;
+    let f = file(vec![vec![e], vec![recv(0, 8, 2)]]);
+    let err = simulate(&f, &net(), &no_compute()).unwrap_err().to_string();
+    assert!(err.contains("several threads"), "{err}");
+}

@@ -1,0 +1,239 @@
+//! `rankscale simulate` and `rankscale calibrate`: a trace's run predicted
+//! in the LogGOPS model (the `simulate` crate), and the model's parameters
+//! measured on the machine at hand (`replay-calibrate` under `mpirun`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use simulate::Params;
+use simulate::calibrate::Samples;
+
+/// Arguments of `rankscale simulate`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A trace file (traced, imported or extrapolated).
+    file: PathBuf,
+    /// LogGOPS parameters from `rankscale calibrate` (a TOML file); the
+    /// options below override single values.
+    #[arg(long, value_name = "FILE")]
+    params: Option<PathBuf>,
+    /// L: wire latency, ns.
+    #[arg(long = "L", value_name = "NS")]
+    latency: Option<f64>,
+    /// o: CPU overhead per message, ns.
+    #[arg(long = "o", value_name = "NS")]
+    overhead: Option<f64>,
+    /// g: gap between messages on one NIC, ns.
+    #[arg(long = "g", value_name = "NS")]
+    gap: Option<f64>,
+    /// G: gap per byte (inverse bandwidth), ns/byte.
+    #[arg(long = "G", value_name = "NS")]
+    gap_per_byte: Option<f64>,
+    /// O: CPU overhead per byte, ns/byte.
+    #[arg(long = "O", value_name = "NS")]
+    overhead_per_byte: Option<f64>,
+    /// S: smallest message sent by rendezvous, bytes.
+    #[arg(long = "S", value_name = "BYTES")]
+    eager_limit: Option<u64>,
+    /// Multiply every computation time by this.
+    #[arg(long, default_value_t = 1.0)]
+    compute_scale: f64,
+    /// Multiply every message size by this.
+    #[arg(long, default_value_t = 1.0)]
+    bytes_scale: f64,
+    /// Leave computation out.
+    #[arg(long)]
+    no_compute: bool,
+    /// Seed of the computation draws (replay's default is 1).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Cores shared by all ranks, for runs with more ranks than cores (an
+    /// oversubscribed node): computation waits for a free core. By default
+    /// every rank has a core of its own.
+    #[arg(long, value_name = "N")]
+    cores: Option<u32>,
+    /// Print one line per rank as well.
+    #[arg(long)]
+    per_rank: bool,
+    /// Call sites to list.
+    #[arg(long, default_value_t = 12)]
+    top: usize,
+    /// Print everything as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `rankscale simulate`.
+pub fn run(args: &Args) -> Result<()> {
+    for (name, v) in [
+        ("--compute-scale", args.compute_scale),
+        ("--bytes-scale", args.bytes_scale),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            bail!("{name} must be a finite number of at least 0, not {v}");
+        }
+    }
+    let mut p = match &args.params {
+        Some(f) => Params::load(f)?,
+        None => {
+            eprintln!(
+                "rankscale: no --params: simulating a generic cluster (L=1 us, 10 GB/s); \
+                 `rankscale calibrate` measures this machine"
+            );
+            Params::default()
+        }
+    };
+    let set = |x: &mut f64, v: Option<f64>| {
+        if let Some(v) = v {
+            *x = v;
+        }
+    };
+    set(&mut p.latency, args.latency);
+    set(&mut p.overhead, args.overhead);
+    set(&mut p.gap, args.gap);
+    set(&mut p.gap_per_byte, args.gap_per_byte);
+    set(&mut p.overhead_per_byte, args.overhead_per_byte);
+    if let Some(s) = args.eager_limit {
+        p.eager_limit = s;
+    }
+    p.validate()?;
+    let file = crate::show::read(&args.file)?;
+    let opts = simulate::Options {
+        compute_scale: args.compute_scale,
+        bytes_scale: args.bytes_scale,
+        no_compute: args.no_compute,
+        seed: args.seed,
+        cores: args.cores,
+    };
+    if args.cores == Some(0) {
+        bail!("--cores must be at least 1");
+    }
+    let pred = simulate::simulate(&file, &p, &opts)
+        .with_context(|| format!("cannot simulate {}", args.file.display()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&pred)?);
+    } else {
+        print!("{}", pred.to_text(args.per_rank, args.top));
+    }
+    Ok(())
+}
+
+/// Arguments of `rankscale calibrate`.
+#[derive(clap::Args)]
+pub struct CalibrateArgs {
+    /// Where to write the parameters.
+    #[arg(short = 'o', long, default_value = "loggops.toml")]
+    output: PathBuf,
+    /// The MPI implementation to measure (mpich or openmpi); by default the
+    /// launcher's, else this build's.
+    #[arg(long)]
+    mpi: Option<String>,
+    /// Keep the raw measurements (JSON) here too.
+    #[arg(long, value_name = "FILE")]
+    samples: Option<PathBuf>,
+    /// The launch command for two ranks, e.g. `mpirun.openmpi -n 2
+    /// --bind-to core`; by default `mpirun.<mpi> -n 2`.
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+/// Finds `replay-calibrate` built for `imp` (next to this executable, or
+/// in `target/<imp>/<profile>/`).
+fn find_calibrator(imp: &str) -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot locate the rankscale executable")?;
+    let dir = exe.parent().context("executable has no directory")?;
+    let mut candidates = vec![];
+    if imp == crate::launch::BUILD_MPI {
+        candidates.push(dir.join("replay-calibrate"));
+    }
+    if let (Some(profile), Some(target)) = (dir.file_name(), dir.parent().and_then(Path::parent)) {
+        candidates.push(target.join(imp).join(profile).join("replay-calibrate"));
+    }
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .with_context(|| {
+            format!(
+                "replay-calibrate is not built for {imp}; build it with `scripts/with-mpi {imp} \
+                 cargo build --release -p replay` (looked in {})",
+                candidates
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+/// `rankscale calibrate`.
+pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
+    let imp = match (&args.mpi, args.command.first()) {
+        (Some(m), _) => m.clone(),
+        (None, Some(c)) => crate::launch::mpi_of_launcher(c)
+            .unwrap_or(crate::launch::BUILD_MPI)
+            .to_string(),
+        (None, None) => crate::launch::BUILD_MPI.to_string(),
+    };
+    if imp != "mpich" && imp != "openmpi" {
+        bail!("--mpi must be mpich or openmpi, not {imp}");
+    }
+    let tool = find_calibrator(&imp)?;
+    let mut command = args.command.clone();
+    if command.is_empty() {
+        command = vec![format!("mpirun.{imp}"), "-n".into(), "2".into()];
+    }
+    let out = std::env::temp_dir().join(format!("rankscale-calibrate-{}.json", std::process::id()));
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..]).arg(&tool).arg(&out);
+    if imp == "openmpi" {
+        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    }
+    eprintln!(
+        "rankscale: measuring with {} {}",
+        command.join(" "),
+        tool.display()
+    );
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {}", command[0]))?;
+    if !status.success() {
+        bail!("the measurement run failed ({status})");
+    }
+    let text = std::fs::read_to_string(&out)
+        .with_context(|| format!("the measurement left no result in {}", out.display()))?;
+    let _ = std::fs::remove_file(&out);
+    let samples: Samples =
+        serde_json::from_str(&text).context("the measurement's result is not readable")?;
+    if let Some(f) = &args.samples {
+        std::fs::write(f, &text).with_context(|| format!("cannot write {}", f.display()))?;
+    }
+    let (p, notes) = simulate::calibrate::fit(&samples)?;
+    let comment = format!(
+        "measured by `rankscale calibrate` with `{}` on {}\n{}\n{}",
+        command.join(" "),
+        samples.mpi.lines().next().unwrap_or(""),
+        notes.trim_end(),
+        "the simulator's default eager/rendezvous switch and costs follow these values"
+    );
+    p.save(&args.output, &comment)?;
+    println!(
+        "L = {:.0} ns, o = {:.0} ns, g = {:.0} ns, G = {:.4} ns/B ({:.2} GB/s), O = {:.4} ns/B, \
+         S = {} B\nwritten to {}",
+        p.latency,
+        p.overhead,
+        p.gap,
+        p.gap_per_byte,
+        if p.gap_per_byte > 0.0 {
+            1.0 / p.gap_per_byte
+        } else {
+            f64::INFINITY
+        },
+        p.overhead_per_byte,
+        p.eager_limit,
+        args.output.display()
+    );
+    Ok(())
+}
