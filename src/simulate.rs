@@ -53,6 +53,10 @@ pub struct Args {
     /// every rank has a core of its own.
     #[arg(long, value_name = "N")]
     cores: Option<u32>,
+    /// Draw the computation from the histograms even where the trace has a
+    /// recorded timeline.
+    #[arg(long)]
+    no_timeline: bool,
     /// Print one line per rank as well.
     #[arg(long)]
     per_rank: bool,
@@ -105,6 +109,7 @@ pub fn run(args: &Args) -> Result<()> {
         no_compute: args.no_compute,
         seed: args.seed,
         cores: args.cores,
+        timeline: !args.no_timeline,
     };
     if args.cores == Some(0) {
         bail!("--cores must be at least 1");

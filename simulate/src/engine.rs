@@ -23,7 +23,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-use compress::{Event, Expand, Family, Op, Peer, ReqId, SplitMix64, Trace};
+use compress::{Event, Expand, Family, Op, Peer, ReqId, Span, SplitMix64, Trace};
 use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
 
@@ -132,6 +132,10 @@ struct Current {
 
 struct RankState<'a> {
     ex: Expand<'a>,
+    /// The rank's recorded timeline, when the trace has it.
+    spans: Option<Vec<Span>>,
+    /// Events taken from `ex` so far.
+    pulled: usize,
     ahead: VecDeque<(Event, f64)>,
     rng: SplitMix64,
     cpu: Time,
@@ -150,6 +154,28 @@ struct RankState<'a> {
     mpi: f64,
     end: Time,
     events: u64,
+}
+
+impl RankState<'_> {
+    /// The rank's next event from the trace and the computation before it:
+    /// the recorded gap when the trace has the rank's timeline, else a draw
+    /// from the event's histogram.
+    fn pull(&mut self) -> Option<(Event, f64)> {
+        let e = self.ex.next()?;
+        let i = self.pulled;
+        self.pulled += 1;
+        let gap = match &self.spans {
+            Some(s) => match (i.checked_sub(1).and_then(|j| s.get(j)), s.get(i)) {
+                (Some(prev), Some(this)) => this.enter.saturating_sub(prev.leave),
+                _ => 0,
+            },
+            None => self
+                .ex
+                .timing()
+                .map_or(0, |t| t.draw_compute(&mut self.rng)),
+        };
+        Some((e, gap as f64))
+    }
 }
 
 /// What one rank did, in the simulation's time.
@@ -227,13 +253,24 @@ fn world_key(me: u32) -> impl Fn(u32) -> u64 {
 }
 
 impl<'a> Engine<'a> {
-    pub(crate) fn new(traces: &'a [Trace], net: Params, opts: Options) -> Engine<'a> {
+    /// An engine over every rank's trace, with the recorded timeline of the
+    /// ranks that have one (`spans[r]`).
+    pub(crate) fn new(
+        traces: &'a [Trace],
+        mut spans: Vec<Option<Vec<Span>>>,
+        net: Params,
+        opts: Options,
+    ) -> Engine<'a> {
         let p = traces.len() as u32;
+        spans.resize(traces.len(), None);
         let ranks = traces
             .iter()
+            .zip(spans)
             .enumerate()
-            .map(|(r, t)| RankState {
+            .map(|(r, (t, spans))| RankState {
                 ex: t.expand(),
+                spans,
+                pulled: 0,
                 ahead: VecDeque::new(),
                 rng: SplitMix64::for_rank(opts.seed, r as u32),
                 cpu: 0.0,
@@ -391,12 +428,10 @@ impl<'a> Engine<'a> {
     /// The next event of rank `r` and its computation gap.
     fn next_event(&mut self, r: u32) -> Option<(Event, f64)> {
         let st = &mut self.ranks[r as usize];
-        if let Some(x) = st.ahead.pop_front() {
-            return Some(x);
+        match st.ahead.pop_front() {
+            Some(x) => Some(x),
+            None => st.pull(),
         }
-        let e = st.ex.next()?;
-        let c = st.ex.timing().map_or(0, |t| t.draw_compute(&mut st.rng));
-        Some((e, c as f64))
     }
 
     /// The source and tag a wildcard receive by request `req` matched,
@@ -409,9 +444,8 @@ impl<'a> Engine<'a> {
                 if st.ahead.len() >= self.lookahead {
                     return None;
                 }
-                let e = st.ex.next()?;
-                let c = st.ex.timing().map_or(0, |t| t.draw_compute(&mut st.rng));
-                st.ahead.push_back((e, c as f64));
+                let x = st.pull()?;
+                st.ahead.push_back(x);
             }
             let e = &st.ahead[i].0;
             if let Some(m) = e.matched.iter().find(|m| m.req == Some(req)) {

@@ -121,6 +121,10 @@ pub struct Options {
     /// (an oversubscribed node): computation then waits for a free core.
     /// `None`: one core per rank.
     pub cores: Option<u32>,
+    /// Take each rank's computation from its recorded timeline when the
+    /// trace has one (`RANKSCALE_TIMELINE=1`), event by event, instead of
+    /// drawing it from the histograms.
+    pub timeline: bool,
 }
 
 impl Default for Options {
@@ -131,6 +135,7 @@ impl Default for Options {
             no_compute: false,
             seed: 1,
             cores: None,
+            timeline: true,
         }
     }
 }
@@ -194,6 +199,8 @@ pub struct Prediction {
     pub traced_ns: Option<u64>,
     /// How ranks were simulated.
     pub mode: &'static str,
+    /// Where the computation between calls came from.
+    pub computation: &'static str,
     /// The machine.
     pub params: Params,
     /// Events simulated.
@@ -232,7 +239,20 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let out = engine::Engine::new(&traces, *net, *opts).run()?;
+    // Recorded computation where the trace has each rank's timeline (and
+    // it covers every event), else draws from the histograms.
+    let mut timed = 0;
+    let spans: Vec<Option<Vec<compress::Span>>> = (0..p)
+        .map(|r| {
+            let t = file.timeline(r).filter(|_| opts.timeline)?;
+            let s = t.spans().ok()?;
+            (s.len() as u64 == traces[r as usize].stats().events).then(|| {
+                timed += 1;
+                s
+            })
+        })
+        .collect();
+    let out = engine::Engine::new(&traces, spans, *net, *opts).run()?;
     let elapsed_s = start.elapsed().as_secs_f64();
     let labels: HashMap<u64, &str> = file
         .meta
@@ -279,6 +299,13 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         traced_ns: (!file.meta.is_extrapolated() && file.meta.wall_ns > 0)
             .then_some(file.meta.wall_ns),
         mode: "rank by rank",
+        computation: if timed == p {
+            "recorded (timeline)"
+        } else if timed > 0 {
+            "recorded for some ranks, drawn for the others"
+        } else {
+            "drawn from the histograms"
+        },
         params: *net,
         events: per_rank.iter().map(|r| r.events).sum(),
         messages: out.messages,
@@ -292,6 +319,13 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
             mpi_ns: on_path - compute,
         },
     })
+}
+
+/// A parameter's value with at most four decimals and no trailing zeros.
+fn num(x: f64) -> String {
+    let s = format!("{x:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
 }
 
 fn secs(ns: f64) -> String {
@@ -312,16 +346,17 @@ impl Prediction {
         let p = &self.params;
         let _ = writeln!(
             s,
-            "predicted time: {} over {} ranks ({}; L={} ns, o={} ns, g={} ns, G={} ns/B, O={} \
+            "predicted time: {} over {} ranks ({}, computation {}; L={} ns, o={} ns, g={} ns, G={} ns/B, O={} \
              ns/B, S={} B)",
             secs(self.time_ns),
             self.ranks,
             self.mode,
-            p.latency,
-            p.overhead,
-            p.gap,
-            p.gap_per_byte,
-            p.overhead_per_byte,
+            self.computation,
+            num(p.latency),
+            num(p.overhead),
+            num(p.gap),
+            num(p.gap_per_byte),
+            num(p.overhead_per_byte),
             p.eager_limit
         );
         match self.traced_ns {

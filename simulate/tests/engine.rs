@@ -88,8 +88,12 @@ fn file(ranks: Vec<Vec<Event>>) -> TraceFile {
 }
 
 fn pingpong(k: usize, bytes: i64) -> TraceFile {
-    let r0 = (0..k).flat_map(|_| [send(1, bytes, 1), recv(1, bytes, 2)]).collect();
-    let r1 = (0..k).flat_map(|_| [recv(0, bytes, 3), send(0, bytes, 4)]).collect();
+    let r0 = (0..k)
+        .flat_map(|_| [send(1, bytes, 1), recv(1, bytes, 2)])
+        .collect();
+    let r1 = (0..k)
+        .flat_map(|_| [recv(0, bytes, 3), send(0, bytes, 4)])
+        .collect();
     file(vec![r0, r1])
 }
 
@@ -112,7 +116,12 @@ fn an_eager_ping_pong_costs_two_overheads_and_a_latency_per_hop() {
     // o + (s-1)·O.
     let hop = 2.0 * n.overhead + n.latency + (s - 1.0) * (n.gap_per_byte + n.overhead_per_byte);
     let p = simulate(&pingpong(10, 100), &n, &no_compute()).unwrap();
-    assert!(close(p.time_ns, 20.0 * hop), "{} vs {}", p.time_ns, 20.0 * hop);
+    assert!(
+        close(p.time_ns, 20.0 * hop),
+        "{} vs {}",
+        p.time_ns,
+        20.0 * hop
+    );
     assert!(close(p.rank0_ns, 20.0 * hop));
     assert_eq!(p.messages, 20);
     assert_eq!(p.events, 2 * (20 + 2));
@@ -128,11 +137,15 @@ fn a_rendezvous_ping_pong_adds_the_handshake() {
     let s = 4096.0;
     // Request to send (o + L), clear to send (o + L), then the data as an
     // eager message would go.
-    let hop = 4.0 * n.overhead
-        + 3.0 * n.latency
-        + (s - 1.0) * (n.gap_per_byte + n.overhead_per_byte);
+    let hop =
+        4.0 * n.overhead + 3.0 * n.latency + (s - 1.0) * (n.gap_per_byte + n.overhead_per_byte);
     let p = simulate(&pingpong(4, 4096), &n, &no_compute()).unwrap();
-    assert!(close(p.time_ns, 8.0 * hop), "{} vs {}", p.time_ns, 8.0 * hop);
+    assert!(
+        close(p.time_ns, 8.0 * hop),
+        "{} vs {}",
+        p.time_ns,
+        8.0 * hop
+    );
     // With the eager limit above the size, the same trace is faster.
     let eager = Params {
         eager_limit: 1 << 20,
@@ -155,7 +168,10 @@ fn ranks_that_receive_first_deadlock_with_a_clear_message() {
             assert!(b[0].waits_for.contains("receive from 1"), "{b:?}");
             assert!(b[1].waits_for.contains("receive from 0"), "{b:?}");
             let text = Error::Deadlock(b).to_string();
-            assert!(text.contains("deadlocks") && text.contains("rank 1 in MPI_Recv"), "{text}");
+            assert!(
+                text.contains("deadlocks") && text.contains("rank 1 in MPI_Recv"),
+                "{text}"
+            );
         }
         other => panic!("{:?}", other.map(|p| p.time_ns)),
     }
@@ -165,7 +181,10 @@ fn ranks_that_receive_first_deadlock_with_a_clear_message() {
         vec![send(1, 8192, 1), recv(1, 8192, 2)],
         vec![send(0, 8192, 3), recv(0, 8192, 4)],
     ]);
-    assert!(matches!(simulate(&f, &net(), &no_compute()), Err(Error::Deadlock(_))));
+    assert!(matches!(
+        simulate(&f, &net(), &no_compute()),
+        Err(Error::Deadlock(_))
+    ));
     let eager = Params {
         eager_limit: 1 << 20,
         ..net()
@@ -229,9 +248,13 @@ fn a_late_member_holds_a_collective_up_and_the_path_shows_it() {
     assert_eq!(p.collectives, 1);
     // Two rounds of recursive doubling after the late member entered.
     let n = net();
-    let round = n.overhead + 7.0 * n.gap_per_byte + n.latency + n.overhead + 7.0 * n.overhead_per_byte;
+    let round =
+        n.overhead + 7.0 * n.gap_per_byte + n.latency + n.overhead + 7.0 * n.overhead_per_byte;
     for r in &p.per_rank {
-        assert!(r.time_ns > 2.0e6 && r.time_ns < 2.0e6 + 2.0 * round + 1.0, "{r:?}");
+        assert!(
+            r.time_ns > 2.0e6 && r.time_ns < 2.0e6 + 2.0 * round + 1.0,
+            "{r:?}"
+        );
     }
     assert!(close(p.critical.compute_ns, 2.0e6), "{:?}", p.critical);
     // Computation scaled by half moves the whole run.
@@ -240,7 +263,12 @@ fn a_late_member_holds_a_collective_up_and_the_path_shows_it() {
         ..Options::default()
     };
     let q = simulate(&f, &net(), &half).unwrap();
-    assert!(close(q.time_ns - 1.0e6, p.time_ns - 2.0e6), "{} {}", q.time_ns, p.time_ns);
+    assert!(
+        close(q.time_ns - 1.0e6, p.time_ns - 2.0e6),
+        "{} {}",
+        q.time_ns,
+        p.time_ns
+    );
 }
 
 #[test]
