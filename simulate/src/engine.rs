@@ -118,9 +118,38 @@ struct Template {
     bytes: f64,
 }
 
+/// What a deadlock report says of a call.
+#[derive(Clone, Copy)]
+struct Brief {
+    op: Op,
+    site: u64,
+    comm: u32,
+    send: Option<(i32, i32)>,
+    recv: Option<(i32, i32)>,
+    requests: usize,
+}
+
+impl Brief {
+    fn of(e: &Event) -> Brief {
+        let end = |t: Option<compress::Transfer>| {
+            t.and_then(|t| Some((t.peer.world()?, t.tag.value().unwrap_or(-1))))
+        };
+        Brief {
+            op: e.op,
+            site: e.site,
+            comm: e.comm.0,
+            send: end(e.send),
+            recv: end(e.recv),
+            requests: e.done.len(),
+        }
+    }
+}
+
 /// The call a rank is in.
 struct Current {
-    ev: Event,
+    brief: Brief,
+    /// A probe waiting for its message, kept to be retried.
+    probe: Option<Box<Event>>,
     site: usize,
     enter: Time,
     /// The earliest it can return, on its own account.
@@ -354,29 +383,22 @@ impl<'a> Engine<'a> {
         let st = &self.ranks[r as usize];
         let (op, site, what) = match &st.current {
             Some(c) => {
-                let e = &c.ev;
+                let e = &c.brief;
                 let mut what = Vec::new();
-                if let Some(s) = e.send
-                    && let Some(w) = s.peer.world()
-                {
-                    what.push(format!("send to {w} tag {}", s.tag.value().unwrap_or(-1)));
+                if let Some((w, tag)) = e.send {
+                    what.push(format!("send to {w} tag {tag}"));
                 }
-                if let Some(x) = e.recv
-                    && let Some(w) = x.peer.world()
-                {
-                    what.push(format!(
-                        "receive from {w} tag {}",
-                        x.tag.value().unwrap_or(-1)
-                    ));
+                if let Some((w, tag)) = e.recv {
+                    what.push(format!("receive from {w} tag {tag}"));
                 }
                 if e.op.is_collective() || e.op.family() == Family::CommManagement {
-                    what.push(format!("communicator {} not complete", e.comm.0));
+                    what.push(format!("communicator {} not complete", e.comm));
                 }
                 if c.probing {
                     what.push("a probed message that is never sent".into());
                 }
-                if !e.done.is_empty() {
-                    what.push(format!("{} request(s)", e.done.len()));
+                if e.requests > 0 {
+                    what.push(format!("{} request(s)", e.requests));
                 }
                 (e.op.name(), e.site, what.join(", "))
             }
@@ -464,9 +486,13 @@ impl<'a> Engine<'a> {
                 }
                 continue;
             }
-            // Let a rank that is behind go first.
+            // With a shared core pool, a rank that is behind goes first, so
+            // that cores are handed out in time order. Without one, every
+            // time is a pure max-plus dataflow and the order does not
+            // matter: a rank runs until it blocks.
             let cpu = self.ranks[r as usize].cpu;
-            if let Some(Reverse((At(t), _))) = self.ready.peek()
+            if !self.cores.is_empty()
+                && let Some(Reverse((At(t), _))) = self.ready.peek()
                 && *t < cpu
             {
                 self.ranks[r as usize].queued = true;
@@ -499,7 +525,9 @@ impl<'a> Engine<'a> {
         if cur.probing {
             // Retried: it goes on (to be completed on the next call) once
             // the message is there.
-            self.start_probe(r, cur);
+            let mut cur = cur;
+            let ev = *cur.probe.take().expect("a waiting probe keeps its event");
+            self.start_probe(r, cur, ev);
             return !self.ranks[r as usize]
                 .current
                 .as_ref()
@@ -548,7 +576,7 @@ impl<'a> Engine<'a> {
         let slot = &mut self.site_time[site];
         slot.0 += 1;
         slot.1 += done - cur.enter;
-        if matches!(cur.ev.op, Op::Finalize | Op::Abort) {
+        if matches!(cur.brief.op, Op::Finalize | Op::Abort) {
             let st = &mut self.ranks[r as usize];
             st.finished = true;
             st.end = cur.enter;
@@ -589,14 +617,14 @@ impl<'a> Engine<'a> {
         }
         let enter = st.cpu;
         let mut cur = Current {
+            brief: Brief::of(&ev),
+            probe: None,
             site,
             enter,
             floor: enter,
             cells: SmallVec::new(),
             probing: false,
-            ev,
         };
-        let ev = &cur.ev;
         let comm = ev.comm.0;
         match ev.op.family() {
             Family::InitExit | Family::Profiling => {}
@@ -624,7 +652,7 @@ impl<'a> Engine<'a> {
                 }
             }
             Family::NonblockingP2p => {
-                let cost = self.post_nonblocking(r, ev.op, comm, ev, enter);
+                let cost = self.post_nonblocking(r, ev.op, comm, &ev, enter);
                 cur.floor += cost;
             }
             Family::Persistent => match ev.op {
@@ -658,7 +686,7 @@ impl<'a> Engine<'a> {
                 }
                 Op::Start | Op::Startall => {
                     let mut t = enter;
-                    for &req in &cur.ev.reqs {
+                    for &req in &ev.reqs {
                         let Some(tp) = self.ranks[r as usize].templates.get(&req).copied() else {
                             continue;
                         };
@@ -683,7 +711,7 @@ impl<'a> Engine<'a> {
                     cur.floor = t;
                 }
                 _ => {
-                    for req in &cur.ev.reqs {
+                    for req in &ev.reqs {
                         self.ranks[r as usize].templates.remove(req);
                         self.ranks[r as usize].reqs.remove(req);
                     }
@@ -691,7 +719,7 @@ impl<'a> Engine<'a> {
             },
             Family::Completion => {
                 let st = &mut self.ranks[r as usize];
-                for req in &cur.ev.done {
+                for req in &ev.done {
                     if let Some(c) = st.reqs.remove(req) {
                         cur.cells.push(c);
                     }
@@ -701,15 +729,15 @@ impl<'a> Engine<'a> {
                 }
             }
             Family::Probe => {
-                self.start_probe(r, cur);
+                self.start_probe(r, cur, ev);
                 return;
             }
             Family::Collective | Family::NonblockingCollective | Family::CommManagement => {
                 if ev.op == Op::CommFree {
                     self.ranks[r as usize].comms.remove(&comm);
                 } else {
-                    let cell = self.arrive(r, &cur.ev, enter);
-                    if let Some(req) = cur.ev.req {
+                    let cell = self.arrive(r, &ev, enter);
+                    if let Some(req) = ev.req {
                         self.ranks[r as usize].reqs.insert(req, cell);
                         cur.floor += net.overhead;
                     } else {
@@ -866,9 +894,8 @@ impl<'a> Engine<'a> {
     /// Probes (and matched probes, and their receives). A probe that finds
     /// no message yet waits in the channel and is retried when a send
     /// arrives there.
-    fn start_probe(&mut self, r: u32, mut cur: Current) {
+    fn start_probe(&mut self, r: u32, mut cur: Current, ev: Event) {
         let net = self.net;
-        let ev = &cur.ev;
         let m = ev.matched.iter().find(|m| m.req.is_none());
         match ev.op {
             Op::Mrecv | Op::Imrecv => {
@@ -905,6 +932,7 @@ impl<'a> Engine<'a> {
                 let Some(head) = ch.sends.front() else {
                     ch.probers.push(r);
                     cur.probing = true;
+                    cur.probe = Some(Box::new(ev));
                     self.ranks[r as usize].current = Some(cur);
                     return;
                 };
