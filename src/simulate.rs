@@ -9,6 +9,17 @@ use anyhow::{Context, Result, bail};
 use simulate::Params;
 use simulate::calibrate::Samples;
 
+/// `--mode`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ModeArg {
+    /// By class where that saves work, else rank by rank.
+    Auto,
+    /// By position class.
+    Classes,
+    /// Rank by rank.
+    Ranks,
+}
+
 /// Arguments of `rankscale simulate`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -57,7 +68,12 @@ pub struct Args {
     /// recorded timeline.
     #[arg(long)]
     no_timeline: bool,
-    /// Print one line per rank as well.
+    /// How to simulate the ranks: by position class (each class once; the
+    /// default for traces with far fewer classes than ranks), or rank by
+    /// rank.
+    #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
+    mode: ModeArg,
+    /// Print one line per rank (per class in class mode) as well.
     #[arg(long)]
     per_rank: bool,
     /// Call sites to list.
@@ -110,6 +126,11 @@ pub fn run(args: &Args) -> Result<()> {
         seed: args.seed,
         cores: args.cores,
         timeline: !args.no_timeline,
+        mode: match args.mode {
+            ModeArg::Auto => simulate::Mode::Auto,
+            ModeArg::Classes => simulate::Mode::Classes,
+            ModeArg::Ranks => simulate::Mode::Ranks,
+        },
     };
     if args.cores == Some(0) {
         bail!("--cores must be at least 1");

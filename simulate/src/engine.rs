@@ -33,9 +33,12 @@ use crate::{Blocked, Error, Options};
 
 type Time = f64;
 type CellId = u32;
-/// A message channel: communicator, source and destination (world ranks),
-/// tag.
-type Key = (u32, u32, u32, i32);
+/// A stream of messages: communicator, the sender (world rank; in class
+/// mode the representative of the sender's class), destination minus
+/// sender, tag. A receive names its sender's class's representative and
+/// its own offset from the sender, so in class mode every receive of a
+/// class reads the one stream its representative's neighbour writes.
+type Key = (u32, u32, i64, i32);
 
 /// How a rank's time splits: index 0 is computation, index `1 + s` the time
 /// in call site `s` (by [`Sites`] index).
@@ -66,6 +69,7 @@ impl Sites {
     }
 }
 
+#[derive(Clone)]
 struct SendRec {
     /// When the sender's CPU started the send.
     post: Time,
@@ -78,26 +82,61 @@ struct SendRec {
     split: Split,
 }
 
+#[derive(Clone)]
 struct RecvRec {
     post: Time,
     cell: CellId,
     split: Split,
 }
 
+/// One stream's sends and who reads them. Rank by rank, a stream has one
+/// reader, which takes its sends in order (MPI's non-overtaking rule), and
+/// a send is dropped once taken. In class mode, several classes' readers
+/// may read one stream, each at its own position, and sends are kept.
 #[derive(Default)]
 struct Chan {
+    /// Sends from index `base` on.
     sends: VecDeque<SendRec>,
-    recvs: VecDeque<RecvRec>,
-    /// Ranks blocked in a probe of this channel.
+    base: u64,
+    /// Each reader's next index.
+    next: SmallVec<[(u32, u64); 2]>,
+    /// Receives posted before their send: (reader, index, receive).
+    waiting: Vec<(u32, u64, RecvRec)>,
+    /// Ranks blocked in a probe of this stream.
     probers: Vec<u32>,
+}
+
+impl Chan {
+    /// Reader `r`'s next index; advanced when `take`.
+    fn cursor(&mut self, r: u32, take: bool) -> u64 {
+        let base = self.base;
+        let i = match self.next.iter().position(|x| x.0 == r) {
+            Some(i) => i,
+            None => {
+                self.next.push((r, base));
+                self.next.len() - 1
+            }
+        };
+        let k = self.next[i].1.max(base);
+        self.next[i].1 = if take { k + 1 } else { k };
+        k
+    }
+
+    fn get(&self, k: u64) -> Option<&SendRec> {
+        self.sends.get(usize::try_from(k.checked_sub(self.base)?).ok()?)
+    }
 }
 
 /// A collective waiting for its members.
 struct Instance {
     op: Op,
+    /// Arrivals expected: the communicator's size, or in class mode the
+    /// number of simulated ranks.
     size: usize,
     root: usize,
-    members: Vec<Option<(Member, CellId, Split)>>,
+    /// By comm rank (rank by rank) or by simulated rank (class mode): the
+    /// member's comm rank, its part, its cell and its critical path.
+    members: Vec<Option<(usize, Member, CellId, Split)>>,
     arrived: usize,
 }
 
@@ -174,7 +213,7 @@ struct RankState<'a> {
     templates: FxHashMap<ReqId, Template>,
     comms: FxHashMap<u32, CommInfo>,
     seqs: FxHashMap<u32, u64>,
-    mprobed: FxHashMap<u64, (Key, SendRec)>,
+    mprobed: FxHashMap<u64, SendRec>,
     current: Option<Current>,
     finished: bool,
     queued: bool,
@@ -226,10 +265,38 @@ pub(crate) struct Outcome {
     pub collectives: u64,
 }
 
+/// Which ranks the engine runs and how the others map onto them.
+pub(crate) struct Layout {
+    /// The world rank of each simulated rank.
+    pub world: Vec<u32>,
+    /// For every world rank, the simulated rank that stands for it (itself
+    /// when simulating rank by rank).
+    pub stand_in: Vec<u32>,
+    /// Each simulated rank's draw seed rank: its class's representative, so
+    /// that ranks of one class draw the same computation in either mode.
+    pub seed_rank: Vec<u32>,
+    /// How many world ranks each simulated rank stands for (counts and
+    /// times per site are weighted by it).
+    pub weight: Vec<u64>,
+    /// One simulated rank per class (streams are read by several classes).
+    pub classes: bool,
+}
+
+/// Collectives of more members than this are costed once with every
+/// member entering together, and then shifted to the last entry (class
+/// mode only).
+const EXACT_MEMBERS: usize = 1 << 16;
+
 pub(crate) struct Engine<'a> {
     net: Params,
     opts: Options,
     p: u32,
+    layout: Layout,
+    /// Why class mode does not hold, once it is found not to.
+    asymmetric: Option<String>,
+    /// Collective costs with every member entering at 0 (class mode, large
+    /// communicators), by operation, root, size and block bytes.
+    uniform: FxHashMap<(Op, usize, usize, u64, u64), Rc<Vec<f64>>>,
     ranks: Vec<RankState<'a>>,
     cells: Vec<Cell>,
     free: Vec<CellId>,
@@ -286,11 +353,13 @@ impl<'a> Engine<'a> {
     /// ranks that have one (`spans[r]`).
     pub(crate) fn new(
         traces: &'a [Trace],
+        layout: Layout,
         mut spans: Vec<Option<Vec<Span>>>,
         net: Params,
         opts: Options,
     ) -> Engine<'a> {
-        let p = traces.len() as u32;
+        let p = layout.stand_in.len() as u32;
+        let n = traces.len() as u32;
         spans.resize(traces.len(), None);
         let ranks = traces
             .iter()
@@ -301,7 +370,7 @@ impl<'a> Engine<'a> {
                 spans,
                 pulled: 0,
                 ahead: VecDeque::new(),
-                rng: SplitMix64::for_rank(opts.seed, r as u32),
+                rng: SplitMix64::for_rank(opts.seed, layout.seed_rank[r]),
                 cpu: 0.0,
                 nic: 0.0,
                 split: Rc::new(vec![0.0]),
@@ -324,12 +393,15 @@ impl<'a> Engine<'a> {
             net,
             opts,
             p,
+            layout,
+            asymmetric: None,
+            uniform: FxHashMap::default(),
             ranks,
             cells: Vec::new(),
             free: Vec::new(),
             chans: FxHashMap::default(),
             colls: FxHashMap::default(),
-            ready: (0..p).map(|r| Reverse((At(0.0), r))).collect(),
+            ready: (0..n).map(|r| Reverse((At(0.0), r))).collect(),
             cores: (0..opts.cores.unwrap_or(0).min(p))
                 .map(|_| Reverse(At(0.0)))
                 .collect(),
@@ -345,8 +417,11 @@ impl<'a> Engine<'a> {
         while let Some(Reverse((_, r))) = self.ready.pop() {
             self.ranks[r as usize].queued = false;
             self.advance(r)?;
+            if let Some(why) = self.asymmetric.take() {
+                return Err(Error::Asymmetric(why));
+            }
         }
-        let blocked: Vec<Blocked> = (0..self.p)
+        let blocked: Vec<Blocked> = (0..self.ranks.len() as u32)
             .filter(|&r| !self.ranks[r as usize].finished)
             .map(|r| self.describe_block(r))
             .collect();
@@ -405,7 +480,7 @@ impl<'a> Engine<'a> {
             None => ("?", 0, String::new()),
         };
         Blocked {
-            rank: r,
+            rank: self.layout.world[r as usize],
             op,
             site,
             event: st.events,
@@ -573,9 +648,10 @@ impl<'a> Engine<'a> {
         std::mem::swap(&mut st.split, &mut split);
         st.mpi += done - cur.enter;
         st.cpu = done;
+        let w = self.layout.weight[r as usize];
         let slot = &mut self.site_time[site];
-        slot.0 += 1;
-        slot.1 += done - cur.enter;
+        slot.0 += w;
+        slot.1 += (done - cur.enter) * w as f64;
         if matches!(cur.brief.op, Op::Finalize | Op::Abort) {
             let st = &mut self.ranks[r as usize];
             st.finished = true;
@@ -635,7 +711,7 @@ impl<'a> Engine<'a> {
                 {
                     let bytes = self.bytes(s.bytes());
                     let (floor, cell) =
-                        self.post_send(r, ev.op, (comm, r, dst as u32, tag), bytes, enter);
+                        self.post_send(r, ev.op, comm, dst as u32, tag, bytes, enter);
                     cur.floor = cur.floor.max(floor);
                     cur.cells.extend(cell);
                 }
@@ -646,7 +722,7 @@ impl<'a> Engine<'a> {
                     let src = x.peer.world().or(m.map(|m| m.source));
                     let tag = x.tag.value().or(m.map(|m| m.tag));
                     if let (Some(src), Some(tag)) = (src, tag) {
-                        let c = self.post_recv(r, (comm, src as u32, r, tag), enter);
+                        let c = self.post_recv(r, comm, src as u32, tag, enter);
                         cur.cells.push(c);
                     }
                 }
@@ -691,7 +767,7 @@ impl<'a> Engine<'a> {
                             continue;
                         };
                         let cell = if tp.op == Op::RecvInit {
-                            self.post_recv(r, (tp.comm, tp.peer, r, tp.tag), t)
+                            self.post_recv(r, tp.comm, tp.peer, tp.tag, t)
                         } else {
                             let op = if tp.op == Op::SsendInit {
                                 Op::Issend
@@ -699,7 +775,7 @@ impl<'a> Engine<'a> {
                                 Op::Isend
                             };
                             let (floor, cell) =
-                                self.post_send(r, op, (tp.comm, r, tp.peer, tp.tag), tp.bytes, t);
+                                self.post_send(r, op, tp.comm, tp.peer, tp.tag, tp.bytes, t);
                             t = floor;
                             match cell {
                                 Some(c) => c,
@@ -760,18 +836,23 @@ impl<'a> Engine<'a> {
         c
     }
 
-    /// Posts a send on `key`; returns when the sender's CPU is free again
-    /// and, for a rendezvous, the cell of its completion.
+    /// Posts a send from rank `r` to world rank `dst`; returns when the
+    /// sender's CPU is free again and, for a rendezvous, the cell of its
+    /// completion.
+    #[allow(clippy::too_many_arguments)]
     fn post_send(
         &mut self,
         r: u32,
         op: Op,
-        key: Key,
+        comm: u32,
+        dst: u32,
+        tag: i32,
         bytes: f64,
         t: Time,
     ) -> (Time, Option<CellId>) {
         let net = self.net;
         let rendezvous = protocol(op, bytes, &net);
+        let me = self.layout.world[r as usize];
         let st = &mut self.ranks[r as usize];
         let split = st.split.clone();
         let (free, arrive, cell) = if rendezvous {
@@ -793,23 +874,44 @@ impl<'a> Engine<'a> {
             cell,
             split,
         };
-        self.messages += 1;
-        let rec_post = t;
+        self.messages += self.layout.weight[r as usize];
+        let key = (comm, me, i64::from(dst) - i64::from(me), tag);
         let ch = self.chans.entry(key).or_default();
-        match ch.recvs.pop_front() {
-            Some(recv) => self.matched(rec, recv),
-            None => {
-                ch.sends.push_back(rec);
-                for p in std::mem::take(&mut ch.probers) {
-                    self.wake(p, rec_post);
-                }
+        ch.sends.push_back(rec);
+        let idx = ch.base + ch.sends.len() as u64 - 1;
+        let mut ready = Vec::new();
+        ch.waiting.retain(|w| {
+            if w.1 == idx {
+                ready.push(w.2.clone());
+                false
+            } else {
+                true
             }
+        });
+        for p in std::mem::take(&mut ch.probers) {
+            self.wake(p, t);
+        }
+        for recv in ready {
+            self.take(key, idx, recv);
         }
         (free, cell)
     }
 
-    /// Posts a receive on `key` at `t`; returns its completion cell.
-    fn post_recv(&mut self, r: u32, key: Key, t: Time) -> CellId {
+    /// The stream a receive by rank `r` from world rank `src` reads.
+    fn recv_key(&self, r: u32, comm: u32, src: u32, tag: i32) -> Key {
+        let me = self.layout.world[r as usize];
+        let stand_in = self
+            .layout
+            .stand_in
+            .get(src as usize)
+            .map_or(src, |&i| self.layout.world[i as usize]);
+        (comm, stand_in, i64::from(me) - i64::from(src), tag)
+    }
+
+    /// Posts a receive by rank `r` from world rank `src` at `t`; returns
+    /// its completion cell.
+    fn post_recv(&mut self, r: u32, comm: u32, src: u32, tag: i32, t: Time) -> CellId {
+        let key = self.recv_key(r, comm, src, tag);
         let cell = self.cell(r);
         let rec = RecvRec {
             post: t,
@@ -817,11 +919,35 @@ impl<'a> Engine<'a> {
             split: self.ranks[r as usize].split.clone(),
         };
         let ch = self.chans.entry(key).or_default();
-        match ch.sends.pop_front() {
-            Some(send) => self.matched(send, rec),
-            None => ch.recvs.push_back(rec),
+        let k = ch.cursor(r, true);
+        if ch.get(k).is_some() {
+            self.take(key, k, rec);
+        } else {
+            ch.waiting.push((r, k, rec));
         }
         cell
+    }
+
+    /// Send `k` of stream `key`, for one reader: the first reader also
+    /// completes the sender's side. Rank by rank the send is then dropped.
+    fn claim(&mut self, key: Key, k: u64) -> Option<SendRec> {
+        let ch = self.chans.get_mut(&key)?;
+        let i = usize::try_from(k.checked_sub(ch.base)?).ok()?;
+        let s = ch.sends.get_mut(i)?;
+        let mut rec = s.clone();
+        rec.cell = s.cell.take();
+        if !self.layout.classes && i == 0 {
+            ch.sends.pop_front();
+            ch.base += 1;
+        }
+        Some(rec)
+    }
+
+    /// Matches send `k` of stream `key` with a receive.
+    fn take(&mut self, key: Key, k: u64, recv: RecvRec) {
+        if let Some(send) = self.claim(key, k) {
+            self.matched(send, recv);
+        }
     }
 
     /// Costs a matched message on both sides.
@@ -860,7 +986,7 @@ impl<'a> Engine<'a> {
                 return 0.0;
             };
             let bytes = self.bytes(s.bytes());
-            let (free, cell) = self.post_send(r, op, (comm, r, dst as u32, tag), bytes, t);
+            let (free, cell) = self.post_send(r, op, comm, dst as u32, tag, bytes, t);
             let cell = match cell {
                 Some(c) => c,
                 None => self.done_cell(r, free),
@@ -884,7 +1010,7 @@ impl<'a> Engine<'a> {
             // A wildcard receive never completed in the trace never matches
             // here either.
             if let Some((src, tag)) = found {
-                let c = self.post_recv(r, (comm, src as u32, r, tag), t);
+                let c = self.post_recv(r, comm, src as u32, tag, t);
                 self.ranks[r as usize].reqs.insert(req, c);
             }
             0.0
@@ -902,7 +1028,7 @@ impl<'a> Engine<'a> {
                 let got = ev
                     .message
                     .and_then(|id| self.ranks[r as usize].mprobed.remove(&id));
-                if let Some((_, send)) = got {
+                if let Some(send) = got {
                     let cell = self.cell(r);
                     let rec = RecvRec {
                         post: cur.enter,
@@ -926,10 +1052,11 @@ impl<'a> Engine<'a> {
                     self.ranks[r as usize].current = Some(cur);
                     return;
                 };
-                let key = (ev.comm.0, m.source as u32, r, m.tag);
+                let key = self.recv_key(r, ev.comm.0, m.source as u32, m.tag);
                 let take = matches!(ev.op, Op::Mprobe | Op::Improbe);
                 let ch = self.chans.entry(key).or_default();
-                let Some(head) = ch.sends.front() else {
+                let k = ch.cursor(r, false);
+                let Some(head) = ch.get(k) else {
                     ch.probers.push(r);
                     cur.probing = true;
                     cur.probe = Some(Box::new(ev));
@@ -944,9 +1071,10 @@ impl<'a> Engine<'a> {
                 cur.probing = false;
                 cur.floor = cur.floor.max(seen) + net.overhead;
                 if take {
-                    let send = ch.sends.pop_front().expect("a head");
-                    if let Some(id) = ev.message {
-                        self.ranks[r as usize].mprobed.insert(id, (key, send));
+                    ch.cursor(r, true);
+                    let send = self.claim(key, k);
+                    if let (Some(id), Some(send)) = (ev.message, send) {
+                        self.ranks[r as usize].mprobed.insert(id, send);
                     }
                 }
             }
@@ -1019,7 +1147,19 @@ impl<'a> Engine<'a> {
             st.seqs.remove(&new.0);
         }
         let me = ev.comm_rank.max(0) as usize;
-        let size = (info.size as usize).max(me + 1);
+        let mut size = (info.size as usize).max(me + 1);
+        let mut slot = me;
+        if self.layout.classes {
+            if size != self.p as usize && self.asymmetric.is_none() {
+                self.asymmetric = Some(format!(
+                    "MPI_{} on a communicator of {size} of the {} ranks",
+                    ev.op.name(),
+                    self.p
+                ));
+            }
+            size = self.ranks.len();
+            slot = r as usize;
+        }
         let lists = |counts: &[i32], dsizes: &[i32], d: i64| -> Vec<f64> {
             counts
                 .iter()
@@ -1059,14 +1199,12 @@ impl<'a> Engine<'a> {
         if inst.members.len() < size.max(inst.size) {
             inst.members.resize_with(size.max(inst.size), || None);
         }
-        if inst.members[me].is_some() {
+        if inst.members[slot].is_some() {
             // Two ranks claim one comm rank: sub-grids the lineage cannot
             // tell apart. Give this one a slot of its own.
-            inst.members.push(None);
-            let i = inst.members.len() - 1;
-            inst.members[i] = Some((member, cell, split));
+            inst.members.push(Some((me, member, cell, split)));
         } else {
-            inst.members[me] = Some((member, cell, split));
+            inst.members[slot] = Some((me, member, cell, split));
         }
         inst.arrived += 1;
         if inst.arrived >= inst.size {
@@ -1078,24 +1216,81 @@ impl<'a> Engine<'a> {
 
     fn complete(&mut self, inst: Instance) {
         self.collectives += 1;
-        let present: Vec<(Member, CellId, Split)> = inst.members.into_iter().flatten().collect();
-        let members: Vec<Member> = present.iter().map(|m| m.0.clone()).collect();
-        let times = coll::complete(inst.op, inst.root, &members, &self.net);
-        let (last, _) = members
+        let present: Vec<(usize, Member, CellId, Split)> =
+            inst.members.into_iter().flatten().collect();
+        let (last, last_at) = present
             .iter()
             .enumerate()
-            .max_by(|a, b| a.1.at.total_cmp(&b.1.at))
-            .map(|(i, m)| (i, m.at))
+            .max_by(|a, b| a.1.1.at.total_cmp(&b.1.1.at))
+            .map(|(i, m)| (i, m.1.at))
             .unwrap_or((0, 0.0));
-        let last_at = members.get(last).map_or(0.0, |m| m.at);
-        let last_split = present.get(last).map(|m| m.2.clone());
-        for (i, (m, cell, _)) in present.into_iter().enumerate() {
+        let last_split = present.get(last).map(|m| m.3.clone());
+        let times = if self.layout.classes {
+            self.complete_classes(inst.op, inst.root, &present, last_at)
+        } else {
+            let members: Vec<Member> = present.iter().map(|m| m.1.clone()).collect();
+            coll::complete(inst.op, inst.root, &members, &self.net)
+        };
+        for (i, (_, m, cell, _)) in present.into_iter().enumerate() {
             let done = times.get(i).copied().unwrap_or(m.at);
             let via = (last_at > m.at && done >= last_at)
                 .then(|| last_split.clone().map(|s| (s, last_at)))
                 .flatten();
             self.resolve(cell, done, via);
         }
+    }
+
+    /// Class mode: the collective over every world rank, each taking its
+    /// class's part and entry time; returns the times of `present` (one
+    /// per simulated rank). Beyond [`EXACT_MEMBERS`] members, it is costed
+    /// once with all entering together (and kept for the next such call),
+    /// then shifted to the last entry.
+    fn complete_classes(
+        &mut self,
+        op: Op,
+        root: usize,
+        present: &[(usize, Member, CellId, Split)],
+        last_at: Time,
+    ) -> Vec<Time> {
+        let p = self.p as usize;
+        // The position in `present` of each simulated rank.
+        let mut of_rank = vec![usize::MAX; self.ranks.len()];
+        for (i, m) in present.iter().enumerate() {
+            let w = m.0 as u32;
+            if let Some(&s) = self.layout.stand_in.get(w as usize) {
+                of_rank[s as usize] = i;
+            }
+        }
+        let member = |w: usize, at0: bool| -> Member {
+            let s = self.layout.stand_in.get(w).copied().unwrap_or(0) as usize;
+            let m = &present[of_rank.get(s).copied().filter(|&i| i < present.len()).unwrap_or(0)].1;
+            Member {
+                at: if at0 { 0.0 } else { m.at },
+                ..m.clone()
+            }
+        };
+        let take = |t: &[f64], shift: f64| -> Vec<Time> {
+            present
+                .iter()
+                .map(|m| t.get(m.0).map_or(m.1.at, |x| x + shift))
+                .collect()
+        };
+        if p <= EXACT_MEMBERS {
+            let all: Vec<Member> = (0..p).map(|w| member(w, false)).collect();
+            return take(&coll::complete(op, root, &all, &self.net), 0.0);
+        }
+        let r = &present[0].1;
+        let key = (op, root, p, r.send.to_bits(), r.recv.to_bits());
+        let t0 = match self.uniform.get(&key) {
+            Some(t) => t.clone(),
+            None => {
+                let all: Vec<Member> = (0..p).map(|w| member(w, true)).collect();
+                let t = Rc::new(coll::complete(op, root, &all, &self.net));
+                self.uniform.insert(key, t.clone());
+                t
+            }
+        };
+        take(&t0, last_at)
     }
 }
 

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+mod classes;
 mod coll;
 mod engine;
 pub mod params;
@@ -59,6 +60,9 @@ pub enum Error {
     /// A trace with no ranks.
     #[error("the trace has no ranks")]
     Empty,
+    /// Class mode was asked for and the trace's ranks are not symmetric.
+    #[error("the ranks cannot be simulated by class: {0}")]
+    Asymmetric(String),
     /// No rank can go on and some have not finished.
     #[error("{}", deadlock_text(.0))]
     Deadlock(Vec<Blocked>),
@@ -105,6 +109,20 @@ pub struct Blocked {
     pub waits_for: String,
 }
 
+/// How ranks are simulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// By class where the trace has far fewer classes than ranks and no
+    /// recorded timeline, else rank by rank.
+    Auto,
+    /// One representative per position class: ranks whose parts of the
+    /// trace are the same (relative peers, same statistics) are simulated
+    /// once, and their neighbours' classes feed them.
+    Classes,
+    /// Every rank.
+    Ranks,
+}
+
 /// What to simulate beyond the trace and the machine.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
@@ -123,8 +141,10 @@ pub struct Options {
     pub cores: Option<u32>,
     /// Take each rank's computation from its recorded timeline when the
     /// trace has one (`RANKSCALE_TIMELINE=1`), event by event, instead of
-    /// drawing it from the histograms.
+    /// drawing it from the histograms (rank by rank only).
     pub timeline: bool,
+    /// By class or rank by rank.
+    pub mode: Mode,
 }
 
 impl Default for Options {
@@ -136,6 +156,7 @@ impl Default for Options {
             seed: 1,
             cores: None,
             timeline: true,
+            mode: Mode::Auto,
         }
     }
 }
@@ -153,6 +174,8 @@ pub struct RankTime {
     pub mpi_ns: f64,
     /// Its events.
     pub events: u64,
+    /// The ranks it stands for (its class's size in class mode, else 1).
+    pub ranks: u64,
 }
 
 /// One call site's predicted cost.
@@ -198,13 +221,16 @@ pub struct Prediction {
     /// a traced run.
     pub traced_ns: Option<u64>,
     /// How ranks were simulated.
-    pub mode: &'static str,
+    pub mode: String,
     /// Where the computation between calls came from.
     pub computation: &'static str,
     /// The machine.
     pub params: Params,
-    /// Events simulated.
+    /// The run's events (every rank's).
     pub events: u64,
+    /// Events the simulation went through (fewer than `events` in class
+    /// mode).
+    pub simulated_events: u64,
     /// Point-to-point messages.
     pub messages: u64,
     /// Collective operations (each counted once, not per member).
@@ -231,28 +257,81 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
     if p == 0 {
         return Err(Error::Empty);
     }
-    let traces = (0..p)
-        .map(|r| {
-            file.trace.rank_trace(r).map_err(|e| Error::Project {
-                rank: r,
-                why: e.to_string(),
+    let cls = classes::classes(&file.trace, p);
+    let n_classes = cls.reps.len();
+    let timed_any = opts.timeline && (0..p).any(|r| file.timeline(r).is_some());
+    let by_class = match opts.mode {
+        Mode::Ranks => false,
+        Mode::Classes => true,
+        Mode::Auto => {
+            2 * n_classes <= p as usize && !timed_any && file.trace.spilled_events() == 0
+        }
+    };
+    let project = |ranks: &[u32]| {
+        ranks
+            .iter()
+            .map(|&r| {
+                file.trace.rank_trace(r).map_err(|e| Error::Project {
+                    rank: r,
+                    why: e.to_string(),
+                })
             })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    // Recorded computation where the trace has each rank's timeline (and
-    // it covers every event), else draws from the histograms.
+            .collect::<Result<Vec<_>, _>>()
+    };
     let mut timed = 0;
-    let spans: Vec<Option<Vec<compress::Span>>> = (0..p)
-        .map(|r| {
-            let t = file.timeline(r).filter(|_| opts.timeline)?;
-            let s = t.spans().ok()?;
-            (s.len() as u64 == traces[r as usize].stats().events).then(|| {
-                timed += 1;
-                s
-            })
-        })
-        .collect();
-    let out = engine::Engine::new(&traces, spans, *net, *opts).run()?;
+    let mut mode = String::new();
+    let mut run = None;
+    if by_class {
+        let traces = project(&cls.reps)?;
+        let layout = engine::Layout {
+            world: cls.reps.clone(),
+            stand_in: cls.of.clone(),
+            seed_rank: cls.reps.clone(),
+            weight: cls.sizes.clone(),
+            classes: true,
+        };
+        match engine::Engine::new(&traces, layout, Vec::new(), *net, *opts).run() {
+            Ok(out) => {
+                mode = format!("by class: {n_classes} classes for {p} ranks");
+                run = Some((out, cls.reps.clone(), cls.sizes.clone()));
+            }
+            Err(Error::Asymmetric(why)) if opts.mode == Mode::Auto => {
+                mode = format!("rank by rank ({why}: the classes do not hold)");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let (out, world, weight) = match run {
+        Some(x) => x,
+        None => {
+            let all: Vec<u32> = (0..p).collect();
+            let traces = project(&all)?;
+            // Recorded computation where the trace has each rank's timeline
+            // (and it covers every event), else draws from the histograms.
+            let spans: Vec<Option<Vec<compress::Span>>> = (0..p)
+                .map(|r| {
+                    let t = file.timeline(r).filter(|_| opts.timeline)?;
+                    let s = t.spans().ok()?;
+                    (s.len() as u64 == traces[r as usize].stats().events).then(|| {
+                        timed += 1;
+                        s
+                    })
+                })
+                .collect();
+            let layout = engine::Layout {
+                world: all.clone(),
+                stand_in: all.clone(),
+                seed_rank: cls.of.iter().map(|&c| cls.reps[c as usize]).collect(),
+                weight: vec![1; p as usize],
+                classes: false,
+            };
+            if mode.is_empty() {
+                mode = "rank by rank".to_string();
+            }
+            let out = engine::Engine::new(&traces, layout, spans, *net, *opts).run()?;
+            (out, all, vec![1; p as usize])
+        }
+    };
     let elapsed_s = start.elapsed().as_secs_f64();
     let labels: HashMap<u64, &str> = file
         .meta
@@ -264,12 +343,13 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         .ranks
         .iter()
         .enumerate()
-        .map(|(r, x)| RankTime {
-            rank: r as u32,
+        .map(|(i, x)| RankTime {
+            rank: world[i],
             time_ns: x.end,
             compute_ns: x.compute,
             mpi_ns: x.mpi,
             events: x.events,
+            ranks: weight[i],
         })
         .collect();
     let mut sites: Vec<SiteTime> = out
@@ -298,7 +378,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         rank0_ns: per_rank.first().map_or(0.0, |r| r.time_ns),
         traced_ns: (!file.meta.is_extrapolated() && file.meta.wall_ns > 0)
             .then_some(file.meta.wall_ns),
-        mode: "rank by rank",
+        mode,
         computation: if timed == p {
             "recorded (timeline)"
         } else if timed > 0 {
@@ -307,7 +387,8 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
             "drawn from the histograms"
         },
         params: *net,
-        events: per_rank.iter().map(|r| r.events).sum(),
+        events: per_rank.iter().map(|r| r.events * r.ranks).sum(),
+        simulated_events: per_rank.iter().map(|r| r.events).sum(),
         messages: out.messages,
         collectives: out.collectives,
         elapsed_s,
@@ -375,12 +456,14 @@ impl Prediction {
         }
         let _ = writeln!(
             s,
-            "simulated {} events, {} messages, {} collectives in {:.3} s ({:.2} M events/s)",
+            "simulated {} events ({} in the run), {} messages, {} collectives in {:.3} s ({:.2} M \
+             events/s)",
+            self.simulated_events,
             self.events,
             self.messages,
             self.collectives,
             self.elapsed_s,
-            self.events as f64 / self.elapsed_s.max(1e-9) / 1e6
+            self.simulated_events as f64 / self.elapsed_s.max(1e-9) / 1e6
         );
         let c = &self.critical;
         let share = |x: f64| 100.0 * x / c.length_ns.max(1e-9);
@@ -413,18 +496,19 @@ impl Prediction {
         if ranks {
             let _ = writeln!(
                 s,
-                "\n{:>6} {:>12} {:>12} {:>12} {:>10}",
-                "rank", "time", "computation", "MPI", "events"
+                "\n{:>8} {:>12} {:>12} {:>12} {:>10} {:>9}",
+                "rank", "time", "computation", "MPI", "events", "ranks"
             );
             for r in &self.per_rank {
                 let _ = writeln!(
                     s,
-                    "{:>6} {:>12} {:>12} {:>12} {:>10}",
+                    "{:>8} {:>12} {:>12} {:>12} {:>10} {:>9}",
                     r.rank,
                     secs(r.time_ns),
                     secs(r.compute_ns),
                     secs(r.mpi_ns),
-                    r.events
+                    r.events,
+                    r.ranks
                 );
             }
         }

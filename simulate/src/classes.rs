@@ -1,0 +1,116 @@
+//! Position classes: the ranks whose parts of a trace are the same.
+//!
+//! A merged trace says which ranks execute each node and which ranks share
+//! each parameter variant (peers relative to the rank, so a stencil's
+//! interior ranks share theirs). Two ranks that are in exactly the same
+//! ranklists execute the same events with the same relative peers and the
+//! same timing statistics: the same program, shifted. The simulator runs
+//! one representative per class, so that an extrapolated trace of a
+//! million ranks costs as many rank simulations as it has classes (9 for a
+//! 2D mesh, 27 for a 3D one).
+
+use compress::{MNode, MergedTrace, Param, RankList};
+
+/// The classes of a trace's ranks.
+pub(crate) struct Classes {
+    /// The class of each rank, by world rank.
+    pub of: Vec<u32>,
+    /// Each class's representative (its lowest rank).
+    pub reps: Vec<u32>,
+    /// Each class's number of ranks.
+    pub sizes: Vec<u64>,
+}
+
+/// A 64-bit mix (splitmix64's finaliser): membership of ranklist `k` is
+/// folded into a rank's signature.
+fn mix(h: u64, k: u64) -> u64 {
+    let mut z = h ^ k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+struct Walk {
+    sig: Vec<u64>,
+    k: u64,
+    p: u64,
+}
+
+impl Walk {
+    fn list(&mut self, l: &RankList) {
+        self.k += 1;
+        // A list of every rank tells no rank apart.
+        if l.len() >= self.p {
+            return;
+        }
+        for r in l.iter() {
+            if let Some(s) = self.sig.get_mut(r as usize) {
+                *s = mix(*s, self.k);
+            }
+        }
+    }
+
+    fn param(&mut self, p: &Param) {
+        for v in p.variants() {
+            self.list(v.ranks());
+        }
+        for ph in p.phased() {
+            self.list(ph.ranks());
+            for q in ph.phases() {
+                self.param(q);
+            }
+        }
+    }
+
+    fn nodes(&mut self, nodes: &[MNode]) {
+        for n in nodes {
+            self.list(n.ranks());
+            match n {
+                MNode::Event(e) => {
+                    for p in e.params() {
+                        self.param(p);
+                    }
+                    for l in e.lists() {
+                        self.param(l.lens());
+                        for c in l.columns() {
+                            self.param(c);
+                        }
+                    }
+                }
+                MNode::Loop(l) => {
+                    self.param(l.counts());
+                    self.nodes(l.body());
+                }
+                // A node kind added later: its ranklist, walked above, at
+                // least keeps its ranks apart.
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The position classes of the `p` ranks of `trace`.
+pub(crate) fn classes(trace: &MergedTrace, p: u32) -> Classes {
+    let mut w = Walk {
+        sig: vec![0; p as usize],
+        k: 0,
+        p: u64::from(p),
+    };
+    w.nodes(trace.nodes());
+    let mut index = rustc_hash::FxHashMap::default();
+    let mut c = Classes {
+        of: Vec::with_capacity(p as usize),
+        reps: Vec::new(),
+        sizes: Vec::new(),
+    };
+    for (r, s) in w.sig.iter().enumerate() {
+        let id = *index.entry(*s).or_insert_with(|| {
+            c.reps.push(r as u32);
+            c.sizes.push(0);
+            c.reps.len() as u32 - 1
+        });
+        c.sizes[id as usize] += 1;
+        c.of.push(id);
+    }
+    c
+}
