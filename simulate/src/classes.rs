@@ -114,3 +114,55 @@ pub(crate) fn classes(trace: &MergedTrace, p: u32) -> Classes {
     }
     c
 }
+
+impl Classes {
+    /// Splits classes until every member of a class also has neighbours of
+    /// the same classes, `rounds` hops out at most, keeping the number of
+    /// classes within `budget` (a round that would exceed it is not
+    /// taken). `offsets[c]` are the peers of the members of initial class
+    /// `c`, relative to the member (the same for all of them).
+    ///
+    /// Ranks of one class run the same program, but what they wait for
+    /// depends on their neighbours: an interior rank next to a slow edge
+    /// waits where one in the middle does not. A representative stands for
+    /// its class only as far as its neighbourhood is its class's, so the
+    /// classes are refined by the classes of the neighbours (as colour
+    /// refinement does on a graph), which in a stencil separates the ranks
+    /// one, two, three hops from each edge.
+    pub(crate) fn refine(&mut self, offsets: &[Vec<i64>], rounds: usize, budget: usize) {
+        let initial = self.of.clone();
+        let p = self.of.len() as i64;
+        for _ in 0..rounds {
+            let mut index = rustc_hash::FxHashMap::default();
+            let mut of = Vec::with_capacity(self.of.len());
+            let mut reps = Vec::new();
+            for r in 0..self.of.len() {
+                let mut h = mix(0x5bd1_e995, u64::from(self.of[r]));
+                for (i, off) in offsets[initial[r] as usize].iter().enumerate() {
+                    let s = r as i64 + off;
+                    let c = if (0..p).contains(&s) {
+                        u64::from(self.of[s as usize])
+                    } else {
+                        u64::MAX
+                    };
+                    h = mix(h, (i as u64) << 32 ^ c);
+                }
+                let id = *index.entry(h).or_insert_with(|| {
+                    reps.push(r as u32);
+                    reps.len() as u32 - 1
+                });
+                of.push(id);
+            }
+            if reps.len() == self.reps.len() || reps.len() > budget {
+                break;
+            }
+            let mut sizes = vec![0u64; reps.len()];
+            for &c in &of {
+                sizes[c as usize] += 1;
+            }
+            self.of = of;
+            self.reps = reps;
+            self.sizes = sizes;
+        }
+    }
+}

@@ -123,7 +123,8 @@ impl Chan {
     }
 
     fn get(&self, k: u64) -> Option<&SendRec> {
-        self.sends.get(usize::try_from(k.checked_sub(self.base)?).ok()?)
+        self.sends
+            .get(usize::try_from(k.checked_sub(self.base)?).ok()?)
     }
 }
 
@@ -287,6 +288,10 @@ pub(crate) struct Layout {
 /// mode only).
 const EXACT_MEMBERS: usize = 1 << 16;
 
+/// A collective's shape: operation, root, members, send and receive
+/// block bytes (as bits).
+type UniformKey = (Op, usize, usize, u64, u64);
+
 pub(crate) struct Engine<'a> {
     net: Params,
     opts: Options,
@@ -296,7 +301,7 @@ pub(crate) struct Engine<'a> {
     asymmetric: Option<String>,
     /// Collective costs with every member entering at 0 (class mode, large
     /// communicators), by operation, root, size and block bytes.
-    uniform: FxHashMap<(Op, usize, usize, u64, u64), Rc<Vec<f64>>>,
+    uniform: FxHashMap<UniformKey, Rc<Vec<f64>>>,
     ranks: Vec<RankState<'a>>,
     cells: Vec<Cell>,
     free: Vec<CellId>,
@@ -1263,7 +1268,12 @@ impl<'a> Engine<'a> {
         }
         let member = |w: usize, at0: bool| -> Member {
             let s = self.layout.stand_in.get(w).copied().unwrap_or(0) as usize;
-            let m = &present[of_rank.get(s).copied().filter(|&i| i < present.len()).unwrap_or(0)].1;
+            let m = &present[of_rank
+                .get(s)
+                .copied()
+                .filter(|&i| i < present.len())
+                .unwrap_or(0)]
+            .1;
             Member {
                 at: if at0 { 0.0 } else { m.at },
                 ..m.clone()

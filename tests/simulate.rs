@@ -1,0 +1,374 @@
+//! `rankscale calibrate` and `rankscale simulate` on real runs: the
+//! parameters measured with real `mpirun`, every test program's trace
+//! simulated to its end with as many messages as its raw logs send, the
+//! prediction against the traced run's own time, and class mode against
+//! rank-by-rank simulation of an extrapolated trace.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use compress::{Op, ReqId};
+
+/// The two-rank launch command `calibrate` runs for `imp`.
+fn launcher(imp: &str) -> Vec<String> {
+    let v: &[&str] = match imp {
+        "mpich" => &[
+            "mpirun.mpich",
+            "-n",
+            "2",
+            "-genv",
+            "MPIR_CVAR_NOLOCAL",
+            "1",
+            "-genv",
+            "UCX_TLS",
+            "self,sm",
+        ],
+        _ => &[
+            "mpirun.openmpi",
+            "-n",
+            "2",
+            "--bind-to",
+            "none",
+            "--mca",
+            "pml",
+            "ob1",
+            "--mca",
+            "btl",
+            "self,vader",
+        ],
+    };
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Measures `imp`'s parameters into `dir`.
+fn calibrate(imp: &str, dir: &Path) -> PathBuf {
+    let out = dir.join(format!("{imp}.toml"));
+    let o = Command::new(env!("CARGO_BIN_EXE_rankscale"))
+        .args(["calibrate", "-o"])
+        .arg(&out)
+        .arg("--")
+        .args(launcher(imp))
+        .env("HWLOC_COMPONENTS", "-pci,-linuxio")
+        .output()
+        .expect("run rankscale calibrate");
+    assert!(
+        o.status.success(),
+        "{imp}: calibrate failed: {}",
+        text(&o.stderr)
+    );
+    out
+}
+
+#[test]
+fn calibration_measures_this_machine() {
+    let dir = scratch("calibrate");
+    for imp in mpis() {
+        let f = calibrate(imp, &dir);
+        let p = simulate::Params::load(&f).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        eprintln!("{imp}: {p:?}");
+        assert!(text.contains("measured by `rankscale calibrate`"), "{text}");
+        // Shared memory on one node: latencies of a few hundred ns to a few
+        // µs, a bandwidth between 0.5 and 200 GB/s, an eager limit between
+        // a byte and the largest size measured.
+        assert!(p.overhead > 0.0 && p.overhead < 50_000.0, "{p:?}");
+        assert!(p.latency < 50_000.0, "{p:?}");
+        assert!(p.gap > 0.0 && p.gap < 50_000.0, "{p:?}");
+        assert!(p.gap_per_byte > 0.005 && p.gap_per_byte < 2.0, "{p:?}");
+        assert!(p.eager_limit >= 1 && p.eager_limit <= 8 << 20, "{p:?}");
+    }
+    // Bad launches are reported, not hidden.
+    let o = rankscale(&["calibrate", "--mpi", "lam"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("mpich or openmpi"),
+        "{}",
+        text(&o.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Point-to-point messages the raw logs send (every send to a real peer,
+/// and every start of a persistent send).
+fn sends(events: &[compress::Event]) -> u64 {
+    let mut templates: std::collections::HashSet<ReqId> = Default::default();
+    let mut n = 0;
+    for e in events {
+        let real = e.send.is_some_and(|s| s.peer.world().is_some());
+        match e.op {
+            Op::Send
+            | Op::Ssend
+            | Op::Bsend
+            | Op::Rsend
+            | Op::Isend
+            | Op::Issend
+            | Op::Ibsend
+            | Op::Irsend
+            | Op::Sendrecv
+            | Op::SendrecvReplace
+                if real =>
+            {
+                n += 1
+            }
+            Op::SendInit | Op::SsendInit if real => {
+                templates.extend(e.req);
+            }
+            Op::Start | Op::Startall => {
+                n += e.reqs.iter().filter(|r| templates.contains(r)).count() as u64;
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&o.stdout), text(&o.stderr)))
+}
+
+#[test]
+fn every_test_program_simulates_to_its_end() {
+    let m = manifest();
+    let mut failures = Vec::new();
+    let mut done = 0;
+    for imp in mpis() {
+        for run in &m.run {
+            let dir = scratch(&format!("{imp}-sim-{}", run.name));
+            let trace = dir.join("app.trace");
+            let mut o = traced_raw(imp, &dir.join("raw"));
+            o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+            let job = mpirun(imp, run.np, &program(imp, &run.binary), &run.args, &o);
+            assert_eq!(job.code, Some(0), "{imp} {}: {}", run.name, job.stderr);
+            let out = rankscale(&[
+                "simulate",
+                trace.to_str().unwrap(),
+                "--json",
+                "--mode",
+                "ranks",
+            ]);
+            if run.binary == "threads" {
+                let err = text(&out.stderr);
+                if out.status.success() || !err.contains("several threads") {
+                    failures.push(format!("{imp} threads: not refused clearly: {err}"));
+                }
+                continue;
+            }
+            if !out.status.success() {
+                failures.push(format!("{imp} {}: {}", run.name, text(&out.stderr)));
+                continue;
+            }
+            let v = json(&out);
+            let logs = raw_logs(&dir.join("raw"), run.np);
+            let events: u64 = logs.iter().map(|l| l.len() as u64).sum();
+            let messages: u64 = logs.iter().map(|l| sends(l)).sum();
+            let got = (v["events"].as_u64(), v["messages"].as_u64());
+            if got != (Some(events), Some(messages)) {
+                failures.push(format!(
+                    "{imp} {}: simulated {got:?} events and messages, the raw logs have \
+                     {events} and {messages}",
+                    run.name
+                ));
+            } else if v["time_ns"].as_f64().is_none_or(|t| t <= 0.0) {
+                failures.push(format!("{imp} {}: no predicted time", run.name));
+            } else {
+                done += 1;
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    eprintln!("{done} traces simulated to their end");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn predictions_follow_the_traced_runs() {
+    let imp = "openmpi";
+    let dir = scratch("sim-accuracy");
+    let params = calibrate(imp, &dir);
+    let mut table = Vec::new();
+    let mut bad = Vec::new();
+    // A halo exchange with sleeps for computation (so that sharing two
+    // cores does not change it), with one rank 60 ms late in iteration 10:
+    // with the recorded timeline, and from the histograms alone.
+    let cases: [(&str, usize, &[&str], bool); 4] = [
+        (
+            "late sender",
+            4,
+            &["-i", "40", "-m", "sender", "-r", "3", "-t", "10"],
+            true,
+        ),
+        (
+            "late sender",
+            9,
+            &["-i", "40", "-m", "sender", "-r", "3", "-t", "10"],
+            true,
+        ),
+        (
+            "late receiver",
+            9,
+            &["-i", "40", "-m", "receiver", "-r", "4", "-t", "10"],
+            true,
+        ),
+        ("no delay", 9, &["-i", "60", "-m", "none"], false),
+    ];
+    for (what, np, args, timeline) in cases {
+        let trace = dir.join(format!("ls.{np}.trace"));
+        let mut o = untraced();
+        o.traced = true;
+        o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+        if timeline {
+            o.env.push(("RANKSCALE_TIMELINE", "1".into()));
+        }
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let job = mpirun(imp, np, &program(imp, "latestencil"), &args, &o);
+        assert_eq!(job.code, Some(0), "{}", job.stderr);
+        let out = rankscale(&[
+            "simulate",
+            trace.to_str().unwrap(),
+            "--params",
+            params.to_str().unwrap(),
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let v = json(&out);
+        let (pred, real) = (
+            v["rank0_ns"].as_f64().unwrap(),
+            v["traced_ns"].as_f64().unwrap(),
+        );
+        let err = (pred - real) / real;
+        table.push(format!(
+            "{what:<14} {np:>3} ranks  {:>8.1} ms predicted  {:>8.1} ms traced  {:+.1} %  ({})",
+            pred / 1e6,
+            real / 1e6,
+            100.0 * err,
+            v["computation"].as_str().unwrap_or("")
+        ));
+        if err.abs() > 0.15 {
+            bad.push(table.last().unwrap().clone());
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+    assert!(bad.is_empty(), "more than 15 % off:\n{}", bad.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn classes_stand_for_their_ranks() {
+    let imp = "openmpi";
+    let dir = scratch("sim-classes");
+    let mut inputs = Vec::new();
+    for g in ["2x2", "3x3", "4x4", "5x5"] {
+        let (a, b) = g.split_once('x').unwrap();
+        let np: usize = a.parse::<usize>().unwrap() * b.parse::<usize>().unwrap();
+        let f = dir.join(format!("st.{np}.trace"));
+        let args: Vec<String> = [
+            "-d", "2", "-p", g, "-t", "mesh", "-i", "40", "-k", "3", "-s", "weak",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut o = untraced();
+        o.traced = true;
+        o.env.push(("RANKSCALE_TRACE", f.display().to_string()));
+        let job = mpirun(imp, np, &program(imp, "stencil"), &args, &o);
+        assert_eq!(job.code, Some(0), "{}", job.stderr);
+        inputs.push(f.display().to_string());
+    }
+    let predict = |ranks: u32, mode: &str| -> serde_json::Value {
+        let out = dir.join(format!("st.x{ranks}.trace"));
+        if !out.exists() {
+            let mut a = vec!["extrap", "-o", out.to_str().unwrap()];
+            let r = ranks.to_string();
+            a.extend(["--ranks", &r]);
+            a.extend(inputs.iter().map(String::as_str));
+            let o = rankscale(&a);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+        }
+        let o = rankscale(&["simulate", out.to_str().unwrap(), "--json", "--mode", mode]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        json(&o)
+    };
+    // 64 x 64: every rank, and one per class.
+    let all = predict(4096, "ranks");
+    let cls = predict(4096, "classes");
+    let (a, c) = (
+        all["time_ns"].as_f64().unwrap(),
+        cls["time_ns"].as_f64().unwrap(),
+    );
+    eprintln!(
+        "4096 ranks: {:.3} ms rank by rank in {:.2} s, {:.3} ms by class ({}) in {:.3} s",
+        a / 1e6,
+        all["elapsed_s"].as_f64().unwrap(),
+        c / 1e6,
+        cls["mode"],
+        cls["elapsed_s"].as_f64().unwrap()
+    );
+    assert!(
+        ((c - a) / a).abs() < 0.01,
+        "{c} by class against {a} rank by rank"
+    );
+    assert_eq!(all["events"], cls["events"]);
+    assert_eq!(all["messages"], cls["messages"]);
+    // A million ranks by class, chosen on its own (`--mode auto`).
+    let m = predict(1 << 20, "auto");
+    eprintln!(
+        "1048576 ranks: {:.3} s predicted in {:.2} s ({})",
+        m["time_ns"].as_f64().unwrap() / 1e9,
+        m["elapsed_s"].as_f64().unwrap(),
+        m["mode"]
+    );
+    // The 9 classes of a 2D mesh's structure, split by their distance
+    // from the edges.
+    let mode = m["mode"].as_str().unwrap();
+    assert!(
+        mode.starts_with("by class:") && mode.contains("(9 by structure"),
+        "{mode}"
+    );
+    let n = m["per_rank"].as_array().map_or(0, Vec::len);
+    assert!((9..=1024).contains(&n), "{n} classes");
+    // A trace whose sub-communicators break the symmetry is refused by
+    // class (asked for) with the reason.
+    let sub = dir.join("subcomm.trace");
+    let mut o = untraced();
+    o.traced = true;
+    o.env.push(("RANKSCALE_TRACE", sub.display().to_string()));
+    let job = mpirun(imp, 6, &program(imp, "subcomm"), &["2x3".to_string()], &o);
+    assert_eq!(job.code, Some(0), "{}", job.stderr);
+    let o = rankscale(&["simulate", sub.to_str().unwrap(), "--mode", "classes"]);
+    let err = text(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("cannot be simulated by class"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let dir = scratch("sim-bad");
+    let f = dir.join("junk.trace");
+    std::fs::write(&f, b"not a trace at all").unwrap();
+    let o = rankscale(&["simulate", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
+    let p = dir.join("p.toml");
+    std::fs::write(&p, "L = 1\n").unwrap();
+    let o = rankscale(&[
+        "simulate",
+        f.to_str().unwrap(),
+        "--params",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("is not a parameter file"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = rankscale(&["simulate", f.to_str().unwrap(), "--L=-5"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("L must be"), "{}", text(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
