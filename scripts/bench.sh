@@ -37,6 +37,14 @@
 #     against `replay` of the same trace, wall time, median of 3
 #     alternating, and the C file's size against the trace's
 #     (`scripts/bench.sh codegen` runs this part alone).
+# 11. simulate: LogGOPS parameters measured by `rankscale calibrate`; the
+#     run time `rankscale simulate` predicts against the traced run's
+#     (stencils and NPB CG, LU, BT, MG, FT at 4 to 64 ranks, Open MPI,
+#     median of 3, `--cores` the machine's; SIM_ACCURACY=0 skips this
+#     table); simulation speed rank by rank
+#     and by class (an extrapolated stencil at 4,096 and 1,048,576 ranks);
+#     the what-if sweep of L and G drawn as docs/img/whatif.svg
+#     (`scripts/bench.sh simulate` runs this part alone).
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -308,6 +316,113 @@ for bcn in cg.W.4 lu.W.4 mg.W.4 bt.W.4 ft.W.4 is.W.4; do
     END { n = NR; mu = med(u, n); mt = med(t2, n)
       printf "%-8s %6d %10.3f %10.3f %10.3f %8.3f %8.3f %10d %8d\n", name, np, app, mu, mt, mt / mu, mt / app, c, t }'
 done
+fi
+
+if [[ $part == all || $part == simulate ]]; then
+rs="$root/target/openmpi/release/rankscale"
+cores=$(nproc)
+params="$tmp/loggops.toml"
+echo "simulate: LogGOPS parameters of this machine (Open MPI, 2 ranks, shared memory)"
+"$rs" calibrate -o "$params" -- mpirun.openmpi -n 2 --bind-to none --mca pml ob1 --mca btl self,vader 2>/dev/null
+echo "simulate: predicted against traced run time (rank 0, MPI_Init to MPI_Finalize), Open MPI, mpi_yield_when_idle 1, median of 3; CPU-bound codes with --cores $cores"
+printf '%-22s %6s %12s %12s %9s %9s\n' program ranks "traced(s)" "predicted(s)" "error(%)" "sim(s)"
+sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three traced runs, each simulated (CORES 0: one per rank)
+  local name=$1 np=$2 c=$3 bin=$4
+  shift 4
+  local pool=()
+  ((c > 0)) && pool=(--cores "$c")
+  for r in 1 2 3; do
+    local f="$tmp/sim.$r.trace"
+    (cd "$tmp" && RANKSCALE_TRACE="$f" OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$np" 1 "$bin" "$@" >/dev/null 2>&1) || return 0
+    "$rs" simulate "$f" --params "$params" "${pool[@]}" --json 2>/dev/null |
+      awk '/"rank0_ns"/ { gsub(/,/, ""); p = $2 } /"traced_ns"/ { gsub(/,/, ""); t = $2 } /"elapsed_s"/ { gsub(/,/, ""); e = $2 } END { print t / 1e9, p / 1e9, e }'
+  done | awk -v name="$name" -v np="$np" "$awk_med"'
+    { t[NR] = $1; p[NR] = $2; e[NR] = $3 }
+    END { n = NR; mt = med(t, n); mp = med(p, n); me = med(e, n)
+      printf "%-22s %6d %12.3f %12.3f %+9.1f %9.3f\n", name, np, mt, mp, 100 * (mp - mt) / mt, me }'
+}
+if [[ "${SIM_ACCURACY:-1}" == 1 ]]; then
+# Sleeping takes no core: the halo exchange with sleeps needs no core
+# pool; the CPU-bound codes share the machine's cores.
+for np in 4 16 64; do
+  RANKSCALE_TIMELINE=1 sim_row "latestencil (sleeps)" "$np" 0 "$root/target/programs/openmpi/latestencil" -i 60 -m sender -r 1 -t 20
+done
+sim_row "stencil 2D 2x2" 4 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 2x2 -t mesh -i 400 -k 10 -s weak -n 64
+sim_row "stencil 2D 4x4" 16 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 4x4 -t mesh -i 400 -k 10 -s weak -n 64
+for bcn in cg.W.4 cg.W.16 cg.W.64 lu.W.4 lu.W.16 lu.W.64 bt.W.4 bt.W.16 bt.W.64 mg.W.4 mg.W.16 mg.W.64 ft.A.4 ft.A.16 ft.A.64; do
+  b=${bcn%%.*} rest=${bcn#*.} class=${rest%%.*} np=${rest#*.}
+  if ! scripts/npb.sh openmpi "$b" "$class" "$np" >/dev/null 2>&1; then
+    echo "$bcn: NPB not available, skipped"
+    continue
+  fi
+  sim_row "NPB $bcn" "$np" "$cores" "$root/target/npb/openmpi/bin/$bcn"
+done
+fi
+echo "simulate: speed (an extrapolated weak 2D stencil; events simulated per second)"
+for g in 2x2 3x3 4x4 5x5; do
+  n=$((${g%x*} * ${g#*x}))
+  RANKSCALE_TRACE="$tmp/st.$n.trace" launch openmpi "$n" 1 stencil -d 2 -p "$g" -t mesh -i 200 -k 3 -s weak -n 64 >/dev/null 2>&1
+done
+printf '%-10s %-8s %14s %14s %10s %10s\n' ranks mode "events run" "simulated" "time(s)" "Mev/s"
+for target in 4096 1048576; do
+  "$rs" extrap -o "$tmp/st.x.trace" --ranks "$target" "$tmp"/st.{4,9,16,25}.trace >/dev/null 2>&1
+  modes="classes"
+  [[ $target == 4096 ]] && modes="ranks classes"
+  for m in $modes; do
+    /usr/bin/time -f "%M" -o "$tmp/rss" "$rs" simulate "$tmp/st.x.trace" --mode "$m" --json 2>/dev/null | awk -v r="$target" -v m="$m" '
+      /^  "events"/ { gsub(/,/, ""); e = $2 } /^  "simulated_events"/ { gsub(/,/, ""); s = $2 }
+      /^  "elapsed_s"/ { gsub(/,/, ""); t = $2 } /^  "mode"/ { sub(/^  "mode": "/, ""); sub(/",$/, ""); md = $0 }
+      END { printf "%-10d %-8s %14d %14d %10.3f %10.2f   %s\n", r, m, e, s, t, s / t / 1e6, md }'
+    echo "           peak memory $(($(cat "$tmp/rss") / 1024)) MB"
+  done
+done
+# What if the network were different: the 4,096-rank stencil's predicted
+# time as L and G vary (computation as traced), drawn as an SVG.
+"$rs" extrap -o "$tmp/st.x.trace" --ranks 4096 "$tmp"/st.{4,9,16,25}.trace >/dev/null 2>&1
+echo "simulate: what-if, the 4,096-rank stencil's predicted communication time (ms, --no-compute) by latency L (columns) and bandwidth 1/G (rows)"
+lats="100 300 1000 3000 10000 30000 100000"
+printf '%-12s' "1/G \\ L(ns)"; for l in $lats; do printf '%10s' "$l"; done; echo
+csv="$tmp/whatif.csv"
+: >"$csv"
+for gbs in 100 10 1 0.1; do
+  G=$(awk -v b="$gbs" 'BEGIN { print 1 / b }')
+  printf '%-12s' "${gbs} GB/s"
+  for l in $lats; do
+    t=$("$rs" simulate "$tmp/st.x.trace" --params "$params" --L "$l" --G "$G" --no-compute --json 2>/dev/null |
+      awk '/^  "time_ns"/ { gsub(/,/, ""); print $2 / 1e6; exit }')
+    printf '%10.2f' "$t"
+    echo "$gbs $l $t" >>"$csv"
+  done
+  echo
+done
+mkdir -p docs/img
+awk -v W=640 -v H=400 '
+  { g[NR] = $1; l[NR] = $2; t[NR] = $3; if ($3 > tmax) tmax = $3; if (tmin == "" || $3 < tmin) tmin = $3 }
+  END {
+    x0 = 70; y0 = 30; pw = W - 200; ph = H - 90
+    printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H
+    printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+    printf "<text x=\"%d\" y=\"18\" font-size=\"14\">Communication time of a 4,096-rank stencil as the network changes (rankscale simulate)</text>\n", x0
+    printf "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", x0, y0 + ph, x0 + pw, y0 + ph
+    printf "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", x0, y0, x0, y0 + ph
+    lmin = log(100); lmax = log(100000); ymax = tmax * 1.05; ymin = 0
+    for (e = 2; e <= 5; e++) { v = 10 ^ e; x = x0 + (log(v) - lmin) / (lmax - lmin) * pw
+      printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", x, y0 + ph + 16, v }
+    printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">latency L (ns, log scale)</text>\n", x0 + pw / 2, y0 + ph + 34
+    for (k = 0; k <= 4; k++) { v = ymax * k / 4; y = y0 + ph - v / ymax * ph
+      printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", x0 - 6, y + 4, v
+      printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x0, y, x0 + pw, y }
+    printf "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">predicted communication time (ms)</text>\n", y0 + ph / 2, y0 + ph / 2
+    split("#1f77b4 #ff7f0e #2ca02c #d62728", col, " ")
+    c = 0; prev = ""
+    for (i = 1; i <= NR; i++) {
+      if (g[i] != prev) { if (prev != "") printf "\"/>\n"; c++; prev = g[i]
+        printf "<text x=\"%d\" y=\"%d\" fill=\"%s\">1/G = %s GB/s</text>\n", x0 + pw + 12, y0 + 20 * c, col[c], g[i]
+        printf "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col[c] }
+      x = x0 + (log(l[i]) - lmin) / (lmax - lmin) * pw; y = y0 + ph - t[i] / ymax * ph
+      printf "%.1f,%.1f ", x, y }
+    printf "\"/>\n</svg>\n" }' "$csv" >docs/img/whatif.svg
+echo "simulate: drew docs/img/whatif.svg"
 fi
 
 [[ $part == all || $part == npb ]] || exit 0

@@ -56,16 +56,29 @@ struct Cell {
 /// Call sites numbered densely as the simulation meets them.
 #[derive(Default)]
 pub(crate) struct Sites {
-    pub(crate) index: FxHashMap<(u64, Op), usize>,
+    index: FxHashMap<(u64, Op), usize>,
+    cache: Vec<(u64, Op, usize)>,
     pub(crate) list: Vec<(u64, Op)>,
 }
 
 impl Sites {
     fn of(&mut self, site: u64, op: Op) -> usize {
-        *self.index.entry((site, op)).or_insert_with(|| {
+        // Most events repeat a few sites: a direct-mapped cache in front
+        // of the map.
+        let slot = ((site ^ (site >> 17) ^ op as u64) & 255) as usize;
+        if self.cache.is_empty() {
+            self.cache = vec![(u64::MAX, Op::Init, usize::MAX); 256];
+        }
+        let c = self.cache[slot];
+        if c.0 == site && c.1 == op {
+            return c.2;
+        }
+        let i = *self.index.entry((site, op)).or_insert_with(|| {
             self.list.push((site, op));
             self.list.len() - 1
-        })
+        });
+        self.cache[slot] = (site, op, i);
+        i
     }
 }
 
@@ -125,6 +138,21 @@ impl Chan {
     fn get(&self, k: u64) -> Option<&SendRec> {
         self.sends
             .get(usize::try_from(k.checked_sub(self.base)?).ok()?)
+    }
+
+    /// Send `k`, for one reader: the first reader also completes the
+    /// sender's side. With `drop` (rank by rank: one reader per stream)
+    /// the send is then dropped.
+    fn claim(&mut self, k: u64, drop: bool) -> Option<SendRec> {
+        let i = usize::try_from(k.checked_sub(self.base)?).ok()?;
+        let s = self.sends.get_mut(i)?;
+        let mut rec = s.clone();
+        rec.cell = s.cell.take();
+        if drop && i == 0 {
+            self.sends.pop_front();
+            self.base += 1;
+        }
+        Some(rec)
     }
 }
 
@@ -881,23 +909,28 @@ impl<'a> Engine<'a> {
         };
         self.messages += self.layout.weight[r as usize];
         let key = (comm, me, i64::from(dst) - i64::from(me), tag);
+        let drop = !self.layout.classes;
         let ch = self.chans.entry(key).or_default();
         ch.sends.push_back(rec);
         let idx = ch.base + ch.sends.len() as u64 - 1;
-        let mut ready = Vec::new();
-        ch.waiting.retain(|w| {
-            if w.1 == idx {
-                ready.push(w.2.clone());
-                false
+        let mut ready: SmallVec<[(SendRec, RecvRec); 1]> = SmallVec::new();
+        let mut i = 0;
+        while i < ch.waiting.len() {
+            if ch.waiting[i].1 == idx {
+                let (_, _, recv) = ch.waiting.swap_remove(i);
+                if let Some(send) = ch.claim(idx, drop) {
+                    ready.push((send, recv));
+                }
             } else {
-                true
+                i += 1;
             }
-        });
-        for p in std::mem::take(&mut ch.probers) {
+        }
+        let probers = std::mem::take(&mut ch.probers);
+        for p in probers {
             self.wake(p, t);
         }
-        for recv in ready {
-            self.take(key, idx, recv);
+        for (send, recv) in ready {
+            self.matched(send, recv);
         }
         (free, cell)
     }
@@ -923,36 +956,14 @@ impl<'a> Engine<'a> {
             cell,
             split: self.ranks[r as usize].split.clone(),
         };
+        let drop = !self.layout.classes;
         let ch = self.chans.entry(key).or_default();
         let k = ch.cursor(r, true);
-        if ch.get(k).is_some() {
-            self.take(key, k, rec);
-        } else {
-            ch.waiting.push((r, k, rec));
+        match ch.claim(k, drop) {
+            Some(send) => self.matched(send, rec),
+            None => ch.waiting.push((r, k, rec)),
         }
         cell
-    }
-
-    /// Send `k` of stream `key`, for one reader: the first reader also
-    /// completes the sender's side. Rank by rank the send is then dropped.
-    fn claim(&mut self, key: Key, k: u64) -> Option<SendRec> {
-        let ch = self.chans.get_mut(&key)?;
-        let i = usize::try_from(k.checked_sub(ch.base)?).ok()?;
-        let s = ch.sends.get_mut(i)?;
-        let mut rec = s.clone();
-        rec.cell = s.cell.take();
-        if !self.layout.classes && i == 0 {
-            ch.sends.pop_front();
-            ch.base += 1;
-        }
-        Some(rec)
-    }
-
-    /// Matches send `k` of stream `key` with a receive.
-    fn take(&mut self, key: Key, k: u64, recv: RecvRec) {
-        if let Some(send) = self.claim(key, k) {
-            self.matched(send, recv);
-        }
     }
 
     /// Costs a matched message on both sides.
@@ -1059,6 +1070,7 @@ impl<'a> Engine<'a> {
                 };
                 let key = self.recv_key(r, ev.comm.0, m.source as u32, m.tag);
                 let take = matches!(ev.op, Op::Mprobe | Op::Improbe);
+                let drop = !self.layout.classes;
                 let ch = self.chans.entry(key).or_default();
                 let k = ch.cursor(r, false);
                 let Some(head) = ch.get(k) else {
@@ -1077,7 +1089,7 @@ impl<'a> Engine<'a> {
                 cur.floor = cur.floor.max(seen) + net.overhead;
                 if take {
                     ch.cursor(r, true);
-                    let send = self.claim(key, k);
+                    let send = ch.claim(k, drop);
                     if let (Some(id), Some(send)) = (ev.message, send) {
                         self.ranks[r as usize].mprobed.insert(id, send);
                     }
