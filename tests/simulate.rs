@@ -278,7 +278,7 @@ fn classes_stand_for_their_ranks() {
         assert_eq!(job.code, Some(0), "{}", job.stderr);
         inputs.push(f.display().to_string());
     }
-    let predict = |ranks: u32, mode: &str| -> serde_json::Value {
+    let predict = |ranks: u32, mode: &str, extra: &[&str]| -> serde_json::Value {
         let out = dir.join(format!("st.x{ranks}.trace"));
         if !out.exists() {
             let mut a = vec!["extrap", "-o", out.to_str().unwrap()];
@@ -288,33 +288,40 @@ fn classes_stand_for_their_ranks() {
             let o = rankscale(&a);
             assert!(o.status.success(), "{}", text(&o.stderr));
         }
-        let o = rankscale(&["simulate", out.to_str().unwrap(), "--json", "--mode", mode]);
+        let mut a = vec!["simulate", out.to_str().unwrap(), "--json", "--mode", mode];
+        a.extend(extra);
+        let o = rankscale(&a);
         assert!(o.status.success(), "{}", text(&o.stderr));
         json(&o)
     };
-    // 64 x 64: every rank, and one per class.
-    let all = predict(4096, "ranks");
-    let cls = predict(4096, "classes");
-    let (a, c) = (
-        all["time_ns"].as_f64().unwrap(),
-        cls["time_ns"].as_f64().unwrap(),
-    );
-    eprintln!(
-        "4096 ranks: {:.3} ms rank by rank in {:.2} s, {:.3} ms by class ({}) in {:.3} s",
-        a / 1e6,
-        all["elapsed_s"].as_f64().unwrap(),
-        c / 1e6,
-        cls["mode"],
-        cls["elapsed_s"].as_f64().unwrap()
-    );
-    assert!(
-        ((c - a) / a).abs() < 0.01,
-        "{c} by class against {a} rank by rank"
-    );
-    assert_eq!(all["events"], cls["events"]);
-    assert_eq!(all["messages"], cls["messages"]);
+    // 64 x 64: every rank, and one per class; messages eager, and every
+    // message by rendezvous (`--S 1`, where a class's stream can have no
+    // reader among the representatives), with and without computation.
+    for extra in [&[][..], &["--S", "1"], &["--S", "1", "--no-compute"]] {
+        let all = predict(4096, "ranks", extra);
+        let cls = predict(4096, "classes", extra);
+        let (a, c) = (
+            all["time_ns"].as_f64().unwrap(),
+            cls["time_ns"].as_f64().unwrap(),
+        );
+        eprintln!(
+            "4096 ranks {extra:?}: {:.3} ms rank by rank in {:.2} s, {:.3} ms by class ({}) in \
+             {:.3} s",
+            a / 1e6,
+            all["elapsed_s"].as_f64().unwrap(),
+            c / 1e6,
+            cls["mode"],
+            cls["elapsed_s"].as_f64().unwrap()
+        );
+        assert!(
+            ((c - a) / a).abs() < 0.01,
+            "{extra:?}: {c} by class against {a} rank by rank"
+        );
+        assert_eq!(all["events"], cls["events"]);
+        assert_eq!(all["messages"], cls["messages"]);
+    }
     // A million ranks by class, chosen on its own (`--mode auto`).
-    let m = predict(1 << 20, "auto");
+    let m = predict(1 << 20, "auto", &[]);
     eprintln!(
         "1048576 ranks: {:.3} s predicted in {:.2} s ({})",
         m["time_ns"].as_f64().unwrap() / 1e9,

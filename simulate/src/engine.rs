@@ -327,6 +327,9 @@ pub(crate) struct Engine<'a> {
     layout: Layout,
     /// Why class mode does not hold, once it is found not to.
     asymmetric: Option<String>,
+    /// Class mode: rendezvous sends in posting order, until a reader
+    /// claims them (see [`Engine::release_unread`]).
+    unread: VecDeque<(Key, u64)>,
     /// Collective costs with every member entering at 0 (class mode, large
     /// communicators), by operation, root, size and block bytes.
     uniform: FxHashMap<UniformKey, Rc<Vec<f64>>>,
@@ -428,6 +431,7 @@ impl<'a> Engine<'a> {
             p,
             layout,
             asymmetric: None,
+            unread: VecDeque::new(),
             uniform: FxHashMap::default(),
             ranks,
             cells: Vec::new(),
@@ -447,11 +451,16 @@ impl<'a> Engine<'a> {
     }
 
     pub(crate) fn run(mut self) -> Result<Outcome, Error> {
-        while let Some(Reverse((_, r))) = self.ready.pop() {
-            self.ranks[r as usize].queued = false;
-            self.advance(r)?;
-            if let Some(why) = self.asymmetric.take() {
-                return Err(Error::Asymmetric(why));
+        loop {
+            while let Some(Reverse((_, r))) = self.ready.pop() {
+                self.ranks[r as usize].queued = false;
+                self.advance(r)?;
+                if let Some(why) = self.asymmetric.take() {
+                    return Err(Error::Asymmetric(why));
+                }
+            }
+            if !self.release_unread() {
+                break;
             }
         }
         let blocked: Vec<Blocked> = (0..self.ranks.len() as u32)
@@ -485,6 +494,35 @@ impl<'a> Engine<'a> {
             messages: self.messages,
             collectives: self.collectives,
         })
+    }
+
+    /// Class mode, when no rank can go on: completes the oldest rendezvous
+    /// send that no reader has claimed, as if its receive had been posted
+    /// when the request to send arrived. With classes refined a few hops
+    /// only, a representative's stream in some direction may have no
+    /// reader among the representatives; its sender would otherwise wait
+    /// forever. Returns whether one was released.
+    fn release_unread(&mut self) -> bool {
+        let net = self.net;
+        while let Some((key, idx)) = self.unread.pop_front() {
+            let Some(ch) = self.chans.get_mut(&key) else {
+                continue;
+            };
+            let Some(s) = usize::try_from(idx - ch.base.min(idx))
+                .ok()
+                .and_then(|i| ch.sends.get_mut(i))
+            else {
+                continue;
+            };
+            let Some(cell) = s.cell.take() else {
+                continue;
+            };
+            let cts = s.post + 2.0 * (net.overhead + net.latency);
+            let done = cts + net.overhead + net.wire(s.bytes);
+            self.resolve(cell, done, None);
+            return true;
+        }
+        false
     }
 
     fn describe_block(&self, r: u32) -> Blocked {
@@ -913,6 +951,9 @@ impl<'a> Engine<'a> {
         let ch = self.chans.entry(key).or_default();
         ch.sends.push_back(rec);
         let idx = ch.base + ch.sends.len() as u64 - 1;
+        if rendezvous && !drop {
+            self.unread.push_back((key, idx));
+        }
         let mut ready: SmallVec<[(SendRec, RecvRec); 1]> = SmallVec::new();
         let mut i = 0;
         while i < ch.waiting.len() {
