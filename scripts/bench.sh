@@ -43,7 +43,8 @@
 #     median of 3, `--cores` the machine's; SIM_ACCURACY=0 skips this
 #     table); simulation speed rank by rank
 #     and by class (an extrapolated stencil at 4,096 and 1,048,576 ranks);
-#     the what-if sweep of L and G drawn as docs/img/whatif.svg
+#     the what-if sweep of L and G (NPB MG W, 16 ranks) drawn as
+#     docs/img/whatif.svg
 #     (`scripts/bench.sh simulate` runs this part alone).
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
@@ -376,10 +377,13 @@ for target in 4096 1048576; do
     echo "           peak memory $(($(cat "$tmp/rss") / 1024)) MB"
   done
 done
-# What if the network were different: the 4,096-rank stencil's predicted
-# time as L and G vary (computation as traced), drawn as an SVG.
-"$rs" extrap -o "$tmp/st.x.trace" --ranks 4096 "$tmp"/st.{4,9,16,25}.trace >/dev/null 2>&1
-echo "simulate: what-if, the 4,096-rank stencil's predicted communication time (ms, --no-compute) by latency L (columns) and bandwidth 1/G (rows)"
+# What if the network were different: NPB MG class W at 16 ranks (one
+# core per rank, computation as traced) predicted as L and G vary, drawn
+# as an SVG.
+scripts/npb.sh openmpi mg W 16 >/dev/null 2>&1
+wf="$tmp/whatif.trace"
+(cd "$tmp" && RANKSCALE_TRACE="$wf" OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi 16 1 "$root/target/npb/openmpi/bin/mg.W.16" >/dev/null 2>&1)
+echo "simulate: what-if, NPB MG class W at 16 ranks: predicted time (ms) by latency L (columns) and bandwidth 1/G (rows)"
 lats="100 300 1000 3000 10000 30000 100000"
 printf '%-12s' "1/G \\ L(ns)"; for l in $lats; do printf '%10s' "$l"; done; echo
 csv="$tmp/whatif.csv"
@@ -388,7 +392,7 @@ for gbs in 100 10 1 0.1; do
   G=$(awk -v b="$gbs" 'BEGIN { print 1 / b }')
   printf '%-12s' "${gbs} GB/s"
   for l in $lats; do
-    t=$("$rs" simulate "$tmp/st.x.trace" --params "$params" --L "$l" --G "$G" --no-compute --json 2>/dev/null |
+    t=$("$rs" simulate "$wf" --params "$params" --L "$l" --G "$G" --json 2>/dev/null |
       awk '/^  "time_ns"/ { gsub(/,/, ""); print $2 / 1e6; exit }')
     printf '%10.2f' "$t"
     echo "$gbs $l $t" >>"$csv"
@@ -402,17 +406,17 @@ awk -v W=640 -v H=400 '
     x0 = 70; y0 = 30; pw = W - 200; ph = H - 90
     printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H
     printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-    printf "<text x=\"%d\" y=\"18\" font-size=\"14\">Communication time of a 4,096-rank stencil as the network changes (rankscale simulate)</text>\n", x0
+    printf "<text x=\"%d\" y=\"18\" font-size=\"14\">NPB MG class W, 16 ranks: predicted time as the network changes (rankscale simulate)</text>\n", x0
     printf "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", x0, y0 + ph, x0 + pw, y0 + ph
     printf "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", x0, y0, x0, y0 + ph
-    lmin = log(100); lmax = log(100000); ymax = tmax * 1.05; ymin = 0
+    lmin = log(100); lmax = log(100000); ymax = tmax * 1.05
     for (e = 2; e <= 5; e++) { v = 10 ^ e; x = x0 + (log(v) - lmin) / (lmax - lmin) * pw
       printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", x, y0 + ph + 16, v }
     printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">latency L (ns, log scale)</text>\n", x0 + pw / 2, y0 + ph + 34
     for (k = 0; k <= 4; k++) { v = ymax * k / 4; y = y0 + ph - v / ymax * ph
       printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", x0 - 6, y + 4, v
       printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x0, y, x0 + pw, y }
-    printf "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">predicted communication time (ms)</text>\n", y0 + ph / 2, y0 + ph / 2
+    printf "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">predicted time (ms)</text>\n", y0 + ph / 2, y0 + ph / 2
     split("#1f77b4 #ff7f0e #2ca02c #d62728", col, " ")
     c = 0; prev = ""
     for (i = 1; i <= NR; i++) {

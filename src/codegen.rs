@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// Arguments of `rankscale codegen`.
 #[derive(clap::Args)]
@@ -13,36 +13,20 @@ pub struct Args {
     /// The C file to write.
     #[arg(short = 'o', long)]
     output: PathBuf,
-    /// Leave out the computation between calls.
-    #[arg(long)]
-    no_compute: bool,
-    /// Multiply every computation time by this.
-    #[arg(long, default_value_t = 1.0)]
-    compute_scale: f64,
-    /// Multiply every message's element count by this.
-    #[arg(long, default_value_t = 1.0)]
-    bytes_scale: f64,
-    /// Seed of the computation draws.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    emulation: crate::emulation::Emulation,
 }
 
 /// `rankscale codegen`.
 pub fn run(args: &Args) -> Result<()> {
-    for (name, v) in [
-        ("--compute-scale", args.compute_scale),
-        ("--bytes-scale", args.bytes_scale),
-    ] {
-        if !v.is_finite() || v < 0.0 {
-            bail!("{name} must be a finite number of at least 0, not {v}");
-        }
-    }
+    args.emulation.check()?;
     let file = crate::show::read(&args.file)?;
+    let e = &args.emulation;
     let opts = codegen::Options {
-        no_compute: args.no_compute,
-        compute_scale: args.compute_scale,
-        bytes_scale: args.bytes_scale,
-        seed: args.seed,
+        no_compute: e.no_compute,
+        compute_scale: e.compute_scale,
+        bytes_scale: e.bytes_scale,
+        seed: e.seed,
     };
     let name = args.file.display().to_string();
     let bench = codegen::generate(&file, &name, &opts)

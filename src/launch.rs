@@ -34,14 +34,28 @@ fn find_shim(imp: &str) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("RANKSCALE_SHIM") {
         return Ok(PathBuf::from(p));
     }
+    find_built(
+        imp,
+        "libpmpi_shim.so",
+        "tracer library",
+        " or set RANKSCALE_SHIM",
+    )
+}
+
+/// Finds `name`, an artifact of this workspace built for MPI
+/// implementation `imp`: beside this executable when it is this build's
+/// implementation, else in `target/<imp>/<profile>/`. `what` names it in
+/// the error, which says how to build it (and `hint`, another way to
+/// name it) and where it looked.
+pub(crate) fn find_built(imp: &str, name: &str, what: &str, hint: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot locate the rankscale executable")?;
     let dir = exe.parent().context("executable has no directory")?;
     let mut candidates = vec![];
     if imp == BUILD_MPI {
-        candidates.push(dir.join("libpmpi_shim.so"));
+        candidates.push(dir.join(name));
     }
     if let (Some(profile), Some(target)) = (dir.file_name(), dir.parent().and_then(Path::parent)) {
-        candidates.push(target.join(imp).join(profile).join("libpmpi_shim.so"));
+        candidates.push(target.join(imp).join(profile).join(name));
     }
     candidates
         .iter()
@@ -49,7 +63,7 @@ fn find_shim(imp: &str) -> Result<PathBuf> {
         .cloned()
         .with_context(|| {
             format!(
-                "no tracer library built for {imp}; build it with `scripts/with-mpi {imp} cargo build --release` or set RANKSCALE_SHIM (looked in {})",
+                "no {what} built for {imp}; build it with `scripts/with-mpi {imp} cargo build --release`{hint} (looked in {})",
                 candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
             )
         })

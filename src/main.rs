@@ -3,6 +3,7 @@
 mod analyze;
 mod check;
 mod codegen;
+mod emulation;
 mod export;
 mod extrap;
 mod html;

@@ -2,7 +2,7 @@
 //! in the LogGOPS model (the `simulate` crate), and the model's parameters
 //! measured on the machine at hand (`replay-calibrate` under `mpirun`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
@@ -47,18 +47,8 @@ pub struct Args {
     /// S: smallest message sent by rendezvous, bytes.
     #[arg(long = "S", value_name = "BYTES")]
     eager_limit: Option<u64>,
-    /// Multiply every computation time by this.
-    #[arg(long, default_value_t = 1.0)]
-    compute_scale: f64,
-    /// Multiply every message size by this.
-    #[arg(long, default_value_t = 1.0)]
-    bytes_scale: f64,
-    /// Leave computation out.
-    #[arg(long)]
-    no_compute: bool,
-    /// Seed of the computation draws (replay's default is 1).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    emulation: crate::emulation::Emulation,
     /// Cores shared by all ranks, for runs with more ranks than cores (an
     /// oversubscribed node): computation waits for a free core. By default
     /// every rank has a core of its own.
@@ -86,14 +76,7 @@ pub struct Args {
 
 /// `rankscale simulate`.
 pub fn run(args: &Args) -> Result<()> {
-    for (name, v) in [
-        ("--compute-scale", args.compute_scale),
-        ("--bytes-scale", args.bytes_scale),
-    ] {
-        if !v.is_finite() || v < 0.0 {
-            bail!("{name} must be a finite number of at least 0, not {v}");
-        }
-    }
+    args.emulation.check()?;
     let mut p = match &args.params {
         Some(f) => Params::load(f)?,
         None => {
@@ -120,10 +103,10 @@ pub fn run(args: &Args) -> Result<()> {
     p.validate()?;
     let file = crate::show::read(&args.file)?;
     let opts = simulate::Options {
-        compute_scale: args.compute_scale,
-        bytes_scale: args.bytes_scale,
-        no_compute: args.no_compute,
-        seed: args.seed,
+        compute_scale: args.emulation.compute_scale,
+        bytes_scale: args.emulation.bytes_scale,
+        no_compute: args.emulation.no_compute,
+        seed: args.emulation.seed,
         cores: args.cores,
         timeline: !args.no_timeline,
         mode: match args.mode {
@@ -164,35 +147,6 @@ pub struct CalibrateArgs {
     command: Vec<String>,
 }
 
-/// Finds `replay-calibrate` built for `imp` (next to this executable, or
-/// in `target/<imp>/<profile>/`).
-fn find_calibrator(imp: &str) -> Result<PathBuf> {
-    let exe = std::env::current_exe().context("cannot locate the rankscale executable")?;
-    let dir = exe.parent().context("executable has no directory")?;
-    let mut candidates = vec![];
-    if imp == crate::launch::BUILD_MPI {
-        candidates.push(dir.join("replay-calibrate"));
-    }
-    if let (Some(profile), Some(target)) = (dir.file_name(), dir.parent().and_then(Path::parent)) {
-        candidates.push(target.join(imp).join(profile).join("replay-calibrate"));
-    }
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .with_context(|| {
-            format!(
-                "replay-calibrate is not built for {imp}; build it with `scripts/with-mpi {imp} \
-                 cargo build --release -p replay` (looked in {})",
-                candidates
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
-}
-
 /// `rankscale calibrate`.
 pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     let imp = match (&args.mpi, args.command.first()) {
@@ -205,7 +159,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     if imp != "mpich" && imp != "openmpi" {
         bail!("--mpi must be mpich or openmpi, not {imp}");
     }
-    let tool = find_calibrator(&imp)?;
+    let tool = crate::launch::find_built(&imp, "replay-calibrate", "replay-calibrate", "")?;
     let mut command = args.command.clone();
     if command.is_empty() {
         command = vec![format!("mpirun.{imp}"), "-n".into(), "2".into()];

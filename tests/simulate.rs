@@ -12,37 +12,6 @@ use std::process::Command;
 use common::*;
 use compress::{Op, ReqId};
 
-/// The two-rank launch command `calibrate` runs for `imp`.
-fn launcher(imp: &str) -> Vec<String> {
-    let v: &[&str] = match imp {
-        "mpich" => &[
-            "mpirun.mpich",
-            "-n",
-            "2",
-            "-genv",
-            "MPIR_CVAR_NOLOCAL",
-            "1",
-            "-genv",
-            "UCX_TLS",
-            "self,sm",
-        ],
-        _ => &[
-            "mpirun.openmpi",
-            "-n",
-            "2",
-            "--bind-to",
-            "none",
-            "--mca",
-            "pml",
-            "ob1",
-            "--mca",
-            "btl",
-            "self,vader",
-        ],
-    };
-    v.iter().map(|s| s.to_string()).collect()
-}
-
 /// Measures `imp`'s parameters into `dir`.
 fn calibrate(imp: &str, dir: &Path) -> PathBuf {
     let out = dir.join(format!("{imp}.toml"));
@@ -50,7 +19,7 @@ fn calibrate(imp: &str, dir: &Path) -> PathBuf {
         .args(["calibrate", "-o"])
         .arg(&out)
         .arg("--")
-        .args(launcher(imp))
+        .args(launcher(imp, 2))
         .env("HWLOC_COMPONENTS", "-pci,-linuxio")
         .output()
         .expect("run rankscale calibrate");
@@ -99,22 +68,11 @@ fn sends(events: &[compress::Event]) -> u64 {
     for e in events {
         let real = e.send.is_some_and(|s| s.peer.world().is_some());
         match e.op {
-            Op::Send
-            | Op::Ssend
-            | Op::Bsend
-            | Op::Rsend
-            | Op::Isend
-            | Op::Issend
-            | Op::Ibsend
-            | Op::Irsend
-            | Op::Sendrecv
-            | Op::SendrecvReplace
-                if real =>
-            {
-                n += 1
-            }
             Op::SendInit | Op::SsendInit if real => {
                 templates.extend(e.req);
+            }
+            op if real && (op.is_send() || matches!(op, Op::Sendrecv | Op::SendrecvReplace)) => {
+                n += 1;
             }
             Op::Start | Op::Startall => {
                 n += e.reqs.iter().filter(|r| templates.contains(r)).count() as u64;

@@ -23,23 +23,10 @@ fn trace_stencil_k(np: usize, args: &str, out: &Path, k: Option<usize>) -> Outpu
         cmd.env("RANKSCALE_SLOW_K", k.to_string());
     }
     cmd.args(["trace", "-o", &out.display().to_string(), "--"]);
-    cmd.args(["mpirun.openmpi", "-n", &np.to_string(), "--oversubscribe"]);
-    cmd.args([
-        "--bind-to",
-        "none",
-        "--mca",
-        "pml",
-        "ob1",
-        "--mca",
-        "btl",
-        "self,vader",
-    ]);
-    cmd.args(["--mca", "mpi_yield_when_idle", "1"]);
+    cmd.args(launcher("openmpi", np));
     cmd.arg(program("openmpi", "stencil"));
     cmd.args(args.split_whitespace());
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("HWLOC_COMPONENTS", "-pci,-linuxio");
+    openmpi_env(&mut cmd);
     // The shim is found next to the rankscale binary of the same build
     // directory layout; tests run the MPICH build, so name Open MPI's.
     cmd.env("RANKSCALE_SHIM", shim("openmpi"));

@@ -122,22 +122,6 @@ struct Pending {
     probe: Option<usize>,
 }
 
-fn is_send(op: Op) -> bool {
-    matches!(
-        op,
-        Op::Send
-            | Op::Ssend
-            | Op::Bsend
-            | Op::Rsend
-            | Op::Isend
-            | Op::Issend
-            | Op::Ibsend
-            | Op::Irsend
-            | Op::SendInit
-            | Op::SsendInit
-    )
-}
-
 struct RankOut {
     sends: Vec<(Key, End, u64, bool)>,
     recvs: Vec<(Key, End, Option<usize>)>,
@@ -295,7 +279,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                 ) =>
             {
                 let Some(req) = e.req else { continue };
-                let kind = if is_send(e.op) {
+                let kind = if e.op.is_send() {
                     match e
                         .send
                         .and_then(|s| Some((s.peer.world()?, s.tag.value()?, s.bytes())))

@@ -14,7 +14,6 @@
 //! holds more than one event in memory; `max_events` bounds it per rank for
 //! traces of many millions of events.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -75,12 +74,7 @@ pub fn write(file: &TraceFile, opts: &Options, out: &mut impl Write) -> Result<E
     };
     let time_zero = crate::run::time_zero(file);
     let (timed, zero) = (time_zero.is_some(), time_zero.unwrap_or(0));
-    let labels: HashMap<u64, &str> = file
-        .meta
-        .sites
-        .iter()
-        .map(|(s, l)| (*s, l.as_str()))
-        .collect();
+    let labels = file.meta.site_labels();
     let mut done = Exported {
         ranks: ranks.len(),
         slices: 0,

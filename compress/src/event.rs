@@ -141,6 +141,26 @@ impl Op {
         }
     }
 
+    /// Whether the call posts one point-to-point send of its own, in any
+    /// mode (blocking, nonblocking, or as a persistent request's
+    /// template): what message matching pairs with a receive. `Sendrecv`
+    /// both sends and receives and is not counted here.
+    pub fn is_send(self) -> bool {
+        matches!(
+            self,
+            Op::Send
+                | Op::Ssend
+                | Op::Bsend
+                | Op::Rsend
+                | Op::Isend
+                | Op::Issend
+                | Op::Ibsend
+                | Op::Irsend
+                | Op::SendInit
+                | Op::SsendInit
+        )
+    }
+
     /// True for collectives, blocking or not: every member of the
     /// communicator takes part, so the peer is implicit.
     pub fn is_collective(self) -> bool {

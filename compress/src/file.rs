@@ -276,11 +276,26 @@ impl From<MetaV3> for Meta {
 }
 
 impl Meta {
+    /// The label of each call site (`function file:line`, or
+    /// `symbol+0xoffset` without debug information), by signature: every
+    /// output names a call by it ([`site_text`]).
+    pub fn site_labels(&self) -> std::collections::HashMap<u64, &str> {
+        self.sites.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
+
     /// Whether `rankscale extrap` wrote the file, so that its wall time is a
     /// prediction and not a measured run: reports label it as such.
     pub fn is_extrapolated(&self) -> bool {
         matches!(self.origin, Origin::Extrapolated { .. })
     }
+}
+
+/// A call site's label from [`Meta::site_labels`], or its signature in hex
+/// when the trace has none.
+pub fn site_text(labels: &std::collections::HashMap<u64, &str>, site: u64) -> String {
+    labels
+        .get(&site)
+        .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string())
 }
 
 /// How hard the zlib stream of a file is packed.
@@ -490,6 +505,36 @@ impl TraceFile {
             timelines,
             series,
         }
+    }
+
+    /// The trace file of a job whose rank `r` called `ranks[r]`, built as
+    /// the tracer builds it (each rank compressed on its own with the
+    /// default configuration, then merged): how tests and tools make
+    /// traces of known content without MPI. The caller sets each event as
+    /// the tracer would record it (its `comm_rank` on a communicator call,
+    /// say). Fails on the first event a rank's compressor rejects.
+    pub fn from_rank_events(ranks: Vec<Vec<crate::Event>>) -> Result<TraceFile, Error> {
+        let p = ranks.len() as u32;
+        let mut merged: Option<MergedTrace> = None;
+        for (r, events) in ranks.into_iter().enumerate() {
+            let mut c = crate::Compressor::new(r as i32, crate::Config::default());
+            for e in &events {
+                c.push(e)?;
+            }
+            let t = MergedTrace::from_rank(&c.into_trace()?);
+            merged = Some(match merged {
+                None => t,
+                Some(m) => m.merge(t),
+            });
+        }
+        let mut trace = merged.unwrap_or_default();
+        trace.normalize();
+        let mut f = TraceFile {
+            trace,
+            ..TraceFile::default()
+        };
+        f.meta.world_size = p;
+        Ok(f)
     }
 
     /// Merges the one-rank files a job's ranks wrote into `TRACE.d` (the

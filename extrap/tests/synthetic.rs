@@ -2,7 +2,7 @@
 //! against the trace the same generator makes at the target size: loops
 //! whose step count changes with the rank count, and errors.
 
-use compress::{Compressor, Config, Event, MergedTrace, Op, Peer, Tag, TraceFile, Transfer};
+use compress::{Event, Op, Peer, Tag, TraceFile, Transfer};
 use extrap::{Input, Options};
 
 fn transfer(world: u32, tag: i32) -> Transfer {
@@ -28,46 +28,36 @@ fn ring(p: u32) -> TraceFile {
 /// [`ring`] with its two call sites at `base + 1` and `base + 2`, as a
 /// rebuild without debug information would move them.
 fn ring_at(p: u32, base: u64) -> TraceFile {
-    let mut merged: Option<MergedTrace> = None;
-    for r in 0..p {
-        let mut c = Compressor::new(r as i32, Config::default());
-        // As the tracer records them: calls on a communicator carry the
-        // caller's rank in it, Init and Finalize none.
-        let mut push = |mut e: Event| {
-            if e.op.has_comm() {
-                e.comm_rank = r as i32;
-            }
-            c.push(&e).unwrap();
-        };
-        push(Event::new(Op::Init));
-        for _ in 0..3 {
-            for _ in 0..p / 2 {
-                let mut e = Event::new(Op::Sendrecv);
-                e.site = base + 1;
-                e.send = Some(transfer((r + 1) % p, 7));
-                e.recv = Some(transfer((r + p - 1) % p, 7));
+    let ranks = (0..p)
+        .map(|r| {
+            let mut events = Vec::new();
+            // As the tracer records them: calls on a communicator carry the
+            // caller's rank in it, Init and Finalize none.
+            let mut push = |mut e: Event| {
+                if e.op.has_comm() {
+                    e.comm_rank = r as i32;
+                }
+                events.push(e);
+            };
+            push(Event::new(Op::Init));
+            for _ in 0..3 {
+                for _ in 0..p / 2 {
+                    let mut e = Event::new(Op::Sendrecv);
+                    e.site = base + 1;
+                    e.send = Some(transfer((r + 1) % p, 7));
+                    e.recv = Some(transfer((r + p - 1) % p, 7));
+                    push(e);
+                }
+                let mut e = Event::new(Op::Allreduce);
+                e.site = base + 2;
+                e.send = Some(Transfer::collective(1, 8));
                 push(e);
             }
-            let mut e = Event::new(Op::Allreduce);
-            e.site = base + 2;
-            e.send = Some(Transfer::collective(1, 8));
-            push(e);
-        }
-        push(Event::new(Op::Finalize));
-        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
-        merged = Some(match merged {
-            None => t,
-            Some(m) => m.merge(t),
-        });
-    }
-    let mut trace = merged.unwrap();
-    trace.normalize();
-    let mut f = TraceFile {
-        trace,
-        ..TraceFile::default()
-    };
-    f.meta.world_size = p;
-    f
+            push(Event::new(Op::Finalize));
+            events
+        })
+        .collect();
+    TraceFile::from_rank_events(ranks).unwrap()
 }
 
 fn events(f: &TraceFile, r: u32) -> Vec<String> {

@@ -9,16 +9,10 @@ use compress::TraceFile;
 /// Labels of call sites (`function file:line`, or `symbol+0xoffset` without
 /// debug information), by signature.
 pub fn site_labels(file: &TraceFile) -> HashMap<u64, &str> {
-    file.meta
-        .sites
-        .iter()
-        .map(|(k, v)| (*k, v.as_str()))
-        .collect()
+    file.meta.site_labels()
 }
 
 /// A call site's label, or its signature in hex when the trace has none.
 pub fn site_text(labels: &HashMap<u64, &str>, site: u64) -> String {
-    labels
-        .get(&site)
-        .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string())
+    compress::file::site_text(labels, site)
 }

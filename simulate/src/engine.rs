@@ -350,22 +350,6 @@ pub(crate) struct Engine<'a> {
     lookahead: usize,
 }
 
-fn is_send(op: Op) -> bool {
-    matches!(
-        op,
-        Op::Send
-            | Op::Ssend
-            | Op::Bsend
-            | Op::Rsend
-            | Op::Isend
-            | Op::Issend
-            | Op::Ibsend
-            | Op::Irsend
-            | Op::SendInit
-            | Op::SsendInit
-    )
-}
-
 /// A synchronous send completes only once its receive has matched, like a
 /// rendezvous, whatever its size; a buffered one never waits.
 fn protocol(op: Op, bytes: f64, net: &Params) -> bool {
@@ -805,7 +789,7 @@ impl<'a> Engine<'a> {
             Family::Persistent => match ev.op {
                 Op::SendInit | Op::SsendInit | Op::RecvInit => {
                     if let Some(req) = ev.req {
-                        let t = if is_send(ev.op) {
+                        let t = if ev.op.is_send() {
                             ev.send.and_then(|s| {
                                 Some(Template {
                                     op: ev.op,
@@ -1034,7 +1018,7 @@ impl<'a> Engine<'a> {
     /// Posts a nonblocking send or receive; returns its CPU cost.
     fn post_nonblocking(&mut self, r: u32, op: Op, comm: u32, ev: &Event, t: Time) -> f64 {
         let Some(req) = ev.req else { return 0.0 };
-        if is_send(op) {
+        if op.is_send() {
             let Some(s) = ev.send else { return 0.0 };
             let (Some(dst), Some(tag)) = (s.peer.world(), s.tag.value()) else {
                 // To MPI_PROC_NULL: complete at once.

@@ -25,7 +25,6 @@ mod coll;
 mod engine;
 pub mod params;
 
-use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::Instant;
 
@@ -378,12 +377,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         }
     };
     let elapsed_s = start.elapsed().as_secs_f64();
-    let labels: HashMap<u64, &str> = file
-        .meta
-        .sites
-        .iter()
-        .map(|(k, v)| (*k, v.as_str()))
-        .collect();
+    let labels = file.meta.site_labels();
     let per_rank: Vec<RankTime> = out
         .ranks
         .iter()
@@ -405,9 +399,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         .map(|(i, &(site, op))| SiteTime {
             op: op.name(),
             site,
-            location: labels
-                .get(&site)
-                .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string()),
+            location: compress::file::site_text(&labels, site),
             calls: out.site_time.get(i).map_or(0, |x| x.0),
             time_ns: out.site_time.get(i).map_or(0.0, |x| x.1),
             critical_ns: out.critical.get(i + 1).copied().unwrap_or(0.0),

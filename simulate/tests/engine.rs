@@ -1,9 +1,7 @@
 //! The simulator on small traces built through the compressor (no MPI),
 //! against times computed by hand from the LogGOPS formulas.
 
-use compress::{
-    Compressor, Config, Event, Matched, MergedTrace, Op, Peer, ReqId, Tag, TraceFile, Transfer,
-};
+use compress::{Event, Matched, Op, Peer, ReqId, Tag, TraceFile, Transfer};
 use simulate::{Error, Options, Params, simulate};
 
 fn net() -> Params {
@@ -58,33 +56,22 @@ fn recv(peer: i32, bytes: i64, site: u64) -> Event {
 
 /// One trace file from each rank's events (Init and Finalize added).
 fn file(ranks: Vec<Vec<Event>>) -> TraceFile {
-    let p = ranks.len();
-    let mut merged: Option<MergedTrace> = None;
-    for (r, events) in ranks.into_iter().enumerate() {
-        let mut c = Compressor::new(r as i32, Config::default());
-        let mut all = vec![Event::new(Op::Init)];
-        all.extend(events);
-        all.push(Event::new(Op::Finalize));
-        for mut e in all {
-            if e.op.has_comm() {
-                e.comm_rank = r as i32;
+    let ranks = ranks
+        .into_iter()
+        .enumerate()
+        .map(|(r, events)| {
+            let mut all = vec![Event::new(Op::Init)];
+            all.extend(events);
+            all.push(Event::new(Op::Finalize));
+            for e in &mut all {
+                if e.op.has_comm() {
+                    e.comm_rank = r as i32;
+                }
             }
-            c.push(&e).unwrap();
-        }
-        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
-        merged = Some(match merged {
-            None => t,
-            Some(m) => m.merge(t),
-        });
-    }
-    let mut trace = merged.unwrap();
-    trace.normalize();
-    let mut f = TraceFile {
-        trace,
-        ..TraceFile::default()
-    };
-    f.meta.world_size = p as u32;
-    f
+            all
+        })
+        .collect();
+    TraceFile::from_rank_events(ranks).unwrap()
 }
 
 fn pingpong(k: usize, bytes: i64) -> TraceFile {

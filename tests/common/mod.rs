@@ -119,6 +119,54 @@ pub fn mpirun(imp: &str, np: usize, bin: &Path, args: &[String], opt: &Launch) -
     )
 }
 
+/// The launcher and its options for `np` ranks of `imp`, as every test
+/// launches: MPICH without its network modules (shared memory only), Open
+/// MPI oversubscribed, unbound, on shared memory, with yielding waits.
+/// Open MPI also needs the environment of [`openmpi_env`].
+pub fn launcher(imp: &str, np: usize) -> Vec<String> {
+    let n = np.to_string();
+    let v: Vec<&str> = match imp {
+        "mpich" => vec![
+            "mpirun.mpich",
+            "-n",
+            &n,
+            "-genv",
+            "MPIR_CVAR_NOLOCAL",
+            "1",
+            "-genv",
+            "UCX_TLS",
+            "self,sm",
+        ],
+        "openmpi" => vec![
+            "mpirun.openmpi",
+            "-n",
+            &n,
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "--mca",
+            "pml",
+            "ob1",
+            "--mca",
+            "btl",
+            "self,vader",
+            "--mca",
+            "mpi_yield_when_idle",
+            "1",
+        ],
+        other => panic!("unknown MPI {other}"),
+    };
+    v.into_iter().map(String::from).collect()
+}
+
+/// The environment Open MPI's launcher needs here: running as root, and
+/// no PCI or Linux I/O topology probing (slow on this machine).
+pub fn openmpi_env(cmd: &mut Command) {
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("HWLOC_COMPONENTS", "-pci,-linuxio");
+}
+
 /// The `mpirun` command [`mpirun`] runs, for a test that launches it its
 /// own way (under `timeout`, say).
 pub fn mpirun_command(imp: &str, np: usize, bin: &Path, args: &[String], opt: &Launch) -> Command {
@@ -126,42 +174,18 @@ pub fn mpirun_command(imp: &str, np: usize, bin: &Path, args: &[String], opt: &L
     if opt.traced {
         env.push(("LD_PRELOAD", shim(imp).display().to_string()));
     }
-    let mut cmd;
-    match imp {
-        "mpich" => {
-            cmd = Command::new("mpirun.mpich");
-            cmd.args(["-n", &np.to_string()]);
-            cmd.args([
-                "-genv",
-                "MPIR_CVAR_NOLOCAL",
-                "1",
-                "-genv",
-                "UCX_TLS",
-                "self,sm",
-            ]);
-            for (k, v) in &env {
-                cmd.args(["-genv", k, v]);
-            }
+    let l = launcher(imp, np);
+    let mut cmd = Command::new(&l[0]);
+    cmd.args(&l[1..]);
+    for (k, v) in &env {
+        if imp == "mpich" {
+            cmd.args(["-genv", k, v]);
+        } else {
+            cmd.arg("-x").arg(format!("{k}={v}"));
         }
-        "openmpi" => {
-            cmd = Command::new("mpirun.openmpi");
-            cmd.args([
-                "-n",
-                &np.to_string(),
-                "--oversubscribe",
-                "--bind-to",
-                "none",
-            ]);
-            cmd.args(["--mca", "pml", "ob1", "--mca", "btl", "self,vader"]);
-            cmd.args(["--mca", "mpi_yield_when_idle", "1"]);
-            cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
-            cmd.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-            cmd.env("HWLOC_COMPONENTS", "-pci,-linuxio");
-            for (k, v) in &env {
-                cmd.arg("-x").arg(format!("{k}={v}"));
-            }
-        }
-        other => panic!("unknown MPI {other}"),
+    }
+    if imp == "openmpi" {
+        openmpi_env(&mut cmd);
     }
     cmd.arg(bin).args(args);
     if let Some(dir) = &opt.cwd {

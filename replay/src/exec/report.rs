@@ -171,17 +171,8 @@ pub(super) fn report(
     (diverged, given_up): (f64, f64),
     sites: &[((Op, u64), OpStats)],
 ) {
-    let labels: HashMap<u64, &str> = file
-        .meta
-        .sites
-        .iter()
-        .map(|(k, v)| (*k, v.as_str()))
-        .collect();
-    let label = |site: u64| {
-        labels
-            .get(&site)
-            .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string())
-    };
+    let labels = file.meta.site_labels();
+    let label = |site: u64| compress::file::site_text(&labels, site);
     let rows: Vec<(Op, f64, f64, f64)> = Op::ALL
         .iter()
         .enumerate()
