@@ -1,4 +1,4 @@
-//! Replay of rankscale traces on a real MPI machine (seed 001 §2,
+//! Replay of rankscale traces on a real MPI machine (Wu and Mueller 2012, §2,
 //! ScalaReplay).
 //!
 //! The `replay` binary (`mpirun -n P replay FILE`) walks each rank's part of

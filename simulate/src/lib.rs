@@ -1,19 +1,22 @@
-//! Offline simulation of a trace at its own scale (seed 001 §6): the run a
-//! trace stands for, predicted in the LogGOPS model (Hoefler, Schneider and
-//! Lumsdaine 2010) without MPI and without the machine, so that a trace
-//! extrapolated to more ranks than any machine at hand has can still be
-//! costed, and a future network can be tried by changing its parameters.
+//! Offline simulation of a trace at its own scale (Wu and Mueller 2012,
+//! §6; see docs/REFERENCES.md): the run a trace stands for, predicted in
+//! the LogGOPS model (Hoefler, Schneider and Lumsdaine 2010) without MPI
+//! and without the machine, so that a trace extrapolated to more ranks than
+//! any machine at hand has can still be costed, and a future network can be
+//! tried by changing its parameters.
 //!
-//! Every rank's events are walked in order. Computation between calls is
-//! drawn from the trace's timing histograms, as `replay` draws it (same
-//! generator, same seed per rank). Point-to-point messages are matched as
-//! MPI matches them and costed eager or rendezvous by the `S` threshold;
-//! collectives run the algorithms MPICH picks by size. The result
-//! is the predicted time per rank, per call site and along the critical
-//! path.
+//! Every rank's events are walked in order. Computation between calls comes
+//! from the rank's recorded timeline, or is drawn from the trace's timing
+//! histograms with `replay`'s generator, seeded per position class.
+//! Point-to-point messages are matched as MPI matches them and costed eager
+//! or rendezvous by the `S` threshold; collectives run the algorithms MPICH
+//! picks by size (Thakur, Rabenseifner and Gropp 2005). Ranks that run the
+//! same program with neighbours of the same kind are simulated once (class
+//! mode). The result is the predicted time per rank, per call site and
+//! along the critical path.
 //!
 //! The crate is pure: it reads a [`TraceFile`] and calls no MPI.
-//! `rankscale calibrate` (which runs `replay --calibrate` under `mpirun`)
+//! `rankscale calibrate` (which runs `replay-calibrate` under `mpirun`)
 //! measures the parameters of the machine at hand.
 
 #![forbid(unsafe_code)]
