@@ -68,6 +68,19 @@ pub enum Error {
     /// No rank can go on and some have not finished.
     #[error("{}", deadlock_text(.0))]
     Deadlock(Vec<Blocked>),
+    /// The trace of a job that died: some ranks' events end early, and
+    /// others wait for them.
+    #[error(
+        "the trace is of a job that ended early ({ends_early} rank(s) stop before MPI_Finalize; \
+         `rankscale show` lists them), so the rest cannot finish: {}",
+        deadlock_text(.blocked)
+    )]
+    Partial {
+        /// Ranks whose part ends early.
+        ends_early: usize,
+        /// Ranks left waiting.
+        blocked: Vec<Blocked>,
+    },
 }
 
 fn deadlock_text(b: &[Blocked]) -> String {
@@ -276,6 +289,17 @@ fn peer_offsets(t: &compress::Trace, rank: u32) -> Vec<i64> {
     out
 }
 
+/// A deadlock of a trace whose job died is that job's early end.
+fn partial(file: &TraceFile, e: Error) -> Error {
+    match e {
+        Error::Deadlock(blocked) if !file.meta.partial.is_empty() => Error::Partial {
+            ends_early: file.meta.partial.len(),
+            blocked,
+        },
+        e => e,
+    }
+}
+
 /// Simulates `file` on the machine `net`.
 pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Prediction, Error> {
     net.validate()?;
@@ -333,7 +357,10 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
             weight: fine.sizes.clone(),
             classes: true,
         };
-        match engine::Engine::new(&traces, layout, Vec::new(), *net, *opts).run() {
+        match engine::Engine::new(&traces, layout, Vec::new(), *net, *opts)
+            .run()
+            .map_err(|e| partial(file, e))
+        {
             Ok(out) => {
                 mode = format!(
                     "by class: {} classes ({n_classes} by structure, split by neighbourhood) for \
@@ -375,7 +402,9 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
             if mode.is_empty() {
                 mode = "rank by rank".to_string();
             }
-            let out = engine::Engine::new(&traces, layout, spans, *net, *opts).run()?;
+            let out = engine::Engine::new(&traces, layout, spans, *net, *opts)
+                .run()
+                .map_err(|e| partial(file, e))?;
             (out, all, vec![1; p as usize])
         }
     };

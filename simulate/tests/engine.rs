@@ -266,3 +266,24 @@ fn threads_are_refused() {
     let err = simulate(&f, &net(), &no_compute()).unwrap_err().to_string();
     assert!(err.contains("several threads"), "{err}");
 }
+
+#[test]
+fn a_job_that_died_is_named_as_such() {
+    // Rank 1 stopped before it sent: its part has no Send and no Finalize.
+    let mut f = file(vec![vec![recv(1, 8, 1)], vec![]]);
+    let p = simulate(&f, &net(), &no_compute());
+    assert!(matches!(p, Err(Error::Deadlock(_))));
+    f.meta.partial.push(compress::PartialRank {
+        rank: 1,
+        events: 1,
+        cause: "killed".into(),
+        at_ns: 0,
+    });
+    let err = simulate(&f, &net(), &no_compute()).unwrap_err();
+    assert!(matches!(err, Error::Partial { ends_early: 1, .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("ended early") && text.contains("rank 0 in MPI_Recv"),
+        "{text}"
+    );
+}
