@@ -50,8 +50,8 @@ pub struct Args {
     #[command(flatten)]
     emulation: crate::emulation::Emulation,
     /// Cores shared by all ranks, for runs with more ranks than cores (an
-    /// oversubscribed node): computation waits for a free core. By default
-    /// every rank has a core of its own.
+    /// oversubscribed node): the ranks that compute share them fairly. By
+    /// default every rank has a core of its own.
     #[arg(long, value_name = "N")]
     cores: Option<u32>,
     /// Draw the computation from the histograms even where the trace has a

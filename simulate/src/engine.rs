@@ -244,6 +244,9 @@ struct RankState<'a> {
     seqs: FxHashMap<u32, u64>,
     mprobed: FxHashMap<u64, SendRec>,
     current: Option<Current>,
+    /// A call waiting for the computation before it (shared cores): the
+    /// event, the computation's cell, and when it began.
+    deferred: Option<(Event, CellId, Time)>,
     finished: bool,
     queued: bool,
     first: bool,
@@ -339,10 +342,10 @@ pub(crate) struct Engine<'a> {
     chans: FxHashMap<Key, Chan>,
     colls: FxHashMap<(u64, u64), Instance>,
     /// Ranks that can go on, by the time they can (the earliest first),
-    /// so that shared resources (the cores) are handed out in time order.
+    /// so that the shared cores see computations start in time order.
     ready: BinaryHeap<Reverse<(At, u32)>>,
-    /// When each core of the pool is free again (empty: one core per rank).
-    cores: BinaryHeap<Reverse<At>>,
+    /// The shared cores, when ranks share them (`--cores`).
+    ps: Option<Sharing>,
     sites: Sites,
     site_time: Vec<(u64, f64)>,
     messages: u64,
@@ -400,6 +403,7 @@ impl<'a> Engine<'a> {
                 seqs: FxHashMap::default(),
                 mprobed: FxHashMap::default(),
                 current: None,
+                deferred: None,
                 finished: false,
                 queued: true,
                 first: true,
@@ -423,9 +427,11 @@ impl<'a> Engine<'a> {
             chans: FxHashMap::default(),
             colls: FxHashMap::default(),
             ready: (0..n).map(|r| Reverse((At(0.0), r))).collect(),
-            cores: (0..opts.cores.unwrap_or(0).min(p))
-                .map(|_| Reverse(At(0.0)))
-                .collect(),
+            ps: opts.cores.filter(|&c| c < p).map(|c| Sharing {
+                cores: f64::from(c.max(1)),
+                now: 0.0,
+                jobs: Vec::new(),
+            }),
             sites: Sites::default(),
             site_time: Vec::new(),
             messages: 0,
@@ -436,7 +442,20 @@ impl<'a> Engine<'a> {
 
     pub(crate) fn run(mut self) -> Result<Outcome, Error> {
         loop {
-            while let Some(Reverse((_, r))) = self.ready.pop() {
+            loop {
+                // The shared cores' next completion goes first when it is
+                // earlier than the next rank's time.
+                let next = self.ps.as_ref().and_then(Sharing::next);
+                let rank = self.ready.peek().map(|x| (x.0).0.0);
+                if let Some(tp) = next
+                    && rank.is_none_or(|tr| tp <= tr)
+                {
+                    self.ps_advance(tp);
+                    continue;
+                }
+                let Some(Reverse((_, r))) = self.ready.pop() else {
+                    break;
+                };
                 self.ranks[r as usize].queued = false;
                 self.advance(r)?;
                 if let Some(why) = self.asymmetric.take() {
@@ -478,6 +497,26 @@ impl<'a> Engine<'a> {
             messages: self.messages,
             collectives: self.collectives,
         })
+    }
+
+    /// Completes the shared cores' computations that end by `to`.
+    fn ps_advance(&mut self, to: Time) {
+        let done = match self.ps.as_mut() {
+            Some(ps) => ps.advance(to),
+            None => return,
+        };
+        for (cell, at) in done {
+            self.resolve(cell, at, None);
+        }
+    }
+
+    /// Starts `work` ns of computation at `t` on the shared cores, to
+    /// complete `cell`.
+    fn ps_add(&mut self, t: Time, work: f64, cell: CellId) {
+        self.ps_advance(t);
+        if let Some(ps) = self.ps.as_mut() {
+            ps.jobs.push((work, cell));
+        }
     }
 
     /// Class mode, when no rank can go on: completes the oldest rendezvous
@@ -610,18 +649,34 @@ impl<'a> Engine<'a> {
     /// Runs rank `r` until it blocks or ends.
     fn advance(&mut self, r: u32) -> Result<(), Error> {
         loop {
+            if let Some((_, cell, _)) = &self.ranks[r as usize].deferred {
+                // Computing on the shared cores: the call starts when the
+                // computation has had its share of them.
+                let Some(t) = self.cells[*cell as usize].at else {
+                    return Ok(());
+                };
+                let (ev, cell, t0) = self.ranks[r as usize].deferred.take().expect("deferred");
+                self.free.push(cell);
+                let st = &mut self.ranks[r as usize];
+                let took = (t - t0).max(0.0);
+                st.cpu = t0 + took;
+                st.compute += took;
+                Rc::make_mut(&mut st.split)[0] += took;
+                self.start(r, ev, 0.0);
+                continue;
+            }
             if self.ranks[r as usize].current.is_some() {
                 if !self.try_finish(r) || self.ranks[r as usize].finished {
                     return Ok(());
                 }
                 continue;
             }
-            // With a shared core pool, a rank that is behind goes first, so
-            // that cores are handed out in time order. Without one, every
+            // With shared cores, a rank that is behind goes first, so that
+            // the cores see computations in time order. Without them, every
             // time is a pure max-plus dataflow and the order does not
             // matter: a rank runs until it blocks.
             let cpu = self.ranks[r as usize].cpu;
-            if !self.cores.is_empty()
+            if self.ps.is_some()
                 && let Some(Reverse((At(t), _))) = self.ready.peek()
                 && *t < cpu
             {
@@ -640,6 +695,14 @@ impl<'a> Engine<'a> {
             };
             if ev.thread != 0 {
                 return Err(Error::Threads(r));
+            }
+            let gap = self.effective_gap(r, gap);
+            if gap > 0.0 && self.ps.is_some() {
+                let cell = self.cell(r);
+                let t0 = self.ranks[r as usize].cpu;
+                self.ps_add(t0, gap, cell);
+                self.ranks[r as usize].deferred = Some((ev, cell, t0));
+                continue;
             }
             self.start(r, ev, gap);
         }
@@ -715,6 +778,20 @@ impl<'a> Engine<'a> {
         true
     }
 
+    /// The computation before rank `r`'s next call as simulated: none
+    /// before the first call (`MPI_Init`: the time before it is the
+    /// launch, not the application's) or with `--no-compute`, else scaled.
+    fn effective_gap(&mut self, r: u32, gap: f64) -> f64 {
+        let st = &mut self.ranks[r as usize];
+        if std::mem::take(&mut st.first) || self.opts.no_compute {
+            0.0
+        } else {
+            gap * self.opts.compute_scale
+        }
+    }
+
+    /// Starts rank `r`'s call `ev` after `gap` of computation on a core of
+    /// its own.
     fn start(&mut self, r: u32, ev: Event, gap: f64) {
         let site = self.sites.of(ev.site, ev.op);
         if site >= self.site_time.len() {
@@ -723,24 +800,6 @@ impl<'a> Engine<'a> {
         let net = self.net;
         let st = &mut self.ranks[r as usize];
         st.events += 1;
-        // Time before the first call (MPI_Init) is the launch, not the
-        // application's.
-        let gap = if std::mem::take(&mut st.first) || self.opts.no_compute {
-            0.0
-        } else {
-            gap * self.opts.compute_scale
-        };
-        let mut gap = gap;
-        if gap > 0.0
-            && let Some(Reverse(At(free))) = self.cores.pop()
-        {
-            // A pool of cores shared by every rank: the computation waits
-            // for the first core free, and the wait counts as computation
-            // (what the rank's clock shows on an oversubscribed node).
-            let begin = st.cpu.max(free);
-            self.cores.push(Reverse(At(begin + gap)));
-            gap += begin - st.cpu;
-        }
         st.cpu += gap;
         st.compute += gap;
         if gap > 0.0 {
@@ -1338,6 +1397,69 @@ impl<'a> Engine<'a> {
             }
         };
         take(&t0, last_at)
+    }
+}
+
+/// The cores shared by every rank (`--cores`), as the operating system
+/// shares them: every computing rank progresses at once, each at
+/// `cores / computing` of a core when more ranks compute than there are
+/// cores (processor sharing). A computation's end thus depends on who
+/// else computes meanwhile, and is known only once the simulation has
+/// reached it.
+struct Sharing {
+    cores: f64,
+    /// The time the jobs' remaining work is counted from.
+    now: Time,
+    /// Remaining work (ns on a core of its own) and the cell to complete.
+    jobs: Vec<(f64, CellId)>,
+}
+
+impl Sharing {
+    fn rate(&self) -> f64 {
+        let n = self.jobs.len() as f64;
+        if n <= self.cores { 1.0 } else { self.cores / n }
+    }
+
+    /// When the next computation ends, at the current rate.
+    fn next(&self) -> Option<Time> {
+        let least = self.jobs.iter().map(|j| j.0).min_by(f64::total_cmp)?;
+        Some(self.now + least.max(0.0) / self.rate())
+    }
+
+    /// Moves the clock to `to`; returns the computations that ended by
+    /// then and when.
+    fn advance(&mut self, to: Time) -> Vec<(CellId, Time)> {
+        let mut ended = Vec::new();
+        loop {
+            let Some(least) = self.jobs.iter().map(|j| j.0).min_by(f64::total_cmp) else {
+                self.now = self.now.max(to);
+                return ended;
+            };
+            let rate = self.rate();
+            let tc = self.now + least / rate;
+            if tc > to {
+                let worked = (to - self.now).max(0.0) * rate;
+                for j in &mut self.jobs {
+                    j.0 -= worked;
+                }
+                self.now = self.now.max(to);
+                return ended;
+            }
+            // The least job ends exactly: subtracting its own remaining
+            // work leaves it at zero.
+            for j in &mut self.jobs {
+                j.0 -= least;
+            }
+            self.now = tc;
+            self.jobs.retain(|&(left, cell)| {
+                if left <= 1e-9 {
+                    ended.push((cell, tc));
+                    false
+                } else {
+                    true
+                }
+            });
+        }
     }
 }
 

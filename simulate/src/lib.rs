@@ -151,8 +151,8 @@ pub struct Options {
     /// Seed of the computation draws (`replay`'s default is 1).
     pub seed: u64,
     /// Cores shared by all ranks, for a run with more ranks than cores
-    /// (an oversubscribed node): computation then waits for a free core.
-    /// `None`: one core per rank.
+    /// (an oversubscribed node): the ranks that compute share them fairly,
+    /// as the operating system shares them. `None`: one core per rank.
     pub cores: Option<u32>,
     /// Take each rank's computation from its recorded timeline when the
     /// trace has one (`RANKSCALE_TIMELINE=1`), event by event, instead of

@@ -287,3 +287,60 @@ fn a_job_that_died_is_named_as_such() {
         "{text}"
     );
 }
+
+/// Four ranks computing 1 ms each on two shared cores each get half a core
+/// (processor sharing): all four finish their computation at 2 ms, where
+/// with a core each they finish at 1 ms. A rank that computes alone gets a
+/// whole core.
+#[test]
+fn computation_shares_the_cores() {
+    let ranks = (0..4)
+        .map(|r| {
+            let mut e = ev(Op::Barrier, 10 + r as u64);
+            e.time.compute_ns = 1_000_000;
+            vec![e]
+        })
+        .collect();
+    let f = file(ranks);
+    let own = simulate(&f, &net(), &Options::default()).unwrap();
+    let shared = simulate(
+        &f,
+        &net(),
+        &Options {
+            cores: Some(2),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let barrier = own.time_ns - 1.0e6;
+    assert!(barrier > 0.0 && barrier < 10_000.0, "{}", own.time_ns);
+    assert!(
+        close(shared.time_ns, 2.0e6 + barrier),
+        "{} vs {}",
+        shared.time_ns,
+        2.0e6 + barrier
+    );
+    for r in &shared.per_rank {
+        assert!(close(r.compute_ns, 2.0e6), "{r:?}");
+    }
+    // Two ranks on two cores do not share.
+    let two = file(
+        (0..2)
+            .map(|r| {
+                let mut e = ev(Op::Barrier, 10 + r as u64);
+                e.time.compute_ns = 1_000_000;
+                vec![e]
+            })
+            .collect(),
+    );
+    let p = simulate(
+        &two,
+        &net(),
+        &Options {
+            cores: Some(2),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert!(p.time_ns < 1.0e6 + 10_000.0, "{}", p.time_ns);
+}
