@@ -70,7 +70,7 @@ impl Sites {
             self.cache = vec![(u64::MAX, Op::Init, usize::MAX); 256];
         }
         let c = self.cache[slot];
-        if c.0 == site && c.1 == op {
+        if c.0 == site && c.1 == op && c.2 < self.list.len() {
             return c.2;
         }
         let i = *self.index.entry((site, op)).or_insert_with(|| {
