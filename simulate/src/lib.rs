@@ -241,6 +241,8 @@ pub struct Prediction {
     pub computation: &'static str,
     /// The machine.
     pub params: Params,
+    /// The shared cores, when `--cores` was given.
+    pub cores: Option<u32>,
     /// The run's events (every rank's).
     pub events: u64,
     /// Events the simulation went through (fewer than `events` in class
@@ -456,6 +458,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
             "drawn from the histograms"
         },
         params: *net,
+        cores: opts.cores,
         events: per_rank.iter().map(|r| r.events * r.ranks).sum(),
         simulated_events: per_rank.iter().map(|r| r.events).sum(),
         messages: out.messages,
@@ -518,6 +521,14 @@ impl Prediction {
                     secs(t as f64),
                     100.0 * (self.rank0_ns - t as f64) / t as f64
                 );
+                if (t as f64) > 1.5 * self.rank0_ns && self.cores.is_none() {
+                    let _ = writeln!(
+                        s,
+                        "note: the traced run took {:.1} times the prediction; if it ran more \
+                         ranks than its node had cores, --cores N shares N cores among them",
+                        t as f64 / self.rank0_ns.max(1.0)
+                    );
+                }
             }
             None => {
                 let _ = writeln!(s, "rank 0: {} predicted", secs(self.rank0_ns));
