@@ -848,27 +848,17 @@ impl<'a> Engine<'a> {
             Family::Persistent => match ev.op {
                 Op::SendInit | Op::SsendInit | Op::RecvInit => {
                     if let Some(req) = ev.req {
-                        let t = if ev.op.is_send() {
-                            ev.send.and_then(|s| {
-                                Some(Template {
-                                    op: ev.op,
-                                    comm,
-                                    peer: s.peer.world()? as u32,
-                                    tag: s.tag.value()?,
-                                    bytes: self.bytes(s.bytes()),
-                                })
+                        let send = ev.op.is_send();
+                        let side = if send { ev.send } else { ev.recv };
+                        let t = side.and_then(|x| {
+                            Some(Template {
+                                op: ev.op,
+                                comm,
+                                peer: x.peer.world()? as u32,
+                                tag: x.tag.value()?,
+                                bytes: if send { self.bytes(x.bytes()) } else { 0.0 },
                             })
-                        } else {
-                            ev.recv.and_then(|x| {
-                                Some(Template {
-                                    op: ev.op,
-                                    comm,
-                                    peer: x.peer.world()? as u32,
-                                    tag: x.tag.value()?,
-                                    bytes: 0.0,
-                                })
-                            })
-                        };
+                        });
                         if let Some(t) = t {
                             self.ranks[r as usize].templates.insert(req, t);
                         }
