@@ -284,6 +284,140 @@ fn the_hand_written_dataset_gives_the_patterns_worked_out_by_hand() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A `pertext` dataset written the way the published SMG2000 files are
+/// (Alawneh et al.'s 4-rank trace, whose first lines this imitates): every
+/// rank's `DEL<n>` a running count from its own start, `m` numbers that
+/// pair nothing, the last rank's collectives with `-1` and no `m`, and in
+/// each exchange context three nonblocking receives and three sends whose
+/// spans overlap (all complete together). `iters` exchanges, each followed
+/// by a context of two Allreduces.
+fn smg_like(dir: &Path, iters: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    for r in 0..4u64 {
+        let mut t = 5_200_671_752_900 + 400 * r;
+        let mut del = [39_634u64, 63_896, 88_158, 109_255][r as usize];
+        let mut m = 1;
+        let mut body = String::new();
+        let line = |body: &mut String, text: String| {
+            body.push_str(&text);
+            body.push('\n');
+        };
+        for it in 0..iters {
+            line(&mut body, format!("DEL{del}"));
+            del += 1;
+            // Posted one after another, all completing 250 us later.
+            let end = t + 250_000;
+            let peers: Vec<u64> = (0..4).filter(|&p| p != r).collect();
+            for &p in &peers {
+                line(
+                    &mut body,
+                    format!(
+                        "Recv {p} t1 {t} t2 {end} t 0 l {} m {m}",
+                        128 * (it % 2 + 1)
+                    ),
+                );
+                t += 5_000;
+            }
+            m += 1;
+            for &p in &peers {
+                line(
+                    &mut body,
+                    format!(
+                        "Send {p} t1 {t} t2 {} t 0 l {} m {m}",
+                        end + 2_000,
+                        128 * (it % 2 + 1)
+                    ),
+                );
+                t += 5_000;
+            }
+            m += 1;
+            t = end + 10_000;
+            line(&mut body, format!("DEL{del}"));
+            del += 1;
+            for _ in 0..2 {
+                let id = if r == 3 {
+                    String::new()
+                } else {
+                    format!(" m {m}")
+                };
+                let who = if r == 3 { -1 } else { r as i64 + 1 };
+                line(
+                    &mut body,
+                    format!("ALLREDUCE {who} t1 {t} t2 {} s 32 r 32{id}", t + 9_000),
+                );
+                m += 1;
+                t += 12_000;
+            }
+        }
+        std::fs::write(dir.join(format!("Process{r}.txt")), body).unwrap();
+    }
+}
+
+/// The published files' own form imports as it is, and their `DEL` lines
+/// are the contexts: each exchange context (six calls, which compress into
+/// loops over peers) is one instance of one 4-rank pattern, as the paper
+/// defines patterns, not one pattern per message.
+#[test]
+fn the_published_files_form_imports_and_its_contexts_are_the_del_lines() {
+    let dir = scratch("analyze-smg-like");
+    let input = dir.join("in");
+    smg_like(&input, 10);
+    let t = dir.join("smg.trace");
+    let out = Command::new(env!("CARGO_BIN_EXE_rankscale"))
+        .args(["import", "--format", "pertext"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&t)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Running DEL counts do not defeat compression: the 10 iterations are
+    // one loop, so the file does not grow with them.
+    let show = Command::new(env!("CARGO_BIN_EXE_rankscale"))
+        .arg("show")
+        .arg(&t)
+        .output()
+        .unwrap();
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(show.contains("loop x10"), "{show}");
+    let r = analyze(&t, &[]);
+    assert_eq!(r["messages"], 10 * 12);
+    assert_eq!(r["collectives"], 20);
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let mut got = patterns(&r);
+    got.sort();
+    let mut want = vec![
+        (
+            "0-3".into(),
+            4,
+            24,
+            10,
+            // 12 messages of 128 or 256 bytes.
+            vec![12 * 128, 12 * 256],
+            s(&[
+                "0: R1·R2·R3·S1·S2·S3",
+                "1: R0·R2·R3·S0·S2·S3",
+                "2: R0·R1·R3·S0·S1·S3",
+                "3: R0·R1·R2·S0·S1·S2",
+            ]),
+        ),
+        (
+            "0-3".into(),
+            4,
+            8,
+            10,
+            vec![256],
+            s(&["0-3: Allreduce·Allreduce"]),
+        ),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+}
+
 #[test]
 fn bad_input_is_a_clear_error() {
     let dir = scratch("analyze-bad");

@@ -9,7 +9,14 @@
 //! one iteration of the innermost loop around a group of calls is one
 //! context, which is how the analysis finds the per-rank repeats that seed
 //! 000 delimits with user-function and `MPI_Waitall` boundaries. An
-//! `MPI_Pcontrol` call (or an imported `DEL` line) also ends a context.
+//! `MPI_Pcontrol` call also ends a context.
+//!
+//! A trace imported from the published `pertext` files says where its
+//! contexts are: its `DEL` lines (imported as `Pcontrol`) are the
+//! paper's own context boundaries. There, those alone cut contexts (and
+//! [`MAX_CONTEXT`]); the loop structure does not, so that a context whose
+//! calls compressed into loops (six receives and sends to three peers)
+//! stays one context, as the paper's pattern definition has it.
 
 use std::collections::HashMap;
 
@@ -156,6 +163,10 @@ impl Run {
             .enumerate()
             .map(|(i, s)| ((s.rank, s.pos), i))
             .collect();
+        let delimited = matches!(
+            &file.meta.origin,
+            compress::Origin::Imported { format } if format == compress::import::PERTEXT
+        );
         let mut done = 0u64;
         let mut out = Vec::with_capacity(ranks.len());
         for &rank in &ranks {
@@ -207,7 +218,7 @@ impl Run {
                 }
                 path.clear();
                 path.extend(ex.context_path());
-                if cut || path != prev || in_ctx >= MAX_CONTEXT {
+                if cut || (!delimited && path != prev) || in_ctx >= MAX_CONTEXT {
                     rr.contexts.push(path.iter().map(|p| p.1).collect());
                     cut = false;
                     in_ctx = 0;
