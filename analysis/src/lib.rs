@@ -38,6 +38,7 @@ pub mod phases;
 mod report;
 pub mod run;
 pub mod slow;
+pub mod timed;
 pub mod waitstates;
 
 pub use report::{

@@ -176,6 +176,40 @@ pub fn match_run(run: &Run) -> Matching {
     m
 }
 
+/// Which communicator a rank's communicator id stands for: communicators
+/// that share an id (the colours of one `Comm_split`) get different groups
+/// from their lineage (parent group, colour, split type, members), so that
+/// only the members of one colour meet. Fed a rank's events in order, it
+/// follows the communicators that rank creates. `MPI_COMM_WORLD` is group 0
+/// on every rank; `MPI_COMM_SELF` is a group of its own per rank.
+#[derive(Clone, Debug)]
+pub struct Lineage {
+    groups: HashMap<u32, u64>,
+}
+
+impl Lineage {
+    /// The lineage of world rank `me` before its first call.
+    pub fn new(me: i32) -> Lineage {
+        Lineage {
+            groups: HashMap::from([(0, 0), (1, u64::MAX - me as u64)]),
+        }
+    }
+
+    /// The group of communicator id `comm` on this rank now.
+    pub fn group(&self, comm: u32) -> u64 {
+        self.groups.get(&comm).copied().unwrap_or(u64::from(comm))
+    }
+
+    /// Follows `e`, the rank's next event: a call that creates a
+    /// communicator gives the new one its group.
+    pub fn observe(&mut self, e: &Event) {
+        if let Some(new) = e.create.as_ref().and_then(|c| c.new) {
+            let g = self.group(e.comm.0);
+            self.groups.insert(new.0, group_of(g, e, new.0));
+        }
+    }
+}
+
 fn group_of(parent: u64, e: &Event, new: u32) -> u64 {
     let mut h = DefaultHasher::new();
     parent.hash(&mut h);
@@ -195,7 +229,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
         colls: Vec::new(),
         unresolved: 0,
     };
-    let mut groups: HashMap<u32, u64> = HashMap::from([(0, 0), (1, u64::MAX - me as u64)]);
+    let mut lineage = Lineage::new(me);
     let mut seqs: HashMap<u32, u64> = HashMap::new();
     let mut active: HashMap<ReqId, Pending> = HashMap::new();
     let mut persistent: HashMap<ReqId, Pending> = HashMap::new();
@@ -381,7 +415,7 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                 _ => {}
             },
             Family::Collective | Family::NonblockingCollective | Family::CommManagement => {
-                let g = groups.get(&comm).copied().unwrap_or(u64::from(comm));
+                let g = lineage.group(comm);
                 let seq = seqs.entry(comm).or_default();
                 out.colls.push(((comm, g, *seq), e.op, end(i, i)));
                 *seq += 1;
@@ -396,8 +430,8 @@ fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
                         },
                     );
                 }
+                lineage.observe(e);
                 if let Some(new) = e.create.as_ref().and_then(|c| c.new) {
-                    groups.insert(new.0, group_of(g, e, new.0));
                     seqs.remove(&new.0);
                 }
             }

@@ -17,7 +17,9 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use compress::{EventTiming, Family, PathClass, TraceFile};
+use compress::{Family, TraceFile};
+
+use crate::timed::{self, Clock, RankEvents};
 
 /// What can stop an export.
 #[derive(Debug, thiserror::Error)]
@@ -26,15 +28,9 @@ pub enum Error {
     /// Writing the output failed.
     #[error("writing the timeline: {0}")]
     Io(#[from] io::Error),
-    /// A rank asked for is not in the trace.
-    #[error("rank {0} is not in the trace")]
-    NoSuchRank(u32),
-    /// The trace cannot be cut into ranks, or a rank's events end early.
-    #[error("the trace is inconsistent: {0}")]
-    Trace(String),
-    /// A rank's timeline does not decode.
-    #[error("rank {0}'s timeline: {1}")]
-    Timeline(u32, String),
+    /// Reading the trace's events or times failed.
+    #[error(transparent)]
+    Events(#[from] crate::timed::Error),
 }
 
 /// Which part of a trace to export.
@@ -66,23 +62,22 @@ pub fn write(file: &TraceFile, opts: &Options, out: &mut impl Write) -> Result<E
     let ranks = match &opts.ranks {
         Some(list) => {
             if let Some(&r) = list.iter().find(|r| !all.contains(r)) {
-                return Err(Error::NoSuchRank(r));
+                return Err(timed::Error::NoSuchRank(r).into());
             }
             list.clone()
         }
         None => all.clone(),
     };
-    let time_zero = crate::run::time_zero(file);
-    let (timed, zero) = (time_zero.is_some(), time_zero.unwrap_or(0));
+    let clock = Clock::of(file);
     let labels = file.meta.site_labels();
     let mut done = Exported {
         ranks: ranks.len(),
         slices: 0,
-        timed,
+        timed: clock.timed,
         truncated: Vec::new(),
     };
     out.write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":{")?;
-    let timing = if timed {
+    let timing = if clock.timed {
         "timeline"
     } else {
         "estimated: the mean computation and MPI time of each event's loop path, end to end"
@@ -114,60 +109,16 @@ pub fn write(file: &TraceFile, opts: &Options, out: &mut impl Write) -> Result<E
             out,
             "{{\"ph\":\"M\",\"pid\":{rank},\"name\":\"process_sort_index\",\"args\":{{\"sort_index\":{rank}}}}}"
         )?;
-        let spans = match (timed, file.timeline(rank)) {
-            (true, Some(tl)) => {
-                let spans = tl
-                    .spans()
-                    .map_err(|e| Error::Timeline(rank, e.to_string()))?;
-                Some((tl.epoch_ns.saturating_sub(zero), spans))
-            }
-            _ => None,
-        };
-        let t = file
-            .trace
-            .rank_trace(rank)
-            .map_err(|e| Error::Trace(e.to_string()))?;
-        let mut ex = t.expand();
+        let t = timed::rank_trace(file, rank)?;
+        let mut events = RankEvents::new(file, &t, rank, clock)?;
         let mut threads: Vec<u32> = Vec::new();
-        // The estimated clock, ns.
-        let mut now = 0f64;
         let mut i = 0u64;
-        while let Some(ev) = ex.next() {
+        while let Some(next) = events.next_event() {
             if opts.max_events.is_some_and(|m| i >= m) {
                 done.truncated.push(rank);
                 break;
             }
-            let (start, dur) = match &spans {
-                Some((off, spans)) => {
-                    let s = spans.get(i as usize).ok_or_else(|| {
-                        Error::Timeline(
-                            rank,
-                            format!("it has {} spans, the rank more events", spans.len()),
-                        )
-                    })?;
-                    ((off + s.enter) as f64, s.duration() as f64)
-                }
-                None => {
-                    let (compute, mpi) = match ex.timing() {
-                        Some(EventTiming::Exact { compute_ns, mpi_ns }) => {
-                            (compute_ns as f64, mpi_ns as f64)
-                        }
-                        Some(EventTiming::Stats(pt, class)) => {
-                            let s = match class {
-                                PathClass::First => pt.first(),
-                                PathClass::Steady => pt.steady(),
-                                PathClass::Last => pt.last(),
-                            };
-                            (s.compute().stats().mean(), s.mpi().stats().mean())
-                        }
-                        None => (0.0, 0.0),
-                    };
-                    now += compute;
-                    let at = now;
-                    now += mpi;
-                    (at, mpi)
-                }
-            };
+            let (ev, start, dur) = next?;
             i += 1;
             let tid = ev.thread;
             if !threads.contains(&tid) {
@@ -193,11 +144,6 @@ pub fn write(file: &TraceFile, opts: &Options, out: &mut impl Write) -> Result<E
                 json_str(site)
             )?;
             done.slices += 1;
-        }
-        if ex.is_broken() {
-            return Err(Error::Trace(format!(
-                "rank {rank}'s expansion stopped early"
-            )));
         }
     }
     out.write_all(b"]}\n")?;
