@@ -1,7 +1,8 @@
 //! `rankscale export`: a trace in another tool's format. `--perfetto`
 //! writes the Chrome trace-event JSON that the Perfetto UI and
 //! `chrome://tracing` open, one track per rank and one slice per MPI call
-//! ([`analysis::perfetto`]).
+//! ([`analysis::perfetto`]); `--otf2` an OTF2 archive, the format of
+//! Score-P, Scalasca and Vampir ([`otf2::export`]).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -18,9 +19,15 @@ pub struct Args {
     /// chrome://tracing). Times come from the trace's timeline
     /// (`rankscale trace --timeline`), else they are estimated from each
     /// event's timing statistics, and the file says so.
-    #[arg(long, required = true)]
+    #[arg(long, required_unless_present = "otf2", conflicts_with = "otf2")]
     perfetto: bool,
-    /// The file to write.
+    /// Write an OTF2 archive into the directory given by -o (its anchor
+    /// file is DIR/traces.otf2), in the records Score-P writes for MPI:
+    /// otf2-print, Scalasca and Vampir read it, and `rankscale import
+    /// --format otf2` reads it back call by call. Times as for --perfetto.
+    #[arg(long)]
+    otf2: bool,
+    /// The file to write (a directory with --otf2).
     #[arg(short = 'o', long)]
     output: PathBuf,
     /// Export only these ranks, e.g. 0,5,7-9 (default: every rank).
@@ -34,8 +41,14 @@ pub struct Args {
 
 /// `rankscale export`.
 pub fn run(args: &Args) -> Result<()> {
-    debug_assert!(args.perfetto, "the only format, required by clap");
     let file = crate::show::read(&args.file)?;
+    if args.otf2 {
+        anyhow::ensure!(
+            args.ranks.is_none() && args.max_events.is_none(),
+            "--ranks and --max-events select part of a Perfetto timeline; an OTF2 archive holds every rank and event"
+        );
+        return otf2_archive(&file, &args.output);
+    }
     let opts = analysis::perfetto::Options {
         ranks: args
             .ranks
@@ -74,5 +87,35 @@ pub fn run(args: &Args) -> Result<()> {
             args.max_events.unwrap_or(0)
         );
     }
+    Ok(())
+}
+
+/// `rankscale export --otf2`: the archive in `dir`, removed again when the
+/// export fails half-way.
+fn otf2_archive(file: &compress::TraceFile, dir: &std::path::Path) -> Result<()> {
+    let spin = crate::progress::Progress::spinner("export", format!("writing {}", dir.display()));
+    let existed = dir.exists();
+    let done = match otf2::export(file, dir) {
+        Ok(d) => d,
+        Err(e) => {
+            if !existed && !matches!(e, otf2::Error::Exists(_)) {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            return Err(e.into());
+        }
+    };
+    drop(spin);
+    let timing = if done.timed {
+        "times from the timeline"
+    } else {
+        "times estimated from the timing statistics (trace with --timeline for real ones)"
+    };
+    eprintln!(
+        "rankscale: wrote an OTF2 archive of {} rank(s), {} calls, {} event records to {} ({timing})",
+        done.ranks,
+        done.calls,
+        done.records,
+        dir.join("traces.otf2").display()
+    );
     Ok(())
 }

@@ -13,6 +13,9 @@ pub enum Format {
     /// One `Process<r>.txt` per rank: Send/Recv, collective and `DEL<n>`
     /// lines with absolute ns timestamps.
     Pertext,
+    /// An OTF2 archive (Score-P, or `rankscale export --otf2`): give its
+    /// anchor file `traces.otf2` or the directory holding it.
+    Otf2,
 }
 
 impl Format {
@@ -21,6 +24,7 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Pertext => PERTEXT,
+            Format::Otf2 => otf2::OTF2,
         }
     }
 }
@@ -34,6 +38,26 @@ pub fn import(format: Format, dir: &Path, output: &Path) -> Result<()> {
     );
     let file = match format {
         Format::Pertext => import_pertext(dir)?,
+        Format::Otf2 => {
+            let anchor = if dir.is_dir() {
+                dir.join("traces.otf2")
+            } else {
+                dir.to_path_buf()
+            };
+            anyhow::ensure!(
+                anchor.is_file(),
+                "{}: no OTF2 anchor file (give the archive's traces.otf2 or its directory)",
+                anchor.display()
+            );
+            let got = otf2::import(&anchor)?;
+            if got.skipped > 0 {
+                spin.say(format!(
+                    "{} regions that are not MPI calls rankscale knows were skipped",
+                    got.skipped
+                ));
+            }
+            got.file
+        }
     };
     spin.say(format!("writing {}", output.display()));
     let bytes = file.write(output)?;

@@ -159,19 +159,24 @@ enum Cmd {
     Extrap(extrap::Args),
     /// Write a trace in another tool's format: --perfetto gives the Chrome
     /// trace-event JSON that ui.perfetto.dev and chrome://tracing open, one
-    /// track per rank and one slice per MPI call.
+    /// track per rank and one slice per MPI call; --otf2 an OTF2 archive
+    /// (Score-P's format, for otf2-print, Scalasca and Vampir).
     ///
     /// Example: rankscale export app.trace --perfetto -o app.json
+    /// Example: rankscale export app.trace --otf2 -o app-otf2/
     Export(export::Args),
     /// Convert a trace written by another tool into a rankscale trace file,
     /// with a timeline, so that it can be shown and analysed like ours.
     ///
     /// Example: rankscale import --format pertext traces/smg2000.16 -o smg.trace
+    /// Example: rankscale import --format otf2 scorep-run/traces.otf2 -o app.trace
     Import {
-        /// The input format (pertext: one `Process<r>.txt` per rank).
+        /// The input format (pertext: one `Process<r>.txt` per rank; otf2:
+        /// an OTF2 archive).
         #[arg(long, value_enum)]
         format: import::Format,
-        /// The directory holding the input trace.
+        /// The directory holding the input trace (for otf2 also the
+        /// anchor file traces.otf2).
         dir: PathBuf,
         /// The trace file to write.
         #[arg(short = 'o', long)]

@@ -1,0 +1,1212 @@
+//! The membrane to the OTF2 library: the generated bindings, and a safe
+//! writer and reader over them. Every `unsafe` block of the crate is here;
+//! the mapping between rankscale's events and OTF2's records
+//! ([`crate::write`], [`crate::read`]) is safe code.
+//!
+//! The writer follows the order the OTF2 documentation prescribes for a
+//! serial writer: events first (one event writer per location), then the
+//! local and global definitions, which can only then be complete (a
+//! location's event count). The reader reads the global definitions, then
+//! all locations' events merged in time order; a [`Handler`] receives
+//! both. A callback never unwinds into the library: a panic in a handler
+//! is caught, the read stops, and the error names it.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code,
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    clippy::all,
+    clippy::undocumented_unsafe_blocks
+)]
+mod sys {
+    include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+}
+
+use sys::*;
+
+/// `OTF2_UNDEFINED_UINT32`: "no such reference" for 32-bit references
+/// (string, region, communicator, group, root).
+pub const UNDEFINED_U32: u32 = u32::MAX;
+
+/// OTF2's collective operation codes (`OTF2_COLLECTIVE_OP_*`).
+pub mod collective {
+    use super::sys;
+    /// `MPI_Barrier`.
+    pub const BARRIER: u8 = sys::OTF2_COLLECTIVE_OP_BARRIER as u8;
+    /// `MPI_Bcast`.
+    pub const BCAST: u8 = sys::OTF2_COLLECTIVE_OP_BCAST as u8;
+    /// `MPI_Gather`.
+    pub const GATHER: u8 = sys::OTF2_COLLECTIVE_OP_GATHER as u8;
+    /// `MPI_Gatherv`.
+    pub const GATHERV: u8 = sys::OTF2_COLLECTIVE_OP_GATHERV as u8;
+    /// `MPI_Scatter`.
+    pub const SCATTER: u8 = sys::OTF2_COLLECTIVE_OP_SCATTER as u8;
+    /// `MPI_Scatterv`.
+    pub const SCATTERV: u8 = sys::OTF2_COLLECTIVE_OP_SCATTERV as u8;
+    /// `MPI_Allgather`.
+    pub const ALLGATHER: u8 = sys::OTF2_COLLECTIVE_OP_ALLGATHER as u8;
+    /// `MPI_Allgatherv`.
+    pub const ALLGATHERV: u8 = sys::OTF2_COLLECTIVE_OP_ALLGATHERV as u8;
+    /// `MPI_Alltoall`.
+    pub const ALLTOALL: u8 = sys::OTF2_COLLECTIVE_OP_ALLTOALL as u8;
+    /// `MPI_Alltoallv`.
+    pub const ALLTOALLV: u8 = sys::OTF2_COLLECTIVE_OP_ALLTOALLV as u8;
+    /// `MPI_Alltoallw`.
+    pub const ALLTOALLW: u8 = sys::OTF2_COLLECTIVE_OP_ALLTOALLW as u8;
+    /// `MPI_Allreduce`.
+    pub const ALLREDUCE: u8 = sys::OTF2_COLLECTIVE_OP_ALLREDUCE as u8;
+    /// `MPI_Reduce`.
+    pub const REDUCE: u8 = sys::OTF2_COLLECTIVE_OP_REDUCE as u8;
+    /// `MPI_Reduce_scatter`.
+    pub const REDUCE_SCATTER: u8 = sys::OTF2_COLLECTIVE_OP_REDUCE_SCATTER as u8;
+    /// `MPI_Reduce_scatter_block`.
+    pub const REDUCE_SCATTER_BLOCK: u8 = sys::OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK as u8;
+    /// `MPI_Scan`.
+    pub const SCAN: u8 = sys::OTF2_COLLECTIVE_OP_SCAN as u8;
+    /// `MPI_Exscan`.
+    pub const EXSCAN: u8 = sys::OTF2_COLLECTIVE_OP_EXSCAN as u8;
+}
+
+/// What the OTF2 library reported.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A library call failed; the library's own error name and text.
+    #[error("{call}: {name}: {text}")]
+    Library {
+        /// The OTF2 function.
+        call: &'static str,
+        /// The error code's name (`OTF2_ERROR_...`).
+        name: String,
+        /// Its description.
+        text: String,
+    },
+    /// A library call that returns a handle returned none.
+    #[error("{0} failed (no handle returned)")]
+    NoHandle(&'static str),
+    /// A path or string with a NUL byte, which C strings cannot hold.
+    #[error("{0:?} contains a NUL byte")]
+    Nul(String),
+    /// A handler stopped the read.
+    #[error("{0}")]
+    Stopped(String),
+}
+
+fn check(call: &'static str, code: OTF2_ErrorCode) -> Result<(), Error> {
+    if code == OTF2_SUCCESS as OTF2_ErrorCode {
+        return Ok(());
+    }
+    // SAFETY: both functions return pointers to static, NUL-terminated
+    // strings owned by the library (or NULL for an unknown code, checked).
+    let (name, text) = unsafe {
+        let text = |p: *const std::os::raw::c_char| {
+            if p.is_null() {
+                format!("error code {code}")
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        (
+            text(OTF2_Error_GetName(code)),
+            text(OTF2_Error_GetDescription(code)),
+        )
+    };
+    Err(Error::Library { call, name, text })
+}
+
+fn cstring(s: &str) -> Result<CString, Error> {
+    CString::new(s).map_err(|_| Error::Nul(s.into()))
+}
+
+/// A region's role, as OTF2 classifies MPI calls (tools such as Scalasca
+/// group calls by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A function (computation, `MPI_Init`, communicator management).
+    Function,
+    /// Point-to-point communication.
+    Point2Point,
+    /// A barrier.
+    Barrier,
+    /// One to all (`Bcast`, `Scatter`).
+    One2All,
+    /// All to one (`Reduce`, `Gather`).
+    All2One,
+    /// All to all (`Allreduce`, `Alltoall`, `Allgather`).
+    All2All,
+    /// Other collectives (`Scan`).
+    Other,
+}
+
+fn role(r: Role) -> OTF2_RegionRole {
+    (match r {
+        Role::Function => OTF2_REGION_ROLE_FUNCTION,
+        Role::Point2Point => OTF2_REGION_ROLE_POINT2POINT,
+        Role::Barrier => OTF2_REGION_ROLE_BARRIER,
+        Role::One2All => OTF2_REGION_ROLE_COLL_ONE2ALL,
+        Role::All2One => OTF2_REGION_ROLE_COLL_ALL2ONE,
+        Role::All2All => OTF2_REGION_ROLE_COLL_ALL2ALL,
+        Role::Other => OTF2_REGION_ROLE_COLL_OTHER,
+    }) as OTF2_RegionRole
+}
+
+/// An OTF2 event record, as written and as read. References are the
+/// archive's definition ids; ranks in records are ranks in the record's
+/// communicator, as OTF2 has them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A region (an MPI call) is entered.
+    Enter(u32),
+    /// A region is left.
+    Leave(u32),
+    /// A blocking send: receiver, communicator, tag, bytes.
+    MpiSend(u32, u32, u32, u64),
+    /// A nonblocking send: receiver, communicator, tag, bytes, request.
+    MpiIsend(u32, u32, u32, u64, u64),
+    /// A nonblocking send's completion: request.
+    MpiIsendComplete(u64),
+    /// A nonblocking receive is posted: request.
+    MpiIrecvRequest(u64),
+    /// A blocking receive: sender, communicator, tag, bytes.
+    MpiRecv(u32, u32, u32, u64),
+    /// A nonblocking receive completes: sender, communicator, tag,
+    /// bytes, request.
+    MpiIrecv(u32, u32, u32, u64, u64),
+    /// A collective begins.
+    CollectiveBegin,
+    /// A collective ends: operation (`OTF2_COLLECTIVE_OP_*`),
+    /// communicator, root ([`UNDEFINED_U32`] for none), bytes sent and
+    /// received.
+    CollectiveEnd(u8, u32, u32, u64, u64),
+}
+
+/// An OTF2 archive being written. Dropping it without [`Writer::finish`]
+/// closes the library's handles but leaves an incomplete archive.
+pub struct Writer {
+    archive: *mut OTF2_Archive,
+    evt: HashMap<u64, *mut OTF2_EvtWriter>,
+    attrs: *mut OTF2_AttributeList,
+    locations: Vec<u64>,
+    finished: bool,
+}
+
+// SAFETY: OTF2 calls these when a buffer is full. They only say "flush"
+// and give no timestamp correction; they touch no memory.
+unsafe extern "C" fn pre_flush(
+    _user: *mut c_void,
+    _file: OTF2_FileType,
+    _location: OTF2_LocationRef,
+    _caller: *mut c_void,
+    _final: bool,
+) -> OTF2_FlushType {
+    OTF2_FLUSH as OTF2_FlushType
+}
+
+// SAFETY: as `pre_flush`: no memory is touched.
+unsafe extern "C" fn post_flush(
+    _user: *mut c_void,
+    _file: OTF2_FileType,
+    _location: OTF2_LocationRef,
+) -> OTF2_TimeStamp {
+    0
+}
+
+static FLUSH: OTF2_FlushCallbacks = OTF2_FlushCallbacks {
+    otf2_pre_flush: Some(pre_flush),
+    otf2_post_flush: Some(post_flush),
+};
+
+impl Writer {
+    /// Creates the archive `dir/name.otf2` (with `dir/name/` for its
+    /// per-location files), opened for events. `dir` must not hold an
+    /// archive of that name already: the library refuses to overwrite.
+    pub fn create(dir: &Path, name: &str) -> Result<Writer, Error> {
+        let path = cstring(&dir.display().to_string())?;
+        let cname = cstring(name)?;
+        // SAFETY: both strings are valid NUL-terminated C strings for the
+        // call's duration; the library copies them.
+        let archive = unsafe {
+            OTF2_Archive_Open(
+                path.as_ptr(),
+                cname.as_ptr(),
+                OTF2_FILEMODE_WRITE as OTF2_FileMode,
+                1024 * 1024,
+                4 * 1024 * 1024,
+                OTF2_SUBSTRATE_POSIX as OTF2_FileSubstrate,
+                OTF2_COMPRESSION_NONE as OTF2_Compression,
+            )
+        };
+        if archive.is_null() {
+            return Err(Error::NoHandle("OTF2_Archive_Open"));
+        }
+        let mut w = Writer {
+            archive,
+            evt: HashMap::new(),
+            attrs: std::ptr::null_mut(),
+            locations: Vec::new(),
+            finished: false,
+        };
+        // SAFETY: `archive` is the live handle opened above; FLUSH is a
+        // static that outlives it; the creator string is copied.
+        unsafe {
+            check(
+                "OTF2_Archive_SetFlushCallbacks",
+                OTF2_Archive_SetFlushCallbacks(archive, &FLUSH, std::ptr::null_mut()),
+            )?;
+            check(
+                "OTF2_Archive_SetSerialCollectiveCallbacks",
+                OTF2_Archive_SetSerialCollectiveCallbacks(archive),
+            )?;
+            let creator = cstring(concat!("rankscale ", env!("CARGO_PKG_VERSION")))?;
+            check(
+                "OTF2_Archive_SetCreator",
+                OTF2_Archive_SetCreator(archive, creator.as_ptr()),
+            )?;
+            check(
+                "OTF2_Archive_OpenEvtFiles",
+                OTF2_Archive_OpenEvtFiles(archive),
+            )?;
+            w.attrs = OTF2_AttributeList_New();
+        }
+        if w.attrs.is_null() {
+            return Err(Error::NoHandle("OTF2_AttributeList_New"));
+        }
+        Ok(w)
+    }
+
+    fn writer(&mut self, loc: u64) -> Result<*mut OTF2_EvtWriter, Error> {
+        if let Some(&w) = self.evt.get(&loc) {
+            return Ok(w);
+        }
+        // SAFETY: the archive is open for events (create); the returned
+        // writer lives until CloseEvtWriter in finish.
+        let w = unsafe { OTF2_Archive_GetEvtWriter(self.archive, loc) };
+        if w.is_null() {
+            return Err(Error::NoHandle("OTF2_Archive_GetEvtWriter"));
+        }
+        self.evt.insert(loc, w);
+        self.locations.push(loc);
+        Ok(w)
+    }
+
+    /// Writes one event record of location `loc` at `time`, with these
+    /// attributes (attribute reference and value).
+    pub fn event(
+        &mut self,
+        loc: u64,
+        time: u64,
+        rec: Record,
+        attrs: &[(u32, AttrValue)],
+    ) -> Result<(), Error> {
+        let w = self.writer(loc)?;
+        let a = self.attrs;
+        // SAFETY: `w` is a live event writer of this archive and `a` the
+        // live attribute list, which the writer empties after each record.
+        let code = unsafe {
+            for &(attr, value) in attrs {
+                match value {
+                    AttrValue::String(v) => check(
+                        "OTF2_AttributeList_AddStringRef",
+                        OTF2_AttributeList_AddStringRef(a, attr, v),
+                    )?,
+                    AttrValue::U64(v) => check(
+                        "OTF2_AttributeList_AddUint64",
+                        OTF2_AttributeList_AddUint64(a, attr, v),
+                    )?,
+                }
+            }
+            match rec {
+                Record::Enter(r) => OTF2_EvtWriter_Enter(w, a, time, r),
+                Record::Leave(r) => OTF2_EvtWriter_Leave(w, a, time, r),
+                Record::MpiSend(to, c, tag, len) => {
+                    OTF2_EvtWriter_MpiSend(w, a, time, to, c, tag, len)
+                }
+                Record::MpiIsend(to, c, tag, len, req) => {
+                    OTF2_EvtWriter_MpiIsend(w, a, time, to, c, tag, len, req)
+                }
+                Record::MpiIsendComplete(req) => OTF2_EvtWriter_MpiIsendComplete(w, a, time, req),
+                Record::MpiIrecvRequest(req) => OTF2_EvtWriter_MpiIrecvRequest(w, a, time, req),
+                Record::MpiRecv(from, c, tag, len) => {
+                    OTF2_EvtWriter_MpiRecv(w, a, time, from, c, tag, len)
+                }
+                Record::MpiIrecv(from, c, tag, len, req) => {
+                    OTF2_EvtWriter_MpiIrecv(w, a, time, from, c, tag, len, req)
+                }
+                Record::CollectiveBegin => OTF2_EvtWriter_MpiCollectiveBegin(w, a, time),
+                Record::CollectiveEnd(op, c, root, sent, recvd) => {
+                    OTF2_EvtWriter_MpiCollectiveEnd(w, a, time, op, c, root, sent, recvd)
+                }
+            }
+        };
+        check("OTF2_EvtWriter_*", code)
+    }
+
+    /// Closes the event files and writes the definitions that `defs`
+    /// gives, then closes the archive.
+    pub fn finish(mut self, defs: &Definitions) -> Result<(), Error> {
+        let archive = self.archive;
+        // SAFETY: every handle used is live: the event writers were opened
+        // by `writer` and are closed once each here; the definition
+        // writers are opened and closed here; strings are NUL-terminated
+        // and copied by the library; member slices outlive their call.
+        unsafe {
+            for (_, w) in self.evt.drain() {
+                check(
+                    "OTF2_Archive_CloseEvtWriter",
+                    OTF2_Archive_CloseEvtWriter(archive, w),
+                )?;
+            }
+            check(
+                "OTF2_Archive_CloseEvtFiles",
+                OTF2_Archive_CloseEvtFiles(archive),
+            )?;
+            check(
+                "OTF2_Archive_OpenDefFiles",
+                OTF2_Archive_OpenDefFiles(archive),
+            )?;
+            for loc in defs.locations.iter().map(|l| l.id) {
+                let d = OTF2_Archive_GetDefWriter(archive, loc);
+                if d.is_null() {
+                    return Err(Error::NoHandle("OTF2_Archive_GetDefWriter"));
+                }
+                check(
+                    "OTF2_Archive_CloseDefWriter",
+                    OTF2_Archive_CloseDefWriter(archive, d),
+                )?;
+            }
+            check(
+                "OTF2_Archive_CloseDefFiles",
+                OTF2_Archive_CloseDefFiles(archive),
+            )?;
+            let g = OTF2_Archive_GetGlobalDefWriter(archive);
+            if g.is_null() {
+                return Err(Error::NoHandle("OTF2_Archive_GetGlobalDefWriter"));
+            }
+            let (res, offset, length) = defs.clock;
+            check(
+                "OTF2_GlobalDefWriter_WriteClockProperties",
+                OTF2_GlobalDefWriter_WriteClockProperties(g, res, offset, length, offset),
+            )?;
+            for (id, s) in defs.strings.iter().enumerate() {
+                let c = cstring(s)?;
+                check(
+                    "OTF2_GlobalDefWriter_WriteString",
+                    OTF2_GlobalDefWriter_WriteString(g, id as u32, c.as_ptr()),
+                )?;
+            }
+            for a in &defs.attributes {
+                let kind = if a.string {
+                    OTF2_TYPE_STRING
+                } else {
+                    OTF2_TYPE_UINT64
+                };
+                check(
+                    "OTF2_GlobalDefWriter_WriteAttribute",
+                    OTF2_GlobalDefWriter_WriteAttribute(
+                        g,
+                        a.id,
+                        a.name,
+                        a.description,
+                        kind as OTF2_Type,
+                    ),
+                )?;
+            }
+            for r in &defs.regions {
+                check(
+                    "OTF2_GlobalDefWriter_WriteRegion",
+                    OTF2_GlobalDefWriter_WriteRegion(
+                        g,
+                        r.id,
+                        r.name,
+                        r.name,
+                        r.description,
+                        role(r.role),
+                        OTF2_PARADIGM_MPI as OTF2_Paradigm,
+                        OTF2_REGION_FLAG_NONE as OTF2_RegionFlag,
+                        UNDEFINED_U32,
+                        0,
+                        0,
+                    ),
+                )?;
+            }
+            check(
+                "OTF2_GlobalDefWriter_WriteSystemTreeNode",
+                OTF2_GlobalDefWriter_WriteSystemTreeNode(
+                    g,
+                    0,
+                    defs.machine.0,
+                    defs.machine.1,
+                    UNDEFINED_U32,
+                ),
+            )?;
+            let mut written = std::collections::HashSet::new();
+            for l in defs.locations.iter().filter(|l| written.insert(l.group)) {
+                check(
+                    "OTF2_GlobalDefWriter_WriteLocationGroup",
+                    OTF2_GlobalDefWriter_WriteLocationGroup(
+                        g,
+                        l.group,
+                        l.group_name,
+                        OTF2_LOCATION_GROUP_TYPE_PROCESS as OTF2_LocationGroupType,
+                        0,
+                        UNDEFINED_U32,
+                    ),
+                )?;
+            }
+            for l in &defs.locations {
+                check(
+                    "OTF2_GlobalDefWriter_WriteLocation",
+                    OTF2_GlobalDefWriter_WriteLocation(
+                        g,
+                        l.id,
+                        l.name,
+                        OTF2_LOCATION_TYPE_CPU_THREAD as OTF2_LocationType,
+                        l.events,
+                        l.group,
+                    ),
+                )?;
+            }
+            for gr in &defs.groups {
+                let kind = if gr.locations {
+                    OTF2_GROUP_TYPE_COMM_LOCATIONS
+                } else {
+                    OTF2_GROUP_TYPE_COMM_GROUP
+                };
+                check(
+                    "OTF2_GlobalDefWriter_WriteGroup",
+                    OTF2_GlobalDefWriter_WriteGroup(
+                        g,
+                        gr.id,
+                        gr.name,
+                        kind as OTF2_GroupType,
+                        OTF2_PARADIGM_MPI as OTF2_Paradigm,
+                        OTF2_GROUP_FLAG_NONE as OTF2_GroupFlag,
+                        gr.members.len() as u32,
+                        gr.members.as_ptr(),
+                    ),
+                )?;
+            }
+            for c in &defs.comms {
+                check(
+                    "OTF2_GlobalDefWriter_WriteComm",
+                    OTF2_GlobalDefWriter_WriteComm(
+                        g,
+                        c.id,
+                        c.name,
+                        c.group,
+                        c.parent,
+                        OTF2_COMM_FLAG_NONE as OTF2_CommFlag,
+                    ),
+                )?;
+            }
+            self.finished = true;
+            let code = OTF2_Archive_Close(archive);
+            self.archive = std::ptr::null_mut();
+            check("OTF2_Archive_Close", code)
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // SAFETY: the attribute list and the archive are live unless
+        // already released (null); closing an archive closes its writers.
+        unsafe {
+            if !self.attrs.is_null() {
+                OTF2_AttributeList_Delete(self.attrs);
+            }
+            if !self.archive.is_null() {
+                OTF2_Archive_Close(self.archive);
+            }
+        }
+        let _ = self.finished;
+    }
+}
+
+/// The global definitions of an archive, by their ids. Strings are
+/// referred to by their index in `strings`.
+#[derive(Clone, Debug, Default)]
+pub struct Definitions {
+    /// Timer resolution (ticks per second), global offset and trace
+    /// length, in ticks.
+    pub clock: (u64, u64, u64),
+    /// Every string, its index its reference.
+    pub strings: Vec<String>,
+    /// The system tree's root: name and class (string references).
+    pub machine: (u32, u32),
+    /// One location (a rank's thread) each.
+    pub locations: Vec<LocationDef>,
+    /// Regions (MPI calls).
+    pub regions: Vec<RegionDef>,
+    /// Groups of locations or of ranks.
+    pub groups: Vec<GroupDef>,
+    /// Communicators.
+    pub comms: Vec<CommDef>,
+    /// Attributes (string-valued).
+    pub attributes: Vec<AttributeDef>,
+    /// Read side: every location group (process) as (id, name), in
+    /// definition order.
+    pub location_groups: Vec<(u32, u32)>,
+}
+
+/// A location and its location group (its process).
+#[derive(Clone, Debug, Default)]
+pub struct LocationDef {
+    /// The location id.
+    pub id: u64,
+    /// Its name (string reference).
+    pub name: u32,
+    /// Its location group (process) id.
+    pub group: u32,
+    /// The group's name (string reference).
+    pub group_name: u32,
+    /// How many events it has.
+    pub events: u64,
+    /// Whether it is a CPU thread (read side; written ones all are).
+    pub thread: bool,
+}
+
+/// A region.
+#[derive(Clone, Debug)]
+pub struct RegionDef {
+    /// The region id.
+    pub id: u32,
+    /// Its name (string reference).
+    pub name: u32,
+    /// Its description (string reference).
+    pub description: u32,
+    /// Its role.
+    pub role: Role,
+    /// Whether its paradigm is MPI (read side).
+    pub mpi: bool,
+}
+
+/// A group: of locations (all of a communicator's processes, the
+/// `COMM_LOCATIONS` group) or of ranks (indices into that group).
+#[derive(Clone, Debug)]
+pub struct GroupDef {
+    /// The group id.
+    pub id: u32,
+    /// Its name (string reference).
+    pub name: u32,
+    /// `true` for the locations group, `false` for a communicator's group.
+    pub locations: bool,
+    /// Read side: a `COMM_SELF` group (each rank alone; no members).
+    pub comm_self: bool,
+    /// Its members.
+    pub members: Vec<u64>,
+}
+
+/// A communicator.
+#[derive(Clone, Debug)]
+pub struct CommDef {
+    /// The communicator id.
+    pub id: u32,
+    /// Its name (string reference).
+    pub name: u32,
+    /// Its group.
+    pub group: u32,
+    /// Its parent ([`UNDEFINED_U32`] for none).
+    pub parent: u32,
+}
+
+/// An attribute's value on a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttrValue {
+    /// A string (its reference).
+    String(u32),
+    /// An unsigned integer.
+    U64(u64),
+}
+
+/// The attributes a reader wants delivered with each record.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Wanted {
+    /// A string attribute: its value's reference goes to
+    /// [`Handler::event`].
+    pub string: Option<u32>,
+    /// An unsigned attribute: its value goes to [`Handler::event`].
+    pub number: Option<u32>,
+}
+
+/// An attribute.
+#[derive(Clone, Debug)]
+pub struct AttributeDef {
+    /// The attribute id.
+    pub id: u32,
+    /// Its name (string reference).
+    pub name: u32,
+    /// Its description (string reference).
+    pub description: u32,
+    /// Whether its values are strings (else unsigned 64-bit integers).
+    pub string: bool,
+}
+
+/// What a read delivers, definitions first, then every location's events
+/// in time order.
+pub trait Handler {
+    /// The global definitions, once, before any event. Returns the
+    /// attributes whose values [`Handler::event`] should receive.
+    fn definitions(&mut self, defs: Definitions) -> Result<Wanted, String>;
+    /// One event record of location `loc` at `time` (ticks), with the
+    /// wanted attributes' values when the record carries them: the
+    /// string's reference and the number.
+    fn event(
+        &mut self,
+        loc: u64,
+        time: u64,
+        rec: Record,
+        string: Option<u32>,
+        number: Option<u64>,
+    ) -> Result<(), String>;
+}
+
+struct ReadState<'a> {
+    defs: Definitions,
+    handler: &'a mut dyn Handler,
+    wanted: Wanted,
+    error: Option<String>,
+}
+
+fn slot<T: Clone + Default>(v: &mut Vec<T>, i: usize) -> &mut T {
+    if v.len() <= i {
+        v.resize(i + 1, T::default());
+    }
+    &mut v[i]
+}
+
+/// Runs `f` on the read state behind `user`, catching a panic: the
+/// callback's return code.
+///
+/// # Safety
+/// `user` must be the `ReadState` that `read` registered.
+unsafe fn with_state(
+    user: *mut c_void,
+    f: impl FnOnce(&mut ReadState<'_>) -> Result<(), String>,
+) -> OTF2_CallbackCode {
+    // SAFETY: the caller passes the pointer `read` registered, to a
+    // ReadState that lives for the whole read and is not otherwise
+    // borrowed while the library runs callbacks.
+    let st = unsafe { &mut *(user as *mut ReadState<'_>) };
+    if st.error.is_some() {
+        return OTF2_CALLBACK_INTERRUPT as OTF2_CallbackCode;
+    }
+    match catch_unwind(AssertUnwindSafe(|| f(st))) {
+        Ok(Ok(())) => OTF2_CALLBACK_SUCCESS as OTF2_CallbackCode,
+        Ok(Err(e)) => {
+            st.error = Some(e);
+            OTF2_CALLBACK_INTERRUPT as OTF2_CallbackCode
+        }
+        Err(_) => {
+            st.error = Some("internal error: a panic while reading the archive".into());
+            OTF2_CALLBACK_INTERRUPT as OTF2_CallbackCode
+        }
+    }
+}
+
+unsafe extern "C" fn def_string(
+    user: *mut c_void,
+    id: OTF2_StringRef,
+    s: *const std::os::raw::c_char,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library passes a NUL-terminated string valid for the
+    // callback, and the `user` that `read` registered.
+    unsafe {
+        let text = if s.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(s).to_string_lossy().into_owned()
+        };
+        with_state(user, |st| {
+            *slot(&mut st.defs.strings, id as usize) = text;
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn def_clock(
+    user: *mut c_void,
+    res: u64,
+    offset: u64,
+    length: u64,
+    _real: u64,
+) -> OTF2_CallbackCode {
+    // SAFETY: `user` is the state `read` registered.
+    unsafe {
+        with_state(user, |st| {
+            st.defs.clock = (res, offset, length);
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn def_location_group(
+    user: *mut c_void,
+    id: OTF2_LocationGroupRef,
+    name: OTF2_StringRef,
+    _kind: OTF2_LocationGroupType,
+    _parent: OTF2_SystemTreeNodeRef,
+    _creator: OTF2_LocationGroupRef,
+) -> OTF2_CallbackCode {
+    // SAFETY: `user` is the state `read` registered.
+    unsafe {
+        with_state(user, |st| {
+            st.defs.location_groups.push((id, name));
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn def_location(
+    user: *mut c_void,
+    id: OTF2_LocationRef,
+    name: OTF2_StringRef,
+    kind: OTF2_LocationType,
+    events: u64,
+    group: OTF2_LocationGroupRef,
+) -> OTF2_CallbackCode {
+    // SAFETY: `user` is the state `read` registered.
+    unsafe {
+        with_state(user, |st| {
+            st.defs.locations.push(LocationDef {
+                id,
+                name,
+                group,
+                group_name: UNDEFINED_U32,
+                events,
+                thread: kind == OTF2_LOCATION_TYPE_CPU_THREAD as OTF2_LocationType,
+            });
+            Ok(())
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn def_region(
+    user: *mut c_void,
+    id: OTF2_RegionRef,
+    name: OTF2_StringRef,
+    _canonical: OTF2_StringRef,
+    description: OTF2_StringRef,
+    role_: OTF2_RegionRole,
+    paradigm: OTF2_Paradigm,
+    _flags: OTF2_RegionFlag,
+    _file: OTF2_StringRef,
+    _begin: u32,
+    _end: u32,
+) -> OTF2_CallbackCode {
+    let r = match role_ as u32 {
+        OTF2_REGION_ROLE_POINT2POINT => Role::Point2Point,
+        OTF2_REGION_ROLE_BARRIER => Role::Barrier,
+        OTF2_REGION_ROLE_COLL_ONE2ALL => Role::One2All,
+        OTF2_REGION_ROLE_COLL_ALL2ONE => Role::All2One,
+        OTF2_REGION_ROLE_COLL_ALL2ALL => Role::All2All,
+        OTF2_REGION_ROLE_COLL_OTHER => Role::Other,
+        _ => Role::Function,
+    };
+    // SAFETY: `user` is the state `read` registered.
+    unsafe {
+        with_state(user, |st| {
+            st.defs.regions.push(RegionDef {
+                id,
+                name,
+                description,
+                role: r,
+                mpi: paradigm == OTF2_PARADIGM_MPI as OTF2_Paradigm,
+            });
+            Ok(())
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn def_group(
+    user: *mut c_void,
+    id: OTF2_GroupRef,
+    name: OTF2_StringRef,
+    kind: OTF2_GroupType,
+    _paradigm: OTF2_Paradigm,
+    _flags: OTF2_GroupFlag,
+    n: u32,
+    members: *const u64,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library passes `n` members at `members` (or null for
+    // none), valid for the callback; `user` is the registered state.
+    unsafe {
+        let m = if members.is_null() || n == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(members, n as usize).to_vec()
+        };
+        with_state(user, |st| {
+            st.defs.groups.push(GroupDef {
+                id,
+                name,
+                locations: kind == OTF2_GROUP_TYPE_COMM_LOCATIONS as OTF2_GroupType,
+                comm_self: kind == OTF2_GROUP_TYPE_COMM_SELF as OTF2_GroupType,
+                members: m,
+            });
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn def_comm(
+    user: *mut c_void,
+    id: OTF2_CommRef,
+    name: OTF2_StringRef,
+    group: OTF2_GroupRef,
+    parent: OTF2_CommRef,
+    _flags: OTF2_CommFlag,
+) -> OTF2_CallbackCode {
+    // SAFETY: `user` is the state `read` registered.
+    unsafe {
+        with_state(user, |st| {
+            st.defs.comms.push(CommDef {
+                id,
+                name,
+                group,
+                parent,
+            });
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn def_attribute(
+    user: *mut c_void,
+    id: OTF2_AttributeRef,
+    name: OTF2_StringRef,
+    description: OTF2_StringRef,
+    kind: OTF2_Type,
+) -> OTF2_CallbackCode {
+    // SAFETY: `user` is the state `read` registered.
+    unsafe {
+        with_state(user, |st| {
+            st.defs.attributes.push(AttributeDef {
+                id,
+                name,
+                description,
+                string: kind == OTF2_TYPE_STRING as OTF2_Type,
+            });
+            Ok(())
+        })
+    }
+}
+
+/// Delivers one event with the wanted attribute read from `attrs`.
+///
+/// # Safety
+/// `user` is the registered state; `attrs` is the record's attribute list
+/// (or null), valid for the callback.
+unsafe fn deliver(
+    user: *mut c_void,
+    loc: u64,
+    time: u64,
+    attrs: *mut OTF2_AttributeList,
+    rec: Record,
+) -> OTF2_CallbackCode {
+    // SAFETY: as the function's contract says.
+    unsafe {
+        with_state(user, |st| {
+            let mut string = None;
+            let mut number = None;
+            if !attrs.is_null() {
+                if let Some(a) = st.wanted.string
+                    && OTF2_AttributeList_TestAttributeByID(attrs, a)
+                {
+                    let mut v: OTF2_StringRef = UNDEFINED_U32;
+                    if OTF2_AttributeList_GetStringRef(attrs, a, &mut v)
+                        == OTF2_SUCCESS as OTF2_ErrorCode
+                    {
+                        string = Some(v);
+                    }
+                }
+                if let Some(a) = st.wanted.number
+                    && OTF2_AttributeList_TestAttributeByID(attrs, a)
+                {
+                    let mut v: u64 = 0;
+                    if OTF2_AttributeList_GetUint64(attrs, a, &mut v)
+                        == OTF2_SUCCESS as OTF2_ErrorCode
+                    {
+                        number = Some(v);
+                    }
+                }
+            }
+            st.handler.event(loc, time, rec, string, number)
+        })
+    }
+}
+
+unsafe extern "C" fn ev_enter(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+    region: OTF2_RegionRef,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe { deliver(user, loc, t, a, Record::Enter(region)) }
+}
+
+unsafe extern "C" fn ev_leave(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+    region: OTF2_RegionRef,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe { deliver(user, loc, t, a, Record::Leave(region)) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ev_send(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+    to: u32,
+    c: OTF2_CommRef,
+    tag: u32,
+    len: u64,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe { deliver(user, loc, t, a, Record::MpiSend(to, c, tag, len)) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ev_isend(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+    to: u32,
+    c: OTF2_CommRef,
+    tag: u32,
+    len: u64,
+    req: u64,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe { deliver(user, loc, t, a, Record::MpiIsend(to, c, tag, len, req)) }
+}
+
+unsafe extern "C" fn ev_isend_complete(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+    req: u64,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe { deliver(user, loc, t, a, Record::MpiIsendComplete(req)) }
+}
+
+unsafe extern "C" fn ev_irecv_request(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+    req: u64,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe { deliver(user, loc, t, a, Record::MpiIrecvRequest(req)) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ev_recv(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+    from: u32,
+    c: OTF2_CommRef,
+    tag: u32,
+    len: u64,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe { deliver(user, loc, t, a, Record::MpiRecv(from, c, tag, len)) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ev_irecv(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+    from: u32,
+    c: OTF2_CommRef,
+    tag: u32,
+    len: u64,
+    req: u64,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe { deliver(user, loc, t, a, Record::MpiIrecv(from, c, tag, len, req)) }
+}
+
+unsafe extern "C" fn ev_coll_begin(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe { deliver(user, loc, t, a, Record::CollectiveBegin) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ev_coll_end(
+    loc: OTF2_LocationRef,
+    t: OTF2_TimeStamp,
+    user: *mut c_void,
+    a: *mut OTF2_AttributeList,
+    op: OTF2_CollectiveOp,
+    c: OTF2_CommRef,
+    root: u32,
+    sent: u64,
+    recvd: u64,
+) -> OTF2_CallbackCode {
+    // SAFETY: the library's arguments, valid for the callback.
+    unsafe {
+        deliver(
+            user,
+            loc,
+            t,
+            a,
+            Record::CollectiveEnd(op, c, root, sent, recvd),
+        )
+    }
+}
+
+/// Reads the archive whose anchor file is `anchor` (`traces.otf2`):
+/// global definitions to `handler.definitions`, then every location's
+/// events in time order to `handler.event`.
+pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
+    let path = cstring(&anchor.display().to_string())?;
+    let mut st = ReadState {
+        defs: Definitions::default(),
+        handler,
+        wanted: Wanted::default(),
+        error: None,
+    };
+    let stopped = |st: &mut ReadState<'_>| st.error.take().map(Error::Stopped);
+    // SAFETY: the reader handle is checked and closed on every path below;
+    // the callback structs are created, filled with functions of the
+    // matching signatures and deleted here; `st` outlives every call that
+    // can run a callback and is only reached through the registered
+    // pointer meanwhile.
+    unsafe {
+        let reader = OTF2_Reader_Open(path.as_ptr());
+        if reader.is_null() {
+            return Err(Error::NoHandle(
+                "OTF2_Reader_Open (is it an OTF2 anchor file?)",
+            ));
+        }
+        struct Close(*mut OTF2_Reader);
+        impl Drop for Close {
+            fn drop(&mut self) {
+                // SAFETY: the live reader opened above, closed once.
+                unsafe {
+                    OTF2_Reader_Close(self.0);
+                }
+            }
+        }
+        let _close = Close(reader);
+        check(
+            "OTF2_Reader_SetSerialCollectiveCallbacks",
+            OTF2_Reader_SetSerialCollectiveCallbacks(reader),
+        )?;
+        let user = &mut st as *mut ReadState<'_> as *mut c_void;
+        let gdr = OTF2_Reader_GetGlobalDefReader(reader);
+        if gdr.is_null() {
+            return Err(Error::NoHandle("OTF2_Reader_GetGlobalDefReader"));
+        }
+        let dcb = OTF2_GlobalDefReaderCallbacks_New();
+        if dcb.is_null() {
+            return Err(Error::NoHandle("OTF2_GlobalDefReaderCallbacks_New"));
+        }
+        OTF2_GlobalDefReaderCallbacks_SetStringCallback(dcb, Some(def_string));
+        OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(dcb, Some(def_clock));
+        OTF2_GlobalDefReaderCallbacks_SetLocationGroupCallback(dcb, Some(def_location_group));
+        OTF2_GlobalDefReaderCallbacks_SetLocationCallback(dcb, Some(def_location));
+        OTF2_GlobalDefReaderCallbacks_SetRegionCallback(dcb, Some(def_region));
+        OTF2_GlobalDefReaderCallbacks_SetGroupCallback(dcb, Some(def_group));
+        OTF2_GlobalDefReaderCallbacks_SetCommCallback(dcb, Some(def_comm));
+        OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(dcb, Some(def_attribute));
+        let code = OTF2_Reader_RegisterGlobalDefCallbacks(reader, gdr, dcb, user);
+        OTF2_GlobalDefReaderCallbacks_Delete(dcb);
+        check("OTF2_Reader_RegisterGlobalDefCallbacks", code)?;
+        let mut n: u64 = 0;
+        let code = OTF2_Reader_ReadAllGlobalDefinitions(reader, gdr, &mut n);
+        if let Some(e) = stopped(&mut st) {
+            return Err(e);
+        }
+        check("OTF2_Reader_ReadAllGlobalDefinitions", code)?;
+        OTF2_Reader_CloseGlobalDefReader(reader, gdr);
+        let defs = std::mem::take(&mut st.defs);
+        let locations: Vec<u64> = defs.locations.iter().map(|l| l.id).collect();
+        st.wanted = st.handler.definitions(defs).map_err(Error::Stopped)?;
+        for &l in &locations {
+            check(
+                "OTF2_Reader_SelectLocation",
+                OTF2_Reader_SelectLocation(reader, l),
+            )?;
+        }
+        let has_defs = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS as OTF2_ErrorCode;
+        check("OTF2_Reader_OpenEvtFiles", OTF2_Reader_OpenEvtFiles(reader))?;
+        for &l in &locations {
+            if has_defs {
+                let d = OTF2_Reader_GetDefReader(reader, l);
+                if !d.is_null() {
+                    let mut k: u64 = 0;
+                    OTF2_Reader_ReadAllLocalDefinitions(reader, d, &mut k);
+                    OTF2_Reader_CloseDefReader(reader, d);
+                }
+            }
+            if OTF2_Reader_GetEvtReader(reader, l).is_null() {
+                return Err(Error::NoHandle("OTF2_Reader_GetEvtReader"));
+            }
+        }
+        if has_defs {
+            OTF2_Reader_CloseDefFiles(reader);
+        }
+        let ger = OTF2_Reader_GetGlobalEvtReader(reader);
+        if ger.is_null() {
+            return Err(Error::NoHandle("OTF2_Reader_GetGlobalEvtReader"));
+        }
+        let ecb = OTF2_GlobalEvtReaderCallbacks_New();
+        if ecb.is_null() {
+            return Err(Error::NoHandle("OTF2_GlobalEvtReaderCallbacks_New"));
+        }
+        OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(ecb, Some(ev_enter));
+        OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(ecb, Some(ev_leave));
+        OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(ecb, Some(ev_send));
+        OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(ecb, Some(ev_isend));
+        OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(ecb, Some(ev_isend_complete));
+        OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(ecb, Some(ev_irecv_request));
+        OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(ecb, Some(ev_recv));
+        OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(ecb, Some(ev_irecv));
+        OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(ecb, Some(ev_coll_begin));
+        OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(ecb, Some(ev_coll_end));
+        let code = OTF2_Reader_RegisterGlobalEvtCallbacks(reader, ger, ecb, user);
+        OTF2_GlobalEvtReaderCallbacks_Delete(ecb);
+        check("OTF2_Reader_RegisterGlobalEvtCallbacks", code)?;
+        let mut n: u64 = 0;
+        let code = OTF2_Reader_ReadAllGlobalEvents(reader, ger, &mut n);
+        if let Some(e) = stopped(&mut st) {
+            return Err(e);
+        }
+        check("OTF2_Reader_ReadAllGlobalEvents", code)?;
+        OTF2_Reader_CloseGlobalEvtReader(reader, ger);
+        OTF2_Reader_CloseEvtFiles(reader);
+        Ok(())
+    }
+}

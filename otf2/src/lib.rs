@@ -1,0 +1,59 @@
+//! rankscale traces to and from OTF2 archives, the Open Trace Format 2 of
+//! Score-P, Scalasca and Vampir (Eschweiler et al. 2011), through the OTF2
+//! library itself (so that what it writes, OTF2's own tools read).
+//!
+//! - [`export`] writes a trace as an archive in the records Score-P
+//!   writes for MPI; every call also carries its full parameters as the
+//!   attribute [`EVENT_ATTRIBUTE`].
+//! - [`import`] reads an archive back into a trace file: exactly, call by
+//!   call, when the calls carry that attribute (an archive rankscale
+//!   wrote); from the standard MPI records otherwise (an archive Score-P
+//!   wrote).
+//!
+//! The calls into the C library are all in [`ffi`]; the mappings are safe
+//! code.
+
+pub mod ffi;
+mod read;
+mod write;
+
+use std::path::PathBuf;
+
+pub use read::{Imported, Options, import, import_with};
+pub use write::{Exported, export};
+
+/// The name of the string attribute on every `Enter` that rankscale
+/// writes: the call in rankscale's raw-log grammar, every parameter
+/// included.
+pub const EVENT_ATTRIBUTE: &str = "rankscale::event";
+
+/// The name of the unsigned attribute on every `Enter` that rankscale
+/// writes: the call's position among its rank's calls.
+pub const SEQ_ATTRIBUTE: &str = "rankscale::seq";
+
+/// The name of this format, as `rankscale import --format` takes it and as
+/// an imported trace's metadata records it.
+pub const OTF2: &str = "otf2";
+
+/// Why an export or an import failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The OTF2 library reported an error.
+    #[error("OTF2: {0}")]
+    Otf2(#[from] ffi::Error),
+    /// Reading the trace's events or times failed.
+    #[error(transparent)]
+    Events(#[from] analysis::timed::Error),
+    /// The output directory already holds an archive.
+    #[error(
+        "{0} already holds an OTF2 archive (traces.otf2 or traces/): OTF2 does not overwrite one; remove it or choose another directory"
+    )]
+    Exists(PathBuf),
+    /// The archive holds something the import cannot take.
+    #[error("{0}")]
+    Archive(String),
+    /// Building the trace failed.
+    #[error("building the trace: {0}")]
+    Trace(#[from] compress::Error),
+}

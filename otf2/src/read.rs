@@ -1,0 +1,552 @@
+//! An OTF2 archive as a rankscale trace file, built as the tracer builds
+//! one: a [`RankRecorder`] per rank fed call by call, the ranks merged in
+//! the tracer's order. Nothing downstream can tell it from a traced trace
+//! but by its metadata (`origin` imported from `otf2`).
+//!
+//! - **Ranks and threads:** each location group (process) with CPU-thread
+//!   locations is a rank, in the order of the groups' ids (Score-P numbers
+//!   them by MPI rank); its locations are its threads, by id.
+//! - **Calls:** a region named `MPI_<call>` that rankscale knows is one
+//!   call, from its `Enter` to its `Leave`. Other regions (user functions,
+//!   MPI calls nested in another MPI call) are skipped and counted; their
+//!   time is computation.
+//! - **Exactly, when the archive says so:** an `Enter` with the attribute
+//!   [`crate::EVENT_ATTRIBUTE`] (rankscale wrote the archive) gives the
+//!   call with every parameter; its MPI records are then not needed.
+//! - **From the MPI records otherwise:** `MpiSend`/`MpiRecv` give the
+//!   peer, tag and bytes of a blocking call (count = bytes, datatype size
+//!   1), `MpiIsend` a nonblocking send and its request, `MpiIrecvRequest`
+//!   a nonblocking receive, whose peer, tag and bytes come from the
+//!   `MpiIrecv` that completes it (the call is held until then);
+//!   `MpiIsendComplete`/`MpiIrecv` are the requests a `Wait*`/`Test*`
+//!   completed; `MpiCollectiveEnd` gives a collective's communicator,
+//!   root and bytes. Ranks in records are turned into world ranks through
+//!   the communicator's group.
+//! - **Time:** ticks at the archive's resolution, in ns from the global
+//!   offset, kept exactly in the timeline.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use compress::{
+    CommId, Event, Meta, Op, Origin, Peer, RankRecorder, Recording, ReqId, Tag, Timing, TraceFile,
+    Transfer,
+};
+
+use crate::ffi::{self, Definitions, Handler, Record, UNDEFINED_U32, Wanted};
+use crate::{EVENT_ATTRIBUTE, Error, OTF2, SEQ_ATTRIBUTE};
+
+/// What an import read.
+#[derive(Debug)]
+pub struct Imported {
+    /// The trace.
+    pub file: TraceFile,
+    /// MPI calls imported.
+    pub calls: u64,
+    /// Of those, calls restored exactly from their attribute.
+    pub exact: u64,
+    /// Regions skipped: not MPI, unknown to rankscale, or nested in a
+    /// call.
+    pub skipped: u64,
+}
+
+/// A communicator of the archive: rankscale's id and its members' world
+/// ranks by their rank in it.
+#[derive(Clone, Debug)]
+struct Comm {
+    id: CommId,
+    members: Vec<i32>,
+    /// A `COMM_SELF`-like communicator: each rank alone.
+    self_like: bool,
+}
+
+/// A call between its `Enter` and its `Leave`.
+struct Open {
+    region: u32,
+    enter: u64,
+    ev: Event,
+    exact: bool,
+    /// Its position among the rank's calls, when the archive gives it.
+    seq: Option<u64>,
+    /// Requests of receives this call posted, to fill in at completion.
+    irecvs: Vec<u64>,
+}
+
+#[derive(Default)]
+struct Thread {
+    open: Option<Open>,
+    /// Depth of skipped regions entered and not left.
+    skipped_depth: u32,
+    prev_leave: Option<u64>,
+}
+
+struct Rank {
+    rec: RankRecorder,
+    threads: HashMap<u32, Thread>,
+    /// Calls left and not yet handed to the recorder, by position: an
+    /// earlier one is still open, or waits for its receive's completion.
+    slots: BTreeMap<u64, Event>,
+    /// The position of the next call to hand to the recorder.
+    next: u64,
+    /// Calls left so far (the position of a call the archive does not
+    /// place).
+    left: u64,
+    /// Receives posted and not completed: request → call position.
+    waiting: HashMap<u64, u64>,
+}
+
+impl Rank {
+    fn flush(&mut self, all: bool) -> Result<(), compress::Error> {
+        while let Some((&k, _)) = self.slots.first_key_value() {
+            if !all && (k != self.next || self.waiting.values().any(|&i| i == k)) {
+                break;
+            }
+            if let Some(ev) = self.slots.remove(&k) {
+                self.rec.push(&ev)?;
+            }
+            self.next = k + 1;
+        }
+        Ok(())
+    }
+}
+
+/// How to import.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Ignore rankscale's own attributes and take every call from the
+    /// standard MPI records, as for an archive Score-P wrote (what a test
+    /// of that path runs on rankscale's own archives).
+    pub records_only: bool,
+}
+
+struct State {
+    opts: Options,
+    defs: Definitions,
+    /// Location → (rank, thread).
+    locations: HashMap<u64, (u32, u32)>,
+    /// Region → the call it is, when an MPI call rankscale knows.
+    regions: HashMap<u32, Op>,
+    comms: HashMap<u32, Comm>,
+    ranks: Vec<Rank>,
+    /// ns per tick as (numerator, denominator): 1e9 / resolution.
+    res: u64,
+    zero_ns: u64,
+    calls: u64,
+    exact: u64,
+    skipped: u64,
+}
+
+impl State {
+    fn ns(&self, ticks: u64) -> u64 {
+        ((u128::from(ticks) * 1_000_000_000) / u128::from(self.res.max(1))) as u64
+    }
+
+    fn string(&self, id: u32) -> &str {
+        self.defs
+            .strings
+            .get(id as usize)
+            .map_or("", String::as_str)
+    }
+}
+
+fn transfer(c: &Comm, me: i32, peer: u32, tag: u32, len: u64) -> Transfer {
+    let world = if c.self_like {
+        me
+    } else {
+        c.members.get(peer as usize).copied().unwrap_or(peer as i32)
+    };
+    Transfer {
+        peer: Peer::Rank {
+            world,
+            local: peer as i32,
+        },
+        tag: if tag == UNDEFINED_U32 {
+            Tag::Any
+        } else {
+            Tag::Value(tag as i32)
+        },
+        count: len as i64,
+        dsize: 1,
+        dtype: compress::Datatype::UNKNOWN,
+    }
+}
+
+impl State {
+    /// The communicator `c` and the caller's rank in it.
+    fn comm(&self, c: u32, me: i32) -> Result<(Comm, i32), String> {
+        let comm = self.comms.get(&c).cloned().ok_or_else(|| {
+            format!("a record names communicator {c}, which the archive does not define")
+        })?;
+        let local = if comm.self_like {
+            0
+        } else {
+            comm.members
+                .iter()
+                .position(|&w| w == me)
+                .map_or(-1, |p| p as i32)
+        };
+        Ok((comm, local))
+    }
+
+    fn set_comm(&self, ev: &mut Event, c: u32, me: i32) -> Result<Comm, String> {
+        let (comm, local) = self.comm(c, me)?;
+        ev.comm = comm.id;
+        ev.comm_rank = local;
+        Ok(comm)
+    }
+}
+
+impl Handler for State {
+    fn definitions(&mut self, defs: Definitions) -> Result<Wanted, String> {
+        self.defs = defs;
+        self.res = self.defs.clock.0;
+        if self.res == 0 {
+            return Err("the archive's clock has a resolution of 0 ticks per second".into());
+        }
+        self.zero_ns = self.ns(self.defs.clock.1);
+        // Ranks: the location groups that have CPU threads, by id.
+        let mut groups: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for l in self.defs.locations.iter().filter(|l| l.thread) {
+            groups.entry(l.group).or_default().push(l.id);
+        }
+        if groups.is_empty() {
+            return Err("the archive has no CPU-thread locations (no processes to import)".into());
+        }
+        let mut rank_of_location: HashMap<u64, i32> = HashMap::new();
+        for (rank, locs) in groups.values_mut().enumerate() {
+            locs.sort_unstable();
+            for (thread, &l) in locs.iter().enumerate() {
+                self.locations.insert(l, (rank as u32, thread as u32));
+                rank_of_location.insert(l, rank as i32);
+            }
+        }
+        let what = Recording {
+            timeline_epoch: Some(self.zero_ns),
+            ..Recording::default()
+        };
+        self.ranks = (0..groups.len() as u32)
+            .map(|r| Rank {
+                rec: RankRecorder::new(r, &what),
+                threads: HashMap::new(),
+                slots: BTreeMap::new(),
+                next: 0,
+                left: 0,
+                waiting: HashMap::new(),
+            })
+            .collect();
+        for r in &self.defs.regions {
+            let name = self.string(r.name);
+            if let Some(op) = name.strip_prefix("MPI_").and_then(Op::from_name) {
+                self.regions.insert(r.id, op);
+            }
+        }
+        // Communicators: members as world ranks.
+        let groups_by_id: HashMap<u32, &ffi::GroupDef> =
+            self.defs.groups.iter().map(|g| (g.id, g)).collect();
+        let paradigm_locations: Option<&ffi::GroupDef> =
+            self.defs.groups.iter().find(|g| g.locations);
+        let world_size = groups.len();
+        let mut next = 2u32;
+        let mut comm_defs = self.defs.comms.clone();
+        comm_defs.sort_by_key(|c| c.id);
+        for c in &comm_defs {
+            let g = groups_by_id.get(&c.group);
+            let (members, self_like) = match g {
+                Some(g) if g.comm_self => (Vec::new(), true),
+                Some(g) if g.locations => (
+                    g.members
+                        .iter()
+                        .map(|l| rank_of_location.get(l).copied().unwrap_or(-1))
+                        .collect(),
+                    false,
+                ),
+                Some(g) => (
+                    g.members
+                        .iter()
+                        .map(|&i| {
+                            paradigm_locations
+                                .and_then(|p| p.members.get(i as usize))
+                                .and_then(|l| rank_of_location.get(l).copied())
+                                .unwrap_or(i as i32)
+                        })
+                        .collect(),
+                    false,
+                ),
+                None => (Vec::new(), false),
+            };
+            let name = self.string(c.name);
+            let id = if self_like || name == "MPI_COMM_SELF" {
+                CommId(1)
+            } else if name == "MPI_COMM_WORLD"
+                || (c.parent == UNDEFINED_U32
+                    && members.len() == world_size
+                    && members.iter().enumerate().all(|(i, &w)| w == i as i32))
+            {
+                CommId::WORLD
+            } else {
+                next += 1;
+                CommId(next - 1)
+            };
+            self.comms.insert(
+                c.id,
+                Comm {
+                    id,
+                    members,
+                    self_like,
+                },
+            );
+        }
+        if self.opts.records_only {
+            return Ok(Wanted::default());
+        }
+        let find = |name: &str, string: bool| {
+            self.defs
+                .attributes
+                .iter()
+                .find(|a| a.string == string && self.string(a.name) == name)
+                .map(|a| a.id)
+        };
+        Ok(Wanted {
+            string: find(EVENT_ATTRIBUTE, true),
+            number: find(SEQ_ATTRIBUTE, false),
+        })
+    }
+
+    fn event(
+        &mut self,
+        loc: u64,
+        time: u64,
+        rec: Record,
+        attr: Option<u32>,
+        seq: Option<u64>,
+    ) -> Result<(), String> {
+        let Some(&(rank, thread)) = self.locations.get(&loc) else {
+            return Ok(());
+        };
+        let me = rank as i32;
+        let t = self.ns(time);
+        let exact_line = attr.map(|a| self.string(a).to_string());
+        let op_of = |region: u32| self.regions.get(&region).copied();
+        let th = self.ranks[rank as usize].threads.entry(thread).or_default();
+        match rec {
+            Record::Enter(region) => {
+                if th.open.is_some() || th.skipped_depth > 0 {
+                    // Nested in a call: skipped with everything inside.
+                    th.skipped_depth += 1;
+                    self.skipped += 1;
+                    return Ok(());
+                }
+                if op_of(region).is_none() {
+                    // A user function around calls: its time is
+                    // computation, the calls inside count.
+                    self.skipped += 1;
+                    return Ok(());
+                }
+                let op = op_of(region).unwrap_or(Op::Pcontrol);
+                let (ev, exact) = match exact_line {
+                    Some(line) => {
+                        let ev = compress::raw::parse_line(&line, 1).map_err(|e| {
+                            format!("location {loc}: the {EVENT_ATTRIBUTE} attribute `{line}`: {e}")
+                        })?;
+                        (ev, true)
+                    }
+                    None => {
+                        let mut ev = Event::new(op);
+                        ev.comm_rank = me;
+                        (ev, false)
+                    }
+                };
+                th.open = Some(Open {
+                    region,
+                    enter: t,
+                    ev,
+                    exact,
+                    seq,
+                    irecvs: Vec::new(),
+                });
+            }
+            Record::Leave(region) => {
+                if th.skipped_depth > 0 {
+                    th.skipped_depth -= 1;
+                    return Ok(());
+                }
+                let Some(open) = th.open.take() else {
+                    // Leaving a user function.
+                    return Ok(());
+                };
+                if open.region != region {
+                    return Err(format!(
+                        "location {loc}: leaves region {region} while in region {}",
+                        open.region
+                    ));
+                }
+                let mut ev = open.ev;
+                ev.thread = thread;
+                ev.time = Timing {
+                    enter_ns: open.enter.saturating_sub(self.zero_ns),
+                    dur_ns: t.saturating_sub(open.enter),
+                    compute_ns: th.prev_leave.map_or(0, |p| open.enter.saturating_sub(p)),
+                };
+                th.prev_leave = Some(t);
+                let r = &mut self.ranks[rank as usize];
+                let index = open.seq.unwrap_or(r.left);
+                r.left += 1;
+                for req in open.irecvs {
+                    r.waiting.insert(req, index);
+                }
+                if r.slots.insert(index, ev).is_some() {
+                    return Err(format!("rank {rank}: two calls at position {index}"));
+                }
+                r.flush(false).map_err(|e| format!("rank {rank}: {e}"))?;
+                self.calls += 1;
+                if open.exact {
+                    self.exact += 1;
+                }
+            }
+            rec => {
+                if th.skipped_depth > 0 {
+                    return Ok(());
+                }
+                let Some(mut open) = th.open.take() else {
+                    return Ok(());
+                };
+                if !open.exact {
+                    self.record(&mut open, me, rec)?;
+                }
+                self.ranks[rank as usize]
+                    .threads
+                    .entry(thread)
+                    .or_default()
+                    .open = Some(open);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl State {
+    /// Fills the open call `open` of rank `me` from one MPI record.
+    fn record(&mut self, open: &mut Open, me: i32, rec: Record) -> Result<(), String> {
+        let ev = &mut open.ev;
+        match rec {
+            Record::MpiSend(to, c, tag, len) | Record::MpiIsend(to, c, tag, len, _) => {
+                let comm = self.set_comm(ev, c, me)?;
+                ev.send = Some(transfer(&comm, me, to, tag, len));
+                if let Record::MpiIsend(.., req) = rec {
+                    ev.req = Some(ReqId(req));
+                }
+            }
+            Record::MpiRecv(from, c, tag, len) => {
+                let comm = self.set_comm(ev, c, me)?;
+                ev.recv = Some(transfer(&comm, me, from, tag, len));
+            }
+            Record::MpiIrecvRequest(req) => {
+                ev.req = Some(ReqId(req));
+                ev.recv = Some(Transfer {
+                    peer: Peer::Any,
+                    tag: Tag::Any,
+                    count: 0,
+                    dsize: 1,
+                    dtype: compress::Datatype::UNKNOWN,
+                });
+                open.irecvs.push(req);
+            }
+            Record::MpiIsendComplete(req) => {
+                ev.reqs.push(ReqId(req));
+                ev.done.push(ReqId(req));
+            }
+            Record::MpiIrecv(from, c, tag, len, req) => {
+                ev.reqs.push(ReqId(req));
+                ev.done.push(ReqId(req));
+                let (comm, local) = self.comm(c, me)?;
+                let x = transfer(&comm, me, from, tag, len);
+                // The posting call, held until now, gets its peer, tag
+                // and bytes (it may be this very call: Irecv + Wait in
+                // one region does not happen, but be safe).
+                let r = &mut self.ranks[me as usize];
+                if let Some(i) = r.waiting.remove(&req) {
+                    if let Some(post) = r.slots.get_mut(&i) {
+                        post.comm = comm.id;
+                        post.comm_rank = local;
+                        post.recv = Some(x);
+                    }
+                    r.flush(false).map_err(|e| format!("rank {me}: {e}"))?;
+                } else if open.irecvs.contains(&req) {
+                    ev.recv = Some(x);
+                }
+            }
+            Record::CollectiveBegin => {}
+            Record::CollectiveEnd(_, c, root, sent, recvd) => {
+                self.set_comm(ev, c, me)?;
+                if root != UNDEFINED_U32 {
+                    ev.root = Some(root as i32);
+                }
+                if ev.op != Op::Barrier || sent != 0 || recvd != 0 {
+                    ev.send = Some(Transfer::collective(sent as i64, 1));
+                    ev.recv = Some(Transfer::collective(recvd as i64, 1));
+                }
+            }
+            Record::Enter(_) | Record::Leave(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// Reads the OTF2 archive whose anchor file is `anchor` (`traces.otf2`)
+/// into a trace file; see the module documentation for the mapping.
+pub fn import(anchor: &Path) -> Result<Imported, Error> {
+    import_with(anchor, Options::default())
+}
+
+/// [`import`] with options.
+pub fn import_with(anchor: &Path, opts: Options) -> Result<Imported, Error> {
+    let mut st = State {
+        opts,
+        defs: Definitions::default(),
+        locations: HashMap::new(),
+        regions: HashMap::new(),
+        comms: HashMap::new(),
+        ranks: Vec::new(),
+        res: 1,
+        zero_ns: 0,
+        calls: 0,
+        exact: 0,
+        skipped: 0,
+    };
+    ffi::read(anchor, &mut st)?;
+    let mut parts = Vec::with_capacity(st.ranks.len());
+    let world_size = st.ranks.len() as u32;
+    let mut last = 0;
+    for mut r in st.ranks {
+        r.flush(true)?;
+        for t in r.threads.values() {
+            last = last.max(t.prev_leave.unwrap_or(0));
+        }
+        parts.push(r.rec.finish()?);
+    }
+    let mut file = TraceFile::merge_as_traced(parts)?.unwrap_or_default();
+    file.trace.normalize();
+    file.meta = Meta {
+        tool: format!("rankscale {}", env!("CARGO_PKG_VERSION")),
+        mpi: format!("imported: {OTF2}"),
+        world_size,
+        command: vec![
+            "import".into(),
+            "--format".into(),
+            OTF2.into(),
+            anchor.display().to_string(),
+        ],
+        wall_ns: last.saturating_sub(st.zero_ns),
+        merge_ns: 0,
+        origin: Origin::Imported {
+            format: OTF2.into(),
+        },
+        ..Meta::default()
+    };
+    Ok(Imported {
+        file,
+        calls: st.calls,
+        exact: st.exact,
+        skipped: st.skipped,
+    })
+}

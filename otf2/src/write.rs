@@ -1,0 +1,444 @@
+//! A rankscale trace as an OTF2 archive, in the records Score-P writes for
+//! MPI, so that OTF2's own tools (`otf2-print`), Scalasca and Vampir read
+//! it:
+//!
+//! - each rank is a process (location group) with one location per thread
+//!   it used; each call an `Enter`/`Leave` pair of the region `MPI_<call>`
+//!   (paradigm MPI, with the role OTF2 gives that call);
+//! - inside it the MPI records: `MpiSend` at entry and `MpiRecv` at exit
+//!   for blocking point-to-point calls (both for `Sendrecv`);
+//!   `MpiIsend`/`MpiIrecvRequest` when a nonblocking call posts, and
+//!   `MpiIsendComplete`/`MpiIrecv` in the `Wait*`/`Test*` that completed
+//!   it; `MpiCollectiveBegin`/`MpiCollectiveEnd` around blocking
+//!   collectives;
+//! - ranks in records are ranks in the record's communicator, and every
+//!   communicator is defined with its members (as far as the trace's
+//!   events name them: each caller's rank and each peer's).
+//!
+//! Every `Enter` also carries the attribute `rankscale::event`: the call in
+//! the raw-log grammar, every parameter included, which `rankscale
+//! import` reads back exactly; and `rankscale::seq`, its position among its
+//! rank's calls (threads record in an order that timestamps alone do not
+//! give back). Byte counts are what the calls name
+//! (count times datatype size): for a receive its buffer, which may be
+//! larger than the message. Persistent requests and nonblocking
+//! collectives get `Enter`/`Leave` only.
+//!
+//! Times are the trace's timeline (nanosecond ticks, the common time zero
+//! as the global offset), or, without one, the estimate of
+//! [`analysis::timed`], from 0.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use analysis::matching::Lineage;
+use analysis::timed::{self, Clock, RankEvents};
+use compress::{Family, Op, Peer, ReqId, Tag, TraceFile};
+
+use crate::ffi::{
+    self, AttrValue, AttributeDef, CommDef, Definitions, GroupDef, LocationDef, Record, RegionDef,
+    Role, UNDEFINED_U32, Writer,
+};
+use crate::{EVENT_ATTRIBUTE, Error, SEQ_ATTRIBUTE};
+
+/// What an export wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exported {
+    /// Ranks (processes) written.
+    pub ranks: usize,
+    /// Locations (a rank's threads) written.
+    pub locations: usize,
+    /// Calls written (`Enter`/`Leave` pairs).
+    pub calls: u64,
+    /// Event records written in all.
+    pub records: u64,
+    /// Whether the times came from the timeline (else estimated).
+    pub timed: bool,
+}
+
+/// The OTF2 collective operation of a blocking collective.
+fn collective_op(op: Op) -> Option<u8> {
+    use ffi::collective as c;
+    Some(match op {
+        Op::Barrier => c::BARRIER,
+        Op::Bcast => c::BCAST,
+        Op::Gather => c::GATHER,
+        Op::Gatherv => c::GATHERV,
+        Op::Scatter => c::SCATTER,
+        Op::Scatterv => c::SCATTERV,
+        Op::Allgather => c::ALLGATHER,
+        Op::Allgatherv => c::ALLGATHERV,
+        Op::Alltoall => c::ALLTOALL,
+        Op::Alltoallv => c::ALLTOALLV,
+        Op::Alltoallw => c::ALLTOALLW,
+        Op::Allreduce => c::ALLREDUCE,
+        Op::Reduce => c::REDUCE,
+        Op::ReduceScatter => c::REDUCE_SCATTER,
+        Op::ReduceScatterBlock => c::REDUCE_SCATTER_BLOCK,
+        Op::Scan => c::SCAN,
+        Op::Exscan => c::EXSCAN,
+        _ => return None,
+    })
+}
+
+/// The region role OTF2 gives a call.
+fn role(op: Op) -> Role {
+    match op.family() {
+        Family::BlockingP2p | Family::NonblockingP2p | Family::Persistent | Family::Probe => {
+            Role::Point2Point
+        }
+        Family::Collective | Family::NonblockingCollective => match op {
+            Op::Barrier | Op::Ibarrier => Role::Barrier,
+            Op::Bcast | Op::Scatter | Op::Scatterv | Op::Ibcast | Op::Iscatter | Op::Iscatterv => {
+                Role::One2All
+            }
+            Op::Reduce | Op::Gather | Op::Gatherv | Op::Ireduce | Op::Igather | Op::Igatherv => {
+                Role::All2One
+            }
+            Op::Scan | Op::Exscan | Op::Iscan | Op::Iexscan => Role::Other,
+            _ => Role::All2All,
+        },
+        _ => Role::Function,
+    }
+}
+
+/// Interned strings: an id per distinct string, in first-use order.
+#[derive(Default)]
+struct Strings {
+    ids: HashMap<String, u32>,
+    all: Vec<String>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.all.len() as u32;
+        self.ids.insert(s.to_string(), i);
+        self.all.push(s.to_string());
+        i
+    }
+}
+
+/// A communicator as the export defines it: its id and its members by
+/// their rank in it (world ranks).
+struct Comm {
+    id: u32,
+    name: String,
+    members: BTreeMap<i32, i32>,
+}
+
+/// The communicators met, keyed by (communicator id, lineage group).
+#[derive(Default)]
+struct Comms {
+    by_key: HashMap<(u32, u64), usize>,
+    all: Vec<Comm>,
+}
+
+impl Comms {
+    fn get(&mut self, key: (u32, u64), me: i32) -> &mut Comm {
+        let n = self.all.len();
+        let i = *self.by_key.entry(key).or_insert(n);
+        if i == n {
+            let name = match key.0 {
+                0 => "MPI_COMM_WORLD".to_string(),
+                1 => format!("MPI_COMM_SELF of rank {me}"),
+                c => format!("communicator {c}"),
+            };
+            self.all.push(Comm {
+                id: n as u32,
+                name,
+                members: BTreeMap::new(),
+            });
+        }
+        &mut self.all[i]
+    }
+}
+
+/// A posted nonblocking point-to-point request, until its completion.
+#[derive(Clone, Copy)]
+enum Posted {
+    Send,
+    /// Communicator, source (rank in it, when concrete), tag, bytes.
+    Recv(u32, Option<u32>, Option<u32>, u64),
+}
+
+fn bytes(x: Option<compress::Transfer>) -> u64 {
+    x.map_or(0, |t| {
+        (t.count.max(0) as u64).saturating_mul(t.dsize.max(0) as u64)
+    })
+}
+
+fn total(counts: &[i32], x: Option<compress::Transfer>) -> u64 {
+    if counts.is_empty() {
+        return bytes(x);
+    }
+    let n: i64 = counts.iter().map(|&c| i64::from(c.max(0))).sum();
+    let d = x.map_or(1, |t| t.dsize.max(0));
+    (n as u64).saturating_mul(d as u64)
+}
+
+fn tag_of(t: Tag) -> u32 {
+    match t {
+        Tag::Value(v) => v as u32,
+        Tag::Any => UNDEFINED_U32,
+    }
+}
+
+/// Writes `file` as the OTF2 archive `dir/traces.otf2` (with `dir/traces/`
+/// and `dir/traces.def`). `dir` must not exist yet or be empty: OTF2 does
+/// not overwrite an archive.
+pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
+    if dir.join("traces.otf2").exists() || dir.join("traces").exists() {
+        return Err(Error::Exists(dir.to_path_buf()));
+    }
+    let clock = Clock::of(file);
+    let mut w = Writer::create(dir, "traces")?;
+    let mut strings = Strings::default();
+    let (event_attr, seq_attr) = (0u32, 1u32);
+    let mut regions: BTreeMap<Op, u32> = BTreeMap::new();
+    let mut comms = Comms::default();
+    let mut locations: Vec<LocationDef> = Vec::new();
+    let mut done = Exported {
+        ranks: 0,
+        locations: 0,
+        calls: 0,
+        records: 0,
+        timed: clock.timed,
+    };
+    let offset = if clock.timed { clock.zero } else { 0 };
+    let mut last = 0u64;
+    let ranks: Vec<u32> = file.trace.ranks().iter().collect();
+    let mut line = String::with_capacity(128);
+    for &rank in &ranks {
+        let me = rank as i32;
+        let t = timed::rank_trace(file, rank)?;
+        let mut events = RankEvents::new(file, &t, rank, clock)?;
+        let mut lineage = Lineage::new(me);
+        let mut posted: HashMap<ReqId, Posted> = HashMap::new();
+        // Records per thread of this rank.
+        let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+        let group_name = strings.id(&format!("rank {rank}"));
+        let mut seq = 0u64;
+        while let Some(next) = events.next_event() {
+            let (ev, start, dur) = next?;
+            seq += 1;
+            let t0 = offset + start.max(0.0).round() as u64;
+            let t1 = t0 + dur.max(0.0).round() as u64;
+            last = last.max(t1);
+            // Location ids: rank << 16 | thread (Score-P numbers a rank's
+            // threads the same way).
+            let loc = (u64::from(rank) << 16) | u64::from(ev.thread);
+            let n = regions.len() as u32;
+            let region = *regions.entry(ev.op).or_insert(n);
+            let mut raw = ev.clone();
+            raw.time = Default::default();
+            line.clear();
+            compress::raw::format_event(&raw, &mut line);
+            let value = strings.id(&line);
+            let mut records = vec![Record::Enter(region)];
+            let mut at_end = Vec::new();
+            let key = (ev.comm.0, lineage.group(ev.comm.0));
+            let comm = comms.get(key, me);
+            if ev.comm_rank >= 0 {
+                comm.members.insert(ev.comm_rank, me);
+            }
+            for x in [ev.send, ev.recv].into_iter().flatten() {
+                if let Peer::Rank { world, local } = x.peer {
+                    comm.members.insert(local, world);
+                }
+            }
+            let c = comm.id;
+            let local = |x: Option<compress::Transfer>| match x.map(|t| t.peer) {
+                Some(Peer::Rank { local, .. }) => Some(local as u32),
+                _ => None,
+            };
+            // A blocking receive's matched source (a world rank) and tag.
+            let matched = ev.matched.iter().find(|m| m.req.is_none());
+            let world_to_local = |comm: &Comm, world: i32| {
+                comm.members
+                    .iter()
+                    .find(|&(_, &w)| w == world)
+                    .map(|(&l, _)| l as u32)
+            };
+            match ev.op {
+                Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => {
+                    if let (Some(to), Some(x)) = (local(ev.send), ev.send) {
+                        records.push(Record::MpiSend(to, c, tag_of(x.tag), bytes(ev.send)));
+                    }
+                }
+                Op::Recv | Op::Sendrecv | Op::SendrecvReplace => {
+                    if ev.op != Op::Recv
+                        && let (Some(to), Some(x)) = (local(ev.send), ev.send)
+                    {
+                        records.push(Record::MpiSend(to, c, tag_of(x.tag), bytes(ev.send)));
+                    }
+                    if let Some(x) = ev.recv {
+                        let from = local(ev.recv).or_else(|| {
+                            matched.and_then(|m| world_to_local(&comms.all[c as usize], m.source))
+                        });
+                        let tag = match x.tag {
+                            Tag::Value(v) => v as u32,
+                            Tag::Any => matched.map_or(UNDEFINED_U32, |m| m.tag as u32),
+                        };
+                        if let Some(from) = from {
+                            at_end.push(Record::MpiRecv(from, c, tag, bytes(ev.recv)));
+                        }
+                    }
+                }
+                Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend => {
+                    if let (Some(to), Some(x), Some(req)) = (local(ev.send), ev.send, ev.req) {
+                        records.push(Record::MpiIsend(
+                            to,
+                            c,
+                            tag_of(x.tag),
+                            bytes(ev.send),
+                            req.0,
+                        ));
+                        posted.insert(req, Posted::Send);
+                    }
+                }
+                Op::Irecv => {
+                    if let (Some(x), Some(req)) = (ev.recv, ev.req) {
+                        records.push(Record::MpiIrecvRequest(req.0));
+                        let tag = match x.tag {
+                            Tag::Value(v) => Some(v as u32),
+                            Tag::Any => None,
+                        };
+                        posted.insert(req, Posted::Recv(c, local(ev.recv), tag, bytes(ev.recv)));
+                    }
+                }
+                _ if ev.op.family() == Family::Completion => {
+                    for r in &ev.done {
+                        match posted.remove(r) {
+                            Some(Posted::Send) => at_end.push(Record::MpiIsendComplete(r.0)),
+                            Some(Posted::Recv(rc, from, tag, len)) => {
+                                let m = ev.matched.iter().find(|m| m.req == Some(*r));
+                                let from = from.or_else(|| {
+                                    m.and_then(|m| {
+                                        world_to_local(&comms.all[rc as usize], m.source)
+                                    })
+                                });
+                                let tag = tag.or(m.map(|m| m.tag as u32)).unwrap_or(UNDEFINED_U32);
+                                if let Some(from) = from {
+                                    at_end.push(Record::MpiIrecv(from, rc, tag, len, r.0));
+                                }
+                            }
+                            None => {}
+                        }
+                    }
+                }
+                op => {
+                    if let Some(code) = collective_op(op) {
+                        records.push(Record::CollectiveBegin);
+                        let root = ev.root.map_or(UNDEFINED_U32, |r| r as u32);
+                        let sent = total(&ev.send_counts, ev.send);
+                        let recvd = total(&ev.recv_counts, ev.recv);
+                        at_end.push(Record::CollectiveEnd(code, c, root, sent, recvd));
+                    }
+                }
+            }
+            at_end.push(Record::Leave(region));
+            let n_rec = (records.len() + at_end.len()) as u64;
+            let attrs = [
+                (event_attr, AttrValue::String(value)),
+                (seq_attr, AttrValue::U64(seq - 1)),
+            ];
+            for (i, rec) in records.into_iter().enumerate() {
+                w.event(loc, t0, rec, if i == 0 { &attrs[..] } else { &[] })?;
+            }
+            for rec in at_end {
+                w.event(loc, t1, rec, &[])?;
+            }
+            *counts.entry(ev.thread).or_default() += n_rec;
+            done.records += n_rec;
+            done.calls += 1;
+            lineage.observe(&ev);
+        }
+        for (thread, n) in counts {
+            let name = strings.id(&format!("rank {rank} thread {thread}"));
+            locations.push(LocationDef {
+                id: (u64::from(rank) << 16) | u64::from(thread),
+                name,
+                group: rank,
+                group_name,
+                events: n,
+                thread: true,
+            });
+        }
+        done.ranks += 1;
+    }
+    done.locations = locations.len();
+    // Definitions. Group 0 lists every location that is a rank's first
+    // thread, by rank: the "locations" of MPI communicators.
+    let mut defs = Definitions {
+        clock: (1_000_000_000, offset, last.saturating_sub(offset)),
+        machine: (strings.id("machine"), strings.id("machine")),
+        ..Definitions::default()
+    };
+    let ranks_group: Vec<u64> = ranks.iter().map(|&r| u64::from(r) << 16).collect();
+    let rank_index: HashMap<i32, u64> = ranks
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| (r as i32, i as u64))
+        .collect();
+    defs.groups.push(GroupDef {
+        id: 0,
+        name: strings.id("MPI ranks"),
+        locations: true,
+        comm_self: false,
+        members: ranks_group,
+    });
+    for (i, c) in comms.all.iter().enumerate() {
+        let group = i as u32 + 1;
+        defs.groups.push(GroupDef {
+            id: group,
+            name: strings.id(&c.name),
+            locations: false,
+            comm_self: false,
+            members: c
+                .members
+                .values()
+                .filter_map(|w| rank_index.get(w).copied())
+                .collect(),
+        });
+        defs.comms.push(CommDef {
+            id: c.id,
+            name: strings.id(&c.name),
+            group,
+            parent: UNDEFINED_U32,
+        });
+    }
+    let mut by_id: Vec<(u32, Op)> = regions.iter().map(|(&op, &id)| (id, op)).collect();
+    by_id.sort_unstable();
+    for (id, op) in by_id {
+        defs.regions.push(RegionDef {
+            id,
+            name: strings.id(&format!("MPI_{}", op.name())),
+            description: strings.id(""),
+            role: role(op),
+            mpi: true,
+        });
+    }
+    defs.attributes.push(AttributeDef {
+        id: event_attr,
+        name: strings.id(EVENT_ATTRIBUTE),
+        description: strings.id(
+            "the call with every parameter in rankscale's raw-log grammar (rankscale import reads it back)",
+        ),
+        string: true,
+    });
+    defs.attributes.push(AttributeDef {
+        id: seq_attr,
+        name: strings.id(SEQ_ATTRIBUTE),
+        description: strings.id(
+            "the call's position among its rank's calls, all threads together (the order rankscale recorded them in)",
+        ),
+        string: false,
+    });
+    defs.locations = locations;
+    defs.strings = std::mem::take(&mut strings.all);
+    w.finish(&defs)?;
+    Ok(done)
+}
