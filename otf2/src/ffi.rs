@@ -1,7 +1,7 @@
 //! The membrane to the OTF2 library: the generated bindings, and a safe
 //! writer and reader over them. Every `unsafe` block of the crate is here;
 //! the mapping between rankscale's events and OTF2's records
-//! ([`crate::write`], [`crate::read`]) is safe code.
+//! ([`crate::export`], [`crate::import`]) is safe code.
 //!
 //! The writer follows the order the OTF2 documentation prescribes for a
 //! serial writer: events first (one event writer per location), then the
@@ -75,12 +75,20 @@ pub mod collective {
     pub const EXSCAN: u8 = sys::OTF2_COLLECTIVE_OP_EXSCAN as u8;
 }
 
+fn detail(d: &str) -> String {
+    if d.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", d.trim_end_matches(['!', '.']))
+    }
+}
+
 /// What the OTF2 library reported.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A library call failed; the library's own error name and text.
-    #[error("{call}: {name}: {text}")]
+    #[error("OTF2 library: {call}: {name}: {text}")]
     Library {
         /// The OTF2 function.
         call: &'static str,
@@ -90,14 +98,61 @@ pub enum Error {
         text: String,
     },
     /// A library call that returns a handle returned none.
-    #[error("{0} failed (no handle returned)")]
-    NoHandle(&'static str),
+    #[error("OTF2 library: {0} failed{d}", d = detail(.1))]
+    NoHandle(&'static str, String),
     /// A path or string with a NUL byte, which C strings cannot hold.
     #[error("{0:?} contains a NUL byte")]
     Nul(String),
     /// A handler stopped the read.
     #[error("{0}")]
     Stopped(String),
+}
+
+thread_local! {
+    /// What the library said last about an error (its message text, not
+    /// printed): the detail an [`Error::Library`] adds to the code's name.
+    static LAST: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+// SAFETY: called by the library on an error with NUL-terminated strings
+// (or null) valid for the call; it only copies the message text.
+unsafe extern "C" fn on_error(
+    _user: *mut c_void,
+    _file: *const std::os::raw::c_char,
+    _line: u64,
+    _function: *const std::os::raw::c_char,
+    code: OTF2_ErrorCode,
+    message: *const std::os::raw::c_char,
+    _va: *mut __va_list_tag,
+) -> OTF2_ErrorCode {
+    if !message.is_null() {
+        // SAFETY: a NUL-terminated string from the library, read here only.
+        let m = unsafe { CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned();
+        let _ = catch_unwind(|| LAST.with(|l| *l.borrow_mut() = m));
+    }
+    code
+}
+
+/// Routes the library's error reports to [`LAST`] instead of its own
+/// printing to stderr, once per process: the errors reach the user once,
+/// through rankscale's message.
+fn quiet() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a callback of the library's signature that
+        // touches no user data.
+        unsafe {
+            OTF2_Error_RegisterCallback(Some(on_error), std::ptr::null_mut());
+        }
+    });
+    LAST.with(|l| l.borrow_mut().clear());
+}
+
+/// The library's last error text, taken.
+fn last_message() -> String {
+    LAST.with(|l| std::mem::take(&mut *l.borrow_mut()))
 }
 
 fn check(call: &'static str, code: OTF2_ErrorCode) -> Result<(), Error> {
@@ -118,6 +173,12 @@ fn check(call: &'static str, code: OTF2_ErrorCode) -> Result<(), Error> {
             text(OTF2_Error_GetName(code)),
             text(OTF2_Error_GetDescription(code)),
         )
+    };
+    let detail = last_message();
+    let text = if detail.is_empty() {
+        text
+    } else {
+        format!("{text} ({})", detail.trim_end_matches(['!', '.']))
     };
     Err(Error::Library { call, name, text })
 }
@@ -229,6 +290,7 @@ impl Writer {
     /// per-location files), opened for events. `dir` must not hold an
     /// archive of that name already: the library refuses to overwrite.
     pub fn create(dir: &Path, name: &str) -> Result<Writer, Error> {
+        quiet();
         let path = cstring(&dir.display().to_string())?;
         let cname = cstring(name)?;
         // SAFETY: both strings are valid NUL-terminated C strings for the
@@ -245,7 +307,7 @@ impl Writer {
             )
         };
         if archive.is_null() {
-            return Err(Error::NoHandle("OTF2_Archive_Open"));
+            return Err(Error::NoHandle("OTF2_Archive_Open", last_message()));
         }
         let mut w = Writer {
             archive,
@@ -277,7 +339,7 @@ impl Writer {
             w.attrs = OTF2_AttributeList_New();
         }
         if w.attrs.is_null() {
-            return Err(Error::NoHandle("OTF2_AttributeList_New"));
+            return Err(Error::NoHandle("OTF2_AttributeList_New", last_message()));
         }
         Ok(w)
     }
@@ -290,7 +352,7 @@ impl Writer {
         // writer lives until CloseEvtWriter in finish.
         let w = unsafe { OTF2_Archive_GetEvtWriter(self.archive, loc) };
         if w.is_null() {
-            return Err(Error::NoHandle("OTF2_Archive_GetEvtWriter"));
+            return Err(Error::NoHandle("OTF2_Archive_GetEvtWriter", last_message()));
         }
         self.evt.insert(loc, w);
         self.locations.push(loc);
@@ -375,7 +437,7 @@ impl Writer {
             for loc in defs.locations.iter().map(|l| l.id) {
                 let d = OTF2_Archive_GetDefWriter(archive, loc);
                 if d.is_null() {
-                    return Err(Error::NoHandle("OTF2_Archive_GetDefWriter"));
+                    return Err(Error::NoHandle("OTF2_Archive_GetDefWriter", last_message()));
                 }
                 check(
                     "OTF2_Archive_CloseDefWriter",
@@ -388,7 +450,10 @@ impl Writer {
             )?;
             let g = OTF2_Archive_GetGlobalDefWriter(archive);
             if g.is_null() {
-                return Err(Error::NoHandle("OTF2_Archive_GetGlobalDefWriter"));
+                return Err(Error::NoHandle(
+                    "OTF2_Archive_GetGlobalDefWriter",
+                    last_message(),
+                ));
             }
             let (res, offset, length) = defs.clock;
             check(
@@ -1090,6 +1155,7 @@ unsafe extern "C" fn ev_coll_end(
 /// global definitions to `handler.definitions`, then every location's
 /// events in time order to `handler.event`.
 pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
+    quiet();
     let path = cstring(&anchor.display().to_string())?;
     let mut st = ReadState {
         defs: Definitions::default(),
@@ -1108,6 +1174,7 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         if reader.is_null() {
             return Err(Error::NoHandle(
                 "OTF2_Reader_Open (is it an OTF2 anchor file?)",
+                last_message(),
             ));
         }
         struct Close(*mut OTF2_Reader);
@@ -1127,11 +1194,17 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         let user = &mut st as *mut ReadState<'_> as *mut c_void;
         let gdr = OTF2_Reader_GetGlobalDefReader(reader);
         if gdr.is_null() {
-            return Err(Error::NoHandle("OTF2_Reader_GetGlobalDefReader"));
+            return Err(Error::NoHandle(
+                "OTF2_Reader_GetGlobalDefReader",
+                last_message(),
+            ));
         }
         let dcb = OTF2_GlobalDefReaderCallbacks_New();
         if dcb.is_null() {
-            return Err(Error::NoHandle("OTF2_GlobalDefReaderCallbacks_New"));
+            return Err(Error::NoHandle(
+                "OTF2_GlobalDefReaderCallbacks_New",
+                last_message(),
+            ));
         }
         OTF2_GlobalDefReaderCallbacks_SetStringCallback(dcb, Some(def_string));
         OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(dcb, Some(def_clock));
@@ -1172,7 +1245,7 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
                 }
             }
             if OTF2_Reader_GetEvtReader(reader, l).is_null() {
-                return Err(Error::NoHandle("OTF2_Reader_GetEvtReader"));
+                return Err(Error::NoHandle("OTF2_Reader_GetEvtReader", last_message()));
             }
         }
         if has_defs {
@@ -1180,11 +1253,17 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         }
         let ger = OTF2_Reader_GetGlobalEvtReader(reader);
         if ger.is_null() {
-            return Err(Error::NoHandle("OTF2_Reader_GetGlobalEvtReader"));
+            return Err(Error::NoHandle(
+                "OTF2_Reader_GetGlobalEvtReader",
+                last_message(),
+            ));
         }
         let ecb = OTF2_GlobalEvtReaderCallbacks_New();
         if ecb.is_null() {
-            return Err(Error::NoHandle("OTF2_GlobalEvtReaderCallbacks_New"));
+            return Err(Error::NoHandle(
+                "OTF2_GlobalEvtReaderCallbacks_New",
+                last_message(),
+            ));
         }
         OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(ecb, Some(ev_enter));
         OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(ecb, Some(ev_leave));

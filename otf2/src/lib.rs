@@ -40,7 +40,7 @@ pub const OTF2: &str = "otf2";
 #[non_exhaustive]
 pub enum Error {
     /// The OTF2 library reported an error.
-    #[error("OTF2: {0}")]
+    #[error(transparent)]
     Otf2(#[from] ffi::Error),
     /// Reading the trace's events or times failed.
     #[error(transparent)]

@@ -129,17 +129,53 @@ struct Comm {
     members: BTreeMap<i32, i32>,
 }
 
-/// The communicators met, keyed by (communicator id, lineage group).
+/// A communicator as the lineage names it: (id, lineage group).
+type Key = (u32, u64);
+
+/// The communicators met. The lineage tells the colours of a `Comm_split`
+/// apart but not the rows of a `Cart_sub` (every member has the same
+/// history there); for those the instances are told apart by who talks to
+/// whom: ranks that name each other as peers on the communicator are in
+/// one instance. A row used for collectives alone is then one instance per
+/// rank, and its group lists only that rank.
 #[derive(Default)]
 struct Comms {
-    by_key: HashMap<(u32, u64), usize>,
+    by_key: HashMap<(Key, i32), usize>,
     all: Vec<Comm>,
+    /// The lineages that several instances share, with a union-find of
+    /// world ranks over their peers.
+    shared: HashMap<Key, HashMap<i32, i32>>,
 }
 
 impl Comms {
-    fn get(&mut self, key: (u32, u64), me: i32) -> &mut Comm {
+    /// The instance of `key` that world rank `me` is in: its root in the
+    /// union-find of a shared lineage, else 0 (one instance).
+    fn instance(&mut self, key: Key, me: i32) -> i32 {
+        let Some(uf) = self.shared.get_mut(&key) else {
+            return 0;
+        };
+        let mut x = me;
+        while let Some(&p) = uf.get(&x) {
+            if p == x {
+                break;
+            }
+            x = p;
+        }
+        x
+    }
+
+    fn union(&mut self, key: Key, a: i32, b: i32) {
+        let (ra, rb) = (self.instance(key, a), self.instance(key, b));
+        if let Some(uf) = self.shared.get_mut(&key) {
+            uf.entry(ra).or_insert(ra);
+            uf.insert(rb, ra);
+        }
+    }
+
+    fn get(&mut self, key: Key, me: i32) -> &mut Comm {
+        let inst = self.instance(key, me);
         let n = self.all.len();
-        let i = *self.by_key.entry(key).or_insert(n);
+        let i = *self.by_key.entry((key, inst)).or_insert(n);
         if i == n {
             let name = match key.0 {
                 0 => "MPI_COMM_WORLD".to_string(),
@@ -186,6 +222,64 @@ fn tag_of(t: Tag) -> u32 {
     }
 }
 
+/// Every communicator of the trace with its members as far as the events
+/// name them (each caller's rank, each peer's): a pass over all ranks
+/// before the records are written, because a record names a wildcard
+/// receive's sender by its rank in the communicator, which only the other
+/// ranks' calls may tell.
+fn members(file: &TraceFile, ranks: &[u32]) -> Result<Comms, Error> {
+    let mut comms = Comms::default();
+    // What each rank says of each communicator: its own rank in it and its
+    // peers' (local, world).
+    let mut facts: Vec<(Key, i32, i32, i32)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for &rank in ranks {
+        let me = rank as i32;
+        let t = timed::rank_trace(file, rank)?;
+        let mut lineage = Lineage::new(me);
+        let mut ex = t.expand();
+        for ev in ex.by_ref() {
+            let key = (ev.comm.0, lineage.group(ev.comm.0));
+            if ev.comm_rank >= 0 && seen.insert((key, me, ev.comm_rank, me)) {
+                facts.push((key, me, ev.comm_rank, me));
+            }
+            for x in [ev.send, ev.recv].into_iter().flatten() {
+                if let Peer::Rank { world, local } = x.peer
+                    && seen.insert((key, me, local, world))
+                {
+                    facts.push((key, me, local, world));
+                }
+            }
+            if let Some(c) = ev.create.as_ref()
+                && let Some(new) = c.new
+                && ev.op == Op::CartSub
+            {
+                lineage.observe(&ev);
+                comms
+                    .shared
+                    .entry((new.0, lineage.group(new.0)))
+                    .or_default();
+                continue;
+            }
+            lineage.observe(&ev);
+        }
+        if ex.is_broken() {
+            return Err(
+                timed::Error::Trace(format!("rank {rank}'s expansion stopped early")).into(),
+            );
+        }
+    }
+    for &(key, me, _, world) in &facts {
+        if world != me {
+            comms.union(key, me, world);
+        }
+    }
+    for (key, me, local, world) in facts {
+        comms.get(key, me).members.insert(local, world);
+    }
+    Ok(comms)
+}
+
 /// Writes `file` as the OTF2 archive `dir/traces.otf2` (with `dir/traces/`
 /// and `dir/traces.def`). `dir` must not exist yet or be empty: OTF2 does
 /// not overwrite an archive.
@@ -198,7 +292,6 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
     let mut strings = Strings::default();
     let (event_attr, seq_attr) = (0u32, 1u32);
     let mut regions: BTreeMap<Op, u32> = BTreeMap::new();
-    let mut comms = Comms::default();
     let mut locations: Vec<LocationDef> = Vec::new();
     let mut done = Exported {
         ranks: 0,
@@ -210,6 +303,7 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
     let offset = if clock.timed { clock.zero } else { 0 };
     let mut last = 0u64;
     let ranks: Vec<u32> = file.trace.ranks().iter().collect();
+    let mut comms = members(file, &ranks)?;
     let mut line = String::with_capacity(128);
     for &rank in &ranks {
         let me = rank as i32;
@@ -239,17 +333,7 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
             let value = strings.id(&line);
             let mut records = vec![Record::Enter(region)];
             let mut at_end = Vec::new();
-            let key = (ev.comm.0, lineage.group(ev.comm.0));
-            let comm = comms.get(key, me);
-            if ev.comm_rank >= 0 {
-                comm.members.insert(ev.comm_rank, me);
-            }
-            for x in [ev.send, ev.recv].into_iter().flatten() {
-                if let Peer::Rank { world, local } = x.peer {
-                    comm.members.insert(local, world);
-                }
-            }
-            let c = comm.id;
+            let c = comms.get((ev.comm.0, lineage.group(ev.comm.0)), me).id;
             let local = |x: Option<compress::Transfer>| match x.map(|t| t.peer) {
                 Some(Peer::Rank { local, .. }) => Some(local as u32),
                 _ => None,
