@@ -39,6 +39,22 @@ fn analyze(trace: &Path, extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("analyze --json prints JSON")
 }
 
+/// Imports the `pertext` directory `input` into `trace`.
+fn import_pertext(input: &Path, trace: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rankscale"))
+        .args(["import", "--format", "pertext"])
+        .arg(input)
+        .arg("-o")
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Traces `program args` on `np` ranks with the timeline into `trace`.
 fn trace(imp: &str, np: usize, program_name: &str, args: &[&str], trace: &Path) {
     trace_env(
@@ -136,18 +152,7 @@ fn patterns(r: &Value) -> Vec<PatternRow> {
 fn the_hand_written_dataset_gives_the_patterns_worked_out_by_hand() {
     let dir = scratch("analyze-pertext");
     let t = dir.join("small.trace");
-    let out = Command::new(env!("CARGO_BIN_EXE_rankscale"))
-        .args(["import", "--format", "pertext"])
-        .arg(root().join("tests/data/pertext/small"))
-        .arg("-o")
-        .arg(&t)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    import_pertext(&root().join("tests/data/pertext/small"), &t);
     let r = analyze(&t, &[]);
     assert_eq!(r["ranks"], 4);
     // 44 lines, of which 16 are DEL context markers.
@@ -363,18 +368,7 @@ fn the_published_files_form_imports_and_its_contexts_are_the_del_lines() {
     let input = dir.join("in");
     smg_like(&input, 10);
     let t = dir.join("smg.trace");
-    let out = Command::new(env!("CARGO_BIN_EXE_rankscale"))
-        .args(["import", "--format", "pertext"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&t)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    import_pertext(&input, &t);
     // Running DEL counts do not defeat compression: the 10 iterations are
     // one loop, so the file does not grow with them.
     let show = Command::new(env!("CARGO_BIN_EXE_rankscale"))

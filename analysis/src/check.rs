@@ -179,21 +179,9 @@ impl fmt::Display for Link {
             self.to,
             self.comm,
             self.tag,
-            ordinal(self.nth)
+            compress::ordinal(self.nth)
         )
     }
-}
-
-/// `1st`, `2nd`, `3rd`, `11th`, ...
-fn ordinal(n: u64) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
 }
 
 /// The name of a communicator in messages about its size.

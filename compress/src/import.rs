@@ -333,18 +333,6 @@ impl PairError {
     }
 }
 
-/// `1st`, `2nd`, `3rd`, `11th`, `22nd`.
-fn ordinal(n: usize) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
-}
-
 impl fmt::Display for PairError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -357,7 +345,7 @@ impl fmt::Display for PairError {
             } => write!(
                 f,
                 "{send}: Send to {to} (tag {tag}, {bytes} bytes), the {} such message, has no Recv: Process{to}.txt has only {} Recv from {} with tag {tag}",
-                ordinal(*nth),
+                crate::ordinal(*nth as u64),
                 nth - 1,
                 send.rank
             ),
@@ -370,7 +358,7 @@ impl fmt::Display for PairError {
             } => write!(
                 f,
                 "{recv}: Recv from {from} (tag {tag}, {bytes} bytes), the {} such message, has no Send: Process{from}.txt has only {} Send to {} with tag {tag}",
-                ordinal(*nth),
+                crate::ordinal(*nth as u64),
                 nth - 1,
                 recv.rank
             ),
@@ -384,7 +372,7 @@ impl fmt::Display for PairError {
             } => write!(
                 f,
                 "{send}: Send of {sent} bytes (tag {tag}, the {} such message) is received at {recv} as {received} bytes: the byte counts differ",
-                ordinal(*nth)
+                crate::ordinal(*nth as u64)
             ),
         }
     }

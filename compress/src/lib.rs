@@ -116,3 +116,16 @@ impl Error {
         }
     }
 }
+
+/// `1st`, `2nd`, `3rd`, `11th`, `22nd`: how error messages name the k-th of
+/// something (the k-th message between two ranks, the k-th call of a rank).
+pub fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}

@@ -183,6 +183,15 @@ fn check(call: &'static str, code: OTF2_ErrorCode) -> Result<(), Error> {
     Err(Error::Library { call, name, text })
 }
 
+/// `p`, or the error that `call` returned no handle.
+fn handle<T>(p: *mut T, call: &'static str) -> Result<*mut T, Error> {
+    if p.is_null() {
+        Err(Error::NoHandle(call, last_message()))
+    } else {
+        Ok(p)
+    }
+}
+
 fn cstring(s: &str) -> Result<CString, Error> {
     CString::new(s).map_err(|_| Error::Nul(s.into()))
 }
@@ -295,20 +304,20 @@ impl Writer {
         let cname = cstring(name)?;
         // SAFETY: both strings are valid NUL-terminated C strings for the
         // call's duration; the library copies them.
-        let archive = unsafe {
-            OTF2_Archive_Open(
-                path.as_ptr(),
-                cname.as_ptr(),
-                OTF2_FILEMODE_WRITE as OTF2_FileMode,
-                1024 * 1024,
-                4 * 1024 * 1024,
-                OTF2_SUBSTRATE_POSIX as OTF2_FileSubstrate,
-                OTF2_COMPRESSION_NONE as OTF2_Compression,
-            )
-        };
-        if archive.is_null() {
-            return Err(Error::NoHandle("OTF2_Archive_Open", last_message()));
-        }
+        let archive = handle(
+            unsafe {
+                OTF2_Archive_Open(
+                    path.as_ptr(),
+                    cname.as_ptr(),
+                    OTF2_FILEMODE_WRITE as OTF2_FileMode,
+                    1024 * 1024,
+                    4 * 1024 * 1024,
+                    OTF2_SUBSTRATE_POSIX as OTF2_FileSubstrate,
+                    OTF2_COMPRESSION_NONE as OTF2_Compression,
+                )
+            },
+            "OTF2_Archive_Open",
+        )?;
         let mut w = Writer {
             archive,
             evt: HashMap::new(),
@@ -336,10 +345,7 @@ impl Writer {
                 "OTF2_Archive_OpenEvtFiles",
                 OTF2_Archive_OpenEvtFiles(archive),
             )?;
-            w.attrs = OTF2_AttributeList_New();
-        }
-        if w.attrs.is_null() {
-            return Err(Error::NoHandle("OTF2_AttributeList_New", last_message()));
+            w.attrs = handle(OTF2_AttributeList_New(), "OTF2_AttributeList_New")?;
         }
         Ok(w)
     }
@@ -350,10 +356,10 @@ impl Writer {
         }
         // SAFETY: the archive is open for events (create); the returned
         // writer lives until CloseEvtWriter in finish.
-        let w = unsafe { OTF2_Archive_GetEvtWriter(self.archive, loc) };
-        if w.is_null() {
-            return Err(Error::NoHandle("OTF2_Archive_GetEvtWriter", last_message()));
-        }
+        let w = handle(
+            unsafe { OTF2_Archive_GetEvtWriter(self.archive, loc) },
+            "OTF2_Archive_GetEvtWriter",
+        )?;
         self.evt.insert(loc, w);
         self.locations.push(loc);
         Ok(w)
@@ -435,10 +441,10 @@ impl Writer {
                 OTF2_Archive_OpenDefFiles(archive),
             )?;
             for loc in defs.locations.iter().map(|l| l.id) {
-                let d = OTF2_Archive_GetDefWriter(archive, loc);
-                if d.is_null() {
-                    return Err(Error::NoHandle("OTF2_Archive_GetDefWriter", last_message()));
-                }
+                let d = handle(
+                    OTF2_Archive_GetDefWriter(archive, loc),
+                    "OTF2_Archive_GetDefWriter",
+                )?;
                 check(
                     "OTF2_Archive_CloseDefWriter",
                     OTF2_Archive_CloseDefWriter(archive, d),
@@ -448,13 +454,10 @@ impl Writer {
                 "OTF2_Archive_CloseDefFiles",
                 OTF2_Archive_CloseDefFiles(archive),
             )?;
-            let g = OTF2_Archive_GetGlobalDefWriter(archive);
-            if g.is_null() {
-                return Err(Error::NoHandle(
-                    "OTF2_Archive_GetGlobalDefWriter",
-                    last_message(),
-                ));
-            }
+            let g = handle(
+                OTF2_Archive_GetGlobalDefWriter(archive),
+                "OTF2_Archive_GetGlobalDefWriter",
+            )?;
             let (res, offset, length) = defs.clock;
             check(
                 "OTF2_GlobalDefWriter_WriteClockProperties",
@@ -1151,6 +1154,19 @@ unsafe extern "C" fn ev_coll_end(
     }
 }
 
+/// The outcome of a read call: a handler's stop (which interrupted it)
+/// before the library's own code.
+fn read_done(
+    st: &mut ReadState<'_>,
+    call: &'static str,
+    code: OTF2_ErrorCode,
+) -> Result<(), Error> {
+    match st.error.take() {
+        Some(e) => Err(Error::Stopped(e)),
+        None => check(call, code),
+    }
+}
+
 /// Reads the archive whose anchor file is `anchor` (`traces.otf2`):
 /// global definitions to `handler.definitions`, then every location's
 /// events in time order to `handler.event`.
@@ -1163,20 +1179,16 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         wanted: Wanted::default(),
         error: None,
     };
-    let stopped = |st: &mut ReadState<'_>| st.error.take().map(Error::Stopped);
     // SAFETY: the reader handle is checked and closed on every path below;
     // the callback structs are created, filled with functions of the
     // matching signatures and deleted here; `st` outlives every call that
     // can run a callback and is only reached through the registered
     // pointer meanwhile.
     unsafe {
-        let reader = OTF2_Reader_Open(path.as_ptr());
-        if reader.is_null() {
-            return Err(Error::NoHandle(
-                "OTF2_Reader_Open (is it an OTF2 anchor file?)",
-                last_message(),
-            ));
-        }
+        let reader = handle(
+            OTF2_Reader_Open(path.as_ptr()),
+            "OTF2_Reader_Open (is it an OTF2 anchor file?)",
+        )?;
         struct Close(*mut OTF2_Reader);
         impl Drop for Close {
             fn drop(&mut self) {
@@ -1192,20 +1204,14 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
             OTF2_Reader_SetSerialCollectiveCallbacks(reader),
         )?;
         let user = &mut st as *mut ReadState<'_> as *mut c_void;
-        let gdr = OTF2_Reader_GetGlobalDefReader(reader);
-        if gdr.is_null() {
-            return Err(Error::NoHandle(
-                "OTF2_Reader_GetGlobalDefReader",
-                last_message(),
-            ));
-        }
-        let dcb = OTF2_GlobalDefReaderCallbacks_New();
-        if dcb.is_null() {
-            return Err(Error::NoHandle(
-                "OTF2_GlobalDefReaderCallbacks_New",
-                last_message(),
-            ));
-        }
+        let gdr = handle(
+            OTF2_Reader_GetGlobalDefReader(reader),
+            "OTF2_Reader_GetGlobalDefReader",
+        )?;
+        let dcb = handle(
+            OTF2_GlobalDefReaderCallbacks_New(),
+            "OTF2_GlobalDefReaderCallbacks_New",
+        )?;
         OTF2_GlobalDefReaderCallbacks_SetStringCallback(dcb, Some(def_string));
         OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(dcb, Some(def_clock));
         OTF2_GlobalDefReaderCallbacks_SetLocationGroupCallback(dcb, Some(def_location_group));
@@ -1219,10 +1225,7 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         check("OTF2_Reader_RegisterGlobalDefCallbacks", code)?;
         let mut n: u64 = 0;
         let code = OTF2_Reader_ReadAllGlobalDefinitions(reader, gdr, &mut n);
-        if let Some(e) = stopped(&mut st) {
-            return Err(e);
-        }
-        check("OTF2_Reader_ReadAllGlobalDefinitions", code)?;
+        read_done(&mut st, "OTF2_Reader_ReadAllGlobalDefinitions", code)?;
         OTF2_Reader_CloseGlobalDefReader(reader, gdr);
         let defs = std::mem::take(&mut st.defs);
         let locations: Vec<u64> = defs.locations.iter().map(|l| l.id).collect();
@@ -1244,27 +1247,22 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
                     OTF2_Reader_CloseDefReader(reader, d);
                 }
             }
-            if OTF2_Reader_GetEvtReader(reader, l).is_null() {
-                return Err(Error::NoHandle("OTF2_Reader_GetEvtReader", last_message()));
-            }
+            handle(
+                OTF2_Reader_GetEvtReader(reader, l),
+                "OTF2_Reader_GetEvtReader",
+            )?;
         }
         if has_defs {
             OTF2_Reader_CloseDefFiles(reader);
         }
-        let ger = OTF2_Reader_GetGlobalEvtReader(reader);
-        if ger.is_null() {
-            return Err(Error::NoHandle(
-                "OTF2_Reader_GetGlobalEvtReader",
-                last_message(),
-            ));
-        }
-        let ecb = OTF2_GlobalEvtReaderCallbacks_New();
-        if ecb.is_null() {
-            return Err(Error::NoHandle(
-                "OTF2_GlobalEvtReaderCallbacks_New",
-                last_message(),
-            ));
-        }
+        let ger = handle(
+            OTF2_Reader_GetGlobalEvtReader(reader),
+            "OTF2_Reader_GetGlobalEvtReader",
+        )?;
+        let ecb = handle(
+            OTF2_GlobalEvtReaderCallbacks_New(),
+            "OTF2_GlobalEvtReaderCallbacks_New",
+        )?;
         OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(ecb, Some(ev_enter));
         OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(ecb, Some(ev_leave));
         OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(ecb, Some(ev_send));
@@ -1280,10 +1278,7 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         check("OTF2_Reader_RegisterGlobalEvtCallbacks", code)?;
         let mut n: u64 = 0;
         let code = OTF2_Reader_ReadAllGlobalEvents(reader, ger, &mut n);
-        if let Some(e) = stopped(&mut st) {
-            return Err(e);
-        }
-        check("OTF2_Reader_ReadAllGlobalEvents", code)?;
+        read_done(&mut st, "OTF2_Reader_ReadAllGlobalEvents", code)?;
         OTF2_Reader_CloseGlobalEvtReader(reader, ger);
         OTF2_Reader_CloseEvtFiles(reader);
         Ok(())
