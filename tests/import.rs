@@ -189,7 +189,11 @@ fn failing_import(input: &Path, format: &str) -> String {
     let err = text(&out.stderr);
     assert_eq!(
         out.status.code(),
-        Some(if ["pertext", "otf2"].contains(&format) { 1 } else { 2 }),
+        Some(if ["pertext", "otf2"].contains(&format) {
+            1
+        } else {
+            2
+        }),
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
