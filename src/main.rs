@@ -163,12 +163,14 @@ enum Cmd {
     /// (Score-P's format, for otf2-print, Scalasca and Vampir).
     ///
     /// Example: rankscale export app.trace --perfetto -o app.json
+    ///
     /// Example: rankscale export app.trace --otf2 -o app-otf2/
     Export(export::Args),
     /// Convert a trace written by another tool into a rankscale trace file,
     /// with a timeline, so that it can be shown and analysed like ours.
     ///
     /// Example: rankscale import --format pertext traces/smg2000.16 -o smg.trace
+    ///
     /// Example: rankscale import --format otf2 scorep-run/traces.otf2 -o app.trace
     Import {
         /// The input format (pertext: one `Process<r>.txt` per rank; otf2:
