@@ -441,6 +441,7 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
             lineage.observe(&ev);
         }
         for (thread, n) in counts {
+            w.close_location((u64::from(rank) << 16) | u64::from(thread))?;
             let name = strings.id(&format!("rank {rank} thread {thread}"));
             locations.push(LocationDef {
                 id: (u64::from(rank) << 16) | u64::from(thread),
