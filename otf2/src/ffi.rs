@@ -80,7 +80,7 @@ fn detail(d: &str) -> String {
     if d.is_empty() {
         String::new()
     } else {
-        format!(": {}", d.trim_end_matches(['!', '.']))
+        format!(": {d}")
     }
 }
 
@@ -151,9 +151,13 @@ fn quiet() {
     LAST.with(|l| l.borrow_mut().clear());
 }
 
-/// The library's last error text, taken.
+/// The library's last error text, taken. It is the message's format
+/// string (its arguments are a C `va_list`, not read here), so it ends
+/// where the first placeholder begins.
 fn last_message() -> String {
-    LAST.with(|l| std::mem::take(&mut *l.borrow_mut()))
+    let m = LAST.with(|l| std::mem::take(&mut *l.borrow_mut()));
+    let m = m.split('%').next().unwrap_or("");
+    m.trim_end_matches([' ', ':', '\'', '!', '.']).to_string()
 }
 
 fn check(call: &'static str, code: OTF2_ErrorCode) -> Result<(), Error> {
@@ -179,7 +183,7 @@ fn check(call: &'static str, code: OTF2_ErrorCode) -> Result<(), Error> {
     let text = if detail.is_empty() {
         text
     } else {
-        format!("{text} ({})", detail.trim_end_matches(['!', '.']))
+        format!("{text} ({detail})")
     };
     Err(Error::Library { call, name, text })
 }
@@ -273,7 +277,6 @@ pub struct Writer {
     evt: HashMap<u64, *mut OTF2_EvtWriter>,
     attrs: *mut OTF2_AttributeList,
     locations: Vec<u64>,
-    finished: bool,
 }
 
 // SAFETY: OTF2 calls these when a buffer is full. They only say "flush"
@@ -331,7 +334,6 @@ impl Writer {
             evt: HashMap::new(),
             attrs: std::ptr::null_mut(),
             locations: Vec::new(),
-            finished: false,
         };
         // SAFETY: `archive` is the live handle opened above; FLUSH is a
         // static that outlives it; the creator string is copied.
@@ -599,7 +601,6 @@ impl Writer {
                     ),
                 )?;
             }
-            self.finished = true;
             let code = OTF2_Archive_Close(archive);
             self.archive = std::ptr::null_mut();
             check("OTF2_Archive_Close", code)
@@ -619,7 +620,6 @@ impl Drop for Writer {
                 OTF2_Archive_Close(self.archive);
             }
         }
-        let _ = self.finished;
     }
 }
 
@@ -1227,7 +1227,10 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
             "OTF2_Reader_SetSerialCollectiveCallbacks",
             OTF2_Reader_SetSerialCollectiveCallbacks(reader),
         )?;
-        let user = &mut st as *mut ReadState<'_> as *mut c_void;
+        // Every access to the state from here on goes through this one
+        // pointer, the library's callbacks' and this function's alike.
+        let st = &mut st as *mut ReadState<'_>;
+        let user = st as *mut c_void;
         let gdr = handle(
             OTF2_Reader_GetGlobalDefReader(reader),
             "OTF2_Reader_GetGlobalDefReader",
@@ -1249,11 +1252,11 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         check("OTF2_Reader_RegisterGlobalDefCallbacks", code)?;
         let mut n: u64 = 0;
         let code = OTF2_Reader_ReadAllGlobalDefinitions(reader, gdr, &mut n);
-        read_done(&mut st, "OTF2_Reader_ReadAllGlobalDefinitions", code)?;
+        read_done(&mut *st, "OTF2_Reader_ReadAllGlobalDefinitions", code)?;
         OTF2_Reader_CloseGlobalDefReader(reader, gdr);
-        let defs = std::mem::take(&mut st.defs);
+        let defs = std::mem::take(&mut (*st).defs);
         let locations: Vec<u64> = defs.locations.iter().map(|l| l.id).collect();
-        st.wanted = st.handler.definitions(defs).map_err(Error::Stopped)?;
+        (*st).wanted = (*st).handler.definitions(defs).map_err(Error::Stopped)?;
         for &l in &locations {
             check(
                 "OTF2_Reader_SelectLocation",
@@ -1302,7 +1305,7 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         check("OTF2_Reader_RegisterGlobalEvtCallbacks", code)?;
         let mut n: u64 = 0;
         let code = OTF2_Reader_ReadAllGlobalEvents(reader, ger, &mut n);
-        read_done(&mut st, "OTF2_Reader_ReadAllGlobalEvents", code)?;
+        read_done(&mut *st, "OTF2_Reader_ReadAllGlobalEvents", code)?;
         OTF2_Reader_CloseGlobalEvtReader(reader, ger);
         OTF2_Reader_CloseEvtFiles(reader);
         Ok(())

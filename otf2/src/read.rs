@@ -381,7 +381,12 @@ impl Handler for State {
                     ));
                 }
                 let mut ev = open.ev;
-                ev.thread = thread;
+                if !open.exact {
+                    // An exact call keeps the thread it names; a rank's
+                    // locations are numbered by id, which skips no thread
+                    // only when every thread made calls.
+                    ev.thread = thread;
+                }
                 ev.time = Timing {
                     enter_ns: open.enter.saturating_sub(self.zero_ns),
                     dur_ns: t.saturating_sub(open.enter),
