@@ -46,6 +46,11 @@
 #     the what-if sweep of L and G (NPB MG W, 16 ranks) drawn as
 #     docs/img/whatif.svg
 #     (`scripts/bench.sh simulate` runs this part alone).
+# 12. interchange: NPB CG class W at 16 ranks traced with its timeline
+#     (Open MPI); `export --otf2` against `export --perfetto` of the same
+#     trace (time ratio), `import --format otf2` back, the archive's size
+#     against the trace's, and whether every rank's calls came back
+#     (`scripts/bench.sh interchange` runs this part alone).
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -427,6 +432,36 @@ awk -v W=640 -v H=400 '
       printf "%.1f,%.1f ", x, y }
     printf "\"/>\n</svg>\n" }' "$csv" >docs/img/whatif.svg
 echo "simulate: drew docs/img/whatif.svg"
+fi
+
+if [[ $part == all || $part == interchange ]]; then
+if scripts/npb.sh openmpi cg W 16 >/dev/null 2>&1; then
+  rs="$root/target/openmpi/release/rankscale"
+  (cd "$tmp" && RANKSCALE_TIMELINE=1 OMPI_MCA_mpi_yield_when_idle=1 \
+    launch_bin openmpi 16 1 "$root/target/npb/openmpi/bin/cg.W.16" >/dev/null 2>&1)
+  trace="$tmp/cg.trace"
+  mv "$RANKSCALE_TRACE" "$trace"
+  secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'; }
+  rm -rf "$tmp/cg.otf2"
+  t_otf2=$(secs "$rs" export "$trace" --otf2 -o "$tmp/cg.otf2")
+  t_perfetto=$(secs "$rs" export "$trace" --perfetto -o "$tmp/cg.json")
+  t_import=$(secs "$rs" import --format otf2 "$tmp/cg.otf2" -o "$tmp/cg.back.trace")
+  same=yes
+  for r in $(seq 0 15); do
+    cmp -s <("$rs" show "$trace" --expand "$r") <("$rs" show "$tmp/cg.back.trace" --expand "$r") || same=no
+  done
+  calls=$("$rs" stats "$trace" | awk 'NR == 1 { print $4 }')
+  echo "interchange: NPB CG W, 16 ranks, Open MPI, $calls calls, traced with the timeline"
+  printf '%-22s %10s %12s %10s\n' what "time(s)" "size(B)" "ratio"
+  tb=$(stat -c %s "$trace"); ab=$(du -sb "$tmp/cg.otf2" | cut -f1); jb=$(stat -c %s "$tmp/cg.json")
+  printf '%-22s %10s %12s %10s\n' "trace" "" "$tb" ""
+  printf '%-22s %10.3f %12s %10.2f\n' "export --otf2" "$t_otf2" "$ab" "$(awk -v a="$t_otf2" -v b="$t_perfetto" 'BEGIN { print a / b }')"
+  printf '%-22s %10.3f %12s %10s\n' "export --perfetto" "$t_perfetto" "$jb" "1.00"
+  printf '%-22s %10.3f %12s %10s\n' "import --format otf2" "$t_import" "" ""
+  echo "interchange: every rank's calls back from the archive: $same; ratio = time against the Perfetto export"
+else
+  echo "interchange: NPB not available, skipped"
+fi
 fi
 
 [[ $part == all || $part == npb ]] || exit 0
