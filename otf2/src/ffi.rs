@@ -3,14 +3,17 @@
 //! the mapping between rankscale's events and OTF2's records
 //! ([`crate::export`], [`crate::import`]) is safe code.
 //!
+//! The reader reads the global definitions, then one location after another
+//! (grouped by process, as the handler asks), so that it holds one event
+//! chunk at a time, not one per location.
+//!
 //! The writer follows the order the OTF2 documentation prescribes for a
 //! serial writer: events first (one event writer per location, closed as
 //! soon as its location is done, so that one rank's buffers are held at a
 //! time), then the local and global definitions, which can only then be
-//! complete (a location's event count). The reader reads the global definitions, then
-//! all locations' events merged in time order; a [`Handler`] receives
-//! both. A callback never unwinds into the library: a panic in a handler
-//! is caught, the read stops, and the error names it.
+//! complete (a location's event count). A callback never unwinds into the
+//! library: a panic in a handler is caught, the read stops, and the error
+//! names it.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_void};
@@ -746,8 +749,13 @@ pub struct AttributeDef {
 /// in time order.
 pub trait Handler {
     /// The global definitions, once, before any event. Returns the
-    /// attributes whose values [`Handler::event`] should receive.
-    fn definitions(&mut self, defs: Definitions) -> Result<Wanted, String>;
+    /// attributes whose values [`Handler::event`] should receive, and the
+    /// locations to read, in groups (a process's threads): each group's
+    /// locations are read one after another, all of a location's events
+    /// in order, and then [`Handler::group_done`] is called.
+    fn definitions(&mut self, defs: Definitions) -> Result<(Wanted, Vec<Vec<u64>>), String>;
+    /// Every location of group `group` has been read.
+    fn group_done(&mut self, group: usize) -> Result<(), String>;
     /// One event record of location `loc` at `time` (ticks), with the
     /// wanted attributes' values when the record carries them: the
     /// string's reference and the number.
@@ -1041,6 +1049,7 @@ unsafe fn deliver(
 unsafe extern "C" fn ev_enter(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
     region: OTF2_RegionRef,
@@ -1052,6 +1061,7 @@ unsafe extern "C" fn ev_enter(
 unsafe extern "C" fn ev_leave(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
     region: OTF2_RegionRef,
@@ -1064,6 +1074,7 @@ unsafe extern "C" fn ev_leave(
 unsafe extern "C" fn ev_send(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
     to: u32,
@@ -1079,6 +1090,7 @@ unsafe extern "C" fn ev_send(
 unsafe extern "C" fn ev_isend(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
     to: u32,
@@ -1094,6 +1106,7 @@ unsafe extern "C" fn ev_isend(
 unsafe extern "C" fn ev_isend_complete(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
     req: u64,
@@ -1105,6 +1118,7 @@ unsafe extern "C" fn ev_isend_complete(
 unsafe extern "C" fn ev_irecv_request(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
     req: u64,
@@ -1117,6 +1131,7 @@ unsafe extern "C" fn ev_irecv_request(
 unsafe extern "C" fn ev_recv(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
     from: u32,
@@ -1132,6 +1147,7 @@ unsafe extern "C" fn ev_recv(
 unsafe extern "C" fn ev_irecv(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
     from: u32,
@@ -1147,6 +1163,7 @@ unsafe extern "C" fn ev_irecv(
 unsafe extern "C" fn ev_coll_begin(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
 ) -> OTF2_CallbackCode {
@@ -1158,6 +1175,7 @@ unsafe extern "C" fn ev_coll_begin(
 unsafe extern "C" fn ev_coll_end(
     loc: OTF2_LocationRef,
     t: OTF2_TimeStamp,
+    _position: u64,
     user: *mut c_void,
     a: *mut OTF2_AttributeList,
     op: OTF2_CollectiveOp,
@@ -1255,9 +1273,9 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         read_done(&mut *st, "OTF2_Reader_ReadAllGlobalDefinitions", code)?;
         OTF2_Reader_CloseGlobalDefReader(reader, gdr);
         let defs = std::mem::take(&mut (*st).defs);
-        let locations: Vec<u64> = defs.locations.iter().map(|l| l.id).collect();
-        (*st).wanted = (*st).handler.definitions(defs).map_err(Error::Stopped)?;
-        for &l in &locations {
+        let (wanted, groups) = (*st).handler.definitions(defs).map_err(Error::Stopped)?;
+        (*st).wanted = wanted;
+        for &l in groups.iter().flatten() {
             check(
                 "OTF2_Reader_SelectLocation",
                 OTF2_Reader_SelectLocation(reader, l),
@@ -1265,48 +1283,55 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         }
         let has_defs = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS as OTF2_ErrorCode;
         check("OTF2_Reader_OpenEvtFiles", OTF2_Reader_OpenEvtFiles(reader))?;
-        for &l in &locations {
-            if has_defs {
-                let d = OTF2_Reader_GetDefReader(reader, l);
-                if !d.is_null() {
-                    let mut k: u64 = 0;
-                    OTF2_Reader_ReadAllLocalDefinitions(reader, d, &mut k);
-                    OTF2_Reader_CloseDefReader(reader, d);
-                }
+        let ecb = handle(OTF2_EvtReaderCallbacks_New(), "OTF2_EvtReaderCallbacks_New")?;
+        struct Delete(*mut OTF2_EvtReaderCallbacks);
+        impl Drop for Delete {
+            fn drop(&mut self) {
+                // SAFETY: the callback set created above, deleted once.
+                unsafe { OTF2_EvtReaderCallbacks_Delete(self.0) }
             }
-            handle(
-                OTF2_Reader_GetEvtReader(reader, l),
-                "OTF2_Reader_GetEvtReader",
-            )?;
+        }
+        let _delete = Delete(ecb);
+        OTF2_EvtReaderCallbacks_SetEnterCallback(ecb, Some(ev_enter));
+        OTF2_EvtReaderCallbacks_SetLeaveCallback(ecb, Some(ev_leave));
+        OTF2_EvtReaderCallbacks_SetMpiSendCallback(ecb, Some(ev_send));
+        OTF2_EvtReaderCallbacks_SetMpiIsendCallback(ecb, Some(ev_isend));
+        OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(ecb, Some(ev_isend_complete));
+        OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(ecb, Some(ev_irecv_request));
+        OTF2_EvtReaderCallbacks_SetMpiRecvCallback(ecb, Some(ev_recv));
+        OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(ecb, Some(ev_irecv));
+        OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(ecb, Some(ev_coll_begin));
+        OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(ecb, Some(ev_coll_end));
+        // One location at a time, its reader closed when it is read: the
+        // library holds one event chunk, not one per location.
+        for (g, locs) in groups.iter().enumerate() {
+            for &l in locs {
+                if has_defs {
+                    let d = OTF2_Reader_GetDefReader(reader, l);
+                    if !d.is_null() {
+                        let mut k: u64 = 0;
+                        OTF2_Reader_ReadAllLocalDefinitions(reader, d, &mut k);
+                        OTF2_Reader_CloseDefReader(reader, d);
+                    }
+                }
+                let r = handle(
+                    OTF2_Reader_GetEvtReader(reader, l),
+                    "OTF2_Reader_GetEvtReader",
+                )?;
+                check(
+                    "OTF2_Reader_RegisterEvtCallbacks",
+                    OTF2_Reader_RegisterEvtCallbacks(reader, r, ecb, user),
+                )?;
+                let mut n: u64 = 0;
+                let code = OTF2_Reader_ReadAllLocalEvents(reader, r, &mut n);
+                read_done(&mut *st, "OTF2_Reader_ReadAllLocalEvents", code)?;
+                OTF2_Reader_CloseEvtReader(reader, r);
+            }
+            (*st).handler.group_done(g).map_err(Error::Stopped)?;
         }
         if has_defs {
             OTF2_Reader_CloseDefFiles(reader);
         }
-        let ger = handle(
-            OTF2_Reader_GetGlobalEvtReader(reader),
-            "OTF2_Reader_GetGlobalEvtReader",
-        )?;
-        let ecb = handle(
-            OTF2_GlobalEvtReaderCallbacks_New(),
-            "OTF2_GlobalEvtReaderCallbacks_New",
-        )?;
-        OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(ecb, Some(ev_enter));
-        OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(ecb, Some(ev_leave));
-        OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(ecb, Some(ev_send));
-        OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(ecb, Some(ev_isend));
-        OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(ecb, Some(ev_isend_complete));
-        OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(ecb, Some(ev_irecv_request));
-        OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(ecb, Some(ev_recv));
-        OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(ecb, Some(ev_irecv));
-        OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(ecb, Some(ev_coll_begin));
-        OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(ecb, Some(ev_coll_end));
-        let code = OTF2_Reader_RegisterGlobalEvtCallbacks(reader, ger, ecb, user);
-        OTF2_GlobalEvtReaderCallbacks_Delete(ecb);
-        check("OTF2_Reader_RegisterGlobalEvtCallbacks", code)?;
-        let mut n: u64 = 0;
-        let code = OTF2_Reader_ReadAllGlobalEvents(reader, ger, &mut n);
-        read_done(&mut *st, "OTF2_Reader_ReadAllGlobalEvents", code)?;
-        OTF2_Reader_CloseGlobalEvtReader(reader, ger);
         OTF2_Reader_CloseEvtFiles(reader);
         Ok(())
     }

@@ -24,6 +24,11 @@
 //!   the communicator's group.
 //! - **Time:** ticks at the archive's resolution, in ns from the global
 //!   offset, kept exactly in the timeline.
+//! - **Order and memory:** the archive is read rank by rank, one location
+//!   after another, and each rank's part of the trace is finished before
+//!   the next is read. A rank's calls are ordered by their `seq`
+//!   attribute when rankscale wrote the archive, else by when they
+//!   returned (which interleaves a rank's threads as they ran).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -83,30 +88,35 @@ struct Thread {
 struct Rank {
     rec: RankRecorder,
     threads: HashMap<u32, Thread>,
-    /// Calls left and not yet handed to the recorder, by position: an
-    /// earlier one is still open, or waits for its receive's completion.
-    slots: BTreeMap<u64, Event>,
-    /// The position of the next call to hand to the recorder.
-    next: u64,
-    /// Calls left so far (the position of a call the archive does not
-    /// place).
+    /// The rank's calls, until its locations are all read: keyed by their
+    /// position where the archive gives it (`(seq, 0)`), else by when
+    /// they were left (`(leave ns, count)`), which orders a rank's
+    /// threads as they ran.
+    slots: BTreeMap<(u64, u64), Event>,
+    /// Calls left so far.
     left: u64,
-    /// Receives posted and not completed: request → call position.
-    waiting: HashMap<u64, u64>,
+    /// Receives posted and not completed: request → the posting call.
+    waiting: HashMap<u64, (u64, u64)>,
 }
 
 impl Rank {
-    fn flush(&mut self, all: bool) -> Result<(), compress::Error> {
-        while let Some((&k, _)) = self.slots.first_key_value() {
-            if !all && (k != self.next || self.waiting.values().any(|&i| i == k)) {
-                break;
-            }
-            if let Some(ev) = self.slots.remove(&k) {
-                self.rec.push(&ev)?;
-            }
-            self.next = k + 1;
+    fn new(rank: u32, what: &Recording) -> Rank {
+        Rank {
+            rec: RankRecorder::new(rank, what),
+            threads: HashMap::new(),
+            slots: BTreeMap::new(),
+            left: 0,
+            waiting: HashMap::new(),
         }
-        Ok(())
+    }
+
+    /// Hands every call to the recorder, in order, and returns the rank's
+    /// part of the trace.
+    fn finish(mut self) -> Result<TraceFile, compress::Error> {
+        for ev in std::mem::take(&mut self.slots).into_values() {
+            self.rec.push(&ev)?;
+        }
+        self.rec.finish()
     }
 }
 
@@ -127,7 +137,16 @@ struct State {
     /// Region → the call it is, when an MPI call rankscale knows.
     regions: HashMap<u32, Op>,
     comms: HashMap<u32, Comm>,
-    ranks: Vec<Rank>,
+    /// The ranks being read (one at a time), by rank.
+    ranks: HashMap<u32, Rank>,
+    /// Each rank's part of the trace, once its locations are read.
+    parts: Vec<Option<TraceFile>>,
+    /// The recording settings of every rank (the timeline's zero).
+    recording: Recording,
+    /// The last leave of all, ns.
+    last: u64,
+    /// The rank of each group of locations, in the order they are read.
+    group_rank: Vec<u32>,
     /// ns per tick as (numerator, denominator): 1e9 / resolution.
     res: u64,
     zero_ns: u64,
@@ -172,6 +191,14 @@ fn transfer(c: &Comm, me: i32, peer: u32, tag: u32, len: u64) -> Transfer {
 }
 
 impl State {
+    /// Rank `rank`'s state, created at its first call.
+    fn rank(&mut self, rank: u32) -> &mut Rank {
+        let recording = &self.recording;
+        self.ranks
+            .entry(rank)
+            .or_insert_with(|| Rank::new(rank, recording))
+    }
+
     /// The communicator `c` and the caller's rank in it.
     fn comm(&self, c: u32, me: i32) -> Result<(Comm, i32), String> {
         let comm = self.comms.get(&c).cloned().ok_or_else(|| {
@@ -197,7 +224,7 @@ impl State {
 }
 
 impl Handler for State {
-    fn definitions(&mut self, defs: Definitions) -> Result<Wanted, String> {
+    fn definitions(&mut self, defs: Definitions) -> Result<(Wanted, Vec<Vec<u64>>), String> {
         self.defs = defs;
         self.res = self.defs.clock.0;
         if self.res == 0 {
@@ -220,20 +247,13 @@ impl Handler for State {
                 rank_of_location.insert(l, rank as i32);
             }
         }
-        let what = Recording {
+        self.recording = Recording {
             timeline_epoch: Some(self.zero_ns),
             ..Recording::default()
         };
-        self.ranks = (0..groups.len() as u32)
-            .map(|r| Rank {
-                rec: RankRecorder::new(r, &what),
-                threads: HashMap::new(),
-                slots: BTreeMap::new(),
-                next: 0,
-                left: 0,
-                waiting: HashMap::new(),
-            })
-            .collect();
+        self.parts = (0..groups.len()).map(|_| None).collect();
+        self.group_rank = (0..groups.len() as u32).collect();
+        let read_groups: Vec<Vec<u64>> = groups.values().cloned().collect();
         for r in &self.defs.regions {
             let name = self.string(r.name);
             if let Some(op) = name.strip_prefix("MPI_").and_then(Op::from_name) {
@@ -297,7 +317,7 @@ impl Handler for State {
             );
         }
         if self.opts.records_only {
-            return Ok(Wanted::default());
+            return Ok((Wanted::default(), read_groups));
         }
         let find = |name: &str, string: bool| {
             self.defs
@@ -306,10 +326,24 @@ impl Handler for State {
                 .find(|a| a.string == string && self.string(a.name) == name)
                 .map(|a| a.id)
         };
-        Ok(Wanted {
-            string: find(EVENT_ATTRIBUTE, true),
-            number: find(SEQ_ATTRIBUTE, false),
-        })
+        Ok((
+            Wanted {
+                string: find(EVENT_ATTRIBUTE, true),
+                number: find(SEQ_ATTRIBUTE, false),
+            },
+            read_groups,
+        ))
+    }
+
+    fn group_done(&mut self, group: usize) -> Result<(), String> {
+        let rank = self.group_rank[group];
+        let r = match self.ranks.remove(&rank) {
+            Some(r) => r,
+            None => Rank::new(rank, &self.recording),
+        };
+        let part = r.finish().map_err(|e| format!("rank {rank}: {e}"))?;
+        self.parts[rank as usize] = Some(part);
+        Ok(())
     }
 
     fn event(
@@ -327,7 +361,14 @@ impl Handler for State {
         let t = self.ns(time);
         let exact_line = attr.map(|a| self.string(a).to_string());
         let op_of = |region: u32| self.regions.get(&region).copied();
-        let th = self.ranks[rank as usize].threads.entry(thread).or_default();
+        let recording = &self.recording;
+        let th = self
+            .ranks
+            .entry(rank)
+            .or_insert_with(|| Rank::new(rank, recording))
+            .threads
+            .entry(thread)
+            .or_default();
         match rec {
             Record::Enter(region) => {
                 if th.open.is_some() || th.skipped_depth > 0 {
@@ -393,16 +434,19 @@ impl Handler for State {
                     compute_ns: th.prev_leave.map_or(0, |p| open.enter.saturating_sub(p)),
                 };
                 th.prev_leave = Some(t);
-                let r = &mut self.ranks[rank as usize];
-                let index = open.seq.unwrap_or(r.left);
+                self.last = self.last.max(t);
+                let r = self.rank(rank);
+                let key = match open.seq {
+                    Some(seq) => (seq, 0),
+                    None => (t, r.left),
+                };
                 r.left += 1;
                 for req in open.irecvs {
-                    r.waiting.insert(req, index);
+                    r.waiting.insert(req, key);
                 }
-                if r.slots.insert(index, ev).is_some() {
-                    return Err(format!("rank {rank}: two calls at position {index}"));
+                if r.slots.insert(key, ev).is_some() {
+                    return Err(format!("rank {rank}: two calls at position {}", key.0));
                 }
-                r.flush(false).map_err(|e| format!("rank {rank}: {e}"))?;
                 self.calls += 1;
                 if open.exact {
                     self.exact += 1;
@@ -418,11 +462,7 @@ impl Handler for State {
                 if !open.exact {
                     self.record(&mut open, me, rec)?;
                 }
-                self.ranks[rank as usize]
-                    .threads
-                    .entry(thread)
-                    .or_default()
-                    .open = Some(open);
+                self.rank(rank).threads.entry(thread).or_default().open = Some(open);
             }
         }
         Ok(())
@@ -468,14 +508,13 @@ impl State {
                 // The posting call, held until now, gets its peer, tag
                 // and bytes (it may be this very call: Irecv + Wait in
                 // one region does not happen, but be safe).
-                let r = &mut self.ranks[me as usize];
+                let r = self.rank(me as u32);
                 if let Some(i) = r.waiting.remove(&req) {
                     if let Some(post) = r.slots.get_mut(&i) {
                         post.comm = comm.id;
                         post.comm_rank = local;
                         post.recv = Some(x);
                     }
-                    r.flush(false).map_err(|e| format!("rank {me}: {e}"))?;
                 } else if open.irecvs.contains(&req) {
                     ev.recv = Some(x);
                 }
@@ -511,7 +550,11 @@ pub fn import_with(anchor: &Path, opts: Options) -> Result<Imported, Error> {
         locations: HashMap::new(),
         regions: HashMap::new(),
         comms: HashMap::new(),
-        ranks: Vec::new(),
+        ranks: HashMap::new(),
+        parts: Vec::new(),
+        recording: Recording::default(),
+        last: 0,
+        group_rank: Vec::new(),
         res: 1,
         zero_ns: 0,
         calls: 0,
@@ -519,16 +562,15 @@ pub fn import_with(anchor: &Path, opts: Options) -> Result<Imported, Error> {
         skipped: 0,
     };
     ffi::read(anchor, &mut st)?;
-    let mut parts = Vec::with_capacity(st.ranks.len());
-    let world_size = st.ranks.len() as u32;
-    let mut last = 0;
-    for mut r in st.ranks {
-        r.flush(true)?;
-        for t in r.threads.values() {
-            last = last.max(t.prev_leave.unwrap_or(0));
-        }
-        parts.push(r.rec.finish()?);
-    }
+    let world_size = st.parts.len() as u32;
+    let parts = st
+        .parts
+        .into_iter()
+        .enumerate()
+        .map(|(r, p)| {
+            p.ok_or_else(|| Error::Archive(format!("rank {r}'s locations were not read")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut file = TraceFile::merge_as_traced(parts)?.unwrap_or_default();
     file.trace.normalize();
     file.meta = Meta {
@@ -541,7 +583,7 @@ pub fn import_with(anchor: &Path, opts: Options) -> Result<Imported, Error> {
             OTF2.into(),
             anchor.display().to_string(),
         ],
-        wall_ns: last.saturating_sub(st.zero_ns),
+        wall_ns: st.last.saturating_sub(st.zero_ns),
         merge_ns: 0,
         origin: Origin::Imported {
             format: OTF2.into(),
