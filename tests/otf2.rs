@@ -4,9 +4,10 @@
 //!   programs) gives archives that `otf2-print` (Score-P's OTF2 tools)
 //!   reads without a warning, with one `ENTER` and one `LEAVE` per call and
 //!   one MPI record per message end and collective;
-//! * `rankscale import --format otf2` of those archives gives back every
-//!   rank's calls exactly, and every call's enter and leave time to the
-//!   nanosecond;
+//! * `rankscale import --format otf2` of those archives gives back the
+//!   trace: the same compressed structure with every timing statistic
+//!   (what `show` prints), every rank's calls, every call's enter and leave
+//!   time to the nanosecond, and every call site's source location;
 //! * the standard MPI records alone (what a Score-P archive has) give the
 //!   same calls with their peers, tags and bytes, and the same message and
 //!   collective matching in `rankscale analyze`;
@@ -143,6 +144,56 @@ fn check_round_trip(imp: &str, name: &str, args: &[&str]) {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let back = TraceFile::read(&back).unwrap();
     assert_eq!(back.meta.world_size, original.meta.world_size);
+    // Every call site's source location comes back (those the calls use).
+    let used: std::collections::BTreeSet<u64> = original
+        .trace
+        .ranks()
+        .iter()
+        .flat_map(|r| {
+            original
+                .trace
+                .rank_trace(r)
+                .unwrap()
+                .expand()
+                .map(|e| e.site)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let labels = |f: &TraceFile| -> std::collections::BTreeMap<u64, String> {
+        f.meta
+            .sites
+            .iter()
+            .filter(|(k, _)| used.contains(k))
+            .cloned()
+            .collect()
+    };
+    assert!(
+        !labels(&original).is_empty(),
+        "{imp} {name}: the trace names its sites"
+    );
+    assert_eq!(labels(&back), labels(&original), "{imp} {name}: call sites");
+    // The compressed structure itself, with every timing statistic: what
+    // `show` prints after the header.
+    let structure = |p: &Path| -> String {
+        let out = rankscale(&["show", &s(p)]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let t = text(&out.stdout);
+        t.lines()
+            .skip_while(|l| !l.starts_with("wall "))
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let want = structure(&trace);
+    assert!(
+        want.contains("ranks <"),
+        "{imp} {name}: no structure in {want}"
+    );
+    assert_eq!(
+        structure(&dir.join("back.trace")),
+        want,
+        "{imp} {name}: the structure"
+    );
     for r in original.trace.ranks().iter() {
         assert_eq!(
             expansion(&back, r),

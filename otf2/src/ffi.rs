@@ -500,10 +500,10 @@ impl Writer {
                 )?;
             }
             for a in &defs.attributes {
-                let kind = if a.string {
-                    OTF2_TYPE_STRING
-                } else {
-                    OTF2_TYPE_UINT64
+                let kind = match a.kind {
+                    AttrKind::String => OTF2_TYPE_STRING,
+                    AttrKind::U64 => OTF2_TYPE_UINT64,
+                    AttrKind::Other => OTF2_TYPE_INT64,
                 };
                 check(
                     "OTF2_GlobalDefWriter_WriteAttribute",
@@ -730,6 +730,20 @@ pub struct Wanted {
     pub string: Option<u32>,
     /// An unsigned attribute: its value goes to [`Handler::event`].
     pub number: Option<u32>,
+    /// A second string attribute: its value's reference goes to
+    /// [`Handler::event`].
+    pub label: Option<u32>,
+}
+
+/// The wanted attributes' values on one record (see [`Wanted`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Values {
+    /// The string attribute's value (a string reference).
+    pub string: Option<u32>,
+    /// The unsigned attribute's value.
+    pub number: Option<u64>,
+    /// The second string attribute's value (a string reference).
+    pub label: Option<u32>,
 }
 
 /// An attribute.
@@ -741,8 +755,19 @@ pub struct AttributeDef {
     pub name: u32,
     /// Its description (string reference).
     pub description: u32,
-    /// Whether its values are strings (else unsigned 64-bit integers).
-    pub string: bool,
+    /// The type of its values.
+    pub kind: AttrKind,
+}
+
+/// The type of an attribute's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttrKind {
+    /// Strings.
+    String,
+    /// Unsigned 64-bit integers.
+    U64,
+    /// Any other OTF2 type (read side).
+    Other,
 }
 
 /// What a read delivers, definitions first, then every location's events
@@ -757,16 +782,8 @@ pub trait Handler {
     /// Every location of group `group` has been read.
     fn group_done(&mut self, group: usize) -> Result<(), String>;
     /// One event record of location `loc` at `time` (ticks), with the
-    /// wanted attributes' values when the record carries them: the
-    /// string's reference and the number.
-    fn event(
-        &mut self,
-        loc: u64,
-        time: u64,
-        rec: Record,
-        string: Option<u32>,
-        number: Option<u64>,
-    ) -> Result<(), String>;
+    /// wanted attributes' values that the record carries.
+    fn event(&mut self, loc: u64, time: u64, rec: Record, values: Values) -> Result<(), String>;
 }
 
 struct ReadState<'a> {
@@ -995,7 +1012,11 @@ unsafe extern "C" fn def_attribute(
                 id,
                 name,
                 description,
-                string: kind == OTF2_TYPE_STRING as OTF2_Type,
+                kind: match kind as u32 {
+                    OTF2_TYPE_STRING => AttrKind::String,
+                    OTF2_TYPE_UINT64 => AttrKind::U64,
+                    _ => AttrKind::Other,
+                },
             });
             Ok(())
         })
@@ -1017,31 +1038,28 @@ unsafe fn deliver(
     // SAFETY: as the function's contract says.
     unsafe {
         with_state(user, |st| {
-            let mut string = None;
-            let mut number = None;
+            let mut v = Values::default();
             if !attrs.is_null() {
-                if let Some(a) = st.wanted.string
-                    && OTF2_AttributeList_TestAttributeByID(attrs, a)
-                {
-                    let mut v: OTF2_StringRef = UNDEFINED_U32;
-                    if OTF2_AttributeList_GetStringRef(attrs, a, &mut v)
+                let has =
+                    |a: Option<u32>| a.filter(|&a| OTF2_AttributeList_TestAttributeByID(attrs, a));
+                let string_of = |a: u32| {
+                    let mut r: OTF2_StringRef = UNDEFINED_U32;
+                    (OTF2_AttributeList_GetStringRef(attrs, a, &mut r)
+                        == OTF2_SUCCESS as OTF2_ErrorCode)
+                        .then_some(r)
+                };
+                v.string = has(st.wanted.string).and_then(string_of);
+                v.label = has(st.wanted.label).and_then(string_of);
+                if let Some(a) = has(st.wanted.number) {
+                    let mut n: u64 = 0;
+                    if OTF2_AttributeList_GetUint64(attrs, a, &mut n)
                         == OTF2_SUCCESS as OTF2_ErrorCode
                     {
-                        string = Some(v);
-                    }
-                }
-                if let Some(a) = st.wanted.number
-                    && OTF2_AttributeList_TestAttributeByID(attrs, a)
-                {
-                    let mut v: u64 = 0;
-                    if OTF2_AttributeList_GetUint64(attrs, a, &mut v)
-                        == OTF2_SUCCESS as OTF2_ErrorCode
-                    {
-                        number = Some(v);
+                        v.number = Some(n);
                     }
                 }
             }
-            st.handler.event(loc, time, rec, string, number)
+            st.handler.event(loc, time, rec, v)
         })
     }
 }

@@ -23,13 +23,19 @@ pub use read::{Imported, Options, import, import_with};
 pub use write::{Exported, export};
 
 /// The name of the string attribute on every `Enter` that rankscale
-/// writes: the call in rankscale's raw-log grammar, every parameter
-/// included.
+/// writes: the call with every field of rankscale's event model (the
+/// peers' ranks in the communicator and the caller's included, which the
+/// raw-log grammar leaves out), postcard-encoded, in hex.
 pub const EVENT_ATTRIBUTE: &str = "rankscale::event";
 
 /// The name of the unsigned attribute on every `Enter` that rankscale
 /// writes: the call's position among its rank's calls.
 pub const SEQ_ATTRIBUTE: &str = "rankscale::seq";
+
+/// The name of the string attribute on an `Enter` whose call site has a
+/// source location in the trace (`function file:line`): what `show` and the
+/// reports print for the site, kept through a round trip.
+pub const SITE_ATTRIBUTE: &str = "rankscale::site";
 
 /// The name of this format, as `rankscale import --format` takes it and as
 /// an imported trace's metadata records it.

@@ -12,7 +12,9 @@
 //!   time is computation.
 //! - **Exactly, when the archive says so:** an `Enter` with the attribute
 //!   [`crate::EVENT_ATTRIBUTE`] (rankscale wrote the archive) gives the
-//!   call with every parameter; its MPI records are then not needed.
+//!   call with every parameter; its MPI records are then not needed. The
+//!   call sites' source locations come back from
+//!   [`crate::SITE_ATTRIBUTE`].
 //! - **From the MPI records otherwise:** `MpiSend`/`MpiRecv` give the
 //!   peer, tag and bytes of a blocking call (count = bytes, datatype size
 //!   1), `MpiIsend` a nonblocking send and its request, `MpiIrecvRequest`
@@ -38,8 +40,8 @@ use compress::{
     Transfer,
 };
 
-use crate::ffi::{self, Definitions, Handler, Record, UNDEFINED_U32, Wanted};
-use crate::{EVENT_ATTRIBUTE, Error, OTF2, SEQ_ATTRIBUTE};
+use crate::ffi::{self, AttrKind, Definitions, Handler, Record, UNDEFINED_U32, Values, Wanted};
+use crate::{EVENT_ATTRIBUTE, Error, OTF2, SEQ_ATTRIBUTE, SITE_ATTRIBUTE};
 
 /// What an import read.
 #[derive(Debug)]
@@ -147,6 +149,8 @@ struct State {
     last: u64,
     /// The rank of each group of locations, in the order they are read.
     group_rank: Vec<u32>,
+    /// Call sites' source locations, from the `rankscale::site` attribute.
+    sites: BTreeMap<u64, String>,
     /// ns per tick as (numerator, denominator): 1e9 / resolution.
     res: u64,
     zero_ns: u64,
@@ -166,6 +170,18 @@ impl State {
             .get(id as usize)
             .map_or("", String::as_str)
     }
+}
+
+/// The call an [`EVENT_ATTRIBUTE`] holds: postcard bytes in hex.
+fn decode(hex: &str) -> Option<Event> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    postcard::from_bytes(&bytes?).ok()
 }
 
 fn transfer(c: &Comm, me: i32, peer: u32, tag: u32, len: u64) -> Transfer {
@@ -319,17 +335,18 @@ impl Handler for State {
         if self.opts.records_only {
             return Ok((Wanted::default(), read_groups));
         }
-        let find = |name: &str, string: bool| {
+        let find = |name: &str, kind: AttrKind| {
             self.defs
                 .attributes
                 .iter()
-                .find(|a| a.string == string && self.string(a.name) == name)
+                .find(|a| a.kind == kind && self.string(a.name) == name)
                 .map(|a| a.id)
         };
         Ok((
             Wanted {
-                string: find(EVENT_ATTRIBUTE, true),
-                number: find(SEQ_ATTRIBUTE, false),
+                string: find(EVENT_ATTRIBUTE, AttrKind::String),
+                number: find(SEQ_ATTRIBUTE, AttrKind::U64),
+                label: find(SITE_ATTRIBUTE, AttrKind::String),
             },
             read_groups,
         ))
@@ -346,14 +363,9 @@ impl Handler for State {
         Ok(())
     }
 
-    fn event(
-        &mut self,
-        loc: u64,
-        time: u64,
-        rec: Record,
-        attr: Option<u32>,
-        seq: Option<u64>,
-    ) -> Result<(), String> {
+    fn event(&mut self, loc: u64, time: u64, rec: Record, values: Values) -> Result<(), String> {
+        let (attr, seq) = (values.string, values.number);
+        let site_label = values.label.map(|l| self.string(l).to_string());
         let Some(&(rank, thread)) = self.locations.get(&loc) else {
             return Ok(());
         };
@@ -386,9 +398,12 @@ impl Handler for State {
                 let op = op_of(region).unwrap_or(Op::Pcontrol);
                 let (ev, exact) = match exact_line {
                     Some(line) => {
-                        let ev = compress::raw::parse_line(&line, 1).map_err(|e| {
-                            format!("location {loc}: the {EVENT_ATTRIBUTE} attribute `{line}`: {e}")
+                        let ev = decode(&line).ok_or_else(|| {
+                            format!("location {loc}: the {EVENT_ATTRIBUTE} attribute is not a call rankscale wrote")
                         })?;
+                        if let Some(label) = site_label {
+                            self.sites.entry(ev.site).or_insert(label);
+                        }
                         (ev, true)
                     }
                     None => {
@@ -555,6 +570,7 @@ pub fn import_with(anchor: &Path, opts: Options) -> Result<Imported, Error> {
         recording: Recording::default(),
         last: 0,
         group_rank: Vec::new(),
+        sites: BTreeMap::new(),
         res: 1,
         zero_ns: 0,
         calls: 0,
@@ -588,6 +604,7 @@ pub fn import_with(anchor: &Path, opts: Options) -> Result<Imported, Error> {
         origin: Origin::Imported {
             format: OTF2.into(),
         },
+        sites: st.sites.into_iter().collect(),
         ..Meta::default()
     };
     Ok(Imported {

@@ -15,11 +15,12 @@
 //!   communicator is defined with its members (as far as the trace's
 //!   events name them: each caller's rank and each peer's).
 //!
-//! Every `Enter` also carries the attribute `rankscale::event`: the call in
-//! the raw-log grammar, every parameter included, which `rankscale
-//! import` reads back exactly; and `rankscale::seq`, its position among its
+//! Every `Enter` also carries the attribute `rankscale::event`: the call
+//! with every field of the event model (postcard, in hex), which `rankscale
+//! import` reads back exactly; `rankscale::seq`, its position among its
 //! rank's calls (threads record in an order that timestamps alone do not
-//! give back). Byte counts are what the calls name
+//! give back); and, where the trace knows it, `rankscale::site`, the call
+//! site's source location. Byte counts are what the calls name
 //! (count times datatype size): for a receive its buffer, which may be
 //! larger than the message. Persistent requests and nonblocking
 //! collectives get `Enter`/`Leave` only.
@@ -29,6 +30,7 @@
 //! [`analysis::timed`], from 0.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::path::Path;
 
 use analysis::matching::Lineage;
@@ -36,10 +38,10 @@ use analysis::timed::{self, Clock, RankEvents};
 use compress::{Family, Op, Peer, ReqId, Tag, TraceFile};
 
 use crate::ffi::{
-    self, AttrValue, AttributeDef, CommDef, Definitions, GroupDef, LocationDef, Record, RegionDef,
-    Role, UNDEFINED_U32, Writer,
+    self, AttrKind, AttrValue, AttributeDef, CommDef, Definitions, GroupDef, LocationDef, Record,
+    RegionDef, Role, UNDEFINED_U32, Writer,
 };
-use crate::{EVENT_ATTRIBUTE, Error, SEQ_ATTRIBUTE};
+use crate::{EVENT_ATTRIBUTE, Error, SEQ_ATTRIBUTE, SITE_ATTRIBUTE};
 
 /// What an export wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -290,7 +292,8 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
     let clock = Clock::of(file);
     let mut w = Writer::create(dir, "traces")?;
     let mut strings = Strings::default();
-    let (event_attr, seq_attr) = (0u32, 1u32);
+    let (event_attr, seq_attr, site_attr) = (0u32, 1u32, 2u32);
+    let labels = file.meta.site_labels();
     let mut regions: BTreeMap<Op, u32> = BTreeMap::new();
     let mut locations: Vec<LocationDef> = Vec::new();
     let mut done = Exported {
@@ -329,7 +332,10 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
             let mut raw = ev.clone();
             raw.time = Default::default();
             line.clear();
-            compress::raw::format_event(&raw, &mut line);
+            let encoded = postcard::to_allocvec(&raw).map_err(|e| Error::Archive(e.to_string()))?;
+            for b in encoded {
+                let _ = write!(line, "{b:02x}");
+            }
             let value = strings.id(&line);
             let mut records = vec![Record::Enter(region)];
             let mut at_end = Vec::new();
@@ -425,10 +431,13 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
             }
             at_end.push(Record::Leave(region));
             let n_rec = (records.len() + at_end.len()) as u64;
-            let attrs = [
+            let mut attrs = vec![
                 (event_attr, AttrValue::String(value)),
                 (seq_attr, AttrValue::U64(seq - 1)),
             ];
+            if let Some(label) = labels.get(&ev.site) {
+                attrs.push((site_attr, AttrValue::String(strings.id(label))));
+            }
             for (i, rec) in records.into_iter().enumerate() {
                 w.event(loc, t0, rec, if i == 0 { &attrs[..] } else { &[] })?;
             }
@@ -510,9 +519,9 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
         id: event_attr,
         name: strings.id(EVENT_ATTRIBUTE),
         description: strings.id(
-            "the call with every parameter in rankscale's raw-log grammar (rankscale import reads it back)",
+            "the call with every field of rankscale's event model, postcard-encoded in hex (rankscale import reads it back)",
         ),
-        string: true,
+        kind: AttrKind::String,
     });
     defs.attributes.push(AttributeDef {
         id: seq_attr,
@@ -520,8 +529,15 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
         description: strings.id(
             "the call's position among its rank's calls, all threads together (the order rankscale recorded them in)",
         ),
-        string: false,
+        kind: AttrKind::U64,
     });
+    defs.attributes.push(AttributeDef {
+        id: site_attr,
+        name: strings.id(SITE_ATTRIBUTE),
+        description: strings.id("where the call is in the source: function file:line"),
+        kind: AttrKind::String,
+    });
+    defs.attributes.sort_by_key(|a| a.id);
     defs.locations = locations;
     defs.strings = std::mem::take(&mut strings.all);
     w.finish(&defs)?;
