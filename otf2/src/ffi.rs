@@ -1064,154 +1064,39 @@ unsafe fn deliver(
     }
 }
 
-unsafe extern "C" fn ev_enter(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-    region: OTF2_RegionRef,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe { deliver(user, loc, t, a, Record::Enter(region)) }
+/// The event callbacks: each the library's signature for its record,
+/// handing the record to [`deliver`].
+macro_rules! callbacks {
+    ($($name:ident($($arg:ident: $ty:ty),*) => $rec:expr;)*) => {$(
+        #[allow(clippy::too_many_arguments)]
+        unsafe extern "C" fn $name(
+            loc: OTF2_LocationRef,
+            t: OTF2_TimeStamp,
+            _position: u64,
+            user: *mut c_void,
+            a: *mut OTF2_AttributeList,
+            $($arg: $ty),*
+        ) -> OTF2_CallbackCode {
+            // SAFETY: the library's arguments, valid for the callback.
+            unsafe { deliver(user, loc, t, a, $rec) }
+        }
+    )*};
 }
 
-unsafe extern "C" fn ev_leave(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-    region: OTF2_RegionRef,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe { deliver(user, loc, t, a, Record::Leave(region)) }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ev_send(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-    to: u32,
-    c: OTF2_CommRef,
-    tag: u32,
-    len: u64,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe { deliver(user, loc, t, a, Record::MpiSend(to, c, tag, len)) }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ev_isend(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-    to: u32,
-    c: OTF2_CommRef,
-    tag: u32,
-    len: u64,
-    req: u64,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe { deliver(user, loc, t, a, Record::MpiIsend(to, c, tag, len, req)) }
-}
-
-unsafe extern "C" fn ev_isend_complete(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-    req: u64,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe { deliver(user, loc, t, a, Record::MpiIsendComplete(req)) }
-}
-
-unsafe extern "C" fn ev_irecv_request(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-    req: u64,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe { deliver(user, loc, t, a, Record::MpiIrecvRequest(req)) }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ev_recv(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-    from: u32,
-    c: OTF2_CommRef,
-    tag: u32,
-    len: u64,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe { deliver(user, loc, t, a, Record::MpiRecv(from, c, tag, len)) }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ev_irecv(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-    from: u32,
-    c: OTF2_CommRef,
-    tag: u32,
-    len: u64,
-    req: u64,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe { deliver(user, loc, t, a, Record::MpiIrecv(from, c, tag, len, req)) }
-}
-
-unsafe extern "C" fn ev_coll_begin(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe { deliver(user, loc, t, a, Record::CollectiveBegin) }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ev_coll_end(
-    loc: OTF2_LocationRef,
-    t: OTF2_TimeStamp,
-    _position: u64,
-    user: *mut c_void,
-    a: *mut OTF2_AttributeList,
-    op: OTF2_CollectiveOp,
-    c: OTF2_CommRef,
-    root: u32,
-    sent: u64,
-    recvd: u64,
-) -> OTF2_CallbackCode {
-    // SAFETY: the library's arguments, valid for the callback.
-    unsafe {
-        deliver(
-            user,
-            loc,
-            t,
-            a,
-            Record::CollectiveEnd(op, c, root, sent, recvd),
-        )
-    }
+callbacks! {
+    ev_enter(region: OTF2_RegionRef) => Record::Enter(region);
+    ev_leave(region: OTF2_RegionRef) => Record::Leave(region);
+    ev_send(to: u32, c: OTF2_CommRef, tag: u32, len: u64) => Record::MpiSend(to, c, tag, len);
+    ev_isend(to: u32, c: OTF2_CommRef, tag: u32, len: u64, req: u64) =>
+        Record::MpiIsend(to, c, tag, len, req);
+    ev_isend_complete(req: u64) => Record::MpiIsendComplete(req);
+    ev_irecv_request(req: u64) => Record::MpiIrecvRequest(req);
+    ev_recv(from: u32, c: OTF2_CommRef, tag: u32, len: u64) => Record::MpiRecv(from, c, tag, len);
+    ev_irecv(from: u32, c: OTF2_CommRef, tag: u32, len: u64, req: u64) =>
+        Record::MpiIrecv(from, c, tag, len, req);
+    ev_coll_begin() => Record::CollectiveBegin;
+    ev_coll_end(op: OTF2_CollectiveOp, c: OTF2_CommRef, root: u32, sent: u64, recvd: u64) =>
+        Record::CollectiveEnd(op, c, root, sent, recvd);
 }
 
 /// The outcome of a read call: a handler's stop (which interrupted it)
