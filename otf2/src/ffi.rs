@@ -279,7 +279,6 @@ pub struct Writer {
     archive: *mut OTF2_Archive,
     evt: HashMap<u64, *mut OTF2_EvtWriter>,
     attrs: *mut OTF2_AttributeList,
-    locations: Vec<u64>,
 }
 
 // SAFETY: OTF2 calls these when a buffer is full. They only say "flush"
@@ -336,7 +335,6 @@ impl Writer {
             archive,
             evt: HashMap::new(),
             attrs: std::ptr::null_mut(),
-            locations: Vec::new(),
         };
         // SAFETY: `archive` is the live handle opened above; FLUSH is a
         // static that outlives it; the creator string is copied.
@@ -374,7 +372,6 @@ impl Writer {
             "OTF2_Archive_GetEvtWriter",
         )?;
         self.evt.insert(loc, w);
-        self.locations.push(loc);
         Ok(w)
     }
 

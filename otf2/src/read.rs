@@ -151,7 +151,7 @@ struct State {
     group_rank: Vec<u32>,
     /// Call sites' source locations, from the `rankscale::site` attribute.
     sites: BTreeMap<u64, String>,
-    /// ns per tick as (numerator, denominator): 1e9 / resolution.
+    /// The archive's timer resolution, ticks per second.
     res: u64,
     zero_ns: u64,
     calls: u64,
