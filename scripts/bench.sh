@@ -51,6 +51,12 @@
 #     trace (time ratio), `import --format otf2` back, the archive's size
 #     against the trace's, and whether every rank's calls came back
 #     (`scripts/bench.sh interchange` runs this part alone).
+# 13. analysis at scale: a pertext trace in the published SMG2000 traces'
+#     form (scripts/smg_like.py: 1,024 ranks on a 16x8x8 grid, 8.1 M
+#     events), `import` then `analyze`: wall and CPU time, peak RSS (from
+#     /usr/bin/time -v), per event; the ratio is analyze's time against
+#     import's (`scripts/bench.sh scale` runs this part alone; SCALE_RANKS
+#     and SCALE_CYCLES change the size).
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -462,6 +468,33 @@ if scripts/npb.sh openmpi cg W 16 >/dev/null 2>&1; then
 else
   echo "interchange: NPB not available, skipped"
 fi
+fi
+
+if [[ $part == all || $part == scale ]]; then
+  rs="$root/target/openmpi/release/rankscale"
+  ranks=${SCALE_RANKS:-1024}
+  python3 scripts/smg_like.py "$tmp/smg" "$ranks" "${SCALE_CYCLES:-90}"
+  # timed NAME CMD...: runs CMD under /usr/bin/time -v; prints "wall cpu rss_kB".
+  timed() {
+    /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F': ' '
+      /Elapsed/ { n = split($2, t, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + t[i] }
+      /User time/ { u = $2 } /System time/ { s = $2 } /Maximum resident/ { m = $2 }
+      END { print w, u + s, m }'
+  }
+  read -r iw ic im < <(timed "$rs" import --format pertext "$tmp/smg" -o "$tmp/smg.trace")
+  read -r aw ac am < <(timed "$rs" analyze "$tmp/smg.trace")
+  events=$("$rs" stats "$tmp/smg.trace" | awk 'NR == 1 { print $4 }')
+  echo "analysis at scale: SMG2000-shaped pertext trace, $ranks ranks, $events events, $(nproc) cores"
+  printf '%-10s %9s %9s %10s %11s %11s %10s
+' step "wall(s)" "cpu(s)" "rss(MB)" "us/event" "B/event" "ratio"
+  row() { awk -v n="$1" -v w="$2" -v c="$3" -v m="$4" -v e="$events" -v r="$5" \
+    'BEGIN { printf "%-10s %9.2f %9.2f %10.0f %11.2f %11.0f %10s\n", n, w, c, m / 1024, w * 1e6 / e, m * 1024 / e, r }'; }
+  row import "$iw" "$ic" "$im" ""
+  row analyze "$aw" "$ac" "$am" "$(awk -v a="$aw" -v b="$iw" 'BEGIN { printf "%.2f", a / b }')"
+  row both "$(awk -v a="$aw" -v b="$iw" 'BEGIN { print a + b }')" "$(awk -v a="$ac" -v b="$ic" 'BEGIN { print a + b }')" \
+    "$(( am > im ? am : im ))" ""
+  echo "analysis at scale: us/event and B/event are wall time and peak RSS over the events; ratio = analyze's wall time against import's"
+  rm -rf "$tmp/smg" "$tmp/smg.trace"
 fi
 
 [[ $part == all || $part == npb ]] || exit 0

@@ -23,7 +23,7 @@ use std::hash::{Hash, Hasher};
 
 use compress::{Event, Family, Op, Peer, ReqId};
 
-use crate::run::Run;
+use crate::run::{Events, Run};
 
 /// One end of a message or one member of a collective: where it was
 /// posted and which call completed it (the same event for blocking calls).
@@ -222,7 +222,7 @@ fn group_of(parent: u64, e: &Event, new: u32) -> u64 {
     h.finish()
 }
 
-fn scan(ri: usize, me: i32, events: &[Event]) -> RankOut {
+fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
     let mut out = RankOut {
         sends: Vec::new(),
         recvs: Vec::new(),

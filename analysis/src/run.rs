@@ -21,12 +21,21 @@
 use std::collections::HashMap;
 
 use compress::{Event, MNode, MpiSeries, Op, TraceFile};
+use rayon::prelude::*;
 
 use crate::Error;
 
 /// The most events one context holds before it is cut: a bound on one
 /// pattern instance for a rank whose events never form a loop.
 pub const MAX_CONTEXT: usize = 4096;
+
+/// One rank unfolded: its events, the iteration vectors of its reservoir
+/// entries (index into [`Run::slow_calls`]), and its event count with the
+/// markers.
+type Unfolded = (RankRun, Vec<(usize, Vec<u64>)>, u64);
+
+/// Ranks unfolded together on all cores between two progress reports.
+const UNFOLD_BATCH: usize = 32;
 
 /// The common time base of a trace's timelines: the earliest rank's time
 /// zero (wall-clock ns), so that times compare across ranks; `None` unless
@@ -40,6 +49,92 @@ pub fn time_zero(file: &TraceFile) -> Option<u64> {
     zeros?.into_iter().min()
 }
 
+/// A rank's events in call order, each distinct event stored once.
+///
+/// An SPMD rank repeats a few distinct calls (same operation, site, peer,
+/// count) millions of times: the 1,024-rank SMG2000-shaped benchmark
+/// has 8 M events and a few hundred distinct ones per rank. Held as
+/// [`Event`]s (360 bytes each) they were most of the analysis' memory;
+/// held as a 4-byte index into the distinct ones they cost no more than
+/// the time stamps beside them. The per-execution [`Event::time`] is not
+/// kept (the spans hold the times), so that executions of one call are
+/// alike.
+#[derive(Debug, Default)]
+pub struct Events {
+    distinct: Vec<Event>,
+    seq: Vec<u32>,
+}
+
+impl Events {
+    /// How many events.
+    pub fn len(&self) -> usize {
+        self.seq.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.seq.is_empty()
+    }
+
+    /// How many of them are distinct.
+    pub fn distinct(&self) -> usize {
+        self.distinct.len()
+    }
+
+    /// The events in call order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Event> + Clone + '_ {
+        self.seq.iter().map(|&i| &self.distinct[i as usize])
+    }
+}
+
+impl std::ops::Index<usize> for Events {
+    type Output = Event;
+
+    fn index(&self, i: usize) -> &Event {
+        &self.distinct[self.seq[i] as usize]
+    }
+}
+
+impl FromIterator<Event> for Events {
+    fn from_iter<I: IntoIterator<Item = Event>>(iter: I) -> Events {
+        let mut b = EventsBuilder::default();
+        for e in iter {
+            b.push(e);
+        }
+        b.finish()
+    }
+}
+
+/// Builds [`Events`], finding each event's earlier equal (with the Fx
+/// hash: the keys are the trace's own events, not adversarial input, and
+/// SipHash over a 360-byte event was a tenth of the whole analysis).
+#[derive(Default)]
+struct EventsBuilder {
+    ids: rustc_hash::FxHashMap<Event, u32>,
+    events: Events,
+}
+
+impl EventsBuilder {
+    fn push(&mut self, mut e: Event) {
+        e.time = compress::Timing::default();
+        let next = self.events.distinct.len() as u32;
+        let id = match self.ids.entry(e) {
+            std::collections::hash_map::Entry::Occupied(o) => *o.get(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                self.events.distinct.push(v.key().clone());
+                v.insert(next);
+                next
+            }
+        };
+        self.events.seq.push(id);
+    }
+
+    fn finish(mut self) -> Events {
+        self.events.seq.shrink_to_fit();
+        self.events
+    }
+}
+
 /// One rank's events.
 #[derive(Debug)]
 pub struct RankRun {
@@ -47,7 +142,7 @@ pub struct RankRun {
     pub rank: u32,
     /// The events, in call order, without the markers (`Init`, `Finalize`,
     /// `Pcontrol`), which carry no communication.
-    pub events: Vec<Event>,
+    pub events: Events,
     /// The context of each event: an index into `contexts`, growing along
     /// the rank's events and changing exactly where a context ends.
     pub context: Vec<u32>,
@@ -167,14 +262,12 @@ impl Run {
             &file.meta.origin,
             compress::Origin::Imported { format } if format == compress::import::PERTEXT
         );
-        let mut done = 0u64;
-        let mut out = Vec::with_capacity(ranks.len());
-        for &rank in &ranks {
+        let unfold = |rank: u32| -> Result<Unfolded, Error> {
             let t = file
                 .trace
                 .rank_trace(rank)
                 .map_err(|e| Error::Project(rank, e.to_string()))?;
-            let spans = match (timed, file.timeline(rank)) {
+            let spans: Vec<(i64, i64)> = match (timed, file.timeline(rank)) {
                 (true, Some(tl)) => {
                     let off = i64::try_from(tl.epoch_ns - zero).unwrap_or(i64::MAX / 2);
                     tl.spans()?
@@ -184,9 +277,11 @@ impl Run {
                 }
                 _ => Vec::new(),
             };
+            let mut found = Vec::new();
+            let mut events = EventsBuilder::default();
             let mut rr = RankRun {
                 rank,
-                events: Vec::new(),
+                events: Events::default(),
                 context: Vec::new(),
                 contexts: Vec::new(),
                 spans: Vec::new(),
@@ -202,12 +297,8 @@ impl Run {
             while let Some(ev) = ex.next() {
                 let at = pos;
                 pos += 1;
-                done += 1;
-                if done.is_multiple_of(65_536) {
-                    progress(done, total);
-                }
                 if let Some(&i) = wanted.get(&(rank, at as u64)) {
-                    slow_calls[i].iterations = ex.loop_path().map(|p| p.1).collect();
+                    found.push((i, ex.loop_path().map(|p| p.1).collect()));
                 }
                 if matches!(ev.op, Op::Pcontrol) {
                     cut = true;
@@ -235,8 +326,9 @@ impl Run {
                 rr.context.push((rr.contexts.len() - 1) as u32);
                 rr.outer.push(ex.loop_path().next());
                 rr.pos.push(at as u64);
-                rr.events.push(ev);
+                events.push(ev);
             }
+            rr.events = events.finish();
             if ex.is_broken() {
                 return Err(Error::Project(rank, "the trace is inconsistent".into()));
             }
@@ -247,7 +339,23 @@ impl Run {
                     spans: spans.len(),
                 });
             }
-            out.push(rr);
+            Ok((rr, found, pos as u64))
+        };
+        // Ranks are independent: they unfold on all cores, a batch at a
+        // time so that progress is reported as they go.
+        let mut done = 0u64;
+        let mut out = Vec::with_capacity(ranks.len());
+        for batch in ranks.chunks(UNFOLD_BATCH) {
+            let unfolded: Vec<_> = batch.par_iter().map(|&r| unfold(r)).collect();
+            for u in unfolded {
+                let (rr, found, events) = u?;
+                for (i, it) in found {
+                    slow_calls[i].iterations = it;
+                }
+                done += events;
+                out.push(rr);
+            }
+            progress(done, total);
         }
         progress(done, total);
         Ok(Run {

@@ -10,8 +10,6 @@
 //! metric). The instance's cause is the rank that caused the most waiting,
 //! and the kind of wait it caused most.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use crate::patterns::Instance;
@@ -69,34 +67,67 @@ pub struct Wait {
 }
 
 /// The wait states of a run, by the call that waited, so that each
-/// instance finds its own.
+/// instance finds its own: one array ordered by (rank, event), searched,
+/// rather than a map of small vectors (which cost more than the waits
+/// themselves at millions of waits).
 #[derive(Debug, Default)]
 pub struct WaitIndex {
-    by_call: HashMap<(usize, usize), Vec<Wait>>,
+    by_call: Vec<Wait>,
+    /// Where each rank's waits begin in `by_call` (one more entry than
+    /// ranks), so that a search stays within one rank's waits.
+    rank_start: Vec<usize>,
 }
 
 impl WaitIndex {
     /// Indexes `all`.
     pub fn new(all: &[WaitState]) -> WaitIndex {
-        let mut by_call: HashMap<(usize, usize), Vec<Wait>> = HashMap::new();
-        for w in all {
-            by_call.entry((w.waiter, w.event)).or_default().push(Wait {
-                cause: w.metric.into(),
-                waiter: w.waiter,
-                event: w.event,
-                culprit: w.culprit,
-                ns: w.ns,
-            });
+        let mut order: Vec<(usize, usize, usize)> = all
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.waiter, w.event, i))
+            .collect();
+        // The waits of one call keep their order.
+        order.sort_unstable();
+        let by_call: Vec<Wait> = order
+            .into_iter()
+            .map(|(_, _, i)| {
+                let w = &all[i];
+                Wait {
+                    cause: w.metric.into(),
+                    waiter: w.waiter,
+                    event: w.event,
+                    culprit: w.culprit,
+                    ns: w.ns,
+                }
+            })
+            .collect();
+        let ranks = by_call.last().map_or(0, |w| w.waiter + 1);
+        let rank_start = (0..=ranks)
+            .map(|r| by_call.partition_point(|w| w.waiter < r))
+            .collect();
+        WaitIndex {
+            by_call,
+            rank_start,
         }
-        WaitIndex { by_call }
+    }
+
+    /// The waits of one call.
+    fn at(&self, rank: usize, event: usize) -> &[Wait] {
+        let (Some(&lo), Some(&hi)) = (self.rank_start.get(rank), self.rank_start.get(rank + 1))
+        else {
+            return &[];
+        };
+        let mine = &self.by_call[lo..hi];
+        let a = mine.partition_point(|w| w.event < event);
+        let n = mine[a..].iter().take_while(|w| w.event == event).count();
+        &mine[a..a + n]
     }
 
     /// The waits inside `inst` (in the order of its events).
     pub fn waits(&self, inst: &Instance) -> Vec<Wait> {
         inst.events
             .iter()
-            .filter_map(|k| self.by_call.get(k))
-            .flatten()
+            .flat_map(|&(r, e)| self.at(r, e))
             .copied()
             .collect()
     }

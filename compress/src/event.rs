@@ -423,7 +423,7 @@ impl CommCreate {
 /// Fields that an operation does not use stay at their empty value (`None`,
 /// empty vector). The raw log prints exactly the fields that are set, in a
 /// fixed order (see [`crate::raw`]). Message contents are never recorded.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Event {
     /// The MPI operation.
     pub op: Op,
@@ -483,7 +483,7 @@ pub struct Event {
 }
 
 /// Timing of one event, in nanoseconds since the rank's first event.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Timing {
     /// When the call was entered.
     pub enter_ns: u64,
