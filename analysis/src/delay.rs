@@ -126,7 +126,9 @@ pub struct DelayReport {
 /// before its waiting call that synchronised with the culprit
 /// (`u32::MAX`: none). Found by one sort of all synchronisation points
 /// and a sweep, not by a search per wait (which at millions of waits was
-/// mostly cache misses).
+/// mostly cache misses). Events and waits are numbered in 32 bits, as
+/// everywhere in the analysis' per-event arrays: 2^31 wait states would
+/// need over 100 GB of them in memory first.
 fn previous_syncs(waits: &[WaitState]) -> Vec<[u32; 2]> {
     // (rank, peer), event, wait index × 2 + side (0: the culprit's
     // synchronising call, 1: the waiter's waiting call).
@@ -153,49 +155,50 @@ fn previous_syncs(waits: &[WaitState]) -> Vec<[u32; 2]> {
 
 /// One kind of a rank's activity (the computation before each call, or
 /// the time inside each call) event by event, with running sums every
-/// `stride` events, so that the activity per region between two events
+/// `stride` events, so that the activity per call kind between two events
 /// is a difference of two checkpoints and a short scan at each end: time
-/// in the number of regions and the stride, not in the interval's length,
+/// in the number of kinds and the stride, not in the interval's length,
 /// and a scan of adjacent memory instead of a search per region.
 struct Activity {
-    /// Per event: the region (local to the rank) and its time, ns (0 when
-    /// none).
-    at: Vec<(u32, i64)>,
-    /// `cum[c * width + r]`: the time of local region `r` in events
+    /// Per event: its time, ns (0 when none). The event's call kind is in
+    /// [`RankIndex::kind`], shared by both activities.
+    t: Vec<i64>,
+    /// `cum[c * width + k]`: the time of call kind `k` in events
     /// `0..c * stride`.
     cum: Vec<i64>,
 }
 
 impl Activity {
-    fn new(at: Vec<(u32, i64)>, width: usize, stride: usize) -> Activity {
-        let rows = at.len() / stride + 1;
+    fn new(t: Vec<i64>, kind: &[u32], width: usize, stride: usize) -> Activity {
+        let rows = t.len() / stride + 1;
         let mut cum = vec![0i64; rows * width];
         let mut run = vec![0i64; width];
         for c in 1..rows {
-            for &(r, t) in &at[(c - 1) * stride..c * stride] {
-                run[r as usize] += t;
+            let range = (c - 1) * stride..c * stride;
+            for (&k, &x) in kind[range.clone()].iter().zip(&t[range]) {
+                run[k as usize] += x;
             }
             cum[c * width..(c + 1) * width].copy_from_slice(&run);
         }
-        Activity { at, cum }
+        Activity { t, cum }
     }
 
-    /// Adds the time per local region of events `lo..=hi` to `d`.
-    fn add(&self, lo: usize, hi: usize, stride: usize, d: &mut [i64]) {
-        if lo > hi || lo >= self.at.len() {
+    /// Adds the time per call kind of events `lo..=hi` to `d`.
+    fn add(&self, kind: &[u32], lo: usize, hi: usize, stride: usize, d: &mut [i64]) {
+        if lo > hi || lo >= self.t.len() {
             return;
         }
-        let hi = hi.min(self.at.len() - 1);
+        let hi = hi.min(self.t.len() - 1);
         let (a, b) = (lo.div_ceil(stride), (hi + 1) / stride);
         let scan = |range: std::ops::Range<usize>, d: &mut [i64]| {
-            for &(r, t) in &self.at[range] {
-                d[r as usize] += t;
+            for (&k, &x) in kind[range.clone()].iter().zip(&self.t[range]) {
+                d[k as usize] += x;
             }
         };
         if a < b {
             let w = d.len();
-            for (r, x) in d.iter_mut().enumerate() {
-                *x += self.cum[b * w + r] - self.cum[a * w + r];
+            for (k, x) in d.iter_mut().enumerate() {
+                *x += self.cum[b * w + k] - self.cum[a * w + k];
             }
             scan(lo..a * stride, d);
             scan(b * stride..hi + 1, d);
@@ -209,9 +212,12 @@ impl Activity {
 struct RankIndex {
     /// The rank's events.
     events: usize,
-    /// The regions the rank was active in (local id → index into
-    /// [`Index::regions`]).
-    regions: Vec<u32>,
+    /// The rank's call kinds (operation and site): the region of the
+    /// computation before such a call and of the time inside it (indices
+    /// into [`Index::regions`]).
+    kinds: Vec<[u32; 2]>,
+    /// Each event's call kind (index into `kinds`).
+    kind: Vec<u32>,
     /// Events between two checkpoints of the running sums.
     stride: usize,
     /// The computation before each event.
@@ -300,45 +306,42 @@ impl Index {
             .map(|(rr, mut mine)| {
                 mine.sort_unstable();
                 let spans = &rr.spans;
-                let mut local: Vec<u32> = Vec::new();
-                let mut slot: HashMap<u32, u32> = HashMap::new();
-                let mut id = |region: Region| {
-                    let g = *ids.entry(region).or_insert_with(|| {
+                let mut kinds: Vec<[u32; 2]> = Vec::new();
+                let mut slot: HashMap<(Op, u64), u32> = HashMap::new();
+                let mut global = |region: Region| {
+                    *ids.entry(region).or_insert_with(|| {
                         regions.push(region);
                         (regions.len() - 1) as u32
-                    });
-                    *slot.entry(g).or_insert_with(|| {
-                        local.push(g);
-                        (local.len() - 1) as u32
                     })
                 };
+                let mut kind = Vec::with_capacity(spans.len());
                 let mut gaps = Vec::with_capacity(spans.len());
                 let mut calls = Vec::with_capacity(spans.len());
                 let mut next = 0;
                 for (e, span) in spans.iter().enumerate() {
                     let ev = &rr.events[e];
+                    let k = *slot.entry((ev.op, ev.site)).or_insert_with(|| {
+                        let region = |mpi| Region {
+                            mpi,
+                            op: ev.op,
+                            site: ev.site,
+                        };
+                        kinds.push([global(region(false)), global(region(true))]);
+                        (kinds.len() - 1) as u32
+                    });
+                    kind.push(k);
                     let gap = e.checked_sub(1).map_or(0, |p| span.0 - spans[p].1);
-                    let region = Region {
-                        mpi: false,
-                        op: ev.op,
-                        site: ev.site,
-                    };
-                    gaps.push((id(region), gap.max(0)));
+                    gaps.push(gap.max(0));
                     let mut t = span.1 - span.0;
                     while next < mine.len() && mine[next].0 == e {
                         t -= waits[mine[next].1].ns;
                         next += 1;
                     }
-                    let region = Region {
-                        mpi: true,
-                        op: ev.op,
-                        site: ev.site,
-                    };
-                    calls.push((id(region), t.max(0)));
+                    calls.push(t.max(0));
                 }
-                // A checkpoint row costs `width` sums: one every 4 × width
-                // events keeps them under 2 bytes per event.
-                let width = local.len();
+                // A checkpoint row costs `width` sums: one every 2 × width
+                // events keeps them under 8 bytes per event.
+                let width = kinds.len();
                 let stride = (2 * width).max(16);
                 let mut wait_cum = Vec::with_capacity(mine.len() + 1);
                 wait_cum.push(0.0);
@@ -348,9 +351,10 @@ impl Index {
                 }
                 RankIndex {
                     events: spans.len(),
-                    gaps: Activity::new(gaps, width, stride),
-                    calls: Activity::new(calls, width, stride),
-                    regions: local,
+                    gaps: Activity::new(gaps, &kind, width, stride),
+                    calls: Activity::new(calls, &kind, width, stride),
+                    kinds,
+                    kind,
                     stride,
                     handed: vec![0.0; mine.len()],
                     waits: mine,
@@ -402,16 +406,19 @@ impl Index {
             (true, Some(l)) => Some((first, l)),
             (true, None) => None,
         };
-        let mut sums = vec![0i64; ri.regions.len()];
-        ri.gaps.add(gaps.0, gaps.1, ri.stride, &mut sums);
+        let mut gap_sums = vec![0i64; ri.kinds.len()];
+        ri.gaps
+            .add(&ri.kind, gaps.0, gaps.1, ri.stride, &mut gap_sums);
+        let mut call_sums = vec![0i64; ri.kinds.len()];
         if let Some((lo, hi)) = calls {
-            ri.calls.add(lo, hi, ri.stride, &mut sums);
+            ri.calls.add(&ri.kind, lo, hi, ri.stride, &mut call_sums);
         }
-        let mut d: Vec<(u32, i64)> = sums
-            .into_iter()
-            .enumerate()
+        let mut d: Vec<(u32, i64)> = ri
+            .kinds
+            .iter()
+            .zip(gap_sums.into_iter().zip(call_sums))
+            .flat_map(|(k, (g, c))| [(k[0], g), (k[1], c)])
             .filter(|x| x.1 > 0)
-            .map(|(r, t)| (ri.regions[r], t))
             .collect();
         d.sort_unstable_by_key(|x| x.0);
         let inside = calls.map_or(0..0, |(lo, hi)| ri.waits_in(lo, hi));

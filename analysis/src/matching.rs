@@ -22,6 +22,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use compress::{Event, Family, Op, Peer, ReqId};
+use rayon::prelude::*;
 
 use crate::run::{Events, Run};
 
@@ -133,20 +134,23 @@ struct RankOut {
 pub fn match_run(run: &Run) -> Matching {
     let outs: Vec<RankOut> = run
         .ranks
-        .iter()
+        .par_iter()
         .enumerate()
         .map(|(ri, r)| scan(ri, r.rank as i32, &r.events))
         .collect();
+    let mut outs = outs;
     let mut m = Matching::default();
     let mut queues: HashMap<Key, VecDeque<(End, u64, bool)>> = HashMap::new();
-    for o in &outs {
-        for &(k, e, b, s) in &o.sends {
+    // Each rank's lists are freed as they are consumed, so that they and
+    // what they become are not all held at once.
+    for o in &mut outs {
+        for (k, e, b, s) in std::mem::take(&mut o.sends) {
             queues.entry(k).or_default().push_back((e, b, s));
         }
         m.unmatched_recvs += o.unresolved;
     }
-    for o in &outs {
-        for &(k, recv, probe) in &o.recvs {
+    for o in &mut outs {
+        for (k, recv, probe) in std::mem::take(&mut o.recvs) {
             match queues.get_mut(&k).and_then(VecDeque::pop_front) {
                 Some((send, bytes, sync)) => m.messages.push(Message {
                     send,
@@ -160,6 +164,7 @@ pub fn match_run(run: &Run) -> Matching {
         }
     }
     m.unmatched_sends = queues.values().map(VecDeque::len).sum();
+    drop(queues);
     let mut index: HashMap<(u32, u64, u64), usize> = HashMap::new();
     for o in &outs {
         for &(k, op, e) in &o.colls {

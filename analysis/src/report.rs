@@ -548,7 +548,7 @@ fn pattern_report(run: &Run, p: &Patterns, pt: &crate::patterns::Pattern) -> Pat
 
 fn slow_instances(
     run: &Run,
-    wi: &WaitIndex,
+    wi: &WaitIndex<'_>,
     p: &Patterns,
     cutoff: f64,
     phase_of: &dyn Fn(usize) -> usize,
@@ -599,7 +599,7 @@ fn slow_instances(
 #[allow(clippy::too_many_arguments)]
 fn slow_report(
     run: &Run,
-    wi: &WaitIndex,
+    wi: &WaitIndex<'_>,
     p: &Patterns,
     ii: usize,
     occurrence: usize,

@@ -153,11 +153,14 @@ pub struct RankRun {
     pub spans: Vec<(i64, i64)>,
     /// The position of each event in the rank's full event sequence (the
     /// markers included), which keys the timeline and the MPI time series.
-    pub pos: Vec<u64>,
+    /// 32 bits, like every per-event index here: a rank held in memory
+    /// has far fewer than 2^32 events, and at millions of events per
+    /// rank the width is memory.
+    pub pos: Vec<u32>,
     /// The outermost loop around each event and its iteration there
     /// (`None` outside loops): the time steps of the desynchronisation
     /// analysis.
-    pub outer: Vec<Option<(u32, u64)>>,
+    pub outer: Vec<Option<(u32, u32)>>,
 }
 
 /// MPI time per rank and time step (see [`Run::mpi_time_per_step`]).
@@ -324,8 +327,9 @@ impl Run {
                     rr.spans.push(s);
                 }
                 rr.context.push((rr.contexts.len() - 1) as u32);
-                rr.outer.push(ex.loop_path().next());
-                rr.pos.push(at as u64);
+                rr.outer
+                    .push(ex.loop_path().next().map(|(l, it)| (l, it as u32)));
+                rr.pos.push(at as u32);
                 events.push(ev);
             }
             rr.events = events.finish();
@@ -391,7 +395,7 @@ impl Run {
                     } else {
                         1
                     };
-                    w.1 = w.1.max(it + 1);
+                    w.1 = w.1.max(u64::from(it) + 1);
                 }
             }
         }
@@ -413,11 +417,12 @@ impl Run {
                 if l != id {
                     continue;
                 }
+                let it = u64::from(it);
                 if self.timed {
                     row[it as usize] += (r.spans[k].1 - r.spans[k].0) as f64;
                     continue;
                 }
-                let p = r.pos[k];
+                let p = u64::from(r.pos[k]);
                 run = match run {
                     Some((i, a, b)) if i == it && b == p => Some((i, a, p + 1)),
                     other => {

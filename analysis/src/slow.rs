@@ -71,55 +71,49 @@ pub struct Wait {
 /// rather than a map of small vectors (which cost more than the waits
 /// themselves at millions of waits).
 #[derive(Debug, Default)]
-pub struct WaitIndex {
-    by_call: Vec<Wait>,
+pub struct WaitIndex<'a> {
+    all: &'a [WaitState],
+    /// (event, index into `all`) of every wait, ordered by (waiter,
+    /// event, index): a search reads this array alone.
+    by_call: Vec<(u32, u32)>,
     /// Where each rank's waits begin in `by_call` (one more entry than
     /// ranks), so that a search stays within one rank's waits.
     rank_start: Vec<usize>,
 }
 
-impl WaitIndex {
+impl<'a> WaitIndex<'a> {
     /// Indexes `all`.
-    pub fn new(all: &[WaitState]) -> WaitIndex {
-        let mut order: Vec<(usize, usize, usize)> = all
+    pub fn new(all: &'a [WaitState]) -> WaitIndex<'a> {
+        let mut order: Vec<(usize, u32, u32)> = all
             .iter()
             .enumerate()
-            .map(|(i, w)| (w.waiter, w.event, i))
+            .map(|(i, w)| (w.waiter, w.event as u32, i as u32))
             .collect();
         // The waits of one call keep their order.
         order.sort_unstable();
-        let by_call: Vec<Wait> = order
-            .into_iter()
-            .map(|(_, _, i)| {
-                let w = &all[i];
-                Wait {
-                    cause: w.metric.into(),
-                    waiter: w.waiter,
-                    event: w.event,
-                    culprit: w.culprit,
-                    ns: w.ns,
-                }
-            })
-            .collect();
-        let ranks = by_call.last().map_or(0, |w| w.waiter + 1);
+        let ranks = order.last().map_or(0, |w| w.0 + 1);
         let rank_start = (0..=ranks)
-            .map(|r| by_call.partition_point(|w| w.waiter < r))
+            .map(|r| order.partition_point(|w| w.0 < r))
             .collect();
         WaitIndex {
-            by_call,
+            all,
+            by_call: order.into_iter().map(|(_, e, i)| (e, i)).collect(),
             rank_start,
         }
     }
 
-    /// The waits of one call.
-    fn at(&self, rank: usize, event: usize) -> &[Wait] {
+    /// The waits of one call: (event, index into the wait states).
+    fn at(&self, rank: usize, event: usize) -> &[(u32, u32)] {
         let (Some(&lo), Some(&hi)) = (self.rank_start.get(rank), self.rank_start.get(rank + 1))
         else {
             return &[];
         };
         let mine = &self.by_call[lo..hi];
-        let a = mine.partition_point(|w| w.event < event);
-        let n = mine[a..].iter().take_while(|w| w.event == event).count();
+        let a = mine.partition_point(|w| (w.0 as usize) < event);
+        let n = mine[a..]
+            .iter()
+            .take_while(|w| w.0 as usize == event)
+            .count();
         &mine[a..a + n]
     }
 
@@ -128,7 +122,16 @@ impl WaitIndex {
         inst.events
             .iter()
             .flat_map(|&(r, e)| self.at(r, e))
-            .copied()
+            .map(|&(_, i)| {
+                let w = &self.all[i as usize];
+                Wait {
+                    cause: w.metric.into(),
+                    waiter: w.waiter,
+                    event: w.event,
+                    culprit: w.culprit,
+                    ns: w.ns,
+                }
+            })
             .collect()
     }
 }

@@ -295,7 +295,8 @@ fn waits_are_measured_as_defined() {
     assert!(run.timed);
     let m = match_run(&run);
     let p = find(&run, &m);
-    let wi = WaitIndex::new(&wait_states(&run, &m));
+    let states = wait_states(&run, &m);
+    let wi = WaitIndex::new(&states);
     let mut all: Vec<(Cause, usize, usize, i64)> = p
         .instances
         .iter()
