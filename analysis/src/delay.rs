@@ -537,7 +537,7 @@ pub fn analyse(run: &Run, waits: &[WaitState]) -> DelayReport {
             i,
         )
     });
-    let mut costs: HashMap<(usize, u32), (f64, f64)> = HashMap::new();
+    let mut costs: rustc_hash::FxHashMap<(usize, u32), (f64, f64)> = Default::default();
     let mut unexplained = 0f64;
     // What makes up a wait's cost but the waiting handed on to it does
     // not change as waits are processed, so it is found for many waits at

@@ -890,8 +890,8 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
     let spans = || ranks.iter().flatten().filter_map(|e| e.record.span());
     let zero = spans().map(|s| s.0).min().unwrap_or(0);
     let last = spans().map(|s| s.1).max().unwrap_or(zero);
-    let mut parts = Vec::with_capacity(ranks.len());
-    for (r, entries) in ranks.iter().enumerate() {
+    let indexed: Vec<(usize, &Vec<Entry>)> = ranks.iter().enumerate().collect();
+    let parts = on_all_cores(&indexed, |&(r, entries)| {
         let rank = u32::try_from(r).unwrap_or(u32::MAX);
         let failed = |error| ImportError::Compress { rank, error };
         // A timeline with the common zero: the imported times are exact.
@@ -903,8 +903,10 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
         for ev in rank_events(rank, entries, zero) {
             rec.push(&ev).map_err(failed)?;
         }
-        parts.push(rec.finish().map_err(failed)?);
-    }
+        rec.finish().map_err(failed)
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
     // Merged as a traced run would be.
     let mut file = TraceFile::merge_as_traced(parts)
         .map_err(|error| ImportError::Merge { error })?
@@ -984,15 +986,37 @@ pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>, ImportError> {
 pub fn import_pertext(dir: &Path) -> Result<TraceFile, ImportError> {
     let files = rank_files(dir)?;
     let world = u32::try_from(files.len()).unwrap_or(u32::MAX);
-    let mut ranks = Vec::with_capacity(files.len());
-    for path in &files {
+    let ranks = on_all_cores(&files, |path| {
         let bytes = std::fs::read(path).map_err(|error| ImportError::Io {
             path: path.clone(),
             error,
         })?;
-        ranks.push(parse_rank(path, &bytes, world)?);
-    }
+        parse_rank(path, &bytes, world)
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
     convert(&ranks, dir)
+}
+
+/// `f` of each item, in order, computed on all cores: the ranks of an
+/// import are independent (a rank's file, a rank's compression). With
+/// scoped threads over contiguous slices, so that this crate, which the
+/// tracer links, needs no thread pool. The first error in rank order is
+/// the same as a loop's.
+fn on_all_cores<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = items.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = items
+            .chunks(per)
+            .map(|chunk| scope.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 #[cfg(test)]
