@@ -132,13 +132,12 @@ struct RankOut {
 
 /// Matches the messages and collectives of `run`.
 pub fn match_run(run: &Run) -> Matching {
-    let outs: Vec<RankOut> = run
+    let mut outs: Vec<RankOut> = run
         .ranks
         .par_iter()
         .enumerate()
         .map(|(ri, r)| scan(ri, r.rank as i32, &r.events))
         .collect();
-    let mut outs = outs;
     let mut m = Matching::default();
     let mut queues: HashMap<Key, VecDeque<(End, u64, bool)>> = HashMap::new();
     // Each rank's lists are freed as they are consumed, so that they and
