@@ -718,14 +718,6 @@ mod tests {
     /// rounding the costs) repeat `analyse`'s on purpose: an oracle that
     /// shared them would not test them.
     fn reference(run: &Run, waits: &[WaitState]) -> (Vec<DelayCost>, i64) {
-        let region = |rank: usize, e: usize, mpi: bool| {
-            let ev = &run.ranks[rank].events[e];
-            Region {
-                mpi,
-                op: ev.op,
-                site: ev.site,
-            }
-        };
         let mut waited: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
         for (i, w) in waits.iter().enumerate() {
             waited.entry((w.waiter, w.event)).or_default().push(i);
@@ -741,7 +733,7 @@ mod tests {
                 if e > 0 && (e > first || from.is_some()) {
                     let gap = spans[e].0 - spans[e - 1].1;
                     if gap > 0 {
-                        *d.entry(region(rank, e, false)).or_default() += gap;
+                        *d.entry(Region::of(run, rank, e, false)).or_default() += gap;
                     }
                 }
                 if e == to {
@@ -753,7 +745,7 @@ mod tests {
                     inside.push(w);
                 }
                 if t > 0 {
-                    *d.entry(region(rank, e, true)).or_default() += t;
+                    *d.entry(Region::of(run, rank, e, true)).or_default() += t;
                 }
             }
             (d, inside)
