@@ -499,7 +499,7 @@ fi
 
 [[ $part == all || $part == npb ]] || exit 0
 echo "NPB: predicted application time at the target (extrapolated from the inputs) against real traced runs there; Open MPI, median of 3"
-printf '%-8s %-14s %7s %14s %12s %10s\n' bench inputs target "predicted(s)" "real(s)" "error(%)"
+printf '%-8s %-14s %7s %14s %12s %10s %20s %9s\n' bench inputs target "predicted(s)" "real(s)" "error(%)" "range(s)" "in range"
 rs="$root/target/openmpi/release/rankscale"
 wall() { "$rs" show "$1" | awk '/^wall/ { print $2 }'; }
 npb_timing() { # npb_timing BENCH CLASS "INPUTS" TARGET INPUT-FILE-TEXT EXTRAP-OPTIONS...
@@ -515,7 +515,7 @@ npb_timing() { # npb_timing BENCH CLASS "INPUTS" TARGET INPUT-FILE-TEXT EXTRAP-O
   local cwd="$tmp/npb.$b.run"
   mkdir -p "$cwd"
   [[ -n $input ]] && printf '%b' "$input" >"$cwd/input$b.data"
-  local pred=() real=() ins n f rep
+  local pred=() real=() low=() high=() ins n f rep out
   for rep in 1 2 3; do
     ins=()
     for n in $inputs $target; do
@@ -524,14 +524,20 @@ npb_timing() { # npb_timing BENCH CLASS "INPUTS" TARGET INPUT-FILE-TEXT EXTRAP-O
         launch_bin openmpi "$n" 1 "$root/target/npb/openmpi/bin/$b.$class.$n" >/dev/null 2>&1)
       if [[ $n == "$target" ]]; then real+=("$(wall "$f")"); else ins+=("$f"); fi
     done
-    "$rs" extrap -o "$tmp/npb.$b.x.$rep.trace" --ranks "$target" "$@" "${ins[@]}" >/dev/null
+    out=$("$rs" extrap -o "$tmp/npb.$b.x.$rep.trace" --ranks "$target" "$@" "${ins[@]}" 2>/dev/null)
     pred+=("$(wall "$tmp/npb.$b.x.$rep.trace")")
+    # The range of the laws fitted with one input left out.
+    low+=("$(awk '/one input left out give/ { print $(NF-3) }' <<<"$out")")
+    high+=("$(awk '/one input left out give/ { print $(NF-1) }' <<<"$out")")
   done
-  local p r
+  local p r lo hi
   p=$(printf '%s\n' "${pred[@]}" | q 0.5)
   r=$(printf '%s\n' "${real[@]}" | q 0.5)
-  printf '%-8s %-14s %7d %14.3f %12.3f %10.1f\n' "$b.$class" "${inputs// /,}" "$target" "$p" "$r" \
-    "$(awk -v p="$p" -v r="$r" 'BEGIN { print (p - r) / r * 100 }')"
+  lo=$(printf '%s\n' "${low[@]}" | q 0.5)
+  hi=$(printf '%s\n' "${high[@]}" | q 0.5)
+  printf '%-8s %-14s %7d %14.3f %12.3f %10.1f %20s %9s\n' "$b.$class" "${inputs// /,}" "$target" "$p" "$r" \
+    "$(awk -v p="$p" -v r="$r" 'BEGIN { print (p - r) / r * 100 }')" "$lo-$hi" \
+    "$(awk -v l="$lo" -v h="$hi" -v r="$r" 'BEGIN { print (l <= r && r <= h) ? "yes" : "no" }')"
 }
 npb_timing ep S "4 8 16" 32 ""
 npb_timing ft S "4 8 16" 32 ""

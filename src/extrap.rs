@@ -242,6 +242,9 @@ pub fn run(args: &Args) -> Result<()> {
             t.target
         );
     }
+    if let Some(w) = &r.wall {
+        print_wall(w, &inputs, args.ranks);
+    }
     for n in &r.notes {
         println!("note: {n}");
     }
@@ -263,4 +266,42 @@ pub fn run(args: &Args) -> Result<()> {
         secs
     );
     Ok(())
+}
+
+/// The predicted run time, how far the inputs pin it down, and a warning on
+/// stderr when they leave it open by more than twice: a user who sizes a
+/// machine by this number must know when it is a guess.
+fn print_wall(w: &extrap::WallPrediction, inputs: &[extrap::Input], ranks: u64) {
+    let s = |ns: f64| format!("{:.3}", ns / 1e9);
+    let walls: Vec<String> = w.inputs.iter().map(|&v| s(v)).collect();
+    let sizes: Vec<String> = inputs
+        .iter()
+        .map(|i| i.file.meta.world_size.to_string())
+        .collect();
+    println!(
+        "predicted run time at {ranks} ranks: {} s (rank 0's wall time [{}] s at [{}] ranks -> {} ns ({}))",
+        s(w.target),
+        walls.join(", "),
+        sizes.join(", "),
+        w.law,
+        w.method
+    );
+    let (Some((low, high)), Some(spread)) = (w.range, w.spread()) else {
+        return;
+    };
+    println!(
+        "  the laws fitted with one input left out give {} to {} s",
+        s(low),
+        s(high)
+    );
+    if spread > 2.0 {
+        eprintln!(
+            "rankscale extrap: warning: the inputs do not fix how the run time grows: laws that \
+             explain them predict {} to {} s at {ranks} ranks. Treat the time as a guess; inputs \
+             at more sizes, closer to the target, from longer runs or with a core per rank pin \
+             it down",
+            s(low),
+            s(high)
+        );
+    }
 }

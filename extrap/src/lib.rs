@@ -40,7 +40,8 @@ pub use lossy::Snippet;
 pub use models::Method;
 pub use plugin::{Plugin, SpecPlugin};
 pub use synth::{
-    Dropped, Extrapolated, FieldFit, Input, Options, Report, TimingChoice, Volume, extrapolate,
+    Dropped, Extrapolated, FieldFit, Input, Options, Report, TimingChoice, Volume, WallPrediction,
+    extrapolate,
 };
 pub use topology::{Group, Pos, Topology, detect};
 

@@ -258,6 +258,42 @@ pub struct Report {
     /// In lossy mode, the inputs whose data-dependent all-to-all counts
     /// were made uniform, and the volume that changed.
     pub volumes: Vec<Volume>,
+    /// The application's run time predicted at the target, where every
+    /// input recorded one.
+    pub wall: Option<WallPrediction>,
+}
+
+/// The application's run time at the target: rank 0's wall time in each
+/// input, fitted like a timing field. A procurement decision rests on
+/// this one number, so it comes with the range of the laws that explain
+/// the inputs as well ([`models::prediction_range`]): a point where the
+/// inputs fix the trend, orders of magnitude where noise decides it.
+#[derive(Clone, Debug)]
+pub struct WallPrediction {
+    /// The inputs' wall times, ns.
+    pub inputs: Vec<f64>,
+    /// The fitted law in P.
+    pub law: String,
+    /// Which method chose it (`paper`, `pmnf`).
+    pub method: String,
+    /// The value at the target, ns.
+    pub target: f64,
+    /// The lowest and highest value at the target of the law fitted on
+    /// all inputs and of those fitted with one input left out, ns; `None`
+    /// below 3 inputs.
+    pub range: Option<(f64, f64)>,
+}
+
+impl WallPrediction {
+    /// The range's high end over its low end (infinite when the low end is
+    /// 0): how many times the inputs leave the prediction open.
+    pub fn spread(&self) -> Option<f64> {
+        self.range.map(
+            |(low, high)| {
+                if low > 0.0 { high / low } else { f64::INFINITY }
+            },
+        )
+    }
 }
 
 impl Report {
@@ -274,6 +310,7 @@ impl Report {
             notes: Vec::new(),
             dropped: Vec::new(),
             volumes: Vec::new(),
+            wall: None,
         }
     }
 }
@@ -1036,10 +1073,37 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     let mut unverified = unverified_fields(&report, opts)?;
     unverified.extend(volumes.iter().map(Volume::describe));
     report.volumes = volumes;
+    Ok(finish(
+        inputs,
+        &sizes,
+        target_size,
+        opts,
+        report,
+        tally,
+        unverified,
+        trace,
+    ))
+}
+
+/// The extrapolated file and its report once the target's trace is
+/// built: the timing methods' tally, the metadata with what is
+/// unverified, and the predicted run time.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    inputs: &[Input],
+    sizes: &[u64],
+    target: u64,
+    opts: &Options,
+    mut report: Report,
+    tally: HashMap<String, usize>,
+    unverified: Vec<String>,
+    trace: MergedTrace,
+) -> Extrapolated {
     let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
     methods.sort();
     report.methods = methods;
-    let mut meta = target_meta(inputs, &sizes, target_size, opts.timing);
+    let (mut meta, wall) = target_meta(inputs, sizes, target, opts.timing);
+    report.wall = wall;
     meta.unverified = unverified;
     if opts.ignore_sites {
         meta.sites.clear();
@@ -1050,7 +1114,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         timelines: Vec::new(),
         series: Vec::new(),
     };
-    Ok(Extrapolated { file, report })
+    Extrapolated { file, report }
 }
 
 /// The fields no spare input confirmed, one line each: an error unless
@@ -1072,8 +1136,13 @@ fn unverified_fields(report: &Report, opts: &Options) -> Result<Vec<String>, Err
 /// The metadata of an extrapolated trace: the largest input's, with the
 /// target size and the wall time fitted like any timing field (a
 /// prediction of the application's time, which replay prints beside its
-/// own).
-fn target_meta(inputs: &[Input], sizes: &[u64], target: u64, method: Method) -> Meta {
+/// own), and that prediction with how far the inputs pin it down.
+fn target_meta(
+    inputs: &[Input],
+    sizes: &[u64],
+    target: u64,
+    method: Method,
+) -> (Meta, Option<WallPrediction>) {
     let largest = &inputs[inputs.len() - 1].file.meta;
     let tool = format!(
         "rankscale {} extrap from {} traces ({} ranks)",
@@ -1086,23 +1155,27 @@ fn target_meta(inputs: &[Input], sizes: &[u64], target: u64, method: Method) -> 
             .join(", ")
     );
     let walls: Vec<f64> = inputs.iter().map(|i| i.file.meta.wall_ns as f64).collect();
-    let wall_ns = if walls.iter().all(|&w| w > 0.0) {
-        let fields = [walls.clone(), walls.clone(), walls];
+    let wall = if walls.iter().all(|&w| w > 0.0) {
+        let fields = [walls.clone(), walls.clone(), walls.clone()];
         let ps: Vec<f64> = sizes.iter().map(|&s| s as f64).collect();
         let mut unused = HashMap::new();
-        fit_fields(method, &ps, &fields, &mut unused)[0]
-            .as_ref()
-            .map_or(0.0, |(law, _)| law.eval(target as f64))
-            .clamp(0.0, 1e18) as u64
+        let fitted = fit_fields(method, &ps, &fields, &mut unused).swap_remove(0);
+        fitted.map(|(law, chosen_by)| WallPrediction {
+            target: law.eval(target as f64).clamp(0.0, 1e18),
+            range: models::prediction_range(method, &ps, &walls, target as f64),
+            inputs: walls,
+            law: law.describe(),
+            method: chosen_by,
+        })
     } else {
-        0
+        None
     };
-    Meta {
+    let meta = Meta {
         tool,
         mpi: largest.mpi.clone(),
         world_size: target as u32,
         command: largest.command.clone(),
-        wall_ns,
+        wall_ns: wall.as_ref().map_or(0, |w| w.target as u64),
         merge_ns: 0,
         sites: largest.sites.clone(),
         unverified: Vec::new(),
@@ -1110,7 +1183,8 @@ fn target_meta(inputs: &[Input], sizes: &[u64], target: u64, method: Method) -> 
             inputs: sizes.iter().map(|&s| s as u32).collect(),
         },
         partial: Vec::new(),
-    }
+    };
+    (meta, wall)
 }
 
 /// In lossy mode, a peer displacement fewer than this share of the ranks
@@ -1267,11 +1341,17 @@ mod tests {
         };
         let inputs = [input(4, 1_000), input(9, 1_000), input(16, 1_000)];
         assert!(inputs.iter().all(|i| !i.file.meta.is_extrapolated()));
-        let m = target_meta(&inputs, &[4, 9, 16], 64, Method::Paper);
+        let (m, wall) = target_meta(&inputs, &[4, 9, 16], 64, Method::Paper);
         assert!(m.is_extrapolated(), "{}", m.tool);
         assert_eq!(m.world_size, 64);
         // A constant wall time extrapolates to itself.
         assert_eq!(m.wall_ns, 1_000);
+        let wall = wall.unwrap();
+        assert_eq!(
+            (wall.target, wall.range),
+            (1_000.0, Some((1_000.0, 1_000.0)))
+        );
+        assert_eq!(wall.spread(), Some(1.0));
     }
 
     /// A trace that `rankscale merge` recovered from a dying job holds

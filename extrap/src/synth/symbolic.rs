@@ -462,19 +462,7 @@ pub(super) fn extrapolate_with_plugin(
         .ok_or_else(|| Error::Internal("no ranks".into()))?;
     trace.normalize();
     let unverified = unverified_fields(&report, opts)?;
-    let mut methods: Vec<(String, usize)> = tally.into_iter().collect();
-    methods.sort();
-    report.methods = methods;
-    let mut meta = target_meta(inputs, sizes, n, opts.timing);
-    meta.unverified = unverified;
-    if opts.ignore_sites {
-        meta.sites.clear();
-    }
-    let file = TraceFile {
-        meta,
-        trace,
-        timelines: Vec::new(),
-        series: Vec::new(),
-    };
-    Ok(Extrapolated { file, report })
+    Ok(finish(
+        inputs, sizes, n, opts, report, tally, unverified, trace,
+    ))
 }
