@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use compress::seq::SeqForm;
-use compress::{Datatype, EventNode, LoopNode, MNode, Op, Param, RankList, ReduceOp};
+use compress::{Datatype, EventNode, Family, LoopNode, MNode, Op, Param, RankList, ReduceOp};
 
 use crate::Error;
 use crate::tables::{Tables, int};
@@ -290,19 +290,9 @@ impl<'a> Emitter<'a> {
                 let v = self.field(e, "value").unwrap_or_else(|| "0".into());
                 self.line(&format!("MPI_Pcontrol((int)({v}));"));
             }
-            Op::Send
-            | Op::Ssend
-            | Op::Bsend
-            | Op::Rsend
-            | Op::Recv
-            | Op::Isend
-            | Op::Issend
-            | Op::Ibsend
-            | Op::Irsend
-            | Op::SendInit
-            | Op::SsendInit
-            | Op::Irecv
-            | Op::RecvInit => self.p2p(e, op)?,
+            op if op.is_send() || matches!(op, Op::Recv | Op::Irecv | Op::RecvInit) => {
+                self.p2p(e, op)?
+            }
             Op::Sendrecv => {
                 self.comm(e, true)?;
                 let s = self.side(e, "s", shape.send_type())?;
@@ -332,17 +322,9 @@ impl<'a> Emitter<'a> {
                     rn = r.count,
                 ));
             }
-            Op::Wait
-            | Op::Waitall
-            | Op::Waitany
-            | Op::Waitsome
-            | Op::Test
-            | Op::Testall
-            | Op::Testany
-            | Op::Testsome
-            | Op::Start
-            | Op::Startall
-            | Op::RequestFree => {
+            op if op.family() == Family::Completion
+                || matches!(op, Op::Start | Op::Startall | Op::RequestFree) =>
+            {
                 let which = match op {
                     Op::Wait => "RS_WAIT",
                     Op::Waitall => "RS_WAITALL",

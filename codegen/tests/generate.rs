@@ -3,53 +3,13 @@
 //! checked with real MPI in the workspace's `tests/codegen.rs`).
 
 use codegen::{Error, Options, generate};
-use compress::{Event, Op, Peer, Tag, TraceFile, Transfer};
-
-fn transfer(world: u32, tag: i32) -> Transfer {
-    Transfer {
-        peer: Peer::Rank {
-            world: world as i32,
-            local: world as i32,
-        },
-        tag: Tag::Value(tag),
-        count: 4,
-        dsize: 8,
-        dtype: compress::Datatype::UNKNOWN,
-    }
-}
+use compress::TraceFile;
 
 /// A ring of `p` ranks: 3 iterations of `P / 2` Sendrecvs to the right
-/// neighbour and an Allreduce; the calls of `thread` (0: the main one).
+/// neighbour and an Allreduce; the Sendrecvs made by `thread` (0: the main
+/// one).
 fn ring(p: u32, thread: u32) -> TraceFile {
-    let ranks = (0..p)
-        .map(|r| {
-            let mut events = Vec::new();
-            let mut push = |mut e: Event| {
-                if e.op.has_comm() {
-                    e.comm_rank = r as i32;
-                }
-                events.push(e);
-            };
-            push(Event::new(Op::Init));
-            for _ in 0..3 {
-                for _ in 0..p / 2 {
-                    let mut e = Event::new(Op::Sendrecv);
-                    e.site = 1;
-                    e.thread = thread;
-                    e.send = Some(transfer((r + 1) % p, 7));
-                    e.recv = Some(transfer((r + p - 1) % p, 7));
-                    push(e);
-                }
-                let mut e = Event::new(Op::Allreduce);
-                e.site = 2;
-                e.send = Some(Transfer::collective(1, 8));
-                push(e);
-            }
-            push(Event::new(Op::Finalize));
-            events
-        })
-        .collect();
-    TraceFile::from_rank_events(ranks).unwrap()
+    compress::fixtures::ring(p, 0, thread)
 }
 
 #[test]

@@ -150,6 +150,12 @@ pub struct PartialRank {
     pub at_ns: u64,
 }
 
+// The metadata of each earlier format version, written out field by field
+// rather than shared with the next version's: a version's wire type is
+// frozen, and must not change when a later one gains a field (the
+// golden-file tests hold every version's bytes). Each converts into the
+// next, so a reader upgrades an old file one version at a time.
+
 /// The metadata of format version 5 (no [`Meta::partial`]).
 #[derive(Deserialize)]
 struct MetaV5 {

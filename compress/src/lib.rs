@@ -13,6 +13,8 @@ mod depth;
 mod dtype;
 pub mod event;
 pub mod file;
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
 pub mod import;
 pub mod intra;
 pub mod merge;

@@ -91,6 +91,21 @@ struct Interp {
 }
 
 impl Interp {
+    /// An interpreter for `rank`, seeded, that stops recording after `cap`
+    /// events.
+    fn new(rank: i32, seed: u64, cap: usize) -> Interp {
+        Interp {
+            rank,
+            rng: seed | 1,
+            visits: HashMap::new(),
+            next_req: 0,
+            live: Vec::new(),
+            next_comm: 1,
+            out: Vec::new(),
+            cap,
+        }
+    }
+
     fn rand(&mut self) -> u64 {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
@@ -267,16 +282,7 @@ impl Interp {
 
 fn events_of(prog: &[Stmt], rank: i32, seed: u64, cap: usize) -> Vec<Event> {
     let reps = 1 + seed % 4;
-    let mut it = Interp {
-        rank,
-        rng: seed | 1,
-        visits: HashMap::new(),
-        next_req: 0,
-        live: Vec::new(),
-        next_comm: 1,
-        out: Vec::new(),
-        cap,
-    };
+    let mut it = Interp::new(rank, seed, cap);
     // Several times, so that whole programs repeat too.
     for _ in 0..reps {
         it.run(prog);
@@ -689,16 +695,7 @@ fn loop_structured(p: &mut [Stmt]) {
 /// Node count after each of `reps` runs of `prog` in a row, with the final
 /// outline and the largest number of events of one run.
 fn node_series(prog: &[Stmt], reps: u64, seed: u64) -> (Vec<usize>, String, usize) {
-    let mut it = Interp {
-        rank: 3,
-        rng: seed | 1,
-        visits: HashMap::new(),
-        next_req: 0,
-        live: Vec::new(),
-        next_comm: 1,
-        out: Vec::new(),
-        cap: usize::MAX,
-    };
+    let mut it = Interp::new(3, seed, usize::MAX);
     let mut c = Compressor::new(3, Config::default());
     let mut series = Vec::new();
     let mut per_rep = 0;
@@ -731,16 +728,7 @@ fn rotating_loops(p: &[Stmt], out: &mut Vec<(usize, usize)>) {
 fn structural_period(prog: &[Stmt], seed: u64) -> Option<usize> {
     let mut loops = Vec::new();
     rotating_loops(prog, &mut loops);
-    let mut it = Interp {
-        rank: 3,
-        rng: seed | 1,
-        visits: HashMap::new(),
-        next_req: 0,
-        live: Vec::new(),
-        next_comm: 1,
-        out: Vec::new(),
-        cap: usize::MAX,
-    };
+    let mut it = Interp::new(3, seed, usize::MAX);
     let mut states = Vec::new();
     for _ in 0..40 {
         it.run(prog);

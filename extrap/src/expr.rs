@@ -6,8 +6,9 @@
 //! `c ? a : b`, parentheses, variables, and the functions `xor(a, b)`,
 //! `bitand(a, b)`, `bitor(a, b)`, `log2(a)` (rounded down), `clog2(a)`
 //! (rounded up), `sqrt(a)` (rounded down: NPB BT and SP lay their square
-//! rank counts out as `sqrt(P) x sqrt(P)`), `min(a, b)`, `max(a, b)` and
-//! `abs(a)`.
+//! rank counts out as `sqrt(P) x sqrt(P)`), `min(a, b)`, `max(a, b)`,
+//! `abs(a)` and `sum(i, lo, hi, term)` (the term added up for `i` from `lo`
+//! to `hi`).
 
 use std::collections::HashMap;
 
@@ -240,6 +241,7 @@ impl Expr {
                     _ => return Err(format!("unknown operator {op}")),
                 }
             }
+            Expr::Call(f, args) if f == "sum" => sum(args, env)?,
             Expr::Call(f, args) => {
                 let v: Vec<i64> = args.iter().map(|a| a.eval(env)).collect::<Result<_, _>>()?;
                 let log2 = |x: i64| -> Result<i64, String> {
@@ -268,6 +270,37 @@ impl Expr {
     }
 }
 
+/// The most terms a `sum` may add: a spec's sums run over a rank's cells
+/// or a grid's side, and a bound keeps a wrong range from hanging the tool.
+const MAX_TERMS: i64 = 1 << 20;
+
+/// `sum(i, lo, hi, body)`: `body` added up for `i` from `lo` to `hi`
+/// inclusive (0 when `hi < lo`), with `i` bound in `body` only. NPB BT's
+/// face buffers add one face per cell of a rank, and the cells differ in
+/// size where the grid does not split evenly.
+fn sum(args: &[Expr], env: &Env) -> Result<i64, String> {
+    let [Expr::Var(var), lo, hi, body] = args else {
+        return Err(
+            "sum takes a variable, a first and a last value, and a term: \
+                    sum(i, lo, hi, term)"
+                .into(),
+        );
+    };
+    let (lo, hi) = (lo.eval(env)?, hi.eval(env)?);
+    if hi.saturating_sub(lo) >= MAX_TERMS {
+        return Err(format!("sum over {lo}..{hi}: more than {MAX_TERMS} terms"));
+    }
+    let mut inner = env.clone();
+    let mut total: i64 = 0;
+    for i in lo..=hi {
+        inner.insert(var.clone(), i);
+        total = total
+            .checked_add(body.eval(&inner)?)
+            .ok_or_else(|| "overflow".to_string())?;
+    }
+    Ok(total)
+}
+
 /// The integer square root, rounded down, of a non-negative `a`.
 fn isqrt(a: i64) -> Result<i64, String> {
     let a = u64::try_from(a).map_err(|_| format!("sqrt of {a} < 0"))?;
@@ -294,6 +327,16 @@ mod tests {
         assert_eq!(ev("clog2(5) + log2(5)", &[]), Ok(5));
         assert_eq!(ev("sqrt(35) + sqrt(36) + sqrt(0)", &[]), Ok(11));
         assert!(ev("sqrt(-1)", &[]).is_err());
+        // NPB BT's west face buffer at 64 points on 3x3 ranks (cells of 22,
+        // 21, 21): rank 4 (x = y = 1) owns cells (x+c, y-c, c), and each
+        // cell off the west boundary adds 10 values per point of its face.
+        let west = "sum(c, 0, p - 1, ((x + c) % p != 0) * 10 * \
+                    (n / p + ((y - c) % p < n % p)) * (n / p + (c < n % p)))";
+        let env = [("p", 3), ("n", 64), ("x", 1), ("y", 1)];
+        assert_eq!(ev(west, &env), Ok(10 * (21 * 22 + 22 * 21)));
+        assert_eq!(ev("sum(i, 1, 4, i * i) + sum(i, 3, 2, 1)", &[]), Ok(30));
+        // The bound variable shadows an outer one and ends with the sum.
+        assert_eq!(ev("sum(k, 0, 2, k) + k", &[("k", 10)]), Ok(13));
     }
 
     #[test]
@@ -305,5 +348,15 @@ mod tests {
         assert!(ev("2 ** 64", &[]).unwrap_err().contains("overflow"));
         assert!(ev("(1", &[]).is_err());
         assert!(ev("1 $ 2", &[]).is_err());
+        assert!(
+            ev("sum(1, 0, 2, 3)", &[])
+                .unwrap_err()
+                .contains("sum takes")
+        );
+        assert!(
+            ev("sum(i, 0, 2 ** 30, i)", &[])
+                .unwrap_err()
+                .contains("terms")
+        );
     }
 }

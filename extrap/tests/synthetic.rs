@@ -2,21 +2,8 @@
 //! against the trace the same generator makes at the target size: loops
 //! whose step count changes with the rank count, and errors.
 
-use compress::{Event, Op, Peer, Tag, TraceFile, Transfer};
+use compress::TraceFile;
 use extrap::{Input, Options};
-
-fn transfer(world: u32, tag: i32) -> Transfer {
-    Transfer {
-        peer: Peer::Rank {
-            world: world as i32,
-            local: world as i32,
-        },
-        tag: Tag::Value(tag),
-        count: 4,
-        dsize: 8,
-        dtype: compress::Datatype::UNKNOWN,
-    }
-}
 
 /// A ring where each rank, per iteration, passes `P / 2` messages to its
 /// right neighbour (a loop whose length grows with P) and then takes part
@@ -28,36 +15,7 @@ fn ring(p: u32) -> TraceFile {
 /// [`ring`] with its two call sites at `base + 1` and `base + 2`, as a
 /// rebuild without debug information would move them.
 fn ring_at(p: u32, base: u64) -> TraceFile {
-    let ranks = (0..p)
-        .map(|r| {
-            let mut events = Vec::new();
-            // As the tracer records them: calls on a communicator carry the
-            // caller's rank in it, Init and Finalize none.
-            let mut push = |mut e: Event| {
-                if e.op.has_comm() {
-                    e.comm_rank = r as i32;
-                }
-                events.push(e);
-            };
-            push(Event::new(Op::Init));
-            for _ in 0..3 {
-                for _ in 0..p / 2 {
-                    let mut e = Event::new(Op::Sendrecv);
-                    e.site = base + 1;
-                    e.send = Some(transfer((r + 1) % p, 7));
-                    e.recv = Some(transfer((r + p - 1) % p, 7));
-                    push(e);
-                }
-                let mut e = Event::new(Op::Allreduce);
-                e.site = base + 2;
-                e.send = Some(Transfer::collective(1, 8));
-                push(e);
-            }
-            push(Event::new(Op::Finalize));
-            events
-        })
-        .collect();
-    TraceFile::from_rank_events(ranks).unwrap()
+    compress::fixtures::ring(p, base, 0)
 }
 
 fn events(f: &TraceFile, r: u32) -> Vec<String> {

@@ -590,6 +590,33 @@ impl<const N: usize> FCall<N> {
         rc
     }
 
+    /// Forwards the call; where waits yield, calls its testing form
+    /// `fwds` instead, with the arguments `args` builds around the flag it
+    /// is handed, until that flag is set or the call fails (see
+    /// [`FCall::poll`]).
+    ///
+    /// # Safety
+    /// `self.args` must be valid arguments of the target, and `args` must
+    /// build valid arguments of `fwds`'s routine with the flag where that
+    /// routine sets it.
+    unsafe fn forward_or_poll<const M: usize>(
+        &mut self,
+        fwds: &'static Fwds,
+        args: impl FnOnce(P) -> [P; M],
+    ) -> c_int {
+        if !self.yielding() {
+            // SAFETY: guaranteed by the caller.
+            return unsafe { self.forward() };
+        }
+        let mut flag: c_int = 0;
+        let mut a = args((&raw mut flag).cast());
+        // SAFETY: guaranteed by the caller; `flag` lives until the polling
+        // ends.
+        let r = unsafe { self.poll(fwds, &mut a, &raw const flag) };
+        // SAFETY: `self.args`' last element is the caller's `ierror`.
+        unsafe { self.set_ierror(r) }
+    }
+
     /// The yielding form of a blocking call: its nonblocking form (the
     /// first `keep` arguments, then a request), then test-and-sleep, with
     /// `status` (or NULL) as the status of the test.
@@ -1117,23 +1144,9 @@ fortran!(
             &mut local,
         );
         c.args[2] = sts;
-        let rc = if c.yielding() {
-            let mut flag: c_int = 0;
-            let r = c.poll(
-                &testall::FWD,
-                &mut [
-                    count,
-                    requests,
-                    (&raw mut flag).cast(),
-                    sts,
-                    std::ptr::null_mut(),
-                ],
-                &raw const flag,
-            );
-            c.set_ierror(r)
-        } else {
-            c.forward()
-        };
+        let rc = c.forward_or_poll(&testall::FWD, |flag| {
+            [count, requests, flag, sts, std::ptr::null_mut()]
+        });
         let all: Vec<usize> = if rc == 0 {
             (0..keys.len()).collect()
         } else {
@@ -1194,24 +1207,9 @@ fortran!(
         let mut local = zero_status();
         let st = status_arg(c.iface, status, any_wildcard(&infos), &mut local);
         c.args[3] = st;
-        let rc = if c.yielding() {
-            let mut flag: c_int = 0;
-            let r = c.poll(
-                &testany::FWD,
-                &mut [
-                    count,
-                    requests,
-                    index,
-                    (&raw mut flag).cast(),
-                    st,
-                    std::ptr::null_mut(),
-                ],
-                &raw const flag,
-            );
-            c.set_ierror(r)
-        } else {
-            c.forward()
-        };
+        let rc = c.forward_or_poll(&testany::FWD, |flag| {
+            [count, requests, index, flag, st, std::ptr::null_mut()]
+        });
         let done = if rc == 0 {
             completed(c.iface, &before, &fints(requests, n), &[int(index)])
         } else {
@@ -1316,24 +1314,9 @@ fortran!(
         let mut local = zero_status();
         let st = status_arg(c.iface, status, true, &mut local);
         c.args[3] = st;
-        let rc = if c.yielding() {
-            let mut flag: c_int = 0;
-            let r = c.poll(
-                &iprobe::FWD,
-                &mut [
-                    source,
-                    tag,
-                    comm,
-                    (&raw mut flag).cast(),
-                    st,
-                    std::ptr::null_mut(),
-                ],
-                &raw const flag,
-            );
-            c.set_ierror(r)
-        } else {
-            c.forward()
-        };
+        let rc = c.forward_or_poll(&iprobe::FWD, |flag| {
+            [source, tag, comm, flag, st, std::ptr::null_mut()]
+        });
         let found = (rc == 0).then(|| read_status(st, 0));
         c.record(Op::Probe, |t, ev| {
             fill_probe(t, ev, src, tg, cm, found.as_ref());
@@ -1371,25 +1354,9 @@ fortran!(
         let mut local = zero_status();
         let st = status_arg(c.iface, status, true, &mut local);
         c.args[4] = st;
-        let rc = if c.yielding() {
-            let mut flag: c_int = 0;
-            let r = c.poll(
-                &improbe::FWD,
-                &mut [
-                    source,
-                    tag,
-                    comm,
-                    (&raw mut flag).cast(),
-                    message,
-                    st,
-                    std::ptr::null_mut(),
-                ],
-                &raw const flag,
-            );
-            c.set_ierror(r)
-        } else {
-            c.forward()
-        };
+        let rc = c.forward_or_poll(&improbe::FWD, |flag| {
+            [source, tag, comm, flag, message, st, std::ptr::null_mut()]
+        });
         let found = (rc == 0).then(|| (read_status(st, 0), f_msg(message)));
         c.record(Op::Mprobe, |t, ev| {
             fill_mprobe(t, ev, src, tg, cm, found.as_ref().map(|(s, m)| (s, *m)));

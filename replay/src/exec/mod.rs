@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use compress::{CommId, Datatype, Event, MpiLibrary, Op, Peer, Tag, TraceFile, Transfer};
+use compress::{CommId, Datatype, Event, Family, MpiLibrary, Op, Peer, Tag, TraceFile, Transfer};
 use mpi_helpers::{library_version, rs_type_of_code};
 use mpi_sys::*;
 use replay::Rng;
@@ -482,14 +482,7 @@ impl<'o> Replayer<'o> {
             Op::Irecv | Op::RecvInit => self.irecv(e),
             Op::Start | Op::Startall => self.start(e),
             Op::RequestFree => self.request_free(e),
-            Op::Wait
-            | Op::Waitall
-            | Op::Waitany
-            | Op::Waitsome
-            | Op::Test
-            | Op::Testall
-            | Op::Testany
-            | Op::Testsome => self.complete(e),
+            op if op.family() == Family::Completion => self.complete(e),
             Op::Probe | Op::Iprobe => self.probe(e),
             Op::Mprobe | Op::Improbe => self.mprobe(e),
             Op::Mrecv | Op::Imrecv => self.mrecv(e),
