@@ -544,9 +544,9 @@ npb_timing ft S "4 8 16" 32 ""
 npb_timing is S "4 8 16" 32 "" --lossy
 npb_timing cg S "4 8 16 32" 64 "" --plugin extrap/specs/npb-cg.toml
 # LU: class A's grid, 2 SSOR iterations (inputlu.data: two comment lines
-# before each value); BT and SP: 5 steps on a 60^3 grid (equal cells from
-# 3x3 to 6x6 ranks).
+# before each value); BT and SP: 5 steps on class A's 64^3 grid, from
+# inputs whose cells differ in size (3x3, 5x5, 6x6 ranks) to 7x7.
 npb_timing lu A "4 8 16 32 64" 128 \
   "c\nc\n1 2\nc\nc\n2\nc\nc\n2.0e+00\nc\nc\n1.2\nc\nc\n1.0e-08 1.0e-08 1.0e-08 1.0e-08 1.0e-08\nc\nc\n64 64 64\n"
-npb_timing bt A "9 16 25" 36 "5\n0.0008\n60 60 60\n" --plugin extrap/specs/npb-bt.toml
-npb_timing sp A "9 16 25" 36 "5\n0.0015\n60 60 60\n" --plugin extrap/specs/npb-sp.toml --plugin-param n=60
+npb_timing bt A "9 25 36" 49 "5\n0.0008\n64 64 64\n" --plugin extrap/specs/npb-bt.toml --plugin-param n=64
+npb_timing sp A "9 25 36" 49 "5\n0.0015\n64 64 64\n" --plugin extrap/specs/npb-sp.toml --plugin-param n=64

@@ -194,8 +194,15 @@ fn exact(
         "{bench}.{class} {inputs:?} -> {target}: extrapolated in {:.3} s\n{report}",
         t0.elapsed().as_secs_f64()
     );
-    let x = TraceFile::read(&out).unwrap();
-    let truth = TraceFile::read(&real).unwrap();
+    assert_same_run(bench, class, &out, &real, target);
+    Some((dir, out, real))
+}
+
+/// Every rank of the extrapolated trace `out` equals the real run's at
+/// `target` ranks, every field and call site, and the bytes per call agree.
+fn assert_same_run(bench: &str, class: &str, out: &Path, real: &Path, target: usize) {
+    let x = TraceFile::read(out).unwrap();
+    let truth = TraceFile::read(real).unwrap();
     assert_eq!(x.meta.world_size as usize, target);
     for r in 0..target as u32 {
         assert_eq!(
@@ -219,7 +226,6 @@ fn exact(
         );
     }
     eprintln!("{bench}.{class}: {target} of {target} ranks identical to the real run");
-    Some((dir, out, real))
 }
 
 /// [`replay_equals`] on MPICH too (yielding waits, in a directory of its
@@ -395,30 +401,57 @@ fn ft_is_exact_and_replays() {
     codegen_equals(&out, 32, &dir, &dir.join("real-raw"));
 }
 
-/// NPB BT's input file: 5 time steps of class A's step on a 60^3 grid, so
-/// that every p x p grid from 3x3 to 6x6 cuts it into equal cells (class A's
-/// own 64 points would give cells of two sizes, and so counts that differ
-/// by rank, at 9, 25 and 36 ranks). NPB cannot verify a custom run.
-const BT_INPUT: &str = "5\n0.0008\n60 60 60\n";
+/// NPB BT's and SP's input files: class A's own 64^3 grid, with 5 time
+/// steps instead of 200 and 400 (the same communication per step, a run of
+/// seconds at 100 ranks on two cores). NPB cannot verify a custom run.
+const BT_INPUT: &str = "5\n0.0008\n64 64 64\n";
+const SP_INPUT: &str = "5\n0.0015\n64 64 64\n";
 
-/// NPB BT through its plugin (`extrap/specs/npb-bt.toml`): BT's
-/// multi-partition numbers each solve message's tag by the cell it belongs
-/// to, a different number on every rank at every stage; the plugin names
-/// those tags and the wrapping neighbours by stage, and the buffers are
-/// blocks of the cells (`30*floor(68/p)^2`, `10*(p - 1)*floor(60/p)^2`).
-/// Exact at 36 ranks from 9, 16 and 25, and it replays to the real run on
-/// Open MPI and MPICH. With 36 as a fourth input, 100 ranks is refused:
-/// the block laws that fit p = 3..6 part at p = 10 (the real one is
-/// `30*(floor(64/p) + 1)^2`).
+/// NPB BT through its plugin (`extrap/specs/npb-bt.toml`, given the grid
+/// size): BT's multi-partition numbers each solve message's tag by the cell
+/// it belongs to, a different number on every rank at every stage; the
+/// plugin names those tags and the wrapping neighbours by stage. 64 points
+/// do not split evenly over 3, 5, 6, 7 or 10 cells, so the cells have two
+/// sizes and copy_faces' buffers (a face per cell) differ from rank to
+/// rank; the plugin names them by side, and the solve buffers by the
+/// largest cell (`30*(64/p + 1)^2`). Exact at 49 ranks from 9, 25 and 36,
+/// replayed to the real run on Open MPI and MPICH, and exact at 100 from
+/// the four. An input of 16 ranks (equal cells: all six buffers the same on
+/// every rank) leaves the sides open, and is refused with no file.
 #[test]
 fn bt_is_exact_through_the_plugin_and_replays() {
     let plugin = plugin_arg("npb-bt.toml");
-    let Some((dir, real, mut files)) = multipartition("bt", BT_INPUT, &[&plugin]) else {
+    let extra = [plugin.as_str(), "--plugin-param", "n=64"];
+    let Some((dir, real, mut files)) = multipartition("bt", BT_INPUT, &extra) else {
         return;
     };
+    let input = |d: &Path| {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("inputbt.data"), BT_INPUT).unwrap();
+    };
+    let bins = build(IMP, "bt", "A", &[16, 100]).unwrap();
+    let even = dir.join("bt.A.16.trace");
+    input(&dir.join("run-16"));
+    trace_in(IMP, &bins[0], 16, &even, None, Some(&dir.join("run-16")));
+    let refused = dir.join("bt.even.trace");
+    let with_even = [files[0].clone(), even, files[1].clone()];
+    let err = extrap(&refused, 36, &with_even, &extra).unwrap_err();
+    assert!(err.contains("copy_faces"), "{err}");
+    assert!(!refused.exists(), "a refused extrapolation writes no file");
     files.push(real);
-    let err = extrap(&dir.join("bt.100.trace"), 100, &files, &[&plugin]).unwrap_err();
-    assert!(err.contains("cannot tell them apart"), "{err}");
+    let real100 = dir.join("bt.A.100.real.trace");
+    input(&dir.join("run-100"));
+    trace_in(
+        IMP,
+        &bins[1],
+        100,
+        &real100,
+        None,
+        Some(&dir.join("run-100")),
+    );
+    let out = dir.join("bt.A.100.extrap.trace");
+    extrap(&out, 100, &files, &extra).unwrap_or_else(|e| panic!("bt to 100: {e}"));
+    assert_same_run("bt", "A", &out, &real100, 100);
 }
 
 /// `--plugin=` the shipped spec `file`.
@@ -430,8 +463,8 @@ fn plugin_arg(file: &str) -> String {
 }
 
 /// BT or SP class A through its plugin (`extra`), reading `input`: inputs
-/// 9, 16 and 25 ranks, exact at 36 and replayed on both libraries. Returns
-/// the scratch directory, the real 36-rank trace and the input traces.
+/// 9, 25 and 36 ranks, exact at 49 and replayed on both libraries. Returns
+/// the scratch directory, the real 49-rank trace and the input traces.
 fn multipartition(
     bench: &str,
     input: &str,
@@ -442,39 +475,36 @@ fn multipartition(
         IMP,
         bench,
         "A",
-        &[9, 16, 25],
-        36,
+        &[9, 25, 36],
+        49,
         extra,
         Some((&name, &|_| input.to_string())),
     )?;
-    replay_equals_on_both(&out, 36, &dir, &dir.join("real-raw"));
-    let files = [9, 16, 25]
+    replay_equals_on_both(&out, 49, &dir, &dir.join("real-raw"));
+    let files = [9, 25, 36]
         .iter()
         .map(|n| dir.join(format!("{bench}.A.{n}.trace")))
         .collect();
     Some((dir, real, files))
 }
 
-/// NPB SP's input file: 5 time steps of class A's step on the same 60^3
-/// grid as BT's, for the same reason.
-const SP_INPUT: &str = "5\n0.0015\n60 60 60\n";
-
 /// NPB SP through its plugin (`extrap/specs/npb-sp.toml`, given the grid
 /// size): SP's solve messages carry 22 (forward) or 10 (backward) values per
 /// point of the face of the stage's cell, less its outermost planes where
 /// the cell touches the grid boundary, so the counts differ from rank to
-/// rank and stage to stage; each occurrence takes the stage that explains
-/// every rank's count. Exact at 36 ranks from 9, 16 and 25, and it replays
-/// to the real run on Open MPI and MPICH. Without the grid size the spec is
-/// refused, saying what it needs.
+/// rank and stage to stage, and copy_faces' buffers by rank where the
+/// cells differ in size (as BT's); each occurrence takes the stage or side
+/// that explains every rank's count. Exact at 49 ranks from 9, 25 and 36,
+/// and it replays to the real run on Open MPI and MPICH. Without the grid
+/// size the spec is refused, saying what it needs.
 #[test]
 fn sp_is_exact_through_the_plugin_and_replays() {
     let plugin = plugin_arg("npb-sp.toml");
-    let extra = [plugin.as_str(), "--plugin-param", "n=60"];
+    let extra = [plugin.as_str(), "--plugin-param", "n=64"];
     let Some((dir, _, files)) = multipartition("sp", SP_INPUT, &extra) else {
         return;
     };
-    let err = extrap(&dir.join("sp.x.trace"), 36, &files, &[&plugin]).unwrap_err();
+    let err = extrap(&dir.join("sp.x.trace"), 49, &files, &[&plugin]).unwrap_err();
     assert!(err.contains("--plugin-param n=VALUE"), "{err}");
 }
 

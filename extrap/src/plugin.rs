@@ -441,7 +441,9 @@ mod tests {
 
     #[test]
     fn the_bt_spec_numbers_cells_by_stage_in_their_functions_only() {
-        let p: SpecPlugin = include_str!("../specs/npb-bt.toml").parse().unwrap();
+        let mut p: SpecPlugin = include_str!("../specs/npb-bt.toml").parse().unwrap();
+        assert!(p.check(9).unwrap_err().contains("n=VALUE"));
+        p.set_param("n", 64).unwrap();
         p.check(9).unwrap();
         assert_eq!(p.grid(36), Some(vec![6, 6]));
         // 9 ranks (p = 3): rank 1 at x = 1, y = 0 sends its x-sweep
@@ -454,8 +456,33 @@ mod tests {
         assert_eq!(p.concrete_field(1, 9, 0, 1), Some(3000));
         // Calls elsewhere (copy_faces' constant tags) are not named.
         assert!(p.field_patterns(Field::Tag, "copy_faces_", 9).is_empty());
-        // Counts have no pattern in this spec.
-        assert!(p.field_patterns(Field::Count, fw, 9).is_empty());
+        // The forward solve buffer holds 30 values per point of the
+        // largest cell's face: 64 points over 3 cells give 22, 21, 21.
+        assert_eq!(p.field_patterns(Field::Count, fw, 9), vec![(6, 1)]);
+        assert_eq!(p.concrete_field(1, 9, 6, 0), Some(30 * 22 * 22));
+        // copy_faces' buffers by side (east, west, north, south, top,
+        // bottom): rank 4 at x = y = 1 owns cells (1, 1, 0), (2, 0, 1) and
+        // (0, 2, 2); the two off the west boundary add faces of 21 x 22
+        // and 22 x 21 points, 10 values each.
+        assert_eq!(
+            p.field_patterns(Field::Count, "copy_faces_", 9),
+            vec![(8, 6)]
+        );
+        assert_eq!(p.concrete_field(4, 9, 8, 1), Some(10 * (21 * 22 + 22 * 21)));
+        // Every face a rank sends east is a face its neighbour takes from
+        // the west: over all ranks the opposite sides add up the same.
+        for size in [9u64, 25, 36, 49, 100] {
+            let side = |k: i64| -> i64 {
+                (0..size)
+                    .map(|r| p.concrete_field(r, size, 8, k).unwrap())
+                    .sum()
+            };
+            assert_eq!(
+                (side(0), side(2), side(4)),
+                (side(1), side(3), side(5)),
+                "{size}"
+            );
+        }
         assert_eq!(p.symbolic(1, 9, 2), Some((3, 0)));
         assert_eq!(p.symbolic(1, 9, 0), Some((0, 0)));
         // At every size, each stage's tag is a distinct cell of the rank's.
