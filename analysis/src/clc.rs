@@ -86,8 +86,11 @@ fn conditions(run: &Run, m: &Matching) -> Vec<Sync> {
         // A probed receive follows its probe on the same rank: the probe's
         // condition covers it (Haus 2024 §3.2).
         out.push(Sync {
-            sources: vec![(msg.send.rank, msg.send.post)],
-            targets: vec![(msg.recv.rank, msg.probe.unwrap_or(msg.recv.done))],
+            sources: vec![(msg.send.rank as usize, msg.send.post as usize)],
+            targets: vec![(
+                msg.recv.rank as usize,
+                msg.probe.unwrap_or(msg.recv.done) as usize,
+            )],
         });
     }
     for c in &m.collectives {
@@ -96,7 +99,12 @@ fn conditions(run: &Run, m: &Matching) -> Vec<Sync> {
         // Where members enter (post) and where they leave (done).
         let at = |v: &[&End], leave: bool| -> Vec<(usize, usize)> {
             v.iter()
-                .map(|e| (e.rank, if leave { e.done } else { e.post }))
+                .map(|e| {
+                    (
+                        e.rank as usize,
+                        if leave { e.done } else { e.post } as usize,
+                    )
+                })
                 .collect()
         };
         let all: Vec<&End> = c.members.iter().collect();

@@ -134,9 +134,9 @@ fn previous_syncs(waits: &[WaitState]) -> Vec<[u32; 2]> {
     // synchronising call, 1: the waiter's waiting call).
     let mut points: Vec<(u64, u32, u32)> = Vec::with_capacity(2 * waits.len());
     for (i, w) in waits.iter().enumerate() {
-        let pair = |rank: usize, peer: usize| (rank as u64) << 32 | peer as u64;
-        points.push((pair(w.culprit, w.waiter), w.sync as u32, 2 * i as u32));
-        points.push((pair(w.waiter, w.culprit), w.event as u32, 2 * i as u32 + 1));
+        let pair = |rank: u32, peer: u32| u64::from(rank) << 32 | u64::from(peer);
+        points.push((pair(w.culprit, w.waiter), w.sync, 2 * i as u32));
+        points.push((pair(w.waiter, w.culprit), w.event, 2 * i as u32 + 1));
     }
     points.sort_unstable();
     let mut out = vec![[u32::MAX; 2]; waits.len()];
@@ -297,7 +297,7 @@ impl Index {
         let mut regions = Vec::new();
         let mut per_rank: Vec<Vec<(usize, usize)>> = vec![Vec::new(); run.ranks.len()];
         for (i, w) in waits.iter().enumerate() {
-            per_rank[w.waiter].push((w.event, i));
+            per_rank[w.waiter as usize].push((w.event as usize, i));
         }
         let ranks = run
             .ranks
@@ -458,8 +458,8 @@ impl Share {
         type Side = (Vec<(u32, i64)>, std::ops::Range<usize>);
         let side = |side: usize| -> Vec<Side> {
             let key = |w: &WaitState| match side {
-                0 => (w.culprit, w.sync),
-                _ => (w.waiter, w.event),
+                0 => (w.culprit as usize, w.sync as usize),
+                _ => (w.waiter as usize, w.event as usize),
             };
             let mut order: Vec<usize> = (0..chunk.len()).collect();
             order.sort_unstable_by_key(|&k| key(&waits[chunk[k]]));
@@ -550,18 +550,18 @@ pub fn analyse(run: &Run, waits: &[WaitState]) -> DelayReport {
             if omega <= 0.0 {
                 continue;
             }
-            let propagated = omega * index.ranks[w.waiter].handed_to(slot[i]);
+            let propagated = omega * index.ranks[w.waiter as usize].handed_to(slot[i]);
             let Share { delta, sum, inside } = share;
             let load = omega + propagated;
             let f = (sum / omega).min(1.0);
             for (r, dl) in &delta {
                 let share = dl / sum;
-                let c = costs.entry((w.culprit, *r)).or_default();
+                let c = costs.entry((w.culprit as usize, *r)).or_default();
                 c.0 += f * omega * share;
                 c.1 += f * propagated * share;
             }
             let rest = (1.0 - f) * load;
-            let ra = &mut index.ranks[w.culprit];
+            let ra = &mut index.ranks[w.culprit as usize];
             let omega_a = ra.wait_cum[inside.end] - ra.wait_cum[inside.start];
             if rest > 0.0 {
                 if omega_a > 0.0 {
@@ -638,8 +638,8 @@ fn critical_path(run: &Run, index: &Index, waits: &[WaitState]) -> DelayReport {
                 let until = w.from + w.ns;
                 on_path(rank, Region::of(run, rank, ev, true), leave - until);
                 path.push(seg(rank, ev, seg_end));
-                rank = w.culprit;
-                ev = w.sync;
+                rank = w.culprit as usize;
+                ev = w.sync as usize;
                 seg_end = ev;
                 let (ce, cl) = run.ranks[rank].spans[ev];
                 on_path(rank, Region::of(run, rank, ev, true), cl.min(until) - ce);
@@ -693,8 +693,8 @@ mod tests {
         fn new(ranks: usize, waits: &[WaitState]) -> Syncs {
             let mut out: Vec<Vec<(u32, u32)>> = vec![Vec::new(); ranks];
             for w in waits {
-                out[w.waiter].push((w.culprit as u32, w.event as u32));
-                out[w.culprit].push((w.waiter as u32, w.sync as u32));
+                out[w.waiter as usize].push((w.culprit, w.event));
+                out[w.culprit as usize].push((w.waiter, w.sync));
             }
             for v in &mut out {
                 v.sort_unstable();
@@ -720,7 +720,10 @@ mod tests {
     fn reference(run: &Run, waits: &[WaitState]) -> (Vec<DelayCost>, i64) {
         let mut waited: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
         for (i, w) in waits.iter().enumerate() {
-            waited.entry((w.waiter, w.event)).or_default().push(i);
+            waited
+                .entry((w.waiter as usize, w.event as usize))
+                .or_default()
+                .push(i);
         }
         let activity = |rank: usize, from: Option<usize>, to: usize| {
             let spans = &run.ranks[rank].spans;
@@ -764,9 +767,10 @@ mod tests {
             if omega <= 0.0 {
                 continue;
             }
-            let (a, b) = (w.culprit, w.waiter);
-            let (da, inside_a) = activity(a, syncs.before(a, b, w.sync), w.sync);
-            let (db, _) = activity(b, syncs.before(b, a, w.event), w.event);
+            let (a, b) = (w.culprit as usize, w.waiter as usize);
+            let (sync, event) = (w.sync as usize, w.event as usize);
+            let (da, inside_a) = activity(a, syncs.before(a, b, sync), sync);
+            let (db, _) = activity(b, syncs.before(b, a, event), event);
             let delta: Vec<(Region, f64)> = da
                 .iter()
                 .map(|(r, &t)| (*r, (t - db.get(r).copied().unwrap_or(0)) as f64))
@@ -851,10 +855,10 @@ mod tests {
                 let (from, leave) = run.ranks[waiter].spans[event];
                 WaitState {
                     metric: Metric::LateSender,
-                    waiter,
-                    event,
-                    culprit,
-                    sync: rng.below(events),
+                    waiter: waiter as u32,
+                    event: event as u32,
+                    culprit: culprit as u32,
+                    sync: rng.below(events) as u32,
                     from,
                     ns: rng.below((leave - from) as usize / 2 + 1) as i64,
                 }

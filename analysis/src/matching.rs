@@ -31,11 +31,11 @@ use crate::run::{Events, Run};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct End {
     /// Index of the rank in [`Run::ranks`].
-    pub rank: usize,
+    pub rank: u32,
     /// Event index of the call that started it.
-    pub post: usize,
+    pub post: u32,
     /// Event index of the call that completed it.
-    pub done: usize,
+    pub done: u32,
 }
 
 /// A matched point-to-point message.
@@ -54,7 +54,7 @@ pub struct Message {
     /// (event index): the first `Probe`, successful `Iprobe`, `Mprobe` or
     /// successful `Improbe` that found this message before it was
     /// received. Repeated probes of the same message do not synchronise.
-    pub probe: Option<usize>,
+    pub probe: Option<u32>,
 }
 
 /// One collective operation: the matching calls of every member.
@@ -85,8 +85,8 @@ impl Matching {
     pub fn bytes_matrix(&self, ranks: usize) -> Vec<Vec<u64>> {
         let mut b = vec![vec![0u64; ranks]; ranks];
         for msg in &self.messages {
-            if let Some(row) = b.get_mut(msg.send.rank)
-                && let Some(cell) = row.get_mut(msg.recv.rank)
+            if let Some(row) = b.get_mut(msg.send.rank as usize)
+                && let Some(cell) = row.get_mut(msg.recv.rank as usize)
             {
                 *cell += msg.bytes;
             }
@@ -148,6 +148,10 @@ pub fn match_run(run: &Run) -> Matching {
         }
         m.unmatched_recvs += o.unresolved;
     }
+    // At most one message per receive: no doubling slack (a tenth of the
+    // analysis' memory at millions of messages).
+    m.messages
+        .reserve_exact(outs.iter().map(|o| o.recvs.len()).sum());
     for o in &mut outs {
         for (k, recv, probe) in std::mem::take(&mut o.recvs) {
             match queues.get_mut(&k).and_then(VecDeque::pop_front) {
@@ -156,7 +160,7 @@ pub fn match_run(run: &Run) -> Matching {
                     recv,
                     bytes,
                     sync,
-                    probe,
+                    probe: probe.map(|p| p as u32),
                 }),
                 None => m.unmatched_recvs += 1,
             }
@@ -242,10 +246,11 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
     // Regular probes whose message was not received yet, by channel: the
     // first one synchronised with the send.
     let mut probed: HashMap<Key, usize> = HashMap::new();
+    // Event indices fit in u32 (the run's own positions are u32).
     let end = |post: usize, done: usize| End {
-        rank: ri,
-        post,
-        done,
+        rank: ri as u32,
+        post: post as u32,
+        done: done as u32,
     };
     for (i, e) in events.iter().enumerate() {
         let comm = e.comm.0;
@@ -373,9 +378,13 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
                 for r in &e.done {
                     if let Some(p) = active.remove(r) {
                         if matches!(p.kind, Kind::Coll) {
-                            if let Some(c) = out.colls.iter_mut().rev().find(|c| c.2.post == p.post)
+                            if let Some(c) = out
+                                .colls
+                                .iter_mut()
+                                .rev()
+                                .find(|c| c.2.post as usize == p.post)
                             {
-                                c.2.done = i;
+                                c.2.done = i as u32;
                             }
                         } else {
                             finish(p, i, e, *r, &mut out, &mut probed);

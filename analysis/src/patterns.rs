@@ -172,7 +172,10 @@ pub fn find(run: &Run, matching: &Matching) -> Patterns {
         base.push(n);
         n += r.contexts.len() as u32;
     }
-    let ctx = |end_rank: usize, ev: usize| base[end_rank] + run.ranks[end_rank].context[ev];
+    let ctx = |end_rank: u32, ev: u32| {
+        let r = end_rank as usize;
+        base[r] + run.ranks[r].context[ev as usize]
+    };
     let mut dsu = Dsu((0..n).collect());
     let join_end = |dsu: &mut Dsu, e: &End| dsu.union(ctx(e.rank, e.post), ctx(e.rank, e.done));
     for m in &matching.messages {

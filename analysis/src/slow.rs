@@ -87,7 +87,7 @@ impl<'a> WaitIndex<'a> {
         let mut order: Vec<(usize, u32, u32)> = all
             .iter()
             .enumerate()
-            .map(|(i, w)| (w.waiter, w.event as u32, i as u32))
+            .map(|(i, w)| (w.waiter as usize, w.event, i as u32))
             .collect();
         // The waits of one call keep their order.
         order.sort_unstable();
@@ -126,9 +126,9 @@ impl<'a> WaitIndex<'a> {
                 let w = &self.all[i as usize];
                 Wait {
                     cause: w.metric.into(),
-                    waiter: w.waiter,
-                    event: w.event,
-                    culprit: w.culprit,
+                    waiter: w.waiter as usize,
+                    event: w.event as usize,
+                    culprit: w.culprit as usize,
                     ns: w.ns,
                 }
             })

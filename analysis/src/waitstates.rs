@@ -95,27 +95,27 @@ pub struct WaitState {
     /// Its metric.
     pub metric: Metric,
     /// The rank that waited (index into [`Run::ranks`]).
-    pub waiter: usize,
+    pub waiter: u32,
     /// The call it waited in (event index on the waiter).
-    pub event: usize,
+    pub event: u32,
     /// The rank it waited for.
-    pub culprit: usize,
+    pub culprit: u32,
     /// The culprit's call it synchronised with (event index on the
     /// culprit): the send, the receive, or the late member's collective.
-    pub sync: usize,
+    pub sync: u32,
     /// When the waiting began (the waiting call's entry), ns.
     pub from: i64,
     /// How long it waited, ns.
     pub ns: i64,
 }
 
-fn span(run: &Run, rank: usize, ev: usize) -> (i64, i64) {
-    run.ranks[rank].spans[ev]
+fn span(run: &Run, rank: u32, ev: u32) -> (i64, i64) {
+    run.ranks[rank as usize].spans[ev as usize]
 }
 
 /// Whether this member of a rooted collective is its root.
 pub(crate) fn is_root(run: &Run, e: &End) -> bool {
-    let ev = &run.ranks[e.rank].events[e.post];
+    let ev = &run.ranks[e.rank as usize].events[e.post as usize];
     ev.root == Some(ev.comm_rank)
 }
 
@@ -147,6 +147,8 @@ pub fn wait_states(run: &Run, m: &Matching) -> Vec<WaitState> {
     late_senders(run, m, &mut out);
     late_receivers(run, m, &mut out);
     collectives(run, m, &mut out);
+    // The analysis holds these to its end: without the growth's slack.
+    out.shrink_to_fit();
     out
 }
 
@@ -155,7 +157,7 @@ pub fn wait_states(run: &Run, m: &Matching) -> Vec<WaitState> {
 /// time, latest first, then by message: the message that made the call
 /// wait longest, the earliest of equals. One sort instead of an ordered
 /// map, which at millions of messages was most of this analysis' time.
-fn latest_per_call(mut items: Vec<(usize, usize, i64, usize)>) -> Vec<(usize, usize, i64, usize)> {
+fn latest_per_call(mut items: Vec<(u32, u32, i64, usize)>) -> Vec<(u32, u32, i64, usize)> {
     items.sort_unstable_by_key(|&(r, c, t, i)| (r, c, std::cmp::Reverse(t), i));
     items.dedup_by_key(|x| (x.0, x.1));
     items
@@ -165,24 +167,24 @@ fn late_senders(run: &Run, m: &Matching, out: &mut Vec<WaitState>) {
     // Per receiving call (the probe when there is one): the latest send
     // start among its messages, and every message's send start for the
     // wrong-order test.
-    let mut starts: Vec<Vec<(usize, i64)>> = vec![Vec::new(); run.ranks.len()];
-    let items: Vec<(usize, usize, i64, usize)> = m
+    let mut starts: Vec<Vec<(u32, i64)>> = vec![Vec::new(); run.ranks.len()];
+    let items: Vec<(u32, u32, i64, usize)> = m
         .messages
         .iter()
         .enumerate()
         .map(|(i, msg)| {
             let call = msg.probe.unwrap_or(msg.recv.done);
             let start = span(run, msg.send.rank, msg.send.post).0;
-            starts[msg.recv.rank].push((call, start));
+            starts[msg.recv.rank as usize].push((call, start));
             (msg.recv.rank, call, start, i)
         })
         .collect();
     // The earliest send start of the messages a rank gets after each call.
-    let mut later_min: Vec<Vec<(usize, i64)>> = Vec::with_capacity(starts.len());
+    let mut later_min: Vec<Vec<(u32, i64)>> = Vec::with_capacity(starts.len());
     for mut s in starts {
         s.sort_unstable();
         let mut min = i64::MAX;
-        let mut v: Vec<(usize, i64)> = Vec::with_capacity(s.len());
+        let mut v: Vec<(u32, i64)> = Vec::with_capacity(s.len());
         for g in s.chunk_by(|a, b| a.0 == b.0).rev() {
             v.push((g[0].0, min));
             min = min.min(g.iter().map(|x| x.1).min().unwrap_or(i64::MAX));
@@ -196,7 +198,7 @@ fn late_senders(run: &Run, m: &Matching, out: &mut Vec<WaitState>) {
         if start <= enter {
             continue;
         }
-        let lm = &later_min[rank];
+        let lm = &later_min[rank as usize];
         let wrong = lm
             .binary_search_by_key(&call, |x| x.0)
             .is_ok_and(|i| lm[i].1 < start);
@@ -224,11 +226,12 @@ fn late_receivers(run: &Run, m: &Matching, out: &mut Vec<WaitState>) {
         .map(|r| vec![0u64; r.events.len().div_ceil(64)])
         .collect();
     for x in &m.messages {
-        completes_recvs[x.recv.rank][x.recv.done / 64] |= 1 << (x.recv.done % 64);
+        completes_recvs[x.recv.rank as usize][x.recv.done as usize / 64] |= 1 << (x.recv.done % 64);
     }
-    let completes = |rank: usize, ev: usize| completes_recvs[rank][ev / 64] >> (ev % 64) & 1 == 1;
+    let completes =
+        |rank: u32, ev: u32| completes_recvs[rank as usize][ev as usize / 64] >> (ev % 64) & 1 == 1;
     // Per sending call: the latest receive entry among its messages.
-    let items: Vec<(usize, usize, i64, usize)> = m
+    let items: Vec<(u32, u32, i64, usize)> = m
         .messages
         .iter()
         .enumerate()
@@ -402,9 +405,9 @@ pub fn summarize(run: &Run, waits: &[WaitState]) -> WaitSummary {
             t.1 += 1;
         };
         add(&mut metrics);
-        let ev = &run.ranks[w.waiter].events[w.event];
+        let ev = &run.ranks[w.waiter as usize].events[w.event as usize];
         add(sites.entry((ev.op, ev.site)).or_default());
-        add(&mut ranks[w.waiter]);
+        add(&mut ranks[w.waiter as usize]);
     }
     let mut sites: Vec<SiteWaits> = sites
         .into_iter()
@@ -433,16 +436,17 @@ pub fn summarize(run: &Run, waits: &[WaitState]) -> WaitSummary {
         .into_iter()
         .map(|i| &waits[i])
         .map(|w| {
-            let ev = &run.ranks[w.waiter].events[w.event];
+            let ev = &run.ranks[w.waiter as usize].events[w.event as usize];
+            let culprit = &run.ranks[w.culprit as usize];
             WaitReport {
                 metric: w.metric,
-                rank: run.ranks[w.waiter].rank,
+                rank: run.ranks[w.waiter as usize].rank,
                 call: ev.op.name().to_string(),
                 site: ev.site,
                 from_ns: w.from,
                 ns: w.ns,
-                culprit: run.ranks[w.culprit].rank,
-                culprit_call: run.ranks[w.culprit].events[w.sync].op.name().to_string(),
+                culprit: culprit.rank,
+                culprit_call: culprit.events[w.sync as usize].op.name().to_string(),
             }
         })
         .collect();

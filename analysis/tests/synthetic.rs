@@ -162,7 +162,7 @@ fn wildcards_persistent_requests_and_probes_are_matched() {
     let run = Run::from_file(&f, &mut |_, _| {}).unwrap();
     let m = match_run(&run);
     assert_eq!((m.unmatched_sends, m.unmatched_recvs), (0, 0));
-    let mut got: Vec<(usize, usize, usize, usize, usize, u64, bool)> = m
+    let mut got: Vec<(u32, u32, u32, u32, u32, u64, bool)> = m
         .messages
         .iter()
         .map(|x| {
@@ -218,7 +218,7 @@ fn collectives_of_split_communicators_stay_apart() {
     let mut sizes: Vec<(Op, Vec<usize>)> = m
         .collectives
         .iter()
-        .map(|c| (c.op, c.members.iter().map(|e| e.rank).collect()))
+        .map(|c| (c.op, c.members.iter().map(|e| e.rank as usize).collect()))
         .collect();
     sizes.sort();
     assert_eq!(
@@ -341,7 +341,10 @@ fn states(ranks: Vec<Vec<Timed>>) -> (Run, Vec<WaitState>, Vec<StateRow>) {
     let ws = wait_states(&run, &m);
     let mut v: Vec<_> = ws
         .iter()
-        .map(|w| (w.metric, w.waiter, w.event, w.culprit, w.ns))
+        .map(|w| {
+            let ix = |v: u32| v as usize;
+            (w.metric, ix(w.waiter), ix(w.event), ix(w.culprit), w.ns)
+        })
         .collect();
     v.sort();
     (run, ws, v)
