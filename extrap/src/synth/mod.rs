@@ -1160,12 +1160,19 @@ fn target_meta(
         let ps: Vec<f64> = sizes.iter().map(|&s| s as f64).collect();
         let mut unused = HashMap::new();
         let fitted = fit_fields(method, &ps, &fields, &mut unused).swap_remove(0);
-        fitted.map(|(law, chosen_by)| WallPrediction {
-            target: law.eval(target as f64).clamp(0.0, 1e18),
-            range: models::prediction_range(method, &ps, &walls, target as f64),
-            inputs: walls,
-            law: law.describe(),
-            method: chosen_by,
+        fitted.map(|(law, chosen_by)| {
+            let value = law.eval(target as f64).clamp(0.0, 1e18);
+            // The paper's settling may choose another law than a lone fit:
+            // the range holds the prediction itself too.
+            let range = models::prediction_range(method, &ps, &walls, target as f64)
+                .map(|(low, high)| (low.min(value), high.max(value)));
+            WallPrediction {
+                target: value,
+                range,
+                inputs: walls,
+                law: law.describe(),
+                method: chosen_by,
+            }
         })
     } else {
         None
