@@ -181,7 +181,16 @@ fn label_of(frames: &[Frame]) -> String {
     s
 }
 
+/// Entries of the per-thread direct-mapped cache in front of [`CACHE`].
+const FAST_SLOTS: usize = 64;
+
 thread_local! {
+    /// The latest application return addresses and their signatures,
+    /// direct-mapped by address: a loop's few call sites each keep a slot,
+    /// and a hit costs one probe of a constant-initialised array instead of
+    /// a hash-map look-up (the tracer asks on every call).
+    static FAST: RefCell<[(usize, u64); FAST_SLOTS]> =
+        const { RefCell::new([(0, 0); FAST_SLOTS]) };
     /// Signature by return address (`None`: a library frame, unwound).
     /// Looked up on every call, so with the shim's cheap hasher.
     static CACHE: RefCell<HandleMap<usize, Option<u64>>> = RefCell::new(HandleMap::default());
@@ -214,6 +223,13 @@ pub(crate) fn sites() -> Vec<(u64, String)> {
 /// `ret`, with `depth` logical application frames.
 pub(crate) fn signature(ret: usize, depth: usize) -> u64 {
     if depth == 1 && ret != 0 {
+        let slot = (ret ^ (ret >> 6) ^ (ret >> 12)) % FAST_SLOTS;
+        if let Ok(Some(sig)) = FAST.try_with(|f| {
+            let (addr, sig) = f.borrow()[slot];
+            (addr == ret).then_some(sig)
+        }) {
+            return sig;
+        }
         // `Some(sig)`: an application frame; `None`: a library frame that
         // needs the slow path.
         let cached = CACHE.with(|c| c.borrow().get(&ret).copied());
@@ -238,6 +254,7 @@ pub(crate) fn signature(ret: usize, depth: usize) -> u64 {
             }
         };
         if let Some(sig) = hit {
+            let _ = FAST.try_with(|f| f.borrow_mut()[slot] = (ret, sig));
             return sig;
         }
     }

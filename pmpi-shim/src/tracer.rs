@@ -14,7 +14,6 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::Instant;
 
 use smallvec::SmallVec;
 
@@ -127,7 +126,9 @@ pub(crate) struct Tracer {
     events: AtomicU64,
     sinks: Mutex<Sinks>,
     enabled: AtomicBool,
-    epoch: Instant,
+    /// `CLOCK_MONOTONIC` at `MPI_Init`, ns: every time the tracer records
+    /// counts from here.
+    epoch: u64,
     /// The snapshot thread, while it runs.
     snapshots: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Events in the last snapshot written (none is written twice), and
@@ -154,15 +155,22 @@ thread_local! {
     /// (by the MPI library's Fortran layer, by a helper) pass straight
     /// through, so no call is counted twice.
     static BUSY: Cell<bool> = const { Cell::new(false) };
-    static THREAD: RefCell<ThreadState> = RefCell::new(ThreadState::default());
+    static THREAD: RefCell<ThreadState> = const {
+        RefCell::new(ThreadState {
+            idx: None,
+            last_leave: 0,
+            next_req: 0,
+            next_msg: 0,
+        })
+    };
     /// The event each call of this thread is recorded into, renewed per
     /// call ([`Event::renew`]) so that its lists allocate only while they
-    /// grow. Taken out for the call (a nested or panicking record finds an
-    /// empty one in its place and merely allocates).
+    /// grow. Borrowed for the call, in place (an event is some 360 bytes:
+    /// moving it out and back cost two copies per call); a nested record,
+    /// or one during the thread's exit, records into a new event instead.
     static SCRATCH: RefCell<Event> = RefCell::new(Event::new(Op::Init));
 }
 
-#[derive(Default)]
 struct ThreadState {
     /// Index of this thread on this rank; assigned on its first event.
     idx: Option<u32>,
@@ -267,7 +275,7 @@ pub(crate) fn install(
         events: AtomicU64::new(0),
         sinks: Mutex::new(sinks),
         enabled: AtomicBool::new(enabled),
-        epoch: Instant::now(),
+        epoch: crate::ffi::sys::monotonic_ns(),
         snapshots: Mutex::new(None),
         snapshot_events: AtomicU64::new(0),
         snapshot_failed: AtomicBool::new(false),
@@ -334,7 +342,7 @@ thread_local! {
 
 impl Tracer {
     fn now(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        crate::ffi::sys::monotonic_ns().saturating_sub(self.epoch)
     }
 
     /// Turns tracing off for good and says why, once.
@@ -787,41 +795,41 @@ impl Scope {
             if tracer.config.panic_at == Some(n) {
                 panic!("fault injected by RANKSCALE_FAULT at event {n}");
             }
-            // A call during the thread's exit (its thread-locals gone) or
-            // a nested one records into a new event instead.
-            let mut ev = SCRATCH
-                .try_with(|e| {
-                    e.try_borrow_mut()
-                        .map(|mut e| std::mem::replace(&mut *e, Event::new(op)))
-                        .ok()
-                })
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| Event::new(op));
-            ev.renew(op);
-            fill(tracer, &mut ev);
-            ev.site = callsite::signature(self.ret, tracer.config.depth);
-            if ev.op.has_comm() {
-                ev.comm_rank = tracer.comm_rank(ev.comm);
-            }
-            ev.thread = tracer.thread_index();
-            THREAD.with(|ts| {
-                let mut ts = ts.borrow_mut();
-                ev.time.enter_ns = self.enter;
-                ev.time.dur_ns = leave.saturating_sub(self.enter);
-                ev.time.compute_ns = if ts.last_leave == 0 {
-                    0
-                } else {
-                    self.enter.saturating_sub(ts.last_leave)
-                };
-                ts.last_leave = leave;
+            let mut write = Some(|ev: &mut Event| {
+                ev.renew(op);
+                fill(tracer, ev);
+                ev.site = callsite::signature(self.ret, tracer.config.depth);
+                if ev.op.has_comm() {
+                    ev.comm_rank = tracer.comm_rank(ev.comm);
+                }
+                THREAD.with(|ts| {
+                    let mut ts = ts.borrow_mut();
+                    ev.thread = *ts
+                        .idx
+                        .get_or_insert_with(|| tracer.next_thread.fetch_add(1, Ordering::Relaxed));
+                    ev.time.enter_ns = self.enter;
+                    ev.time.dur_ns = leave.saturating_sub(self.enter);
+                    ev.time.compute_ns = if ts.last_leave == 0 {
+                        0
+                    } else {
+                        self.enter.saturating_sub(ts.last_leave)
+                    };
+                    ts.last_leave = leave;
+                });
+                tracer.push(ev);
             });
-            tracer.push(&ev);
             let _ = SCRATCH.try_with(|e| {
-                if let Ok(mut e) = e.try_borrow_mut() {
-                    *e = ev;
+                if let Ok(mut e) = e.try_borrow_mut()
+                    && let Some(w) = write.take()
+                {
+                    w(&mut e);
                 }
             });
+            // A call during the thread's exit (its thread-locals gone) or a
+            // nested one.
+            if let Some(w) = write.take() {
+                w(&mut Event::new(op));
+            }
         }));
         if r.is_err() {
             let msg = LAST_PANIC
