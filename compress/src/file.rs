@@ -297,12 +297,19 @@ impl Meta {
 }
 
 /// A call site's label from [`Meta::site_labels`], or its signature in hex
-/// when the trace has none.
+/// when the trace has none. Signature 0 without a label is a trace that
+/// knows no call sites (one imported from a format without them); it reads
+/// as such rather than as a signature of zeros.
 pub fn site_text(labels: &std::collections::HashMap<u64, &str>, site: u64) -> String {
-    labels
-        .get(&site)
-        .map_or_else(|| format!("{site:016x}"), |l| (*l).to_string())
+    match labels.get(&site) {
+        Some(l) => (*l).to_string(),
+        None if site == 0 => NO_SITE.to_string(),
+        None => format!("{site:016x}"),
+    }
 }
+
+/// What [`site_text`] says for a call whose trace has no call site.
+pub const NO_SITE: &str = "(no call site in the trace)";
 
 /// How hard the zlib stream of a file is packed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -667,6 +674,17 @@ impl TraceFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn site_text_names_labels_signatures_and_missing_sites() {
+        let labels = std::collections::HashMap::from([(7u64, "main stencil.c:42")]);
+        assert_eq!(site_text(&labels, 7), "main stencil.c:42");
+        assert_eq!(site_text(&labels, 0xab), "00000000000000ab");
+        assert_eq!(site_text(&labels, 0), NO_SITE);
+        // A label for 0 (a trace that names it) wins.
+        let zero = std::collections::HashMap::from([(0u64, "f a.c:1")]);
+        assert_eq!(site_text(&zero, 0), "f a.c:1");
+    }
 
     #[test]
     fn mpi_libraries_by_their_version_strings() {
