@@ -138,7 +138,7 @@ fn previous_syncs(waits: &[WaitState]) -> Vec<[u32; 2]> {
         points.push((pair(w.culprit, w.waiter), w.sync, 2 * i as u32));
         points.push((pair(w.waiter, w.culprit), w.event, 2 * i as u32 + 1));
     }
-    points.sort_unstable();
+    points.par_sort_unstable();
     let mut out = vec![[u32::MAX; 2]; waits.len()];
     // Within one pair, ascending by event: the previous distinct event.
     let mut prev = u32::MAX;
@@ -218,6 +218,11 @@ struct RankIndex {
     kinds: Vec<[u32; 2]>,
     /// Each event's call kind (index into `kinds`).
     kind: Vec<u32>,
+    /// The rank's regions ascending: (region, slot), where slot `k` is the
+    /// computation before call kind `k` and `width + k` the time inside
+    /// it, so that an interval's activity comes out in region order
+    /// without a sort.
+    by_region: Vec<(u32, u32)>,
     /// Events between two checkpoints of the running sums.
     stride: usize,
     /// The computation before each event.
@@ -293,27 +298,21 @@ struct Index {
 
 impl Index {
     fn new(run: &Run, waits: &[WaitState]) -> Index {
-        let mut ids: HashMap<Region, u32> = HashMap::new();
-        let mut regions = Vec::new();
         let mut per_rank: Vec<Vec<(usize, usize)>> = vec![Vec::new(); run.ranks.len()];
         for (i, w) in waits.iter().enumerate() {
             per_rank[w.waiter as usize].push((w.event as usize, i));
         }
-        let ranks = run
+        // Rank by rank on all cores: the call kinds (operation and site) in
+        // order of first appearance, and the activity per event.
+        let mut ranks: Vec<(Vec<(Op, u64)>, RankIndex)> = run
             .ranks
-            .iter()
+            .par_iter()
             .zip(per_rank)
             .map(|(rr, mut mine)| {
                 mine.sort_unstable();
                 let spans = &rr.spans;
-                let mut kinds: Vec<[u32; 2]> = Vec::new();
+                let mut local: Vec<(Op, u64)> = Vec::new();
                 let mut slot: HashMap<(Op, u64), u32> = HashMap::new();
-                let mut global = |region: Region| {
-                    *ids.entry(region).or_insert_with(|| {
-                        regions.push(region);
-                        (regions.len() - 1) as u32
-                    })
-                };
                 let mut kind = Vec::with_capacity(spans.len());
                 let mut gaps = Vec::with_capacity(spans.len());
                 let mut calls = Vec::with_capacity(spans.len());
@@ -321,13 +320,8 @@ impl Index {
                 for (e, span) in spans.iter().enumerate() {
                     let ev = &rr.events[e];
                     let k = *slot.entry((ev.op, ev.site)).or_insert_with(|| {
-                        let region = |mpi| Region {
-                            mpi,
-                            op: ev.op,
-                            site: ev.site,
-                        };
-                        kinds.push([global(region(false)), global(region(true))]);
-                        (kinds.len() - 1) as u32
+                        local.push((ev.op, ev.site));
+                        (local.len() - 1) as u32
                     });
                     kind.push(k);
                     let gap = e.checked_sub(1).map_or(0, |p| span.0 - spans[p].1);
@@ -341,7 +335,7 @@ impl Index {
                 }
                 // A checkpoint row costs `width` sums: one every 2 × width
                 // events keeps them under 8 bytes per event.
-                let width = kinds.len();
+                let width = local.len();
                 let stride = (2 * width).max(16);
                 let mut wait_cum = Vec::with_capacity(mine.len() + 1);
                 wait_cum.push(0.0);
@@ -349,20 +343,52 @@ impl Index {
                     let s = wait_cum.last().copied().unwrap_or(0.0);
                     wait_cum.push(s + waits[i].ns as f64);
                 }
-                RankIndex {
+                let index = RankIndex {
                     events: spans.len(),
                     gaps: Activity::new(gaps, &kind, width, stride),
                     calls: Activity::new(calls, &kind, width, stride),
-                    kinds,
+                    kinds: Vec::new(),
                     kind,
+                    by_region: Vec::new(),
                     stride,
                     handed: vec![0.0; mine.len()],
                     waits: mine,
                     wait_cum,
-                }
+                };
+                (local, index)
             })
             .collect();
-        Index { regions, ranks }
+        // The regions' ids in order of first appearance, rank by rank (the
+        // order the sums of a wait's δ are added in).
+        let mut ids: HashMap<Region, u32> = HashMap::new();
+        let mut regions = Vec::new();
+        for (local, ri) in &mut ranks {
+            let mut global = |region: Region| {
+                *ids.entry(region).or_insert_with(|| {
+                    regions.push(region);
+                    (regions.len() - 1) as u32
+                })
+            };
+            ri.kinds = local
+                .iter()
+                .map(|&(op, site)| {
+                    let region = |mpi| Region { mpi, op, site };
+                    [global(region(false)), global(region(true))]
+                })
+                .collect();
+            let width = ri.kinds.len();
+            ri.by_region = ri
+                .kinds
+                .iter()
+                .enumerate()
+                .flat_map(|(k, r)| [(r[0], k as u32), (r[1], (width + k) as u32)])
+                .collect();
+            ri.by_region.sort_unstable();
+        }
+        Index {
+            regions,
+            ranks: ranks.into_iter().map(|(_, ri)| ri).collect(),
+        }
     }
 
     /// The wait states of `rank`'s event `ev`.
@@ -381,10 +407,11 @@ impl Index {
         rank: usize,
         from: Option<usize>,
         to: usize,
-    ) -> (Vec<(u32, i64)>, std::ops::Range<usize>) {
+        sums: &mut Vec<i64>,
+    ) -> (Pairs<i64>, std::ops::Range<usize>) {
         let ri = &self.ranks[rank];
         if ri.events == 0 {
-            return (Vec::new(), 0..0);
+            return (Pairs::new(), 0..0);
         }
         let first = from
             .map_or(0, |f| f + 1)
@@ -406,25 +433,31 @@ impl Index {
             (true, Some(l)) => Some((first, l)),
             (true, None) => None,
         };
-        let mut gap_sums = vec![0i64; ri.kinds.len()];
-        ri.gaps
-            .add(&ri.kind, gaps.0, gaps.1, ri.stride, &mut gap_sums);
-        let mut call_sums = vec![0i64; ri.kinds.len()];
+        // The sums per slot (see `by_region`), in a buffer the caller
+        // keeps: a query is made twice per wait state, millions of times.
+        let width = ri.kinds.len();
+        sums.clear();
+        sums.resize(2 * width, 0);
+        let (gap_sums, call_sums) = sums.split_at_mut(width);
+        ri.gaps.add(&ri.kind, gaps.0, gaps.1, ri.stride, gap_sums);
         if let Some((lo, hi)) = calls {
-            ri.calls.add(&ri.kind, lo, hi, ri.stride, &mut call_sums);
+            ri.calls.add(&ri.kind, lo, hi, ri.stride, call_sums);
         }
-        let mut d: Vec<(u32, i64)> = ri
-            .kinds
+        let d: Pairs<i64> = ri
+            .by_region
             .iter()
-            .zip(gap_sums.into_iter().zip(call_sums))
-            .flat_map(|(k, (g, c))| [(k[0], g), (k[1], c)])
+            .map(|&(region, slot)| (region, sums[slot as usize]))
             .filter(|x| x.1 > 0)
             .collect();
-        d.sort_unstable_by_key(|x| x.0);
         let inside = calls.map_or(0..0, |(lo, hi)| ri.waits_in(lo, hi));
         (d, inside)
     }
 }
+
+/// (region, ns) pairs ascending by region: an interval's activity, or a
+/// wait's δ. Millions are made, most with a few regions: inline up to 8,
+/// which spares an allocation and a free for each.
+type Pairs<T> = smallvec::SmallVec<[(u32, T); 8]>;
 
 /// Waits whose shares are found together on all cores before they are
 /// handed on in order: enough to keep the cores busy, few enough that
@@ -437,7 +470,7 @@ const CHUNK: usize = 1 << 17;
 /// interval, which what δ does not explain is handed on to.
 struct Share {
     /// (region, ns), ascending by region.
-    delta: Vec<(u32, f64)>,
+    delta: Pairs<f64>,
     /// The sum of `delta`.
     sum: f64,
     /// The culprit's wait states inside (into its [`RankIndex::waits`]).
@@ -455,27 +488,27 @@ impl Share {
         waits: &[WaitState],
         chunk: &[usize],
     ) -> Vec<Share> {
-        type Side = (Vec<(u32, i64)>, std::ops::Range<usize>);
+        type Side = (Pairs<i64>, std::ops::Range<usize>);
         let side = |side: usize| -> Vec<Side> {
             let key = |w: &WaitState| match side {
                 0 => (w.culprit as usize, w.sync as usize),
                 _ => (w.waiter as usize, w.event as usize),
             };
             let mut order: Vec<usize> = (0..chunk.len()).collect();
-            order.sort_unstable_by_key(|&k| key(&waits[chunk[k]]));
+            order.par_sort_unstable_by_key(|&k| key(&waits[chunk[k]]));
             let found: Vec<Side> = order
                 .par_iter()
-                .map(|&k| {
+                .map_init(Vec::new, |sums, &k| {
                     let w = &waits[chunk[k]];
                     if w.ns <= 0 {
-                        return (Vec::new(), 0..0);
+                        return (Pairs::new(), 0..0);
                     }
                     let (rank, ev) = key(w);
                     let from = previous[chunk[k]][side];
-                    index.activity(rank, (from != u32::MAX).then_some(from as usize), ev)
+                    index.activity(rank, (from != u32::MAX).then_some(from as usize), ev, sums)
                 })
                 .collect();
-            let mut out: Vec<Side> = vec![(Vec::new(), 0..0); chunk.len()];
+            let mut out: Vec<Side> = vec![(Pairs::new(), 0..0); chunk.len()];
             for (k, f) in order.into_iter().zip(found) {
                 out[k] = f;
             }
@@ -489,7 +522,7 @@ impl Share {
             .map(|((da, inside), (db, _))| {
                 // δ = d(A) − d(B), positive parts only (both ascending by
                 // region).
-                let mut delta: Vec<(u32, f64)> = Vec::with_capacity(da.len());
+                let mut delta: Pairs<f64> = Pairs::new();
                 let mut j = 0;
                 for &(r, t) in &da {
                     while j < db.len() && db[j].0 < r {
@@ -531,7 +564,7 @@ pub fn analyse(run: &Run, waits: &[WaitState]) -> DelayReport {
     }
     let mut order: Vec<usize> = (0..waits.len()).collect();
     // Latest end first; the waits of one call in their order.
-    order.sort_unstable_by_key(|&i| {
+    order.par_sort_unstable_by_key(|&i| {
         (
             std::cmp::Reverse((waits[i].from + waits[i].ns, waits[i].waiter, waits[i].event)),
             i,
