@@ -45,12 +45,19 @@ pub struct Args {
     /// Patterns and slow instances listed in the text report.
     #[arg(long, default_value_t = 12)]
     pub top: usize,
+    /// Print the wall time of each stage (loading, matching, patterns,
+    /// wait states, delay costs, ...) on stderr: where a long analysis
+    /// spends its time.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// Runs `rankscale analyze FILE`.
 pub fn run(a: &Args) -> Result<()> {
     let file = a.file.as_path();
+    let loading = Instant::now();
     let f = read(file)?;
+    let mut stages: Vec<(String, f64)> = vec![("loading".into(), loading.elapsed().as_secs_f64())];
     let opts = Options {
         cutoff: a.cutoff,
         limits: Limits {
@@ -70,12 +77,28 @@ pub fn run(a: &Args) -> Result<()> {
     let t0 = Instant::now();
     let r = {
         let bar = crate::progress::Progress::bar("analyze");
-        analyze(&f, &opts, &mut |stage, done, total| {
+        let mut current = (String::new(), Instant::now());
+        let r = analyze(&f, &opts, &mut |stage, done, total| {
+            if stage != current.0 {
+                let (name, start) =
+                    std::mem::replace(&mut current, (stage.to_string(), Instant::now()));
+                if !name.is_empty() {
+                    stages.push((name, start.elapsed().as_secs_f64()));
+                }
+            }
             bar.update(stage, done, total)
-        })
-        .with_context(|| format!("cannot analyse {}", file.display()))?
+        });
+        stages.push((current.0, current.1.elapsed().as_secs_f64()));
+        r.with_context(|| format!("cannot analyse {}", file.display()))?
     };
     let secs = t0.elapsed().as_secs_f64();
+    if a.timings {
+        let parts: Vec<String> = stages
+            .iter()
+            .map(|(n, t)| format!("{n} {t:.2} s"))
+            .collect();
+        eprintln!("timings: {}; analysis {secs:.2} s", parts.join(", "));
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {

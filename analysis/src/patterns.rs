@@ -18,6 +18,7 @@ use compress::{Event, Op, Peer};
 
 use crate::matching::{End, Matching};
 use crate::run::Run;
+use rayon::prelude::*;
 
 /// One instance of a communication pattern.
 #[derive(Clone, Debug)]
@@ -101,16 +102,30 @@ impl Dsu {
 /// calls are `W`, `Wa`, `Wy`, `Ws`, `T`, `Ta`, `Ty`, `Ts`; collectives and
 /// communicator constructors are named in full.
 pub fn token(e: &Event) -> String {
-    let peer = |p: Option<compress::Transfer>| match p.map(|t| t.peer) {
-        Some(Peer::Rank { world, .. }) => world.to_string(),
-        Some(Peer::Any) => e
-            .matched
-            .first()
-            .map_or_else(|| "*".to_string(), |m| m.source.to_string()),
-        Some(Peer::Null) => "-".to_string(),
-        None => String::new(),
+    let mut s = String::new();
+    write_token(e, &mut s);
+    s
+}
+
+/// [`token`] appended to `out` (pattern keying writes one per event, so
+/// without a string of its own for each).
+pub fn write_token(e: &Event, out: &mut String) {
+    use std::fmt::Write as _;
+    let peer = |out: &mut String, p: Option<compress::Transfer>| {
+        let _ = match p.map(|t| t.peer) {
+            Some(Peer::Rank { world, .. }) => write!(out, "{world}"),
+            Some(Peer::Any) => match e.matched.first() {
+                Some(m) => write!(out, "{}", m.source),
+                None => write!(out, "*"),
+            },
+            Some(Peer::Null) => write!(out, "-"),
+            None => Ok(()),
+        };
     };
-    let p2p = |prefix: &str, t: Option<compress::Transfer>| format!("{prefix}{}", peer(t));
+    let mut p2p = |prefix: &str, t: Option<compress::Transfer>| {
+        out.push_str(prefix);
+        peer(out, t);
+    };
     match e.op {
         Op::Send => p2p("S", e.send),
         Op::Ssend => p2p("sS", e.send),
@@ -126,25 +141,26 @@ pub fn token(e: &Event) -> String {
         Op::Irecv => p2p("iR", e.recv),
         Op::RecvInit => p2p("pR", e.recv),
         Op::Sendrecv | Op::SendrecvReplace => {
-            format!("SR{}/{}", peer(e.send), peer(e.recv))
+            p2p("SR", e.send);
+            p2p("/", e.recv);
         }
         Op::Probe => p2p("P", e.recv),
         Op::Iprobe => p2p("iP", e.recv),
         Op::Mprobe => p2p("mP", e.recv),
         Op::Improbe => p2p("imP", e.recv),
-        Op::Mrecv => "mR".into(),
-        Op::Imrecv => "imR".into(),
-        Op::Wait => "W".into(),
-        Op::Waitall => "Wa".into(),
-        Op::Waitany => "Wy".into(),
-        Op::Waitsome => "Ws".into(),
-        Op::Test => "T".into(),
-        Op::Testall => "Ta".into(),
-        Op::Testany => "Ty".into(),
-        Op::Testsome => "Ts".into(),
-        Op::Start => "St".into(),
-        Op::Startall => "Sta".into(),
-        op => op.name().into(),
+        Op::Mrecv => out.push_str("mR"),
+        Op::Imrecv => out.push_str("imR"),
+        Op::Wait => out.push('W'),
+        Op::Waitall => out.push_str("Wa"),
+        Op::Waitany => out.push_str("Wy"),
+        Op::Waitsome => out.push_str("Ws"),
+        Op::Test => out.push('T'),
+        Op::Testall => out.push_str("Ta"),
+        Op::Testany => out.push_str("Ty"),
+        Op::Testsome => out.push_str("Ts"),
+        Op::Start => out.push_str("St"),
+        Op::Startall => out.push_str("Sta"),
+        op => out.push_str(op.name()),
     }
 }
 
@@ -161,6 +177,42 @@ fn polls(op: Op) -> bool {
 /// Bytes a collective call hands to MPI to send.
 fn sent(e: &Event) -> u64 {
     e.bytes_sent().max(0) as u64
+}
+
+/// The per-rank strings of an instance's events (sorted by rank and
+/// event): each rank's tokens joined by `·`, a run of one polling token
+/// written once with a `+`.
+fn strings_of(run: &Run, events: &[(usize, usize)]) -> Vec<(u32, String)> {
+    let mut strings: Vec<(u32, String)> = Vec::new();
+    let mut last_poll: Option<(usize, String)> = None;
+    let mut t = String::new();
+    for &(ri, ei) in events {
+        let e = &run.ranks[ri].events[ei];
+        let rank = run.ranks[ri].rank;
+        if strings.last().map(|s| s.0) != Some(rank) {
+            strings.push((rank, String::new()));
+            last_poll = None;
+        }
+        t.clear();
+        write_token(e, &mut t);
+        if polls(e.op) {
+            if last_poll.as_ref().is_some_and(|(r, p)| *r == ri && *p == t) {
+                continue;
+            }
+            last_poll = Some((ri, t.clone()));
+        } else {
+            last_poll = None;
+        }
+        let s = &mut strings.last_mut().expect("pushed above").1;
+        if !s.is_empty() {
+            s.push('·');
+        }
+        s.push_str(&t);
+        if polls(e.op) {
+            s.push('+');
+        }
+    }
+    strings
 }
 
 /// Finds the patterns of `run` from its `matching`.
@@ -250,52 +302,34 @@ pub fn find(run: &Run, matching: &Matching) -> Patterns {
     order.sort();
     let mut slots: Vec<Option<Instance>> = inst.into_iter().map(Some).collect();
     let mut instances: Vec<Instance> = order.iter().filter_map(|&(_, k)| slots[k].take()).collect();
-    // Patterns by their per-rank strings.
+    // Each instance's per-rank strings, on all cores (instances are
+    // independent), then the patterns by those strings in temporal order.
+    let keys: Vec<Vec<(u32, String)>> = instances
+        .par_iter_mut()
+        .map(|i| {
+            i.contexts.sort_unstable();
+            i.events.sort_unstable();
+            strings_of(run, &i.events)
+        })
+        .collect();
     let mut by_key: HashMap<Vec<(u32, String)>, usize> = HashMap::new();
     let mut patterns: Vec<Pattern> = Vec::new();
-    for (ii, i) in instances.iter_mut().enumerate() {
-        i.contexts.sort_unstable();
-        i.events.sort_unstable();
-        let mut strings: Vec<(u32, String)> = Vec::new();
-        let mut last_poll: Option<(usize, String)> = None;
-        for &(ri, ei) in &i.events {
-            let e = &run.ranks[ri].events[ei];
-            let rank = run.ranks[ri].rank;
-            if strings.last().map(|s| s.0) != Some(rank) {
-                strings.push((rank, String::new()));
-                last_poll = None;
+    for (ii, (i, strings)) in instances.iter_mut().zip(keys).enumerate() {
+        let p = match by_key.get(&strings) {
+            Some(&p) => p,
+            None => {
+                let p = patterns.len();
+                patterns.push(Pattern {
+                    id: p,
+                    np: strings.len(),
+                    ne: i.events.len(),
+                    strings: strings.clone(),
+                    instances: Vec::new(),
+                });
+                by_key.insert(strings, p);
+                p
             }
-            let t = token(e);
-            if polls(e.op) {
-                if last_poll.as_ref().is_some_and(|(r, p)| *r == ri && *p == t) {
-                    continue;
-                }
-                last_poll = Some((ri, t.clone()));
-            } else {
-                last_poll = None;
-            }
-            let s = &mut strings.last_mut().expect("pushed above").1;
-            if !s.is_empty() {
-                s.push('·');
-            }
-            s.push_str(&t);
-            if polls(e.op) {
-                s.push('+');
-            }
-        }
-        let ne = i.events.len();
-        let np = strings.len();
-        let next = patterns.len();
-        let p = *by_key.entry(strings.clone()).or_insert_with(|| {
-            patterns.push(Pattern {
-                id: next,
-                strings,
-                np,
-                ne,
-                instances: Vec::new(),
-            });
-            next
-        });
+        };
         // The event count of a pattern is that of its first instance (a
         // polling run may differ in length between instances).
         patterns[p].instances.push(ii);
