@@ -27,6 +27,7 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::matching::{End, Matching};
@@ -76,9 +77,13 @@ pub struct ClcReport {
 /// One clock condition: every target leave comes after every source enter
 /// plus the latency.
 struct Sync {
-    sources: Vec<(usize, usize)>,
-    targets: Vec<(usize, usize)>,
+    sources: Points,
+    targets: Points,
 }
+
+/// (rank, event) points of a condition: one each for a message (inline,
+/// no allocation for each of millions), many for a collective.
+type Points = smallvec::SmallVec<[(usize, usize); 1]>;
 
 fn conditions(run: &Run, m: &Matching) -> Vec<Sync> {
     let mut out = Vec::new();
@@ -86,8 +91,8 @@ fn conditions(run: &Run, m: &Matching) -> Vec<Sync> {
         // A probed receive follows its probe on the same rank: the probe's
         // condition covers it (Haus 2024 §3.2).
         out.push(Sync {
-            sources: vec![(msg.send.rank as usize, msg.send.post as usize)],
-            targets: vec![(
+            sources: smallvec::smallvec![(msg.send.rank as usize, msg.send.post as usize)],
+            targets: smallvec::smallvec![(
                 msg.recv.rank as usize,
                 msg.probe.unwrap_or(msg.recv.done) as usize,
             )],
@@ -97,7 +102,7 @@ fn conditions(run: &Run, m: &Matching) -> Vec<Sync> {
         let (roots, others): (Vec<&End>, Vec<&End>) =
             c.members.iter().partition(|e| is_root(run, e));
         // Where members enter (post) and where they leave (done).
-        let at = |v: &[&End], leave: bool| -> Vec<(usize, usize)> {
+        let at = |v: &[&End], leave: bool| -> Points {
             v.iter()
                 .map(|e| {
                     (
@@ -122,23 +127,26 @@ fn conditions(run: &Run, m: &Matching) -> Vec<Sync> {
 }
 
 /// Counts the violated conditions (per receiving end) under `spans`.
-fn count_violations(syncs: &[Sync], spans: &[Vec<(i64, i64)>], lmin: i64) -> (usize, usize) {
-    let (mut checked, mut bad) = (0, 0);
-    for s in syncs {
-        for &(tr, te) in &s.targets {
-            checked += 1;
-            let earliest = s
-                .sources
+/// On all cores: millions of messages, each a look-up on two ranks.
+fn count_violations(syncs: &[Sync], spans: &[&[(i64, i64)]], lmin: i64) -> (usize, usize) {
+    syncs
+        .par_iter()
+        .map(|s| {
+            let earliest = |tr: usize| {
+                s.sources
+                    .iter()
+                    .filter(|&&(r, _)| r != tr)
+                    .map(|&(r, e)| spans[r][e].0 + lmin)
+                    .max()
+            };
+            let bad = s
+                .targets
                 .iter()
-                .filter(|&&(r, _)| r != tr)
-                .map(|&(r, e)| spans[r][e].0 + lmin)
-                .max();
-            if earliest.is_some_and(|t| spans[tr][te].1 < t) {
-                bad += 1;
-            }
-        }
-    }
-    (checked, bad)
+                .filter(|&&(tr, te)| earliest(tr).is_some_and(|t| spans[tr][te].1 < t))
+                .count();
+            (s.targets.len(), bad)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 /// Corrects the timestamps of `run` in place and says what it did. A run
@@ -154,17 +162,20 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
         ClcOptions::default().gamma
     };
     let syncs = conditions(run, m);
-    let orig: Vec<Vec<(i64, i64)>> = run.ranks.iter().map(|r| r.spans.clone()).collect();
-    let (checked, violations) = count_violations(&syncs, &orig, lmin);
+    let spans: Vec<&[(i64, i64)]> = run.ranks.iter().map(|r| r.spans.as_slice()).collect();
+    let (checked, violations) = count_violations(&syncs, &spans, lmin);
     let mut report = ClcReport {
         checked,
         violations,
         ..ClcReport::default()
     };
     if violations == 0 {
-        report.intervals = orig.iter().map(|s| (2 * s.len()).saturating_sub(1)).sum();
+        report.intervals = spans.iter().map(|s| (2 * s.len()).saturating_sub(1)).sum();
         return report;
     }
+    // The timestamps as recorded, kept while they are corrected (only
+    // copied when something needs correcting).
+    let orig: Vec<Vec<(i64, i64)>> = spans.iter().map(|s| s.to_vec()).collect();
     // Which conditions each point feeds or waits for.
     let mut feeds: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
     let mut waits: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
@@ -305,7 +316,7 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
         }
     }
     report.intervals_changed = changed;
-    let spans: Vec<Vec<(i64, i64)>> = run.ranks.iter().map(|r| r.spans.clone()).collect();
+    let spans: Vec<&[(i64, i64)]> = run.ranks.iter().map(|r| r.spans.as_slice()).collect();
     report.remaining = count_violations(&syncs, &spans, lmin).1;
     report
 }

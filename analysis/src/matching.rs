@@ -17,8 +17,12 @@
 //! lineage; `Cart_sub` and graph communicators are taken as one group per
 //! id, which joins sub-grids that are really separate.
 
+use std::collections::VecDeque;
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, VecDeque};
+
+// Lookups only, never iterated: the fast hasher leaves every result as it
+// is (millions of messages went through SipHash).
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 
 use compress::{Event, Family, Op, Peer, ReqId};
@@ -139,7 +143,7 @@ pub fn match_run(run: &Run) -> Matching {
         .map(|(ri, r)| scan(ri, r.rank as i32, &r.events))
         .collect();
     let mut m = Matching::default();
-    let mut queues: HashMap<Key, VecDeque<(End, u64, bool)>> = HashMap::new();
+    let mut queues: HashMap<Key, VecDeque<(End, u64, bool)>> = HashMap::default();
     // Each rank's lists are freed as they are consumed, so that they and
     // what they become are not all held at once.
     for o in &mut outs {
@@ -168,7 +172,7 @@ pub fn match_run(run: &Run) -> Matching {
     }
     m.unmatched_sends = queues.values().map(VecDeque::len).sum();
     drop(queues);
-    let mut index: HashMap<(u32, u64, u64), usize> = HashMap::new();
+    let mut index: HashMap<(u32, u64, u64), usize> = HashMap::default();
     for o in &outs {
         for &(k, op, e) in &o.colls {
             let i = *index.entry(k).or_insert_with(|| {
@@ -199,7 +203,7 @@ impl Lineage {
     /// The lineage of world rank `me` before its first call.
     pub fn new(me: i32) -> Lineage {
         Lineage {
-            groups: HashMap::from([(0, 0), (1, u64::MAX - me as u64)]),
+            groups: HashMap::from_iter([(0, 0), (1, u64::MAX - me as u64)]),
         }
     }
 
@@ -238,14 +242,14 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
         unresolved: 0,
     };
     let mut lineage = Lineage::new(me);
-    let mut seqs: HashMap<u32, u64> = HashMap::new();
-    let mut active: HashMap<ReqId, Pending> = HashMap::new();
-    let mut persistent: HashMap<ReqId, Pending> = HashMap::new();
+    let mut seqs: HashMap<u32, u64> = HashMap::default();
+    let mut active: HashMap<ReqId, Pending> = HashMap::default();
+    let mut persistent: HashMap<ReqId, Pending> = HashMap::default();
     // Mprobe'd messages by handle: channel and the probe.
-    let mut messages: HashMap<u64, (u32, i32, i32, usize)> = HashMap::new();
+    let mut messages: HashMap<u64, (u32, i32, i32, usize)> = HashMap::default();
     // Regular probes whose message was not received yet, by channel: the
     // first one synchronised with the send.
-    let mut probed: HashMap<Key, usize> = HashMap::new();
+    let mut probed: HashMap<Key, usize> = HashMap::default();
     // Event indices fit in u32 (the run's own positions are u32).
     let end = |post: usize, done: usize| End {
         rank: ri as u32,

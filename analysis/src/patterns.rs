@@ -244,7 +244,8 @@ pub fn find(run: &Run, matching: &Matching) -> Patterns {
         }
     }
     // Instances: one per component, keyed by its root.
-    let mut of_root: HashMap<u32, usize> = HashMap::new();
+    // Looked up once per event: the fast hasher (the map is never iterated).
+    let mut of_root: rustc_hash::FxHashMap<u32, usize> = Default::default();
     let mut inst: Vec<Instance> = Vec::new();
     let mut order: Vec<(i64, usize)> = Vec::new();
     for (ri, r) in run.ranks.iter().enumerate() {

@@ -37,6 +37,7 @@
 use std::collections::BTreeMap;
 
 use compress::Op;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::matching::{End, Matching};
@@ -158,7 +159,7 @@ pub fn wait_states(run: &Run, m: &Matching) -> Vec<WaitState> {
 /// wait longest, the earliest of equals. One sort instead of an ordered
 /// map, which at millions of messages was most of this analysis' time.
 fn latest_per_call(mut items: Vec<(u32, u32, i64, usize)>) -> Vec<(u32, u32, i64, usize)> {
-    items.sort_unstable_by_key(|&(r, c, t, i)| (r, c, std::cmp::Reverse(t), i));
+    items.par_sort_unstable_by_key(|&(r, c, t, i)| (r, c, std::cmp::Reverse(t), i));
     items.dedup_by_key(|x| (x.0, x.1));
     items
 }
