@@ -227,6 +227,9 @@ struct Current {
     probing: bool,
 }
 
+/// Events expanded at a time per rank (see [`Engine::next_event`]).
+const PULL_BATCH: usize = 32;
+
 struct RankState<'a> {
     ex: Expand<'a>,
     /// The rank's recorded timeline, when the trace has it.
@@ -616,13 +619,20 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// The next event of rank `r` and its computation gap.
+    /// The next event of rank `r` and its computation gap. Events are
+    /// expanded [`PULL_BATCH`] at a time: a rank's expansion state (its
+    /// loop and parameter cursors) is cold by the time the simulation
+    /// comes back to it among thousands of ranks, and a batch pays for
+    /// that once.
     fn next_event(&mut self, r: u32) -> Option<(Event, f64)> {
         let st = &mut self.ranks[r as usize];
-        match st.ahead.pop_front() {
-            Some(x) => Some(x),
-            None => st.pull(),
+        if st.ahead.is_empty() {
+            while st.ahead.len() < PULL_BATCH {
+                let Some(x) = st.pull() else { break };
+                st.ahead.push_back(x);
+            }
         }
+        st.ahead.pop_front()
     }
 
     /// The source and tag a wildcard receive by request `req` matched,
