@@ -210,20 +210,16 @@ pub(crate) fn install(
     self_: CommInfo,
     keys: [usize; 2],
 ) {
+    // Time zero (`now()` counts from here) and the wall clock then, the
+    // timeline's epoch, read together.
+    let (mono_epoch, wall_epoch) = crate::ffi::sys::clock_pair();
     let rec = config.trace_file.as_ref().map(|_| {
-        // The wall clock at time zero (`now()` counts from here), the
-        // timeline's epoch.
-        let epoch = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0))
-        };
         let what = Recording {
             config: compress::Config {
                 slow_instances: config.slow_k,
                 ..compress::Config::default()
             },
-            timeline_epoch: config.timeline.then(epoch),
+            timeline_epoch: config.timeline.then_some(wall_epoch),
             series_buckets: config.steps.then_some(compress::series::DEFAULT_BUCKETS),
         };
         RankRecorder::new(u32::try_from(rank).unwrap_or(0), &what)
@@ -275,7 +271,7 @@ pub(crate) fn install(
         events: AtomicU64::new(0),
         sinks: Mutex::new(sinks),
         enabled: AtomicBool::new(enabled),
-        epoch: crate::ffi::sys::monotonic_ns(),
+        epoch: mono_epoch,
         snapshots: Mutex::new(None),
         snapshot_events: AtomicU64::new(0),
         snapshot_failed: AtomicBool::new(false),

@@ -160,3 +160,32 @@ pub(crate) fn monotonic_ns() -> u64 {
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
 }
+
+/// `CLOCK_MONOTONIC` and the wall clock (ns since the Unix epoch) at one
+/// instant: the tracer's time zero and the timeline's epoch, which places
+/// every rank's times on the wall clock. Read together, the best of a few
+/// tries (the pair whose monotonic reads are closest), so that a rank
+/// preempted between the two reads does not carry that delay as a clock
+/// offset: read apart, at `MPI_Init`, they put oversubscribed ranks tens of
+/// microseconds apart and a fifth of NPB CG's receives before their sends.
+pub(crate) fn clock_pair() -> (u64, u64) {
+    let wall = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0))
+    };
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..16 {
+        let m0 = monotonic_ns();
+        let w = wall();
+        let m1 = monotonic_ns();
+        let gap = m1.saturating_sub(m0);
+        if gap < best.0 {
+            best = (gap, m0 + gap / 2, w);
+        }
+        if gap < 200 {
+            break;
+        }
+    }
+    (best.1, best.2)
+}
