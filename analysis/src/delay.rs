@@ -909,37 +909,21 @@ mod tests {
     fn random_run(seed: u64, ranks: usize, events: usize, waits: usize) -> (Run, Vec<WaitState>) {
         let mut rng = SplitMix64::new(seed);
         let ops = [Op::Send, Op::Recv, Op::Allreduce];
-        let run = Run {
-            ranks: (0..ranks)
-                .map(|r| {
-                    let mut t = rng.below(1000) as i64;
-                    let mut spans = Vec::new();
-                    let mut evs = Vec::new();
-                    for _ in 0..events {
-                        t += rng.below(3) as i64 * rng.below(500) as i64;
-                        let len = rng.below(2000) as i64;
-                        spans.push((t, t + len));
-                        t += len;
-                        let mut e = Event::new(ops[rng.below(3)]);
-                        e.site = rng.below(2) as u64;
-                        evs.push(e);
-                    }
-                    RankRun {
-                        rank: r as u32,
-                        events: evs.into_iter().collect(),
-                        context: Vec::new(),
-                        contexts: Vec::new(),
-                        spans,
-                        pos: Vec::new(),
-                        outer: Vec::new(),
-                    }
-                })
-                .collect(),
-            timed: true,
-            slow_calls: Vec::new(),
-            reservoir_k: 0,
-            series: vec![None; ranks],
-        };
+        let run = timed_run((0..ranks).map(|_| {
+            let mut t = rng.below(1000) as i64;
+            let mut spans = Vec::new();
+            let mut evs = Vec::new();
+            for _ in 0..events {
+                t += rng.below(3) as i64 * rng.below(500) as i64;
+                let len = rng.below(2000) as i64;
+                spans.push((t, t + len));
+                t += len;
+                let mut e = Event::new(ops[rng.below(3)]);
+                e.site = rng.below(2) as u64;
+                evs.push(e);
+            }
+            (evs, spans)
+        }));
         let waits = (0..waits)
             .map(|_| {
                 let waiter = rng.below(ranks);
@@ -960,27 +944,37 @@ mod tests {
         (run, waits)
     }
 
-    /// A run of ranks with these spans, every call a receive.
-    fn run_of(spans: &[&[(i64, i64)]]) -> Run {
+    /// A run with a timeline of these ranks' events and spans.
+    fn timed_run(ranks: impl Iterator<Item = (Vec<Event>, Vec<(i64, i64)>)>) -> Run {
+        let ranks: Vec<RankRun> = ranks
+            .enumerate()
+            .map(|(r, (events, spans))| RankRun {
+                rank: r as u32,
+                events: events.into_iter().collect(),
+                context: Vec::new(),
+                contexts: Vec::new(),
+                spans,
+                pos: Vec::new(),
+                outer: Vec::new(),
+            })
+            .collect();
+        let n = ranks.len();
         Run {
-            ranks: spans
-                .iter()
-                .enumerate()
-                .map(|(r, s)| RankRun {
-                    rank: r as u32,
-                    events: s.iter().map(|_| Event::new(Op::Recv)).collect(),
-                    context: Vec::new(),
-                    contexts: Vec::new(),
-                    spans: s.to_vec(),
-                    pos: Vec::new(),
-                    outer: Vec::new(),
-                })
-                .collect(),
+            ranks,
             timed: true,
             slow_calls: Vec::new(),
             reservoir_k: 0,
-            series: vec![None; spans.len()],
+            series: vec![None; n],
         }
+    }
+
+    /// A run of ranks with these spans, every call a receive.
+    fn run_of(spans: &[&[(i64, i64)]]) -> Run {
+        timed_run(
+            spans
+                .iter()
+                .map(|s| (s.iter().map(|_| Event::new(Op::Recv)).collect(), s.to_vec())),
+        )
     }
 
     fn makespan(run: &Run) -> i64 {
