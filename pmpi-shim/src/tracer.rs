@@ -181,6 +181,16 @@ struct ThreadState {
     next_msg: u64,
 }
 
+impl ThreadState {
+    /// This thread's index, taken from `next` (the rank's count of
+    /// threads) on first use.
+    fn index(&mut self, next: &AtomicU32) -> u32 {
+        *self
+            .idx
+            .get_or_insert_with(|| next.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 /// Prints a warning on stderr, prefixed so that it is clearly the tracer's.
 ///
 /// The line goes out in one `write` call: launchers such as Open MPI's
@@ -497,11 +507,7 @@ impl Tracer {
 
     /// This thread's index on this rank, assigned on first use.
     pub fn thread_index(&self) -> u32 {
-        THREAD.with(|ts| {
-            *ts.borrow_mut()
-                .idx
-                .get_or_insert_with(|| self.next_thread.fetch_add(1, Ordering::Relaxed))
-        })
+        THREAD.with(|ts| ts.borrow_mut().index(&self.next_thread))
     }
 
     /// Registers a matched message and returns its id.
@@ -800,9 +806,7 @@ impl Scope {
                 }
                 THREAD.with(|ts| {
                     let mut ts = ts.borrow_mut();
-                    ev.thread = *ts
-                        .idx
-                        .get_or_insert_with(|| tracer.next_thread.fetch_add(1, Ordering::Relaxed));
+                    ev.thread = ts.index(&tracer.next_thread);
                     ev.time.enter_ns = self.enter;
                     ev.time.dur_ns = leave.saturating_sub(self.enter);
                     ev.time.compute_ns = if ts.last_leave == 0 {
