@@ -26,7 +26,12 @@
 //! rank the path takes every activity until it reaches a call that waited;
 //! there it moves to the rank that caused the wait, at the call it waited
 //! for. The path thus never contains waiting, and its length is the run's
-//! length minus nothing that could have been saved by waiting less.
+//! length minus nothing that could have been saved by waiting less. The
+//! walk keeps the time up to which the path is laid, which only moves
+//! back: a wait is followed only to a call that began before it, and every
+//! stretch is cut off at it, so that calls whose spans overlap on one rank
+//! (the published SMG2000 traces' exchanges) count once and the walk takes
+//! at most one step per event whatever the timestamps.
 
 use std::collections::HashMap;
 
