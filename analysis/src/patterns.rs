@@ -341,3 +341,52 @@ pub fn find(run: &Run, matching: &Matching) -> Patterns {
         instances,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use compress::{Datatype, Matched, Tag, Transfer};
+
+    fn xfer(peer: Peer) -> Option<Transfer> {
+        Some(Transfer {
+            peer,
+            tag: Tag::Value(1),
+            count: 1,
+            dsize: 8,
+            dtype: Datatype::UNKNOWN,
+        })
+    }
+
+    /// The tokens of the forms the module documentation names, as the
+    /// pattern strings write them.
+    #[test]
+    fn tokens_name_calls_and_their_peers() {
+        let rank = |world| Peer::Rank {
+            local: world,
+            world,
+        };
+        let mut send = Event::new(Op::Send);
+        send.send = xfer(rank(3));
+        assert_eq!(token(&send), "S3");
+        let mut any = Event::new(Op::Irecv);
+        any.recv = xfer(Peer::Any);
+        assert_eq!(token(&any), "iR*");
+        any.matched.push(Matched {
+            req: None,
+            source: 5,
+            tag: 1,
+        });
+        assert_eq!(token(&any), "iR5");
+        let mut sr = Event::new(Op::Sendrecv);
+        sr.send = xfer(rank(1));
+        sr.recv = xfer(Peer::Null);
+        assert_eq!(token(&sr), "SR1/-");
+        assert_eq!(token(&Event::new(Op::Wait)), "W");
+        assert_eq!(token(&Event::new(Op::Testsome)), "Ts");
+        assert_eq!(token(&Event::new(Op::Allreduce)), "Allreduce");
+        // Appending writes after what is there.
+        let mut out = String::from("x·");
+        write_token(&send, &mut out);
+        assert_eq!(out, "x·S3");
+    }
+}
