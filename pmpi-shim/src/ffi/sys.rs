@@ -1,4 +1,5 @@
-//! Operating-system look-ups for call sites: which module holds an address.
+//! Operating-system look-ups: which module holds an address (for call
+//! sites), and the clocks the tracer times calls with.
 
 use std::ffi::CStr;
 use std::sync::OnceLock;
