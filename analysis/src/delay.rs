@@ -460,9 +460,12 @@ impl Index {
 }
 
 /// (region, ns) pairs ascending by region: an interval's activity, or a
-/// wait's δ. Millions are made, most with a few regions: inline up to 8,
-/// which spares an allocation and a free for each.
-type Pairs<T> = smallvec::SmallVec<[(u32, T); 8]>;
+/// wait's δ. Millions are made, most with a few regions: inline up to 5,
+/// which spares an allocation and a free for each. Not more: every query
+/// writes its whole inline array, and on the 1,024-rank SMG2000-shaped
+/// trace (1 to 5 regions per interval) 8 instead of 5 cost a tenth of the
+/// delay analysis in memory traffic alone.
+type Pairs<T> = smallvec::SmallVec<[(u32, T); 5]>;
 
 /// Waits whose shares are found together on all cores before they are
 /// handed on in order: enough to keep the cores busy, few enough that
@@ -482,58 +485,90 @@ struct Share {
     inside: std::ops::Range<usize>,
 }
 
+/// One side's activities (a wait's culprit's or its waiter's): the
+/// (region, ns) pairs and the range of that rank's wait states inside.
+type Side = (Pairs<i64>, std::ops::Range<usize>);
+
+/// The buffers of one chunk's shares, kept from chunk to chunk: a chunk's
+/// results are tens of MB, and allocated afresh for every chunk they were
+/// returned to the system and faulted in again each time (a quarter of
+/// the delay costs' time on the 1,024-rank SMG2000-shaped trace).
+#[derive(Default)]
+struct Scratch {
+    /// (rank, event, the previous synchronisation's event or `u32::MAX`,
+    /// position in the chunk) of one side's waits of some length, sorted.
+    keyed: Vec<(u32, u32, u32, u32)>,
+    /// The culprits' and the waiters' activities, in `keyed`'s order.
+    found: [Vec<Side>; 2],
+    /// Where each wait of the chunk found its own, per side (`u32::MAX`:
+    /// a wait of no length, which has no share).
+    at: [Vec<u32>; 2],
+    /// The chunk's shares, in the chunk's order.
+    shares: Vec<Share>,
+}
+
 impl Share {
     /// The shares of the waits `chunk` (indices into `waits`), found on
-    /// all cores. Each side's activity is queried rank by rank (the
-    /// culprits' in the culprits' order, then the waiters'), so that
-    /// one rank's running sums stay in the cache.
+    /// all cores into `scratch.shares`. Each side's activity is queried
+    /// rank by rank (the culprits' in the culprits' order, then the
+    /// waiters'), so that one rank's running sums stay in the cache.
     fn of_chunk(
         index: &Index,
         previous: &[[u32; 2]],
         waits: &[WaitState],
         chunk: &[usize],
-    ) -> Vec<Share> {
-        type Side = (Pairs<i64>, std::ops::Range<usize>);
+        scratch: &mut Scratch,
+    ) {
+        let Scratch {
+            keyed,
+            found,
+            at,
+            shares,
+        } = scratch;
         // One side's activities in (rank, event) order, and where each
         // wait of the chunk found its own (the results stay where they
         // were made: moving them back into the chunk's order copied some
         // 150 bytes per wait and side).
-        let side = |side: usize| -> (Vec<Side>, Vec<u32>) {
-            let mut keyed: Vec<(u32, u32, u32)> = chunk
-                .par_iter()
-                .enumerate()
-                .map(|(k, &i)| {
-                    let w = &waits[i];
-                    match side {
-                        0 => (w.culprit, w.sync, k as u32),
-                        _ => (w.waiter, w.event, k as u32),
-                    }
-                })
-                .collect();
+        for side in 0..2 {
+            // What a query needs is read here, in the chunk's order, so
+            // that the queries (in the ranks' order) read no wait state at
+            // random. Waits of no length have no share.
+            keyed.clear();
+            keyed.par_extend(chunk.par_iter().enumerate().filter_map(|(k, &i)| {
+                let w = &waits[i];
+                let (rank, ev) = match side {
+                    0 => (w.culprit, w.sync),
+                    _ => (w.waiter, w.event),
+                };
+                (w.ns > 0).then_some((rank, ev, previous[i][side], k as u32))
+            }));
             keyed.par_sort_unstable();
-            let found: Vec<Side> = keyed
+            keyed
                 .par_iter()
-                .map_init(Vec::new, |sums, &(rank, ev, k)| {
-                    let i = chunk[k as usize];
-                    if waits[i].ns <= 0 {
-                        return (Pairs::new(), 0..0);
-                    }
-                    let from = previous[i][side];
+                .map_init(Vec::new, |sums, &(rank, ev, from, _)| {
                     let from = (from != u32::MAX).then_some(from as usize);
                     index.activity(rank as usize, from, ev as usize, sums)
                 })
-                .collect();
-            let mut at = vec![0u32; chunk.len()];
-            for (pos, &(_, _, k)) in keyed.iter().enumerate() {
+                .collect_into_vec(&mut found[side]);
+            let at = &mut at[side];
+            at.clear();
+            at.resize(chunk.len(), u32::MAX);
+            for (pos, &(.., k)) in keyed.iter().enumerate() {
                 at[k as usize] = pos as u32;
             }
-            (found, at)
-        };
-        let (culprits, at_c) = side(0);
-        let (waiters, at_w) = side(1);
+        }
+        let [culprits, waiters] = &*found;
+        let [at_c, at_w] = &*at;
         (0..chunk.len())
             .into_par_iter()
             .map(|k| {
+                if at_c[k] == u32::MAX {
+                    return Share {
+                        delta: Pairs::new(),
+                        sum: 0.0,
+                        inside: 0..0,
+                    };
+                }
                 let (da, inside) = &culprits[at_c[k] as usize];
                 let db = &waiters[at_w[k] as usize].0;
                 let inside = inside.clone();
@@ -560,7 +595,7 @@ impl Share {
                     inside,
                 }
             })
-            .collect()
+            .collect_into_vec(shares);
     }
 }
 
@@ -600,9 +635,10 @@ pub fn analyse(run: &Run, waits: &[WaitState]) -> DelayReport {
     // What makes up a wait's cost but the waiting handed on to it does
     // not change as waits are processed, so it is found for many waits at
     // once on all cores; the handing on is then done in order.
+    let mut scratch = Scratch::default();
     for chunk in order.chunks(CHUNK) {
-        let shares = Share::of_chunk(&index, &previous, waits, chunk);
-        for (&i, share) in chunk.iter().zip(shares) {
+        Share::of_chunk(&index, &previous, waits, chunk, &mut scratch);
+        for (&i, share) in chunk.iter().zip(&scratch.shares) {
             let w = waits[i];
             let omega = w.ns as f64;
             if omega <= 0.0 {
@@ -610,9 +646,10 @@ pub fn analyse(run: &Run, waits: &[WaitState]) -> DelayReport {
             }
             let propagated = omega * index.ranks[w.waiter as usize].handed_to(slot[i]);
             let Share { delta, sum, inside } = share;
+            let (sum, inside) = (*sum, inside.clone());
             let load = omega + propagated;
             let f = (sum / omega).min(1.0);
-            for (r, dl) in &delta {
+            for (r, dl) in delta {
                 let share = dl / sum;
                 let c = costs.entry((w.culprit as usize, *r)).or_default();
                 c.0 += f * omega * share;

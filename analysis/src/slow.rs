@@ -10,6 +10,7 @@
 //! metric). The instance's cause is the rank that caused the most waiting,
 //! and the kind of wait it caused most.
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::patterns::Instance;
@@ -90,7 +91,7 @@ impl<'a> WaitIndex<'a> {
             .map(|(i, w)| (w.waiter as usize, w.event, i as u32))
             .collect();
         // The waits of one call keep their order.
-        order.sort_unstable();
+        order.par_sort_unstable();
         let ranks = order.last().map_or(0, |w| w.0 + 1);
         let rank_start = (0..=ranks)
             .map(|r| order.partition_point(|w| w.0 < r))

@@ -144,10 +144,20 @@ pub fn wait_states(run: &Run, m: &Matching) -> Vec<WaitState> {
     if !run.timed {
         return Vec::new();
     }
-    let mut out = Vec::new();
-    late_senders(run, m, &mut out);
-    late_receivers(run, m, &mut out);
-    collectives(run, m, &mut out);
+    // The three kinds on all cores, each into its own list, joined in
+    // their order.
+    let of = |f: fn(&Run, &Matching, &mut Vec<WaitState>)| {
+        let mut v = Vec::new();
+        f(run, m, &mut v);
+        v
+    };
+    let ((mut out, mut receivers), mut colls) = rayon::join(
+        || rayon::join(|| of(late_senders), || of(late_receivers)),
+        || of(collectives),
+    );
+    out.reserve_exact(receivers.len() + colls.len());
+    out.append(&mut receivers);
+    out.append(&mut colls);
     // The analysis holds these to its end: without the growth's slack.
     out.shrink_to_fit();
     out
@@ -181,18 +191,20 @@ fn late_senders(run: &Run, m: &Matching, out: &mut Vec<WaitState>) {
         })
         .collect();
     // The earliest send start of the messages a rank gets after each call.
-    let mut later_min: Vec<Vec<(u32, i64)>> = Vec::with_capacity(starts.len());
-    for mut s in starts {
-        s.sort_unstable();
-        let mut min = i64::MAX;
-        let mut v: Vec<(u32, i64)> = Vec::with_capacity(s.len());
-        for g in s.chunk_by(|a, b| a.0 == b.0).rev() {
-            v.push((g[0].0, min));
-            min = min.min(g.iter().map(|x| x.1).min().unwrap_or(i64::MAX));
-        }
-        v.reverse();
-        later_min.push(v);
-    }
+    let later_min: Vec<Vec<(u32, i64)>> = starts
+        .into_par_iter()
+        .map(|mut s| {
+            s.sort_unstable();
+            let mut min = i64::MAX;
+            let mut v: Vec<(u32, i64)> = Vec::with_capacity(s.len());
+            for g in s.chunk_by(|a, b| a.0 == b.0).rev() {
+                v.push((g[0].0, min));
+                min = min.min(g.iter().map(|x| x.1).min().unwrap_or(i64::MAX));
+            }
+            v.reverse();
+            v
+        })
+        .collect();
     for (rank, call, start, i) in latest_per_call(items) {
         let send = m.messages[i].send;
         let (enter, leave) = span(run, rank, call);

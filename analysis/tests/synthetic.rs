@@ -315,6 +315,21 @@ fn waits_are_measured_as_defined() {
     let every: Vec<_> = p.instances.iter().flat_map(|i| wi.waits(i)).collect();
     // Rank 1 caused 300 + 600 ns, rank 0 700 ns.
     assert_eq!(blame(&every), Some((1, Cause::LateCollective, 900)));
+    // The report's totals per kind and culprit: the same three waits.
+    let rep = analysis::analyze(&f, &analysis::Options::default(), &mut |_, _, _| {}).unwrap();
+    let totals: Vec<(Cause, u32, i64, usize)> = rep
+        .waits
+        .iter()
+        .map(|w| (w.cause, w.rank, w.ns, w.count))
+        .collect();
+    assert_eq!(
+        totals,
+        vec![
+            (Cause::LateReceiver, 0, 700, 1),
+            (Cause::LateCollective, 1, 600, 1),
+            (Cause::LateSender, 1, 300, 1),
+        ]
+    );
 }
 
 #[test]
