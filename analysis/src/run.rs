@@ -121,6 +121,13 @@ struct EventsBuilder {
 }
 
 impl EventsBuilder {
+    /// A builder for up to `n` events without regrowing.
+    fn with_capacity(n: usize) -> EventsBuilder {
+        let mut b = EventsBuilder::default();
+        b.events.seq.reserve_exact(n);
+        b
+    }
+
     fn push(&mut self, mut e: Event) {
         use std::hash::BuildHasher;
         e.time = compress::Timing::default();
@@ -265,11 +272,15 @@ impl Run {
         let mut slow_calls = Vec::new();
         let mut reservoir_k = 0;
         reservoir(file.trace.nodes(), &mut reservoir_k, &mut slow_calls);
-        let wanted: HashMap<(u32, u64), usize> = slow_calls
-            .iter()
-            .enumerate()
-            .map(|(i, s)| ((s.rank, s.pos), i))
-            .collect();
+        // The reservoir entries' positions, rank by rank in order: a rank
+        // checks each event against its next one, not a map per event.
+        let mut wanted: HashMap<u32, Vec<(u64, usize)>> = HashMap::new();
+        for (i, s) in slow_calls.iter().enumerate() {
+            wanted.entry(s.rank).or_default().push((s.pos, i));
+        }
+        for v in wanted.values_mut() {
+            v.sort_unstable();
+        }
         let delimited = matches!(
             &file.meta.origin,
             compress::Origin::Imported { format } if format == compress::import::PERTEXT
@@ -290,15 +301,19 @@ impl Run {
                 _ => Vec::new(),
             };
             let mut found = Vec::new();
-            let mut events = EventsBuilder::default();
+            let mut wanted = wanted.get(&rank).map_or(&[][..], Vec::as_slice);
+            // The per-event vectors at their size from the start: grown by
+            // doubling they were copied and faulted in again as they grew.
+            let n = usize::try_from(t.stats().events).unwrap_or(0);
+            let mut events = EventsBuilder::with_capacity(n);
             let mut rr = RankRun {
                 rank,
                 events: Events::default(),
-                context: Vec::new(),
+                context: Vec::with_capacity(n),
                 contexts: Vec::new(),
-                spans: Vec::new(),
-                outer: Vec::new(),
-                pos: Vec::new(),
+                spans: Vec::with_capacity(if timed { n } else { 0 }),
+                outer: Vec::with_capacity(n),
+                pos: Vec::with_capacity(n),
             };
             let mut cut = true;
             let mut in_ctx = 0usize;
@@ -309,8 +324,13 @@ impl Run {
             while let Some(ev) = ex.next() {
                 let at = pos;
                 pos += 1;
-                if let Some(&i) = wanted.get(&(rank, at as u64)) {
-                    found.push((i, ex.loop_path().map(|p| p.1).collect()));
+                while let Some((&(p, i), rest)) = wanted.split_first()
+                    && p <= at as u64
+                {
+                    if p == at as u64 {
+                        found.push((i, ex.loop_path().map(|p| p.1).collect()));
+                    }
+                    wanted = rest;
                 }
                 if matches!(ev.op, Op::Pcontrol) {
                     cut = true;
