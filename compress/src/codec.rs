@@ -530,15 +530,22 @@ impl Rd<'_> {
         // A list cannot be longer than what is left.
         (n <= self.v.len() - self.i).then_some(n)
     }
-    fn list_i32(&mut self) -> Option<Vec<i32>> {
+    /// A list's values: its length, then that many values. Most lists of
+    /// most events are empty, and cost one read.
+    fn items(&mut self) -> Option<&[i64]> {
         let n = self.len()?;
-        (0..n).map(|_| self.i32()).collect()
+        let items = self.v.get(self.i..self.i + n)?;
+        self.i += n;
+        Some(items)
+    }
+    fn list_i32(&mut self) -> Option<Vec<i32>> {
+        match self.items()? {
+            [] => Some(Vec::new()),
+            items => items.iter().map(|&x| i32::try_from(x).ok()).collect(),
+        }
     }
     fn list_req(&mut self) -> Option<Vec<ReqId>> {
-        let n = self.len()?;
-        (0..n)
-            .map(|_| self.next().map(|x| ReqId(x as u64)))
-            .collect()
+        Some(self.items()?.iter().map(|&x| ReqId(x as u64)).collect())
     }
     fn peer(&mut self, rank: i32, comm_rank: i32) -> Option<Peer> {
         let code = self.next()?;
