@@ -6,12 +6,19 @@
 //! signal's number into the pipe and returns; the snapshot thread wakes,
 //! writes the rank's file, then ends the process the way the signal would
 //! have ([`die_of`]). A handler the application or the MPI library
-//! installed before is chained to, and then decides alone. A second signal
-//! while the first is being handled ends the process at once.
+//! installed before is chained to, and then decides alone.
+//!
+//! A second signal while the first is being handled ends the process at
+//! once, unless it comes within [`REPEAT_NS`] of the first: launchers pass
+//! one signal on more than once. `timeout -s TERM` signals `mpirun` and
+//! then its process group, which holds `mpirun` again, and Hydra forwards
+//! both to every rank, half a millisecond apart. Taken for a user's second
+//! Ctrl-C, the copy ended each rank before its snapshot was written, and
+//! the first rank to die made Hydra kill the rest with SIGKILL.
 
 use std::ffi::c_int;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The signals after which a snapshot is written.
@@ -40,8 +47,14 @@ static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 static OLD: OnceLock<[Option<libc::sigaction>; 3]> = OnceLock::new();
 /// Set while ours are installed; cleared by [`uninstall`].
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// A fatal signal is being handled.
-static DYING: AtomicBool = AtomicBool::new(false);
+/// When the fatal signal being handled arrived (`CLOCK_MONOTONIC`, ns,
+/// at least 1); 0 while none is.
+static DYING_SINCE: AtomicU64 = AtomicU64::new(0);
+/// A further signal this soon after the first (ns) is taken for a copy of
+/// it, passed on again by a launcher, rather than for a user's insistence.
+/// Half a second is well above the copies' spacing (under a millisecond,
+/// seen with Hydra) and below a user's second Ctrl-C after a wait.
+const REPEAT_NS: u64 = 500_000_000;
 /// The process that installed the handlers: a child forked without exec
 /// inherits them (and the pipe), and must not wake its parent's thread.
 static OWNER: AtomicI32 = AtomicI32::new(0);
@@ -98,7 +111,16 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut libc::
             }
         }
         _ => {
-            if DYING.swap(true, Ordering::SeqCst) {
+            // clock_gettime(2) is async-signal-safe.
+            let now = super::sys::monotonic_ns().max(1);
+            if let Err(first) =
+                DYING_SINCE.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                if now.saturating_sub(first) < REPEAT_NS {
+                    // The same signal passed on again: the snapshot thread
+                    // already has it and will end the process.
+                    return;
+                }
                 // A second signal: the user wants the process gone now.
                 // SAFETY: as above.
                 unsafe { restore_and_raise(sig, old) };
