@@ -156,3 +156,64 @@ fn codegen_refuses_what_it_cannot_write_with_a_clear_message() {
         assert!(!c.exists(), "no file is written for a refused trace");
     }
 }
+
+/// The benchmark sleeps what `replay` sleeps: with the same seed, each
+/// draws the same computation times from the trace's histograms, so that
+/// the two differ only in how they issue the calls (the benchmark's time
+/// is compared with replay's in `scripts/bench.sh codegen`). The times of
+/// a halo exchange with one late rank spread over several bins, and a
+/// stream shifted by one draw (the benchmark once left out `MPI_Init`'s,
+/// and replay drew its payload bytes from the same stream) gives another
+/// total on every rank. The sums are over all ranks, from the benchmark's
+/// `--report-compute` and replay's JSON report.
+#[test]
+fn a_benchmark_draws_the_computation_that_replay_draws() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-codegen-draws"));
+        let trace = dir.join("app.trace");
+        let mut o = traced_raw(imp, &dir.join("raw"));
+        o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+        let args: Vec<String> = ["-i", "30", "-m", "sender", "-r", "1", "-t", "3", "-d", "2"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let job = mpirun(imp, 4, &program(imp, "latestencil"), &args, &o);
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let bin = codegen_build_with(imp, &trace, &dir, &["--seed", "7"])
+            .unwrap_or_else(|e| panic!("{imp}: {e}"));
+        let flags = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let bench = mpirun(imp, 4, &bin, &flags(&["--report-compute"]), &untraced());
+        assert_eq!(bench.code, Some(0), "{imp}: {}", bench.stderr);
+        let drew: Vec<f64> = bench
+            .stdout
+            .lines()
+            .filter(|l| l.contains(" drew "))
+            .map(|l| l.split_whitespace().nth(4).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(drew.len(), 4, "{imp}: {}", bench.stdout);
+        let replay = mpirun(
+            imp,
+            4,
+            &root().join(format!("target/{imp}/release/replay")),
+            &flags(&[
+                "--json",
+                "--yield",
+                "--seed",
+                "7",
+                &trace.display().to_string(),
+            ]),
+            &untraced(),
+        );
+        assert_eq!(replay.code, Some(0), "{imp}: {}", replay.stderr);
+        let json = &replay.stdout[replay.stdout.find('{').unwrap()..];
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let replayed = v["computation_drawn_ns"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{imp}: no computation_drawn_ns in {json}"));
+        let benched: f64 = drew.iter().sum();
+        // The iterations' work and the late rank's 2 ms: a quarter of a
+        // second in all, equal to the nanosecond.
+        assert!(benched > 1e8, "{imp}: {benched} ns drawn");
+        assert_eq!(benched, replayed, "{imp}: benchmark against replay");
+    }
+}

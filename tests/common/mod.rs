@@ -440,13 +440,21 @@ pub fn first_raw_difference(a: &Path, b: &Path, np: usize, ignored: &[&str]) -> 
 /// and builds it with `mpicc.IMP -O2 -Wall -Werror` into `dir/bench`.
 /// Returns the binary, or what failed.
 pub fn codegen_build(imp: &str, trace: &Path, dir: &Path) -> Result<PathBuf, String> {
+    codegen_build_with(imp, trace, dir, &[])
+}
+
+/// [`codegen_build`] with more options for `rankscale codegen` (`--seed`).
+pub fn codegen_build_with(
+    imp: &str,
+    trace: &Path,
+    dir: &Path,
+    options: &[&str],
+) -> Result<PathBuf, String> {
     let c = dir.join("bench.c");
-    let out = rankscale(&[
-        "codegen",
-        &trace.display().to_string(),
-        "-o",
-        &c.display().to_string(),
-    ]);
+    let (t, o) = (trace.display().to_string(), c.display().to_string());
+    let mut args = vec!["codegen", t.as_str(), "-o", o.as_str()];
+    args.extend_from_slice(options);
+    let out = rankscale(&args);
     if !out.status.success() {
         return Err(format!("codegen failed: {}", text(&out.stderr)));
     }

@@ -18,6 +18,18 @@ pub(super) struct Summary {
     sites: HashMap<(Op, u64), OpStats>,
     diverged: u64,
     latency: u64,
+    drawn_ns: f64,
+}
+
+/// The counts over all ranks that the report gives beside the operations.
+pub(super) struct Counts {
+    /// Racy outcomes that differed from the trace.
+    diverged: f64,
+    /// Latency races that could not be forced.
+    given_up: f64,
+    /// Computation drawn from the trace's histograms, ns (what a benchmark
+    /// of `rankscale codegen` with the same seed draws too).
+    drawn_ns: f64,
 }
 
 /// Per-operation totals for the report: calls, bytes, seconds.
@@ -38,6 +50,7 @@ impl Replayer<'_> {
             sites: self.sites,
             diverged: self.diverged,
             latency: self.latency,
+            drawn_ns: self.drawn_ns,
         }
     }
 
@@ -56,19 +69,20 @@ impl Replayer<'_> {
         }
         self.diverged += other.diverged;
         self.latency += other.latency;
+        self.drawn_ns += other.drawn_ns;
     }
 
     /// After the replay, on every rank (collective, outside the traced
     /// API): the end barrier, then on rank 0 the longest replay time
     /// (`mine` on this rank), the per-operation sums (calls, bytes,
     /// seconds of each) and the counts of divergences and of latency races
-    /// (`given_up` on this rank).
+    /// (`given_up` on this rank) and the computation drawn.
     pub(super) fn reduce_totals(
         &self,
         mine: f64,
         given_up: u64,
         world: MPI_Comm,
-    ) -> (f64, Vec<f64>, (f64, f64)) {
+    ) -> (f64, Vec<f64>, Counts) {
         // SAFETY: a barrier on the world communicator, which every rank
         // reaches.
         unsafe { PMPI_Barrier(world) };
@@ -90,12 +104,12 @@ impl Replayer<'_> {
             .stats
             .iter()
             .flat_map(|s| [s.calls, s.bytes, s.secs])
-            .chain([self.diverged as f64, given_up as f64])
+            .chain([self.diverged as f64, given_up as f64, self.drawn_ns])
             .collect();
         let mut sums = vec![0f64; flat.len()];
         // SAFETY: `flat` and `sums` hold `flat.len()` doubles each and live
         // across the call; every rank passes the same length (one triple
-        // per operation, then two counts).
+        // per operation, then three counts).
         unsafe {
             PMPI_Reduce(
                 flat.as_ptr().cast(),
@@ -107,9 +121,15 @@ impl Replayer<'_> {
                 world,
             )
         };
+        let drawn_ns = sums.pop().unwrap_or(0.0);
         let given_up = sums.pop().unwrap_or(0.0);
         let diverged = sums.pop().unwrap_or(0.0);
-        (total, sums, (diverged, given_up))
+        let counts = Counts {
+            diverged,
+            given_up,
+            drawn_ns,
+        };
+        (total, sums, counts)
     }
 }
 
@@ -168,9 +188,14 @@ pub(super) fn report(
     file: &TraceFile,
     total: f64,
     sums: &[f64],
-    (diverged, given_up): (f64, f64),
+    counts: Counts,
     sites: &[((Op, u64), OpStats)],
 ) {
+    let Counts {
+        diverged,
+        given_up,
+        drawn_ns,
+    } = counts;
     let labels = file.meta.site_labels();
     let label = |site: u64| compress::file::site_text(&labels, site);
     let rows: Vec<(Op, f64, f64, f64)> = Op::ALL
@@ -188,6 +213,7 @@ pub(super) fn report(
             "application_extrapolated": file.meta.is_extrapolated(),
             "outcome_divergences": diverged,
             "latency_races": given_up,
+            "computation_drawn_ns": drawn_ns,
             "operations": rows.iter().map(|(op, calls, bytes, secs)| serde_json::json!({
                 "op": op.name(), "calls": calls, "bytes_sent": bytes, "seconds_in_mpi": secs,
             })).collect::<Vec<_>>(),

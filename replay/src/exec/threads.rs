@@ -99,6 +99,7 @@ impl Replayer<'_> {
                 progress.has_started(slot);
             }
             let c = compute_ns(ex.timing(), &mut self.rng);
+            self.drawn_ns += c as f64;
             self.sleep(c);
             if self.threaded && ev.op.family() == compress::Family::CommManagement {
                 progress.await_others(slot, pos);
