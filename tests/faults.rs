@@ -136,6 +136,21 @@ fn a_rank_killed_with_sigkill_leaves_every_rank_up_to_its_last_snapshot() {
             "{imp}: {}",
             text(&replay.stderr)
         );
+        // Nor is it written as a benchmark, which would hang the same way.
+        let c = dir.join("bench.c");
+        let out = rankscale(&[
+            "codegen",
+            merged.to_str().unwrap(),
+            "-o",
+            c.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{imp}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("a trace of a job that did not finish cannot be written as a benchmark"),
+            "{imp}: {err}"
+        );
+        assert!(!c.exists(), "{imp}: no file for a refused trace");
     }
 }
 

@@ -64,6 +64,21 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// A trace of a job that did not finish (merged from the snapshots a
+    /// dying job left): its ranks stop at different calls, so a program
+    /// of it would wait for messages and collectives that never come.
+    #[error(
+        "rank {rank} of this trace holds only its first {events} events ({cause}): a trace of a \
+         job that did not finish cannot be written as a benchmark"
+    )]
+    Partial {
+        /// The first rank cut short.
+        rank: u32,
+        /// The events it holds.
+        events: u64,
+        /// What wrote its part (`periodic snapshot`, `SIGTERM`, ...).
+        cause: String,
+    },
     /// A trace without ranks.
     #[error("the trace has no ranks")]
     Empty,
@@ -111,6 +126,13 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
     let trace = &file.trace;
     if trace.ranks().is_empty() {
         return Err(Error::Empty);
+    }
+    if let Some(p) = file.meta.partial.first() {
+        return Err(Error::Partial {
+            rank: p.rank,
+            events: p.events,
+            cause: p.cause.clone(),
+        });
     }
     let spilled = trace.spilled_events();
     if spilled > 0 {
