@@ -294,7 +294,7 @@ pub fn clock_text(c: &analysis::clc::ClcReport) -> Option<String> {
     );
     if c.violations > 0 {
         t += &format!(
-            "; corrected (controlled logical clock): {} remain, {} events moved by up to {}, {} of {} local intervals changed by more than 1 %",
+            "; corrected (controlled logical clock): {} remain, {} events moved by up to {}, {} of {} local intervals changed by more than 1 % beyond the decay",
             c.remaining,
             c.moved,
             ms(c.max_shift_ns),
