@@ -38,7 +38,8 @@
 #     alternating, and the C file's size against the trace's
 #     (`scripts/bench.sh codegen` runs this part alone).
 # 11. simulate: LogGOPS parameters measured by `rankscale calibrate`; the
-#     run time `rankscale simulate` predicts against the traced run's
+#     run time `rankscale simulate` predicts against the application's
+#     untraced run (benches/walltime), and against the traced run's
 #     (stencils and NPB CG, LU, BT, MG, FT at 4 to 64 ranks, Open MPI,
 #     median of 3, `--cores` the machine's; SIM_ACCURACY=0 skips this
 #     table); simulation speed rank by rank
@@ -89,6 +90,17 @@ launch_bin() { # launch_bin IMP NP TRACED BINARY ARGS...
     mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
       "${env[@]}" "$bin" "$@"
   fi
+}
+walltime() { # walltime IMP NP BINARY ARGS...: the untraced run's rank 0 time, MPI_Init to MPI_Finalize (s)
+  local imp=$1 np=$2 bin=$3
+  shift 3
+  local lib="$root/target/programs/$imp/libwalltime.so"
+  if [[ $imp == mpich ]]; then
+    mpirun.mpich -n "$np" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm -genv LD_PRELOAD "$lib" "$bin" "$@" 2>&1 >/dev/null
+  else
+    mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
+      -x "LD_PRELOAD=$lib" "$bin" "$@" 2>&1 >/dev/null
+  fi | awk '/^walltime: / { print $2 }'
 }
 launch() { # launch IMP NP TRACED PROGRAM ARGS...: a test program of target/programs
   local imp=$1 np=$2 traced=$3 prog=$4
@@ -306,7 +318,7 @@ cg_run() { # cg_run TRACE NP BENCH-BINARY WHICH: seconds from MPI_Init to MPI_Fi
     OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$2" 0 "$3" 2>/dev/null | awk '/^bench:/ { print $4 }'
   else
     OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$2" 0 "$root/target/openmpi/release/replay" "$1" 2>/dev/null |
-      awk '/^replay of/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "s") { print $i; exit } }'
+      awk '/^replay of/ && !done { for (i = 1; i <= NF; i++) if ($(i + 1) == "s") { print $i; done = 1; break } }'
   fi
 }
 for bcn in cg.W.4 lu.W.4 mg.W.4 bt.W.4 ft.W.4 is.W.4; do
@@ -336,22 +348,33 @@ cores=$(nproc)
 params="$tmp/loggops.toml"
 echo "simulate: LogGOPS parameters of this machine (Open MPI, 2 ranks, shared memory)"
 "$rs" calibrate -o "$params" -- mpirun.openmpi -n 2 --bind-to none --mca pml ob1 --mca btl self,vader 2>/dev/null
-echo "simulate: predicted against traced run time (rank 0, MPI_Init to MPI_Finalize), Open MPI, mpi_yield_when_idle 1, median of 3; CPU-bound codes with --cores $cores"
-printf '%-22s %6s %12s %12s %9s %9s\n' program ranks "traced(s)" "predicted(s)" "error(%)" "sim(s)"
-sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three traced runs, each simulated (CORES 0: one per rank)
+echo "simulate: predicted against measured run time (rank 0, MPI_Init to MPI_Finalize), Open MPI, mpi_yield_when_idle 1, median of 3;"
+echo "  'untraced' is the application alone (benches/walltime), the target; 'traced' its traced run, which the tracer's"
+echo "  cost per call lengthens at many ranks per core; CPU-bound codes with --cores $cores"
+printf '%-22s %6s %11s %11s %13s %10s %10s %8s\n' program ranks "untraced(s)" "traced(s)" "predicted(s)" "err untr %" "err trac %" "sim(s)"
+sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three untraced and traced runs, alternating, each trace simulated (CORES 0: one per rank)
   local name=$1 np=$2 c=$3 bin=$4
   shift 4
   local pool=()
   ((c > 0)) && pool=(--cores "$c")
   for r in 1 2 3; do
-    local f="$tmp/sim.$r.trace"
-    (cd "$tmp" && RANKSCALE_TRACE="$f" OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$np" 1 "$bin" "$@" >/dev/null 2>&1) || return 0
+    local f="$tmp/sim.$r.trace" u
+    u=$(cd "$tmp" && OMPI_MCA_mpi_yield_when_idle=1 walltime openmpi "$np" "$bin" "$@") || u=""
+    if [[ -z $u ]]; then
+      echo "$name: the untraced run printed no time (is target/programs/openmpi/libwalltime.so built?)" >&2
+      return 0
+    fi
+    if ! (cd "$tmp" && RANKSCALE_TRACE="$f" OMPI_MCA_mpi_yield_when_idle=1 launch_bin openmpi "$np" 1 "$bin" "$@" >/dev/null 2>&1); then
+      echo "$name: the traced run failed" >&2
+      return 0
+    fi
     "$rs" simulate "$f" --params "$params" "${pool[@]}" --json 2>/dev/null |
-      awk '/"rank0_ns"/ { gsub(/,/, ""); p = $2 } /"traced_ns"/ { gsub(/,/, ""); t = $2 } /"elapsed_s"/ { gsub(/,/, ""); e = $2 } END { print t / 1e9, p / 1e9, e }'
+      awk -v u="$u" '/"rank0_ns"/ { gsub(/,/, ""); p = $2 } /"traced_ns"/ { gsub(/,/, ""); t = $2 } /"elapsed_s"/ { gsub(/,/, ""); e = $2 } END { print u, t / 1e9, p / 1e9, e }'
   done | awk -v name="$name" -v np="$np" "$awk_med"'
-    { t[NR] = $1; p[NR] = $2; e[NR] = $3 }
-    END { n = NR; mt = med(t, n); mp = med(p, n); me = med(e, n)
-      printf "%-22s %6d %12.3f %12.3f %+9.1f %9.3f\n", name, np, mt, mp, 100 * (mp - mt) / mt, me }'
+    { u[NR] = $1; t[NR] = $2; p[NR] = $3; e[NR] = $4 }
+    END { n = NR; if (n == 0) { printf "%-22s %6d   (no runs)\n", name, np; exit }
+      mu = med(u, n); mt = med(t, n); mp = med(p, n); me = med(e, n)
+      printf "%-22s %6d %11.3f %11.3f %13.3f %+10.1f %+10.1f %8.3f\n", name, np, mu, mt, mp, 100 * (mp - mu) / mu, 100 * (mp - mt) / mt, me }'
 }
 if [[ "${SIM_ACCURACY:-1}" == 1 ]]; then
 # Sleeping takes no core: the halo exchange with sleeps needs no core
@@ -404,7 +427,7 @@ for gbs in 100 10 1 0.1; do
   printf '%-12s' "${gbs} GB/s"
   for l in $lats; do
     t=$("$rs" simulate "$wf" --params "$params" --L "$l" --G "$G" --json 2>/dev/null |
-      awk '/^  "time_ns"/ { gsub(/,/, ""); print $2 / 1e6; exit }')
+      awk '/^  "time_ns"/ && !done { gsub(/,/, ""); print $2 / 1e6; done = 1 }')
     printf '%10.2f' "$t"
     echo "$gbs $l $t" >>"$csv"
   done

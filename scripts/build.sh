@@ -4,6 +4,7 @@
 #   target/mpich/release/{rankscale,libpmpi_shim.so}
 #   target/openmpi/release/{rankscale,libpmpi_shim.so}
 #   target/programs/{mpich,openmpi}/<program>
+#   target/programs/{mpich,openmpi}/libwalltime.so (benches/walltime)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -15,4 +16,6 @@ for imp in mpich openmpi; do
   for src in benches/mpi/*.c; do
     "mpicc.$imp" -O2 -g -o "target/programs/$imp/$(basename "$src" .c)" "$src"
   done
+  # The untraced run's timer of `scripts/bench.sh simulate`.
+  "mpicc.$imp" -shared -fPIC -O2 -Wall -Werror -o "target/programs/$imp/libwalltime.so" benches/walltime/walltime.c
 done
