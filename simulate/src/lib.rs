@@ -491,7 +491,19 @@ fn secs(ns: f64) -> String {
     }
 }
 
+/// Calls per rank and second of the traced run above which the tracer's
+/// own cost is a visible part of it (1 % at 1 µs a call).
+const DENSE_CALLS_PER_RANK_S: f64 = 10_000.0;
+
 impl Prediction {
+    /// The traced run's MPI calls per rank and second of rank 0's time, when
+    /// the trace comes from a run: what decides how much the tracer
+    /// lengthened that run.
+    pub fn traced_call_rate(&self) -> Option<f64> {
+        let t = self.traced_ns.filter(|&t| t > 0)? as f64 / 1e9;
+        Some(self.events as f64 / f64::from(self.ranks.max(1)) / t)
+    }
+
     /// The prediction as text: the headline, the critical path, the top
     /// call sites and (with `ranks`) one line per rank.
     pub fn to_text(&self, ranks: bool, top: usize) -> String {
@@ -527,6 +539,16 @@ impl Prediction {
                         "note: the traced run took {:.1} times the prediction; if it ran more \
                          ranks than its node had cores, --cores N shares N cores among them",
                         t as f64 / self.rank0_ns.max(1.0)
+                    );
+                }
+                let rate = self.traced_call_rate().unwrap_or(0.0);
+                if rate >= DENSE_CALLS_PER_RANK_S {
+                    let _ = writeln!(
+                        s,
+                        "note: the traced run made {rate:.0} calls per rank-second, and each cost \
+                         it the tracer's 0.1 to 3 us (more with many ranks per core): to hold the \
+                         prediction against the application alone, time an untraced run with \
+                         benches/walltime (see the README)"
                     );
                 }
             }
