@@ -74,19 +74,21 @@ export RANKSCALE_TRACE="$tmp/bench.trace"
 runs="${STENCIL_RUNS:-15}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HWLOC_COMPONENTS=-pci,-linuxio
 
-launch_bin() { # launch_bin IMP NP TRACED BINARY ARGS...
+launch_bin() { # launch_bin IMP NP TRACED BINARY ARGS...: TRACED 1 preloads the shim, w the untraced timer (benches/walltime)
   local imp=$1 np=$2 traced=$3 bin=$4
   shift 4
-  local shim="$root/target/$imp/release/libpmpi_shim.so"
+  local shim="$root/target/$imp/release/libpmpi_shim.so" timer="$root/target/programs/$imp/libwalltime.so"
   if [[ $imp == mpich ]]; then
     local env=()
     [[ $traced == 1 ]] && env=(-genv LD_PRELOAD "$shim" -genv RANKSCALE_TRACE "$RANKSCALE_TRACE"
       -genv RANKSCALE_TIMELINE "${RANKSCALE_TIMELINE:-0}" -genv RANKSCALE_FLUSH_S "${RANKSCALE_FLUSH_S:-60}")
+    [[ $traced == w ]] && env=(-genv LD_PRELOAD "$timer")
     mpirun.mpich -n "$np" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm "${env[@]}" "$bin" "$@"
   else
     local env=()
     [[ $traced == 1 ]] && env=(-x "LD_PRELOAD=$shim" -x RANKSCALE_TRACE
       -x "RANKSCALE_TIMELINE=${RANKSCALE_TIMELINE:-0}" -x "RANKSCALE_FLUSH_S=${RANKSCALE_FLUSH_S:-60}")
+    [[ $traced == w ]] && env=(-x "LD_PRELOAD=$timer")
     mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
       "${env[@]}" "$bin" "$@"
   fi
@@ -94,13 +96,7 @@ launch_bin() { # launch_bin IMP NP TRACED BINARY ARGS...
 walltime() { # walltime IMP NP BINARY ARGS...: the untraced run's rank 0 time, MPI_Init to MPI_Finalize (s)
   local imp=$1 np=$2 bin=$3
   shift 3
-  local lib="$root/target/programs/$imp/libwalltime.so"
-  if [[ $imp == mpich ]]; then
-    mpirun.mpich -n "$np" -genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS self,sm -genv LD_PRELOAD "$lib" "$bin" "$@" 2>&1 >/dev/null
-  else
-    mpirun.openmpi -n "$np" --oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader \
-      -x "LD_PRELOAD=$lib" "$bin" "$@" 2>&1 >/dev/null
-  fi | awk '/^walltime: / { print $2 }'
+  launch_bin "$imp" "$np" w "$bin" "$@" 2>&1 >/dev/null | awk '/^walltime: / { print $2 }'
 }
 launch() { # launch IMP NP TRACED PROGRAM ARGS...: a test program of target/programs
   local imp=$1 np=$2 traced=$3 prog=$4

@@ -25,6 +25,25 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Traces `name args` (a test program) on `np` ranks of `imp` into
+/// `trace`, with these tracer settings besides the file.
+fn trace_program(
+    imp: &str,
+    np: usize,
+    name: &str,
+    args: &[&str],
+    trace: &Path,
+    env: &[(&'static str, &str)],
+) {
+    let mut o = untraced();
+    o.traced = true;
+    o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+    o.env.extend(env.iter().map(|&(k, v)| (k, v.to_string())));
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let job = mpirun(imp, np, &program(imp, name), &args, &o);
+    assert_eq!(job.code, Some(0), "{imp} {name}: {}", job.stderr);
+}
+
 /// Measures `imp`'s parameters into `dir`.
 fn calibrate(imp: &str, dir: &Path) -> PathBuf {
     let out = dir.join(format!("{imp}.toml"));
@@ -191,15 +210,12 @@ fn predictions_follow_the_traced_runs() {
     ];
     for (what, np, args, timeline) in cases {
         let trace = dir.join(format!("ls.{np}.trace"));
-        let mut o = untraced();
-        o.traced = true;
-        o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
-        if timeline {
-            o.env.push(("RANKSCALE_TIMELINE", "1".into()));
-        }
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let job = mpirun(imp, np, &program(imp, "latestencil"), &args, &o);
-        assert_eq!(job.code, Some(0), "{}", job.stderr);
+        let env: &[(&str, &str)] = if timeline {
+            &[("RANKSCALE_TIMELINE", "1")]
+        } else {
+            &[]
+        };
+        trace_program(imp, np, "latestencil", args, &trace, env);
         let out = rankscale(&[
             "simulate",
             trace.to_str().unwrap(),
@@ -240,17 +256,10 @@ fn classes_stand_for_their_ranks() {
         let (a, b) = g.split_once('x').unwrap();
         let np: usize = a.parse::<usize>().unwrap() * b.parse::<usize>().unwrap();
         let f = dir.join(format!("st.{np}.trace"));
-        let args: Vec<String> = [
+        let args = [
             "-d", "2", "-p", g, "-t", "mesh", "-i", "40", "-k", "3", "-s", "weak",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let mut o = untraced();
-        o.traced = true;
-        o.env.push(("RANKSCALE_TRACE", f.display().to_string()));
-        let job = mpirun(imp, np, &program(imp, "stencil"), &args, &o);
-        assert_eq!(job.code, Some(0), "{}", job.stderr);
+        ];
+        trace_program(imp, np, "stencil", &args, &f, &[]);
         inputs.push(f.display().to_string());
     }
     let predict = |ranks: u32, mode: &str, extra: &[&str]| -> serde_json::Value {
@@ -315,11 +324,7 @@ fn classes_stand_for_their_ranks() {
     // A trace whose sub-communicators break the symmetry is refused by
     // class (asked for) with the reason.
     let sub = dir.join("subcomm.trace");
-    let mut o = untraced();
-    o.traced = true;
-    o.env.push(("RANKSCALE_TRACE", sub.display().to_string()));
-    let job = mpirun(imp, 6, &program(imp, "subcomm"), &["2x3".to_string()], &o);
-    assert_eq!(job.code, Some(0), "{}", job.stderr);
+    trace_program(imp, 6, "subcomm", &["2x3"], &sub, &[]);
     let o = rankscale(&["simulate", sub.to_str().unwrap(), "--mode", "classes"]);
     let err = text(&o.stderr);
     assert!(!o.status.success());
@@ -342,12 +347,7 @@ fn a_traced_run_dense_in_calls_is_said_to_carry_the_tracers_cost() {
     ];
     for (name, np, args, dense) in cases {
         let trace = dir.join(format!("{name}.trace"));
-        let mut o = untraced();
-        o.traced = true;
-        o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let job = mpirun(imp, np, &program(imp, name), &args, &o);
-        assert_eq!(job.code, Some(0), "{imp} {name}: {}", job.stderr);
+        trace_program(imp, np, name, args, &trace, &[]);
         let v = json(&rankscale(&["simulate", trace.to_str().unwrap(), "--json"]));
         let rate =
             v["events"].as_f64().unwrap() / np as f64 / (v["traced_ns"].as_f64().unwrap() / 1e9);
