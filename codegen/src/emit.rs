@@ -262,7 +262,19 @@ impl<'a> Emitter<'a> {
         if shape.thread() != 0 {
             return Err(Error::Threads);
         }
-        let node = self.tables.timing(e.timing());
+        // Ranks that compute differently draw from their own group's
+        // timing, as replay's projection of the trace gives each rank.
+        let mut node = String::new();
+        if let Some((last, rest)) = e.timing_variants().split_last() {
+            for v in rest {
+                let rl = self.tables.ranklist(v.ranks());
+                let t = self.tables.timing(v.timing());
+                node.push_str(&format!("rs_in[{rl}] ? {t} : "));
+            }
+            node.push_str(&self.tables.timing(last.timing()).to_string());
+        } else {
+            node = self.tables.timing(e.timing()).to_string();
+        }
         self.events += 1;
         let site = self
             .labels

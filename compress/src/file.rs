@@ -39,7 +39,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::merge::MergedTrace;
-use crate::merge::v2::MergedTraceV2;
+use crate::merge::old::MergedTraceOld;
+
+/// The merged trace of format versions 1 and 2.
+type MergedTraceV2 = MergedTraceOld<crate::timing::PathTimingV2>;
+/// The merged trace of format versions 3 to 6 (no timing variants).
+type MergedTraceV6 = MergedTraceOld<crate::timing::PathTiming>;
 use crate::series::MpiSeries;
 use crate::timeline::Timeline;
 
@@ -52,8 +57,9 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// (without them). Version 4 added the fields an extrapolation left
 /// unverified ([`Meta::unverified`]), version 5 the trace's
 /// [`Meta::origin`], version 6 the ranks recovered from a job that did not
-/// finish ([`Meta::partial`]).
-pub const VERSION: u32 = 6;
+/// finish ([`Meta::partial`]), version 7 the timing of events whose ranks
+/// compute differently ([`crate::EventNode::timing_variants`]).
+pub const VERSION: u32 = 7;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
@@ -357,7 +363,7 @@ struct TraceFileV2 {
 #[derive(Deserialize)]
 struct TraceFileV3 {
     meta: MetaV3,
-    trace: MergedTrace,
+    trace: MergedTraceV6,
     timelines: Vec<Timeline>,
     series: Vec<MpiSeries>,
 }
@@ -366,7 +372,7 @@ struct TraceFileV3 {
 #[derive(Deserialize)]
 struct TraceFileV4 {
     meta: MetaV4,
-    trace: MergedTrace,
+    trace: MergedTraceV6,
     timelines: Vec<Timeline>,
     series: Vec<MpiSeries>,
 }
@@ -375,7 +381,16 @@ struct TraceFileV4 {
 #[derive(Deserialize)]
 struct TraceFileV5 {
     meta: MetaV5,
-    trace: MergedTrace,
+    trace: MergedTraceV6,
+    timelines: Vec<Timeline>,
+    series: Vec<MpiSeries>,
+}
+
+/// A version 6 file: no timing variants at the events.
+#[derive(Deserialize)]
+struct TraceFileV6 {
+    meta: Meta,
+    trace: MergedTraceV6,
     timelines: Vec<Timeline>,
     series: Vec<MpiSeries>,
 }
@@ -434,19 +449,25 @@ impl TraceFile {
             }),
             3 => postcard::from_bytes::<TraceFileV3>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
-                trace: v.trace,
+                trace: v.trace.into(),
                 timelines: v.timelines,
                 series: v.series,
             }),
             4 => postcard::from_bytes::<TraceFileV4>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
-                trace: v.trace,
+                trace: v.trace.into(),
                 timelines: v.timelines,
                 series: v.series,
             }),
             5 => postcard::from_bytes::<TraceFileV5>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
-                trace: v.trace,
+                trace: v.trace.into(),
+                timelines: v.timelines,
+                series: v.series,
+            }),
+            6 => postcard::from_bytes::<TraceFileV6>(bytes).map(|v| TraceFile {
+                meta: v.meta,
+                trace: v.trace.into(),
                 timelines: v.timelines,
                 series: v.series,
             }),

@@ -39,7 +39,8 @@ pub use dtype::Datatype;
 pub use file::{Meta, MpiLibrary, Origin, Packing, PartialRank, TraceFile};
 pub use intra::{Compressor, Config};
 pub use merge::{
-    EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Phased, ProjectError, Variant,
+    EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Phased, ProjectError, TimingVariant,
+    Variant,
 };
 pub use ranklist::RankList;
 pub use recorder::{RankRecorder, Recording};

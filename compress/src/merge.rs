@@ -334,6 +334,113 @@ pub struct EventNode {
     fixed: Vec<Param>,
     lists: Vec<ListParam>,
     timing: PathTiming,
+    variants: Vec<TimingVariant>,
+}
+
+/// The timing of an event on a group of its ranks whose computation before
+/// the call differs from the other ranks' (see [`EventNode::timing_variants`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TimingVariant {
+    ranks: RankList,
+    timing: PathTiming,
+}
+
+impl TimingVariant {
+    /// The ranks this timing is of.
+    pub fn ranks(&self) -> &RankList {
+        &self.ranks
+    }
+    /// Their path-sensitive timing, merged over these ranks only (without
+    /// slow instances: those stay in [`EventNode::timing`]).
+    pub fn timing(&self) -> &PathTiming {
+        &self.timing
+    }
+    /// The computation before the call over every path class (a variant
+    /// holds no pending iteration), without cloning the histograms.
+    fn compute(&self) -> crate::timing::Stats {
+        let t = &self.timing;
+        let mut s = *t.first().compute().stats();
+        s.merge(t.steady().compute().stats());
+        s.merge(t.last().compute().stats());
+        s
+    }
+    /// The mean computation before the call (ns).
+    fn mean(&self) -> f64 {
+        self.compute().mean()
+    }
+    /// The computation before the call that one rank of the group spends
+    /// over the run (ns): the mean times the executions per rank.
+    fn per_rank(&self) -> f64 {
+        let s = self.compute();
+        s.mean() * s.count() as f64 / self.ranks.len().max(1) as f64
+    }
+    /// Where the group sits in the order of computation: its mean on a log
+    /// scale with [`VARIANT_FLOOR_NS`] added (so that 0.1 and 0.3 µs are
+    /// alike while 20 ms and 0.1 µs are not).
+    fn key(&self) -> f64 {
+        (self.mean() + VARIANT_FLOOR_NS).ln()
+    }
+    /// Whether two groups compute alike: means within [`VARIANT_RATIO`] (each
+    /// plus the floor), or a difference over the whole run of less than
+    /// [`VARIANT_MIN_NS`] per rank. The latter keeps the noise of a call made
+    /// once (20 against 45 µs before `MPI_Finalize` on an oversubscribed
+    /// node) out of the trace, while 5 µs more in each of 10,000 iterations
+    /// is kept.
+    fn alike(&self, o: &TimingVariant) -> bool {
+        (self.key() - o.key()).abs() <= VARIANT_RATIO.ln()
+            || (self.per_rank() - o.per_rank()).abs() < VARIANT_MIN_NS
+    }
+}
+
+/// At most this many timing variants per event: the trace stays near
+/// constant in size whatever the number of ranks.
+pub const MAX_TIMING_VARIANTS: usize = 4;
+/// Two groups of ranks keep separate timing when their mean computation
+/// before an event (each plus [`VARIANT_FLOOR_NS`]) differs by more than this
+/// factor, and the difference adds up to [`VARIANT_MIN_NS`] per rank.
+pub const VARIANT_RATIO: f64 = 2.0;
+/// Added to a mean computation before comparing (ns): differences of a
+/// few microseconds per call are noise, not a different program.
+pub const VARIANT_FLOOR_NS: f64 = 2000.0;
+/// The least difference in computation over the run, per rank, that keeps
+/// two groups apart (ns): below it, no run's time would show the
+/// difference.
+pub const VARIANT_MIN_NS: f64 = 1e6;
+
+/// Groups timings of disjoint rank sets into at most
+/// [`MAX_TIMING_VARIANTS`]: the closest two neighbours (in the order of their
+/// keys) that compute alike merge first, and while there are too many, the
+/// closest two. One group left means no variants.
+fn cluster_variants(vs: Vec<TimingVariant>) -> Vec<TimingVariant> {
+    let mut keyed: Vec<(f64, TimingVariant)> = vs.into_iter().map(|v| (v.key(), v)).collect();
+    while keyed.len() > 1 {
+        // (A merged group's key moves between its parts': sort again.)
+        keyed.sort_by(|a, b| {
+            a.0.total_cmp(&b.0)
+                .then(a.1.ranks.min().cmp(&b.1.ranks.min()))
+        });
+        let gap = |i: usize| keyed[i + 1].0 - keyed[i].0;
+        let closest = |ok: &dyn Fn(usize) -> bool| {
+            (0..keyed.len() - 1)
+                .filter(|&i| ok(i))
+                .min_by(|&a, &b| gap(a).total_cmp(&gap(b)))
+        };
+        let pick = closest(&|i| keyed[i].1.alike(&keyed[i + 1].1)).or_else(|| {
+            (keyed.len() > MAX_TIMING_VARIANTS)
+                .then(|| closest(&|_| true))
+                .flatten()
+        });
+        let Some(i) = pick else { break };
+        let (_, b) = keyed.remove(i + 1);
+        let a = &mut keyed[i].1;
+        a.ranks = a.ranks.union(&b.ranks);
+        a.timing.merge(&b.timing);
+        keyed[i].0 = keyed[i].1.key();
+    }
+    if keyed.len() <= 1 {
+        return Vec::new();
+    }
+    keyed.into_iter().map(|(_, v)| v).collect()
 }
 
 impl EventNode {
@@ -356,6 +463,51 @@ impl EventNode {
     /// Path-sensitive timing, merged over all ranks.
     pub fn timing(&self) -> &PathTiming {
         &self.timing
+    }
+    /// The timing of groups of ranks that compute differently before this
+    /// call, when some do: rank 0 alone verifying a result before
+    /// `MPI_Finalize`, the ranks of one half of a pipeline. Merged into one
+    /// distribution, a rank drawing its computation would draw another
+    /// rank's (a one-in-four chance of rank 0's 20 ms at 4 ranks, and with
+    /// that chance, none for rank 0 itself). Empty when all ranks are alike
+    /// (within [`VARIANT_RATIO`]); else disjoint groups covering
+    /// [`EventNode::ranks`], at most [`MAX_TIMING_VARIANTS`].
+    pub fn timing_variants(&self) -> &[TimingVariant] {
+        &self.variants
+    }
+    /// The timing that `rank` computes by: its group's, or the merged one.
+    pub fn timing_for(&self, rank: u32) -> &PathTiming {
+        self.variants
+            .iter()
+            .find(|v| v.ranks.contains(rank))
+            .map_or(&self.timing, |v| &v.timing)
+    }
+    /// Whether the timing variants (if any) are disjoint and cover the
+    /// node's ranks, as a file must have them.
+    fn variants_cover_ranks(&self) -> bool {
+        if self.variants.is_empty() {
+            return true;
+        }
+        let n: u64 = self.variants.iter().map(|v| v.ranks.len()).sum();
+        let all = self
+            .variants
+            .iter()
+            .fold(RankList::default(), |a, v| a.union(&v.ranks));
+        let within = self.ranks.union(&all).len() == self.ranks.len();
+        // Inside the node's ranks, as many as it has, and no rank twice.
+        self.variants.len() >= 2 && within && all.len() == n && n == self.ranks.len()
+    }
+    /// This node's timing as groups of ranks (one group when all are
+    /// alike), to be clustered with another node's in a merge.
+    fn timing_groups(&mut self) -> Vec<TimingVariant> {
+        if self.variants.is_empty() {
+            vec![TimingVariant {
+                ranks: self.ranks.clone(),
+                timing: self.timing.map_dists(|_, _, d| d.clone()),
+            }]
+        } else {
+            std::mem::take(&mut self.variants)
+        }
     }
     /// Executions on all ranks together.
     pub fn total_executions(&self) -> u64 {
@@ -392,10 +544,14 @@ impl EventNode {
                 })
                 .collect(),
             timing: (*leaf.timing).clone(),
+            variants: Vec::new(),
         }
     }
 
-    fn merge(&mut self, o: EventNode) {
+    fn merge(&mut self, mut o: EventNode) {
+        let mut groups = self.timing_groups();
+        groups.extend(o.timing_groups());
+        self.variants = cluster_variants(groups);
         self.ranks = self.ranks.union(&o.ranks);
         for (i, (a, b)) in self.fixed.iter_mut().zip(o.fixed).enumerate() {
             a.merge(b, self.shape.is_peer_param(i));
@@ -549,6 +705,7 @@ impl MNode {
     fn normalize(&mut self) {
         match self {
             MNode::Event(e) => {
+                e.variants.sort_by_key(|v| v.ranks.min());
                 e.fixed.iter_mut().for_each(Param::normalize);
                 for l in &mut e.lists {
                     l.lens.normalize();
@@ -573,6 +730,7 @@ impl MNode {
                     && e.lists
                         .iter()
                         .all(|l| l.lens.is_consistent() && l.cols.iter().all(Param::is_consistent))
+                    && e.variants_cover_ranks()
             }
             MNode::Loop(l) => l.counts.is_consistent() && l.body.iter().all(MNode::is_consistent),
         }
@@ -607,7 +765,7 @@ impl MNode {
                     execs,
                     fixed,
                     lists,
-                    timing: Box::new(e.timing.clone()),
+                    timing: Box::new(e.timing_for(rank).clone().with_slow_of(&e.timing)),
                     id: 0,
                 })));
             }
@@ -663,57 +821,61 @@ pub struct MergedTrace {
     lost: u64,
 }
 
-/// The merged trace as format versions 1 and 2 stored it: the same tree,
-/// but with [`PathTimingV2`] at every event. Frozen wire types, read only,
-/// so that reading an old file needs no state beside the bytes.
-pub(crate) mod v2 {
+/// The merged trace as format versions 1 to 6 stored it: the same tree,
+/// without [`EventNode::timing_variants`], and with `T` as every event's
+/// timing ([`PathTimingV2`](crate::timing::PathTimingV2) in versions 1 and
+/// 2, [`PathTiming`] from version 3). Frozen wire types, read only, so that
+/// reading an old file needs no state beside the bytes.
+pub(crate) mod old {
     use serde::Deserialize;
 
     use super::{EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Spill, guarded};
     use crate::codec::Shape;
     use crate::ranklist::RankList;
-    use crate::timing::PathTimingV2;
+    use crate::timing::PathTiming;
 
-    /// [`EventNode`] of versions 1 and 2.
+    /// [`EventNode`] of versions 1 to 6.
     #[derive(Deserialize)]
-    struct EventNodeV2 {
+    struct EventNodeOld<T> {
         ranks: RankList,
         shape: Shape,
         fixed: Vec<Param>,
         lists: Vec<ListParam>,
-        timing: PathTimingV2,
+        timing: T,
     }
 
-    /// [`LoopNode`] of versions 1 and 2.
+    /// [`LoopNode`] of versions 1 to 6.
     #[derive(Deserialize)]
-    struct LoopNodeV2 {
+    #[serde(bound(deserialize = "T: Deserialize<'de>"))]
+    struct LoopNodeOld<T> {
         ranks: RankList,
         counts: Param,
         #[serde(deserialize_with = "guarded")]
-        body: Vec<MNodeV2>,
+        body: Vec<MNodeOld<T>>,
     }
 
-    /// [`MNode`] of versions 1 and 2.
+    /// [`MNode`] of versions 1 to 6.
     #[derive(Deserialize)]
-    enum MNodeV2 {
-        Event(Box<EventNodeV2>),
-        Loop(Box<LoopNodeV2>),
+    enum MNodeOld<T> {
+        Event(Box<EventNodeOld<T>>),
+        Loop(Box<LoopNodeOld<T>>),
     }
 
-    /// [`MergedTrace`] of versions 1 and 2.
+    /// [`MergedTrace`] of versions 1 to 6.
     #[derive(Deserialize)]
-    pub(crate) struct MergedTraceV2 {
+    #[serde(bound(deserialize = "T: Deserialize<'de>"))]
+    pub(crate) struct MergedTraceOld<T> {
         ranks: RankList,
         #[serde(deserialize_with = "guarded")]
-        nodes: Vec<MNodeV2>,
+        nodes: Vec<MNodeOld<T>>,
         spills: Vec<Spill>,
         lost: u64,
     }
 
-    impl From<MNodeV2> for MNode {
-        fn from(n: MNodeV2) -> MNode {
+    impl<T: Into<PathTiming>> From<MNodeOld<T>> for MNode {
+        fn from(n: MNodeOld<T>) -> MNode {
             match n {
-                MNodeV2::Event(e) => {
+                MNodeOld::Event(e) => {
                     let e = *e;
                     MNode::Event(Box::new(EventNode {
                         ranks: e.ranks,
@@ -721,9 +883,10 @@ pub(crate) mod v2 {
                         fixed: e.fixed,
                         lists: e.lists,
                         timing: e.timing.into(),
+                        variants: Vec::new(),
                     }))
                 }
-                MNodeV2::Loop(l) => {
+                MNodeOld::Loop(l) => {
                     let l = *l;
                     MNode::Loop(Box::new(LoopNode {
                         ranks: l.ranks,
@@ -735,8 +898,8 @@ pub(crate) mod v2 {
         }
     }
 
-    impl From<MergedTraceV2> for MergedTrace {
-        fn from(t: MergedTraceV2) -> MergedTrace {
+    impl<T: Into<PathTiming>> From<MergedTraceOld<T>> for MergedTrace {
+        fn from(t: MergedTraceOld<T>) -> MergedTrace {
             MergedTrace {
                 ranks: t.ranks,
                 nodes: t.nodes.into_iter().map(MNode::from).collect(),
@@ -1365,6 +1528,187 @@ mod tests {
         }
         use PathClass::*;
         assert_eq!(classes, [First, First, Steady, Steady, Last]);
+    }
+
+    /// A trace of `n` ranks: a loop of 50 Barriers with `loop_ns(rank)` of
+    /// computation before each, then Finalize after `final_ns(rank)`.
+    fn timed_ranks(
+        n: i32,
+        order: &[i32],
+        loop_ns: impl Fn(i32) -> u64,
+        final_ns: impl Fn(i32) -> u64,
+    ) -> MergedTrace {
+        let mut parts: Vec<MergedTrace> = Vec::new();
+        for &rank in order.iter().filter(|&&r| r < n) {
+            let mut c = Compressor::new(rank, Config::default());
+            c.push(&Event::new(Op::Init)).unwrap();
+            for _ in 0..50 {
+                let mut e = Event::new(Op::Barrier);
+                e.time.compute_ns = loop_ns(rank);
+                c.push(&e).unwrap();
+            }
+            let mut f = Event::new(Op::Finalize);
+            f.time.compute_ns = final_ns(rank);
+            c.push(&f).unwrap();
+            parts.push(MergedTrace::from_rank(&c.into_trace().unwrap()));
+        }
+        let mut m = merge_binomial(parts, MergedTrace::merge).unwrap();
+        m.normalize();
+        m
+    }
+
+    /// The mean computation before each of `rank`'s events, as its
+    /// projection gives them (what replay and the simulator draw from).
+    fn rank_means(m: &MergedTrace, rank: u32) -> Vec<f64> {
+        let t = m.rank_trace(rank).unwrap();
+        let mut ex = t.expand();
+        let mut out = Vec::new();
+        while ex.next().is_some() {
+            if let Some(EventTiming::Stats(pt, _)) = ex.timing() {
+                out.push(pt.total().compute().stats().mean());
+            }
+        }
+        out
+    }
+
+    fn finalize_node(m: &MergedTrace) -> &EventNode {
+        m.nodes()
+            .iter()
+            .rev()
+            .find_map(|n| match n {
+                MNode::Event(e) if e.shape().op() == Op::Finalize => Some(&**e),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    /// Rank 0 verifying a result for 20 ms before Finalize while the others
+    /// compute 100 ns: merged into one distribution, each rank would draw
+    /// 20 ms with probability 1/4. With variants, each rank's projection
+    /// carries its own group's timing; the node's merged timing and its
+    /// slow instances are as before, and the result does not depend on
+    /// the order of the merge.
+    #[test]
+    fn ranks_that_compute_differently_keep_their_own_timing() {
+        let fin = |r: i32| if r == 0 { 20_000_000 } else { 100 };
+        let m = timed_ranks(4, &[0, 1, 2, 3], |_| 5_000, fin);
+        let node = finalize_node(&m);
+        let vs = node.timing_variants();
+        assert_eq!(vs.len(), 2, "{vs:?}");
+        assert_eq!(vs[0].ranks().iter().collect::<Vec<_>>(), [0]);
+        assert_eq!(vs[1].ranks().iter().collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(vs[0].timing().total().compute().stats().mean(), 20e6);
+        assert_eq!(vs[1].timing().total().compute().stats().mean(), 100.0);
+        // The merged view is the mixture, as without variants.
+        let all = node.timing().total();
+        assert_eq!(all.count(), 4);
+        assert_eq!(all.compute().stats().mean(), (20e6 + 300.0) / 4.0);
+        // Each rank's projection: its own computation before Finalize
+        // (the last event); the loop's Barrier is alike on every rank.
+        for r in 0..4u32 {
+            let means = rank_means(&m, r);
+            assert_eq!(*means.last().unwrap(), fin(r as i32) as f64, "rank {r}");
+            assert_eq!(means[1], 5_000.0, "rank {r}");
+        }
+        // The Barrier node has no variants: every rank computes alike.
+        let barrier_variants = m.nodes().iter().any(|n| match n {
+            MNode::Loop(l) => l.body().iter().any(|b| match b {
+                MNode::Event(e) => !e.timing_variants().is_empty(),
+                _ => false,
+            }),
+            _ => false,
+        });
+        assert!(!barrier_variants);
+        // Another merge order gives the same groups.
+        let other = timed_ranks(4, &[3, 1, 0, 2], |_| 5_000, fin);
+        let groups = |m: &MergedTrace| -> Vec<Vec<u32>> {
+            finalize_node(m)
+                .timing_variants()
+                .iter()
+                .map(|v| v.ranks().iter().collect())
+                .collect()
+        };
+        assert_eq!(groups(&m), groups(&other));
+        // The file keeps them.
+        let file = crate::TraceFile {
+            meta: crate::Meta::default(),
+            trace: m.clone(),
+            timelines: Vec::new(),
+            series: Vec::new(),
+        };
+        let back = crate::TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
+        assert_eq!(groups(&back.trace), groups(&m));
+        // (The file stores statistics quantised, to 0.1 % here.)
+        for r in 0..4u32 {
+            for (a, b) in rank_means(&back.trace, r).iter().zip(rank_means(&m, r)) {
+                assert!((a - b).abs() <= 0.002 * b, "rank {r}: {a} against {b}");
+            }
+        }
+    }
+
+    /// Within a factor of two (after the floor) ranks are alike and the
+    /// event has no variants; twelve distinct levels are held to the
+    /// maximum, as disjoint groups that cover every rank, neighbours in
+    /// computation grouped together.
+    #[test]
+    fn variants_are_few_disjoint_and_cover_the_ranks() {
+        let all: Vec<i32> = (0..12).collect();
+        let m = timed_ranks(12, &all, |_| 1, |r| 4_000 + 500 * r as u64);
+        assert!(finalize_node(&m).timing_variants().is_empty());
+        // A call made once, 20 against 45 us: more than twice, but 25 us
+        // over the whole run is noise.
+        let m = timed_ranks(
+            12,
+            &all,
+            |_| 1,
+            |r| if r % 2 == 0 { 20_000 } else { 45_000 },
+        );
+        assert!(finalize_node(&m).timing_variants().is_empty());
+        // 1 against 30 us in each of 50 iterations (1.45 ms per rank) is not.
+        let m = timed_ranks(12, &all, |r| if r < 6 { 1_000 } else { 30_000 }, |_| 1);
+        let MNode::Loop(l) = &m.nodes()[1] else {
+            panic!("the loop of Barriers")
+        };
+        let MNode::Event(b) = &l.body()[0] else {
+            panic!("a Barrier")
+        };
+        let groups: Vec<Vec<u32>> = b
+            .timing_variants()
+            .iter()
+            .map(|v| v.ranks().iter().collect())
+            .collect();
+        assert_eq!(groups, [(0..6).collect::<Vec<_>>(), (6..12).collect()]);
+        let m = timed_ranks(12, &all, |_| 1, |r| 1_000u64 << (2 * r));
+        let node = finalize_node(&m);
+        let vs = node.timing_variants();
+        assert_eq!(vs.len(), MAX_TIMING_VARIANTS);
+        assert!(node.variants_cover_ranks());
+        let mut seen: Vec<u32> = vs.iter().flat_map(|v| v.ranks().iter()).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..12).collect::<Vec<_>>());
+        // Groups are runs of neighbouring levels: rank 11 (4^11 us) is
+        // never grouped with rank 0.
+        for v in vs {
+            let r: Vec<u32> = v.ranks().iter().collect();
+            assert!(r.windows(2).all(|w| w[1] == w[0] + 1), "{r:?}");
+        }
+        // Each rank draws within its group's range.
+        for r in 0..12u32 {
+            let t = node.timing_for(r).total();
+            let own = (1_000u64 << (2 * r)) as f64;
+            let (lo, hi) = (
+                t.compute().stats().min() as f64,
+                t.compute().stats().max() as f64,
+            );
+            assert!(lo <= own && own <= hi, "rank {r}: {own} outside {lo}..{hi}");
+        }
+        // A file whose groups overlap or miss a rank is refused.
+        let mut bad = node.clone();
+        bad.variants[1].ranks = bad.variants[0].ranks.clone();
+        assert!(!bad.variants_cover_ranks());
+        let mut bad = node.clone();
+        bad.variants.pop();
+        assert!(!bad.variants_cover_ranks());
     }
 
     #[test]

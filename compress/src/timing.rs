@@ -961,6 +961,12 @@ impl PathTiming {
         }
     }
 
+    /// This timing with the slow instances of `o` (a timing variant's
+    /// distributions beside its event's reservoir over all ranks).
+    pub(crate) fn with_slow_of(mut self, o: &PathTiming) -> PathTiming {
+        self.slow = o.slow.clone();
+        self
+    }
     /// The innermost loop is over: the held-back iteration was the last.
     pub(crate) fn settle(&mut self) {
         if let Some((c, m)) = self.pending.take() {

@@ -184,6 +184,26 @@ fn timing_text(t: &PathTiming) -> String {
     )
 }
 
+/// The mean computation before the call of each group of ranks that
+/// computes differently (`{<ranks> 13.4ms | <ranks> 0.2us}`), so that a
+/// reader sees rank 0's verification apart from the others' nothing.
+fn variants_text(vs: &[compress::TimingVariant]) -> String {
+    if vs.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = vs
+        .iter()
+        .map(|v| {
+            format!(
+                "{} {}",
+                v.ranks(),
+                ns(v.timing().total().compute().stats().mean())
+            )
+        })
+        .collect();
+    format!(" compute by ranks {{{}}}", parts.join(" | "))
+}
+
 /// What a trace of a job that did not finish holds: each rank that ends
 /// early (up to which event, and what wrote it) and the ranks that left
 /// nothing. Empty for a finished run.
@@ -356,12 +376,13 @@ fn node_text(
             };
             writeln!(
                 out,
-                "{pad}{} ranks {} site={}{thread}{}{}",
+                "{pad}{} ranks {} site={}{thread}{}{}{}",
                 s.op().name(),
                 e.ranks(),
                 site_text(labels, s.site()),
                 parts.iter().map(|p| format!(" {p}")).collect::<String>(),
-                timing_text(e.timing())
+                timing_text(e.timing()),
+                variants_text(e.timing_variants())
             )?;
         }
         _ => {}

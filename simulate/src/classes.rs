@@ -67,6 +67,10 @@ impl Walk {
             self.list(n.ranks());
             match n {
                 MNode::Event(e) => {
+                    // Ranks that compute differently are told apart too.
+                    for v in e.timing_variants() {
+                        self.list(v.ranks());
+                    }
                     for p in e.params() {
                         self.param(p);
                     }
