@@ -34,6 +34,7 @@ struct Walk {
     sig: Vec<u64>,
     k: u64,
     p: u64,
+    timing: bool,
 }
 
 impl Walk {
@@ -68,8 +69,10 @@ impl Walk {
             match n {
                 MNode::Event(e) => {
                     // Ranks that compute differently are told apart too.
-                    for v in e.timing_variants() {
-                        self.list(v.ranks());
+                    if self.timing {
+                        for v in e.timing_variants() {
+                            self.list(v.ranks());
+                        }
                     }
                     for p in e.params() {
                         self.param(p);
@@ -93,12 +96,18 @@ impl Walk {
     }
 }
 
-/// The position classes of the `p` ranks of `trace`.
-pub(crate) fn classes(trace: &MergedTrace, p: u32) -> Classes {
+/// The position classes of the `p` ranks of `trace`; with `timing`, ranks
+/// in different groups of an event's timing variants are told apart too
+/// (they compute differently). Without, the classes are the program's
+/// structure alone: the ranks that draw their computation from one stream,
+/// so that a slow draw falls on all of them at once, each from its own
+/// group's distribution, as a bulk-synchronous step's slow phase does.
+pub(crate) fn classes(trace: &MergedTrace, p: u32, timing: bool) -> Classes {
     let mut w = Walk {
         sig: vec![0; p as usize],
         k: 0,
         p: u64::from(p),
+        timing,
     };
     w.nodes(trace.nodes());
     let mut index = rustc_hash::FxHashMap::default();

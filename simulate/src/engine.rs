@@ -469,6 +469,7 @@ impl<'a> Engine<'a> {
             cores: f64::from(c.max(1)),
             now: 0.0,
             jobs: Vec::new(),
+            computing: 0.0,
         });
         Engine {
             net,
@@ -568,10 +569,12 @@ impl<'a> Engine<'a> {
 
     /// Starts `work` ns of computation at `t` on the shared cores, to
     /// complete `cell`.
-    fn ps_add(&mut self, t: Time, work: f64, cell: CellId) {
+    fn ps_add(&mut self, r: u32, t: Time, work: f64, cell: CellId) {
         self.ps_advance(t);
+        let w = self.layout.weight[r as usize] as f64;
         if let Some(ps) = self.ps.as_mut() {
-            ps.jobs.push((work, cell));
+            ps.jobs.push((work, cell, w));
+            ps.computing += w;
         }
     }
 
@@ -796,7 +799,7 @@ impl<'a> Engine<'a> {
             if gap > 0.0 && self.ps.is_some() {
                 let cell = self.cell(r);
                 let t0 = self.ranks[r as usize].cpu;
-                self.ps_add(t0, gap, cell);
+                self.ps_add(r, t0, gap, cell);
                 self.ranks[r as usize].deferred = Some((ev, cell, t0));
                 continue;
             }
@@ -1490,13 +1493,16 @@ struct Sharing {
     cores: f64,
     /// The time the jobs' remaining work is counted from.
     now: Time,
-    /// Remaining work (ns on a core of its own) and the cell to complete.
-    jobs: Vec<(f64, CellId)>,
+    /// Remaining work (ns on a core of its own), the cell to complete, and
+    /// how many world ranks compute it (a class's size in class mode).
+    jobs: Vec<(f64, CellId, f64)>,
+    /// The world ranks computing: the jobs' weights summed.
+    computing: f64,
 }
 
 impl Sharing {
     fn rate(&self) -> f64 {
-        let n = self.jobs.len() as f64;
+        let n = self.computing;
         if n <= self.cores { 1.0 } else { self.cores / n }
     }
 
@@ -1531,9 +1537,11 @@ impl Sharing {
                 j.0 -= least;
             }
             self.now = tc;
-            self.jobs.retain(|&(left, cell)| {
+            let computing = &mut self.computing;
+            self.jobs.retain(|&(left, cell, w)| {
                 if left <= 1e-9 {
                     ended.push((cell, tc));
+                    *computing -= w;
                     false
                 } else {
                     true

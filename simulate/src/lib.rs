@@ -243,6 +243,10 @@ pub struct Prediction {
     pub params: Params,
     /// The shared cores, when `--cores` was given.
     pub cores: Option<u32>,
+    /// With `cores`, when the traced run's recorded computation over all
+    /// ranks was more than its cores could do in its time: the factor every
+    /// computation was scaled by (see [`contended_share`]).
+    pub contended: Option<f64>,
     /// The run's events (every rank's).
     pub events: u64,
     /// Events the simulation went through (fewer than `events` in class
@@ -302,9 +306,49 @@ fn partial(file: &TraceFile, e: Error) -> Error {
     }
 }
 
+/// The share of a core the traced run's computation had, when its ranks
+/// recorded more computation than `cores` cores could do in its time.
+///
+/// The trace records the time between calls on the wall clock. On a node
+/// with fewer cores than ranks, a computation longer than the scheduler's
+/// time slice is preempted, and its wall time holds the waits for a core
+/// (NPB FT A at 16 ranks on 2 cores: 19.4 s of computation in a 1.63 s run,
+/// six times what 2 cores can do). `--cores` would then share the cores a
+/// second time. The recorded computation cannot have needed more than
+/// `cores` × the run's time of CPU, so it is scaled down to that; `None`
+/// when it fits (every computation was at most briefly preempted), for
+/// extrapolated traces (their times are predictions) and without `cores`.
+pub fn contended_share(file: &TraceFile, cores: Option<u32>) -> Option<f64> {
+    fn walk(n: &compress::MNode, acc: &mut f64) {
+        match n {
+            compress::MNode::Event(e) => {
+                let t = e.timing().total();
+                *acc += t.compute().stats().mean() * t.count() as f64;
+            }
+            compress::MNode::Loop(l) => l.body().iter().for_each(|b| walk(b, acc)),
+            _ => {}
+        }
+    }
+    let cores = f64::from(cores?);
+    let wall = file.meta.wall_ns as f64;
+    if file.meta.is_extrapolated() || wall <= 0.0 {
+        return None;
+    }
+    let mut total = 0.0;
+    file.trace.nodes().iter().for_each(|n| walk(n, &mut total));
+    let capacity = cores * wall;
+    (total > capacity).then(|| capacity / total)
+}
+
 /// Simulates `file` on the machine `net`.
 pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Prediction, Error> {
     net.validate()?;
+    let contended = contended_share(file, opts.cores);
+    let scaled = Options {
+        compute_scale: opts.compute_scale * contended.unwrap_or(1.0),
+        ..*opts
+    };
+    let opts = &scaled;
     let start = Instant::now();
     let p = file
         .trace
@@ -314,7 +358,19 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
     if p == 0 {
         return Err(Error::Empty);
     }
-    let cls = classes::classes(&file.trace, p);
+    let cls = classes::classes(&file.trace, p, true);
+    // The draws' streams: one per class of the structure. Timing variants
+    // split the simulated classes but not the streams: ranks whose
+    // computation differs (noise of an oversubscribed node, mostly) would
+    // otherwise draw independently, and each bulk-synchronous step would
+    // wait for the slowest of their draws (NPB FT at 64 ranks on 2 cores:
+    // predicted 3.5 times its run).
+    let streams = classes::classes(&file.trace, p, false);
+    let seed_of: Vec<u32> = streams
+        .of
+        .iter()
+        .map(|&c| streams.reps[c as usize])
+        .collect();
     let n_classes = cls.reps.len();
     let timed_any = opts.timeline && (0..p).any(|r| file.timeline(r).is_some());
     let by_class = match opts.mode {
@@ -337,9 +393,8 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
     let mut mode = String::new();
     let mut run = None;
     if by_class {
-        // The draws follow the classes of the trace's structure; the
-        // simulated classes are those refined by their neighbourhoods.
-        let seeds: Vec<u32> = cls.of.iter().map(|&c| cls.reps[c as usize]).collect();
+        // The draws follow the classes of the trace's structure (above);
+        // the simulated classes are those refined by their neighbourhoods.
         let offsets: Vec<Vec<i64>> = project(&cls.reps)?
             .iter()
             .zip(&cls.reps)
@@ -355,7 +410,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         let layout = engine::Layout {
             world: fine.reps.clone(),
             stand_in: fine.of.clone(),
-            seed_rank: fine.reps.iter().map(|&r| seeds[r as usize]).collect(),
+            seed_rank: fine.reps.iter().map(|&r| seed_of[r as usize]).collect(),
             weight: fine.sizes.clone(),
             classes: true,
         };
@@ -397,7 +452,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
             let layout = engine::Layout {
                 world: all.clone(),
                 stand_in: all.clone(),
-                seed_rank: cls.of.iter().map(|&c| cls.reps[c as usize]).collect(),
+                seed_rank: seed_of.clone(),
                 weight: vec![1; p as usize],
                 classes: false,
             };
@@ -459,6 +514,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         },
         params: *net,
         cores: opts.cores,
+        contended,
         events: per_rank.iter().map(|r| r.events * r.ranks).sum(),
         simulated_events: per_rank.iter().map(|r| r.events).sum(),
         messages: out.messages,
@@ -539,6 +595,14 @@ impl Prediction {
                         "note: the traced run took {:.1} times the prediction; if it ran more \
                          ranks than its node had cores, --cores N shares N cores among them",
                         t as f64 / self.rank0_ns.max(1.0)
+                    );
+                }
+                if let (Some(f), Some(c)) = (self.contended, self.cores) {
+                    let _ = writeln!(
+                        s,
+                        "note: the trace records more computation than {c} cores could do in the \
+                         traced run's time: its ranks waited for a core inside it; every \
+                         computation is scaled by {f:.3} before the cores are shared"
                     );
                 }
                 let rate = self.traced_call_rate().unwrap_or(0.0);

@@ -2,7 +2,7 @@
 //! against times computed by hand from the LogGOPS formulas.
 
 use compress::{Event, Matched, Op, Peer, ReqId, Tag, TraceFile, Transfer};
-use simulate::{Error, Options, Params, simulate};
+use simulate::{Error, Mode, Options, Params, simulate};
 
 fn net() -> Params {
     Params {
@@ -343,4 +343,79 @@ fn computation_shares_the_cores() {
     )
     .unwrap();
     assert!(p.time_ns < 1.0e6 + 10_000.0, "{}", p.time_ns);
+}
+
+/// Eight ranks of one class compute 1 ms each on two shared cores: by
+/// class, the one representative stands for eight computing ranks, and
+/// the cores are shared eight ways as rank by rank (4 ms), not one way.
+#[test]
+fn shared_cores_count_every_member_of_a_class() {
+    let ranks = (0..8)
+        .map(|_| {
+            let mut e = ev(Op::Barrier, 10);
+            e.time.compute_ns = 1_000_000;
+            vec![e]
+        })
+        .collect();
+    let f = file(ranks);
+    let run = |mode| {
+        simulate(
+            &f,
+            &net(),
+            &Options {
+                cores: Some(2),
+                mode,
+                ..Options::default()
+            },
+        )
+        .unwrap()
+    };
+    let (by_class, by_rank) = (run(Mode::Classes), run(Mode::Ranks));
+    assert!(by_class.mode.starts_with("by class"), "{}", by_class.mode);
+    assert!(
+        close(by_class.time_ns, by_rank.time_ns),
+        "{} vs {}",
+        by_class.time_ns,
+        by_rank.time_ns
+    );
+    assert!(
+        by_rank.time_ns > 4.0e6 && by_rank.time_ns < 4.0e6 + 10_000.0,
+        "{}",
+        by_rank.time_ns
+    );
+}
+
+/// A traced run whose ranks recorded more computation than its cores could
+/// do in its time (four ranks, 1 ms each, in a 2 ms run on one core) waited
+/// for the core inside those times: `--cores 1` scales them to the core's
+/// capacity (by 0.5) before sharing it, so the prediction is the run's
+/// 2 ms, not the 4 ms of sharing it twice. Computation that fits (two
+/// cores) and an extrapolated trace are left alone.
+#[test]
+fn computation_recorded_on_a_shared_core_is_not_shared_twice() {
+    let ranks = (0..4)
+        .map(|r| {
+            let mut e = ev(Op::Barrier, 10 + r as u64);
+            e.time.compute_ns = 1_000_000;
+            vec![e]
+        })
+        .collect();
+    let mut f = file(ranks);
+    f.meta.wall_ns = 2_000_000;
+    let on = |cores| Options {
+        cores: Some(cores),
+        ..Options::default()
+    };
+    let p = simulate(&f, &net(), &on(1)).unwrap();
+    assert_eq!(p.contended, Some(0.5));
+    assert!(
+        p.time_ns > 2.0e6 && p.time_ns < 2.0e6 + 10_000.0,
+        "{}",
+        p.time_ns
+    );
+    assert!(p.to_text(false, 5).contains("scaled by 0.500"));
+    assert_eq!(simulate::contended_share(&f, Some(2)), None);
+    assert_eq!(simulate::contended_share(&f, None), None);
+    f.meta.origin = compress::Origin::Extrapolated { inputs: vec![2, 3] };
+    assert_eq!(simulate::contended_share(&f, Some(1)), None);
 }
