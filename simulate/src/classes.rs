@@ -31,22 +31,37 @@ fn mix(h: u64, k: u64) -> u64 {
 }
 
 struct Walk {
+    /// Per rank, the lists of the structure it is in.
     sig: Vec<u64>,
+    /// Per rank, the timing variants' groups it is in (empty until one is
+    /// met).
+    tsig: Vec<u64>,
     k: u64,
     p: u64,
-    timing: bool,
 }
 
 impl Walk {
     fn list(&mut self, l: &RankList) {
         self.k += 1;
+        Self::fold(&mut self.sig, self.k, self.p, l);
+    }
+
+    fn timing_list(&mut self, l: &RankList) {
+        self.k += 1;
+        if self.tsig.is_empty() {
+            self.tsig = vec![0; self.sig.len()];
+        }
+        Self::fold(&mut self.tsig, self.k, self.p, l);
+    }
+
+    fn fold(sig: &mut [u64], k: u64, p: u64, l: &RankList) {
         // A list of every rank tells no rank apart.
-        if l.len() >= self.p {
+        if l.len() >= p {
             return;
         }
         for r in l.iter() {
-            if let Some(s) = self.sig.get_mut(r as usize) {
-                *s = mix(*s, self.k);
+            if let Some(s) = sig.get_mut(r as usize) {
+                *s = mix(*s, k);
             }
         }
     }
@@ -69,10 +84,8 @@ impl Walk {
             match n {
                 MNode::Event(e) => {
                     // Ranks that compute differently are told apart too.
-                    if self.timing {
-                        for v in e.timing_variants() {
-                            self.list(v.ranks());
-                        }
+                    for v in e.timing_variants() {
+                        self.timing_list(v.ranks());
                     }
                     for p in e.params() {
                         self.param(p);
@@ -96,28 +109,37 @@ impl Walk {
     }
 }
 
-/// The position classes of the `p` ranks of `trace`; with `timing`, ranks
-/// in different groups of an event's timing variants are told apart too
-/// (they compute differently). Without, the classes are the program's
-/// structure alone: the ranks that draw their computation from one stream,
-/// so that a slow draw falls on all of them at once, each from its own
-/// group's distribution, as a bulk-synchronous step's slow phase does.
-pub(crate) fn classes(trace: &MergedTrace, p: u32, timing: bool) -> Classes {
+/// The position classes of the `p` ranks of `trace`, ranks in different
+/// groups of an event's timing variants told apart (they compute
+/// differently); and, when the trace has timing variants, the classes of
+/// its structure alone: the ranks that draw their computation from one
+/// stream, so that a slow draw falls on all of them at once, each from its
+/// own group's distribution, as a bulk-synchronous step's slow phase does.
+pub(crate) fn classes(trace: &MergedTrace, p: u32) -> (Classes, Option<Classes>) {
     let mut w = Walk {
         sig: vec![0; p as usize],
+        tsig: Vec::new(),
         k: 0,
         p: u64::from(p),
-        timing,
     };
     w.nodes(trace.nodes());
+    if w.tsig.is_empty() {
+        return (group(w.sig.iter().copied()), None);
+    }
+    let timed = group(w.sig.iter().zip(&w.tsig).map(|(&s, &t)| mix(s, t)));
+    (timed, Some(group(w.sig.iter().copied())))
+}
+
+/// Ranks with equal signatures, as classes.
+fn group(sigs: impl Iterator<Item = u64>) -> Classes {
     let mut index = rustc_hash::FxHashMap::default();
     let mut c = Classes {
-        of: Vec::with_capacity(p as usize),
+        of: Vec::new(),
         reps: Vec::new(),
         sizes: Vec::new(),
     };
-    for (r, s) in w.sig.iter().enumerate() {
-        let id = *index.entry(*s).or_insert_with(|| {
+    for (r, s) in sigs.enumerate() {
+        let id = *index.entry(s).or_insert_with(|| {
             c.reps.push(r as u32);
             c.sizes.push(0);
             c.reps.len() as u32 - 1

@@ -358,14 +358,14 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
     if p == 0 {
         return Err(Error::Empty);
     }
-    let cls = classes::classes(&file.trace, p, true);
     // The draws' streams: one per class of the structure. Timing variants
     // split the simulated classes but not the streams: ranks whose
     // computation differs (noise of an oversubscribed node, mostly) would
     // otherwise draw independently, and each bulk-synchronous step would
     // wait for the slowest of their draws (NPB FT at 64 ranks on 2 cores:
     // predicted 3.5 times its run).
-    let streams = classes::classes(&file.trace, p, false);
+    let (cls, streams) = classes::classes(&file.trace, p);
+    let streams = streams.as_ref().unwrap_or(&cls);
     let seed_of: Vec<u32> = streams
         .of
         .iter()
