@@ -414,7 +414,8 @@ impl TimingVariant {
 pub const MAX_TIMING_VARIANTS: usize = 4;
 /// Two groups of ranks keep separate timing when their mean computation
 /// before an event (each plus [`VARIANT_FLOOR_NS`]) differs by more than this
-/// factor, and the difference adds up to [`VARIANT_MIN_NS`] per rank.
+/// factor, the difference adds up to [`VARIANT_MIN_NS`] per rank, and it is
+/// [`VARIANT_MIN_T`] standard errors or more.
 pub const VARIANT_RATIO: f64 = 2.0;
 /// Added to a mean computation before comparing (ns): differences of a
 /// few microseconds per call are noise, not a different program.
@@ -491,7 +492,9 @@ impl EventNode {
     /// distribution, a rank drawing its computation would draw another
     /// rank's (a one-in-four chance of rank 0's 20 ms at 4 ranks, and with
     /// that chance, none for rank 0 itself). Empty when all ranks are alike
-    /// (within [`VARIANT_RATIO`]); else disjoint groups covering
+    /// (means within [`VARIANT_RATIO`], a difference under
+    /// [`VARIANT_MIN_NS`] per rank, or one their samples' spread explains,
+    /// [`VARIANT_MIN_T`]); else disjoint groups covering
     /// [`EventNode::ranks`], at most [`MAX_TIMING_VARIANTS`].
     pub fn timing_variants(&self) -> &[TimingVariant] {
         &self.variants
@@ -786,7 +789,11 @@ impl MNode {
                     execs,
                     fixed,
                     lists,
-                    timing: Box::new(e.timing_for(rank).clone().with_slow_of(&e.timing)),
+                    timing: Box::new(if e.variants.is_empty() {
+                        e.timing.clone()
+                    } else {
+                        e.timing_for(rank).clone().with_slow_of(&e.timing)
+                    }),
                     id: 0,
                 })));
             }

@@ -317,11 +317,19 @@ fn partial(file: &TraceFile, e: Error) -> Error {
 /// second time. The recorded computation cannot have needed more than
 /// `cores` × the run's time of CPU, so it is scaled down to that; `None`
 /// when it fits (every computation was at most briefly preempted), for
-/// extrapolated traces (their times are predictions) and without `cores`.
+/// extrapolated traces (their times are predictions), and without `cores`
+/// or with as many as there are ranks.
 pub fn contended_share(file: &TraceFile, cores: Option<u32>) -> Option<f64> {
     fn walk(n: &compress::MNode, acc: &mut f64) {
         match n {
-            compress::MNode::Event(e) => {
+            // The time before MPI_Init is the launch, not the application's
+            // (the simulation leaves it out too).
+            compress::MNode::Event(e)
+                if !matches!(
+                    e.shape().op(),
+                    compress::Op::Init | compress::Op::InitThread
+                ) =>
+            {
                 let t = e.timing().total();
                 *acc += t.compute().stats().mean() * t.count() as f64;
             }
@@ -329,11 +337,19 @@ pub fn contended_share(file: &TraceFile, cores: Option<u32>) -> Option<f64> {
             _ => {}
         }
     }
-    let cores = f64::from(cores?);
+    let cores = cores?;
     let wall = file.meta.wall_ns as f64;
-    if file.meta.is_extrapolated() || wall <= 0.0 {
+    let ranks = file
+        .trace
+        .ranks()
+        .len()
+        .max(u64::from(file.meta.world_size));
+    // With a core per rank nothing is shared: more computation than the
+    // cores' time is then sleeping, not waiting for a core.
+    if file.meta.is_extrapolated() || wall <= 0.0 || ranks <= u64::from(cores) {
         return None;
     }
+    let cores = f64::from(cores);
     let mut total = 0.0;
     file.trace.nodes().iter().for_each(|n| walk(n, &mut total));
     let capacity = cores * wall;

@@ -415,6 +415,12 @@ fn computation_recorded_on_a_shared_core_is_not_shared_twice() {
     );
     assert!(p.to_text(false, 5).contains("scaled by 0.500"));
     assert_eq!(simulate::contended_share(&f, Some(2)), None);
+    // A core per rank: nothing is shared, and more computation than the
+    // cores' time would be sleeping.
+    f.meta.wall_ns = 500_000;
+    assert_eq!(simulate::contended_share(&f, Some(4)), None);
+    assert_eq!(simulate::contended_share(&f, Some(2)), Some(0.25));
+    f.meta.wall_ns = 2_000_000;
     assert_eq!(simulate::contended_share(&f, None), None);
     f.meta.origin = compress::Origin::Extrapolated { inputs: vec![2, 3] };
     assert_eq!(simulate::contended_share(&f, Some(1)), None);
