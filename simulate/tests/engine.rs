@@ -288,20 +288,27 @@ fn a_job_that_died_is_named_as_such() {
     );
 }
 
+/// `n` ranks that each compute 1 ms and enter a Barrier at `site(rank)`
+/// (distinct sites make each rank a class of its own).
+fn computing(n: usize, site: impl Fn(usize) -> u64) -> TraceFile {
+    file(
+        (0..n)
+            .map(|r| {
+                let mut e = ev(Op::Barrier, site(r));
+                e.time.compute_ns = 1_000_000;
+                vec![e]
+            })
+            .collect(),
+    )
+}
+
 /// Four ranks computing 1 ms each on two shared cores each get half a core
 /// (processor sharing): all four finish their computation at 2 ms, where
 /// with a core each they finish at 1 ms. A rank that computes alone gets a
 /// whole core.
 #[test]
 fn computation_shares_the_cores() {
-    let ranks = (0..4)
-        .map(|r| {
-            let mut e = ev(Op::Barrier, 10 + r as u64);
-            e.time.compute_ns = 1_000_000;
-            vec![e]
-        })
-        .collect();
-    let f = file(ranks);
+    let f = computing(4, |r| 10 + r as u64);
     let own = simulate(&f, &net(), &Options::default()).unwrap();
     let shared = simulate(
         &f,
@@ -324,15 +331,7 @@ fn computation_shares_the_cores() {
         assert!(close(r.compute_ns, 2.0e6), "{r:?}");
     }
     // Two ranks on two cores do not share.
-    let two = file(
-        (0..2)
-            .map(|r| {
-                let mut e = ev(Op::Barrier, 10 + r as u64);
-                e.time.compute_ns = 1_000_000;
-                vec![e]
-            })
-            .collect(),
-    );
+    let two = computing(2, |r| 10 + r as u64);
     let p = simulate(
         &two,
         &net(),
@@ -350,14 +349,7 @@ fn computation_shares_the_cores() {
 /// the cores are shared eight ways as rank by rank (4 ms), not one way.
 #[test]
 fn shared_cores_count_every_member_of_a_class() {
-    let ranks = (0..8)
-        .map(|_| {
-            let mut e = ev(Op::Barrier, 10);
-            e.time.compute_ns = 1_000_000;
-            vec![e]
-        })
-        .collect();
-    let f = file(ranks);
+    let f = computing(8, |_| 10);
     let run = |mode| {
         simulate(
             &f,
@@ -393,14 +385,7 @@ fn shared_cores_count_every_member_of_a_class() {
 /// cores) and an extrapolated trace are left alone.
 #[test]
 fn computation_recorded_on_a_shared_core_is_not_shared_twice() {
-    let ranks = (0..4)
-        .map(|r| {
-            let mut e = ev(Op::Barrier, 10 + r as u64);
-            e.time.compute_ns = 1_000_000;
-            vec![e]
-        })
-        .collect();
-    let mut f = file(ranks);
+    let mut f = computing(4, |r| 10 + r as u64);
     f.meta.wall_ns = 2_000_000;
     let on = |cores| Options {
         cores: Some(cores),
