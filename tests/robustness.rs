@@ -289,3 +289,57 @@ fn a_trace_survives_ranks_whose_tracing_failed() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// The computation an event records is the application's, not the tracer's:
+/// `sleeplaw` sleeps 2 ms before each `MPI_Allreduce` and nothing before the
+/// `MPI_Sendrecv` that follows it. A tracer slowed by 5 ms per recorded call
+/// (`RANKSCALE_FAULT=slow@5000`) must record the same: about 2 ms before the
+/// Allreduce and well under 5 ms before the Sendrecv, not 7 and 5 ms.
+#[test]
+fn the_tracers_own_time_is_not_recorded_as_computation() {
+    use compress::{MNode, Op, Stats, TraceFile};
+    /// The steady-state computation before `op`, over all its nodes.
+    fn before(nodes: &[MNode], op: Op, acc: &mut Stats) {
+        for n in nodes {
+            match n {
+                MNode::Event(e) if e.shape().op() == op => {
+                    acc.merge(e.timing().steady().compute().stats())
+                }
+                MNode::Loop(l) => before(l.body(), op, acc),
+                _ => {}
+            }
+        }
+    }
+    let (sleep_ns, slow_ns) = (2_000_000u64, 5_000_000u64);
+    for imp in mpis() {
+        let bin = program(imp, "sleeplaw");
+        let a = args(&["const", "12", &(sleep_ns / 1000).to_string()]);
+        let dir = scratch(&format!("{imp}-slow"));
+        let file = dir.join("run.trace");
+        let mut opt = traced_raw(imp, &dir);
+        opt.env
+            .push(("RANKSCALE_FAULT", format!("slow@{}", slow_ns / 1000)));
+        opt.env
+            .push(("RANKSCALE_TRACE", file.display().to_string()));
+        let job = mpirun(imp, 2, &bin, &a, &opt);
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let trace = TraceFile::read(&file).unwrap();
+        let (mut allreduce, mut sendrecv) = (Stats::default(), Stats::default());
+        before(trace.trace.nodes(), Op::Allreduce, &mut allreduce);
+        before(trace.trace.nodes(), Op::Sendrecv, &mut sendrecv);
+        // Twelve iterations on two ranks: ten steady ones each.
+        assert_eq!((allreduce.count(), sendrecv.count()), (20, 20), "{imp}");
+        assert!(
+            allreduce.min() >= sleep_ns && allreduce.max() < sleep_ns + slow_ns / 2,
+            "{imp}: {}..{} ns recorded before Allreduces that follow a 2 ms sleep \
+             (the tracer's 5 ms counted as computation?)",
+            allreduce.min(),
+            allreduce.max()
+        );
+        assert!(
+            sendrecv.max() < slow_ns / 2,
+            "{imp}: up to {} ns recorded before a Sendrecv that follows its Allreduce at once",
+            sendrecv.max()
+        );
+    }
+}
