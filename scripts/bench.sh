@@ -372,22 +372,30 @@ sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three untraced and traced ru
       mu = med(u, n); mt = med(t, n); mp = med(p, n); me = med(e, n)
       printf "%-22s %6d %11.3f %11.3f %13.3f %+10.1f %+10.1f %8.3f\n", name, np, mu, mt, mp, 100 * (mp - mu) / mu, 100 * (mp - mt) / mt, me }'
 }
+npb_sim_rows() { # npb_sim_rows BENCH.CLASS.NP...: a sim_row for each NPB program that builds
+  local bcn b rest class np
+  for bcn in "$@"; do
+    b=${bcn%%.*} rest=${bcn#*.} class=${rest%%.*} np=${rest#*.}
+    if ! scripts/npb.sh openmpi "$b" "$class" "$np" >/dev/null 2>&1; then
+      echo "$bcn: NPB not available, skipped"
+      continue
+    fi
+    sim_row "NPB $bcn" "$np" "$cores" "$root/target/npb/openmpi/bin/$bcn"
+  done
+}
 if [[ "${SIM_ACCURACY:-1}" == 1 ]]; then
 # Sleeping takes no core: the halo exchange with sleeps needs no core
 # pool; the CPU-bound codes share the machine's cores.
 for np in 4 16 64; do
   RANKSCALE_TIMELINE=1 sim_row "latestencil (sleeps)" "$np" 0 "$root/target/programs/openmpi/latestencil" -i 60 -m sender -r 1 -t 20
 done
+# A core per rank: the machine the LogGOPS model describes, with no
+# operating system sharing cores between ranks.
+sim_row "stencil 2D 2x1" 2 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 2x1 -t mesh -i 400 -k 10 -s weak -n 64
+npb_sim_rows cg.W.2 lu.W.2 mg.W.2 ft.A.2
 sim_row "stencil 2D 2x2" 4 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 2x2 -t mesh -i 400 -k 10 -s weak -n 64
 sim_row "stencil 2D 4x4" 16 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 4x4 -t mesh -i 400 -k 10 -s weak -n 64
-for bcn in cg.W.4 cg.W.16 cg.W.64 lu.W.4 lu.W.16 lu.W.64 bt.W.4 bt.W.16 bt.W.64 mg.W.4 mg.W.16 mg.W.64 ft.A.4 ft.A.16 ft.A.64; do
-  b=${bcn%%.*} rest=${bcn#*.} class=${rest%%.*} np=${rest#*.}
-  if ! scripts/npb.sh openmpi "$b" "$class" "$np" >/dev/null 2>&1; then
-    echo "$bcn: NPB not available, skipped"
-    continue
-  fi
-  sim_row "NPB $bcn" "$np" "$cores" "$root/target/npb/openmpi/bin/$bcn"
-done
+npb_sim_rows cg.W.4 cg.W.16 cg.W.64 lu.W.4 lu.W.16 lu.W.64 bt.W.4 bt.W.16 bt.W.64 mg.W.4 mg.W.16 mg.W.64 ft.A.4 ft.A.16 ft.A.64
 fi
 echo "simulate: speed (an extrapolated weak 2D stencil; events simulated per second)"
 for g in 2x2 3x3 4x4 5x5; do
