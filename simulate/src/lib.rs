@@ -636,6 +636,16 @@ impl Prediction {
                 let _ = writeln!(s, "rank 0: {} predicted", secs(self.rank0_ns));
             }
         }
+        if let Some(c) = self.cores.filter(|&c| c < self.ranks) {
+            let _ = writeln!(
+                s,
+                "note: {} ranks share {c} cores; the model shares them among computing ranks \
+                 only, without the scheduling of ranks that poll and yield in MPI: on a 2-core \
+                 test machine it predicted 12 to 20 % short at 2 ranks per core and up to 64 % \
+                 at 32 (docs/SIMULATE.md)",
+                self.ranks
+            );
+        }
         let _ = writeln!(
             s,
             "simulated {} events ({} in the run), {} messages, {} collectives in {:.3} s ({:.2} M \

@@ -375,6 +375,20 @@ fn shared_cores_count_every_member_of_a_class() {
         "{}",
         by_rank.time_ns
     );
+    // Ranks sharing cores is where the model is known to fall short: the
+    // text says so, and says nothing when every rank has a core.
+    let shared = "8 ranks share 2 cores";
+    assert!(by_rank.to_text(false, 5).contains(shared));
+    let own = simulate(
+        &f,
+        &net(),
+        &Options {
+            cores: Some(8),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert!(!own.to_text(false, 5).contains("cores;"));
 }
 
 /// A traced run whose ranks recorded more computation than its cores could
