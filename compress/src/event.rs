@@ -554,10 +554,7 @@ pub struct Timing {
     pub enter_ns: u64,
     /// Time spent inside MPI.
     pub dur_ns: u64,
-    /// Computation time since the calling thread returned to the
-    /// application from its previous MPI call. The tracer's own time after
-    /// that call (recording it) is left out: replay and the simulator
-    /// emulate the application's computation, not the tracer's.
+    /// Computation time since the calling thread left its previous MPI call.
     pub compute_ns: u64,
 }
 

@@ -50,20 +50,6 @@ pub(crate) struct Config {
     /// the tracer panics while recording its N-th event. It proves that a
     /// tracer bug cannot cross the FFI boundary into the application.
     pub panic_at: Option<u64>,
-    /// `RANKSCALE_FAULT=slow@US`: the tracer sleeps US microseconds while
-    /// recording each event, as a slow sink would. It proves that the
-    /// tracer's own time is not recorded as the application's computation.
-    pub slow_us: u64,
-}
-
-/// The fault `RANKSCALE_FAULT` asks for, if it has the form `KIND@N`.
-fn fault(kind: &str) -> Option<u64> {
-    std::env::var("RANKSCALE_FAULT")
-        .ok()?
-        .strip_prefix(kind)?
-        .strip_prefix('@')?
-        .parse()
-        .ok()
 }
 
 fn parse<T: std::str::FromStr>(name: &str, default: T, ok: impl Fn(&T) -> bool) -> T {
@@ -127,8 +113,9 @@ impl Config {
             merge_timeout_s: parse("RANKSCALE_MERGE_TIMEOUT_S", 120.0f64, |s| {
                 (0.0..=1e9).contains(s)
             }),
-            panic_at: fault("panic"),
-            slow_us: fault("slow").unwrap_or(0),
+            panic_at: std::env::var("RANKSCALE_FAULT")
+                .ok()
+                .and_then(|v| v.strip_prefix("panic@").and_then(|n| n.parse().ok())),
         }
     }
 }

@@ -158,7 +158,7 @@ thread_local! {
     static THREAD: RefCell<ThreadState> = const {
         RefCell::new(ThreadState {
             idx: None,
-            last_return: 0,
+            last_leave: 0,
             next_req: 0,
             next_msg: 0,
         })
@@ -174,10 +174,8 @@ thread_local! {
 struct ThreadState {
     /// Index of this thread on this rank; assigned on its first event.
     idx: Option<u32>,
-    /// When this thread last returned to the application from a wrapper
-    /// (ns since epoch): after the tracer recorded the call, so that the
-    /// tracer's own time is not counted as the application's computation.
-    last_return: u64,
+    /// When this thread last left an MPI call (ns since epoch).
+    last_leave: u64,
     /// How many requests and matched messages this thread has registered.
     next_req: u64,
     next_msg: u64,
@@ -799,9 +797,6 @@ impl Scope {
             if tracer.config.panic_at == Some(n) {
                 panic!("fault injected by RANKSCALE_FAULT at event {n}");
             }
-            if tracer.config.slow_us > 0 {
-                std::thread::sleep(std::time::Duration::from_micros(tracer.config.slow_us));
-            }
             let mut write = Some(|ev: &mut Event| {
                 ev.renew(op);
                 fill(tracer, ev);
@@ -814,19 +809,14 @@ impl Scope {
                     ev.thread = ts.index(&tracer.next_thread);
                     ev.time.enter_ns = self.enter;
                     ev.time.dur_ns = leave.saturating_sub(self.enter);
-                    ev.time.compute_ns = if ts.last_return == 0 {
+                    ev.time.compute_ns = if ts.last_leave == 0 {
                         0
                     } else {
-                        self.enter.saturating_sub(ts.last_return)
+                        self.enter.saturating_sub(ts.last_leave)
                     };
+                    ts.last_leave = leave;
                 });
                 tracer.push(ev);
-                // The computation before the next call starts when the
-                // application has control again, not when MPI returned:
-                // compressing this event (1 to 2 µs a call, more on an
-                // oversubscribed node) is the tracer's time.
-                let back = tracer.now().max(1);
-                THREAD.with(|ts| ts.borrow_mut().last_return = back);
             });
             let _ = SCRATCH.try_with(|e| {
                 if let Ok(mut e) = e.try_borrow_mut()
