@@ -18,6 +18,18 @@ pub mod gates;
 /// ([`compress::SplitMix64::for_rank`]), not cryptographic ones.
 pub type Rng = compress::SplitMix64;
 
+/// Writes one line to standard error in a single write, so that the lines
+/// of ranks that report at the same moment (a timeout reaches every rank at
+/// once) do not interleave mid-line on the launcher's shared stream, as
+/// `eprintln!`'s piecewise writes did ("rank rank 1 waits ... 0 waits").
+pub fn say(line: &str) {
+    use std::io::Write;
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    let _ = std::io::stderr().lock().write_all(buf.as_bytes());
+}
+
 /// The computation time to emulate before an event (see
 /// [`EventTiming::draw_compute`]); none for an event without timing.
 pub fn compute_ns(timing: Option<EventTiming<'_>>, rng: &mut Rng) -> u64 {

@@ -641,8 +641,8 @@ impl Prediction {
                 s,
                 "note: {} ranks share {c} cores; the model shares them among computing ranks \
                  only, without the scheduling of ranks that poll and yield in MPI: on a 2-core \
-                 test machine it predicted 12 to 20 % short at 2 ranks per core and up to 64 % \
-                 at 32 (docs/SIMULATE.md)",
+                 test machine it predicted NPB LU and BT 16 to 40 % short at 2 to 32 ranks per \
+                 core (docs/SIMULATE.md)",
                 self.ranks
             );
         }

@@ -51,12 +51,14 @@ fn validated(file: &TraceFile, rank: c_int) -> bool {
         Ok(r) if r.is_consistent() => 1,
         Ok(r) => {
             for p in r.problems.iter().take(3) {
-                eprintln!("replay: error: rank {rank}: inconsistent trace: {p}");
+                replay::say(&format!(
+                    "replay: error: rank {rank}: inconsistent trace: {p}"
+                ));
             }
             0
         }
         Err(e) => {
-            eprintln!("replay: error: rank {rank}: {e}");
+            replay::say(&format!("replay: error: rank {rank}: {e}"));
             0
         }
     };
@@ -551,7 +553,7 @@ pub fn run(opts: &Opts, file: &TraceFile) -> i32 {
     match run_inner(opts, file) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("replay: error: {e:#}");
+            replay::say(&format!("replay: error: {e:#}"));
             // SAFETY: aborting the job after an unrecoverable error on this
             // rank; the other ranks may be blocked on it.
             unsafe { MPI_Abort(RSMPI_COMM_WORLD, 1) };

@@ -219,7 +219,7 @@ pub(super) fn threads_of(nodes: &[compress::Node], out: &mut Vec<u32>) {
 /// waiting to join them would hang instead of reporting the error.
 fn fail_fast<T>(r: Result<T>) -> Result<T> {
     if let Err(e) = &r {
-        eprintln!("replay: error: {e:#}");
+        replay::say(&format!("replay: error: {e:#}"));
         // SAFETY: aborting the job after an unrecoverable error; allowed
         // from any thread.
         unsafe { MPI_Abort(RSMPI_COMM_WORLD, 1) };
@@ -246,7 +246,9 @@ pub(super) fn watchdog(
             std::thread::sleep(Duration::from_millis(50));
         }
         let what = current.lock().map(|c| c.clone()).unwrap_or_default();
-        eprintln!("replay: error: timeout after {secs} s: rank {rank} waits in {what}");
+        replay::say(&format!(
+            "replay: error: timeout after {secs} s: rank {rank} waits in {what}"
+        ));
         // Every rank reaches its deadline at about the same time; the first
         // to exit makes the launcher end the others, so let them all speak.
         std::thread::sleep(Duration::from_millis(500));
