@@ -42,7 +42,9 @@
 #     untraced run (benches/walltime), and against the traced run's
 #     (stencils and NPB CG, LU, BT, MG, FT at 4 to 64 ranks, Open MPI,
 #     median of 3, `--cores` the machine's; SIM_ACCURACY=0 skips this
-#     table); simulation speed rank by rank
+#     table, SIM_BASELINE=PATH adds another rankscale binary's predictions
+#     of the same traces, an A/B of two builds in one sitting); simulation
+#     speed rank by rank
 #     and by class (an extrapolated stencil at 4,096 and 1,048,576 ranks);
 #     the what-if sweep of L and G (NPB MG W, 16 ranks) drawn as
 #     docs/img/whatif.svg
@@ -347,7 +349,13 @@ echo "simulate: LogGOPS parameters of this machine (Open MPI, 2 ranks, shared me
 echo "simulate: predicted against measured run time (rank 0, MPI_Init to MPI_Finalize), Open MPI, mpi_yield_when_idle 1, median of 3;"
 echo "  'untraced' is the application alone (benches/walltime), the target; 'traced' its traced run, which the tracer's"
 echo "  cost per call lengthens at many ranks per core; CPU-bound codes with --cores $cores"
-printf '%-22s %6s %11s %11s %13s %10s %10s %8s\n' program ranks "untraced(s)" "traced(s)" "predicted(s)" "err untr %" "err trac %" "sim(s)"
+# SIM_BASELINE=PATH: another rankscale binary simulates the same traces
+# too (an A/B of two builds in one sitting: its prediction and its error
+# against the untraced run in two more columns).
+printf '%-22s %6s %11s %11s %13s %10s %10s %8s' program ranks "untraced(s)" "traced(s)" "predicted(s)" "err untr %" "err trac %" "sim(s)"
+[[ -n ${SIM_BASELINE:-} ]] && printf ' %13s %10s' "baseline(s)" "err base %"
+printf '\n'
+
 sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three untraced and traced runs, alternating, each trace simulated (CORES 0: one per rank)
   local name=$1 np=$2 c=$3 bin=$4
   shift 4
@@ -364,13 +372,19 @@ sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three untraced and traced ru
       echo "$name: the traced run failed" >&2
       return 0
     fi
+    local b=0
+    if [[ -n ${SIM_BASELINE:-} ]]; then
+      b=$("$SIM_BASELINE" simulate "$f" --params "$params" "${pool[@]}" --json 2>/dev/null | awk '/"rank0_ns"/ { gsub(/,/, ""); print $2 / 1e9 }')
+    fi
     "$rs" simulate "$f" --params "$params" "${pool[@]}" --json 2>/dev/null |
-      awk -v u="$u" '/"rank0_ns"/ { gsub(/,/, ""); p = $2 } /"traced_ns"/ { gsub(/,/, ""); t = $2 } /"elapsed_s"/ { gsub(/,/, ""); e = $2 } END { print u, t / 1e9, p / 1e9, e }'
-  done | awk -v name="$name" -v np="$np" "$awk_med"'
-    { u[NR] = $1; t[NR] = $2; p[NR] = $3; e[NR] = $4 }
+      awk -v u="$u" -v b="${b:-0}" '/"rank0_ns"/ { gsub(/,/, ""); p = $2 } /"traced_ns"/ { gsub(/,/, ""); t = $2 } /"elapsed_s"/ { gsub(/,/, ""); e = $2 } END { print u, t / 1e9, p / 1e9, e, b }'
+  done | awk -v name="$name" -v np="$np" -v ab="${SIM_BASELINE:+1}" "$awk_med"'
+    { u[NR] = $1; t[NR] = $2; p[NR] = $3; e[NR] = $4; b[NR] = $5 }
     END { n = NR; if (n == 0) { printf "%-22s %6d   (no runs)\n", name, np; exit }
-      mu = med(u, n); mt = med(t, n); mp = med(p, n); me = med(e, n)
-      printf "%-22s %6d %11.3f %11.3f %13.3f %+10.1f %+10.1f %8.3f\n", name, np, mu, mt, mp, 100 * (mp - mu) / mu, 100 * (mp - mt) / mt, me }'
+      mu = med(u, n); mt = med(t, n); mp = med(p, n); me = med(e, n); mb = med(b, n)
+      printf "%-22s %6d %11.3f %11.3f %13.3f %+10.1f %+10.1f %8.3f", name, np, mu, mt, mp, 100 * (mp - mu) / mu, 100 * (mp - mt) / mt, me
+      if (ab) printf " %13.3f %+10.1f", mb, 100 * (mb - mu) / mu
+      printf "\n" }'
 }
 npb_sim_rows() { # npb_sim_rows BENCH.CLASS.NP...: a sim_row for each NPB program that builds
   local bcn b rest class np

@@ -39,6 +39,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) buffered: bool,
     /// Event nodes emitted.
     pub(crate) events: usize,
+    /// The seed of the computation draws.
+    seed: u64,
 }
 
 /// One side of a transfer: the C expressions of its fields.
@@ -48,7 +50,7 @@ struct Side {
 }
 
 impl<'a> Emitter<'a> {
-    pub(crate) fn new(labels: &'a HashMap<u64, String>) -> Emitter<'a> {
+    pub(crate) fn new(labels: &'a HashMap<u64, String>, seed: u64) -> Emitter<'a> {
         Emitter {
             tables: Tables::default(),
             body: String::new(),
@@ -56,6 +58,7 @@ impl<'a> Emitter<'a> {
             labels,
             loops: 0,
             class: "0".into(),
+            seed,
             types: BTreeSet::new(),
             buffered: false,
             events: 0,
@@ -268,12 +271,20 @@ impl<'a> Emitter<'a> {
         if let Some((last, rest)) = e.timing_variants().split_last() {
             for v in rest {
                 let rl = self.tables.ranklist(v.ranks());
-                let t = self.tables.timing(v.timing());
+                let t = self.tables.timing(v.timing(), &shape, self.seed);
                 node.push_str(&format!("rs_in[{rl}] ? {t} : "));
             }
-            node.push_str(&self.tables.timing(last.timing()).to_string());
+            node.push_str(
+                &self
+                    .tables
+                    .timing(last.timing(), &shape, self.seed)
+                    .to_string(),
+            );
         } else {
-            node = self.tables.timing(e.timing()).to_string();
+            node = self
+                .tables
+                .timing(e.timing(), &shape, self.seed)
+                .to_string();
         }
         self.events += 1;
         let site = self

@@ -139,7 +139,7 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
         return Err(Error::Spilled(spilled));
     }
     let labels: HashMap<u64, String> = file.meta.sites.iter().cloned().collect();
-    let mut em = emit::Emitter::new(&labels);
+    let mut em = emit::Emitter::new(&labels, opts.seed);
     let nodes = trace.nodes();
     // The program opens MPI the way the application did (MPI_Init unless
     // the trace starts with MPI_Init_thread) and closes it if the trace

@@ -603,8 +603,13 @@ static inline void rs_keep_op(void *in, void *inout, int *len, MPI_Datatype *t)
 }
 static MPI_Op rs_user_op = MPI_OP_NULL;
 
-/* Computation: SplitMix64 per rank, a histogram bin by its frequency, then
- * a value in the bin whose expectation is the bin's mean. */
+/* Computation, drawn as replay and the simulator draw it (compress's
+ * ComputeDraws): the k-th execution of an event node in a path class takes
+ * the histogram bin at quantile frac(start + k * phi), the golden-ratio
+ * sequence, the same bin on every rank at the same step; the value in the
+ * bin, whose expectation is the bin's mean, comes from the rank's own
+ * SplitMix64 stream. */
+static uint64_t rs_tm_k[3 * RS_NTM];
 static inline double rs_unit(void)
 {
     uint64_t z = (rs_rng_state += 0x9e3779b97f4a7c15ULL);
@@ -613,7 +618,7 @@ static inline double rs_unit(void)
     z ^= z >> 31;
     return (double)(z >> 11) / 9007199254740992.0;
 }
-static inline double rs_draw(const double *d)
+static inline double rs_draw(const double *d, uint64_t start, uint64_t k)
 {
     int n = (int)d[0];
     double total = 0;
@@ -621,7 +626,8 @@ static inline double rs_draw(const double *d)
         total += d[1 + 4 * b];
     if (total <= 0)
         return 0;
-    double pick = floor(rs_unit() * total);
+    uint64_t x = start + k * 0x9e3779b97f4a7c15ULL;
+    double pick = floor((double)(x >> 11) / 9007199254740992.0 * total);
     int b = 0;
     for (; b < n - 1; b++) {
         if (pick < d[1 + 4 * b])
@@ -631,10 +637,10 @@ static inline double rs_draw(const double *d)
     double lo = d[2 + 4 * b], hi = d[3 + 4 * b], avg = d[4 + 4 * b];
     if (hi <= lo || avg <= lo)
         return lo;
-    double k = (hi - lo) / (avg - lo) - 1.0;
-    if (k < 0)
-        k = 0;
-    return floor(lo + (hi - lo) * pow(rs_unit(), k) + 0.5);
+    double k_ = (hi - lo) / (avg - lo) - 1.0;
+    if (k_ < 0)
+        k_ = 0;
+    return floor(lo + (hi - lo) * pow(rs_unit(), k_) + 0.5);
 }
 static inline double rs_now(void)
 {
@@ -651,7 +657,7 @@ static inline void rs_compute(int node, int cls)
     const double *d = RS_TM + RS_TM_AT[4 * node + cls];
     if (d[0] == 0)
         d = RS_TM + RS_TM_AT[4 * node + 3];
-    double drawn = rs_draw(d);
+    double drawn = rs_draw(d, RS_TM_Q[3 * node + cls], rs_tm_k[3 * node + cls]++);
     rs_drawn_ns += drawn;
     rs_draws++;
     double ns = drawn * rs_compute_scale;

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use compress::{Dist, Param, PathTiming, RankList, ValueSeq};
+use compress::{Dist, Param, PathClass, PathTiming, RankList, Shape, ValueSeq};
 
 /// The tables under construction.
 #[derive(Default)]
@@ -32,6 +32,9 @@ pub(crate) struct Tables {
     /// Per event node, the offsets of its first, steady, last and total
     /// computation histograms.
     tm_at: Vec<usize>,
+    /// Per event node, where the quantiles of its first, steady and last
+    /// path class start ([`compress::quantile_start`]).
+    tm_q: Vec<u64>,
 }
 
 impl Tables {
@@ -110,9 +113,13 @@ impl Tables {
         at
     }
 
-    /// Records event node `node`'s computation histograms (nodes are
-    /// numbered in the order they are recorded here).
-    pub(crate) fn timing(&mut self, t: &PathTiming) -> usize {
+    /// Records event node `node`'s computation histograms and the starts
+    /// of its quantiles for `seed` (nodes are numbered in the order they
+    /// are recorded here).
+    pub(crate) fn timing(&mut self, t: &PathTiming, shape: &Shape, seed: u64) -> usize {
+        for class in [PathClass::First, PathClass::Steady, PathClass::Last] {
+            self.tm_q.push(compress::quantile_start(seed, shape, class));
+        }
         let total = t.total();
         let ats = [
             self.dist(t.first().compute()),
@@ -140,6 +147,10 @@ impl Tables {
         array(out, "int", "RS_PA_AT", &self.pa_at, |v| v.to_string());
         array(out, "double", "RS_TM", &self.tm, |v| format!("{v:e}"));
         array(out, "int", "RS_TM_AT", &self.tm_at, |v| v.to_string());
+        let _ = writeln!(out, "#define RS_NTM {}", (self.tm_at.len() / 4).max(1));
+        array(out, "uint64_t", "RS_TM_Q", &self.tm_q, |v| {
+            format!("{v}ULL")
+        });
     }
 }
 

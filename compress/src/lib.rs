@@ -10,6 +10,7 @@
 
 pub mod codec;
 mod depth;
+pub mod draws;
 mod dtype;
 pub mod event;
 pub mod file;
@@ -35,6 +36,7 @@ pub use event::{
 };
 
 pub use codec::Shape;
+pub use draws::{ComputeDraws, quantile_start};
 pub use dtype::Datatype;
 pub use file::{Meta, MpiLibrary, Origin, Packing, PartialRank, TraceFile};
 pub use intra::{Compressor, Config};

@@ -306,12 +306,32 @@ impl Dist {
     /// so that the per-bin frequencies, minima, maxima and means of the
     /// trace are honoured. An empty distribution draws 0.
     pub fn draw(&self, rng: &mut crate::SplitMix64) -> u64 {
+        let u = rng.unit();
+        self.value_at(u, || rng.unit())
+    }
+
+    /// The value at quantile `u` in `[0, 1)`, placed in its bin by `v`: the
+    /// bin that holds that share of the samples, as [`Dist::draw`] picks
+    /// it, then a value in the bin's `[min, max]` at position `v()`
+    /// (uniform in `[0, 1)`, called only when the bin holds two or more
+    /// distinct values) whose expectation is the bin's average. This is how
+    /// [`crate::ComputeDraws`] gives ranks at the same step the same bin
+    /// and each its own place in it. An empty distribution gives 0.
+    pub fn value_at(&self, u: f64, v: impl FnOnce() -> f64) -> u64 {
+        match self.bin_at(u) {
+            Some(bin) => within(bin, v),
+            None => 0,
+        }
+    }
+
+    /// The bin at quantile `u`, or `None` for an empty distribution.
+    fn bin_at(&self, u: f64) -> Option<&Bin> {
         let bins = self.hist.bins();
         let total: u64 = bins.iter().map(|b| b.count()).sum();
         if total == 0 {
-            return 0;
+            return None;
         }
-        let mut pick = (rng.unit() * total as f64) as u64;
+        let mut pick = (u.clamp(0.0, 1.0) * total as f64) as u64;
         let bin = bins
             .iter()
             .find(|b| {
@@ -323,13 +343,22 @@ impl Dist {
                 }
             })
             .unwrap_or(&bins[bins.len() - 1]);
-        let (lo, hi, avg) = (bin.min() as f64, bin.max() as f64, bin.avg());
-        if hi <= lo || avg <= lo {
-            return bin.min();
-        }
-        let k = ((hi - lo) / (avg - lo) - 1.0).max(0.0);
-        (lo + (hi - lo) * rng.unit().powf(k)).round() as u64
+        Some(bin)
     }
+}
+
+/// A value in `bin`'s `[min, max]` at position `v()` (uniform in `[0, 1)`):
+/// `min + (max - min) · v^k` with `k = (max - min) / (avg - min) - 1`, whose
+/// expectation is the bin's average. `v` is called only when the bin holds
+/// two or more distinct values, so a generator behind it advances as
+/// replay's and the benchmarks' runtime expect.
+fn within(bin: &Bin, v: impl FnOnce() -> f64) -> u64 {
+    let (lo, hi, avg) = (bin.min() as f64, bin.max() as f64, bin.avg());
+    if hi <= lo || avg <= lo {
+        return bin.min();
+    }
+    let k = ((hi - lo) / (avg - lo) - 1.0).max(0.0);
+    (lo + (hi - lo) * v().powf(k)).round() as u64
 }
 
 /// Which of the two timed quantities of an event a [`Dist`] describes.

@@ -675,31 +675,6 @@ pub enum EventTiming<'a> {
     Stats(&'a PathTiming, PathClass),
 }
 
-impl EventTiming<'_> {
-    /// The computation time to emulate before the event: the recorded value
-    /// for an exact event, else a draw ([`crate::Dist::draw`]) from the
-    /// statistics of its path class, falling back to all executions when
-    /// the class is empty. Replay and the simulator share it, so that both
-    /// emulate the same computation for one seed.
-    pub fn draw_compute(self, rng: &mut crate::SplitMix64) -> u64 {
-        match self {
-            EventTiming::Exact { compute_ns, .. } => compute_ns,
-            EventTiming::Stats(pt, class) => {
-                let ts = match class {
-                    PathClass::First => pt.first(),
-                    PathClass::Steady => pt.steady(),
-                    PathClass::Last => pt.last(),
-                };
-                if ts.count() > 0 {
-                    ts.compute().draw(rng)
-                } else {
-                    pt.total().compute().draw(rng)
-                }
-            }
-        }
-    }
-}
-
 struct LeafCursor<'a> {
     fixed: Vec<SeqIter<'a>>,
     lists: Vec<(SeqIter<'a>, Vec<SeqIter<'a>>)>,
@@ -716,6 +691,8 @@ pub struct Expand<'a> {
     params: Vec<i64>,
     broken: bool,
     timing: Option<EventTiming<'a>>,
+    /// The id and structural hash of the leaf of the event last returned.
+    leaf: Option<(u32, u64)>,
 }
 
 impl<'a> Expand<'a> {
@@ -737,6 +714,7 @@ impl<'a> Expand<'a> {
                 count: 1,
             }],
             timing: None,
+            leaf: None,
             leaves: leaf_tab,
             loops: loop_tab,
             params: Vec::new(),
@@ -754,6 +732,13 @@ impl<'a> Expand<'a> {
     /// computation and what analysis attributes time from.
     pub fn timing(&self) -> Option<EventTiming<'a>> {
         self.timing
+    }
+
+    /// The id and structural hash of the leaf of the event last returned
+    /// (none for an exact event or a spilled one): what
+    /// [`crate::ComputeDraws`] counts executions by.
+    pub(crate) fn leaf_key(&self) -> Option<(u32, u64)> {
+        self.leaf
     }
 
     /// Where the event last returned sits in the loop nest: one
@@ -799,6 +784,7 @@ impl<'a> Expand<'a> {
         if self.broken {
             return None;
         }
+        self.leaf = None;
         if self.spill_pos < self.spill.len() {
             self.timing = None;
             let s = codec::read_binary(self.spill, &mut self.spill_pos, &mut self.params);
@@ -848,6 +834,7 @@ impl<'a> Expand<'a> {
                         return None;
                     }
                     self.timing = Some(EventTiming::Stats(&l.timing, class));
+                    self.leaf = Some((l.id, l.hash));
                     return Some(l.shape);
                 }
                 Node::Loop(l) => {

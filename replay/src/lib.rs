@@ -3,14 +3,13 @@
 //!
 //! The `replay` binary (`mpirun -n P replay FILE`) walks each rank's part of
 //! the compressed trace lazily and issues the same MPI calls with random
-//! payloads, sleeping the recorded computation in between. This library
-//! holds the parts that need no MPI, so that they are tested as pure code:
-//! drawing computation times from the trace's timing statistics, and the
-//! causal gates that force the outcomes of racy calls ([`gates`]).
+//! payloads, sleeping the recorded computation in between (drawn as the
+//! simulator and codegen's benchmarks draw it: [`compress::ComputeDraws`]).
+//! This library holds the parts that need no MPI, so that they are tested
+//! as pure code: the causal gates that force the outcomes of racy calls
+//! ([`gates`]).
 
 #![warn(missing_docs)]
-
-use compress::EventTiming;
 
 pub mod gates;
 
@@ -28,10 +27,4 @@ pub fn say(line: &str) {
     buf.push_str(line);
     buf.push('\n');
     let _ = std::io::stderr().lock().write_all(buf.as_bytes());
-}
-
-/// The computation time to emulate before an event (see
-/// [`EventTiming::draw_compute`]); none for an event without timing.
-pub fn compute_ns(timing: Option<EventTiming<'_>>, rng: &mut Rng) -> u64 {
-    timing.map_or(0, |t| t.draw_compute(rng))
 }

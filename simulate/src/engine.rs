@@ -23,7 +23,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-use compress::{Event, Expand, Family, Op, Peer, ReqId, Span, SplitMix64, Trace};
+use compress::{ComputeDraws, Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
 use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
 
@@ -250,7 +250,7 @@ struct RankState<'a> {
     /// Events taken from `ex` so far.
     pulled: usize,
     ahead: VecDeque<(Event, f64)>,
-    rng: SplitMix64,
+    draws: ComputeDraws,
     cpu: Time,
     nic: Time,
     /// How the rank's time so far splits (see [`Split`]).
@@ -315,10 +315,7 @@ impl RankState<'_> {
                 (Some(prev), Some(this)) => this.enter.saturating_sub(prev.leave),
                 _ => 0,
             },
-            None => self
-                .ex
-                .timing()
-                .map_or(0, |t| t.draw_compute(&mut self.rng)),
+            None => self.draws.compute(&self.ex),
         };
         Some((e, gap as f64))
     }
@@ -442,7 +439,7 @@ impl<'a> Engine<'a> {
                 spans,
                 pulled: 0,
                 ahead: VecDeque::new(),
-                rng: SplitMix64::for_rank(opts.seed, layout.seed_rank[r]),
+                draws: ComputeDraws::new(opts.seed, layout.seed_rank[r]),
                 cpu: 0.0,
                 nic: 0.0,
                 split: vec![0.0],

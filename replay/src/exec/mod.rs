@@ -201,7 +201,8 @@ struct Replayer<'o> {
     /// Whether `--yield` issues blocking collectives and sends in
     /// nonblocking form (not on Open MPI, see [`yield_collectives`]).
     yield_colls: bool,
-    rng: Rng,
+    /// The computation draws (see [`compress::ComputeDraws`]).
+    draws: compress::ComputeDraws,
     comms: Comms,
     /// Whether other threads replay other parts of this rank: a
     /// communicator that is not there yet is then awaited (another thread
@@ -279,11 +280,11 @@ impl<'o> Replayer<'o> {
             let x = bytes.next_u64().to_ne_bytes();
             chunk.copy_from_slice(&x[..chunk.len()]);
         }
-        let rng = Rng::for_rank(opts.seed ^ ((slot as u64) << 48), rank as u32);
+        let draws = compress::ComputeDraws::new(opts.seed ^ ((slot as u64) << 48), rank as u32);
         Replayer {
             opts,
             yield_colls: yield_collectives(opts),
-            rng,
+            draws,
             comms,
             threaded,
             types: HashMap::new(),

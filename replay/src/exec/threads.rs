@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use compress::Event;
 use mpi_sys::*;
-use replay::compute_ns;
 
 use super::Replayer;
 use super::report::Summary;
@@ -98,7 +97,7 @@ impl Replayer<'_> {
                 unsafe { MPI_Query_thread(&mut level) };
                 progress.has_started(slot);
             }
-            let c = compute_ns(ex.timing(), &mut self.rng);
+            let c = self.draws.compute(&ex);
             self.drawn_ns += c as f64;
             self.sleep(c);
             if self.threaded && ev.op.family() == compress::Family::CommManagement {

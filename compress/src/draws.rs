@@ -1,0 +1,194 @@
+//! The computation that replay, the simulator and codegen's benchmarks
+//! emulate before each call of a compressed trace, drawn from the call's
+//! timing statistics.
+//!
+//! A compressed trace keeps one distribution per event and path class, not
+//! the computation of each execution. How the executions draw from it
+//! decides more than the mean:
+//!
+//! * **Ranks at one step.** Drawn independently on every rank, two ranks
+//!   that meet at every exchange wait for the larger of two draws. Where an
+//!   event's computation depends on where the program is, that is the
+//!   larger of two random *phases*: NPB MG calls the same exchange at every
+//!   multigrid level, with 20 µs to 3 ms of computation before it, and
+//!   independent draws predicted MG W at 2 ranks 34 to 50 % long (its
+//!   timeline, which keeps the order, 6 % short). Ranks that compute alike
+//!   at each step are the common case of SPMD codes.
+//! * **The sum over a run.** `n` independent draws spread their sum by
+//!   `σ√n`; where a few long computations in a wide bin carry most of a
+//!   rank's time (MG again: 45 draws of rank 0 carried 60 of its 70 ms),
+//!   the seed alone moved replay's time from 0.121 to 0.200 s.
+//!
+//! So the `k`-th execution of an event in a path class picks its
+//! histogram bin at quantile `frac(s + k·φ)`, the golden-ratio Kronecker
+//! sequence from a start `s` that the seed, the event's structure and the
+//! path class fix; `k` counts that event's executions on the rank. Every
+//! rank at the same execution picks the same bin, and any `n` consecutive
+//! executions cover the bins in proportion to their counts (the sequence's
+//! discrepancy is `O(log n / n)`), so the bins' shares of the sum hold for
+//! every seed. The value *within* the bin (a factor of two at most, the
+//! histogram's log2 bins) is each rank's own draw from its own stream, as
+//! before: variation within a factor of two is noise that differs between
+//! ranks, and independent draws keep the waits it causes. What is lost is
+//! variation by more than a factor of two that differs between ranks at the
+//! same step and is not persistent (ranks that compute differently
+//! throughout keep their own distributions: timing variants).
+
+use crate::codec::{Shape, mix64};
+use crate::rng::SplitMix64;
+use crate::timing::{Dist, PathTiming};
+use crate::trace::{EventTiming, Expand, PathClass};
+
+/// 2^64 / φ: the Weyl step of the golden-ratio sequence in 64 bits (the same
+/// constant as SplitMix64's increment).
+const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// One rank's (or one replay thread's) computation draws; see the module
+/// documentation for why bins are common to the ranks and places in them
+/// are not.
+#[derive(Clone, Debug)]
+pub struct ComputeDraws {
+    seed: u64,
+    /// The rank's own stream: each value's place within its bin.
+    own: SplitMix64,
+    /// Per leaf id, the executions drawn so far in each path class.
+    next: Vec<[u64; 3]>,
+}
+
+impl ComputeDraws {
+    /// The draws of `rank` for `seed`: every rank of one run takes the same
+    /// seed, and `rank` only chooses the places within the bins (the
+    /// stream of [`SplitMix64::for_rank`]).
+    pub fn new(seed: u64, rank: u32) -> ComputeDraws {
+        ComputeDraws {
+            seed,
+            own: SplitMix64::for_rank(seed, rank),
+            next: Vec::new(),
+        }
+    }
+
+    /// The computation before the event `ex` returned last: the recorded
+    /// value for an exact event, else a value of its path class's
+    /// distribution (all executions' when the class has none) in the bin
+    /// of the class's next quantile; 0 for an event without timing.
+    pub fn compute(&mut self, ex: &Expand<'_>) -> u64 {
+        match (ex.timing(), ex.leaf_key()) {
+            (Some(EventTiming::Exact { compute_ns, .. }), _) => compute_ns,
+            (Some(EventTiming::Stats(pt, class)), Some((id, hash))) => {
+                let id = id as usize;
+                if self.next.len() <= id {
+                    self.next.resize(id + 1, [0; 3]);
+                }
+                let k = &mut self.next[id][class as usize];
+                let u = quantile(start(self.seed, hash, class), *k);
+                *k += 1;
+                let own = &mut self.own;
+                class_dist(pt, class, |d| d.value_at(u, || own.unit()))
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// Where the quantiles of an event's path class start, for `seed`: codegen
+/// writes it into its benchmark, whose runtime steps it as
+/// [`ComputeDraws`] does.
+pub fn quantile_start(seed: u64, shape: &Shape, class: PathClass) -> u64 {
+    start(seed, shape.hash64(), class)
+}
+
+fn start(seed: u64, hash: u64, class: PathClass) -> u64 {
+    mix64(seed ^ hash ^ (class as u64).wrapping_mul(GOLDEN))
+}
+
+/// The `k`-th quantile from `start`: `frac(start / 2^64 + k·φ)` to 53 bits.
+fn quantile(start: u64, k: u64) -> f64 {
+    let x = start.wrapping_add(k.wrapping_mul(GOLDEN));
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// `f` of the computation distribution of `class` in `pt`, or of all
+/// executions' when the class has none.
+fn class_dist<R>(pt: &PathTiming, class: PathClass, f: impl FnOnce(&Dist) -> R) -> R {
+    let ts = match class {
+        PathClass::First => pt.first(),
+        PathClass::Steady => pt.steady(),
+        PathClass::Last => pt.last(),
+    };
+    if ts.count() > 0 {
+        f(ts.compute())
+    } else {
+        f(pt.total().compute())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A distribution of `n` samples at each of `levels`, a factor of ten
+    /// apart, each level spread by ±10 %.
+    fn levels(levels: &[u64], n: u64) -> Dist {
+        let mut d = Dist::default();
+        for &l in levels {
+            for i in 0..n {
+                d.add(l - l / 10 + (l / 5) * i / n.max(2));
+            }
+        }
+        d
+    }
+
+    fn bin_of(x: u64) -> u32 {
+        64 - x.leading_zeros()
+    }
+
+    #[test]
+    fn ranks_at_one_step_share_the_bin_and_not_the_place_in_it() {
+        let d = levels(&[1_000, 10_000, 100_000], 50);
+        let s = start(7, 0xabcd, PathClass::Steady);
+        let (mut a, mut b) = (SplitMix64::for_rank(7, 0), SplitMix64::for_rank(7, 1));
+        let mut differ = 0;
+        for k in 0..300 {
+            let u = quantile(s, k);
+            let (x, y) = (d.value_at(u, || a.unit()), d.value_at(u, || b.unit()));
+            assert_eq!(bin_of(x), bin_of(y), "step {k}: {x} and {y}");
+            differ += usize::from(x != y);
+        }
+        assert!(differ > 250, "only {differ} of 300 places differ");
+    }
+
+    #[test]
+    fn the_sum_over_a_run_holds_for_every_seed_where_independent_draws_spread() {
+        // Three levels of equal counts: the mean is 37,000.
+        let d = levels(&[1_000, 10_000, 100_000], 50);
+        let mean = d.stats().mean();
+        let n = 90u64;
+        let (mut worst_q, mut worst_i) = (0f64, 0f64);
+        for seed in 0..200u64 {
+            let s = start(seed, 0x1234, PathClass::Steady);
+            let mut own = SplitMix64::for_rank(seed, 0);
+            let q: u64 = (0..n)
+                .map(|k| d.value_at(quantile(s, k), || own.unit()))
+                .sum();
+            let mut rng = SplitMix64::for_rank(seed, 0);
+            let i: u64 = (0..n).map(|_| d.draw(&mut rng)).sum();
+            let err = |sum: u64| (sum as f64 / (n as f64 * mean) - 1.0).abs();
+            worst_q = worst_q.max(err(q));
+            worst_i = worst_i.max(err(i));
+        }
+        // The sequence's discrepancy: 90 draws land within a draw or two of
+        // each level's 30, so the sum is within a few per cent; independent
+        // draws miss by a third for some seeds.
+        assert!(worst_q < 0.06, "quantile draws: worst {worst_q:.3}");
+        assert!(worst_i > 0.2, "independent draws: worst {worst_i:.3}");
+    }
+
+    #[test]
+    fn classes_and_events_start_apart() {
+        let a = start(1, 10, PathClass::First);
+        assert_ne!(a, start(1, 10, PathClass::Steady));
+        assert_ne!(a, start(1, 11, PathClass::First));
+        assert_ne!(a, start(2, 10, PathClass::First));
+        assert!((0..1000).all(|k| (0.0..1.0).contains(&quantile(a, k))));
+    }
+}
