@@ -298,13 +298,16 @@ impl Dist {
         &self.hist
     }
 
-    /// Draws one value from the distribution, as replay, codegen's
-    /// benchmarks and the simulator emulate computation: a bin with
-    /// probability proportional to its count, then a value in `[min, max]`
+    /// Draws one value from the distribution, independently of any other
+    /// draw: a bin with probability proportional to its count, then a
+    /// value in `[min, max]`
     /// of the bin whose expectation is the bin's average
     /// (`min + (max - min) · U^k` with `k = (max - min) / (avg - min) - 1`),
     /// so that the per-bin frequencies, minima, maxima and means of the
-    /// trace are honoured. An empty distribution draws 0.
+    /// trace are honoured. An empty distribution draws 0. Replay, the
+    /// simulator and codegen's benchmarks take the bin from a quantile
+    /// that the ranks share instead ([`crate::ComputeDraws`]), with the
+    /// same placement in it ([`Dist::value_at`]).
     pub fn draw(&self, rng: &mut crate::SplitMix64) -> u64 {
         let u = rng.unit();
         self.value_at(u, || rng.unit())
