@@ -271,19 +271,21 @@ impl<'a> Emitter<'a> {
         if let Some((last, rest)) = e.timing_variants().split_last() {
             for v in rest {
                 let rl = self.tables.ranklist(v.ranks());
-                let t = self.tables.timing(v.timing(), &shape, self.seed);
+                let t = self
+                    .tables
+                    .timing(v.timing(), v.ranks().len(), &shape, self.seed);
                 node.push_str(&format!("rs_in[{rl}] ? {t} : "));
             }
             node.push_str(
                 &self
                     .tables
-                    .timing(last.timing(), &shape, self.seed)
+                    .timing(last.timing(), last.ranks().len(), &shape, self.seed)
                     .to_string(),
             );
         } else {
             node = self
                 .tables
-                .timing(e.timing(), &shape, self.seed)
+                .timing(e.timing(), e.ranks().len(), &shape, self.seed)
                 .to_string();
         }
         self.events += 1;

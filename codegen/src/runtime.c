@@ -618,23 +618,48 @@ static inline double rs_unit(void)
     z ^= z >> 31;
     return (double)(z >> 11) / 9007199254740992.0;
 }
-static inline double rs_draw(const double *d, uint64_t start, uint64_t k)
+/* The bin that holds sample `at` among the rank's own bins (own != 0: those
+ * whose neighbourhood holds fewer samples than `share`) or the others; the
+ * last of them past their end. A bin is 5 words: count, min, max, mean,
+ * its neighbourhood's samples. */
+static inline int rs_tm_bin(const double *d, double at, double share, int own)
+{
+    int n = (int)d[0], last = n - 1;
+    for (int b = 0; b < n; b++) {
+        if ((d[5 + 5 * b] < share) != (own != 0))
+            continue;
+        if (at < d[1 + 5 * b])
+            return b;
+        at -= d[1 + 5 * b];
+        last = b;
+    }
+    return last;
+}
+/* A bin whose neighbourhood holds fewer samples than the ranks of the
+ * histogram (`share`) is one rank's: the rank's own stream draws it with its
+ * frequency; the other bins are taken at the quantile the ranks share. */
+static inline double rs_draw(const double *d, uint64_t start, uint64_t k, double share)
 {
     int n = (int)d[0];
-    double total = 0;
-    for (int b = 0; b < n; b++)
-        total += d[1 + 4 * b];
+    double total = 0, rare = 0;
+    for (int b = 0; b < n; b++) {
+        total += d[1 + 5 * b];
+        if (d[5 + 5 * b] < share)
+            rare += d[1 + 5 * b];
+    }
     if (total <= 0)
         return 0;
-    uint64_t x = start + k * 0x9e3779b97f4a7c15ULL;
-    double pick = floor((double)(x >> 11) / 9007199254740992.0 * total);
-    int b = 0;
-    for (; b < n - 1; b++) {
-        if (pick < d[1 + 4 * b])
-            break;
-        pick -= d[1 + 4 * b];
+    int b = -1;
+    if (rare > 0) {
+        double at = floor(rs_unit() * total);
+        if (at < rare)
+            b = rs_tm_bin(d, at, share, 1);
     }
-    double lo = d[2 + 4 * b], hi = d[3 + 4 * b], avg = d[4 + 4 * b];
+    if (b < 0) {
+        uint64_t x = start + k * 0x9e3779b97f4a7c15ULL;
+        b = rs_tm_bin(d, floor((double)(x >> 11) / 9007199254740992.0 * (total - rare)), share, 0);
+    }
+    double lo = d[2 + 5 * b], hi = d[3 + 5 * b], avg = d[4 + 5 * b];
     if (hi <= lo || avg <= lo)
         return lo;
     double k_ = (hi - lo) / (avg - lo) - 1.0;
@@ -657,7 +682,7 @@ static inline void rs_compute(int node, int cls)
     const double *d = RS_TM + RS_TM_AT[4 * node + cls];
     if (d[0] == 0)
         d = RS_TM + RS_TM_AT[4 * node + 3];
-    double drawn = rs_draw(d, RS_TM_Q[3 * node + cls], rs_tm_k[3 * node + cls]++);
+    double drawn = rs_draw(d, RS_TM_Q[3 * node + cls], rs_tm_k[3 * node + cls]++, RS_TM_SHARE[node]);
     rs_drawn_ns += drawn;
     rs_draws++;
     double ns = drawn * rs_compute_scale;

@@ -26,7 +26,8 @@ pub(crate) struct Tables {
     pa: Vec<i64>,
     /// Word offset of parameter `i` in `pa` (what `rs_next(i)` reads).
     pa_at: Vec<usize>,
-    /// Histograms: bins, then per bin `count, min, max, mean`.
+    /// Histograms: bins, then per bin `count, min, max, mean` and its
+    /// neighbourhood's samples ([`compress::Histogram::neighbourhood`]).
     tm: Vec<f64>,
     tm_ids: HashMap<Vec<u64>, usize>,
     /// Per event node, the offsets of its first, steady, last and total
@@ -35,6 +36,8 @@ pub(crate) struct Tables {
     /// Per event node, where the quantiles of its first, steady and last
     /// path class start ([`compress::quantile_start`]).
     tm_q: Vec<u64>,
+    /// Per event node, how many ranks' executions its timing holds.
+    tm_share: Vec<u64>,
 }
 
 impl Tables {
@@ -95,28 +98,44 @@ impl Tables {
     }
 
     fn dist(&mut self, d: &Dist) -> usize {
-        let bins = d.histogram().bins();
+        let h = d.histogram();
+        let bins = h.bins();
         let key: Vec<u64> = bins
             .iter()
-            .flat_map(|b| [b.count(), b.min(), b.max(), b.avg().to_bits()])
+            .enumerate()
+            .flat_map(|(i, b)| {
+                [
+                    b.count(),
+                    b.min(),
+                    b.max(),
+                    b.avg().to_bits(),
+                    h.neighbourhood(i),
+                ]
+            })
             .collect();
         if let Some(&at) = self.tm_ids.get(&key) {
             return at;
         }
         let at = self.tm.len();
         self.tm.push(bins.len() as f64);
-        for b in bins {
-            self.tm
-                .extend([b.count() as f64, b.min() as f64, b.max() as f64, b.avg()]);
+        for (i, b) in bins.iter().enumerate() {
+            self.tm.extend([
+                b.count() as f64,
+                b.min() as f64,
+                b.max() as f64,
+                b.avg(),
+                h.neighbourhood(i) as f64,
+            ]);
         }
         self.tm_ids.insert(key, at);
         at
     }
 
-    /// Records event node `node`'s computation histograms and the starts
-    /// of its quantiles for `seed` (nodes are numbered in the order they
-    /// are recorded here).
-    pub(crate) fn timing(&mut self, t: &PathTiming, shape: &Shape, seed: u64) -> usize {
+    /// Records event node `node`'s computation histograms, which `share`
+    /// ranks' executions make up, and the starts of its quantiles for
+    /// `seed` (nodes are numbered in the order they are recorded here).
+    pub(crate) fn timing(&mut self, t: &PathTiming, share: u64, shape: &Shape, seed: u64) -> usize {
+        self.tm_share.push(share);
         for class in [PathClass::First, PathClass::Steady, PathClass::Last] {
             self.tm_q.push(compress::quantile_start(seed, shape, class));
         }
@@ -150,6 +169,9 @@ impl Tables {
         let _ = writeln!(out, "#define RS_NTM {}", (self.tm_at.len() / 4).max(1));
         array(out, "uint64_t", "RS_TM_Q", &self.tm_q, |v| {
             format!("{v}ULL")
+        });
+        array(out, "double", "RS_TM_SHARE", &self.tm_share, |v| {
+            format!("{v}.0")
         });
     }
 }

@@ -795,6 +795,11 @@ impl MNode {
                         e.timing_for(rank).clone().with_slow_of(&e.timing)
                     }),
                     id: 0,
+                    share: e
+                        .variants
+                        .iter()
+                        .find(|v| v.ranks.contains(rank))
+                        .map_or(e.ranks.len(), |v| v.ranks.len()),
                 })));
             }
             MNode::Loop(l) => {

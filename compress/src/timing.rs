@@ -184,6 +184,30 @@ impl Histogram {
         1u32 << self.level.min(7)
     }
 
+    /// The samples of bin `i` (in [`Histogram::bins`]' order) and of the
+    /// bins of the bit lengths next to it: values within a few per cent of
+    /// each other can fall on either side of a bin boundary, so a step that
+    /// every rank went through once can leave two bins of fewer samples
+    /// than ranks, but not a neighbourhood. 0 for a bin that is not there.
+    pub fn neighbourhood(&self, i: usize) -> u64 {
+        let Some(b) = self.bins.get(i) else {
+            return 0;
+        };
+        let w = self.width();
+        let mut n = b.count();
+        if let Some(p) = i.checked_sub(1).and_then(|j| self.bins.get(j))
+            && u32::from(p.index) + w == u32::from(b.index)
+        {
+            n += p.count();
+        }
+        if let Some(q) = self.bins.get(i + 1)
+            && u32::from(b.index) + w == u32::from(q.index)
+        {
+            n += q.count();
+        }
+        n
+    }
+
     fn coarse(&self, index: u8) -> u8 {
         let l = self.level.min(7);
         (index >> l) << l
@@ -327,6 +351,37 @@ impl Dist {
         }
     }
 
+    /// The value for one execution of a distribution that `share` ranks'
+    /// executions make up, as [`crate::ComputeDraws`] draws: a bin that
+    /// holds, with the bins of the neighbouring values, fewer samples than
+    /// `share` ([`Histogram::neighbourhood`]) is one rank's (not every rank
+    /// can have been there), so it is drawn by the rank's own stream `v`
+    /// with its frequency; the other bins are taken at the quantile `u` the
+    /// ranks share, in proportion to their counts. The place in the bin is
+    /// `v`'s, as in [`Dist::value_at`]. `v` is called once to choose
+    /// between the two only when there are such bins, and once more for a
+    /// bin of two or more distinct values.
+    pub fn value_shared(&self, u: f64, share: u64, mut v: impl FnMut() -> f64) -> u64 {
+        let h = &self.hist;
+        let total: u64 = h.bins.iter().map(|b| b.count()).sum();
+        if total == 0 {
+            return 0;
+        }
+        let own = |i: usize| h.neighbourhood(i) < share;
+        let rare: u64 = (0..h.bins.len())
+            .filter(|&i| own(i))
+            .map(|i| h.bins[i].count())
+            .sum();
+        if rare > 0 {
+            let at = (v() * total as f64) as u64;
+            if at < rare {
+                return within(pick(&h.bins, at, own), v);
+            }
+        }
+        let at = (u.clamp(0.0, 1.0) * (total - rare) as f64) as u64;
+        within(pick(&h.bins, at, |i| !own(i)), v)
+    }
+
     /// The bin at quantile `u`, or `None` for an empty distribution.
     fn bin_at(&self, u: f64) -> Option<&Bin> {
         let bins = self.hist.bins();
@@ -334,20 +389,24 @@ impl Dist {
         if total == 0 {
             return None;
         }
-        let mut pick = (u.clamp(0.0, 1.0) * total as f64) as u64;
-        let bin = bins
-            .iter()
-            .find(|b| {
-                if pick < b.count() {
-                    true
-                } else {
-                    pick -= b.count();
-                    false
-                }
-            })
-            .unwrap_or(&bins[bins.len() - 1]);
-        Some(bin)
+        let at = (u.clamp(0.0, 1.0) * total as f64) as u64;
+        Some(pick(bins, at, |_| true))
     }
+}
+
+/// The bin that holds sample `at` (from 0) among the bins whose position
+/// `keep` keeps, in order; the last of them past their end. At least one
+/// bin is kept.
+fn pick(bins: &[Bin], mut at: u64, keep: impl Fn(usize) -> bool) -> &Bin {
+    let mut last = &bins[bins.len() - 1];
+    for (_, b) in bins.iter().enumerate().filter(|&(i, _)| keep(i)) {
+        if at < b.count() {
+            return b;
+        }
+        at -= b.count();
+        last = b;
+    }
+    last
 }
 
 /// A value in `bin`'s `[min, max]` at position `v()` (uniform in `[0, 1)`):

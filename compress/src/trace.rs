@@ -97,6 +97,10 @@ pub struct Leaf {
     pub(crate) lists: Vec<RaggedList>,
     pub(crate) timing: Box<PathTiming>,
     pub(crate) id: u32,
+    /// How many ranks' executions the timing holds (1 before the merge):
+    /// what tells one rank's accident from a step every rank goes through
+    /// ([`crate::ComputeDraws`]).
+    pub(crate) share: u64,
 }
 
 impl Leaf {
@@ -145,6 +149,7 @@ impl Leaf {
                 .collect(),
             timing: Box::new(PathTiming::single(s.compute_ns, s.keep, s.slow_instance())),
             id: 0,
+            share: 1,
         };
         leaf.push_params(&s.params);
         leaf
@@ -691,8 +696,9 @@ pub struct Expand<'a> {
     params: Vec<i64>,
     broken: bool,
     timing: Option<EventTiming<'a>>,
-    /// The id and structural hash of the leaf of the event last returned.
-    leaf: Option<(u32, u64)>,
+    /// The id, structural hash and timing share of the leaf of the event
+    /// last returned.
+    leaf: Option<(u32, u64, u64)>,
 }
 
 impl<'a> Expand<'a> {
@@ -734,10 +740,10 @@ impl<'a> Expand<'a> {
         self.timing
     }
 
-    /// The id and structural hash of the leaf of the event last returned
-    /// (none for an exact event or a spilled one): what
-    /// [`crate::ComputeDraws`] counts executions by.
-    pub(crate) fn leaf_key(&self) -> Option<(u32, u64)> {
+    /// The id, structural hash and timing share ([`Leaf`]'s `share`) of
+    /// the leaf of the event last returned (none for an exact event or a
+    /// spilled one): what [`crate::ComputeDraws`] counts executions by.
+    pub(crate) fn leaf_key(&self) -> Option<(u32, u64, u64)> {
         self.leaf
     }
 
@@ -834,7 +840,7 @@ impl<'a> Expand<'a> {
                         return None;
                     }
                     self.timing = Some(EventTiming::Stats(&l.timing, class));
-                    self.leaf = Some((l.id, l.hash));
+                    self.leaf = Some((l.id, l.hash, l.share));
                     return Some(l.shape);
                 }
                 Node::Loop(l) => {
