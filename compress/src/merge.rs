@@ -501,10 +501,14 @@ impl EventNode {
     }
     /// The timing that `rank` computes by: its group's, or the merged one.
     pub fn timing_for(&self, rank: u32) -> &PathTiming {
+        self.timing_group(rank).0
+    }
+    /// [`EventNode::timing_for`] with the ranks whose executions it holds.
+    fn timing_group(&self, rank: u32) -> (&PathTiming, &RankList) {
         self.variants
             .iter()
             .find(|v| v.ranks.contains(rank))
-            .map_or(&self.timing, |v| &v.timing)
+            .map_or((&self.timing, &self.ranks), |v| (&v.timing, &v.ranks))
     }
     /// Whether the timing variants (if any) are disjoint and cover the
     /// node's ranks, as a file must have them.
@@ -783,6 +787,7 @@ impl MNode {
                     });
                 }
                 let execs = fixed.first().map_or(0, ValueSeq::len);
+                let (timing, group) = e.timing_group(rank);
                 out.push(Node::Leaf(Box::new(Leaf {
                     shape: e.shape,
                     hash: e.shape.hash64(),
@@ -792,14 +797,10 @@ impl MNode {
                     timing: Box::new(if e.variants.is_empty() {
                         e.timing.clone()
                     } else {
-                        e.timing_for(rank).clone().with_slow_of(&e.timing)
+                        timing.clone().with_slow_of(&e.timing)
                     }),
                     id: 0,
-                    share: e
-                        .variants
-                        .iter()
-                        .find(|v| v.ranks.contains(rank))
-                        .map_or(e.ranks.len(), |v| v.ranks.len()),
+                    share: group.len(),
                 })));
             }
             MNode::Loop(l) => {
