@@ -33,27 +33,38 @@ static inline void rs_fail(const char *what, long long a, long long b)
     exit(2);
 }
 
-/* Whether rank r is in the ranklist at w: sections of
- * start + sum(i_k * stride_k), 0 <= i_k < iterations_k, outermost first. */
-static inline int rs_rl_has(const int64_t *w, int64_t r)
+/* The place of rank r in the ranklist at w (from 0 for its lowest rank), or
+ * -1 when r is not in it: sections of start + sum(i_k * stride_k),
+ * 0 <= i_k < iterations_k, outermost first, in ascending order (compress's
+ * RankList::index_of). */
+static inline int64_t rs_rl_index(const int64_t *w, int64_t r)
 {
-    int64_t nsec = *w++;
+    int64_t nsec = *w++, before = 0;
     for (int64_t s = 0; s < nsec; s++) {
-        int64_t d = w[0], rem = r - w[1];
+        int64_t d = w[0], rem = r - w[1], place = 0, size = 1;
         int ok = rem >= 0;
-        for (int64_t k = 0; k < d && ok; k++) {
+        for (int64_t k = 0; k < d; k++) {
             int64_t it = w[2 + 2 * k], st = w[3 + 2 * k];
-            int64_t i = st > 0 ? rem / st : 0;
+            int64_t i = st > 0 && ok ? rem / st : 0;
             if (i >= it)
                 ok = 0;
             else
                 rem -= i * st;
+            place = place * it + i;
+            size *= it;
         }
         if (ok && rem == 0)
-            return 1;
+            return before + place;
+        before += size;
         w += 2 + 2 * d;
     }
-    return 0;
+    return -1;
+}
+
+/* Whether rank r is in the ranklist at w. */
+static inline int rs_rl_has(const int64_t *w, int64_t r)
+{
+    return rs_rl_index(w, r) >= 0;
 }
 
 /* Value i of n blocks at w (a segment: 0 start stride len; a repeat:
@@ -610,6 +621,44 @@ static MPI_Op rs_user_op = MPI_OP_NULL;
  * bin, whose expectation is the bin's mean, comes from the rank's own
  * SplitMix64 stream. */
 static uint64_t rs_tm_k[3 * RS_NTM];
+/* Per event node, this rank's place among the ranks that compute by its
+ * timing, folded into groups of the ranks the timing holds: the place in its
+ * group, and which group (more than one where more ranks take the timing
+ * than it holds, an extrapolated trace: each group is dealt the accidents
+ * again). */
+static uint64_t rs_tm_slot[RS_NTM], rs_tm_round[RS_NTM];
+static inline uint64_t rs_mix64(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+static inline uint64_t rs_gcd(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+/* The place of execution p among total in the deal of the node and path
+ * class whose quantiles start at `start` (the g-th group's at
+ * start ^ g * phi): (a * p + b) mod total with a prime to total, a
+ * permutation (compress's draws `dealt`); total when p is past the end. */
+static inline uint64_t rs_dealt(uint64_t start, uint64_t p, uint64_t total)
+{
+    if (p >= total)
+        return total;
+    uint64_t key = rs_mix64(start ^ 0xd1b54a32d192ed03ULL);
+    uint64_t b = rs_mix64(key) % total, a = key % total;
+    if (a == 0)
+        a = 1;
+    while (rs_gcd(a, total) != 1)
+        a = a % (total - 1) + 1;
+    __extension__ typedef unsigned __int128 rs_u128;
+    return (uint64_t)(((rs_u128)a * p + b) % total);
+}
 static inline double rs_unit(void)
 {
     uint64_t z = (rs_rng_state += 0x9e3779b97f4a7c15ULL);
@@ -636,9 +685,12 @@ static inline int rs_tm_bin(const double *d, double at, double share, int own)
     return last;
 }
 /* A bin whose neighbourhood holds fewer samples than the ranks of the
- * histogram (`share`) is one rank's: the rank's own stream draws it with its
- * frequency; the other bins are taken at the quantile the ranks share. */
-static inline double rs_draw(const double *d, uint64_t start, uint64_t k, double share)
+ * histogram (`share`) is one rank's, and its samples are dealt: execution k
+ * of the rank at place `slot` is place k * share + slot of the deal, and the
+ * places below the count of such samples take them; the other bins are
+ * taken at the quantile the ranks share. */
+static inline double rs_draw(const double *d, uint64_t start, uint64_t k, double share,
+                             uint64_t slot, uint64_t round)
 {
     int n = (int)d[0];
     double total = 0, rare = 0;
@@ -651,9 +703,10 @@ static inline double rs_draw(const double *d, uint64_t start, uint64_t k, double
         return 0;
     int b = -1;
     if (rare > 0) {
-        double at = floor(rs_unit() * total);
-        if (at < rare)
-            b = rs_tm_bin(d, at, share, 1);
+        uint64_t at = rs_dealt(start ^ round * 0x9e3779b97f4a7c15ULL, k * (uint64_t)share + slot,
+                               (uint64_t)total);
+        if ((double)at < rare)
+            b = rs_tm_bin(d, (double)at, share, 1);
     }
     if (b < 0) {
         uint64_t x = start + k * 0x9e3779b97f4a7c15ULL;
@@ -682,7 +735,8 @@ static inline void rs_compute(int node, int cls)
     const double *d = RS_TM + RS_TM_AT[4 * node + cls];
     if (d[0] == 0)
         d = RS_TM + RS_TM_AT[4 * node + 3];
-    double drawn = rs_draw(d, RS_TM_Q[3 * node + cls], rs_tm_k[3 * node + cls]++, RS_TM_SHARE[node]);
+    double drawn = rs_draw(d, RS_TM_Q[3 * node + cls], rs_tm_k[3 * node + cls]++, RS_TM_SHARE[node],
+                           rs_tm_slot[node], rs_tm_round[node]);
     rs_drawn_ns += drawn;
     rs_draws++;
     double ns = drawn * rs_compute_scale;
@@ -733,6 +787,12 @@ static inline void rs_setup(int argc, char **argv)
     }
     for (int i = 0; i < RS_NRL; i++)
         rs_in[i] = (char)rs_rl_has(RS_RL + RS_RL_AT[i], rs_rank);
+    for (int i = 0; i < RS_NTM; i++) {
+        int64_t place = rs_rl_index(RS_RL + RS_RL_AT[RS_TM_RL[i]], rs_rank);
+        uint64_t at = place < 0 ? 0 : (uint64_t)place, share = (uint64_t)RS_TM_SHARE[i];
+        rs_tm_slot[i] = at % share;
+        rs_tm_round[i] = at / share;
+    }
     rs_rng_state = (uint64_t)RS_SEED ^ ((uint64_t)rs_rank + 1) * 0x9e3779b97f4a7c15ULL;
     rs_null_comm = MPI_COMM_NULL;
     rs_null_msg = MPI_MESSAGE_NULL;

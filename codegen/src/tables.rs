@@ -38,6 +38,10 @@ pub(crate) struct Tables {
     tm_q: Vec<u64>,
     /// Per event node, how many ranks' executions its timing holds.
     tm_share: Vec<u64>,
+    /// Per event node, the ranks that compute by its timing (a rank's
+    /// place among them, folded into groups of the share, is where it takes
+    /// the accidents dealt: `rs_tm_slot`).
+    tm_rl: Vec<usize>,
 }
 
 impl Tables {
@@ -132,10 +136,21 @@ impl Tables {
     }
 
     /// Records event node `node`'s computation histograms, which `share`
-    /// ranks' executions make up, and the starts of its quantiles for
-    /// `seed` (nodes are numbered in the order they are recorded here).
-    pub(crate) fn timing(&mut self, t: &PathTiming, share: u64, shape: &Shape, seed: u64) -> usize {
+    /// ranks' executions make up ([`compress::EventNode::timing_share`])
+    /// among the ranks that compute by them (a rank's place among those
+    /// deals the accidents, as in replay's projection), and the starts of
+    /// its quantiles for `seed` (nodes are numbered in the order they are
+    /// recorded here).
+    pub(crate) fn timing(
+        &mut self,
+        t: &PathTiming,
+        (share, ranks): (u64, &RankList),
+        shape: &Shape,
+        seed: u64,
+    ) -> usize {
         self.tm_share.push(share);
+        let rl = self.ranklist(ranks);
+        self.tm_rl.push(rl);
         for class in [PathClass::First, PathClass::Steady, PathClass::Last] {
             self.tm_q.push(compress::quantile_start(seed, shape, class));
         }
@@ -173,6 +188,7 @@ impl Tables {
         array(out, "double", "RS_TM_SHARE", &self.tm_share, |v| {
             format!("{v}.0")
         });
+        array(out, "int", "RS_TM_RL", &self.tm_rl, |v| v.to_string());
     }
 }
 

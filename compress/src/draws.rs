@@ -37,14 +37,19 @@
 //! One exception keeps single accidents: a bin that holds, with the bins of
 //! the neighbouring values, fewer samples than the ranks whose executions
 //! the histogram holds cannot be a step every rank went through, so it is
-//! one rank's, and each rank draws it on its own stream with its
-//! frequency. Taken at the shared quantile, one rank's single 60 ms delay
-//! among four ranks' 640 executions would strike every rank at once in a
-//! quarter of the runs; drawn on each rank, some rank has it in about two
-//! thirds, as independent draws had it. The neighbours count because a
-//! step every rank went through once can straddle a bin boundary (8.1 and
-//! 8.5 ms on two ranks are two bins of one sample): without them NPB MG W
-//! at 2 ranks was predicted +10 to +19 % instead of −7 to +7 %.
+//! one rank's, and its samples are *dealt*: the `k`-th execution of the
+//! rank at place `slot` among the histogram's `share` ranks is place
+//! `k·share + slot` of a permutation of the histogram's samples that the
+//! seed chooses, and the places below the count of such samples take them.
+//! Every run then has each accident exactly once, on one rank at one step.
+//! Taken at the shared quantile, one rank's single 60 ms delay among four
+//! ranks' 640 executions would strike every rank at once in a quarter of
+//! the runs; drawn on each rank with its frequency (as until 2026-12-02),
+//! a run had it none to three times, and not at all in a third of the
+//! runs. The neighbours count because a step every rank went through once
+//! can straddle a bin boundary (8.1 and 8.5 ms on two ranks are two bins of
+//! one sample): without them NPB MG W at 2 ranks was predicted +10 to
+//! +19 % instead of −7 to +7 %.
 
 use crate::codec::{Shape, mix64};
 use crate::rng::SplitMix64;
@@ -86,16 +91,27 @@ impl ComputeDraws {
     pub fn compute(&mut self, ex: &Expand<'_>) -> u64 {
         match (ex.timing(), ex.leaf_key()) {
             (Some(EventTiming::Exact { compute_ns, .. }), _) => compute_ns,
-            (Some(EventTiming::Stats(pt, class)), Some((id, hash, share))) => {
-                let id = id as usize;
+            (Some(EventTiming::Stats(pt, class)), Some(key)) => {
+                let id = key.id as usize;
                 if self.next.len() <= id {
                     self.next.resize(id + 1, [0; 3]);
                 }
                 let k = &mut self.next[id][class as usize];
-                let u = quantile(start(self.seed, hash, class), *k);
+                let s = start(self.seed, key.hash, class);
+                let u = quantile(s, *k);
+                let place = k
+                    .checked_mul(key.share)
+                    .and_then(|p| p.checked_add(key.slot));
                 *k += 1;
                 let own = &mut self.own;
-                class_dist(pt, class, |d| d.value_shared(u, share, || own.unit()))
+                class_dist(pt, class, |d| {
+                    d.value_shared(
+                        u,
+                        key.share,
+                        |total| dealt(s ^ key.round.wrapping_mul(GOLDEN), place?, total),
+                        || own.unit(),
+                    )
+                })
             }
             _ => 0,
         }
@@ -117,6 +133,40 @@ fn start(seed: u64, hash: u64, class: PathClass) -> u64 {
 fn quantile(start: u64, k: u64) -> f64 {
     let x = start.wrapping_add(k.wrapping_mul(GOLDEN));
     (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The place of execution `p` among `total` in the deal of the event and
+/// path class whose quantiles start at `start` (for the first group of
+/// ranks; the `g`-th group's deal starts at `start ^ g·GOLDEN`, so that
+/// its accidents fall on other steps): `(a·p + b) mod total` with
+/// `a` prime to `total`, a permutation of `0..total` that the seed chooses,
+/// so that each of the `total` places is one execution's when the ranks
+/// number their executions `p = k·share + slot` (`k`-th execution of the
+/// rank at place `slot` among the `share` ranks of the timing). `None` past
+/// the end: a rank that executes more often than the histogram's ranks on
+/// average takes no accident in its extra executions. Codegen's runtime
+/// deals alike (`rs_dealt`).
+fn dealt(start: u64, p: u64, total: u64) -> Option<u64> {
+    if p >= total {
+        return None;
+    }
+    let key = mix64(start ^ DEAL);
+    let b = mix64(key) % total;
+    let mut a = (key % total).max(1);
+    while gcd(a, total) != 1 {
+        a = a % (total - 1) + 1;
+    }
+    Some(((u128::from(a) * u128::from(p) + u128::from(b)) % u128::from(total)) as u64)
+}
+
+/// What sets the deal's key apart from the quantiles' start.
+const DEAL: u64 = 0xd1b5_4a32_d192_ed03;
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// `f` of the computation distribution of `class` in `pt`, or of all
@@ -154,6 +204,17 @@ mod tests {
         64 - x.leading_zeros()
     }
 
+    /// Execution `k` of the rank at place `slot` among `share`, as
+    /// [`ComputeDraws::compute`] draws it from the quantiles at `s`.
+    fn draw_at(d: &Dist, s: u64, k: u64, share: u64, slot: u64, own: &mut SplitMix64) -> u64 {
+        d.value_shared(
+            quantile(s, k),
+            share,
+            |total| dealt(s, k * share + slot, total),
+            || own.unit(),
+        )
+    }
+
     #[test]
     fn ranks_at_one_step_share_the_bin_and_not_the_place_in_it() {
         let d = levels(&[1_000, 10_000, 100_000], 50);
@@ -161,10 +222,9 @@ mod tests {
         let (mut a, mut b) = (SplitMix64::for_rank(7, 0), SplitMix64::for_rank(7, 1));
         let mut differ = 0;
         for k in 0..300 {
-            let u = quantile(s, k);
             let (x, y) = (
-                d.value_shared(u, 2, || a.unit()),
-                d.value_shared(u, 2, || b.unit()),
+                draw_at(&d, s, k, 2, 0, &mut a),
+                draw_at(&d, s, k, 2, 1, &mut b),
             );
             assert_eq!(bin_of(x), bin_of(y), "step {k}: {x} and {y}");
             differ += usize::from(x != y);
@@ -200,36 +260,105 @@ mod tests {
 
     /// Four ranks' 160 executions with one 60 ms sample among 20 µs ones
     /// (one rank once late, as `latestencil -m sender`): the sample is one
-    /// rank's, so each rank draws it on its own with its frequency, and
-    /// some rank has it in about 1 − (3/4)^4 = 68 % of the runs. Taken at
-    /// the quantile the ranks share, every rank would take it at once, in
-    /// a quarter of the runs.
+    /// rank's, and dealt to one rank and step, so every run has it exactly
+    /// once, on a rank and at a step the seed chooses. Drawn on each rank
+    /// with its frequency (until 2026-12-02) a run had it 0 to 3 times, and
+    /// none at all in (3/4)^4 = 32 % of the runs; taken at the quantile the
+    /// ranks share, every rank would take it at once, in a quarter of them.
     #[test]
-    fn a_bin_with_fewer_samples_than_ranks_is_each_ranks_own_draw() {
+    fn a_bin_with_fewer_samples_than_ranks_is_dealt_to_one_rank_and_step() {
         let mut d = Dist::default();
         for i in 0..639u64 {
             d.add(20_000 + i % 7);
         }
         d.add(60_000_000);
-        let runs_with_it = |share: u64| {
-            (0..400u64)
-                .filter(|&seed| {
-                    let s = start(seed, 0x99, PathClass::Steady);
-                    (0..4u32).any(|r| {
-                        let mut own = SplitMix64::for_rank(seed, r);
-                        (0..160).any(|k| {
-                            d.value_shared(quantile(s, k), share, || own.unit()) > 1_000_000
-                        })
-                    })
-                })
-                .count()
-        };
-        let own = runs_with_it(4);
-        assert!((220..320).contains(&own), "{own} of 400 runs");
-        // One sample per rank: a step every rank goes through, taken at
-        // the shared quantile, in a quarter of the runs.
-        let shared = runs_with_it(1);
+        let mut by_rank = [0u32; 4];
+        let mut steps = std::collections::BTreeSet::new();
+        for seed in 0..400u64 {
+            let s = start(seed, 0x99, PathClass::Steady);
+            let mut hits = Vec::new();
+            for r in 0..4u64 {
+                let mut own = SplitMix64::for_rank(seed, r as u32);
+                for k in 0..160 {
+                    if draw_at(&d, s, k, 4, r, &mut own) > 1_000_000 {
+                        hits.push((r, k));
+                    }
+                }
+            }
+            assert_eq!(hits.len(), 1, "seed {seed}: the 60 ms sample at {hits:?}");
+            by_rank[hits[0].0 as usize] += 1;
+            steps.insert(hits[0].1);
+        }
+        // Each rank about a quarter of the runs, at many steps.
+        assert!(
+            by_rank.iter().all(|&n| (60..140).contains(&n)),
+            "{by_rank:?}"
+        );
+        assert!(steps.len() > 100, "{} distinct steps", steps.len());
+        // One sample per rank: a step every rank goes through, taken at the
+        // shared quantile by all at once, in a quarter of the runs.
+        let shared = (0..400u64)
+            .filter(|&seed| {
+                let s = start(seed, 0x99, PathClass::Steady);
+                let mut own = SplitMix64::for_rank(seed, 0);
+                (0..160).any(|k| draw_at(&d, s, k, 1, 0, &mut own) > 1_000_000)
+            })
+            .count();
         assert!((60..160).contains(&shared), "{shared} of 400 runs");
+    }
+
+    /// Three ranks' 50 executions with five accidents of two sizes: every
+    /// run deals each of them once, whatever the seed.
+    #[test]
+    fn every_accident_is_dealt_once() {
+        let mut d = Dist::default();
+        for i in 0..145u64 {
+            d.add(5_000 + i % 11);
+        }
+        for x in [
+            2_000_000,
+            40_000_000,
+            41_000_000,
+            900_000_000,
+            8_000_000_000,
+        ] {
+            d.add(x);
+        }
+        for seed in 0..200u64 {
+            let s = start(seed, 0x42, PathClass::First);
+            let mut got: Vec<u64> = (0..3u64)
+                .flat_map(|r| {
+                    let mut own = SplitMix64::for_rank(seed, r as u32);
+                    (0..50)
+                        .map(|k| draw_at(&d, s, k, 3, r, &mut own))
+                        .collect::<Vec<_>>()
+                })
+                .filter(|&x| x > 1_000_000)
+                .map(bin_of_u64)
+                .collect();
+            got.sort_unstable();
+            // Bins by bit length, none next to another: 21, 26 twice, 30, 33.
+            assert_eq!(got, [21, 26, 26, 30, 33], "seed {seed}");
+        }
+    }
+
+    fn bin_of_u64(x: u64) -> u64 {
+        u64::from(bin_of(x))
+    }
+
+    #[test]
+    fn the_deal_is_a_permutation() {
+        for total in [1u64, 2, 3, 12, 97, 640, 1024, 3 * 5 * 7 * 11] {
+            for seed in 0..20 {
+                let mut seen = vec![false; total as usize];
+                for p in 0..total {
+                    let t = dealt(mix64(seed), p, total).unwrap();
+                    assert!(!seen[t as usize], "total {total}: place {t} twice");
+                    seen[t as usize] = true;
+                }
+                assert_eq!(dealt(mix64(seed), total, total), None);
+            }
+        }
     }
 
     /// Two ranks' one execution each at 8.1 and 8.5 ms, either side of the
@@ -249,10 +378,9 @@ mod tests {
         let (mut a, mut b) = (SplitMix64::for_rank(5, 0), SplitMix64::for_rank(5, 1));
         let mut long = 0;
         for k in 0..400 {
-            let u = quantile(s, k);
             let (x, y) = (
-                d.value_shared(u, 2, || a.unit()),
-                d.value_shared(u, 2, || b.unit()),
+                draw_at(&d, s, k, 2, 0, &mut a),
+                draw_at(&d, s, k, 2, 1, &mut b),
             );
             assert_eq!(x > 1_000_000, y > 1_000_000, "step {k}: {x} and {y}");
             long += usize::from(x > 1_000_000);

@@ -510,6 +510,26 @@ impl EventNode {
             .find(|v| v.ranks.contains(rank))
             .map_or((&self.timing, &self.ranks), |v| (&v.timing, &v.ranks))
     }
+    /// How many ranks' executions `timing`, the timing of the ranks in
+    /// `group`, holds, as the computation draws count them to tell one
+    /// rank's accident from a step every rank goes through
+    /// ([`crate::ComputeDraws`]): the group's size, or fewer where the
+    /// timing holds fewer samples than the group executes, at the node's
+    /// mean executions per rank. An extrapolated trace keeps the
+    /// histograms of the largest run it was fitted on, so at 65,536 ranks
+    /// a timing holds the samples of the 64 it was measured on, and its
+    /// accidents are those of 64 ranks, dealt again to each further 64 at
+    /// other steps (codegen's benchmarks count them alike).
+    pub fn timing_share(&self, timing: &PathTiming, group: &RankList) -> u64 {
+        let share = group.len().max(1);
+        let execs = self.total_executions() as f64;
+        let ranks = self.ranks.len().max(1) as f64;
+        if execs <= 0.0 {
+            return share;
+        }
+        let held = (timing.total().count() as f64 / (execs / ranks)).round();
+        (held as u64).clamp(1, share)
+    }
     /// Whether the timing variants (if any) are disjoint and cover the
     /// node's ranks, as a file must have them.
     fn variants_cover_ranks(&self) -> bool {
@@ -764,9 +784,11 @@ impl MNode {
         }
     }
 
-    /// Appends `rank`'s part of the node to `out`; `None` if the node says
-    /// the rank executes it but lacks its values (a corrupted trace).
-    fn project(&self, rank: u32, out: &mut Vec<Node>) -> Option<()> {
+    /// Appends `rank`'s part of the node to `out`, dealing its draws as
+    /// `like`'s ([`MergedTrace::rank_trace_drawing_as`]); `None` if the
+    /// node says the rank executes it but lacks its values (a corrupted
+    /// trace).
+    fn project(&self, rank: u32, like: u32, out: &mut Vec<Node>) -> Option<()> {
         if !self.ranks().contains(rank) {
             return Some(());
         }
@@ -788,6 +810,16 @@ impl MNode {
                 }
                 let execs = fixed.first().map_or(0, ValueSeq::len);
                 let (timing, group) = e.timing_group(rank);
+                let share = e.timing_share(timing, group);
+                // The place that deals the accidents, folded into groups of
+                // `share`: `like`'s among the ranks of the timing (the same
+                // for every rank of a position class), or among the node's
+                // when `like` computes by another timing group.
+                let place = group
+                    .index_of(like)
+                    .or_else(|| e.ranks.index_of(like))
+                    .or_else(|| group.index_of(rank))
+                    .unwrap_or(0);
                 out.push(Node::Leaf(Box::new(Leaf {
                     shape: e.shape,
                     hash: e.shape.hash64(),
@@ -800,7 +832,9 @@ impl MNode {
                         timing.clone().with_slow_of(&e.timing)
                     }),
                     id: 0,
-                    share: group.len(),
+                    share,
+                    slot: place % share,
+                    round: place / share,
                 })));
             }
             MNode::Loop(l) => {
@@ -811,7 +845,7 @@ impl MNode {
                 let cur = u64::try_from(it.next()?).ok()?;
                 let mut body = Vec::new();
                 for b in &l.body {
-                    b.project(rank, &mut body)?;
+                    b.project(rank, like, &mut body)?;
                 }
                 out.push(Node::Loop(Box::new(Loop {
                     body,
@@ -1103,6 +1137,16 @@ impl MergedTrace {
     /// event carries the timing statistics of its node, merged over all
     /// ranks (see [`EventNode::timing`] and [`crate::Expand::timing`]).
     pub fn rank_trace(&self, rank: u32) -> Result<Trace, ProjectError> {
+        self.rank_trace_drawing_as(rank, rank)
+    }
+
+    /// [`MergedTrace::rank_trace`], whose computation draws are dealt one
+    /// rank's accidents as `like`'s would be ([`crate::ComputeDraws`]): the
+    /// simulator's ranks of one position class draw from one stream, so
+    /// that the class's representative stands for each of them, and they
+    /// deal alike too. `like` should execute what `rank` does; where it
+    /// does not, `rank`'s own place deals.
+    pub fn rank_trace_drawing_as(&self, rank: u32, like: u32) -> Result<Trace, ProjectError> {
         if !self.ranks.contains(rank) {
             return Err(ProjectError::NoSuchRank {
                 rank,
@@ -1111,7 +1155,7 @@ impl MergedTrace {
         }
         let mut nodes = Vec::new();
         for n in &self.nodes {
-            n.project(rank, &mut nodes)
+            n.project(rank, like, &mut nodes)
                 .ok_or(ProjectError::Inconsistent(rank))?;
         }
         let (leaf_ids, loop_ids) = trace::number(&mut nodes);

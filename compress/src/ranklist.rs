@@ -175,6 +175,22 @@ impl Section {
         self.decode(rank).is_some()
     }
 
+    /// The place of `rank` among the section's ranks (row-major, 0 for
+    /// `start`), if it is in the section.
+    fn place(&self, rank: u32) -> Option<u64> {
+        let mut off = u64::from(rank.checked_sub(self.start)?);
+        let mut place = 0;
+        for &(n, s) in &self.dims {
+            let q = off / u64::from(s);
+            if q >= u64::from(n) {
+                return None;
+            }
+            off -= q * u64::from(s);
+            place = place * u64::from(n) + q;
+        }
+        (off == 0).then_some(place)
+    }
+
     /// The iteration index of `rank` at the innermost dimension, if `rank`
     /// is in the section.
     fn decode(&self, rank: u32) -> Option<u32> {
@@ -447,6 +463,19 @@ impl RankList {
     pub fn contains(&self, rank: u32) -> bool {
         let i = self.sections.partition_point(|s| s.start <= rank);
         i > 0 && self.sections[i - 1].contains(rank)
+    }
+
+    /// The place of `rank` in the set, from 0 for the lowest rank to
+    /// `len() - 1` for the highest, or `None` when it is not in the set.
+    /// It numbers the ranks that share a timing, so that the executions
+    /// of one rank's accidents can be dealt to ranks exactly
+    /// ([`crate::ComputeDraws`]) without enumerating a ranklist of 10^6
+    /// ranks: `O(sections + dims)`.
+    pub fn index_of(&self, rank: u32) -> Option<u64> {
+        let i = self.sections.partition_point(|s| s.start <= rank);
+        let place = self.sections.get(i.checked_sub(1)?)?.place(rank)?;
+        let before: u64 = self.sections[..i - 1].iter().map(Section::size).sum();
+        Some(before + place)
     }
 
     /// The number of ranks, computed from the iteration counts

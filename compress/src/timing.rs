@@ -355,13 +355,22 @@ impl Dist {
     /// executions make up, as [`crate::ComputeDraws`] draws: a bin that
     /// holds, with the bins of the neighbouring values, fewer samples than
     /// `share` ([`Histogram::neighbourhood`]) is one rank's (not every rank
-    /// can have been there), so it is drawn by the rank's own stream `v`
-    /// with its frequency; the other bins are taken at the quantile `u` the
-    /// ranks share, in proportion to their counts. The place in the bin is
-    /// `v`'s, as in [`Dist::value_at`]. `v` is called once to choose
-    /// between the two only when there are such bins, and once more for a
-    /// bin of two or more distinct values.
-    pub fn value_shared(&self, u: f64, share: u64, mut v: impl FnMut() -> f64) -> u64 {
+    /// can have been there), and its samples are dealt: `dealt(total)` gives
+    /// the execution's place among the distribution's `total` samples in a
+    /// permutation that every rank's executions together take once (`None`
+    /// past them), and the places below the count of such samples take
+    /// them, each its own, so that a run holds every accident exactly as
+    /// often as the trace recorded it. The other bins are taken at the
+    /// quantile `u` the ranks share, in proportion to their counts. The
+    /// place in the bin is `v`'s, as in [`Dist::value_at`] (`v` is called
+    /// once, for a bin of two or more distinct values).
+    pub fn value_shared(
+        &self,
+        u: f64,
+        share: u64,
+        dealt: impl FnOnce(u64) -> Option<u64>,
+        v: impl FnOnce() -> f64,
+    ) -> u64 {
         let h = &self.hist;
         let total: u64 = h.bins.iter().map(|b| b.count()).sum();
         if total == 0 {
@@ -372,11 +381,11 @@ impl Dist {
             .filter(|&i| own(i))
             .map(|i| h.bins[i].count())
             .sum();
-        if rare > 0 {
-            let at = (v() * total as f64) as u64;
-            if at < rare {
-                return within(pick(&h.bins, at, own), v);
-            }
+        if rare > 0
+            && let Some(place) = dealt(total)
+            && place < rare
+        {
+            return within(pick(&h.bins, place, own), v);
         }
         let at = (u.clamp(0.0, 1.0) * (total - rare) as f64) as u64;
         within(pick(&h.bins, at, |i| !own(i)), v)

@@ -101,6 +101,26 @@ pub struct Leaf {
     /// what tells one rank's accident from a step every rank goes through
     /// ([`crate::ComputeDraws`]).
     pub(crate) share: u64,
+    /// The rank's place among those `share` ranks (0 before the merge),
+    /// by which the accidents are dealt to one rank and step each.
+    pub(crate) slot: u64,
+    /// Which of the groups of `share` ranks the rank is in, when more
+    /// ranks take this timing than it holds (an extrapolated trace): each
+    /// group is dealt the accidents again, at other steps.
+    pub(crate) round: u64,
+}
+
+/// What [`crate::ComputeDraws`] needs of the leaf of an event: its id (to
+/// count its executions), its structural hash (to start its quantiles) and
+/// the ranks its timing holds with the rank's place among them and the
+/// group of them it is in (to deal one rank's accidents).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeafKey {
+    pub(crate) id: u32,
+    pub(crate) hash: u64,
+    pub(crate) share: u64,
+    pub(crate) slot: u64,
+    pub(crate) round: u64,
 }
 
 impl Leaf {
@@ -150,6 +170,8 @@ impl Leaf {
             timing: Box::new(PathTiming::single(s.compute_ns, s.keep, s.slow_instance())),
             id: 0,
             share: 1,
+            slot: 0,
+            round: 0,
         };
         leaf.push_params(&s.params);
         leaf
@@ -696,9 +718,8 @@ pub struct Expand<'a> {
     params: Vec<i64>,
     broken: bool,
     timing: Option<EventTiming<'a>>,
-    /// The id, structural hash and timing share of the leaf of the event
-    /// last returned.
-    leaf: Option<(u32, u64, u64)>,
+    /// The key of the leaf of the event last returned.
+    leaf: Option<LeafKey>,
 }
 
 impl<'a> Expand<'a> {
@@ -743,7 +764,7 @@ impl<'a> Expand<'a> {
     /// The id, structural hash and timing share ([`Leaf`]'s `share`) of
     /// the leaf of the event last returned (none for an exact event or a
     /// spilled one): what [`crate::ComputeDraws`] counts executions by.
-    pub(crate) fn leaf_key(&self) -> Option<(u32, u64, u64)> {
+    pub(crate) fn leaf_key(&self) -> Option<LeafKey> {
         self.leaf
     }
 
@@ -840,7 +861,13 @@ impl<'a> Expand<'a> {
                         return None;
                     }
                     self.timing = Some(EventTiming::Stats(&l.timing, class));
-                    self.leaf = Some((l.id, l.hash, l.share));
+                    self.leaf = Some(LeafKey {
+                        id: l.id,
+                        hash: l.hash,
+                        share: l.share,
+                        slot: l.slot,
+                        round: l.round,
+                    });
                     return Some(l.shape);
                 }
                 Node::Loop(l) => {

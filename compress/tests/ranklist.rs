@@ -599,6 +599,9 @@ proptest! {
         let top = s.last().copied().unwrap_or(0) + 10;
         for x in 0..top {
             prop_assert_eq!(r.contains(x), s.contains(&x), "rank {}", x);
+            // A member's place is its position in ascending order.
+            let place = s.iter().position(|&m| m == x).map(|i| i as u64);
+            prop_assert_eq!(r.index_of(x), place, "place of rank {}", x);
         }
         check_normal(&r);
         // Unsorted input with duplicates gives the same normal form.
@@ -613,6 +616,9 @@ proptest! {
         prop_assert_eq!(set(&r), expand(start, &dims));
         check_normal(&r);
         prop_assert_eq!(r.len(), expand(start, &dims).len() as u64);
+        for (i, x) in expand(start, &dims).into_iter().enumerate() {
+            prop_assert_eq!(r.index_of(x), Some(i as u64), "place of rank {}", x);
+        }
     }
 
     #[test]

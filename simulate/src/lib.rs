@@ -394,14 +394,17 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         Mode::Classes => true,
         Mode::Auto => 2 * n_classes <= p as usize && !timed_any && file.trace.spilled_events() == 0,
     };
+    // Each rank deals its draws as the rank of its stream does, as it draws.
     let project = |ranks: &[u32]| {
         ranks
             .iter()
             .map(|&r| {
-                file.trace.rank_trace(r).map_err(|e| Error::Project {
-                    rank: r,
-                    why: e.to_string(),
-                })
+                file.trace
+                    .rank_trace_drawing_as(r, seed_of[r as usize])
+                    .map_err(|e| Error::Project {
+                        rank: r,
+                        why: e.to_string(),
+                    })
             })
             .collect::<Result<Vec<_>, _>>()
     };
