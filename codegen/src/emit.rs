@@ -271,34 +271,19 @@ impl<'a> Emitter<'a> {
         if let Some((last, rest)) = e.timing_variants().split_last() {
             for v in rest {
                 let rl = self.tables.ranklist(v.ranks());
-                let t = self.tables.timing(
-                    v.timing(),
-                    (e.timing_share(v.timing(), v.ranks()), v.ranks()),
-                    &shape,
-                    self.seed,
-                );
+                let t = self.tables.timing(v.timing(), v.ranks(), &shape, self.seed);
                 node.push_str(&format!("rs_in[{rl}] ? {t} : "));
             }
             node.push_str(
                 &self
                     .tables
-                    .timing(
-                        last.timing(),
-                        (e.timing_share(last.timing(), last.ranks()), last.ranks()),
-                        &shape,
-                        self.seed,
-                    )
+                    .timing(last.timing(), last.ranks(), &shape, self.seed)
                     .to_string(),
             );
         } else {
             node = self
                 .tables
-                .timing(
-                    e.timing(),
-                    (e.timing_share(e.timing(), e.ranks()), e.ranks()),
-                    &shape,
-                    self.seed,
-                )
+                .timing(e.timing(), e.ranks(), &shape, self.seed)
                 .to_string();
         }
         self.events += 1;

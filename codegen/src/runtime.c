@@ -622,11 +622,8 @@ static MPI_Op rs_user_op = MPI_OP_NULL;
  * SplitMix64 stream. */
 static uint64_t rs_tm_k[3 * RS_NTM];
 /* Per event node, this rank's place among the ranks that compute by its
- * timing, folded into groups of the ranks the timing holds: the place in its
- * group, and which group (more than one where more ranks take the timing
- * than it holds, an extrapolated trace: each group is dealt the accidents
- * again). */
-static uint64_t rs_tm_slot[RS_NTM], rs_tm_round[RS_NTM];
+ * timing. */
+static uint64_t rs_tm_slot[RS_NTM];
 static inline uint64_t rs_mix64(uint64_t x)
 {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -643,9 +640,9 @@ static inline uint64_t rs_gcd(uint64_t a, uint64_t b)
     return a;
 }
 /* The place of execution p among total in the deal of the node and path
- * class whose quantiles start at `start` (the g-th group's at
- * start ^ g * phi): (a * p + b) mod total with a prime to total, a
- * permutation (compress's draws `dealt`); total when p is past the end. */
+ * class whose quantiles start at `start`: (a * p + b) mod total with a prime
+ * to total, a permutation (compress's draws `dealt`); total when p is past
+ * the end. */
 static inline uint64_t rs_dealt(uint64_t start, uint64_t p, uint64_t total)
 {
     if (p >= total)
@@ -690,7 +687,7 @@ static inline int rs_tm_bin(const double *d, double at, double share, int own)
  * places below the count of such samples take them; the other bins are
  * taken at the quantile the ranks share. */
 static inline double rs_draw(const double *d, uint64_t start, uint64_t k, double share,
-                             uint64_t slot, uint64_t round)
+                             uint64_t slot)
 {
     int n = (int)d[0];
     double total = 0, rare = 0;
@@ -703,8 +700,7 @@ static inline double rs_draw(const double *d, uint64_t start, uint64_t k, double
         return 0;
     int b = -1;
     if (rare > 0) {
-        uint64_t at = rs_dealt(start ^ round * 0x9e3779b97f4a7c15ULL, k * (uint64_t)share + slot,
-                               (uint64_t)total);
+        uint64_t at = rs_dealt(start, k * (uint64_t)share + slot, (uint64_t)total);
         if ((double)at < rare)
             b = rs_tm_bin(d, (double)at, share, 1);
     }
@@ -736,7 +732,7 @@ static inline void rs_compute(int node, int cls)
     if (d[0] == 0)
         d = RS_TM + RS_TM_AT[4 * node + 3];
     double drawn = rs_draw(d, RS_TM_Q[3 * node + cls], rs_tm_k[3 * node + cls]++, RS_TM_SHARE[node],
-                           rs_tm_slot[node], rs_tm_round[node]);
+                           rs_tm_slot[node]);
     rs_drawn_ns += drawn;
     rs_draws++;
     double ns = drawn * rs_compute_scale;
@@ -789,9 +785,7 @@ static inline void rs_setup(int argc, char **argv)
         rs_in[i] = (char)rs_rl_has(RS_RL + RS_RL_AT[i], rs_rank);
     for (int i = 0; i < RS_NTM; i++) {
         int64_t place = rs_rl_index(RS_RL + RS_RL_AT[RS_TM_RL[i]], rs_rank);
-        uint64_t at = place < 0 ? 0 : (uint64_t)place, share = (uint64_t)RS_TM_SHARE[i];
-        rs_tm_slot[i] = at % share;
-        rs_tm_round[i] = at / share;
+        rs_tm_slot[i] = place < 0 ? 0 : (uint64_t)place;
     }
     rs_rng_state = (uint64_t)RS_SEED ^ ((uint64_t)rs_rank + 1) * 0x9e3779b97f4a7c15ULL;
     rs_null_comm = MPI_COMM_NULL;

@@ -39,8 +39,8 @@ pub(crate) struct Tables {
     /// Per event node, how many ranks' executions its timing holds.
     tm_share: Vec<u64>,
     /// Per event node, the ranks that compute by its timing (a rank's
-    /// place among them, folded into groups of the share, is where it takes
-    /// the accidents dealt: `rs_tm_slot`).
+    /// place among them is where it takes the accidents dealt:
+    /// `rs_tm_slot`).
     tm_rl: Vec<usize>,
 }
 
@@ -135,21 +135,20 @@ impl Tables {
         at
     }
 
-    /// Records event node `node`'s computation histograms, which `share`
-    /// ranks' executions make up ([`compress::EventNode::timing_share`])
-    /// among the ranks that compute by them (a rank's place among those
-    /// deals the accidents, as in replay's projection), and the starts of
-    /// its quantiles for `seed` (nodes are numbered in the order they are
-    /// recorded here).
+    /// Records event node `node`'s computation histograms, which the
+    /// executions of the ranks in `group` make up (a rank's place among
+    /// them deals the accidents, as in replay's projection), and the starts
+    /// of its quantiles for `seed` (nodes are numbered in the order they
+    /// are recorded here).
     pub(crate) fn timing(
         &mut self,
         t: &PathTiming,
-        (share, ranks): (u64, &RankList),
+        group: &RankList,
         shape: &Shape,
         seed: u64,
     ) -> usize {
-        self.tm_share.push(share);
-        let rl = self.ranklist(ranks);
+        self.tm_share.push(group.len().max(1));
+        let rl = self.ranklist(group);
         self.tm_rl.push(rl);
         for class in [PathClass::First, PathClass::Steady, PathClass::Last] {
             self.tm_q.push(compress::quantile_start(seed, shape, class));

@@ -105,12 +105,7 @@ impl ComputeDraws {
                 *k += 1;
                 let own = &mut self.own;
                 class_dist(pt, class, |d| {
-                    d.value_shared(
-                        u,
-                        key.share,
-                        |total| dealt(s ^ key.round.wrapping_mul(GOLDEN), place?, total),
-                        || own.unit(),
-                    )
+                    d.value_shared(u, key.share, |total| dealt(s, place?, total), || own.unit())
                 })
             }
             _ => 0,
@@ -136,9 +131,7 @@ fn quantile(start: u64, k: u64) -> f64 {
 }
 
 /// The place of execution `p` among `total` in the deal of the event and
-/// path class whose quantiles start at `start` (for the first group of
-/// ranks; the `g`-th group's deal starts at `start ^ g·GOLDEN`, so that
-/// its accidents fall on other steps): `(a·p + b) mod total` with
+/// path class whose quantiles start at `start`: `(a·p + b) mod total` with
 /// `a` prime to `total`, a permutation of `0..total` that the seed chooses,
 /// so that each of the `total` places is one execution's when the ranks
 /// number their executions `p = k·share + slot` (`k`-th execution of the

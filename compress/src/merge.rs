@@ -510,26 +510,6 @@ impl EventNode {
             .find(|v| v.ranks.contains(rank))
             .map_or((&self.timing, &self.ranks), |v| (&v.timing, &v.ranks))
     }
-    /// How many ranks' executions `timing`, the timing of the ranks in
-    /// `group`, holds, as the computation draws count them to tell one
-    /// rank's accident from a step every rank goes through
-    /// ([`crate::ComputeDraws`]): the group's size, or fewer where the
-    /// timing holds fewer samples than the group executes, at the node's
-    /// mean executions per rank. An extrapolated trace keeps the
-    /// histograms of the largest run it was fitted on, so at 65,536 ranks
-    /// a timing holds the samples of the 64 it was measured on, and its
-    /// accidents are those of 64 ranks, dealt again to each further 64 at
-    /// other steps (codegen's benchmarks count them alike).
-    pub fn timing_share(&self, timing: &PathTiming, group: &RankList) -> u64 {
-        let share = group.len().max(1);
-        let execs = self.total_executions() as f64;
-        let ranks = self.ranks.len().max(1) as f64;
-        if execs <= 0.0 {
-            return share;
-        }
-        let held = (timing.total().count() as f64 / (execs / ranks)).round();
-        (held as u64).clamp(1, share)
-    }
     /// Whether the timing variants (if any) are disjoint and cover the
     /// node's ranks, as a file must have them.
     fn variants_cover_ranks(&self) -> bool {
@@ -810,11 +790,11 @@ impl MNode {
                 }
                 let execs = fixed.first().map_or(0, ValueSeq::len);
                 let (timing, group) = e.timing_group(rank);
-                let share = e.timing_share(timing, group);
-                // The place that deals the accidents, folded into groups of
-                // `share`: `like`'s among the ranks of the timing (the same
-                // for every rank of a position class), or among the node's
-                // when `like` computes by another timing group.
+                let share = group.len().max(1);
+                // The place that deals the accidents: `like`'s among the
+                // ranks of the timing (the same for every rank of a position
+                // class), or among the node's, folded into `share`, when
+                // `like` computes by another timing group.
                 let place = group
                     .index_of(like)
                     .or_else(|| e.ranks.index_of(like))
@@ -834,7 +814,6 @@ impl MNode {
                     id: 0,
                     share,
                     slot: place % share,
-                    round: place / share,
                 })));
             }
             MNode::Loop(l) => {

@@ -104,23 +104,18 @@ pub struct Leaf {
     /// The rank's place among those `share` ranks (0 before the merge),
     /// by which the accidents are dealt to one rank and step each.
     pub(crate) slot: u64,
-    /// Which of the groups of `share` ranks the rank is in, when more
-    /// ranks take this timing than it holds (an extrapolated trace): each
-    /// group is dealt the accidents again, at other steps.
-    pub(crate) round: u64,
 }
 
 /// What [`crate::ComputeDraws`] needs of the leaf of an event: its id (to
 /// count its executions), its structural hash (to start its quantiles) and
-/// the ranks its timing holds with the rank's place among them and the
-/// group of them it is in (to deal one rank's accidents).
+/// the ranks its timing holds with the rank's place among them (to deal one
+/// rank's accidents).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LeafKey {
     pub(crate) id: u32,
     pub(crate) hash: u64,
     pub(crate) share: u64,
     pub(crate) slot: u64,
-    pub(crate) round: u64,
 }
 
 impl Leaf {
@@ -171,7 +166,6 @@ impl Leaf {
             id: 0,
             share: 1,
             slot: 0,
-            round: 0,
         };
         leaf.push_params(&s.params);
         leaf
@@ -866,7 +860,6 @@ impl<'a> Expand<'a> {
                         hash: l.hash,
                         share: l.share,
                         slot: l.slot,
-                        round: l.round,
                     });
                     return Some(l.shape);
                 }
