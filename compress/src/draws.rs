@@ -45,8 +45,8 @@
 //! Taken at the shared quantile, one rank's single 60 ms delay among four
 //! ranks' 640 executions would strike every rank at once in a quarter of
 //! the runs; drawn on each rank with its frequency (as until 2026-12-02),
-//! a run had it none to three times, and not at all in a third of the
-//! runs. The neighbours count because a step every rank went through once
+//! a run had it none to four times (ten seeds of the 4-rank halo exchange
+//! with sleeps, rank 1 60 ms late once). The neighbours count because a step every rank went through once
 //! can straddle a bin boundary (8.1 and 8.5 ms on two ranks are two bins of
 //! one sample): without them NPB MG W at 2 ranks was predicted +10 to
 //! +19 % instead of −7 to +7 %.
@@ -255,9 +255,10 @@ mod tests {
     /// (one rank once late, as `latestencil -m sender`): the sample is one
     /// rank's, and dealt to one rank and step, so every run has it exactly
     /// once, on a rank and at a step the seed chooses. Drawn on each rank
-    /// with its frequency (until 2026-12-02) a run had it 0 to 3 times, and
-    /// none at all in (3/4)^4 = 32 % of the runs; taken at the quantile the
-    /// ranks share, every rank would take it at once, in a quarter of them.
+    /// with its frequency (until 2026-12-02) a run had it a Poisson number
+    /// of times, none at all in about e^-1 = 37 % of the runs; taken at the
+    /// quantile the ranks share, every rank would take it at once, in a
+    /// quarter of them.
     #[test]
     fn a_bin_with_fewer_samples_than_ranks_is_dealt_to_one_rank_and_step() {
         let mut d = Dist::default();
