@@ -63,6 +63,11 @@ pub struct Args {
     /// rank.
     #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
     mode: ModeArg,
+    /// Simulate with N seeds from --seed on and report the run whose rank
+    /// 0 takes the median time, with the range over all: how much of the
+    /// prediction is the draws' (computation drawn from histograms).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    seeds: u32,
     /// Print one line per rank (per class in class mode) as well.
     #[arg(long)]
     per_rank: bool,
@@ -118,7 +123,10 @@ pub fn run(args: &Args) -> Result<()> {
     if args.cores == Some(0) {
         bail!("--cores must be at least 1");
     }
-    let pred = simulate::simulate(&file, &p, &opts)
+    if args.seeds == 0 {
+        bail!("--seeds must be at least 1");
+    }
+    let pred = simulate::simulate_seeds(&file, &p, &opts, args.seeds)
         .with_context(|| format!("cannot simulate {}", args.file.display()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&pred)?);

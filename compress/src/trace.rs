@@ -755,9 +755,9 @@ impl<'a> Expand<'a> {
         self.timing
     }
 
-    /// The id, structural hash and timing share ([`Leaf`]'s `share`) of
-    /// the leaf of the event last returned (none for an exact event or a
-    /// spilled one): what [`crate::ComputeDraws`] counts executions by.
+    /// The [`LeafKey`] of the leaf of the event last returned (none for an
+    /// exact event or a spilled one): what [`crate::ComputeDraws`] counts
+    /// executions by and deals accidents with.
     pub(crate) fn leaf_key(&self) -> Option<LeafKey> {
         self.leaf
     }
