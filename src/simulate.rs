@@ -82,6 +82,12 @@ pub struct Args {
 /// `rankscale simulate`.
 pub fn run(args: &Args) -> Result<()> {
     args.emulation.check()?;
+    if args.cores == Some(0) {
+        bail!("--cores must be at least 1");
+    }
+    if args.seeds == 0 {
+        bail!("--seeds must be at least 1");
+    }
     let mut p = match &args.params {
         Some(f) => Params::load(f)?,
         None => {
@@ -120,12 +126,6 @@ pub fn run(args: &Args) -> Result<()> {
             ModeArg::Ranks => simulate::Mode::Ranks,
         },
     };
-    if args.cores == Some(0) {
-        bail!("--cores must be at least 1");
-    }
-    if args.seeds == 0 {
-        bail!("--seeds must be at least 1");
-    }
     let pred = simulate::simulate_seeds(&file, &p, &opts, args.seeds)
         .with_context(|| format!("cannot simulate {}", args.file.display()))?;
     if args.json {

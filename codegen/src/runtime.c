@@ -658,10 +658,7 @@ static inline uint64_t rs_dealt(uint64_t start, uint64_t p, uint64_t total)
 }
 static inline double rs_unit(void)
 {
-    uint64_t z = (rs_rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
+    uint64_t z = rs_mix64(rs_rng_state += 0x9e3779b97f4a7c15ULL);
     return (double)(z >> 11) / 9007199254740992.0;
 }
 /* The bin that holds sample `at` among the rank's own bins (own != 0: those

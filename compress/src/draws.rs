@@ -53,6 +53,7 @@
 
 use crate::codec::{Shape, mix64};
 use crate::rng::SplitMix64;
+use crate::seq::gcd;
 use crate::timing::{Dist, PathTiming};
 use crate::trace::{EventTiming, Expand, PathClass};
 
@@ -154,13 +155,6 @@ fn dealt(start: u64, p: u64, total: u64) -> Option<u64> {
 
 /// What sets the deal's key apart from the quantiles' start.
 const DEAL: u64 = 0xd1b5_4a32_d192_ed03;
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
 
 /// `f` of the computation distribution of `class` in `pt`, or of all
 /// executions' when the class has none.

@@ -783,7 +783,7 @@ fn block_repeats(b: &Block, add: i64, pos: &mut u64, head: &[i64]) -> bool {
     true
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if a == 0 { b } else { gcd(b % a, a) }
 }
 
