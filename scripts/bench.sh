@@ -41,9 +41,11 @@
 #     run time `rankscale simulate` predicts against the application's
 #     untraced run (benches/walltime), and against the traced run's
 #     (stencils and NPB CG, LU, BT, MG, FT at 4 to 64 ranks, Open MPI,
-#     median of 3, `--cores` the machine's; SIM_ACCURACY=0 skips this
-#     table, SIM_BASELINE=PATH adds another rankscale binary's predictions
-#     of the same traces, an A/B of two builds in one sitting); simulation
+#     median of 3, each trace's prediction the median of SIM_SEEDS=3
+#     seeds, `--cores` the machine's; SIM_ACCURACY=0 skips this table,
+#     SIM_ONLY=REGEX runs the rows it matches, SIM_BASELINE=PATH adds
+#     another rankscale binary's predictions of the same traces, an A/B of
+#     two builds in one sitting); simulation
 #     speed rank by rank
 #     and by class (an extrapolated stencil at 4,096 and 1,048,576 ranks);
 #     the what-if sweep of L and G (NPB MG W, 16 ranks) drawn as
@@ -352,8 +354,14 @@ echo "simulate: LogGOPS parameters of this machine (Open MPI, 2 ranks, shared me
 # Open MPI measured L = 32 to 37 ns here, yielding 203 to 228 ns).
 OMPI_MCA_mpi_yield_when_idle=1 "$rs" calibrate -o "$params" -- mpirun.openmpi -n 2 --bind-to none --mca pml ob1 --mca btl self,vader 2>/dev/null
 echo "simulate: predicted against measured run time (rank 0, MPI_Init to MPI_Finalize), Open MPI, mpi_yield_when_idle 1, median of 3;"
+echo "  each trace's prediction the median over ${SIM_SEEDS:-3} seeds (simulate --seeds)"
 echo "  'untraced' is the application alone (benches/walltime), the target; 'traced' its traced run, which the tracer's"
 echo "  cost per call lengthens at many ranks per core; CPU-bound codes with --cores $cores"
+# SIM_SEEDS=N (3): each trace is simulated with N seeds and the run of the
+# median is taken (`simulate --seeds`), so that a few long computations
+# drawn at one seed's places do not decide a row.
+# SIM_ONLY=REGEX: only the rows whose "name ranks" match (for example
+# 'cg\.W|lu' or 'stencil 2D').
 # SIM_BASELINE=PATH: another rankscale binary simulates the same traces
 # too (an A/B of two builds in one sitting: its prediction and its error
 # against the untraced run in two more columns).
@@ -364,8 +372,9 @@ printf '\n'
 sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three untraced and traced runs, alternating, each trace simulated (CORES 0: one per rank)
   local name=$1 np=$2 c=$3 bin=$4
   shift 4
-  local pool=()
-  ((c > 0)) && pool=(--cores "$c")
+  [[ -n ${SIM_ONLY:-} && ! "$name $np" =~ $SIM_ONLY ]] && return 0
+  local pool=(--seeds "${SIM_SEEDS:-3}")
+  ((c > 0)) && pool+=(--cores "$c")
   for r in 1 2 3; do
     local f="$tmp/sim.$r.trace" u
     u=$(cd "$tmp" && OMPI_MCA_mpi_yield_when_idle=1 walltime openmpi "$np" "$bin" "$@") || u=""
@@ -379,10 +388,10 @@ sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three untraced and traced ru
     fi
     local b=0
     if [[ -n ${SIM_BASELINE:-} ]]; then
-      b=$("$SIM_BASELINE" simulate "$f" --params "$params" "${pool[@]}" --json 2>/dev/null | awk '/"rank0_ns"/ { gsub(/,/, ""); print $2 / 1e9 }')
+      b=$("$SIM_BASELINE" simulate "$f" --params "$params" "${pool[@]}" --json 2>/dev/null | awk '/^  "rank0_ns"/ { gsub(/,/, ""); print $2 / 1e9 }')
     fi
     "$rs" simulate "$f" --params "$params" "${pool[@]}" --json 2>/dev/null |
-      awk -v u="$u" -v b="${b:-0}" '/"rank0_ns"/ { gsub(/,/, ""); p = $2 } /"traced_ns"/ { gsub(/,/, ""); t = $2 } /"elapsed_s"/ { gsub(/,/, ""); e = $2 } END { print u, t / 1e9, p / 1e9, e, b }'
+      awk -v u="$u" -v b="${b:-0}" '/^  "rank0_ns"/ { gsub(/,/, ""); p = $2 } /^  "traced_ns"/ { gsub(/,/, ""); t = $2 } /^  "elapsed_s"/ { gsub(/,/, ""); e = $2 } END { print u, t / 1e9, p / 1e9, e, b }'
   done | awk -v name="$name" -v np="$np" -v ab="${SIM_BASELINE:+1}" "$awk_med"'
     { u[NR] = $1; t[NR] = $2; p[NR] = $3; e[NR] = $4; b[NR] = $5 }
     END { n = NR; if (n == 0) { printf "%-22s %6d   (no runs)\n", name, np; exit }
@@ -399,6 +408,7 @@ npb_sim_rows() { # npb_sim_rows BENCH.CLASS.NP...: a sim_row for each NPB progra
       echo "$bcn: NPB not available, skipped"
       continue
     fi
+    [[ -n ${SIM_ONLY:-} && ! "NPB $bcn $np" =~ $SIM_ONLY ]] && continue
     sim_row "NPB $bcn" "$np" "$cores" "$root/target/npb/openmpi/bin/$bcn"
   done
 }
@@ -409,12 +419,17 @@ for np in 4 16 64; do
   RANKSCALE_TIMELINE=1 sim_row "latestencil (sleeps)" "$np" 0 "$root/target/programs/openmpi/latestencil" -i 60 -m sender -r 1 -t 20
 done
 # A core per rank: the machine the LogGOPS model describes, with no
-# operating system sharing cores between ranks.
-sim_row "stencil 2D 2x1" 2 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 2x1 -t mesh -i 400 -k 10 -s weak -n 64
-npb_sim_rows cg.W.2 lu.W.2 mg.W.2 ft.A.2
-sim_row "stencil 2D 2x2" 4 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 2x2 -t mesh -i 400 -k 10 -s weak -n 64
-sim_row "stencil 2D 4x4" 16 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 4x4 -t mesh -i 400 -k 10 -s weak -n 64
-npb_sim_rows cg.W.4 cg.W.16 cg.W.64 lu.W.4 lu.W.16 lu.W.64 bt.W.4 bt.W.16 bt.W.64 mg.W.4 mg.W.16 mg.W.64 ft.A.4 ft.A.16 ft.A.64
+# operating system sharing cores between ranks. CG and MG run class A and
+# the stencil 2,000 iterations: their class W runs and 400 iterations took
+# 0.01 to 0.35 s, and one sitting's scheduling moved them by 15 to 20 %
+# against the next (CG W at 4 ranks untraced 0.122 s one day, 0.177 s the
+# next).
+sim_row "stencil 2D 2x1" 2 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 2x1 -t mesh -i 2000 -k 10 -s weak -n 64
+npb_sim_rows cg.A.2 lu.W.2 mg.A.2 ft.A.2
+sim_row "stencil 2D 2x2" 4 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 2x2 -t mesh -i 2000 -k 10 -s weak -n 64
+sim_row "stencil 2D 4x4" 16 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 4x4 -t mesh -i 2000 -k 10 -s weak -n 64
+sim_row "stencil 2D 8x8" 64 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 8x8 -t mesh -i 2000 -k 10 -s weak -n 64
+npb_sim_rows cg.W.4 cg.W.16 cg.W.64 cg.A.4 cg.A.16 cg.A.64 lu.W.4 lu.W.16 lu.W.64 bt.W.4 bt.W.16 bt.W.64 mg.W.4 mg.W.16 mg.W.64 mg.A.4 mg.A.16 mg.A.64 ft.A.4 ft.A.16 ft.A.64
 fi
 echo "simulate: speed (an extrapolated weak 2D stencil; events simulated per second)"
 for g in 2x2 3x3 4x4 5x5; do
