@@ -489,15 +489,20 @@ awk -v W=640 -v H=400 '
       printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", x0 - 6, y + 4, v
       printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x0, y, x0 + pw, y }
     printf "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">predicted time (ms)</text>\n", y0 + ph / 2, y0 + ph / 2
+    # Curves that coincide (a latency-bound run at high bandwidths) must
+    # stay visible: each is drawn narrower than the one before it, over
+    # it, with its points marked.
     split("#1f77b4 #ff7f0e #2ca02c #d62728", col, " ")
-    c = 0; prev = ""
+    split("7 4.5 2.5 1.5", wid, " ")
+    c = 0; prev = ""; pts = ""
     for (i = 1; i <= NR; i++) {
-      if (g[i] != prev) { if (prev != "") printf "\"/>\n"; c++; prev = g[i]
+      if (g[i] != prev) { if (prev != "") printf "\"/>\n%s", pts; c++; prev = g[i]; pts = ""
         printf "<text x=\"%d\" y=\"%d\" fill=\"%s\">1/G = %s GB/s</text>\n", x0 + pw + 12, y0 + 20 * c, col[c], g[i]
-        printf "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col[c] }
+        printf "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" points=\"", col[c], wid[c] }
       x = x0 + (log(l[i]) - lmin) / (lmax - lmin) * pw; y = y0 + ph - t[i] / ymax * ph
+      pts = pts sprintf("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"/>\n", x, y, wid[c] / 2 + 1.5, col[c])
       printf "%.1f,%.1f ", x, y }
-    printf "\"/>\n</svg>\n" }' "$csv" >docs/img/whatif.svg
+    printf "\"/>\n%s</svg>\n", pts }' "$csv" >docs/img/whatif.svg
 echo "simulate: drew docs/img/whatif.svg"
 fi
 
