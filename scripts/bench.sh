@@ -422,8 +422,8 @@ done
 # operating system sharing cores between ranks. CG and MG run class A and
 # the stencil 2,000 iterations: their class W runs and 400 iterations took
 # 0.01 to 0.35 s, and one sitting's scheduling moved them by 15 to 20 %
-# against the next (CG W at 4 ranks untraced 0.122 s one day, 0.177 s the
-# next).
+# against the next (CG W at 4 ranks, untraced: 0.096 s in one sitting,
+# 0.204 s in another of the same day).
 sim_row "stencil 2D 2x1" 2 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 2x1 -t mesh -i 2000 -k 10 -s weak -n 64
 npb_sim_rows cg.A.2 lu.W.2 mg.A.2 ft.A.2
 sim_row "stencil 2D 2x2" 4 "$cores" "$root/target/programs/openmpi/stencil" -d 2 -p 2x2 -t mesh -i 2000 -k 10 -s weak -n 64
