@@ -373,7 +373,9 @@ sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three untraced and traced ru
   local name=$1 np=$2 c=$3 bin=$4
   shift 4
   [[ -n ${SIM_ONLY:-} && ! "$name $np" =~ $SIM_ONLY ]] && return 0
-  local pool=(--seeds "${SIM_SEEDS:-3}")
+  local pool=()
+  # A baseline built before `--seeds` can still simulate with SIM_SEEDS=1.
+  ((${SIM_SEEDS:-3} > 1)) && pool=(--seeds "${SIM_SEEDS:-3}")
   ((c > 0)) && pool+=(--cores "$c")
   for r in 1 2 3; do
     local f="$tmp/sim.$r.trace" u
@@ -389,6 +391,7 @@ sim_row() { # sim_row NAME NP CORES BINARY ARGS...: three untraced and traced ru
     local b=0
     if [[ -n ${SIM_BASELINE:-} ]]; then
       b=$("$SIM_BASELINE" simulate "$f" --params "$params" "${pool[@]}" --json 2>/dev/null | awk '/^  "rank0_ns"/ { gsub(/,/, ""); print $2 / 1e9 }')
+      [[ -n $b ]] || echo "$name: $SIM_BASELINE simulated nothing (a build without --seeds wants SIM_SEEDS=1)" >&2
     fi
     "$rs" simulate "$f" --params "$params" "${pool[@]}" --json 2>/dev/null |
       awk -v u="$u" -v b="${b:-0}" '/^  "rank0_ns"/ { gsub(/,/, ""); p = $2 } /^  "traced_ns"/ { gsub(/,/, ""); t = $2 } /^  "elapsed_s"/ { gsub(/,/, ""); e = $2 } END { print u, t / 1e9, p / 1e9, e, b }'
@@ -404,11 +407,12 @@ npb_sim_rows() { # npb_sim_rows BENCH.CLASS.NP...: a sim_row for each NPB progra
   local bcn b rest class np
   for bcn in "$@"; do
     b=${bcn%%.*} rest=${bcn#*.} class=${rest%%.*} np=${rest#*.}
+    # sim_row's own SIM_ONLY test, made before the build it would waste.
+    [[ -n ${SIM_ONLY:-} && ! "NPB $bcn $np" =~ $SIM_ONLY ]] && continue
     if ! scripts/npb.sh openmpi "$b" "$class" "$np" >/dev/null 2>&1; then
       echo "$bcn: NPB not available, skipped"
       continue
     fi
-    [[ -n ${SIM_ONLY:-} && ! "NPB $bcn $np" =~ $SIM_ONLY ]] && continue
     sim_row "NPB $bcn" "$np" "$cores" "$root/target/npb/openmpi/bin/$bcn"
   done
 }

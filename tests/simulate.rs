@@ -305,8 +305,10 @@ fn seeds_give_the_median_run_and_the_spread() {
     ];
     let drawn = dir.join("drawn.trace");
     trace_program(imp, 4, "latestencil", &args, &drawn, &[]);
-    let sim = simulated;
-    let v = json(&sim(&drawn, &["--seeds", "5", "--seed", "3", "--json"]));
+    let v = json(&simulated(
+        &drawn,
+        &["--seeds", "5", "--seed", "3", "--json"],
+    ));
     let runs = v["seeds"].as_array().expect("a seeds array");
     let seeds: Vec<u64> = runs.iter().map(|r| r["seed"].as_u64().unwrap()).collect();
     assert_eq!(seeds, [3, 4, 5, 6, 7]);
@@ -319,14 +321,14 @@ fn seeds_give_the_median_run_and_the_spread() {
     assert_eq!(shown, times[2], "the median of {times:?}");
     assert!(times[4] > times[0], "the seeds drew alike: {times:?}");
     let seed = v["seed"].as_u64().unwrap().to_string();
-    let alone = json(&sim(&drawn, &["--seed", &seed, "--json"]));
+    let alone = json(&simulated(&drawn, &["--seed", &seed, "--json"]));
     assert_eq!(
         alone["rank0_ns"].as_f64().unwrap(),
         shown,
         "seed {seed} alone"
     );
     assert!(alone["seeds"].as_array().unwrap().is_empty());
-    let out = sim(&drawn, &["--seeds", "5", "--seed", "3"]);
+    let out = simulated(&drawn, &["--seeds", "5", "--seed", "3"]);
     assert!(
         text(&out.stdout).contains("over 5 seeds (3 to 7): rank 0 from"),
         "{}",
@@ -345,7 +347,7 @@ fn seeds_give_the_median_run_and_the_spread() {
         &timed,
         &[("RANKSCALE_TIMELINE", "1")],
     );
-    let v = json(&sim(&timed, &["--seeds", "5", "--json"]));
+    let v = json(&simulated(&timed, &["--seeds", "5", "--json"]));
     assert_eq!(v["computation"], "recorded (timeline)");
     assert!(v["seeds"].as_array().unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
