@@ -1,12 +1,87 @@
-//! Names the MPI implementation the shim is built for (from the compiler
-//! wrapper mpi-sys also uses, `MPICC`, default `mpicc.mpich`), for its
-//! messages.
+//! Generates the wrappers of every MPI function that is recorded without
+//! detail, from the `mpi.h` of the MPI the shim is built for.
+//!
+//! The MPI compiler wrapper (`MPICC`, the one mpi-sys also uses, default
+//! `mpicc.mpich`) preprocesses `#include <mpi.h>`; every prototype it
+//! declares whose function `compress/mpi-functions.txt` lists in a family
+//! recorded without detail gets a wrapper of the same C signature, which
+//! forwards to `PMPI_*` and records a generic event (`src/ffi/generic.rs`).
+//! Functions with detailed events are hand-written in `src/ffi/c.rs`. The
+//! symbol test (`tests/interception.rs`) holds the result against what
+//! `libmpi` exports. The build also names the implementation for the
+//! shim's messages.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Families whose functions have hand-written, detailed wrappers.
+const DETAILED: &[&str] = &[
+    "InitExit",
+    "BlockingP2p",
+    "NonblockingP2p",
+    "Persistent",
+    "Completion",
+    "Probe",
+    "Collective",
+    "NonblockingCollective",
+    "CommManagement",
+    "Profiling",
+];
+
+/// Listed functions with a hand-written wrapper that does not record:
+/// `MPI_Query_thread` fixes a thread's index on its rank, and replay issues
+/// it on its own threads for that (see `src/ffi/c.rs`).
+const HAND_WRAPPED: &[&str] = &["Query_thread"];
+
+/// Prototypes of MPI-1 functions that MPI 3.0 removed: Open MPI 4.1 still
+/// exports them for old binaries but no longer declares them.
+const REMOVED: &[(&str, &str)] = &[
+    ("MPI_Address", "void *location, MPI_Aint *address"),
+    (
+        "MPI_Errhandler_create",
+        "MPI_Handler_function *function, MPI_Errhandler *errhandler",
+    ),
+    (
+        "MPI_Errhandler_get",
+        "MPI_Comm comm, MPI_Errhandler *errhandler",
+    ),
+    (
+        "MPI_Errhandler_set",
+        "MPI_Comm comm, MPI_Errhandler errhandler",
+    ),
+    ("MPI_Type_extent", "MPI_Datatype datatype, MPI_Aint *extent"),
+    (
+        "MPI_Type_hindexed",
+        "int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype",
+    ),
+    (
+        "MPI_Type_hvector",
+        "int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype",
+    ),
+    (
+        "MPI_Type_lb",
+        "MPI_Datatype datatype, MPI_Aint *displacement",
+    ),
+    (
+        "MPI_Type_struct",
+        "int count, int array_of_blocklengths[], MPI_Aint array_of_displacements[], MPI_Datatype array_of_types[], MPI_Datatype *newtype",
+    ),
+    (
+        "MPI_Type_ub",
+        "MPI_Datatype datatype, MPI_Aint *displacement",
+    ),
+];
 
 fn main() {
     let mpicc = std::env::var("MPICC").unwrap_or_else(|_| "mpicc.mpich".to_string());
     println!("cargo:rerun-if-env-changed=MPICC");
-    let out = std::process::Command::new(&mpicc).arg("-show").output();
-    let show = out
+    println!("cargo:rerun-if-changed=../compress/mpi-functions.txt");
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let show = Command::new(&mpicc)
+        .arg("-show")
+        .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
     let imp = if show.contains("openmpi") {
@@ -15,4 +90,326 @@ fn main() {
         "mpich"
     };
     println!("cargo:rustc-env=RANKSCALE_SHIM_MPI={imp}");
+
+    let src = out_dir.join("mpi_h.c");
+    std::fs::write(&src, "#include <mpi.h>\n").expect("write mpi_h.c");
+    let pre = Command::new(&mpicc)
+        .args(["-E", "-P"])
+        .arg(&src)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {mpicc} to read mpi.h: {e}"));
+    assert!(
+        pre.status.success(),
+        "{mpicc} -E failed on #include <mpi.h>: {}",
+        String::from_utf8_lossy(&pre.stderr)
+    );
+    let header = strip_attributes(&String::from_utf8_lossy(&pre.stdout));
+    let (mut protos, typedefs) = parse(&header);
+    if imp == "openmpi" {
+        for (name, params) in REMOVED {
+            protos
+                .entry((*name).to_string())
+                .or_insert_with(|| ("int".to_string(), (*params).to_string()));
+        }
+    }
+
+    let listed = std::fs::read_to_string("../compress/mpi-functions.txt")
+        .expect("compress/mpi-functions.txt");
+    let mut code = String::new();
+    let mut skipped = Vec::new();
+    for line in listed.lines() {
+        let mut w = line.split_whitespace();
+        let (Some(family), Some(name)) = (w.next(), w.next()) else {
+            continue;
+        };
+        if family.starts_with('#') || DETAILED.contains(&family) || HAND_WRAPPED.contains(&name) {
+            continue;
+        }
+        let c_name = format!("MPI_{name}");
+        let Some((ret, params)) = protos.get(&c_name) else {
+            continue; // not in this implementation (MPI 4 on Open MPI 4.1)
+        };
+        match wrapper(name, ret, params, &typedefs) {
+            Ok(w) => code.push_str(&w),
+            Err(why) => skipped.push(format!("{c_name}: {why}")),
+        }
+    }
+    for s in &skipped {
+        println!("cargo:warning=no generic wrapper for {s}");
+    }
+    std::fs::write(out_dir.join("generic_wrappers.rs"), code).expect("write generic_wrappers.rs");
+}
+
+/// Removes `__attribute__((...))`, `__asm__(...)` and similar annotations,
+/// which carry no part of the C signature that the wrapper needs.
+fn strip_attributes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = ["__attribute__", "__asm__", "__declspec"]
+        .iter()
+        .filter_map(|k| rest.find(k))
+        .min()
+    {
+        out.push_str(&rest[..i]);
+        let after = &rest[i..];
+        let Some(open) = after.find('(') else {
+            rest = "";
+            break;
+        };
+        let mut depth = 0usize;
+        let mut end = after.len();
+        for (j, c) in after[open..].char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + j + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The `MPI_` prototypes (name -> (return type, parameter list)) and the
+/// typedefs (name -> type) of a preprocessed header.
+type Protos = BTreeMap<String, (String, String)>;
+
+fn parse(header: &str) -> (Protos, HashMap<String, String>) {
+    let mut protos = BTreeMap::new();
+    let mut typedefs = HashMap::new();
+    for chunk in header.split([';', '{', '}']) {
+        let c = chunk.split_whitespace().collect::<Vec<_>>().join(" ");
+        if let Some(def) = c.strip_prefix("typedef ") {
+            if !def.contains('(')
+                && let Some(pos) = def.rfind(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+            {
+                typedefs.insert(def[pos + 1..].to_string(), def[..=pos].trim().to_string());
+            }
+            continue;
+        }
+        let c = c.strip_prefix("extern ").unwrap_or(&c);
+        let Some(open) = c.find('(') else { continue };
+        let (head, tail) = (c[..open].trim_end(), &c[open..]);
+        let Some(pos) = head.rfind(|ch: char| !(ch.is_alphanumeric() || ch == '_')) else {
+            continue;
+        };
+        let name = &head[pos + 1..];
+        if !name.starts_with("MPI_") || !tail.ends_with(')') {
+            continue;
+        }
+        let ret = head[..=pos].trim().to_string();
+        let params = tail[1..tail.len() - 1].trim().to_string();
+        if ret.is_empty() || params.contains('(') {
+            continue;
+        }
+        protos.insert(name.to_string(), (ret, params));
+    }
+    (protos, typedefs)
+}
+
+/// What the generic recorder needs to know of a parameter.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// `MPI_Comm` by value.
+    Comm,
+    /// `MPI_Datatype` by value.
+    Datatype,
+    /// An integer by value (a count, possibly).
+    Int,
+    /// `MPI_Request *`, not an array.
+    RequestOut,
+    /// Anything else.
+    Other,
+}
+
+/// The Rust type and kind of one C parameter (without its name).
+fn param(p: &str, typedefs: &HashMap<String, String>) -> Result<(String, Kind), String> {
+    let pointer = p.contains('*') || p.contains('[');
+    let array = p.contains('[');
+    let words: Vec<&str> = p
+        .split(|c: char| c == '*' || c == '[' || c == ']' || c.is_whitespace())
+        .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
+        .filter(|w| !matches!(*w, "const" | "volatile" | "restrict" | "__restrict"))
+        .collect();
+    // The last word is the parameter's name when a type precedes it.
+    let ty_words: &[&str] = match words.as_slice() {
+        [] => return Err(format!("empty parameter in {p:?}")),
+        [only] => std::slice::from_ref(only),
+        [ty @ .., last] if !is_type_word(last, typedefs) => ty,
+        all => all,
+    };
+    let ty = ty_words.join(" ");
+    if pointer {
+        let kind = if ty == "MPI_Request" && !array && p.matches('*').count() == 1 {
+            Kind::RequestOut
+        } else {
+            Kind::Other
+        };
+        return Ok(("*mut c_void".to_string(), kind));
+    }
+    match ty.as_str() {
+        "MPI_Comm" => return Ok(("MPI_Comm".to_string(), Kind::Comm)),
+        "MPI_Datatype" => return Ok(("MPI_Datatype".to_string(), Kind::Datatype)),
+        _ => {}
+    }
+    let rust = scalar(&ty, typedefs, 0)?;
+    let kind = if matches!(rust.as_str(), "c_int" | "i64") {
+        Kind::Int
+    } else {
+        Kind::Other
+    };
+    Ok((rust, kind))
+}
+
+/// Whether a word names a type (a C keyword or a typedef) rather than a
+/// parameter.
+fn is_type_word(w: &str, typedefs: &HashMap<String, String>) -> bool {
+    matches!(
+        w,
+        "int" | "long" | "short" | "char" | "void" | "double" | "float" | "unsigned" | "signed"
+    ) || typedefs.contains_key(w)
+}
+
+/// The Rust type of a C scalar type, following typedefs.
+fn scalar(ty: &str, typedefs: &HashMap<String, String>, depth: u32) -> Result<String, String> {
+    let base = match ty {
+        "int" | "signed int" | "signed" => "c_int",
+        "unsigned" | "unsigned int" => "u32",
+        "long" | "long int" | "long long" | "long long int" | "signed long" => "i64",
+        "unsigned long" | "unsigned long int" | "unsigned long long" => "u64",
+        "double" => "f64",
+        "float" => "f32",
+        _ => {
+            let def = typedefs
+                .get(ty)
+                .ok_or_else(|| format!("unknown type {ty:?}"))?;
+            if depth > 8 {
+                return Err(format!("typedef loop at {ty:?}"));
+            }
+            if def.contains('*') {
+                return Ok("*mut c_void".to_string());
+            }
+            let def = def.strip_prefix("struct ").unwrap_or(def);
+            return scalar(def.trim(), typedefs, depth + 1);
+        }
+    };
+    Ok(base.to_string())
+}
+
+/// The Rust source of one wrapper.
+fn wrapper(
+    name: &str,
+    ret: &str,
+    params: &str,
+    typedefs: &HashMap<String, String>,
+) -> Result<String, String> {
+    let ret_ty = scalar(ret, typedefs, 0)?;
+    let ok = match ret_ty.as_str() {
+        "c_int" => "rc == 0",
+        "i64" => "true",
+        other => return Err(format!("return type {other}")),
+    };
+    let mut args: Vec<(String, Kind)> = Vec::new();
+    if params != "void" {
+        for p in params.split(',') {
+            if p.trim() == "..." {
+                return Err("variadic".into());
+            }
+            args.push(param(p, typedefs)?);
+        }
+    }
+    let names: Vec<String> = (0..args.len()).map(|i| format!("a{i}")).collect();
+    let decl: String = args
+        .iter()
+        .zip(&names)
+        .map(|((t, _), n)| format!("{n}: {t}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let pass = names.join(", ");
+    let comm = args
+        .iter()
+        .position(|(_, k)| *k == Kind::Comm)
+        .map_or("None".to_string(), |i| format!("Some(a{i})"));
+    let bytes = args
+        .windows(2)
+        .position(|w| w[0].1 == Kind::Int && w[1].1 == Kind::Datatype)
+        .map_or("None".to_string(), |i| {
+            let count = if args[i].0 == "i64" {
+                format!("a{i}")
+            } else {
+                format!("i64::from(a{i})")
+            };
+            format!("Some(({count}, a{}))", i + 1)
+        });
+    // `MPI_Cancel`'s request is an argument, not a result.
+    let request = args
+        .iter()
+        .position(|(_, k)| *k == Kind::RequestOut && name != "Cancel")
+        .map_or("std::ptr::null()".to_string(), |i| {
+            format!("a{i} as *const MPI_Request")
+        });
+    let variant: String = name
+        .split('_')
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase())
+                .into_iter()
+                .chain(c)
+                .collect::<String>()
+        })
+        .collect();
+    let persistent = name.ends_with("_init") || name.ends_with("_init_c");
+    let cancel = name == "Cancel";
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"
+unsafe extern "C" {{
+    fn PMPI_{name}({decl}) -> {ret_ty};
+}}
+
+#[doc = "Interposes `MPI_{name}`: forwards to `PMPI_{name}` and records the call without detail."]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_{name}({decl}) -> {ret_ty} {{
+    let ret = return_address!();
+    let Some(s) = Scope::enter(ret) else {{
+        // SAFETY: the application's arguments go unchanged to the library's
+        // own implementation, exactly as without the shim.
+        return unsafe {{ PMPI_{name}({pass}) }};
+    }};
+    {cancelled}
+    // SAFETY: as above.
+    let rc = unsafe {{ PMPI_{name}({pass}) }};
+    let ok = {ok};
+    let call = Call {{
+        op: Op::{variant},
+        ok,
+        comm: {comm},
+        bytes: {bytes},
+        persistent: {persistent},
+        cancelled,
+    }};
+    // SAFETY: the request pointer is null or the application's
+    // `MPI_Request *` argument, which MPI wrote when the call succeeded.
+    unsafe {{ record(s, call, {request}) }};
+    rc
+}}
+"#,
+        cancelled = if cancel {
+            "// SAFETY: `MPI_Cancel`'s argument points to the request it cancels.\n    \
+             let cancelled = unsafe { cancelled_request(s.tracer(), a0 as *const MPI_Request) };"
+        } else {
+            "let cancelled = None;"
+        },
+    );
+    Ok(s)
 }

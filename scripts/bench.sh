@@ -2,7 +2,8 @@
 # Tracer overhead benchmark, one command: `scripts/bench.sh`.
 #
 # For each MPI implementation, in one run:
-#  (`scripts/bench.sh overhead` runs parts 1 and 2 alone)
+#  (`scripts/bench.sh overhead` runs parts 1 and 2 alone; with
+#  SHIM_BASELINE=DIR also both against another build's shim, in pairs)
 #  1. ping-pong of 8-byte messages between 2 ranks, untraced and traced
 #     (default sink, default call-site depth): ns added per intercepted call
 #     = (traced - untraced round trip) / 4, since a round trip is 4 calls:
@@ -78,10 +79,14 @@ export RANKSCALE_TRACE="$tmp/bench.trace"
 runs="${STENCIL_RUNS:-15}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HWLOC_COMPONENTS=-pci,-linuxio
 
-launch_bin() { # launch_bin IMP NP TRACED BINARY ARGS...: TRACED 1 preloads the shim, w the untraced timer (benches/walltime)
+launch_bin() { # launch_bin IMP NP TRACED BINARY ARGS...: TRACED 1 preloads the shim, b the baseline's (SHIM_BASELINE), w the untraced timer (benches/walltime)
   local imp=$1 np=$2 traced=$3 bin=$4
   shift 4
   local shim="$root/target/$imp/release/libpmpi_shim.so" timer="$root/target/programs/$imp/libwalltime.so"
+  if [[ $traced == b ]]; then
+    shim="$SHIM_BASELINE/target/$imp/release/libpmpi_shim.so"
+    traced=1
+  fi
   if [[ $imp == mpich ]]; then
     local env=()
     [[ $traced == 1 ]] && env=(-genv LD_PRELOAD "$shim" -genv RANKSCALE_TRACE "$RANKSCALE_TRACE"
@@ -164,6 +169,29 @@ for imp in mpich openmpi; do
   for ((r = 0; r < runs; r++)); do pair "$r" loop_time "$imp"; done |
     awk '{ print $1 * 1000, $2 * 1000, ($2 - $1) / $1 * 100 }' | pairs_report "$imp"
 done
+
+# SHIM_BASELINE=DIR: a checkout of another commit with both shims built
+# (target/{mpich,openmpi}/release/libpmpi_shim.so); the same ping-pong and
+# stencil traced by its shim and by this one, in alternating pairs, so
+# that a change's cost per call is measured in one sitting.
+if [[ -n ${SHIM_BASELINE:-} ]]; then
+  ab() { # ab CMD IMP X: CMD traced by the baseline shim (X 0) or this one (X 1)
+    local cmd=$1 imp=$2
+    if [[ $3 == 0 ]]; then "$cmd" "$imp" b; else "$cmd" "$imp" 1; fi
+  }
+  echo "A/B against SHIM_BASELINE=$SHIM_BASELINE: ping-pong traced by its shim and by this one; ns per call = difference / 4"
+  printf '%-8s %14s %14s %12s %16s\n' MPI "baseline(ns)" "this(ns)" "ns/call" "quartiles"
+  for imp in mpich openmpi; do
+    for ((r = 0; r < ${PINGPONG_PAIRS:-9}; r++)); do pair "$r" ab pingpong_ns "$imp"; done |
+      awk '{ print $1, $2, ($2 - $1) / 4 }' | pairs_report "$imp"
+  done
+  echo "A/B against SHIM_BASELINE: 2D stencil loop traced by its shim and by this one; difference in % of the baseline"
+  printf '%-8s %14s %14s %12s %16s\n' MPI "baseline(ms)" "this(ms)" "diff(%)" "quartiles(%)"
+  for imp in mpich openmpi; do
+    for ((r = 0; r < runs; r++)); do pair "$r" ab loop_time "$imp"; done |
+      awk '{ print $1 * 1000, $2 * 1000, ($2 - $1) / $1 * 100 }' | pairs_report "$imp"
+  done
+fi
 
 fi # the tracer's overhead
 if [[ $part == all ]]; then

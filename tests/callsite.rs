@@ -115,7 +115,8 @@ fn main_symbol(bin: &std::path::Path) -> String {
         .to_string()
 }
 
-/// Every rank's call sites, in order, and the trace's site labels.
+/// Every rank's call sites of detailed events, in order, and the trace's
+/// site labels.
 fn traced_sites(imp: &str, bin: &std::path::Path, depth: &str) -> (Vec<Vec<u64>>, String) {
     let dir = scratch(&format!("{imp}-rebuild-run"));
     let mut opt = traced_raw(imp, &dir);
@@ -127,7 +128,12 @@ fn traced_sites(imp: &str, bin: &std::path::Path, depth: &str) -> (Vec<Vec<u64>>
     assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
     let sites = raw_logs(&dir, 2)
         .iter()
-        .map(|evs| evs.iter().map(|e| e.site).collect())
+        .map(|evs| {
+            evs.iter()
+                .filter(|e| !e.op.is_generic())
+                .map(|e| e.site)
+                .collect()
+        })
         .collect();
     let show = rankscale(&["show", trace.to_str().unwrap()]);
     assert!(show.status.success(), "{}", text(&show.stderr));

@@ -69,8 +69,8 @@ fn check(imp: &str, run: &Run) -> Result<(u64, u64), String> {
     if RACY.contains(&run.name.as_str()) {
         for rank in 0..run.np as i32 {
             let (a, b) = (
-                racy(&raw_text(&dir.join("orig"), rank)),
-                racy(&raw_text(&raw, rank)),
+                racy(&detailed(&raw_text(&dir.join("orig"), rank))),
+                racy(&detailed(&raw_text(&raw, rank))),
             );
             if a != b {
                 let at = a.iter().zip(&b).position(|(x, y)| x != y);

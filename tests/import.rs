@@ -260,6 +260,8 @@ fn render_pertext(
         let (a, b) = (tl.epoch_ns + s.enter, tl.epoch_ns + s.leave);
         let me = rank as i32;
         let line = match ev.op {
+            // The format has no records of calls without detail.
+            op if op.is_generic() => continue,
             Op::Init | Op::Finalize => continue,
             Op::Pcontrol => format!("DEL{}", ev.value.unwrap()),
             Op::Send | Op::Recv => {
@@ -287,7 +289,8 @@ fn render_pertext(
     out
 }
 
-/// The loop structure of a rank's trace without `Init` and `Finalize`:
+/// The loop structure of a rank's trace without `Init`, `Finalize` and the
+/// calls recorded without detail (which the format has no records of):
 /// loops with their iteration counts, calls with their operation and
 /// executions, in order; what an importer must rebuild from the events
 /// alone.
@@ -300,7 +303,7 @@ fn skeleton(nodes: &[compress::Node], out: &mut Vec<String>) {
             continue;
         }
         let op = n.shape().unwrap().op();
-        if !matches!(op, Op::Init | Op::Finalize) {
+        if !matches!(op, Op::Init | Op::Finalize) && !op.is_generic() {
             out.push(format!("{} x{}", op.name(), n.executions()));
         }
     }
@@ -316,14 +319,17 @@ struct CallStats {
 }
 
 /// The MPI time statistics (count, sum, min, max) of every call of the
-/// merged trace but `Pcontrol`, by its ranks and operation. The merge
+/// merged trace but `Pcontrol` and the calls recorded without detail, by
+/// its ranks and operation. The merge
 /// joins ranks' calls by call site, which the format does not carry, so
 /// only calls that join the same ranks on both sides compare.
 fn mpi_stats(nodes: &[compress::MNode], out: &mut Vec<CallStats>) {
     for n in nodes {
         match n {
             compress::MNode::Loop(l) => mpi_stats(l.body(), out),
-            compress::MNode::Event(e) if e.shape().op() != Op::Pcontrol => {
+            compress::MNode::Event(e)
+                if e.shape().op() != Op::Pcontrol && !e.shape().op().is_generic() =>
+            {
                 let s = *e.timing().total().mpi().stats();
                 let sum = (s.mean() * s.count() as f64).round() as u64;
                 out.push(CallStats {
@@ -394,7 +400,7 @@ fn an_imported_rendering_of_a_traced_run_equals_the_trace() {
         let mut want_spans = Vec::new();
         let tl = traced.timeline(r).unwrap();
         for (mut ev, s) in t.expand().zip(tl.spans().unwrap()) {
-            if matches!(ev.op, Op::Init | Op::Finalize) {
+            if matches!(ev.op, Op::Init | Op::Finalize) || ev.op.is_generic() {
                 continue;
             }
             ev.site = 0;

@@ -294,10 +294,11 @@ fn replay_equals_but(
             })
             .collect()
     };
+    // The real run's calls without detail are passed over by replay.
     for r in 0..n as i32 {
         assert_eq!(
-            no_site(raw_text(&raw, r)),
-            no_site(raw_text(real_raw, r)),
+            no_site(detailed(&raw_text(&raw, r))),
+            no_site(detailed(&raw_text(real_raw, r))),
             "rank {r}: the replay of {} differs from the real run",
             trace.display()
         );

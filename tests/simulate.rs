@@ -101,7 +101,7 @@ fn sends(events: &[compress::Event]) -> u64 {
     for e in events {
         let real = e.send.is_some_and(|s| s.peer.world().is_some());
         match e.op {
-            Op::SendInit | Op::SsendInit if real => {
+            op if real && op.is_persistent_init() && op.is_send() => {
                 templates.extend(e.req);
             }
             op if real && (op.is_send() || matches!(op, Op::Sendrecv | Op::SendrecvReplace)) => {

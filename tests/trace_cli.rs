@@ -74,11 +74,15 @@ fn stencil_trace_size_is_flat_in_ranks_and_iterations() {
         s(&b4),
         s(&b64)
     );
-    // Measured: +9% from 4 to 64 ranks, within 6% from 100 to 10000
-    // iterations. The bounds leave room for timing noise.
+    // Measured: +20% from 4 to 64 ranks (1,836 against 2,235 bytes), within
+    // 6% from 100 to 10000 iterations. Most of the growth is the first call
+    // after MPI_Init (MPI_Comm_rank, recorded without detail), whose
+    // computation is the start-up gap, which differs by rank: its timing
+    // by ranks takes about 300 bytes at 64 ranks. The bounds leave room
+    // for timing noise.
     for (what, big, small) in [("16 vs 4 ranks", &a16, &a4), ("64 vs 4 ranks", &a64, &a4)] {
         assert!(
-            s(big) <= 1.15 * s(small),
+            s(big) <= 1.3 * s(small),
             "{what}: {} vs {} bytes",
             s(big),
             s(small)
@@ -117,11 +121,12 @@ fn stencil_trace_size_is_flat_in_ranks_and_iterations() {
         assert!(extra <= bound, "{np} ranks: reservoirs add {extra} bytes");
     }
     // And the 10000-iteration, 64-rank trace is still exact: spot-check the
-    // event count against the program's formula (Init, 4 Irecv + 4 Isend +
-    // Waitall per iteration, an Allreduce every 10, Reduce, Finalize).
+    // event count against the program's formula (Init, Comm_rank,
+    // Comm_size, Dims_create, 4 Irecv + 4 Isend + Waitall per iteration, an
+    // Allreduce every 10, Reduce, Finalize).
     let json = rankscale(&["show", "--json", &a64.display().to_string()]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(v["events"], 64 * (3 + 10_000 * 9 + 1_000));
+    assert_eq!(v["events"], 64 * (3 + 3 + 10_000 * 9 + 1_000));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -145,8 +150,10 @@ fn show_json_and_stats_describe_a_real_trace() {
 
     let json = rankscale(&["show", "--json", &path]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("valid JSON");
-    // Init, 20 × (4 Irecv, 4 Isend, Waitall), 2 Allreduce, Reduce, Finalize.
-    assert_eq!(v["events"], 9 * (3 + 20 * 9 + 2));
+    // Init, Comm_rank, Comm_size, Dims_create (the three recorded without
+    // detail), 20 × (4 Irecv, 4 Isend, Waitall), 2 Allreduce, Reduce,
+    // Finalize.
+    assert_eq!(v["events"], 9 * (3 + 3 + 20 * 9 + 2));
     assert_eq!(v["ranks"], "<1 0 9 1>");
     assert_eq!(v["meta"]["world_size"], 9);
     assert!(!v["nodes"].as_array().unwrap().is_empty());

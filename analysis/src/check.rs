@@ -1076,6 +1076,9 @@ struct Rank {
     templates: HashMap<ReqId, Template>,
     /// `Mprobe`d messages by handle: their slot.
     probed: HashMap<u64, u64>,
+    /// Requests an `MPI_Cancel` named: completed without a match, they
+    /// were cancelled and take no message.
+    cancelled: HashSet<ReqId>,
     /// The channels this rank's walk used.
     touched: HashSet<ChanKey>,
 }
@@ -1113,6 +1116,7 @@ impl Rank {
             waiting: HashMap::new(),
             templates: HashMap::new(),
             probed: HashMap::new(),
+            cancelled: HashSet::new(),
             touched: HashSet::new(),
         }
     }
@@ -1413,6 +1417,7 @@ impl<'a> Checker<'a> {
             }
             (Family::Persistent, None) => self.persistent(st, i, e),
             (Family::Completion, _) => self.complete(st, e),
+            _ if e.op == Op::Cancel => st.cancelled.extend(e.reqs.iter().copied()),
             (Family::Probe, Some(v)) => self.probe(st, i, e, v),
             (
                 Family::Collective | Family::NonblockingCollective | Family::CommManagement,
@@ -1719,8 +1724,14 @@ impl<'a> Checker<'a> {
                 continue;
             };
             let m = e.matched.iter().find(|m| m.req == Some(*r));
+            let cancelled = st.cancelled.remove(r) && m.is_none();
             let src = m.and_then(|m| self.source(m));
             let Some(s) = st.slot(id) else { continue };
+            if cancelled {
+                s.completed = true;
+                s.dead = true;
+                continue;
+            }
             s.completed = true;
             s.src = s.src.or(src);
             s.tag = s.tag.or(m.map(|m| m.tag));
@@ -2360,6 +2371,7 @@ impl<'a> Checker<'a> {
                 notes.push(format!("{count} {text}"));
             }
         }
+        notes.extend(self.file.trace.generic_note());
         notes
     }
 }

@@ -322,6 +322,8 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
                         | Op::Irecv
                         | Op::SendInit
                         | Op::SsendInit
+                        | Op::BsendInit
+                        | Op::RsendInit
                         | Op::RecvInit
                 ) =>
             {
@@ -354,7 +356,7 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
                     post: i,
                     probe: None,
                 };
-                if matches!(e.op, Op::SendInit | Op::SsendInit | Op::RecvInit) {
+                if e.op.is_persistent_init() {
                     persistent.insert(req, p);
                 } else {
                     active.insert(req, p);

@@ -137,6 +137,8 @@ pub fn write_token(e: &Event, out: &mut String) {
         Op::Irsend => p2p("irS", e.send),
         Op::SendInit => p2p("pS", e.send),
         Op::SsendInit => p2p("psS", e.send),
+        Op::BsendInit => p2p("pbS", e.send),
+        Op::RsendInit => p2p("prS", e.send),
         Op::Recv => p2p("R", e.recv),
         Op::Irecv => p2p("iR", e.recv),
         Op::RecvInit => p2p("pR", e.recv),

@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use compress::{Family, TraceFile};
+use compress::TraceFile;
 
 use crate::timed::{self, Clock, RankEvents};
 
@@ -139,7 +139,7 @@ pub fn write(file: &TraceFile, opts: &Options, out: &mut impl Write) -> Result<E
                 micros(start),
                 micros(dur),
                 ev.op.name(),
-                category(ev.op.family()),
+                ev.op.family().slug(),
                 json_str(&line),
                 json_str(site)
             )?;
@@ -153,22 +153,6 @@ pub fn write(file: &TraceFile, opts: &Options, out: &mut impl Write) -> Result<E
 /// Nanoseconds as the format's microseconds, to the nanosecond.
 fn micros(ns: f64) -> String {
     format!("{:.3}", ns.max(0.0) / 1e3)
-}
-
-/// The slice category of a call family, which the UI can filter by.
-fn category(f: Family) -> &'static str {
-    match f {
-        Family::InitExit => "init",
-        Family::BlockingP2p => "p2p",
-        Family::NonblockingP2p => "p2p-nonblocking",
-        Family::Persistent => "p2p-persistent",
-        Family::Completion => "completion",
-        Family::Probe => "probe",
-        Family::Collective => "collective",
-        Family::NonblockingCollective => "collective-nonblocking",
-        Family::CommManagement => "communicator",
-        Family::Profiling => "profiling",
-    }
 }
 
 /// `s` as a JSON string literal.

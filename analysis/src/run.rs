@@ -321,6 +321,8 @@ impl Run {
             let mut path: Vec<(u32, u64)> = Vec::new();
             let mut ex = t.expand();
             let mut pos = 0usize;
+            // Time of skipped calls, added to the next event's computation.
+            let mut carried = 0u64;
             while let Some(ev) = ex.next() {
                 let at = pos;
                 pos += 1;
@@ -336,9 +338,24 @@ impl Run {
                     cut = true;
                     continue;
                 }
+                // Calls recorded without detail (queries, datatypes, ...)
+                // are not communication: the analysis sees them as part
+                // of the computation around them, as before they were
+                // recorded.
+                if ev.op.is_generic() {
+                    carried = carried
+                        .saturating_add(ev.time.compute_ns)
+                        .saturating_add(ev.time.dur_ns);
+                    continue;
+                }
                 if matches!(ev.op, Op::Init | Op::InitThread | Op::Finalize | Op::Abort) {
                     continue;
                 }
+                let mut ev = ev;
+                ev.time.compute_ns = ev
+                    .time
+                    .compute_ns
+                    .saturating_add(std::mem::take(&mut carried));
                 path.clear();
                 path.extend(ex.context_path());
                 if cut || (!delimited && path != prev) || in_ctx >= MAX_CONTEXT {

@@ -349,7 +349,7 @@ impl<'a> Emitter<'a> {
                 ));
             }
             op if op.family() == Family::Completion
-                || matches!(op, Op::Start | Op::Startall | Op::RequestFree) =>
+                || matches!(op, Op::Start | Op::Startall | Op::RequestFree | Op::Cancel) =>
             {
                 let which = match op {
                     Op::Wait => "RS_WAIT",
@@ -362,6 +362,7 @@ impl<'a> Emitter<'a> {
                     Op::Testsome => "RS_TESTSOME",
                     Op::Start => "RS_START",
                     Op::Startall => "RS_STARTALL",
+                    Op::Cancel => "RS_CANCEL",
                     _ => "RS_FREE",
                 };
                 let n = self.list(e, REQS, 0);
@@ -412,7 +413,12 @@ impl<'a> Emitter<'a> {
                         self.line(&format!("const int64_t mid = {id};"));
                         ("rs_taken_msg(mid)", "rs_msg_fit(mid, r_n, r_t)")
                     }
-                    None => ("&rs_no_proc_msg", "r_n"),
+                    // MPI_Mrecv sets the handle to MPI_MESSAGE_NULL: set
+                    // again for every call.
+                    None => (
+                        "(rs_no_proc_msg = MPI_MESSAGE_NO_PROC, &rs_no_proc_msg)",
+                        "r_n",
+                    ),
                 };
                 self.line(&format!("const int m_n = {fit};"));
                 if op == Op::Imrecv {
@@ -432,6 +438,13 @@ impl<'a> Emitter<'a> {
             Op::CommFree => {
                 let c = self.need(e, "comm")?;
                 self.line(&format!("MPI_Comm_free(rs_newcomm({c}));"));
+            }
+            // Recorded without detail: the benchmark cannot issue it (a
+            // request it made is MPI_REQUEST_NULL to the completion calls).
+            op if op.is_generic() => {
+                self.line(&format!(
+                    "/* MPI_{name}: recorded without detail, not issued */"
+                ));
             }
             _ => {
                 return Err(Error::Unsupported {
@@ -455,7 +468,7 @@ impl<'a> Emitter<'a> {
         } else {
             ("r", shape.recv_type())
         };
-        self.buffered |= matches!(op, Op::Bsend | Op::Ibsend);
+        self.buffered |= matches!(op, Op::Bsend | Op::Ibsend | Op::BsendInit);
         self.comm(e, true)?;
         let x = self.side(e, p, ty)?;
         self.endpoint(e, p)?;

@@ -413,7 +413,7 @@ static inline void rs_settle(size_t s)
 }
 
 enum { RS_WAIT, RS_WAITALL, RS_WAITANY, RS_WAITSOME, RS_TEST, RS_TESTALL, RS_TESTANY, RS_TESTSOME,
-       RS_START, RS_STARTALL, RS_FREE };
+       RS_START, RS_STARTALL, RS_FREE, RS_CANCEL };
 
 /* A completion (or start, or free) call on the requests with these ids. */
 static MPI_Request *rs_rqarr;
@@ -451,6 +451,10 @@ static inline void rs_requests(int op, const int64_t *ids, int64_t n)
     case RS_TESTANY: MPI_Testany(k, a, &idx, &flag, MPI_STATUS_IGNORE); break;
     case RS_TESTSOME: MPI_Testsome(k, a, &outc, rs_idx, rs_statuses_ignore); break;
     case RS_START: MPI_Start(&a[0]); break;
+    case RS_CANCEL:
+        if (a[0] != MPI_REQUEST_NULL)
+            MPI_Cancel(&a[0]);
+        break;
     case RS_STARTALL: MPI_Startall(k, a); break;
     case RS_FREE:
         MPI_Request_free(&a[0]);

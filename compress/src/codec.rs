@@ -152,7 +152,10 @@ impl Shape {
             | (u64::from(self.stype.0) << 24)
             | (u64::from(self.rtype.0) << 32)
             | (u64::from(self.flags) << 40)
-            | (u64::from(self.redop) << 56);
+            | (u64::from(self.redop) << 56)
+            // Codes past 255 (the listed functions) keep their high bits
+            // apart from the reduction operation's.
+            | ((self.op as u64) >> 8 << 62);
         mix64(self.site ^ mix64(packed))
     }
 
@@ -789,7 +792,7 @@ pub(crate) mod tests {
                     e.value = Some(17);
                 }
                 Send | Ssend | Bsend | Rsend => e.send = Some(p2p(rank_peer(6, 6), Tag::Value(3))),
-                Isend | Issend | Ibsend | Irsend | SendInit | SsendInit => {
+                Isend | Issend | Ibsend | Irsend | SendInit | SsendInit | BsendInit | RsendInit => {
                     e.comm = CommId(3);
                     e.send = Some(p2p(rank_peer(1, 0), Tag::Value(9)));
                     e.req = Some(ReqId(41));
@@ -943,6 +946,15 @@ pub(crate) mod tests {
                     e.create = Some(Box::new(c));
                 }
                 CommFree => e.comm = CommId(2),
+                // Calls recorded without detail: a communicator where the
+                // function has one, bytes, and a created request.
+                _ => {
+                    if op.has_comm() {
+                        e.comm = CommId(3);
+                    }
+                    e.value = Some(4096);
+                    e.req = op.name().ends_with("_init").then_some(ReqId(44));
+                }
             }
             out.push(e);
         }

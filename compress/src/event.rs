@@ -42,7 +42,11 @@ macro_rules! ops {
     };
 }
 
-ops! {
+// The hand-written groups, then the functions of `mpi-functions.txt` (see
+// build.rs): one list of operation codes, appended to only.
+include!(concat!(env!("OUT_DIR"), "/listed_ops.rs"));
+
+with_listed_ops! {
     InitExit { Init = "Init", InitThread = "Init_thread", Finalize = "Finalize", Abort = "Abort" }
     BlockingP2p {
         Send = "Send", Ssend = "Ssend", Bsend = "Bsend", Rsend = "Rsend", Recv = "Recv",
@@ -113,16 +117,121 @@ pub enum Family {
     /// its profiler. Its level marks a context boundary for the analysis
     /// (and imported traces' context delimiters become one).
     Profiling,
+    // The families below are recorded without detail (see
+    // [`Family::is_generic`]): the event names the function, its
+    // communicator where it has one, the bytes of its first buffer, the
+    // request it created and its time. Issues that give a family its
+    // detailed event move its functions to a detailed family.
+    /// Point-to-point calls of MPI 4 (`Isendrecv`, `Isendrecv_replace`).
+    GenericP2p,
+    /// Request queries and cancellation (`Cancel`, `Test_cancelled`,
+    /// `Request_get_status`, generalized requests).
+    Request,
+    /// Communicator constructors whose lineage is not recorded yet
+    /// (intercommunicators, `Comm_idup`, `Comm_create_group`, ...).
+    CommConstruct,
+    /// Communicator, topology and attribute queries and settings
+    /// (`Comm_rank`, `Cart_shift`, `Comm_set_attr`, ...).
+    CommQuery,
+    /// Group constructors and queries.
+    Group,
+    /// Datatype constructors and queries, packing, reduction operations.
+    Datatype,
+    /// Neighbourhood collectives, blocking, nonblocking and persistent.
+    Neighborhood,
+    /// Persistent collectives (`Barrier_init`, `Allreduce_init`, ...).
+    PersistentCollective,
+    /// Partitioned point-to-point (`Psend_init`, `Pready`, ...).
+    Partitioned,
+    /// One-sided communication: windows, puts, gets, accumulates,
+    /// synchronisation.
+    OneSided,
+    /// MPI-IO.
+    Io,
+    /// Dynamic processes: spawn, ports, connect and accept.
+    DynamicProcess,
+    /// MPI 4 sessions.
+    Session,
+    /// The environment: initialisation queries, errors and error handlers,
+    /// info objects, memory, the buffer of buffered sends.
+    Environment,
+    /// The large-count (`_c`) forms of MPI 4.
+    LargeCount,
+}
+
+impl Family {
+    /// A short lower-case name: the timeline export's slice category and
+    /// the coverage table's row.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Family::InitExit => "init",
+            Family::BlockingP2p => "p2p",
+            Family::NonblockingP2p => "p2p-nonblocking",
+            Family::Persistent => "p2p-persistent",
+            Family::Completion => "completion",
+            Family::Probe => "probe",
+            Family::Collective => "collective",
+            Family::NonblockingCollective => "collective-nonblocking",
+            Family::CommManagement => "communicator",
+            Family::Profiling => "profiling",
+            Family::GenericP2p => "p2p-mpi4",
+            Family::Request => "request",
+            Family::CommConstruct => "communicator-other",
+            Family::CommQuery => "communicator-query",
+            Family::Group => "group",
+            Family::Datatype => "datatype",
+            Family::Neighborhood => "neighborhood",
+            Family::PersistentCollective => "collective-persistent",
+            Family::Partitioned => "partitioned",
+            Family::OneSided => "one-sided",
+            Family::Io => "io",
+            Family::DynamicProcess => "dynamic-process",
+            Family::Session => "session",
+            Family::Environment => "environment",
+            Family::LargeCount => "large-count",
+        }
+    }
+
+    /// Whether the family's calls are recorded without detail: the event
+    /// names the function, its communicator (when it has one), the bytes
+    /// of its first count and datatype in [`Event::value`], the request it
+    /// created and its time, and nothing else. Such calls are counted and
+    /// shown by every tool, so that no call is dropped in silence, but
+    /// replay, simulation and code generation cannot reproduce them.
+    pub fn is_generic(self) -> bool {
+        !matches!(
+            self,
+            Family::InitExit
+                | Family::BlockingP2p
+                | Family::NonblockingP2p
+                | Family::Persistent
+                | Family::Completion
+                | Family::Probe
+                | Family::Collective
+                | Family::NonblockingCollective
+                | Family::CommManagement
+                | Family::Profiling
+        )
+    }
 }
 
 impl Op {
     /// Whether the call names a communicator (everything but init/exit,
     /// completion calls, Start, Startall and Request_free).
     pub fn has_comm(self) -> bool {
+        if self.is_generic() {
+            return listed_has_comm(self);
+        }
         !matches!(
             self.family(),
             Family::InitExit | Family::Completion | Family::Profiling
         ) && !matches!(self, Op::Start | Op::Startall | Op::RequestFree)
+    }
+
+    /// Whether the call is recorded without detail (see
+    /// [`Family::is_generic`]).
+    pub fn is_generic(self) -> bool {
+        self.family().is_generic()
     }
 
     /// Whether the call can block waiting for another rank: blocking
@@ -158,6 +267,17 @@ impl Op {
                 | Op::Irsend
                 | Op::SendInit
                 | Op::SsendInit
+                | Op::BsendInit
+                | Op::RsendInit
+        )
+    }
+
+    /// Whether the call makes a persistent point-to-point request
+    /// (`Send_init` in any mode, or `Recv_init`).
+    pub fn is_persistent_init(self) -> bool {
+        matches!(
+            self,
+            Op::SendInit | Op::SsendInit | Op::BsendInit | Op::RsendInit | Op::RecvInit
         )
     }
 
@@ -480,7 +600,9 @@ pub struct Event {
     /// Communicator construction details.
     pub create: Option<Box<CommCreate>>,
     /// Free-form integer argument: Init_thread (required, provided) packed as
-    /// `required * 16 + provided`, Abort error code.
+    /// `required * 16 + provided`, Abort error code, and for calls recorded
+    /// without detail ([`Family::is_generic`]) the bytes of their first
+    /// count and datatype.
     pub value: Option<i64>,
     /// Timing, never part of the raw log.
     pub time: Timing,

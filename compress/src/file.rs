@@ -58,8 +58,12 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// unverified ([`Meta::unverified`]), version 5 the trace's
 /// [`Meta::origin`], version 6 the ranks recovered from a job that did not
 /// finish ([`Meta::partial`]), version 7 the timing of events whose ranks
-/// compute differently ([`crate::EventNode::timing_variants`]).
-pub const VERSION: u32 = 7;
+/// compute differently ([`crate::EventNode::timing_variants`]), version 8
+/// the operations after `Pcontrol` (`compress/mpi-functions.txt`: the
+/// persistent buffered and ready sends and every call recorded without
+/// detail) under the same layout, so that a reader of version 7 refuses
+/// such a file by its version instead of failing on an operation code.
+pub const VERSION: u32 = 8;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;

@@ -46,7 +46,7 @@
 //! back exactly the events that rank recorded, whatever order the ranks were
 //! merged in.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -1094,6 +1094,58 @@ impl MergedTrace {
             .iter()
             .map(|s| s.events)
             .fold(0, u64::saturating_add)
+    }
+
+    /// Calls per operation, all ranks together, counted from the loop
+    /// structure without expanding it (events spilled out of a rank's
+    /// queue, kept verbatim, are not included: see
+    /// [`MergedTrace::spilled_events`]).
+    pub fn calls_by_op(&self) -> BTreeMap<crate::Op, u64> {
+        fn walk(n: &MNode, out: &mut BTreeMap<crate::Op, u64>) {
+            match n {
+                MNode::Event(e) => {
+                    let c = out.entry(e.shape().op()).or_default();
+                    *c = c.saturating_add(e.total_executions());
+                }
+                MNode::Loop(l) => l.body.iter().for_each(|n| walk(n, out)),
+            }
+        }
+        let mut out = BTreeMap::new();
+        self.nodes.iter().for_each(|n| walk(n, &mut out));
+        out
+    }
+
+    /// The calls recorded without detail ([`crate::Family::is_generic`]),
+    /// per function, and one line that says so, or `None` when the trace
+    /// has none: `show`, `stats`, `check` and replay print it, so that a
+    /// call the tools cannot reproduce is never passed over in silence.
+    pub fn generic_note(&self) -> Option<String> {
+        let generic: Vec<(crate::Op, u64)> = self
+            .calls_by_op()
+            .into_iter()
+            .filter(|(op, n)| op.is_generic() && *n > 0)
+            .collect();
+        if generic.is_empty() {
+            return None;
+        }
+        let total = generic.iter().map(|g| g.1).fold(0, u64::saturating_add);
+        let mut by_count = generic.clone();
+        by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let list: Vec<String> = by_count
+            .iter()
+            .take(12)
+            .map(|(op, n)| format!("{} {n}", op.name()))
+            .collect();
+        let more = if by_count.len() > 12 {
+            format!(", and {} more functions", by_count.len() - 12)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "{total} calls of {} MPI functions recorded without detail (name, communicator, bytes, request, time; replay, simulate and codegen pass over them): {}{more}",
+            generic.len(),
+            list.join(", ")
+        ))
     }
 
     /// Events of all ranks together (spilled ones included).

@@ -123,9 +123,11 @@ impl Snippet {
 
 /// Whether a call outside the snippet is kept: collectives (Wu and Mueller 2012) and,
 /// for the same reason, the calls every rank makes together (Init,
-/// Finalize, communicator constructors, Pcontrol).
+/// Finalize, communicator constructors, Pcontrol); and the calls recorded
+/// without detail, which name no peer that could fail to extrapolate.
 fn passes(op: Op) -> bool {
     op.is_collective()
+        || op.is_generic()
         || matches!(
             op.family(),
             Family::InitExit | Family::CommManagement | Family::Profiling

@@ -201,8 +201,8 @@ fn main() -> ExitCode {
     let (mut me, mut size) = (0, 0);
     // SAFETY: out-parameters of the world communicator's rank and size.
     unsafe {
-        MPI_Comm_rank(RSMPI_COMM_WORLD, &mut me);
-        MPI_Comm_size(RSMPI_COMM_WORLD, &mut size);
+        PMPI_Comm_rank(RSMPI_COMM_WORLD, &mut me);
+        PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size);
     }
     if size < 2 {
         eprintln!("replay-calibrate: error: needs 2 ranks (mpirun -n 2), has {size}");

@@ -659,7 +659,7 @@ impl SendCounter {
             Some((comm, t.peer.world()?, t.tag.value()?))
         };
         let chans: Vec<Chan> = match e.op {
-            Op::SendInit | Op::SsendInit => {
+            Op::SendInit | Op::SsendInit | Op::BsendInit | Op::RsendInit => {
                 if let (Some(id), Some(c)) = (e.req, chan(e)) {
                     self.persistent.insert(id, c);
                 }

@@ -255,8 +255,9 @@ fn ranges(v: &[u32]) -> String {
 }
 
 /// Writes the warning that a trace lost events while it was taken (its
-/// queue was full and the spill failed), if it did: `show` and `stats` both
-/// say so before anything else about the events.
+/// queue was full and the spill failed), if it did, and the note of the
+/// calls recorded without detail: `show` and `stats` both say so before
+/// anything else about the events.
 pub(crate) fn write_lost(t: &compress::MergedTrace, out: &mut impl Write) -> Result<(), Error> {
     if t.lost_events() > 0 {
         writeln!(
@@ -264,6 +265,9 @@ pub(crate) fn write_lost(t: &compress::MergedTrace, out: &mut impl Write) -> Res
             "warning: {} events were lost while tracing",
             t.lost_events()
         )?;
+    }
+    if let Some(note) = t.generic_note() {
+        writeln!(out, "note: {note}")?;
     }
     Ok(())
 }
@@ -513,6 +517,13 @@ pub fn to_json(file: &TraceFile) -> Value {
         "ranks": file.trace.ranks().to_string(),
         "events": file.trace.total_events(),
         "lost_events": file.trace.lost_events(),
+        "generic_calls": file
+            .trace
+            .calls_by_op()
+            .into_iter()
+            .filter(|(op, _)| op.is_generic())
+            .map(|(op, n)| (op.name().to_string(), n))
+            .collect::<std::collections::BTreeMap<_, _>>(),
         "nodes": file.trace.nodes().iter().map(|n| node_json(n, &labels)).collect::<Vec<_>>(),
     })
 }

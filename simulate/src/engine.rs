@@ -904,6 +904,9 @@ impl<'a> Engine<'a> {
         };
         let comm = ev.comm.0;
         match ev.op.family() {
+            // Calls recorded without detail (Family::is_generic) are local
+            // calls of no modelled cost; the command line says how many
+            // the trace holds.
             Family::InitExit | Family::Profiling => {}
             Family::BlockingP2p => {
                 if let Some(s) = ev.send
@@ -933,7 +936,7 @@ impl<'a> Engine<'a> {
                 cur.floor += cost;
             }
             Family::Persistent => match ev.op {
-                Op::SendInit | Op::SsendInit | Op::RecvInit => {
+                Op::SendInit | Op::SsendInit | Op::BsendInit | Op::RsendInit | Op::RecvInit => {
                     if let Some(req) = ev.req {
                         let send = ev.op.is_send();
                         let side = if send { ev.send } else { ev.recv };
@@ -1012,6 +1015,10 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
+            // Calls recorded without detail (Family::is_generic): local
+            // calls of no modelled cost; the command line says how many
+            // the trace holds.
+            _ => {}
         }
         self.ranks[r as usize].current = Some(cur);
     }

@@ -336,7 +336,7 @@ pub fn requests_are_consistent(events: &[Event]) -> Result<(), String> {
             }
         }
         if let Some(r) = e.req {
-            let persistent = matches!(e.op, Op::SendInit | Op::SsendInit | Op::RecvInit);
+            let persistent = e.op.is_persistent_init();
             if live.insert(r.0, persistent).is_some() {
                 return Err(format!("line {line}: request id {} reused", r.0));
             }
@@ -366,6 +366,71 @@ pub fn expansion(file: &compress::TraceFile, rank: u32) -> Vec<String> {
     let lines: Vec<String> = ex.by_ref().map(|e| compress::raw::event_line(&e)).collect();
     assert!(!ex.is_broken(), "rank {rank}'s expansion broke");
     lines
+}
+
+/// A raw log without its calls recorded without detail
+/// ([`compress::Family::is_generic`]), as replay issues it: replay passes
+/// over those calls and leaves the requests they made out of the completion
+/// calls (its own housekeeping calls go through PMPI and are not
+/// recorded). The other requests are numbered again in creation order,
+/// since a passed-over call took an id in the application's run.
+pub fn detailed(text: &str) -> String {
+    let generic = |l: &str| {
+        l.split(' ')
+            .next()
+            .and_then(Op::from_name)
+            .is_some_and(|op| op.is_generic())
+    };
+    // Ids the passed-over calls took; every other id moves down by the
+    // number of those below it (whatever order threads recorded in).
+    let mut passed: Vec<u64> = text
+        .lines()
+        .filter(|l| generic(l))
+        .filter_map(|l| {
+            l.split(' ')
+                .find_map(|f| f.strip_prefix("req=")?.parse().ok())
+        })
+        .collect();
+    passed.sort_unstable();
+    let renumber = |id: u64| -> Option<u64> {
+        match passed.binary_search(&id) {
+            Ok(_) => None,
+            Err(below) => Some(id - below as u64),
+        }
+    };
+    let ids = |v: &str| -> Vec<String> {
+        v.split(',')
+            .filter_map(|r| renumber(r.parse().ok()?).map(|n| n.to_string()))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for l in text.lines().filter(|l| !generic(l)) {
+        let mut fields = Vec::new();
+        for f in l.split(' ') {
+            let (key, v) = f.split_once('=').unwrap_or((f, ""));
+            let list = match key {
+                "req" | "reqs" | "done" => ids(v),
+                "match" => v
+                    .split(',')
+                    .filter_map(|m| match m.split_once(':') {
+                        Some((r, rest)) if r != "-" => {
+                            Some(format!("{}:{rest}", renumber(r.parse().ok()?)?))
+                        }
+                        _ => Some(m.to_string()),
+                    })
+                    .collect(),
+                _ => {
+                    fields.push(f.to_string());
+                    continue;
+                }
+            };
+            if !list.is_empty() {
+                fields.push(format!("{key}={}", list.join(",")));
+            }
+        }
+        out.push(fields.join(" "));
+    }
+    out.join("\n")
 }
 
 /// A raw log without the fields named in `ignored`. When `flag=` is
@@ -422,8 +487,8 @@ pub fn by_thread(text: &str) -> String {
 /// beyond the fields in `ignored` (threads compared each in its order).
 pub fn first_raw_difference(a: &Path, b: &Path, np: usize, ignored: &[&str]) -> Option<String> {
     (0..np as i32).find_map(|rank| {
-        let x = by_thread(&without(&raw_text(a, rank), ignored));
-        let y = by_thread(&without(&raw_text(b, rank), ignored));
+        let x = by_thread(&without(&detailed(&raw_text(a, rank)), ignored));
+        let y = by_thread(&without(&detailed(&raw_text(b, rank)), ignored));
         (x != y).then(|| {
             let first = x.lines().zip(y.lines()).position(|(p, q)| p != q);
             let line = first.and_then(|i| Some((x.lines().nth(i)?, y.lines().nth(i)?)));

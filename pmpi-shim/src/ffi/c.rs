@@ -110,14 +110,30 @@ fn zero_status() -> MPI_Status {
     unsafe { std::mem::zeroed() }
 }
 
-/// The matched source (as a world rank) and tag of a completed receive.
-pub(crate) fn matched(info: &CommInfo, st: &MPI_Status, req: Option<ReqId>) -> Matched {
+/// The matched source (as a world rank) and tag of a completed receive or
+/// a probe; `None` when nothing was matched: the operation's source was
+/// `MPI_PROC_NULL` (its status says so, whatever tag was posted).
+pub(crate) fn matched(info: &CommInfo, st: &MPI_Status, req: Option<ReqId>) -> Option<Matched> {
     let src = st.MPI_SOURCE;
-    Matched {
-        req,
-        source: if src < 0 { -1 } else { info.world(src) },
-        tag: st.MPI_TAG,
+    if src == consts().proc_null || src < 0 {
+        return None;
     }
+    Some(Matched {
+        req,
+        source: info.world(src),
+        tag: st.MPI_TAG,
+    })
+}
+
+/// Whether a request's completion status says it was cancelled. Only a
+/// request's status can say so: a probe's or a blocking receive's leaves
+/// the field as the caller's memory had it.
+fn was_cancelled(st: &MPI_Status) -> bool {
+    let mut cancelled: c_int = 0;
+    // SAFETY: `st` is the status MPI filled when it completed a request;
+    // MPI_Test_cancelled only reads it.
+    unsafe { PMPI_Test_cancelled(st, &mut cancelled) };
+    cancelled != 0
 }
 
 /// Registers the request a call created. `request` is what MPI wrote, or
@@ -174,8 +190,9 @@ pub(crate) fn completion(
         retired.push(keys[i]);
         if info.wildcard
             && let Some(st) = status_of(k)
+            && !was_cancelled(&st)
         {
-            ev.matched.push(matched(&info.comm, &st, Some(info.id)));
+            ev.matched.extend(matched(&info.comm, &st, Some(info.id)));
         }
     }
     t.retire_reqs(&retired, false);
@@ -392,7 +409,7 @@ pub(crate) fn fill_recv(
     ev.comm = ci.id;
     ev.recv = Some(xfer(&ci, source, tag, count, datatype));
     if let Some(st) = status {
-        ev.matched.push(matched(&ci, st, None));
+        ev.matched.extend(matched(&ci, st, None));
     }
 }
 
@@ -416,7 +433,7 @@ pub(crate) fn fill_sendrecv(
     ev.send = Some(xfer(&ci, dest, sendtag, sendcount, sendtype));
     ev.recv = Some(xfer(&ci, source, recvtag, recvcount, recvtype));
     if let Some(st) = status {
-        ev.matched.push(matched(&ci, st, None));
+        ev.matched.extend(matched(&ci, st, None));
     }
 }
 
@@ -477,6 +494,8 @@ nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, Op::Ibsend, false);
 nonblocking_send!(MPI_Irsend, PMPI_Irsend, Op::Irsend, false);
 nonblocking_send!(MPI_Send_init, PMPI_Send_init, Op::SendInit, true);
 nonblocking_send!(MPI_Ssend_init, PMPI_Ssend_init, Op::SsendInit, true);
+nonblocking_send!(MPI_Bsend_init, PMPI_Bsend_init, Op::BsendInit, true);
+nonblocking_send!(MPI_Rsend_init, PMPI_Rsend_init, Op::RsendInit, true);
 
 macro_rules! nonblocking_recv {
     ($name:ident, $pmpi:ident, $op:expr, $persistent:expr) => {
@@ -496,7 +515,10 @@ entry!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: MPI_Datat
     let wild = is_wildcard(source, tag);
     let mut local = zero_status();
     let st = status_for(status, wild, &mut local);
-    let rc = if s.tracer().config.yield_wait {
+    // From MPI_PROC_NULL the blocking call returns at once; through
+    // Irecv and Test, MPICH would leave the status without the
+    // MPI_PROC_NULL source and MPI_ANY_TAG the application must see.
+    let rc = if s.tracer().config.yield_wait && source != consts().proc_null {
         let mut r = null_req();
         let rc = PMPI_Irecv(buf, count, datatype, source, tag, comm_h, &mut r);
         if rc == 0 { wait_yield(s.tracer(), &mut r, st) } else { rc }
@@ -513,7 +535,8 @@ entry!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_int, s
     let wild = is_wildcard(source, recvtag);
     let mut local = zero_status();
     let st = status_for(status, wild, &mut local);
-    let rc = if s.tracer().config.yield_wait {
+    // As in MPI_Recv: a receive from MPI_PROC_NULL keeps its status.
+    let rc = if s.tracer().config.yield_wait && source != consts().proc_null {
         let mut r = [null_req(), null_req()];
         let mut sts = [zero_status(), zero_status()];
         let mut rc = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm_h, &mut r[0]);
@@ -791,7 +814,7 @@ pub(crate) fn fill_probe(
     ev.comm = ci.id;
     ev.recv = Some(probe_xfer(&ci, source, tag, found));
     if let Some(st) = found {
-        ev.matched.push(matched(&ci, st, None));
+        ev.matched.extend(matched(&ci, st, None));
     }
     ci
 }

@@ -897,6 +897,20 @@ nonblocking!(
     Op::SsendInit,
     true
 );
+nonblocking!(
+    bsend_init,
+    "MPI_BSEND_INIT",
+    fill_isend,
+    Op::BsendInit,
+    true
+);
+nonblocking!(
+    rsend_init,
+    "MPI_RSEND_INIT",
+    fill_isend,
+    Op::RsendInit,
+    true
+);
 nonblocking!(recv_init, "MPI_RECV_INIT", fill_irecv, Op::RecvInit, true);
 
 fortran!(

@@ -4,6 +4,7 @@
 
 pub(crate) mod c;
 pub(crate) mod fortran;
+pub(crate) mod generic;
 pub(crate) mod merge;
 pub(crate) mod signals;
 pub(crate) mod sys;
@@ -304,7 +305,8 @@ pub(crate) fn coll(count: c_int, dt: MPI_Datatype) -> Transfer {
 /// outcome must be recorded.
 pub(crate) fn is_wildcard(source: c_int, tag: c_int) -> bool {
     let c = consts();
-    source == c.any_source || tag == c.any_tag
+    // A receive from MPI_PROC_NULL matches nothing, whatever its tag.
+    source != c.proc_null && (source == c.any_source || tag == c.any_tag)
 }
 
 /// Copies `n` ints from a C array; empty for a null pointer or a negative n.

@@ -132,7 +132,7 @@ impl Replayer<'_> {
                         // SAFETY: `keep_op` has the signature of an
                         // MPI_User_function and touches nothing; `op` is a
                         // valid out-parameter.
-                        let rc = unsafe { MPI_Op_create(Some(keep_op), 1, &mut op) };
+                        let rc = unsafe { PMPI_Op_create(Some(keep_op), 1, &mut op) };
                         check(rc, "MPI_Op_create")?;
                         self.user_op = Some(op);
                         op
@@ -148,7 +148,7 @@ impl Replayer<'_> {
         let c = self.comm(e.comm)?;
         let mut size: c_int = 0;
         // SAFETY: `c` is a live communicator of this replay.
-        check(unsafe { MPI_Comm_size(c, &mut size) }, "MPI_Comm_size")?;
+        check(unsafe { PMPI_Comm_size(c, &mut size) }, "MPI_Comm_size")?;
         let np = usize::try_from(size).unwrap_or(0);
         let root = e.root.unwrap_or(0);
         // SAFETY: reading the value of MPI_IN_PLACE.

@@ -115,20 +115,21 @@ impl Replayer<'_> {
                 let local = world_to_local(parent, &cr.members)?;
                 let mut pg = group_null();
                 // SAFETY: `parent` is live; `pg` is a valid out-parameter.
-                check(unsafe { MPI_Comm_group(parent, &mut pg) }, "MPI_Comm_group")?;
+                let rc = unsafe { PMPI_Comm_group(parent, &mut pg) };
+                check(rc, "MPI_Comm_group")?;
                 let mut g = group_null();
                 // SAFETY: `pg` is the group just made; `local` holds
                 // `local.len()` ranks of it; `g` is a valid out-parameter.
                 let rc =
-                    unsafe { MPI_Group_incl(pg, local.len() as c_int, local.as_ptr(), &mut g) };
+                    unsafe { PMPI_Group_incl(pg, local.len() as c_int, local.as_ptr(), &mut g) };
                 // SAFETY: `pg` is this replay's and no longer used.
-                unsafe { MPI_Group_free(&mut pg) };
+                unsafe { PMPI_Group_free(&mut pg) };
                 check(rc, "MPI_Group_incl")?;
                 // SAFETY: `g` is a group of `parent`'s processes; `new` is a
                 // valid out-parameter.
                 let rc = unsafe { MPI_Comm_create(parent, g, &mut new) };
                 // SAFETY: `g` is this replay's and no longer used.
-                unsafe { MPI_Group_free(&mut g) };
+                unsafe { PMPI_Group_free(&mut g) };
                 rc
             }
             // SAFETY: `parent` is live; `dims` has the `dims.len()` entries
@@ -214,15 +215,15 @@ pub(super) fn world_to_local(comm: MPI_Comm, world: &[c_int]) -> Result<Vec<c_in
     let (mut wg, mut cg) = (group_null(), group_null());
     // SAFETY: the world communicator is valid after MPI_Init; `wg` is a
     // valid out-parameter.
-    let rc = unsafe { MPI_Comm_group(RSMPI_COMM_WORLD, &mut wg) };
+    let rc = unsafe { PMPI_Comm_group(RSMPI_COMM_WORLD, &mut wg) };
     check(rc, "MPI_Comm_group")?;
     // SAFETY: `comm` is a live communicator; `cg` is a valid out-parameter.
-    let rc = unsafe { MPI_Comm_group(comm, &mut cg) };
+    let rc = unsafe { PMPI_Comm_group(comm, &mut cg) };
     let rc = if rc == 0 {
         // SAFETY: both groups were just made; `world` and `local` have
         // `world.len()` entries.
         let rc = unsafe {
-            MPI_Group_translate_ranks(
+            PMPI_Group_translate_ranks(
                 wg,
                 world.len() as c_int,
                 world.as_ptr(),
@@ -231,13 +232,13 @@ pub(super) fn world_to_local(comm: MPI_Comm, world: &[c_int]) -> Result<Vec<c_in
             )
         };
         // SAFETY: `cg` is this function's and no longer used.
-        unsafe { MPI_Group_free(&mut cg) };
+        unsafe { PMPI_Group_free(&mut cg) };
         rc
     } else {
         rc
     };
     // SAFETY: `wg` is this function's and no longer used.
-    unsafe { MPI_Group_free(&mut wg) };
+    unsafe { PMPI_Group_free(&mut wg) };
     check(rc, "MPI_Group_translate_ranks")?;
     Ok(local)
 }

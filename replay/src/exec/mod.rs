@@ -20,7 +20,7 @@ mod report;
 mod requests;
 mod threads;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -78,6 +78,11 @@ fn validated(file: &TraceFile, rank: c_int) -> bool {
         )
     };
     if rc == 0 && all == 1 {
+        if rank == 0
+            && let Some(note) = file.trace.generic_note()
+        {
+            replay::say(&format!("replay: note: {note}"));
+        }
         return true;
     }
     if rank == 0 {
@@ -104,7 +109,7 @@ fn predefined(t: &Transfer) -> Option<MPI_Datatype> {
     }
     let mut size: c_int = 0;
     // SAFETY: `ty` is a predefined datatype; MPI_Type_size writes `size`.
-    let rc = unsafe { MPI_Type_size(ty, &mut size) };
+    let rc = unsafe { PMPI_Type_size(ty, &mut size) };
     (rc == 0 && i64::from(size) == t.dsize).then_some(ty)
 }
 
@@ -117,7 +122,7 @@ pub(super) fn span(ty: MPI_Datatype, dsize: i64) -> i64 {
     let (mut lb, mut extent): (MPI_Aint, MPI_Aint) = (0, 0);
     // SAFETY: `ty` is a predefined datatype or one this replay committed;
     // `lb` and `extent` are valid out-parameters.
-    let rc = unsafe { MPI_Type_get_extent(ty, &mut lb, &mut extent) };
+    let rc = unsafe { PMPI_Type_get_extent(ty, &mut lb, &mut extent) };
     // MPI_Aint is `long` (i64) in MPICH's bindings and `isize` in Open
     // MPI's: the conversion is a no-op on one of them.
     #[allow(clippy::useless_conversion)]
@@ -212,6 +217,9 @@ struct Replayer<'o> {
     /// The derived datatypes among `types`, freed at the end.
     owned_types: Vec<MPI_Datatype>,
     reqs: HashMap<u64, Req>,
+    /// Requests of calls recorded without detail, which replay does not
+    /// issue: completion calls leave them out.
+    passed: HashSet<u64>,
     /// Matched messages of Mprobe/Improbe by the trace's message id.
     msgs: HashMap<u64, MPI_Message>,
     /// Messages that an Improbe matched in the replay but not in the
@@ -290,6 +298,7 @@ impl<'o> Replayer<'o> {
             types: HashMap::new(),
             owned_types: Vec::new(),
             reqs: HashMap::new(),
+            passed: HashSet::new(),
             msgs: HashMap::new(),
             stray: Vec::new(),
             pattern,
@@ -308,7 +317,7 @@ impl<'o> Replayer<'o> {
         for mut t in self.owned_types.drain(..) {
             // SAFETY: freeing a datatype this replayer created; no request
             // uses it any more.
-            unsafe { MPI_Type_free(&mut t) };
+            unsafe { PMPI_Type_free(&mut t) };
         }
     }
 
@@ -387,11 +396,11 @@ impl<'o> Replayer<'o> {
             let mut t = unsafe { RSMPI_DATATYPE_NULL };
             check(
                 // SAFETY: `t` is a valid out-parameter; `byte` a predefined type.
-                unsafe { MPI_Type_contiguous(n, byte, &mut t) },
+                unsafe { PMPI_Type_contiguous(n, byte, &mut t) },
                 "MPI_Type_contiguous",
             )?;
             // SAFETY: `t` was just created.
-            check(unsafe { MPI_Type_commit(&mut t) }, "MPI_Type_commit")?;
+            check(unsafe { PMPI_Type_commit(&mut t) }, "MPI_Type_commit")?;
             self.owned_types.push(t);
             t
         };
@@ -488,9 +497,8 @@ impl<'o> Replayer<'o> {
             Op::Recv => self.recv(e),
             Op::Sendrecv => self.sendrecv(e),
             Op::SendrecvReplace => self.sendrecv_replace(e),
-            Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend | Op::SendInit | Op::SsendInit => {
-                self.isend(e)
-            }
+            // The other sends: nonblocking and persistent, in any mode.
+            op if op.is_send() => self.isend(e),
             Op::Irecv | Op::RecvInit => self.irecv(e),
             Op::Start | Op::Startall => self.start(e),
             Op::RequestFree => self.request_free(e),
@@ -509,6 +517,16 @@ impl<'o> Replayer<'o> {
             | Op::DistGraphCreateAdjacent
             | Op::DistGraphCreate
             | Op::CommFree => self.comm_op(e).map(|()| 0.0),
+            Op::Cancel => self.cancel(e),
+            // Recorded without detail: passed over (the note at the start
+            // lists them); a request it made is left out of the completion
+            // calls that name it.
+            op if op.is_generic() => {
+                if let Some(r) = e.req {
+                    self.passed.insert(r.0);
+                }
+                Ok(0.0)
+            }
             op => bail!("{} is not replayed yet", op.name()),
         }
     }
@@ -591,9 +609,9 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     check(rc, "MPI_Init")?;
     let (mut rank, mut size) = (0, 0);
     // SAFETY: MPI is initialised; `rank` is a valid out-parameter.
-    unsafe { MPI_Comm_rank(RSMPI_COMM_WORLD, &mut rank) };
+    unsafe { PMPI_Comm_rank(RSMPI_COMM_WORLD, &mut rank) };
     // SAFETY: MPI is initialised; `size` is a valid out-parameter.
-    unsafe { MPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
+    unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
     let want = trace.ranks().len();
     if u64::try_from(size).unwrap_or(0) != want {
         if rank == 0 {

@@ -198,6 +198,11 @@ impl Replayer<'_> {
             }
             Op::Irsend => MPI_Irsend,
             Op::SendInit => MPI_Send_init,
+            Op::BsendInit => {
+                self.attach_bsend()?;
+                MPI_Bsend_init
+            }
+            Op::RsendInit => MPI_Rsend_init,
             _ => MPI_Ssend_init,
         };
         // SAFETY: `b` holds `n` elements of `ty`; it moves into the request
@@ -206,7 +211,7 @@ impl Replayer<'_> {
         // table.
         let rc = unsafe { f(b.as_ptr().cast(), n, ty, p, tag, c, &mut h) };
         check(rc, e.op.name())?;
-        let persistent = matches!(e.op, Op::SendInit | Op::SsendInit);
+        let persistent = e.op.is_persistent_init();
         self.new_req(
             e.req,
             h,
@@ -390,7 +395,7 @@ impl Replayer<'_> {
             let b: &'static mut [u8] = Box::leak(vec![0u8; BSEND_BYTES].into_boxed_slice());
             check(
                 // SAFETY: the buffer is never freed and nothing else uses it.
-                unsafe { MPI_Buffer_attach(b.as_mut_ptr().cast(), BSEND_BYTES as c_int) },
+                unsafe { PMPI_Buffer_attach(b.as_mut_ptr().cast(), BSEND_BYTES as c_int) },
                 "MPI_Buffer_attach",
             )?;
             *attached = true;

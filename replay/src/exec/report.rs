@@ -154,7 +154,7 @@ pub(super) fn gather_sites(
         .collect();
     let mut size: c_int = 0;
     // SAFETY: world is valid after MPI_Init.
-    unsafe { MPI_Comm_size(world, &mut size) };
+    unsafe { PMPI_Comm_size(world, &mut size) };
     let all = crate::tokens::gather(&flat, world, size as usize, rank)?.concat();
     if rank != 0 {
         return Ok(Vec::new());
