@@ -230,8 +230,12 @@ impl Op {
 
     /// Whether the call is recorded without detail (see
     /// [`Family::is_generic`]).
+    #[inline]
     pub fn is_generic(self) -> bool {
-        self.family().is_generic()
+        // Every call the tracer records asks this (through
+        // [`Op::has_comm`]): the hand-written operations, the common ones,
+        // answer without the family table.
+        self as u16 > Op::Pcontrol as u16 && self.family().is_generic()
     }
 
     /// Whether the call can block waiting for another rank: blocking
