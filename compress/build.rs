@@ -5,32 +5,24 @@
 
 use std::fmt::Write as _;
 
+// `DETAILED` is for the shim's generator and the consistency test.
+#[allow(dead_code)]
+#[path = "listed.rs"]
+mod listed;
+
+use listed::{parse, variant};
+
 fn main() {
     println!("cargo:rerun-if-changed=mpi-functions.txt");
+    println!("cargo:rerun-if-changed=listed.rs");
     let text = std::fs::read_to_string("mpi-functions.txt").expect("compress/mpi-functions.txt");
+    let lines = parse(&text);
     // Groups of consecutive lines of one family, in file order.
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    let mut with_comm = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let mut words = line.split_whitespace();
-        let (Some(family), Some(name)) = (words.next(), words.next()) else {
-            panic!(
-                "mpi-functions.txt line {}: expected FAMILY NAME [comm]",
-                n + 1
-            );
-        };
-        match words.next() {
-            None => {}
-            Some("comm") => with_comm.push(name.to_string()),
-            Some(w) => panic!("mpi-functions.txt line {}: unknown flag {w:?}", n + 1),
-        }
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for l in &lines {
         match groups.last_mut() {
-            Some((f, names)) if f == family => names.push(name.to_string()),
-            _ => groups.push((family.to_string(), vec![name.to_string()])),
+            Some((f, names)) if *f == l.family => names.push(l.name),
+            _ => groups.push((l.family, vec![l.name])),
         }
     }
     let mut out = String::from(
@@ -46,9 +38,10 @@ fn main() {
         out.push_str(" }\n");
     }
     out.push_str("        }\n    };\n}\n\n");
-    let arms: Vec<String> = with_comm
+    let arms: Vec<String> = lines
         .iter()
-        .map(|n| format!("Op::{}", variant(n)))
+        .filter(|l| l.comm)
+        .map(|l| format!("Op::{}", variant(l.name)))
         .collect();
     let _ = write!(
         out,
@@ -63,16 +56,4 @@ fn main() {
     let path =
         std::path::Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("listed_ops.rs");
     std::fs::write(path, out).expect("write listed_ops.rs");
-}
-
-/// `File_open` -> `FileOpen`, `Type_create_f90_real` -> `TypeCreateF90Real`.
-fn variant(name: &str) -> String {
-    name.split('_')
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            let mut c = w.chars();
-            let first = c.next().map(|f| f.to_ascii_uppercase());
-            first.into_iter().chain(c).collect::<String>()
-        })
-        .collect()
 }

@@ -11,24 +11,18 @@
 //! `libmpi` exports. The build also names the implementation for the
 //! shim's messages.
 
+// `Listed::comm` is for the operation codes; the wrappers find the
+// communicator argument in the prototype itself.
+#[allow(dead_code)]
+#[path = "../compress/listed.rs"]
+mod listed;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Families whose functions have hand-written, detailed wrappers.
-const DETAILED: &[&str] = &[
-    "InitExit",
-    "BlockingP2p",
-    "NonblockingP2p",
-    "Persistent",
-    "Completion",
-    "Probe",
-    "Collective",
-    "NonblockingCollective",
-    "CommManagement",
-    "Profiling",
-];
+use listed::{DETAILED, variant};
 
 /// Listed functions with a hand-written wrapper that does not record:
 /// `MPI_Query_thread` fixes a thread's index on its rank, and replay issues
@@ -78,6 +72,7 @@ fn main() {
     let mpicc = std::env::var("MPICC").unwrap_or_else(|_| "mpicc.mpich".to_string());
     println!("cargo:rerun-if-env-changed=MPICC");
     println!("cargo:rerun-if-changed=../compress/mpi-functions.txt");
+    println!("cargo:rerun-if-changed=../compress/listed.rs");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let show = Command::new(&mpicc)
         .arg("-show")
@@ -104,7 +99,7 @@ fn main() {
         String::from_utf8_lossy(&pre.stderr)
     );
     let header = strip_attributes(&String::from_utf8_lossy(&pre.stdout));
-    let (mut protos, typedefs) = parse(&header);
+    let (mut protos, typedefs) = parse_header(&header);
     if imp == "openmpi" {
         for (name, params) in REMOVED {
             protos
@@ -117,12 +112,9 @@ fn main() {
         .expect("compress/mpi-functions.txt");
     let mut code = String::new();
     let mut skipped = Vec::new();
-    for line in listed.lines() {
-        let mut w = line.split_whitespace();
-        let (Some(family), Some(name)) = (w.next(), w.next()) else {
-            continue;
-        };
-        if family.starts_with('#') || DETAILED.contains(&family) || HAND_WRAPPED.contains(&name) {
+    for l in listed::parse(&listed) {
+        let name = l.name;
+        if DETAILED.contains(&l.family) || HAND_WRAPPED.contains(&name) {
             continue;
         }
         let c_name = format!("MPI_{name}");
@@ -181,7 +173,7 @@ fn strip_attributes(s: &str) -> String {
 /// typedefs (name -> type) of a preprocessed header.
 type Protos = BTreeMap<String, (String, String)>;
 
-fn parse(header: &str) -> (Protos, HashMap<String, String>) {
+fn parse_header(header: &str) -> (Protos, HashMap<String, String>) {
     let mut protos = BTreeMap::new();
     let mut typedefs = HashMap::new();
     for chunk in header.split([';', '{', '}']) {
@@ -355,18 +347,7 @@ fn wrapper(
         .map_or("std::ptr::null()".to_string(), |i| {
             format!("a{i} as *const MPI_Request")
         });
-    let variant: String = name
-        .split('_')
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            let mut c = w.chars();
-            c.next()
-                .map(|f| f.to_ascii_uppercase())
-                .into_iter()
-                .chain(c)
-                .collect::<String>()
-        })
-        .collect();
+    let variant = variant(name);
     let persistent = name.ends_with("_init") || name.ends_with("_init_c");
     let cancel = name == "Cancel";
     let mut s = String::new();

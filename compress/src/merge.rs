@@ -1142,7 +1142,7 @@ impl MergedTrace {
             String::new()
         };
         Some(format!(
-            "{total} calls of {} MPI functions recorded without detail (name, communicator, bytes, request, time; replay, simulate and codegen pass over them): {}{more}",
+            "{total} calls of {} MPI functions recorded without detail (name, communicator, bytes, request, time; replay, simulate and codegen do not issue them, MPI_Cancel aside): {}{more}",
             generic.len(),
             list.join(", ")
         ))
