@@ -239,6 +239,11 @@ pub struct Report {
     pub events: usize,
     /// Whether the trace has a timeline.
     pub timeline: bool,
+    /// The run's length on the timeline after the clock correction: from
+    /// the first call's entry to the last call's return on any rank, ns (0
+    /// without a timeline). The critical path and each rank's waiting fit
+    /// in it, so a reader can judge them against it.
+    pub run_ns: i64,
     /// Matched messages.
     pub messages: usize,
     /// Collective operations (each counted once for all members).
@@ -475,6 +480,7 @@ pub fn analyze_with_data(
         ranks: run.ranks.len(),
         events: run.events(),
         timeline: run.timed,
+        run_ns: run_length(&run),
         messages: m.messages.len(),
         collectives: m.collectives.len(),
         unmatched: (m.unmatched_sends, m.unmatched_recvs),
@@ -495,6 +501,29 @@ pub fn analyze_with_data(
         notes,
     };
     Ok((report, data))
+}
+
+/// From the first entry to the last return of any rank, ns (0 without a
+/// timeline).
+fn run_length(run: &Run) -> i64 {
+    if !run.timed {
+        return 0;
+    }
+    let first = run
+        .ranks
+        .iter()
+        .filter_map(|r| r.spans.first())
+        .map(|s| s.0)
+        .min();
+    let last = run
+        .ranks
+        .iter()
+        .flat_map(|r| r.spans.iter().map(|s| s.1))
+        .max();
+    match (first, last) {
+        (Some(a), Some(b)) => (b - a).max(0),
+        _ => 0,
+    }
 }
 
 fn duration(i: &crate::patterns::Instance) -> Option<i64> {

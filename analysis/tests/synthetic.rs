@@ -685,3 +685,72 @@ fn delay_costs_and_critical_path_of_seed_002_figure_10() {
     assert_eq!(d.path_profile[0].ns, 6000);
     assert!(!d.path_profile[0].region.mpi);
 }
+
+/// The published SMG2000 traces' records (issue 40): each `Recv` and
+/// `Send` runs from its nonblocking post to its completion in the
+/// `Waitall`, so the records of one exchange overlap on a rank. Two ranks
+/// exchange two messages each way, 2,000 times, 100 µs apart; in true time
+/// both post their receives at T and T+0.2 µs and their sends at T+3 and
+/// T+3.1 µs, and each receive completes 0.5 µs after its send was posted.
+/// Rank 1's clock reads 30 µs early, so each of its receives seems to end
+/// 29.5 µs before its send began. The correction must shift rank 1 by
+/// 29.5 µs and no more (taken one record after the other, the overlapping
+/// records had been serialised: 36 ms of drift on a similar run), and
+/// leave no violation.
+#[test]
+fn overlapping_records_of_nonblocking_exchanges_shift_by_the_skew() {
+    let skew = 30_000;
+    let (mut r0, mut r1) = (Vec::new(), Vec::new());
+    for i in 0..2000u64 {
+        let t = 100_000 + i * 100_000;
+        for (me, out, c) in [(0, &mut r0, 0), (1, &mut r1, skew)] {
+            let peer = 1 - me;
+            out.push((
+                recv(Op::Recv, me, rank(peer), Tag::Value(1), 8),
+                t - c,
+                t + 3_500 - c,
+            ));
+            out.push((
+                recv(Op::Recv, me, rank(peer), Tag::Value(2), 8),
+                t + 200 - c,
+                t + 3_600 - c,
+            ));
+            out.push((send(Op::Send, me, peer, 1, 8), t + 3_000 - c, t + 4_000 - c));
+            out.push((send(Op::Send, me, peer, 2, 8), t + 3_100 - c, t + 4_200 - c));
+        }
+    }
+    let f = file(vec![r0, r1]);
+    let (_, rep) = corrected(&f, ClcOptions::default().gamma);
+    assert_eq!(rep.checked, 8000, "{rep:?}");
+    assert_eq!(rep.violations, 4000, "{rep:?}");
+    assert_eq!(rep.remaining, 0, "{rep:?}");
+    assert!(
+        (rep.max_shift_ns - 29_500).abs() <= 1_000,
+        "shifted by {} ns: {rep:?}",
+        rep.max_shift_ns
+    );
+}
+
+/// Two receive records that overlap on rank 0, as the published traces
+/// record an `Irecv`, `Irecv`, `Waitall`: posted at 0 and 100 ns, both
+/// complete at 10 µs; ranks 1 and 2 begin their sends at 8 and 9 µs.
+/// Rank 0 waited in one call, its `Waitall`, from its last post (100) to
+/// the later send (9,000): one Late Sender of 8,900 ns. Taken one record
+/// at a time it waited 8,000 + 8,900 ns in a span of 10 µs.
+#[test]
+fn overlapping_receive_records_wait_once_from_their_last_post() {
+    let r0 = vec![
+        (recv(Op::Recv, 0, rank(1), Tag::Value(0), 8), 0, 10_000),
+        (recv(Op::Recv, 0, rank(2), Tag::Value(0), 8), 100, 10_000),
+    ];
+    let r1 = vec![(send(Op::Send, 1, 0, 0, 8), 8_000, 8_100)];
+    let r2 = vec![(send(Op::Send, 2, 0, 0, 8), 9_000, 9_100)];
+    let run = Run::from_file(&file(vec![r0, r1, r2]), &mut |_, _| {}).unwrap();
+    let m = match_run(&run);
+    let ws = wait_states(&run, &m);
+    let got: Vec<(Metric, u32, u32, i64, i64)> = ws
+        .iter()
+        .map(|w| (w.metric, w.waiter, w.culprit, w.from, w.ns))
+        .collect();
+    assert_eq!(got, vec![(Metric::LateSender, 0, 2, 100, 8_900)], "{ws:?}");
+}

@@ -37,11 +37,15 @@ pub fn text(
     use std::fmt::Write as _;
     let _ = writeln!(
         w,
-        "analysis of {}: {} ranks, {} events, timeline: {} ({secs:.2} s)",
+        "analysis of {}: {} ranks, {} events, {} (analysed in {secs:.2} s)",
         file.display(),
         r.ranks,
         r.events,
-        if r.timeline { "yes" } else { "no" }
+        if r.timeline {
+            format!("timeline of {:.3} s", r.run_ns as f64 / 1e9)
+        } else {
+            "no timeline".to_string()
+        }
     );
     let _ = writeln!(
         w,
@@ -294,10 +298,11 @@ pub fn clock_text(c: &analysis::clc::ClcReport) -> Option<String> {
     );
     if c.violations > 0 {
         t += &format!(
-            "; corrected (controlled logical clock): {} remain, {} events moved by up to {}, {} of {} local intervals changed by more than 1 % beyond the decay",
+            "; corrected (controlled logical clock): {} remain, {} events moved by up to {} (largest violation {}), {} of {} local intervals changed by more than 1 % beyond the decay",
             c.remaining,
             c.moved,
             ms(c.max_shift_ns),
+            ms(c.largest_violation_ns),
             c.intervals_changed,
             c.intervals
         );
