@@ -68,11 +68,17 @@
 //!   collective transfers ([`Transfer::collective`]) of the recorded bytes
 //!   and datatype size 1, except `BARRIER`, which gets a buffer only where
 //!   the file gives it a non-zero size (a traced `MPI_Barrier` has none).
-//!   The format does not record the root of rooted collectives (`BCAST`,
-//!   `REDUCE`, `GATHER[V]`, `SCATTER[V]`): they get root 0. Nor does it
-//!   record the reduction operation (left unset, which replay treats as a
-//!   sum) or the per-peer counts of the `V`/`W` variants (left empty; only
-//!   the totals are known).
+//!   The published files give `s` and `r` as the bytes that leave and
+//!   reach the rank over all its partners, not as the call's arguments;
+//!   [`meanings`] turns them into the arguments where every rank's records
+//!   of the call fit that reading (`ALLREDUCE`, `ALLGATHER`, `ALLGATHERV`
+//!   with its receive counts from each rank's share, `BCAST` and `REDUCE`
+//!   with their root, the one rank whose total is not its own, and
+//!   `SCAN`), and keeps the bytes as recorded otherwise. The format does
+//!   not record the root of the other rooted collectives (`GATHER[V]`,
+//!   `SCATTER[V]`): they get root 0. Nor does it record the reduction
+//!   operation (left unset, which replay treats as a sum) or the per-peer
+//!   counts of the other `V`/`W` variants (left empty).
 //! - `DEL<n>`: [`Op::Pcontrol`] with level [`DELIMITER_LEVEL`], the call
 //!   rankscale takes as a context boundary, of zero duration at the end of the previous event
 //!   (at the file's first start when it comes first).
@@ -801,8 +807,161 @@ fn is_rooted(op: Op) -> bool {
     )
 }
 
-/// The event of one record on rank `rank`, without timing.
-fn event_of(record: &Record, rank: i32) -> Event {
+/// A collective record in the event model's meaning: its root and the
+/// counts of its MPI arguments, in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Meaning {
+    /// The root of a rooted collective (`None`: root 0 as before, unknown).
+    root: Option<i32>,
+    /// The send buffer's bytes (the call's own contribution).
+    send: i64,
+    /// The receive buffer's bytes, when the call has one.
+    recv: Option<i64>,
+    /// Allgatherv's receive counts, one per rank.
+    recv_counts: Vec<i32>,
+    /// Whether the published meaning was understood (else the record's
+    /// `s` and `r` are kept as they are, and `check` says what disagrees).
+    understood: bool,
+}
+
+/// What each rank's collectives mean as MPI arguments, per rank and
+/// collective record in file order. The published files give `s` and `r`
+/// as the bytes that leave and reach the rank over all its partners, not
+/// the call's arguments: an `ALLREDUCE` of one double at 64 ranks has
+/// `s 512 r 512`; `BCAST` has the root's `s` = ranks × the broadcast's
+/// bytes and every rank's `r` = its bytes (the root, rank 63 of amg64, is
+/// the one with `s > 0`); `REDUCE` the root's `r` = ranks × bytes; `SCAN`
+/// on rank `i` of `p` has `s` = bytes × (p − i) and `r` = bytes × (i + 1);
+/// `ALLGATHER(V)` the total gathered on every rank, and no per-rank
+/// counts. The k-th collective of every rank is one call (they are all on
+/// `MPI_COMM_WORLD`); where the ranks' records do not fit that reading
+/// (other operations, ranks with different collectives, sizes that are
+/// not multiples of the rank count) they are kept as recorded.
+fn meanings(ranks: &[Vec<Entry>]) -> Vec<Vec<Meaning>> {
+    let colls: Vec<Vec<&Collective>> = ranks
+        .iter()
+        .map(|r| {
+            r.iter()
+                .filter_map(|e| match &e.record {
+                    Record::Collective(c) => Some(c),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    let np = i64::try_from(ranks.len()).unwrap_or(i64::MAX).max(1);
+    let mut out: Vec<Vec<Meaning>> = colls
+        .iter()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| Meaning {
+                    root: is_rooted(c.op).then_some(0),
+                    send: c.send_bytes,
+                    recv: Some(c.recv_bytes),
+                    recv_counts: Vec::new(),
+                    understood: false,
+                })
+                .collect()
+        })
+        .collect();
+    let n = colls.iter().map(Vec::len).min().unwrap_or(0);
+    for k in 0..n {
+        let members: Vec<&Collective> = colls.iter().map(|cs| cs[k]).collect();
+        let op = members[0].op;
+        if members.iter().any(|c| c.op != op) {
+            continue;
+        }
+        let share = |x: i64, parts: i64| (parts > 0 && x % parts == 0).then(|| x / parts);
+        let every = |f: &dyn Fn(usize, &Collective) -> Option<Meaning>| -> Option<Vec<Meaning>> {
+            members.iter().enumerate().map(|(r, c)| f(r, c)).collect()
+        };
+        let unique = |f: &dyn Fn(&Collective) -> bool| {
+            let mut it = (0..members.len()).filter(|&r| f(members[r]));
+            match (it.next(), it.next()) {
+                (Some(r), None) => Some(r),
+                _ => None,
+            }
+        };
+        let found = match op {
+            Op::Allreduce => every(&|_, c| {
+                Some(Meaning {
+                    send: share(c.send_bytes, np)?,
+                    recv: None,
+                    ..Meaning::default()
+                })
+                .filter(|_| c.recv_bytes == c.send_bytes)
+            }),
+            Op::Allgather => every(&|_, c| {
+                Some(Meaning {
+                    send: share(c.send_bytes, np)?,
+                    recv: Some(share(c.recv_bytes, np)?),
+                    ..Meaning::default()
+                })
+            }),
+            Op::Allgatherv => {
+                let counts: Option<Vec<i32>> = members
+                    .iter()
+                    .map(|c| i32::try_from(share(c.send_bytes, np)?).ok())
+                    .collect();
+                counts.and_then(|counts| {
+                    every(&|r, c| {
+                        (c.recv_bytes == c.send_bytes).then(|| Meaning {
+                            send: i64::from(counts[r]),
+                            recv: Some(0),
+                            recv_counts: counts.clone(),
+                            ..Meaning::default()
+                        })
+                    })
+                })
+            }
+            Op::Bcast => unique(&|c| c.send_bytes > 0).and_then(|root| {
+                let bytes = members[root].recv_bytes;
+                every(&|_, c| {
+                    (c.recv_bytes == bytes).then(|| Meaning {
+                        root: i32::try_from(root).ok(),
+                        send: bytes,
+                        recv: None,
+                        ..Meaning::default()
+                    })
+                })
+                .filter(|_| members[root].send_bytes == bytes * np)
+            }),
+            Op::Reduce => unique(&|c| c.recv_bytes > 0).and_then(|root| {
+                let bytes = members[root].send_bytes;
+                every(&|_, c| {
+                    (c.send_bytes == bytes).then(|| Meaning {
+                        root: i32::try_from(root).ok(),
+                        send: bytes,
+                        recv: None,
+                        ..Meaning::default()
+                    })
+                })
+                .filter(|_| members[root].recv_bytes == bytes * np)
+            }),
+            Op::Scan => every(&|r, c| {
+                let r = i64::try_from(r).ok()?;
+                let bytes = share(c.send_bytes, np - r)?;
+                (c.recv_bytes == bytes * (r + 1)).then_some(Meaning {
+                    send: bytes,
+                    recv: None,
+                    ..Meaning::default()
+                })
+            }),
+            _ => None,
+        };
+        if let Some(found) = found {
+            for (r, mut m) in found.into_iter().enumerate() {
+                m.understood = true;
+                out[r][k] = m;
+            }
+        }
+    }
+    out
+}
+
+/// The event of one record on rank `rank`, without timing. A collective
+/// takes its [`Meaning`] when it has one.
+fn event_of(record: &Record, rank: i32, meaning: Option<&Meaning>) -> Event {
     match record {
         Record::P2p(p) => {
             let mut ev = Event::new(p.op);
@@ -829,6 +988,13 @@ fn event_of(record: &Record, rank: i32) -> Event {
             let mut ev = Event::new(c.op);
             ev.comm = CommId::WORLD;
             ev.comm_rank = rank;
+            if let Some(m) = meaning.filter(|m| m.understood) {
+                ev.send = Some(Transfer::collective(m.send, 1));
+                ev.recv = m.recv.map(|b| Transfer::collective(b, 1));
+                ev.recv_counts = m.recv_counts.clone();
+                ev.root = m.root;
+                return ev;
+            }
             let barrier = c.op == Op::Barrier;
             if !barrier || c.send_bytes != 0 {
                 ev.send = Some(Transfer::collective(c.send_bytes, 1));
@@ -852,19 +1018,29 @@ fn event_of(record: &Record, rank: i32) -> Event {
 /// no time and sits at the end of the previous event, or at the rank's
 /// first start when it comes first (at `zero` when the rank has no timed
 /// record at all).
-pub fn rank_events(rank: u32, entries: &[Entry], zero: u64) -> impl Iterator<Item = Event> + '_ {
+pub fn rank_events<'a>(
+    rank: u32,
+    entries: &'a [Entry],
+    meanings: &'a [Meaning],
+    zero: u64,
+) -> impl Iterator<Item = Event> + 'a {
     let first_start = entries
         .iter()
         .find_map(|e| e.record.span())
         .map_or(zero, |s| s.0);
     let comm_rank = i32::try_from(rank).unwrap_or(i32::MAX);
     let mut prev_end: Option<u64> = None;
+    let mut meanings = meanings.iter();
     entries.iter().map(move |e| {
         let (start, end) = e.record.span().unwrap_or_else(|| {
             let at = prev_end.unwrap_or(first_start);
             (at, at)
         });
-        let mut ev = event_of(&e.record, comm_rank);
+        let meaning = match e.record {
+            Record::Collective(_) => meanings.next(),
+            _ => None,
+        };
+        let mut ev = event_of(&e.record, comm_rank, meaning);
         ev.time = Timing {
             enter_ns: start.saturating_sub(zero),
             dur_ns: end.saturating_sub(start),
@@ -890,6 +1066,7 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
     let spans = || ranks.iter().flatten().filter_map(|e| e.record.span());
     let zero = spans().map(|s| s.0).min().unwrap_or(0);
     let last = spans().map(|s| s.1).max().unwrap_or(zero);
+    let meanings = meanings(ranks);
     let indexed: Vec<(usize, &Vec<Entry>)> = ranks.iter().enumerate().collect();
     let parts = on_all_cores(&indexed, |&(r, entries)| {
         let rank = u32::try_from(r).unwrap_or(u32::MAX);
@@ -900,7 +1077,7 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
             ..Recording::default()
         };
         let mut rec = RankRecorder::new(rank, &what);
-        for ev in rank_events(rank, entries, zero) {
+        for ev in rank_events(rank, entries, &meanings[r], zero) {
             rec.push(&ev).map_err(failed)?;
         }
         rec.finish().map_err(failed)
@@ -1466,7 +1643,7 @@ mod tests {
             "Recv 0 t1 1100 t2 1250 t 3 l 64 m 1\nBCAST 1 t1 1600 t2 1900 s 0 r 8 m 2\nBARRIER 1 t1 2050 t2 2100 s 0 r 0 m 3\nALLREDUCE 1 t1 2250 t2 2300 s 8 r 8 m 4\n",
         ])
         .unwrap();
-        let ev: Vec<Event> = rank_events(0, &parsed[0], 1000).collect();
+        let ev: Vec<Event> = rank_events(0, &parsed[0], &meanings(&parsed)[0], 1000).collect();
         let lines: Vec<String> = ev.iter().map(crate::raw::event_line).collect();
         assert_eq!(
             lines,
@@ -1475,12 +1652,12 @@ mod tests {
                 "Send site=0000000000000000 comm=0 send=1/3/64/1",
                 "Bcast site=0000000000000000 comm=0 send=8/1 recv=0/1 root=0",
                 "Barrier site=0000000000000000 comm=0",
-                "Allreduce site=0000000000000000 comm=0 send=8/1 recv=8/1",
+                "Allreduce site=0000000000000000 comm=0 send=4/1",
             ]
         );
         assert!(ev[1..].iter().all(|e| e.comm_rank == 0));
         assert_eq!(ev[0].comm_rank, -1, "Pcontrol has no communicator");
-        let ev: Vec<Event> = rank_events(1, &parsed[1], 1000).collect();
+        let ev: Vec<Event> = rank_events(1, &parsed[1], &meanings(&parsed)[1], 1000).collect();
         assert_eq!(
             ev[0].recv,
             Some(Transfer {
@@ -1502,7 +1679,7 @@ mod tests {
             "DEL1\nSend 0 t1 1000 t2 1200 t 0 l 8 m 1\nDEL2\nDEL3\nRecv 0 t1 1500 t2 1900 t 0 l 8 m 1\nRecv 0 t1 1800 t2 2000 t 0 l 8 m 2\nSend 0 t1 2000 t2 2000 t 0 l 8 m 2\nDEL4\n",
         ])
         .unwrap();
-        let times: Vec<(u64, u64, u64)> = rank_events(0, &parsed[0], 400)
+        let times: Vec<(u64, u64, u64)> = rank_events(0, &parsed[0], &meanings(&parsed)[0], 400)
             .map(|e| (e.time.enter_ns, e.time.dur_ns, e.time.compute_ns))
             .collect();
         assert_eq!(
@@ -1520,7 +1697,7 @@ mod tests {
         );
         // A rank with only delimiters sits at the common zero.
         let only = ranks(&["DEL1\nDEL2\n"]).unwrap();
-        let times: Vec<u64> = rank_events(0, &only[0], 77)
+        let times: Vec<u64> = rank_events(0, &only[0], &meanings(&only)[0], 77)
             .map(|e| e.time.enter_ns)
             .collect();
         assert_eq!(times, [0, 0]);
@@ -1542,7 +1719,7 @@ mod tests {
         assert_eq!(file.meta.wall_ns, 1200);
         assert_eq!(file.trace.total_events(), 8);
         for (r, entries) in parsed.iter().enumerate() {
-            let want: Vec<String> = rank_events(r as u32, entries, 700)
+            let want: Vec<String> = rank_events(r as u32, entries, &meanings(&parsed)[r], 700)
                 .map(|e| crate::raw::event_line(&e))
                 .collect();
             let t = file.trace.rank_trace(r as u32).unwrap();
@@ -1556,12 +1733,82 @@ mod tests {
                 .iter()
                 .map(|s| (s.enter, s.leave))
                 .collect();
-            let want: Vec<(u64, u64)> = rank_events(r as u32, entries, 700)
+            let want: Vec<(u64, u64)> = rank_events(r as u32, entries, &meanings(&parsed)[r], 700)
                 .map(|e| (e.time.enter_ns, e.time.enter_ns + e.time.dur_ns))
                 .collect();
             assert_eq!(spans, want, "rank {r}");
         }
         assert_eq!(file.timeline(2).unwrap().spans().unwrap()[1].enter, 0);
+    }
+
+    /// The published meanings, on lines shaped as amg64's, bt100A's and
+    /// smg4.10's at 4 ranks (their sizes divided by the rank counts): a
+    /// `BCAST` whose root (rank 3) has `s` = 4 × 8; a `REDUCE` whose root
+    /// (rank 0) has `r` = 4 × 8; a `SCAN` of 8 bytes, cumulative; an
+    /// `ALLREDUCE` of one double as 4 × 8; an `ALLGATHERV` of 28 bytes per
+    /// rank as the 112 gathered. Each becomes the MPI call's arguments.
+    #[test]
+    fn published_collectives_become_their_mpi_arguments() {
+        let texts: Vec<String> = (0..4)
+            .map(|r| {
+                let bcast_s = if r == 3 { 32 } else { 0 };
+                let reduce_r = if r == 0 { 32 } else { 0 };
+                format!(
+                    "BCAST 1 t1 10 t2 20 s {bcast_s} r 8\n\
+                     REDUCE 1 t1 30 t2 40 s 8 r {reduce_r}\n\
+                     SCAN 1 t1 50 t2 60 s {} r {}\n\
+                     ALLREDUCE 1 t1 70 t2 80 s 32 r 32\n\
+                     ALLGATHERV 1 t1 90 t2 99 s 112 r 112\n",
+                    8 * (4 - r),
+                    8 * (r + 1)
+                )
+            })
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let parsed = ranks(&texts).unwrap();
+        let m = meanings(&parsed);
+        let lines = |r: usize| -> Vec<String> {
+            rank_events(r as u32, &parsed[r], &m[r], 0)
+                .map(|e| crate::raw::event_line(&e))
+                .collect()
+        };
+        assert_eq!(
+            lines(1),
+            [
+                "Bcast site=0000000000000000 comm=0 send=8/1 root=3",
+                "Reduce site=0000000000000000 comm=0 send=8/1 root=0",
+                "Scan site=0000000000000000 comm=0 send=8/1",
+                "Allreduce site=0000000000000000 comm=0 send=8/1",
+                "Allgatherv site=0000000000000000 comm=0 send=28/1 recv=0/1 rcounts=28,28,28,28",
+            ]
+        );
+        // A rank whose records do not fit the reading keeps them as they
+        // are, and so does the rest of that call.
+        let mut odd: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+        odd[2] = odd[2].replace(
+            "SCAN 1 t1 50 t2 60 s 16 r 24",
+            "SCAN 1 t1 50 t2 60 s 16 r 20",
+        );
+        let odd: Vec<&str> = odd.iter().map(String::as_str).collect();
+        let parsed = ranks(&odd).unwrap();
+        let m = meanings(&parsed);
+        let scan: Vec<String> = (0..4)
+            .map(|r| {
+                crate::raw::event_line(
+                    &rank_events(r, &parsed[r as usize], &m[r as usize], 0)
+                        .nth(2)
+                        .unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            scan[0],
+            "Scan site=0000000000000000 comm=0 send=32/1 recv=8/1"
+        );
+        assert_eq!(
+            scan[2],
+            "Scan site=0000000000000000 comm=0 send=16/1 recv=20/1"
+        );
     }
 
     #[test]
