@@ -405,7 +405,9 @@ fn the_published_files_form_imports_and_its_contexts_are_the_del_lines() {
             4,
             8,
             10,
-            vec![256],
+            // Two Allreduces of 8 bytes on 4 ranks: the published `s 32`
+            // is the bytes to all 4.
+            vec![2 * 4 * 8],
             s(&["0-3: Allreduce·Allreduce"]),
         ),
     ];
