@@ -328,21 +328,21 @@ fn an_archive_written_as_score_p_writes_mpi_imports_to_its_calls() {
     assert_eq!(
         expansion(&file, 0),
         [
-            "Send site=0000000000000000 comm=0 send=1/5/64/1",
-            "Irecv site=0000000000000000 comm=0 recv=1/6/32/1 req=7",
-            "Wait site=0000000000000000 reqs=7 done=7",
-            "Allreduce site=0000000000000000 comm=0 send=8/1 recv=8/1",
-            "Bcast site=0000000000000000 comm=0 send=0/1 recv=16/1 root=1",
+            "Send site=none comm=0 send=1/5/64/1",
+            "Irecv site=none comm=0 recv=1/6/32/1 req=7",
+            "Wait site=none reqs=7 done=7",
+            "Allreduce site=none comm=0 send=8/1 recv=8/1",
+            "Bcast site=none comm=0 send=0/1 recv=16/1 root=1",
         ]
     );
     assert_eq!(
         expansion(&file, 1),
         [
-            "Recv site=0000000000000000 comm=0 recv=0/5/64/1",
-            "Isend site=0000000000000000 comm=0 send=0/6/32/1 req=3",
-            "Wait site=0000000000000000 reqs=3 done=3",
-            "Allreduce site=0000000000000000 comm=0 send=8/1 recv=8/1",
-            "Bcast site=0000000000000000 comm=0 send=16/1 recv=16/1 root=1",
+            "Recv site=none comm=0 recv=0/5/64/1",
+            "Isend site=none comm=0 send=0/6/32/1 req=3",
+            "Wait site=none reqs=3 done=3",
+            "Allreduce site=none comm=0 send=8/1 recv=8/1",
+            "Bcast site=none comm=0 send=16/1 recv=16/1 root=1",
         ]
     );
     // Times: the script's, in ns from 1,000,000 (user function `main`

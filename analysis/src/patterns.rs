@@ -217,6 +217,24 @@ fn strings_of(run: &Run, events: &[(usize, usize)]) -> Vec<(u32, String)> {
     strings
 }
 
+impl Patterns {
+    /// Sets every instance's span from `run`'s times again: after the
+    /// clock correction, for patterns found on the recorded times (so that
+    /// their ids and order do not depend on the correction).
+    pub fn respan(&mut self, run: &Run) {
+        if !run.timed {
+            return;
+        }
+        self.instances.par_iter_mut().for_each(|i| {
+            i.span = i
+                .events
+                .iter()
+                .map(|&(r, e)| run.ranks[r].spans[e])
+                .reduce(|(a, b), (x, y)| (a.min(x), b.max(y)));
+        });
+    }
+}
+
 /// Finds the patterns of `run` from its `matching`.
 pub fn find(run: &Run, matching: &Matching) -> Patterns {
     // Global context numbering.

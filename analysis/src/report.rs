@@ -355,13 +355,19 @@ pub fn analyze_with_data(
     let mut run = Run::from_file(file, &mut |d, t| progress("reading", d, t))?;
     progress("matching", 0, 1);
     let m = match_run(&run);
+    // Patterns are found, named and ordered on the recorded times, so that
+    // their ids do not change with the clock correction; their instances'
+    // spans are the corrected ones.
+    progress("patterns", 0, 1);
+    let mut p = find(&run, &m);
     progress("clocks", 0, 1);
     let clock = match opts.clock {
         Some(o) => correct(&mut run, &m, o),
         None => ClcReport::default(),
     };
-    progress("patterns", 0, 1);
-    let p = find(&run, &m);
+    if opts.clock.is_some() {
+        p.respan(&run);
+    }
     progress("phases", 0, 1);
     let seq: Vec<usize> = p.instances.iter().map(|i| i.pattern).collect();
     let seg = segment(&seq, opts.limits);

@@ -185,7 +185,7 @@ fn a_peer_out_of_range_is_named() {
     let p = &r.problems[0];
     assert_eq!(
         p.call.as_deref(),
-        Some("Send site=0000000000000000 comm=0 send=37/0/8/8")
+        Some("Send site=none comm=0 send=37/0/8/8")
     );
     assert!(matches!(
         p.kind,
@@ -213,7 +213,7 @@ fn a_send_without_a_receive_is_named_by_its_channel_position() {
     // The call is read again for the report.
     assert_eq!(
         r.problems[0].call.as_deref(),
-        Some("Send site=0000000000000000 comm=0 send=1/4/8/8")
+        Some("Send site=none comm=0 send=1/4/8/8")
     );
 }
 

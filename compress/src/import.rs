@@ -1648,11 +1648,11 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "Pcontrol site=0000000000000000 value=1",
-                "Send site=0000000000000000 comm=0 send=1/3/64/1",
-                "Bcast site=0000000000000000 comm=0 send=8/1 recv=0/1 root=0",
-                "Barrier site=0000000000000000 comm=0",
-                "Allreduce site=0000000000000000 comm=0 send=4/1",
+                "Pcontrol site=none value=1",
+                "Send site=none comm=0 send=1/3/64/1",
+                "Bcast site=none comm=0 send=8/1 recv=0/1 root=0",
+                "Barrier site=none comm=0",
+                "Allreduce site=none comm=0 send=4/1",
             ]
         );
         assert!(ev[1..].iter().all(|e| e.comm_rank == 0));
@@ -1775,11 +1775,11 @@ mod tests {
         assert_eq!(
             lines(1),
             [
-                "Bcast site=0000000000000000 comm=0 send=8/1 root=3",
-                "Reduce site=0000000000000000 comm=0 send=8/1 root=0",
-                "Scan site=0000000000000000 comm=0 send=8/1",
-                "Allreduce site=0000000000000000 comm=0 send=8/1",
-                "Allgatherv site=0000000000000000 comm=0 send=28/1 recv=0/1 rcounts=28,28,28,28",
+                "Bcast site=none comm=0 send=8/1 root=3",
+                "Reduce site=none comm=0 send=8/1 root=0",
+                "Scan site=none comm=0 send=8/1",
+                "Allreduce site=none comm=0 send=8/1",
+                "Allgatherv site=none comm=0 send=28/1 recv=0/1 rcounts=28,28,28,28",
             ]
         );
         // A rank whose records do not fit the reading keeps them as they
@@ -1801,14 +1801,8 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(
-            scan[0],
-            "Scan site=0000000000000000 comm=0 send=32/1 recv=8/1"
-        );
-        assert_eq!(
-            scan[2],
-            "Scan site=0000000000000000 comm=0 send=16/1 recv=20/1"
-        );
+        assert_eq!(scan[0], "Scan site=none comm=0 send=32/1 recv=8/1");
+        assert_eq!(scan[2], "Scan site=none comm=0 send=16/1 recv=20/1");
     }
 
     #[test]

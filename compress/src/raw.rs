@@ -7,7 +7,7 @@
 //! exactly one spelling. The grammar is documented in docs/TRACING.md; in short:
 //!
 //! ```text
-//! line     = OP " site=" HEX16 [" thread=" N] [" comm=" N] {" " field}
+//! line     = OP " site=" (HEX16 | "none") [" thread=" N] [" comm=" N] {" " field}
 //! field    = "send=" xfer | "recv=" xfer | "root=" N | "redop=" NAME | "inplace"
 //!          | "scounts=" list | "rcounts=" list | "sdsizes=" list | "rdsizes=" list
 //!          | "req=" N | "reqs=" list | "done=" list | "flag=" 0|1
@@ -23,7 +23,8 @@
 //! list     = [N {"," N}]
 //! ```
 //!
-//! Fields appear in the order above, and only when set.
+//! Fields appear in the order above, and only when set. `site=none` is
+//! site 0: a call whose record has no call site (an imported one).
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -92,7 +93,12 @@ fn write_type(out: &mut String, t: &Transfer) {
 
 /// Appends the canonical line for `ev` (without the newline) to `out`.
 pub fn format_event(ev: &Event, out: &mut String) {
-    let _ = write!(out, "{} site={:016x}", ev.op.name(), ev.site);
+    // Site 0 is no site: an imported call, whose format records none.
+    if ev.site == 0 {
+        let _ = write!(out, "{} site=none", ev.op.name());
+    } else {
+        let _ = write!(out, "{} site={:016x}", ev.op.name(), ev.site);
+    }
     if ev.thread != 0 {
         let _ = write!(out, " thread={}", ev.thread);
     }
@@ -297,6 +303,7 @@ pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
             .ok_or_else(|| bad(line_no, format!("`{tok}` is not key=value")))?;
         let l = line_no;
         match k {
+            "site" if v == "none" => ev.site = 0,
             "site" => {
                 ev.site = u64::from_str_radix(v, 16)
                     .map_err(|_| bad(l, format!("site `{v}` is not hex")))?
@@ -501,15 +508,15 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            "Waitsome site=0000000000000000 thread=2 reqs=12,13 done=13 match=13:4:1"
+            "Waitsome site=none thread=2 reqs=12,13 done=13 match=13:4:1"
         );
         assert_eq!(
             lines[2],
-            "Comm_split site=0000000000000000 comm=0 new=null size=0 color=undef key=3"
+            "Comm_split site=none comm=0 new=null size=0 color=undef key=3"
         );
         assert_eq!(
             lines[4],
-            "Recv site=0000000000000000 comm=0 recv=any/any/1/4 match=-:2:9"
+            "Recv site=none comm=0 recv=any/any/1/4 match=-:2:9"
         );
     }
 
