@@ -28,8 +28,6 @@
 //! as in the published pattern-detection traces) move together instead of
 //! one after the other; timestamps never change order within a rank.
 
-use std::collections::HashMap;
-
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -205,6 +203,48 @@ fn count_violations(
     collectives.iter().map(count).fold(messages, sum)
 }
 
+/// The conditions each event of each rank feeds (as a source) or waits
+/// for (as a target): per rank, offsets by event into one list. A map of
+/// lists keyed by (rank, event) was 7 M small allocations each on smg1024.
+struct ByEvent {
+    off: Vec<Vec<u32>>,
+    items: Vec<u32>,
+}
+
+impl ByEvent {
+    fn new(lens: &[usize], syncs: &[Sync], points: impl Fn(&Sync) -> &Points) -> ByEvent {
+        let mut off: Vec<Vec<u32>> = lens.iter().map(|&l| vec![0; l + 1]).collect();
+        for s in syncs {
+            for &(r, e) in points(s) {
+                off[r][e + 1] += 1;
+            }
+        }
+        let mut total = 0u32;
+        for o in &mut off {
+            for x in o.iter_mut() {
+                total += *x;
+                *x = total;
+            }
+        }
+        // Each rank's offsets now end where the next rank's begin; shift
+        // every slot's start to fill in order.
+        let mut next: Vec<Vec<u32>> = off.iter().map(|o| o[..o.len() - 1].to_vec()).collect();
+        let mut items = vec![0u32; total as usize];
+        for (i, s) in syncs.iter().enumerate() {
+            for &(r, e) in points(s) {
+                items[next[r][e] as usize] = i as u32;
+                next[r][e] += 1;
+            }
+        }
+        ByEvent { off, items }
+    }
+
+    fn get(&self, r: usize, e: usize) -> &[u32] {
+        let o = &self.off[r];
+        &self.items[o[e] as usize..o[e + 1] as usize]
+    }
+}
+
 /// Corrects the timestamps of `run` in place and says what it did. A run
 /// without a timeline is left alone.
 pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
@@ -240,17 +280,10 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
     // The timestamps as recorded, kept while they are corrected (only
     // copied when something needs correcting).
     let orig: Vec<Vec<(i64, i64)>> = spans.iter().map(|s| s.to_vec()).collect();
-    // Which conditions each point feeds or waits for.
-    let mut feeds: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
-    let mut waits: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
-    for (i, s) in syncs.iter().enumerate() {
-        for &p in &s.sources {
-            feeds.entry(p).or_default().push(i);
-        }
-        for &p in &s.targets {
-            waits.entry(p).or_default().push(i);
-        }
-    }
+    // Which conditions each event feeds or waits for.
+    let lens: Vec<usize> = orig.iter().map(Vec::len).collect();
+    let feeds = ByEvent::new(&lens, &syncs, |s| &s.sources);
+    let waits = ByEvent::new(&lens, &syncs, |s| &s.targets);
     let mut remaining: Vec<usize> = syncs.iter().map(|s| s.sources.len()).collect();
     let mut value: Vec<i64> = vec![i64::MIN; syncs.len()];
     // Points: 2i = enter of event i, 2i + 1 = its leave, walked in the
@@ -267,22 +300,24 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
         let s = orig[r][p / 2];
         if p.is_multiple_of(2) { s.0 } else { s.1 }
     };
-    let order: Vec<Vec<usize>> = (0..n)
+    let order: Vec<Vec<u32>> = (0..n)
+        .into_par_iter()
         .map(|r| {
-            let mut o: Vec<usize> = (0..2 * orig[r].len()).collect();
-            o.sort_by_key(|&p| point(r, p));
+            let mut o: Vec<u32> = (0..2 * orig[r].len() as u32).collect();
+            o.sort_by_key(|&p| point(r, p as usize));
             o
         })
         .collect();
     // Where each point is in its rank's order.
-    let mut at: Vec<Vec<usize>> = order.iter().map(|o| vec![0; o.len()]).collect();
+    let mut at: Vec<Vec<u32>> = order.iter().map(|o| vec![0; o.len()]).collect();
     for (r, o) in order.iter().enumerate() {
         for (k, &p) in o.iter().enumerate() {
-            at[r][p] = k;
+            at[r][p as usize] = k as u32;
         }
     }
+    let order_at = |r: usize, k: usize| order[r][k] as usize;
     // Recorded and corrected time by position.
-    let t = |r: usize, k: usize| point(r, order[r][k]);
+    let t = |r: usize, k: usize| point(r, order_at(r, k));
     let mut c: Vec<Vec<i64>> = order.iter().map(|o| vec![0; o.len()]).collect();
     let mut jumps: Vec<Vec<(usize, i64)>> = vec![Vec::new(); n];
     let mut cursor = vec![0usize; n];
@@ -294,11 +329,11 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
             let len = c[r].len();
             while cursor[r] < len {
                 let k = cursor[r];
-                let p = order[r][k];
+                let p = order_at(r, k);
                 let ev = p / 2;
                 let leave = p % 2 == 1;
-                let conds = if leave { waits.get(&(r, ev)) } else { None };
-                if !force && conds.is_some_and(|v| v.iter().any(|&i| remaining[i] > 0)) {
+                let conds = if leave { waits.get(r, ev) } else { &[] };
+                if !force && conds.iter().any(|&i| remaining[i as usize] > 0) {
                     break;
                 }
                 let tp = t(r, k);
@@ -310,15 +345,18 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
                 };
                 let base = tp.max(carried);
                 let need = conds
-                    .map(|v| v.iter().map(|&i| value[i]).max().unwrap_or(i64::MIN))
+                    .iter()
+                    .map(|&i| value[i as usize])
+                    .max()
                     .unwrap_or(i64::MIN);
                 let cp = base.max(need);
                 if cp > base {
                     jumps[r].push((k, cp - base));
                 }
                 c[r][k] = cp;
-                if !leave && let Some(v) = feeds.get(&(r, ev)) {
-                    for &i in v {
+                if !leave {
+                    for &i in feeds.get(r, ev) {
+                        let i = i as usize;
                         value[i] = value[i].max(cp + lmin);
                         remaining[i] = remaining[i].saturating_sub(1);
                     }
@@ -340,14 +378,14 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
     // Backward amortisation: spread each jump over the points since the
     // previous synchronisation point of the rank.
     let limit = |r: usize, ev: usize, c: &Vec<Vec<i64>>| -> i64 {
-        feeds.get(&(r, ev)).map_or(i64::MAX, |v| {
-            v.iter()
-                .flat_map(|&i| syncs[i].targets.iter())
-                .filter(|&&(tr, _)| tr != r)
-                .map(|&(tr, te)| c[tr][at[tr][2 * te + 1]] - lmin)
-                .min()
-                .unwrap_or(i64::MAX)
-        })
+        feeds
+            .get(r, ev)
+            .iter()
+            .flat_map(|&i| syncs[i as usize].targets.iter())
+            .filter(|&&(tr, _)| tr != r)
+            .map(|&(tr, te)| c[tr][at[tr][2 * te + 1] as usize] - lmin)
+            .min()
+            .unwrap_or(i64::MAX)
     };
     for r in 0..n {
         for &(j, jump) in &jumps[r] {
@@ -355,7 +393,7 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
             // the rank's start).
             let start = (0..j)
                 .rev()
-                .find(|&q| order[r][q] % 2 == 1 && waits.contains_key(&(r, order[r][q] / 2)))
+                .find(|&q| order_at(r, q) % 2 == 1 && !waits.get(r, order_at(r, q) / 2).is_empty())
                 .unwrap_or(0);
             let (c0, cj) = (c[r][start], c[r][j] - jump);
             if j <= start + 1 || cj <= c0 {
@@ -363,10 +401,10 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
             }
             let frac = |x: i64| (x - c0) as f64 / (cj - c0) as f64;
             let mut eff = jump as f64;
-            for q in (start + 1..j).filter(|&q| order[r][q].is_multiple_of(2)) {
+            for q in (start + 1..j).filter(|&q| order_at(r, q).is_multiple_of(2)) {
                 let f = frac(c[r][q]);
                 if f > 0.0 {
-                    let room = (limit(r, order[r][q] / 2, &c) - c[r][q]).max(0) as f64;
+                    let room = (limit(r, order_at(r, q) / 2, &c) - c[r][q]).max(0) as f64;
                     eff = eff.min(room / f);
                 }
             }
@@ -379,7 +417,7 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
     let mut moved = 0;
     for r in 0..n {
         for (e, span) in run.ranks[r].spans.iter_mut().enumerate() {
-            let (enter, leave) = (c[r][at[r][2 * e]], c[r][at[r][2 * e + 1]]);
+            let (enter, leave) = (c[r][at[r][2 * e] as usize], c[r][at[r][2 * e + 1] as usize]);
             let new = (enter, leave.max(enter));
             if new != orig[r][e] {
                 moved += 1;

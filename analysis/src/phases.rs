@@ -49,41 +49,57 @@ impl Default for Limits {
     }
 }
 
-/// Shannon entropy (nats) of a frequency table with `n` samples.
-fn entropy<'a>(counts: impl Iterator<Item = &'a usize>, n: usize) -> f64 {
-    if n == 0 {
-        return 0.0;
-    }
-    let n = n as f64;
-    counts
-        .filter(|&&c| c > 0)
-        .map(|&c| {
-            let p = c as f64 / n;
-            -p * p.ln()
-        })
-        .sum()
-}
-
-/// `D_JS` at every split point `i = 1 .. N−1` (index `i − 1`), in
-/// `O(N · k)`.
+/// `D_JS` at every split point `i = 1 .. N−1` (index `i − 1`), in `O(N)`.
+///
+/// The entropy of `m` samples with counts `c` is `ln m − Σ c·ln c / m`, so
+/// moving one symbol from the right part to the left changes each part's
+/// `Σ c·ln c` by one term: the curve costs a step per symbol. Summed over
+/// the distinct symbols at every split (`O(N · k)`, until 2026-12-05) it
+/// was 12 of smg1024's 34 s of analysis (64,052 instances of 5,779
+/// patterns).
 pub fn djs_curve<T: Eq + Hash>(seq: &[T]) -> Vec<f64> {
     let n = seq.len();
-    let mut right: HashMap<&T, usize> = HashMap::new();
-    for x in seq {
-        *right.entry(x).or_default() += 1;
+    let mut ids: HashMap<&T, usize> = HashMap::new();
+    let sym: Vec<usize> = seq
+        .iter()
+        .map(|x| {
+            let next = ids.len();
+            *ids.entry(x).or_insert(next)
+        })
+        .collect();
+    let mut right = vec![0usize; ids.len()];
+    for &s in &sym {
+        right[s] += 1;
     }
-    let h = entropy(right.values(), n);
-    let mut left: HashMap<&T, usize> = HashMap::new();
-    let mut out = Vec::with_capacity(n.saturating_sub(1));
-    for (i, x) in seq.iter().enumerate().take(n.saturating_sub(1)) {
-        *left.entry(x).or_default() += 1;
-        if let Some(c) = right.get_mut(x) {
-            *c -= 1;
+    let xlnx = |c: usize| {
+        if c == 0 {
+            0.0
+        } else {
+            let c = c as f64;
+            c * c.ln()
         }
+    };
+    let entropy = |sum: f64, m: usize| {
+        if m == 0 {
+            0.0
+        } else {
+            (m as f64).ln() - sum / m as f64
+        }
+    };
+    let mut sum_r: f64 = right.iter().map(|&c| xlnx(c)).sum();
+    let mut sum_l = 0.0;
+    let mut left = vec![0usize; ids.len()];
+    let h = entropy(sum_r, n);
+    let mut out = Vec::with_capacity(n.saturating_sub(1));
+    for (i, &s) in sym.iter().enumerate().take(n.saturating_sub(1)) {
+        sum_l += xlnx(left[s] + 1) - xlnx(left[s]);
+        left[s] += 1;
+        sum_r += xlnx(right[s] - 1) - xlnx(right[s]);
+        right[s] -= 1;
         let (nl, nr) = (i + 1, n - i - 1);
         let d = h
-            - nl as f64 / n as f64 * entropy(left.values(), nl)
-            - nr as f64 / n as f64 * entropy(right.values(), nr);
+            - nl as f64 / n as f64 * entropy(sum_l, nl)
+            - nr as f64 / n as f64 * entropy(sum_r, nr);
         out.push(d);
     }
     out
@@ -131,7 +147,9 @@ pub fn best_split<T: Eq + Hash>(seq: &[T], criterion: Criterion) -> Option<(usiz
         .iter()
         .enumerate()
         .fold(None, |best: Option<(usize, f64)>, (i, &d)| match best {
-            Some((_, bd)) if bd >= d - 1e-12 => best,
+            // Ties (within the rounding of the running sums) go to the
+            // earliest split.
+            Some((_, bd)) if bd >= d - 1e-9 => best,
             _ => Some((i, d)),
         })?;
     let split = i + 1;
@@ -204,6 +222,46 @@ mod tests {
             "{:?}",
             c.1.best
         );
+    }
+
+    /// The running sums give the curve of the definition: at every split,
+    /// the entropies of both parts counted from scratch.
+    #[test]
+    fn the_curve_equals_the_definition() {
+        fn h(s: &[u32]) -> f64 {
+            let mut c: HashMap<u32, usize> = HashMap::new();
+            for &x in s {
+                *c.entry(x).or_default() += 1;
+            }
+            let n = s.len() as f64;
+            c.values()
+                .map(|&k| -(k as f64 / n) * (k as f64 / n).ln())
+                .sum()
+        }
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        for len in [2usize, 3, 10, 200, 1000] {
+            let seq: Vec<u32> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % 7) as u32
+                })
+                .collect();
+            let n = len as f64;
+            let curve = djs_curve(&seq);
+            assert_eq!(curve.len(), len - 1);
+            for (i, d) in curve.iter().enumerate() {
+                let split = i + 1;
+                let want = h(&seq)
+                    - split as f64 / n * h(&seq[..split])
+                    - (len - split) as f64 / n * h(&seq[split..]);
+                assert!(
+                    (d - want).abs() < 1e-9,
+                    "len {len}, split {split}: {d} vs {want}"
+                );
+            }
+        }
     }
 
     /// Three phases (setup collectives, a stencil loop, another exchange
