@@ -85,9 +85,12 @@
 //!
 //! Timing: the time zero of every rank is the earliest start of all files,
 //! so all ranks share one time base: an event's enter time is its start
-//! minus that zero, its duration `end - start`, its computation time its
-//! start minus the previous event's end (0 for the first). The timelines
-//! keep every start and end exactly, with the common zero as `epoch_ns`.
+//! minus that zero, its duration the part of `start..end` after the latest
+//! end of the rank's earlier records (all of it unless records overlap),
+//! its computation time its start minus that latest end (0 for the first
+//! and for an overlapping record), so that a rank's durations and
+//! computations add up to its run. The timelines keep every start and end
+//! exactly, with the common zero as `epoch_ns`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -1023,13 +1026,15 @@ pub fn rank_events<'a>(
     entries: &'a [Entry],
     meanings: &'a [Meaning],
     zero: u64,
-) -> impl Iterator<Item = Event> + 'a {
+) -> impl Iterator<Item = (Event, (u64, u64))> + 'a {
     let first_start = entries
         .iter()
         .find_map(|e| e.record.span())
         .map_or(zero, |s| s.0);
     let comm_rank = i32::try_from(rank).unwrap_or(i32::MAX);
     let mut prev_end: Option<u64> = None;
+    // The latest end so far: records that overlap it share their time.
+    let mut reach: Option<u64> = None;
     let mut meanings = meanings.iter();
     entries.iter().map(move |e| {
         let (start, end) = e.record.span().unwrap_or_else(|| {
@@ -1041,13 +1046,16 @@ pub fn rank_events<'a>(
             _ => None,
         };
         let mut ev = event_of(&e.record, comm_rank, meaning);
+        let from = reach.map_or(start, |r| r.max(start));
         ev.time = Timing {
             enter_ns: start.saturating_sub(zero),
-            dur_ns: end.saturating_sub(start),
-            compute_ns: prev_end.map_or(0, |p| start.saturating_sub(p)),
+            dur_ns: end.saturating_sub(from),
+            compute_ns: reach.map_or(0, |r| start.saturating_sub(r)),
         };
         prev_end = Some(end);
-        ev
+        reach = Some(reach.map_or(end, |r| r.max(end)));
+        let span = (start.saturating_sub(zero), end.saturating_sub(zero));
+        (ev, span)
     })
 }
 
@@ -1077,8 +1085,8 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
             ..Recording::default()
         };
         let mut rec = RankRecorder::new(rank, &what);
-        for ev in rank_events(rank, entries, &meanings[r], zero) {
-            rec.push(&ev).map_err(failed)?;
+        for (ev, span) in rank_events(rank, entries, &meanings[r], zero) {
+            rec.push_spanning(&ev, span).map_err(failed)?;
         }
         rec.finish().map_err(failed)
     })
@@ -1643,7 +1651,9 @@ mod tests {
             "Recv 0 t1 1100 t2 1250 t 3 l 64 m 1\nBCAST 1 t1 1600 t2 1900 s 0 r 8 m 2\nBARRIER 1 t1 2050 t2 2100 s 0 r 0 m 3\nALLREDUCE 1 t1 2250 t2 2300 s 8 r 8 m 4\n",
         ])
         .unwrap();
-        let ev: Vec<Event> = rank_events(0, &parsed[0], &meanings(&parsed)[0], 1000).collect();
+        let ev: Vec<Event> = rank_events(0, &parsed[0], &meanings(&parsed)[0], 1000)
+            .map(|(e, _)| e)
+            .collect();
         let lines: Vec<String> = ev.iter().map(crate::raw::event_line).collect();
         assert_eq!(
             lines,
@@ -1657,7 +1667,9 @@ mod tests {
         );
         assert!(ev[1..].iter().all(|e| e.comm_rank == 0));
         assert_eq!(ev[0].comm_rank, -1, "Pcontrol has no communicator");
-        let ev: Vec<Event> = rank_events(1, &parsed[1], &meanings(&parsed)[1], 1000).collect();
+        let ev: Vec<Event> = rank_events(1, &parsed[1], &meanings(&parsed)[1], 1000)
+            .map(|(e, _)| e)
+            .collect();
         assert_eq!(
             ev[0].recv,
             Some(Transfer {
@@ -1680,7 +1692,7 @@ mod tests {
         ])
         .unwrap();
         let times: Vec<(u64, u64, u64)> = rank_events(0, &parsed[0], &meanings(&parsed)[0], 400)
-            .map(|e| (e.time.enter_ns, e.time.dur_ns, e.time.compute_ns))
+            .map(|(e, _)| (e.time.enter_ns, e.time.dur_ns, e.time.compute_ns))
             .collect();
         assert_eq!(
             times,
@@ -1690,7 +1702,7 @@ mod tests {
                 (800, 0, 0),      // DEL2 at the Send's end
                 (800, 0, 0),      // DEL3 likewise
                 (1100, 400, 300), // Recv 1500..1900: 300 after 1200
-                (1400, 200, 0),   // starts before the previous end: no compute
+                (1400, 100, 0),   // 1800..2000 overlaps it: no compute, 1900..2000 its own
                 (1600, 0, 0),     // zero-length Send at 2000
                 (1600, 0, 0),     // DEL4 at 2000
             ]
@@ -1698,7 +1710,7 @@ mod tests {
         // A rank with only delimiters sits at the common zero.
         let only = ranks(&["DEL1\nDEL2\n"]).unwrap();
         let times: Vec<u64> = rank_events(0, &only[0], &meanings(&only)[0], 77)
-            .map(|e| e.time.enter_ns)
+            .map(|(e, _)| e.time.enter_ns)
             .collect();
         assert_eq!(times, [0, 0]);
     }
@@ -1720,7 +1732,7 @@ mod tests {
         assert_eq!(file.trace.total_events(), 8);
         for (r, entries) in parsed.iter().enumerate() {
             let want: Vec<String> = rank_events(r as u32, entries, &meanings(&parsed)[r], 700)
-                .map(|e| crate::raw::event_line(&e))
+                .map(|(e, _)| crate::raw::event_line(&e))
                 .collect();
             let t = file.trace.rank_trace(r as u32).unwrap();
             let got: Vec<String> = t.expand().map(|e| crate::raw::event_line(&e)).collect();
@@ -1734,7 +1746,7 @@ mod tests {
                 .map(|s| (s.enter, s.leave))
                 .collect();
             let want: Vec<(u64, u64)> = rank_events(r as u32, entries, &meanings(&parsed)[r], 700)
-                .map(|e| (e.time.enter_ns, e.time.enter_ns + e.time.dur_ns))
+                .map(|(_, span)| span)
                 .collect();
             assert_eq!(spans, want, "rank {r}");
         }
@@ -1769,7 +1781,7 @@ mod tests {
         let m = meanings(&parsed);
         let lines = |r: usize| -> Vec<String> {
             rank_events(r as u32, &parsed[r], &m[r], 0)
-                .map(|e| crate::raw::event_line(&e))
+                .map(|(e, _)| crate::raw::event_line(&e))
                 .collect()
         };
         assert_eq!(
@@ -1797,7 +1809,8 @@ mod tests {
                 crate::raw::event_line(
                     &rank_events(r, &parsed[r as usize], &m[r as usize], 0)
                         .nth(2)
-                        .unwrap(),
+                        .unwrap()
+                        .0,
                 )
             })
             .collect();

@@ -52,8 +52,20 @@ impl RankRecorder {
     /// error the recording is incomplete and must be dropped: a trace that
     /// stops in the middle would expand to a wrong event sequence.
     pub fn push(&mut self, ev: &Event) -> Result<(), Error> {
+        let enter = ev.time.enter_ns;
+        self.push_spanning(ev, (enter, enter + ev.time.dur_ns))
+    }
+
+    /// Adds an event whose timeline span is `span` (enter, leave; ns from
+    /// time zero) rather than its [`Timing`](crate::Timing)'s: an imported
+    /// call that overlaps earlier ones on its rank keeps its whole span on
+    /// the timeline, while its timing holds only the time no earlier call
+    /// covered, so that a rank's times inside and between calls add up to
+    /// its run (the published traces' overlapping records had added up to
+    /// ten times it in `stats`).
+    pub fn push_spanning(&mut self, ev: &Event, span: (u64, u64)) -> Result<(), Error> {
         if let Some(t) = &mut self.timeline {
-            t.push(ev.time.enter_ns, ev.time.enter_ns + ev.time.dur_ns);
+            t.push(span.0, span.1);
         }
         if let Some(s) = &mut self.series {
             s.push(ev.time.dur_ns);
