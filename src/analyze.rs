@@ -39,6 +39,13 @@ pub struct Args {
     /// Leave the timestamps as recorded: no clock-condition correction.
     #[arg(long)]
     pub no_clock_correction: bool,
+    /// How an instance's events make its pattern: `ordered` (each rank's
+    /// events in call order; R1·S1 and S1·R1 are two patterns, since a
+    /// rank that receives first waits differently) or `unordered` (each
+    /// rank's events as a set, as Alawneh and Hamou-Lhadj count patterns
+    /// in their published results).
+    #[arg(long, default_value = "ordered", value_parser = ["ordered", "unordered"])]
+    pub pattern_key: String,
     /// Minimum message latency for the clock condition, ns.
     #[arg(long, default_value_t = 0)]
     pub min_latency: i64,
@@ -73,6 +80,11 @@ pub fn run(a: &Args) -> Result<()> {
             min_latency_ns: a.min_latency,
             ..Default::default()
         }),
+        pattern_key: if a.pattern_key == "unordered" {
+            analysis::patterns::PatternKey::Unordered
+        } else {
+            analysis::patterns::PatternKey::Ordered
+        },
     };
     let t0 = Instant::now();
     let r = {

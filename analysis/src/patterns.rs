@@ -235,8 +235,27 @@ impl Patterns {
     }
 }
 
-/// Finds the patterns of `run` from its `matching`.
+/// How an instance's per-rank events make its pattern's key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PatternKey {
+    /// Each rank's events in the order it called them: `R1·S1` and
+    /// `S1·R1` are two patterns (a rank that receives before it sends
+    /// waits differently from one that sends first). The default.
+    #[default]
+    Ordered,
+    /// Each rank's events as a set (sorted): Alawneh and Hamou-Lhadj's
+    /// key, under which their published results count patterns.
+    Unordered,
+}
+
+/// Finds the patterns of `run` from its `matching`, each rank's events
+/// in call order ([`PatternKey::Ordered`]).
 pub fn find(run: &Run, matching: &Matching) -> Patterns {
+    find_keyed(run, matching, PatternKey::Ordered)
+}
+
+/// Finds the patterns of `run` from its `matching`, keyed by `key`.
+pub fn find_keyed(run: &Run, matching: &Matching, key: PatternKey) -> Patterns {
     // Global context numbering.
     let mut base = Vec::with_capacity(run.ranks.len());
     let mut n = 0u32;
@@ -330,7 +349,15 @@ pub fn find(run: &Run, matching: &Matching) -> Patterns {
         .map(|i| {
             i.contexts.sort_unstable();
             i.events.sort_unstable();
-            strings_of(run, &i.events)
+            let mut strings = strings_of(run, &i.events);
+            if key == PatternKey::Unordered {
+                for (_, s) in &mut strings {
+                    let mut tokens: Vec<&str> = s.split('·').collect();
+                    tokens.sort_unstable();
+                    *s = tokens.join("·");
+                }
+            }
+            strings
         })
         .collect();
     let mut by_key: HashMap<Vec<(u32, String)>, usize> = HashMap::new();

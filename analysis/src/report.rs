@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::clc::{ClcOptions, ClcReport, correct};
 use crate::delay::DelayReport;
 use crate::matching::match_run;
-use crate::patterns::{Patterns, find};
+use crate::patterns::{PatternKey, Patterns, find_keyed};
 use crate::phases::{Criterion, Limits, Segment, djs_curve, segment};
 use crate::run::{Run, StepMatrix};
 use crate::slow::{Cause, WaitIndex, blame};
@@ -26,6 +26,8 @@ pub struct Options {
     /// Correct clock-condition violations before timing anything
     /// (`None`: leave the timestamps as recorded).
     pub clock: Option<ClcOptions>,
+    /// How patterns are keyed (each rank's events in order, by default).
+    pub pattern_key: PatternKey,
 }
 
 impl Default for Options {
@@ -38,6 +40,7 @@ impl Default for Options {
                 min_len: 8,
             },
             clock: Some(ClcOptions::default()),
+            pattern_key: PatternKey::Ordered,
         }
     }
 }
@@ -359,7 +362,7 @@ pub fn analyze_with_data(
     // their ids do not change with the clock correction; their instances'
     // spans are the corrected ones.
     progress("patterns", 0, 1);
-    let mut p = find(&run, &m);
+    let mut p = find_keyed(&run, &m, opts.pattern_key);
     progress("clocks", 0, 1);
     let clock = match opts.clock {
         Some(o) => correct(&mut run, &m, o),
