@@ -537,5 +537,41 @@ fn the_published_smg_trace_imports_checks_and_analyses_within_its_run() {
             rank["rank"]
         );
     }
+    // Keyed as the authors key patterns (each rank's events as a set),
+    // every pattern's instance count, events and processes equal those of
+    // their results file.
+    let out = rankscale(&["analyze", &t, "--json", "--pattern-key", "unordered"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let r: serde_json::Value = serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+    let mut ours: Vec<(u64, u64, u64)> = r["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let n = |k: &str| p[k].as_u64().unwrap();
+            (n("instances"), n("ne"), n("np"))
+        })
+        .collect();
+    let results =
+        std::fs::read_to_string(dir.join("results/smg4.10/orderedcommunications.txt")).unwrap();
+    let mut theirs: Vec<(u64, u64, u64)> = results
+        .lines()
+        .filter_map(|l| {
+            // "CP3: (3) Events: 8, Processes: 4"
+            let (_, rest) = l.split_once(": (")?;
+            let (count, rest) = rest.split_once(") Events: ")?;
+            let (events, procs) = rest.split_once(", Processes: ")?;
+            Some((
+                count.parse().ok()?,
+                events.parse().ok()?,
+                procs.trim().parse().ok()?,
+            ))
+        })
+        .collect();
+    assert_eq!(theirs.len(), 25, "the authors' file lists 25 patterns");
+    ours.sort_unstable();
+    theirs.sort_unstable();
+    assert_eq!(ours, theirs);
     let _ = std::fs::remove_dir_all(&dir);
 }
