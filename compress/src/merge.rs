@@ -1368,17 +1368,54 @@ pub fn binomial_rounds(size: u64) -> impl Iterator<Item = u64> {
 /// Merges per-rank parts (part `r` is rank `r`'s) in the tracer's binomial
 /// reduction order ([`binomial_step`]), so that traces built outside a run
 /// (imported, extrapolated, recovered) merge exactly as a traced one would.
-/// `None` for no parts.
-pub fn merge_binomial<T>(parts: Vec<T>, mut merge: impl FnMut(T, T) -> T) -> Option<T> {
+/// The merges of one round are independent, as they are on the ranks of a
+/// job, and run on all cores (each the same merge of the same two parts,
+/// so the result does not depend on the threads): one after the other,
+/// merging smg1024's 1,024 imported ranks was half of its import. `None`
+/// for no parts.
+pub fn merge_binomial<T: Send>(parts: Vec<T>, merge: impl Fn(T, T) -> T + Sync) -> Option<T> {
     let n = parts.len() as u64;
     let mut parts: Vec<Option<T>> = parts.into_iter().map(Some).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     for step in binomial_rounds(n) {
+        let mut pairs: Vec<(usize, T, T)> = Vec::new();
         for r in (0..n).step_by((2 * step) as usize) {
             if let BinomialStep::ReceiveFrom(from) = binomial_step(r, n, step)
                 && let (Some(a), Some(b)) = (parts[r as usize].take(), parts[from as usize].take())
             {
-                parts[r as usize] = Some(merge(a, b));
+                pairs.push((r as usize, a, b));
             }
+        }
+        let per = pairs.len().div_ceil(threads).max(1);
+        let merge = &merge;
+        let merged: Vec<(usize, T)> = if threads <= 1 || pairs.len() <= 1 {
+            pairs.into_iter().map(|(r, a, b)| (r, merge(a, b))).collect()
+        } else {
+            let mut chunks: Vec<Vec<(usize, T, T)>> = Vec::new();
+            let mut it = pairs.into_iter().peekable();
+            while it.peek().is_some() {
+                chunks.push(it.by_ref().take(per).collect());
+            }
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = chunks
+                    .into_iter()
+                    .map(|chunk| {
+                        scope.spawn(move || {
+                            chunk
+                                .into_iter()
+                                .map(|(r, a, b)| (r, merge(a, b)))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        };
+        for (r, m) in merged {
+            parts[r] = Some(m);
         }
     }
     parts.into_iter().next().flatten()
