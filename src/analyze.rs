@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use analysis::phases::{Criterion, Limits};
-use analysis::{Options, analyze};
+use analysis::{Options, analyze_owned};
 use anyhow::{Context, Result};
 
 use report::analysis_text::{TextOptions, text};
@@ -64,6 +64,12 @@ pub fn run(a: &Args) -> Result<()> {
     let file = a.file.as_path();
     let loading = Instant::now();
     let f = read(file)?;
+    // The call sites' names are all the text needs of the file once the
+    // analysis has read it (and dropped it).
+    let meta = compress::Meta {
+        sites: f.meta.sites.clone(),
+        ..compress::Meta::default()
+    };
     let mut stages: Vec<(String, f64)> = vec![("loading".into(), loading.elapsed().as_secs_f64())];
     let opts = Options {
         cutoff: a.cutoff,
@@ -90,7 +96,7 @@ pub fn run(a: &Args) -> Result<()> {
     let r = {
         let bar = crate::progress::Progress::bar("analyze");
         let mut current = (String::new(), Instant::now());
-        let r = analyze(&f, &opts, &mut |stage, done, total| {
+        let r = analyze_owned(f, &opts, &mut |stage, done, total| {
             if stage != current.0 {
                 let (name, start) =
                     std::mem::replace(&mut current, (stage.to_string(), Instant::now()));
@@ -114,7 +120,7 @@ pub fn run(a: &Args) -> Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        let labels = report::sites::site_labels(&f);
+        let labels = meta.site_labels();
         let opts = TextOptions {
             top: a.top,
             criterion: &a.criterion,

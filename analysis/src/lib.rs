@@ -43,7 +43,8 @@ pub mod waitstates;
 
 pub use report::{
     AffinityReport, EventAt, Options, PatternReport, PhaseNode, PhaseReport, RankAt, RankString,
-    Report, RunData, SlowCallReport, SlowReport, WaitTotal, analyze, analyze_with_data, ranks_text,
+    Report, RunData, SlowCallReport, SlowReport, WaitTotal, analyze, analyze_owned,
+    analyze_with_data, ranks_text,
 };
 
 /// Why a trace could not be analysed.
