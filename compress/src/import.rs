@@ -1062,8 +1062,8 @@ pub fn rank_events<'a>(
 /// Builds the trace file of parsed ranks (`ranks[r]` is rank `r`'s
 /// records) after checking that their messages pair up; `dir` names the
 /// input in errors and in the metadata's command line.
-pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportError> {
-    let mut problems = pairing_problems(ranks).into_iter();
+pub fn convert(ranks: Vec<Vec<Entry>>, dir: &Path) -> Result<TraceFile, ImportError> {
+    let mut problems = pairing_problems(&ranks).into_iter();
     if let Some(first) = problems.next() {
         return Err(ImportError::Pairing {
             dir: dir.to_path_buf(),
@@ -1074,9 +1074,12 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
     let spans = || ranks.iter().flatten().filter_map(|e| e.record.span());
     let zero = spans().map(|s| s.0).min().unwrap_or(0);
     let last = spans().map(|s| s.1).max().unwrap_or(zero);
-    let meanings = meanings(ranks);
-    let indexed: Vec<(usize, &Vec<Entry>)> = ranks.iter().enumerate().collect();
-    let parts = on_all_cores(&indexed, |&(r, entries)| {
+    let meanings = meanings(&ranks);
+    let world_size = u32::try_from(ranks.len()).unwrap_or(u32::MAX);
+    // Each rank's parsed lines are dropped once compressed, not held
+    // until every rank is (half a GB of smg1024's import).
+    let owned: Vec<_> = ranks.into_iter().zip(meanings).enumerate().collect();
+    let parts = on_all_cores(owned, |(r, (entries, meanings))| {
         let rank = u32::try_from(r).unwrap_or(u32::MAX);
         let failed = |error| ImportError::Compress { rank, error };
         // A timeline with the common zero: the imported times are exact.
@@ -1085,7 +1088,7 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
             ..Recording::default()
         };
         let mut rec = RankRecorder::new(rank, &what);
-        for (ev, span) in rank_events(rank, entries, &meanings[r], zero) {
+        for (ev, span) in rank_events(rank, &entries, &meanings, zero) {
             rec.push_spanning(&ev, span).map_err(failed)?;
         }
         rec.finish().map_err(failed)
@@ -1100,7 +1103,7 @@ pub fn convert(ranks: &[Vec<Entry>], dir: &Path) -> Result<TraceFile, ImportErro
     file.meta = Meta {
         tool: format!("rankscale {}", env!("CARGO_PKG_VERSION")),
         mpi: format!("imported: {}", PERTEXT),
-        world_size: u32::try_from(ranks.len()).unwrap_or(u32::MAX),
+        world_size,
         command: vec![
             "import".into(),
             "--format".into(),
@@ -1171,7 +1174,7 @@ pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>, ImportError> {
 pub fn import_pertext(dir: &Path) -> Result<TraceFile, ImportError> {
     let files = rank_files(dir)?;
     let world = u32::try_from(files.len()).unwrap_or(u32::MAX);
-    let ranks = on_all_cores(&files, |path| {
+    let ranks = on_all_cores(files.iter().collect(), |path: &PathBuf| {
         let bytes = std::fs::read(path).map_err(|error| ImportError::Io {
             path: path.clone(),
             error,
@@ -1180,7 +1183,7 @@ pub fn import_pertext(dir: &Path) -> Result<TraceFile, ImportError> {
     })
     .into_iter()
     .collect::<Result<Vec<_>, _>>()?;
-    convert(&ranks, dir)
+    convert(ranks, dir)
 }
 
 /// `f` of each item, in order, computed on all cores: the ranks of an
@@ -1188,14 +1191,19 @@ pub fn import_pertext(dir: &Path) -> Result<TraceFile, ImportError> {
 /// scoped threads over contiguous slices, so that this crate, which the
 /// tracer links, needs no thread pool. The first error in rank order is
 /// the same as a loop's.
-fn on_all_cores<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+fn on_all_cores<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per = items.len().div_ceil(threads.max(1)).max(1);
+    let mut chunks: Vec<Vec<T>> = Vec::new();
+    let mut it = items.into_iter().peekable();
+    while it.peek().is_some() {
+        chunks.push(it.by_ref().take(per).collect());
+    }
     std::thread::scope(|scope| {
         let f = &f;
-        let handles: Vec<_> = items
-            .chunks(per)
-            .map(|chunk| scope.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| scope.spawn(move || chunk.into_iter().map(f).collect::<Vec<R>>()))
             .collect();
         handles
             .into_iter()
@@ -1637,7 +1645,7 @@ mod tests {
             "Recv 0 t1 1 t2 2 t 5 l 8 m 4\nSend 0 t1 3 t2 4 t 5 l 8 m 9\n",
         ])
         .unwrap();
-        let e = convert(&parsed, Path::new("data")).unwrap_err();
+        let e = convert(parsed, Path::new("data")).unwrap_err();
         assert_eq!(
             e.to_string(),
             "data: Process0.txt:2: Send to 1 (tag 5, 8 bytes), the 2nd such message, has no Recv: Process1.txt has only 1 Recv from 0 with tag 5 (and 1 more unpaired or mismatched message)"
@@ -1723,7 +1731,7 @@ mod tests {
             "DEL1\nALLREDUCE 1 t1 700 t2 1900 s 8 r 8 m 2\n",
         ];
         let parsed = ranks(&texts).unwrap();
-        let file = convert(&parsed, Path::new("d")).unwrap();
+        let file = convert(parsed.clone(), Path::new("d")).unwrap();
         let file = TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
         assert_eq!(file.meta.world_size, 3);
         assert_eq!(file.meta.mpi, "imported: pertext");
@@ -1879,7 +1887,7 @@ mod tests {
                 .enumerate()
                 .map(|(r, f)| parse_rank(Path::new(&format!("Process{r}.txt")), f, world))
                 .collect();
-            let result = parsed.and_then(|p| convert(&p, Path::new("fuzz")));
+            let result = parsed.and_then(|p| convert(p, Path::new("fuzz")));
             match result {
                 Err(e) => {
                     errors += 1;

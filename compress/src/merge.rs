@@ -1389,7 +1389,10 @@ pub fn merge_binomial<T: Send>(parts: Vec<T>, merge: impl Fn(T, T) -> T + Sync) 
         let per = pairs.len().div_ceil(threads).max(1);
         let merge = &merge;
         let merged: Vec<(usize, T)> = if threads <= 1 || pairs.len() <= 1 {
-            pairs.into_iter().map(|(r, a, b)| (r, merge(a, b))).collect()
+            pairs
+                .into_iter()
+                .map(|(r, a, b)| (r, merge(a, b)))
+                .collect()
         } else {
             let mut chunks: Vec<Vec<(usize, T, T)>> = Vec::new();
             let mut it = pairs.into_iter().peekable();
