@@ -213,7 +213,7 @@ struct Replayer<'o> {
     /// communicator that is not there yet is then awaited (another thread
     /// creates it) instead of being an error.
     threaded: bool,
-    types: HashMap<i64, MPI_Datatype>,
+    types: HashMap<(i64, bool), MPI_Datatype>,
     /// The derived datatypes among `types`, freed at the end.
     owned_types: Vec<MPI_Datatype>,
     reqs: HashMap<u64, Req>,
@@ -369,7 +369,16 @@ impl<'o> Replayer<'o> {
     /// A contiguous datatype of `dsize` bytes (what the trace knows of the
     /// application's datatype).
     fn dtype(&mut self, dsize: i64) -> Result<MPI_Datatype> {
-        if let Some(&t) = self.types.get(&dsize) {
+        self.dtype_as(dsize, false)
+    }
+
+    /// [`Replayer::dtype`], as a derived type when `derived` (the
+    /// application's was one: a contiguous type of its size, so that the
+    /// replay, like the application, hands MPI a derived type and its
+    /// raw log names one), else a predefined type of the size where one
+    /// exists.
+    fn dtype_as(&mut self, dsize: i64, derived: bool) -> Result<MPI_Datatype> {
+        if let Some(&t) = self.types.get(&(dsize, derived)) {
             return Ok(t);
         }
         let n = c_int::try_from(dsize.max(1)).context("datatype size")?;
@@ -389,7 +398,7 @@ impl<'o> Replayer<'o> {
         };
         // Predefined types of the common sizes take the libraries' fast
         // paths (a derived type, even a contiguous one, may be packed).
-        let t = if let Some(t) = predefined {
+        let t = if let Some(t) = predefined.filter(|_| !derived) {
             t
         } else {
             // SAFETY: reading an initialised mpi-sys constant.
@@ -404,7 +413,7 @@ impl<'o> Replayer<'o> {
             self.owned_types.push(t);
             t
         };
-        self.types.insert(dsize, t);
+        self.types.insert((dsize, derived), t);
         Ok(t)
     }
 
@@ -415,10 +424,11 @@ impl<'o> Replayer<'o> {
         match predefined(t) {
             Some(ty) => Ok(ty),
             None => {
-                if t.dtype == Datatype::DERIVED {
+                let derived = t.dtype == Datatype::DERIVED;
+                if derived {
                     stand_in_note("a derived datatype", t.dsize);
                 }
-                self.dtype(t.dsize)
+                self.dtype_as(t.dsize, derived)
             }
         }
     }
