@@ -2055,7 +2055,7 @@ impl<'a> Checker<'a> {
         let parent_cart = st.comms.get(&parent.id).and_then(|p| p.cart.clone());
         let mut implied: Option<(i64, &'static str)> = None;
         match e.op {
-            Op::CommDup => implied = parent.size.map(|s| (s, "its parent")),
+            Op::CommDup | Op::CommDupWithInfo => implied = parent.size.map(|s| (s, "its parent")),
             Op::CommCreate => {
                 found.extend(out_of("group member", &c.members, self.world));
                 if c.members.len() as i64 > limit {
@@ -2206,7 +2206,7 @@ impl<'a> Checker<'a> {
             _ => (hash_of((parent.inst, seq)), parent.ambiguous),
         };
         let map = match e.op {
-            Op::CommDup => parent_map,
+            Op::CommDup | Op::CommDupWithInfo => parent_map,
             Op::CommCreate if !c.members.is_empty() => Map::Members(c.members.clone().into()),
             Op::CartCreate
             | Op::GraphCreate
@@ -2220,7 +2220,7 @@ impl<'a> Checker<'a> {
         };
         let cart = match e.op {
             Op::CartCreate => Some(dims.clone().into()),
-            Op::CommDup => parent_cart.clone(),
+            Op::CommDup | Op::CommDupWithInfo => parent_cart.clone(),
             Op::CartSub => parent_cart.as_ref().map(|pd| {
                 pd.iter()
                     .zip(&dims)

@@ -371,6 +371,7 @@ impl<'a> Emitter<'a> {
             }
             op if op.is_collective() => self.collective(e, op)?,
             Op::CommDup
+            | Op::CommDupWithInfo
             | Op::CommSplit
             | Op::CommSplitType
             | Op::CartCreate
@@ -501,6 +502,9 @@ impl<'a> Emitter<'a> {
         };
         match op {
             Op::CommDup => self.line(&format!("MPI_Comm_dup(c, {nc});")),
+            Op::CommDupWithInfo => {
+                self.line(&format!("MPI_Comm_dup_with_info(c, MPI_INFO_NULL, {nc});"))
+            }
             Op::CommSplit => {
                 let color = self
                     .field(e, "color")

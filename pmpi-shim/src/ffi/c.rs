@@ -1594,6 +1594,12 @@ entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm), 
     rc
 });
 
+entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm_h: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Comm_dup_with_info(comm_h, info, newcomm);
+    s.record(Op::CommDupWithInfo, |t, ev| fill_comm_dup(t, ev, comm_h, created(rc, newcomm)));
+    rc
+});
+
 entry!(MPI_Comm_split, PMPI_Comm_split, (comm_h: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_split(comm_h, color, key, newcomm);
     s.record(Op::CommSplit, |t, ev| fill_comm_split(t, ev, comm_h, color, key, created(rc, newcomm)));

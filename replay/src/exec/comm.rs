@@ -90,6 +90,9 @@ impl Replayer<'_> {
         let rc = match e.op {
             // SAFETY: `parent` is live; `new` is a valid out-parameter.
             Op::CommDup => unsafe { MPI_Comm_dup(parent, &mut new) },
+            // SAFETY: `parent` is live; `info` is MPI_INFO_NULL (the trace
+            // keeps no info keys); `new` is a valid out-parameter.
+            Op::CommDupWithInfo => unsafe { MPI_Comm_dup_with_info(parent, info, &mut new) },
             // SAFETY: `parent` is live; `new` is a valid out-parameter.
             Op::CommSplit => unsafe {
                 MPI_Comm_split(

@@ -518,6 +518,7 @@ impl<'o> Replayer<'o> {
             Op::Mrecv | Op::Imrecv => self.mrecv(e),
             op if op.is_collective() => self.collective(e),
             Op::CommDup
+            | Op::CommDupWithInfo
             | Op::CommSplit
             | Op::CommSplitType
             | Op::CommCreate
