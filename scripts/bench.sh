@@ -63,6 +63,14 @@
 #     /usr/bin/time -v), per event; the ratio is analyze's time against
 #     import's (`scripts/bench.sh scale` runs this part alone; SCALE_RANKS
 #     and SCALE_CYCLES change the size).
+# 14. MPICH's own test suite 4.0.2 (issue 39, tests/mpich_suite.rs): every
+#     program of pt2pt, coll, comm, group, topo, datatype, part and init,
+#     untraced, traced, `rankscale check`ed and replayed on each MPI; a
+#     table per MPI and directory, then every failure with its first failing
+#     stage (also in target/mpich-suite/IMP/report.md). Not part of `all`:
+#     `scripts/bench.sh mpich-suite [DIR,DIR | DIR/NAME]` runs it (all eight
+#     directories by default). The CI slice of it is a test of
+#     scripts/test.sh.
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -139,6 +147,23 @@ pair() { # pair R CMD...: runs CMD untraced and traced, prints "untraced traced"
   echo "$u $t"
 }
 pingpong_ns() { launch "$1" 2 "$2" pingpong "$iters" 8 3 2>/dev/null | awk '/roundtrip_ns/ {print $2}'; }
+
+if [[ $part == mpich-suite ]]; then
+  status=0
+  for imp in mpich openmpi; do
+    # The test runs its own traced jobs: no bench trace in its environment.
+    env -u RANKSCALE_TRACE RANKSCALE_TEST_MPIS="$imp" RANKSCALE_MPICH_SUITE="${2:-full}" \
+      RUST_TEST_THREADS=1 scripts/with-mpi "$imp" \
+      cargo test --release --quiet -p rankscale --test mpich_suite -- --nocapture || status=1
+  done
+  for imp in mpich openmpi; do
+    if [[ -f target/mpich-suite/$imp/report.md ]]; then
+      echo
+      cat "target/mpich-suite/$imp/report.md"
+    fi
+  done
+  exit "$status"
+fi
 
 if [[ $part == all || $part == overhead ]]; then
 

@@ -119,6 +119,21 @@ pub fn mpirun(imp: &str, np: usize, bin: &Path, args: &[String], opt: &Launch) -
     )
 }
 
+/// [`mpirun`] that returns `Err("timed out after N s")` instead of failing
+/// the test when the job outlives `opt.timeout_s`.
+pub fn try_mpirun(
+    imp: &str,
+    np: usize,
+    bin: &Path,
+    args: &[String],
+    opt: &Launch,
+) -> Result<Job, String> {
+    try_run_with_timeout(
+        mpirun_command(imp, np, bin, args, opt),
+        opt.timeout_s.max(1),
+    )
+}
+
 /// The launcher and its options for `np` ranks of `imp`, as every test
 /// launches: MPICH without its network modules (shared memory only), Open
 /// MPI oversubscribed, unbound, on shared memory, with yielding waits.
@@ -195,7 +210,16 @@ pub fn mpirun_command(imp: &str, np: usize, bin: &Path, args: &[String], opt: &L
 }
 
 /// Runs a command, killing it (and failing the test) after `secs`.
-pub fn run_with_timeout(mut cmd: Command, secs: u64) -> Job {
+pub fn run_with_timeout(cmd: Command, secs: u64) -> Job {
+    let desc = format!("{cmd:?}");
+    try_run_with_timeout(cmd, secs).unwrap_or_else(|e| panic!("{e}: {desc}"))
+}
+
+/// Runs a command; after `secs` kills it with every process it started
+/// (the ranks of an `mpirun`, which would otherwise spin on) and returns
+/// `Err("timed out after N s")`, for a harness that lists a hanging
+/// program instead of stopping at it.
+pub fn try_run_with_timeout(mut cmd: Command, secs: u64) -> Result<Job, String> {
     let start = Instant::now();
     let desc = format!("{cmd:?}");
     let mut child = cmd
@@ -222,18 +246,52 @@ pub fn run_with_timeout(mut cmd: Command, secs: u64) -> Job {
             break st;
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
+            kill_tree(child.id());
             let _ = child.wait();
-            panic!("timed out after {secs} s: {desc}");
+            return Err(format!("timed out after {secs} s"));
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    Job {
+    Ok(Job {
         code: status.code(),
         stdout: t_out.join().unwrap(),
         stderr: t_err.join().unwrap(),
         elapsed: start.elapsed(),
+    })
+}
+
+/// Kills process `pid` and all its descendants (found through `/proc`):
+/// killing `mpirun` alone can leave its ranks running.
+fn kill_tree(pid: u32) {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let p: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            // "pid (comm) state ppid ...": comm may hold spaces.
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((p, ppid))
+        })
+        .collect();
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parents.iter().filter(|&&(_, pp)| pp == p).map(|&(c, _)| c));
+        i += 1;
     }
+    let _ = Command::new("kill")
+        .arg("-KILL")
+        .args(tree.iter().map(u32::to_string))
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// Reads every rank's raw log from a raw directory, which must hold
@@ -564,4 +622,200 @@ pub fn codegen_run(
         ));
     }
     Ok(raw)
+}
+
+/// What the raw-log comparison of a replay with its application ignores:
+/// the call site (`site=` names replay's own code), and for a replay that
+/// reported latency races also the outcomes of racy calls.
+pub fn ignored(latency: bool) -> &'static [&'static str] {
+    if latency {
+        &["site=", "reqs=", "done=", "match=", "flag=", "msg="]
+    } else {
+        &["site="]
+    }
+}
+
+/// The first rank whose raw log differs between the original run
+/// (`dir/orig`) and its replay (`dir/replay`), beyond `ignored`.
+pub fn first_difference(dir: &Path, np: usize, ignored: &[&str]) -> Option<String> {
+    first_raw_difference(&dir.join("orig"), &dir.join("replay"), np, ignored)
+}
+
+/// How a replay compared with its application run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Identical,
+    /// Identical but for outcomes the replay reported as latency races.
+    LatencyRaces,
+}
+
+/// The `replay` binary built for `imp` (release), which replays a trace
+/// under the same implementation as the application ran.
+pub fn replay_bin(imp: &str) -> PathBuf {
+    root().join(format!("target/{imp}/release/replay"))
+}
+
+/// The stages of [`stages`], in the order they run: a harness reports the
+/// first one a program fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    /// The application under the tracer, writing raw logs and a trace.
+    Traced,
+    /// `rankscale check` of that trace.
+    Check,
+    /// The trace replayed under the tracer, its raw logs against the
+    /// application's.
+    Replay,
+}
+
+/// The stage of [`stages`] that failed first, and the whole story.
+#[derive(Debug, Clone)]
+pub struct Failed {
+    pub stage: Stage,
+    pub detail: String,
+}
+
+/// Options of [`stages`]; the default is what `tests/replay.rs` checks of
+/// its programs (no `rankscale check`, exit status 0 only).
+#[derive(Default, Clone)]
+pub struct Stages<'a> {
+    /// Also prove the trace consistent with `rankscale check`.
+    pub check: bool,
+    /// The traced run passes only if this accepts its standard output
+    /// too (MPICH's test programs print " No Errors").
+    pub verdict: Option<fn(&str) -> bool>,
+    /// Seconds each run may take (0: the default of [`traced_raw`]).
+    pub timeout_s: u64,
+    /// More environment for both runs.
+    pub env: Vec<(&'a str, String)>,
+    /// Run both jobs in the scratch directory (for programs that write
+    /// files), not in the project root.
+    pub in_scratch: bool,
+}
+
+/// The traced life of one program: run `np` ranks of `bin args` under the
+/// tracer with raw logs and a trace file, optionally `rankscale check` the
+/// trace, replay it under the tracer with `mpirun -n NP replay FILE`, and
+/// compare the replay's raw log of every rank with the application's
+/// (see `tests/replay.rs` for what is ignored and why). Returns how the
+/// replay compared, or the first stage that failed. The scratch directory
+/// of a failed program stays, for a look at its raw logs.
+pub fn stages(
+    imp: &str,
+    name: &str,
+    np: usize,
+    bin: &Path,
+    args: &[String],
+    opt: &Stages,
+) -> Result<Outcome, Failed> {
+    let fail = |stage, detail: String| Failed { stage, detail };
+    let dir = scratch(&format!("{imp}-replay-{name}"));
+    let launch = |raw: &str, trace: String| {
+        let mut l = traced_raw(imp, &dir.join(raw));
+        l.env.push(("RANKSCALE_TRACE", trace));
+        l.env.extend(opt.env.iter().cloned());
+        if opt.timeout_s > 0 {
+            l.timeout_s = opt.timeout_s;
+        }
+        if opt.in_scratch {
+            l.cwd = Some(dir.clone());
+        }
+        l
+    };
+    let trace = dir.join("app.trace");
+    let orig = launch("orig", trace.display().to_string());
+    let job = try_mpirun(imp, np, bin, args, &orig)
+        .map_err(|e| fail(Stage::Traced, format!("the original run {e}")))?;
+    if job.code != Some(0) {
+        return Err(fail(
+            Stage::Traced,
+            format!("the original run failed ({:?}): {}", job.code, job.stderr),
+        ));
+    }
+    if opt.verdict.is_some_and(|passed| !passed(&job.stdout)) {
+        return Err(fail(
+            Stage::Traced,
+            format!(
+                "the original run exited 0 but its output says it failed: {}{}",
+                job.stdout, job.stderr
+            ),
+        ));
+    }
+    let raw = |d: &str| {
+        let p = dir.join(d);
+        if p.exists() {
+            try_raw_logs(&p, np).map(|_| ())
+        } else {
+            Err(format!(
+                "the tracer wrote no raw logs ({} missing)",
+                p.display()
+            ))
+        }
+    };
+    raw("orig").map_err(|e| fail(Stage::Traced, e))?;
+    if opt.check {
+        let out = rankscale(&["check", &trace.display().to_string()]);
+        if !out.status.success() {
+            return Err(fail(
+                Stage::Check,
+                format!("{}{}", text(&out.stdout), text(&out.stderr)),
+            ));
+        }
+    }
+    let rep = launch("replay", "0".into());
+    let rjob = try_mpirun(
+        imp,
+        np,
+        &replay_bin(imp),
+        &[trace.display().to_string()],
+        &rep,
+    )
+    .map_err(|e| fail(Stage::Replay, format!("replay {e}")))?;
+    if rjob.code != Some(0) {
+        return Err(fail(
+            Stage::Replay,
+            format!("replay failed ({:?}): {}", rjob.code, rjob.stderr),
+        ));
+    }
+    if !rjob.stdout.contains("replay of") {
+        return Err(fail(
+            Stage::Replay,
+            format!("no replay report: {}", rjob.stdout),
+        ));
+    }
+    raw("replay").map_err(|e| fail(Stage::Replay, e))?;
+    let outcome = match first_difference(&dir, np, ignored(false)) {
+        None => Outcome::Identical,
+        Some(d) if !rjob.stdout.contains("latency races not forced") => {
+            return Err(fail(Stage::Replay, d));
+        }
+        Some(d) => match first_difference(&dir, np, ignored(true)) {
+            None => {
+                eprintln!("{imp} {name}: latency races ({d})");
+                Outcome::LatencyRaces
+            }
+            Some(d) => {
+                return Err(fail(
+                    Stage::Replay,
+                    format!("(beyond its latency races) {d}"),
+                ));
+            }
+        },
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(outcome)
+}
+
+/// [`stages`] as `tests/replay.rs` runs its programs: the traced run, its
+/// replay and the comparison, the error naming the implementation and the
+/// program.
+pub fn check(
+    imp: &str,
+    name: &str,
+    np: usize,
+    bin: &Path,
+    args: &[String],
+) -> Result<Outcome, String> {
+    stages(imp, name, np, bin, args, &Stages::default())
+        .map_err(|f| format!("{imp} {name}: {}", f.detail))
 }
