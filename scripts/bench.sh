@@ -63,6 +63,10 @@
 #     /usr/bin/time -v), per event; the ratio is analyze's time against
 #     import's (`scripts/bench.sh scale` runs this part alone; SCALE_RANKS
 #     and SCALE_CYCLES change the size).
+# 15. the published traces (issue 40): smg1024 and bt100A of the pattern-
+#     detection papers, from the shared copy, imported and analysed with
+#     /usr/bin/time -v (`scripts/bench.sh published` runs this part alone);
+#     the ratio is analyze's wall time against import's.
 # 14. MPICH's own test suite 4.0.2 (issue 39, tests/mpich_suite.rs): every
 #     program of pt2pt, coll, comm, group, topo, datatype, part and init,
 #     untraced, traced, `rankscale check`ed and replayed on each MPI; a
@@ -593,25 +597,58 @@ else
 fi
 fi
 
+# timed CMD...: runs CMD under /usr/bin/time -v; prints "wall cpu rss_kB".
+timed() {
+  /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F': ' '
+    /Elapsed/ { n = split($2, t, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + t[i] }
+    /User time/ { u = $2 } /System time/ { s = $2 } /Maximum resident/ { m = $2 }
+    END { print w, u + s, m }'
+}
+# row NAME WALL CPU RSS_KB RATIO: one line of the import/analyze tables
+# ($events events).
+row() { awk -v n="$1" -v w="$2" -v c="$3" -v m="$4" -v e="$events" -v r="$5" \
+  'BEGIN { printf "%-10s %9.2f %9.2f %10.0f %11.2f %11.0f %10s\n", n, w, c, m / 1024, w * 1e6 / e, m * 1024 / e, r }'; }
+# import_and_analyze PERTEXT-DIR: the import, analyze and both rows.
+import_and_analyze() {
+  read -r iw ic im < <(timed "$rs" import --format pertext "$1" -o "$tmp/pub.trace")
+  read -r aw ac am < <(timed "$rs" analyze "$tmp/pub.trace")
+  events=$("$rs" stats "$tmp/pub.trace" | awk 'NR == 1 { print $4 }')
+  printf '%-10s %9s %9s %10s %11s %11s %10s\n' step "wall(s)" "cpu(s)" "rss(MB)" "us/event" "B/event" "ratio"
+  row import "$iw" "$ic" "$im" ""
+  row analyze "$aw" "$ac" "$am" "$(awk -v a="$aw" -v b="$iw" 'BEGIN { printf "%.2f", a / b }')"
+  row both "$(awk -v a="$aw" -v b="$iw" 'BEGIN { print a + b }')" "$(awk -v a="$ac" -v b="$ic" 'BEGIN { print a + b }')" \
+    "$(( am > im ? am : im ))" ""
+  rm -f "$tmp/pub.trace"
+}
+
+if [[ $part == all || $part == published ]]; then
+  # The published traces of the pattern-detection papers at their full
+  # size (issue 40): smg1024 (7.3 M events, target 30 s and 2 GB for import
+  # and analyze together) and bt100A (2.4 M events, target 10 s).
+  rs="$root/target/openmpi/release/rankscale"
+  shared="$root/../shared/third-party/hpc-mpi-traces"
+  for set in smg1024 bt100A; do
+    if [[ ! -f $shared/$set.tar.xz ]]; then
+      echo "published $set: $shared/$set.tar.xz not found, skipped"
+      continue
+    fi
+    tar xf "$shared/$set.tar.xz" -C "$tmp" "traces/$set"
+    echo "published trace $set: import and analyze, $(nproc) cores"
+    import_and_analyze "$tmp/traces/$set"
+    rm -rf "$tmp/traces/$set"
+  done
+fi
+
 if [[ $part == all || $part == scale ]]; then
   rs="$root/target/openmpi/release/rankscale"
   ranks=${SCALE_RANKS:-1024}
   python3 scripts/smg_like.py "$tmp/smg" "$ranks" "${SCALE_CYCLES:-90}"
-  # timed NAME CMD...: runs CMD under /usr/bin/time -v; prints "wall cpu rss_kB".
-  timed() {
-    /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F': ' '
-      /Elapsed/ { n = split($2, t, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + t[i] }
-      /User time/ { u = $2 } /System time/ { s = $2 } /Maximum resident/ { m = $2 }
-      END { print w, u + s, m }'
-  }
   read -r iw ic im < <(timed "$rs" import --format pertext "$tmp/smg" -o "$tmp/smg.trace")
   read -r aw ac am < <(timed "$rs" analyze "$tmp/smg.trace")
   events=$("$rs" stats "$tmp/smg.trace" | awk 'NR == 1 { print $4 }')
   echo "analysis at scale: SMG2000-shaped pertext trace, $ranks ranks, $events events, $(nproc) cores"
   printf '%-10s %9s %9s %10s %11s %11s %10s
 ' step "wall(s)" "cpu(s)" "rss(MB)" "us/event" "B/event" "ratio"
-  row() { awk -v n="$1" -v w="$2" -v c="$3" -v m="$4" -v e="$events" -v r="$5" \
-    'BEGIN { printf "%-10s %9.2f %9.2f %10.0f %11.2f %11.0f %10s\n", n, w, c, m / 1024, w * 1e6 / e, m * 1024 / e, r }'; }
   row import "$iw" "$ic" "$im" ""
   row analyze "$aw" "$ac" "$am" "$(awk -v a="$aw" -v b="$iw" 'BEGIN { printf "%.2f", a / b }')"
   row both "$(awk -v a="$aw" -v b="$iw" 'BEGIN { print a + b }')" "$(awk -v a="$ac" -v b="$ic" 'BEGIN { print a + b }')" \
