@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let Ok(file) = convert(&ranks, Path::new("fuzz")) else {
+    let Ok(file) = convert(ranks, Path::new("fuzz")) else {
         return;
     };
     for rank in file.trace.ranks().iter().take(8) {
