@@ -35,7 +35,7 @@
 //! Every wait is bounded by the waiting call's own return.
 //!
 //! **Records that overlap** on one thread of a rank are one call for the
-//! waits (see [`Calls`]): the published pattern-detection traces record
+//! waits (see `Calls`): the published pattern-detection traces record
 //! each nonblocking send and receive from its post to its completion in
 //! the `Waitall`, so the records of one exchange overlap. Taken one by
 //! one, each was a blocking call that waited from its own post: 7,034 s of

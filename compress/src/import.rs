@@ -70,7 +70,7 @@
 //!   the file gives it a non-zero size (a traced `MPI_Barrier` has none).
 //!   The published files give `s` and `r` as the bytes that leave and
 //!   reach the rank over all its partners, not as the call's arguments;
-//!   [`meanings`] turns them into the arguments where every rank's records
+//!   `meanings` turns them into the arguments where every rank's records
 //!   of the call fit that reading (`ALLREDUCE`, `ALLGATHER`, `ALLGATHERV`
 //!   with its receive counts from each rank's share, `BCAST` and `REDUCE`
 //!   with their root, the one rank whose total is not its own, and
