@@ -609,9 +609,10 @@ fn no_errors(stdout: &str) -> bool {
 }
 
 /// The one line of a failure's story worth a table: its first line's
-/// head (up to the first `: `) and the first line of the whole that names
-/// an error (an `error:` from where it starts, as ranks' lines may
-/// interleave), else the first line that is not one of the tracer's notes.
+/// head (up to the first `: `) and the first `error:` of the whole, from
+/// where it starts (ranks' lines may interleave), else the first line that
+/// names an error some other way, else the first line that is not one of
+/// the tracer's notes.
 fn gist(detail: &str) -> String {
     let first = detail.lines().next().unwrap_or("");
     let (head, rest) = first.split_once(": ").unwrap_or((first, ""));
@@ -631,26 +632,24 @@ fn gist(detail: &str) -> String {
         "found ",
         "timed out",
     ];
-    let keyed = lines.iter().find_map(|l| {
-        let low = l.to_ascii_lowercase();
-        KEYS.iter()
-            .any(|k| low.contains(k))
-            .then(|| match low.find("error:") {
-                Some(i) => &l[i..],
-                None => l,
+    let keyed = lines
+        .iter()
+        .find_map(|l| l.to_ascii_lowercase().find("error:").map(|i| &l[i..]))
+        .or_else(|| {
+            lines.iter().copied().find(|l| {
+                let low = l.to_ascii_lowercase();
+                KEYS.iter().any(|k| low.contains(k))
             })
-    });
-    let pick = keyed.or_else(|| {
-        lines
-            .iter()
-            .find(|l| !l.contains("note: ") && !l.starts_with("rankscale: trace of"))
-            .copied()
-    });
-    let s = match pick {
-        Some(p) if head.is_empty() => p.to_string(),
-        Some(p) => format!("{head}: {p}"),
-        None if lines.is_empty() => head.to_string(),
-        None => format!("{head}: no error message, only the tracer's notes"),
+        });
+    let other = lines
+        .iter()
+        .find(|l| !l.contains("note: ") && !l.starts_with("rankscale: trace of"));
+    let s = match (keyed, other) {
+        (Some(p), _) if head.is_empty() => p.to_string(),
+        (Some(p), _) => format!("{head}: {p}"),
+        (None, _) if lines.is_empty() => head.to_string(),
+        (None, Some(o)) => format!("{head}: no error message; the output has {o}"),
+        (None, None) => format!("{head}: no error message, only the tracer's notes"),
     };
     shorten(s)
 }

@@ -729,7 +729,10 @@ pub fn stages(
     if job.code != Some(0) {
         return Err(fail(
             Stage::Traced,
-            format!("the original run failed ({:?}): {}", job.code, job.stderr),
+            format!(
+                "the original run failed ({:?}): {}{}",
+                job.code, job.stderr, job.stdout
+            ),
         ));
     }
     if opt.verdict.is_some_and(|passed| !passed(&job.stdout)) {
@@ -774,7 +777,10 @@ pub fn stages(
     if rjob.code != Some(0) {
         return Err(fail(
             Stage::Replay,
-            format!("replay failed ({:?}): {}", rjob.code, rjob.stderr),
+            format!(
+                "replay failed ({:?}): {}{}",
+                rjob.code, rjob.stderr, rjob.stdout
+            ),
         ));
     }
     if !rjob.stdout.contains("replay of") {

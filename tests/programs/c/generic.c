@@ -14,7 +14,8 @@
  * Per-rank calls:
  *   detailed: Init 1, Finalize 1, Bsend_init 1, Rsend_init 1, Recv_init 2,
  *     Start ITERS, Startall ITERS, Barrier ITERS, Waitall ITERS,
- *     Request_free 4, Cart_create 1, Comm_free 1, Wait 1, Bcast 1, Reduce 1;
+ *     Request_free 4, Cart_create 1, Comm_dup_with_info 1, Comm_free 2,
+ *     Wait 1, Bcast 1, Reduce 1;
  *   without detail: Comm_rank 1, Comm_size 1, Buffer_attach 1,
  *     Buffer_detach 1, Type_vector 1, Type_commit 1, Type_size 1,
  *     Type_free 1, Dims_create 1, Neighbor_alltoall 1,
@@ -105,6 +106,11 @@ int main(int argc, char **argv)
         MPI_Abort(comm, 3);
     }
     MPI_Comm_free(&ring);
+    /* A duplicate of the world with (no) info: MPI 3's MPI_Comm_dup_with_info,
+     * recorded in detail like MPI_Comm_dup; freed at once. */
+    MPI_Comm dupi;
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &dupi);
+    MPI_Comm_free(&dupi);
 
     /* One-sided: each rank puts N doubles into its right neighbour's window. */
     double win_mem[N], put[N];

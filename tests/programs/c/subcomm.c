@@ -8,8 +8,7 @@
  *   2. the same with MPI_Cart_create (periodic, no reorder) + 2x MPI_Cart_sub;
  *      in each an Allreduce, a Bcast and a Sendrecv_replace ring (neighbours
  *      from MPI_Cart_shift).
- *   3. MPI_Comm_dup of MPI_COMM_WORLD + Allreduce on it, and the same with
- *      MPI_Comm_dup_with_info.
+ *   3. MPI_Comm_dup of MPI_COMM_WORLD + Allreduce on it.
  *   4. MPI_Comm_create from the group of even world ranks + Allreduce on it
  *      (even ranks only; odd ranks get MPI_COMM_NULL).
  *   5. MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) + Allreduce.
@@ -22,10 +21,10 @@
  *  10. MPI_Reduce of the per-rank hashes.
  *
  * Per-rank calls: Init 1, Finalize 1, Comm_split 2, Cart_create 1,
- *   Cart_sub 2, Comm_dup 1, Comm_dup_with_info 1, Comm_create 1, Comm_split_type 1,
+ *   Cart_sub 2, Comm_dup 1, Comm_create 1, Comm_split_type 1,
  *   Graph_create 1, Dist_graph_create 1, Dist_graph_create_adjacent 1,
  *   Bcast 4, Sendrecv 6, Sendrecv_replace 2, Reduce 1,
- *   Allreduce 7 (+1 on even ranks), Comm_free 11 (+1 on even ranks).
+ *   Allreduce 6 (+1 on even ranks), Comm_free 10 (+1 on even ranks).
  */
 #include "common.h"
 
@@ -111,13 +110,6 @@ int main(int argc, char **argv)
     int one = 1, cnt = 0;
     MPI_Allreduce(&one, &cnt, 1, MPI_INT, MPI_SUM, dup);
     CHECK(cnt == np, "dup allreduce %d", cnt);
-    absorb(cnt);
-    /* 3b. Comm_dup_with_info (MPI 3) + Allreduce on it */
-    MPI_Comm dupi;
-    MPI_Comm_dup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &dupi);
-    cnt = 0;
-    MPI_Allreduce(&one, &cnt, 1, MPI_INT, MPI_SUM, dupi);
-    CHECK(cnt == np, "dup_with_info allreduce %d", cnt);
     absorb(cnt);
 
     /* 4. Comm_create from the even ranks */
@@ -219,7 +211,6 @@ int main(int argc, char **argv)
     MPI_Comm_free(&ccol);
     MPI_Comm_free(&cart);
     MPI_Comm_free(&dup);
-    MPI_Comm_free(&dupi);
     if (even != MPI_COMM_NULL) MPI_Comm_free(&even);
     MPI_Comm_free(&shm);
     MPI_Comm_free(&graph);
