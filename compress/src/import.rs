@@ -917,30 +917,28 @@ fn meanings(ranks: &[Vec<Entry>]) -> Vec<Vec<Meaning>> {
                     })
                 })
             }
-            Op::Bcast => unique(&|c| c.send_bytes > 0).and_then(|root| {
-                let bytes = members[root].recv_bytes;
-                every(&|_, c| {
-                    (c.recv_bytes == bytes).then(|| Meaning {
-                        root: i32::try_from(root).ok(),
-                        send: bytes,
-                        recv: None,
-                        ..Meaning::default()
+            // The root is the one rank whose `total` side is not zero: it
+            // holds ranks × the bytes every rank has on its `own` side.
+            Op::Bcast | Op::Reduce => {
+                type Side = fn(&Collective) -> i64;
+                let (total, own): (Side, Side) = if op == Op::Bcast {
+                    (|c| c.send_bytes, |c| c.recv_bytes)
+                } else {
+                    (|c| c.recv_bytes, |c| c.send_bytes)
+                };
+                unique(&|c| total(c) > 0).and_then(|root| {
+                    let bytes = own(members[root]);
+                    every(&|_, c| {
+                        (own(c) == bytes).then(|| Meaning {
+                            root: i32::try_from(root).ok(),
+                            send: bytes,
+                            recv: None,
+                            ..Meaning::default()
+                        })
                     })
+                    .filter(|_| total(members[root]) == bytes * np)
                 })
-                .filter(|_| members[root].send_bytes == bytes * np)
-            }),
-            Op::Reduce => unique(&|c| c.recv_bytes > 0).and_then(|root| {
-                let bytes = members[root].send_bytes;
-                every(&|_, c| {
-                    (c.send_bytes == bytes).then(|| Meaning {
-                        root: i32::try_from(root).ok(),
-                        send: bytes,
-                        recv: None,
-                        ..Meaning::default()
-                    })
-                })
-                .filter(|_| members[root].recv_bytes == bytes * np)
-            }),
+            }
             Op::Scan => every(&|r, c| {
                 let r = i64::try_from(r).ok()?;
                 let bytes = share(c.send_bytes, np - r)?;
