@@ -575,3 +575,105 @@ fn the_published_smg_trace_imports_checks_and_analyses_within_its_run() {
     assert_eq!(ours, theirs);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Unpacks a published tarball into `dir`, or says why not (the shared
+/// copy is missing).
+fn unpack_published(name: &str, dir: &Path) -> bool {
+    let tarball = common::root()
+        .join("../shared/third-party/hpc-mpi-traces")
+        .join(name);
+    if !tarball.exists() {
+        eprintln!("skipped: {} not found", tarball.display());
+        return false;
+    }
+    let untar = std::process::Command::new("tar")
+        .arg("xf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(untar.success(), "tar xf {}", tarball.display());
+    true
+}
+
+/// A collective as [`collectives`] compares it.
+type Coll = (Op, Option<i32>, i64, i64, Vec<i64>);
+
+/// Every rank's collectives of a trace but barriers (which move no
+/// bytes): call, root, and bytes of both buffers and of each per-rank
+/// count.
+fn collectives(file: &compress::TraceFile) -> Vec<Vec<Coll>> {
+    let b = |t: Option<compress::Transfer>| t.map_or(0, |t| t.count * t.dsize);
+    file.trace
+        .ranks()
+        .iter()
+        .map(|r| {
+            file.trace
+                .rank_trace(r)
+                .unwrap()
+                .expand()
+                .filter(|e| e.op.family() == compress::Family::Collective && e.op != Op::Barrier)
+                .map(|e| {
+                    let d = e.recv.map_or(1, |t| t.dsize);
+                    let counts = e.recv_counts.iter().map(|&c| i64::from(c) * d).collect();
+                    (e.op, e.root, b(e.send), b(e.recv), counts)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The published SMG2000 run at 128 ranks exists twice: as the Score-P
+/// OTF2 archive (`otf2-smg2000-128.tar.xz`) and as the authors' text
+/// files made from it (`smg128.tar.xz`). The two imports read the
+/// collectives' arguments by different rules (the archive's totals with
+/// Score-P's byte rules per record; the text files' totals by fitting
+/// every rank's record of a call), so each is the other's oracle: every
+/// rank's collectives, roots and bytes must be the same, and the
+/// archive's import must pass `check` (before the byte rules, its
+/// Allgatherv had no per-rank counts and its Allreduce 128 times its
+/// bytes).
+#[test]
+fn the_published_otf2_archive_reads_as_its_text_files() {
+    let dir = common::scratch("published-smg128");
+    if !unpack_published("otf2-smg2000-128.tar.xz", &dir)
+        || !unpack_published("smg128.tar.xz", &dir)
+    {
+        return;
+    }
+    let archive = dir.join("otf2 files/smg2000-128-processes/traces.otf2");
+    let (a, b) = (dir.join("otf2.trace"), dir.join("text.trace"));
+    for (format, input, out) in [
+        ("otf2", archive, &a),
+        ("pertext", dir.join("traces/smg128"), &b),
+    ] {
+        let o = rankscale(&[
+            "import",
+            "--format",
+            format,
+            &path_str(&input),
+            "-o",
+            &path_str(out),
+        ]);
+        assert!(o.status.success(), "{format}: {}", text(&o.stderr));
+    }
+    let o = rankscale(&["check", &path_str(&a)]);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let (from_otf2, from_text) = (
+        collectives(&compress::TraceFile::read(&a).unwrap()),
+        collectives(&compress::TraceFile::read(&b).unwrap()),
+    );
+    assert_eq!(from_otf2.len(), 128);
+    assert_eq!(from_otf2.len(), from_text.len());
+    for (r, (x, y)) in from_otf2.iter().zip(&from_text).enumerate() {
+        assert_eq!(x, y, "rank {r}'s collectives");
+    }
+    // The one Allgatherv: 7 ints from each rank.
+    let gv: Vec<_> = from_otf2[0]
+        .iter()
+        .filter(|c| c.0 == Op::Allgatherv)
+        .collect();
+    assert_eq!(gv.len(), 1);
+    assert_eq!((gv[0].2, &gv[0].4), (28, &vec![28i64; 128]));
+}

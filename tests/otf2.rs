@@ -274,6 +274,30 @@ fn the_standard_mpi_records_alone_give_the_calls_and_their_matching() {
                 // (nonblocking ones have Enter/Leave only).
                 if x.op.family() == compress::Family::Collective {
                     assert_eq!(x.root, y.root, "{name} rank {r}: {x:?}");
+                    // Their bytes, turned back from the totals Score-P
+                    // records into the call's arguments; not the
+                    // per-peer counts of Alltoallv/w (no record gives
+                    // them), nor an in-place call (read as the call
+                    // its totals fit).
+                    if !x.in_place && !matches!(x.op, Op::Alltoallv | Op::Alltoallw) {
+                        let b = |t: Option<compress::Transfer>| t.map(|t| t.count * t.dsize);
+                        let scaled = |c: &[i32], t: Option<compress::Transfer>| {
+                            let d = t.map_or(1, |t| t.dsize) as i32;
+                            c.iter().map(|&c| c * d).collect::<Vec<_>>()
+                        };
+                        assert_eq!(b(x.send), b(y.send), "{name} rank {r}: {x:?} {y:?}");
+                        assert_eq!(b(x.recv), b(y.recv), "{name} rank {r}: {x:?} {y:?}");
+                        assert_eq!(
+                            scaled(&x.recv_counts, x.recv),
+                            y.recv_counts,
+                            "{name} rank {r}: {x:?}"
+                        );
+                        assert_eq!(
+                            scaled(&x.send_counts, x.send),
+                            y.send_counts,
+                            "{name} rank {r}: {x:?}"
+                        );
+                    }
                 }
             }
         }

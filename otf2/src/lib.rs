@@ -15,6 +15,7 @@
 
 pub mod ffi;
 mod read;
+mod scorep;
 mod write;
 
 use std::path::PathBuf;

@@ -22,7 +22,10 @@
 //!   `MpiIrecv` that completes it (the call is held until then);
 //!   `MpiIsendComplete`/`MpiIrecv` are the requests a `Wait*`/`Test*`
 //!   completed; `MpiCollectiveEnd` gives a collective's communicator,
-//!   root and bytes. Ranks in records are turned into world ranks through
+//!   root and bytes, the totals Score-P records, which `scorep` turns
+//!   back into the call's arguments (the per-rank counts of `Allgatherv`,
+//!   `Gatherv`, `Scatterv` and `Reduce_scatter` from the other members'
+//!   records of the call, gathered in a first pass over the archive). Ranks in records are turned into world ranks through
 //!   the communicator's group.
 //! - **Time:** ticks at the archive's resolution, in ns from the global
 //!   offset, kept exactly in the timeline.
@@ -41,6 +44,7 @@ use compress::{
 };
 
 use crate::ffi::{self, AttrKind, Definitions, Handler, Record, UNDEFINED_U32, Values, Wanted};
+use crate::scorep;
 use crate::{EVENT_ATTRIBUTE, Error, OTF2, SEQ_ATTRIBUTE, SITE_ATTRIBUTE};
 
 /// What an import read.
@@ -133,6 +137,10 @@ pub struct Options {
 
 struct State {
     opts: Options,
+    /// The first pass's records of the `V` collectives (see [`Shares`]).
+    shares: HashMap<(u32, i32), Vec<(u64, u64)>>,
+    /// How many of them each (communicator, rank) has made so far.
+    v_calls: HashMap<(u32, i32), usize>,
     defs: Definitions,
     /// Location → (rank, thread).
     locations: HashMap<u64, (u32, u32)>,
@@ -237,6 +245,107 @@ impl State {
         ev.comm_rank = local;
         Ok(comm)
     }
+
+    /// Every member's `(sent, received)` of the call of [`scorep::V_OPS`]
+    /// that rank `me` makes next on the archive's communicator `c`: the
+    /// k-th such call of every member is one call. Empty when a member's
+    /// record is missing.
+    fn v_members(&mut self, c: u32, me: i32, comm: &Comm, mine: (u64, u64)) -> Vec<(u64, u64)> {
+        if comm.self_like {
+            return vec![mine];
+        }
+        let k = self.v_calls.entry((c, me)).or_default();
+        let nth = *k;
+        *k += 1;
+        comm.members
+            .iter()
+            .map(|&w| self.shares.get(&(c, w)).and_then(|v| v.get(nth)).copied())
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default()
+    }
+}
+
+/// The ranks of an archive: its location groups that have CPU threads, by
+/// group id, each with its locations by id.
+fn rank_groups(defs: &Definitions) -> Result<BTreeMap<u32, Vec<u64>>, String> {
+    let mut groups: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for l in defs.locations.iter().filter(|l| l.thread) {
+        groups.entry(l.group).or_default().push(l.id);
+    }
+    if groups.is_empty() {
+        return Err("the archive has no CPU-thread locations (no processes to import)".into());
+    }
+    for locs in groups.values_mut() {
+        locs.sort_unstable();
+    }
+    Ok(groups)
+}
+
+/// The first pass over an archive whose calls come from its MPI records
+/// and that has calls of [`scorep::V_OPS`]: each rank's `(sent,
+/// received)` of every such call, per archive communicator in call order,
+/// which give the per-rank counts of each member's call. Reads nothing of
+/// an archive without such calls or with rankscale's own attributes.
+#[derive(Default)]
+struct Shares {
+    records_only: bool,
+    regions: std::collections::HashSet<u32>,
+    rank_of: HashMap<u64, i32>,
+    /// Locations inside such a call.
+    open: std::collections::HashSet<u64>,
+    by: HashMap<(u32, i32), Vec<(u64, u64)>>,
+}
+
+impl Handler for Shares {
+    fn definitions(&mut self, defs: Definitions) -> Result<(Wanted, Vec<Vec<u64>>), String> {
+        let name = |id: u32| defs.strings.get(id as usize).map_or("", String::as_str);
+        let exact = defs
+            .attributes
+            .iter()
+            .any(|a| name(a.name) == EVENT_ATTRIBUTE);
+        if exact && !self.records_only {
+            return Ok((Wanted::default(), Vec::new()));
+        }
+        for r in &defs.regions {
+            if let Some(op) = name(r.name).strip_prefix("MPI_").and_then(Op::from_name)
+                && scorep::V_OPS.contains(&op)
+            {
+                self.regions.insert(r.id);
+            }
+        }
+        if self.regions.is_empty() {
+            return Ok((Wanted::default(), Vec::new()));
+        }
+        let groups: Vec<Vec<u64>> = rank_groups(&defs)?.into_values().collect();
+        for (rank, locs) in groups.iter().enumerate() {
+            for &l in locs {
+                self.rank_of.insert(l, rank as i32);
+            }
+        }
+        Ok((Wanted::default(), groups))
+    }
+
+    fn group_done(&mut self, _group: usize) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn event(&mut self, loc: u64, _time: u64, rec: Record, _values: Values) -> Result<(), String> {
+        match rec {
+            Record::Enter(r) if self.regions.contains(&r) => {
+                self.open.insert(loc);
+            }
+            Record::Leave(r) if self.regions.contains(&r) => {
+                self.open.remove(&loc);
+            }
+            Record::CollectiveEnd(_, c, _, sent, recvd) if self.open.contains(&loc) => {
+                if let Some(&rank) = self.rank_of.get(&loc) {
+                    self.by.entry((c, rank)).or_default().push((sent, recvd));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 impl Handler for State {
@@ -247,17 +356,9 @@ impl Handler for State {
             return Err("the archive's clock has a resolution of 0 ticks per second".into());
         }
         self.zero_ns = self.ns(self.defs.clock.1);
-        // Ranks: the location groups that have CPU threads, by id.
-        let mut groups: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        for l in self.defs.locations.iter().filter(|l| l.thread) {
-            groups.entry(l.group).or_default().push(l.id);
-        }
-        if groups.is_empty() {
-            return Err("the archive has no CPU-thread locations (no processes to import)".into());
-        }
+        let groups = rank_groups(&self.defs)?;
         let mut rank_of_location: HashMap<u64, i32> = HashMap::new();
-        for (rank, locs) in groups.values_mut().enumerate() {
-            locs.sort_unstable();
+        for (rank, locs) in groups.values().enumerate() {
             for (thread, &l) in locs.iter().enumerate() {
                 self.locations.insert(l, (rank as u32, thread as u32));
                 rank_of_location.insert(l, rank as i32);
@@ -536,13 +637,33 @@ impl State {
             }
             Record::CollectiveBegin => {}
             Record::CollectiveEnd(_, c, root, sent, recvd) => {
-                self.set_comm(ev, c, me)?;
-                if root != UNDEFINED_U32 {
-                    ev.root = Some(root as i32);
-                }
-                if ev.op != Op::Barrier || sent != 0 || recvd != 0 {
-                    ev.send = Some(Transfer::collective(sent as i64, 1));
-                    ev.recv = Some(Transfer::collective(recvd as i64, 1));
+                let comm = self.set_comm(ev, c, me)?;
+                let root = (root != UNDEFINED_U32).then_some(root as i32);
+                ev.root = root;
+                let n = if comm.self_like {
+                    1
+                } else {
+                    comm.members.len() as u64
+                };
+                let members = if scorep::V_OPS.contains(&ev.op) {
+                    self.v_members(c, me, &comm, (sent, recvd))
+                } else {
+                    Vec::new()
+                };
+                let bytes = |b: i64| Transfer::collective(b, 1);
+                match scorep::arguments(ev.op, n, ev.comm_rank, root, (sent, recvd), &members) {
+                    Some(a) => {
+                        ev.send = a.send.map(bytes);
+                        ev.recv = a.recv.map(bytes);
+                        ev.in_place = a.in_place;
+                        ev.send_counts = a.send_counts;
+                        ev.recv_counts = a.recv_counts;
+                    }
+                    // Not as Score-P counts: the totals as they are.
+                    None => {
+                        ev.send = Some(bytes(sent as i64));
+                        ev.recv = Some(bytes(recvd as i64));
+                    }
                 }
             }
             Record::Enter(_) | Record::Leave(_) => {}
@@ -559,8 +680,15 @@ pub fn import(anchor: &Path) -> Result<Imported, Error> {
 
 /// [`import`] with options.
 pub fn import_with(anchor: &Path, opts: Options) -> Result<Imported, Error> {
+    let mut shares = Shares {
+        records_only: opts.records_only,
+        ..Shares::default()
+    };
+    ffi::read(anchor, &mut shares)?;
     let mut st = State {
         opts,
+        shares: shares.by,
+        v_calls: HashMap::new(),
         defs: Definitions::default(),
         locations: HashMap::new(),
         regions: HashMap::new(),

@@ -20,9 +20,11 @@
 //! import` reads back exactly; `rankscale::seq`, its position among its
 //! rank's calls (threads record in an order that timestamps alone do not
 //! give back); and, where the trace knows it, `rankscale::site`, the call
-//! site's source location. Byte counts are what the calls name
-//! (count times datatype size): for a receive its buffer, which may be
-//! larger than the message. Persistent requests and nonblocking
+//! site's source location. Point-to-point byte counts are what the calls
+//! name (count times datatype size): for a receive its buffer, which may be
+//! larger than the message; a collective's are the bytes Score-P records,
+//! which leave and reach the rank over all its partners (see
+//! `scorep`). Persistent requests and nonblocking
 //! collectives get `Enter`/`Leave` only.
 //!
 //! Times are the trace's timeline (nanosecond ticks, the common time zero
@@ -41,6 +43,7 @@ use crate::ffi::{
     self, AttrKind, AttrValue, AttributeDef, CommDef, Definitions, GroupDef, LocationDef, Record,
     RegionDef, Role, UNDEFINED_U32, Writer,
 };
+use crate::scorep::{self, bytes};
 use crate::{EVENT_ATTRIBUTE, Error, SEQ_ATTRIBUTE, SITE_ATTRIBUTE};
 
 /// What an export wrote.
@@ -200,21 +203,6 @@ enum Posted {
     Send,
     /// Communicator, source (rank in it, when concrete), tag, bytes.
     Recv(u32, Option<u32>, Option<u32>, u64),
-}
-
-fn bytes(x: Option<compress::Transfer>) -> u64 {
-    x.map_or(0, |t| {
-        (t.count.max(0) as u64).saturating_mul(t.dsize.max(0) as u64)
-    })
-}
-
-fn total(counts: &[i32], x: Option<compress::Transfer>) -> u64 {
-    if counts.is_empty() {
-        return bytes(x);
-    }
-    let n: i64 = counts.iter().map(|&c| i64::from(c.max(0))).sum();
-    let d = x.map_or(1, |t| t.dsize.max(0));
-    (n as u64).saturating_mul(d as u64)
 }
 
 fn tag_of(t: Tag) -> u32 {
@@ -423,8 +411,12 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
                     if let Some(code) = collective_op(op) {
                         records.push(Record::CollectiveBegin);
                         let root = ev.root.map_or(UNDEFINED_U32, |r| r as u32);
-                        let sent = total(&ev.send_counts, ev.send);
-                        let recvd = total(&ev.recv_counts, ev.recv);
+                        let n = comms.all[c as usize]
+                            .members
+                            .len()
+                            .max(ev.recv_counts.len())
+                            .max(ev.send_counts.len());
+                        let (sent, recvd) = scorep::transferred(&ev, n as u64);
                         at_end.push(Record::CollectiveEnd(code, c, root, sent, recvd));
                     }
                 }
