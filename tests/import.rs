@@ -525,6 +525,7 @@ fn the_published_smg_trace_imports_checks_and_analyses_within_its_run() {
         c["max_shift_ns"].as_i64() <= c["largest_violation_ns"].as_i64(),
         "{c}"
     );
+    assert!(c["max_shift_chain"].as_u64() <= Some(1), "{c}");
     let run = r["run_ns"].as_i64().unwrap();
     assert!(run > 2_000_000_000, "the run is 2.57 s long: {run}");
     let path = r["delays"]["path_ns"].as_i64().unwrap();

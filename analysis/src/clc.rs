@@ -73,6 +73,13 @@ pub struct ClcReport {
     pub moved: usize,
     /// The largest shift of any timestamp, ns.
     pub max_shift_ns: i64,
+    /// Why the largest shift may exceed the largest violation: the number
+    /// of messages (or collectives) in the chain of jumps behind it, each
+    /// of which moved its receiver by its own recorded violation plus its
+    /// sender's shift. So `max_shift_ns ≤ max_shift_chain ×
+    /// largest_violation_ns` (1 where no violation chains; at most
+    /// 65,535).
+    pub max_shift_chain: usize,
     /// Local intervals (between consecutive timestamps of a rank) whose
     /// length changed by more than 1 % (and 100 ns) beyond the (1 − γ)
     /// that forward amortisation takes from every interval after a jump
@@ -313,6 +320,10 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
         .map(|i| syncs.get(i).sources.len())
         .collect();
     let mut value: Vec<i64> = vec![i64::MIN; syncs.len()];
+    // The chain behind each condition's value and each point's time: how
+    // many jumps (each at most the largest violation plus its source's
+    // shift) add up to its shift (saturating: 2 bytes a point).
+    let mut value_chain: Vec<u16> = vec![0; syncs.len()];
     // Points: 2i = enter of event i, 2i + 1 = its leave, walked in the
     // order of their recorded times (an enter before its own leave on a
     // tie). For events that follow each other this is the events' order;
@@ -346,6 +357,7 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
     // Recorded and corrected time by position.
     let t = |r: usize, k: usize| point(r, order_at(r, k));
     let mut c: Vec<Vec<i64>> = order.iter().map(|o| vec![0; o.len()]).collect();
+    let mut ch: Vec<Vec<u16>> = order.iter().map(|o| vec![0; o.len()]).collect();
     let mut jumps: Vec<Vec<(usize, i64)>> = vec![Vec::new(); n];
     let mut cursor = vec![0usize; n];
     let mut done_ranks = 0;
@@ -371,20 +383,30 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
                     c[r][k - 1] + (gamma * dt as f64) as i64
                 };
                 let base = tp.max(carried);
-                let need = conds
+                let (need, need_chain) = conds
                     .iter()
-                    .map(|&i| value[i as usize])
-                    .max()
-                    .unwrap_or(i64::MIN);
+                    .map(|&i| (value[i as usize], value_chain[i as usize]))
+                    .max_by_key(|x| x.0)
+                    .unwrap_or((i64::MIN, 0));
                 let cp = base.max(need);
-                if cp > base {
+                ch[r][k] = if cp > base {
                     jumps[r].push((k, cp - base));
-                }
+                    need_chain.saturating_add(1)
+                } else if base > tp && k > 0 {
+                    // Carried from the rank's previous point (a shift that
+                    // only decays from there).
+                    ch[r][k - 1]
+                } else {
+                    0
+                };
                 c[r][k] = cp;
                 if !leave {
                     for &i in feeds.get(r, ev) {
                         let i = i as usize;
-                        value[i] = value[i].max(cp + lmin);
+                        if cp + lmin > value[i] {
+                            value[i] = cp + lmin;
+                            value_chain[i] = ch[r][k];
+                        }
                         remaining[i] = remaining[i].saturating_sub(1);
                     }
                 }
@@ -435,8 +457,14 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
                     eff = eff.min(room / f);
                 }
             }
-            for x in &mut c[r][start + 1..j] {
-                *x += ((eff * frac(*x)) as i64).max(0);
+            let chain_j = ch[r][j];
+            for (x, chain) in c[r][start + 1..j].iter_mut().zip(&mut ch[r][start + 1..j]) {
+                let up = ((eff * frac(*x)) as i64).max(0);
+                *x += up;
+                if up > 0 {
+                    // Its own shift plus at most the jump's.
+                    *chain = chain.saturating_add(chain_j);
+                }
             }
         }
     }
@@ -457,6 +485,10 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
         }
     }
     report.moved = moved;
+    report.max_shift_chain = (0..n)
+        .flat_map(|r| (0..c[r].len()).map(move |k| (r, k)))
+        .max_by_key(|&(r, k)| c[r][k] - t(r, k))
+        .map_or(0, |(r, k)| ch[r][k] as usize);
     let mut changed = 0;
     report.intervals = orig.iter().map(|s| (2 * s.len()).saturating_sub(1)).sum();
     // Intervals between a rank's consecutive points in time order.

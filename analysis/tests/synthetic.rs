@@ -754,3 +754,38 @@ fn overlapping_receive_records_wait_once_from_their_last_post() {
         .collect();
     assert_eq!(got, vec![(Metric::LateSender, 0, 2, 100, 8_900)], "{ws:?}");
 }
+
+/// A shift larger than the largest violation comes from a chain, and the
+/// report says how long: ranks 1, 2 and 3 each read 5 µs earlier than the
+/// rank before, and each receives from it and then sends on 100 ns later.
+/// Every message seems to arrive 4.8 µs before it was sent (the largest
+/// violation); rank 1 moves 4.8 µs, which makes rank 2's receive 9.6 µs
+/// early, and rank 3's 14.4 µs: three jumps in a chain.
+#[test]
+fn a_shift_beyond_the_largest_violation_names_its_chain() {
+    let (t, v) = (100_000u64, 5_000u64);
+    let ranks: Vec<_> = (0..4u64)
+        .map(|i| {
+            let mut evs = Vec::new();
+            let me = i as i32;
+            let at = t + i * 300 - i * v;
+            if i > 0 {
+                evs.push((
+                    recv(Op::Recv, me, rank(me - 1), Tag::Value(0), 8),
+                    at - 50,
+                    at + 200,
+                ));
+            }
+            if i < 3 {
+                evs.push((send(Op::Send, me, me + 1, 0, 8), at + 300, at + 400));
+            }
+            evs
+        })
+        .collect();
+    let (run, rep) = corrected(&file(ranks), 1.0);
+    assert_eq!((rep.violations, rep.remaining), (3, 0), "{rep:?}");
+    assert!(ordered(&run));
+    assert_eq!(rep.largest_violation_ns, 4_800, "{rep:?}");
+    assert_eq!(rep.max_shift_ns, 3 * 4_800, "{rep:?}");
+    assert_eq!(rep.max_shift_chain, 3, "{rep:?}");
+}

@@ -306,6 +306,12 @@ pub fn clock_text(c: &analysis::clc::ClcReport) -> Option<String> {
             c.intervals_changed,
             c.intervals
         );
+        if c.max_shift_ns > c.largest_violation_ns {
+            t += &format!(
+                "; the largest shift adds up a chain of {} late messages, each moving its receiver by its own violation plus its sender's shift",
+                c.max_shift_chain
+            );
+        }
     }
     Some(t)
 }
