@@ -108,18 +108,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "replay: the int of a user-defined reduction is replayed as uint32_t",
     ),
     (
-        "*",
-        "coll/icbcast 4",
-        "check: an intercommunicator collective's root is MPI_ROOT or MPI_PROC_NULL, \
-         checked as a rank",
-    ),
-    (
-        "*",
-        "coll/icbarrier 5",
-        "check: an intercommunicator collective is checked as an intracommunicator one \
-         (communicator sizes disagree)",
-    ),
-    (
         "mpich",
         "coll/p_allred 4",
         "replay: persistent collectives are replayed without their MPI_Start",
@@ -133,14 +121,8 @@ const KNOWN: &[(&str, &str, &str)] = &[
     (
         "*",
         "comm/comm_idup 2",
-        "check: MPI_Comm_idup and MPI_Intercomm_create record no new communicator, so \
-         the ranks' communicator ids disagree",
-    ),
-    (
-        "*",
-        "datatype/sendrecvt2 2",
-        "replay: MPI_Intercomm_create and MPI_Intercomm_merge are recorded without \
-         detail, so their communicators are unknown to replay",
+        "replay: MPI_Comm_idup is recorded without detail, so its communicator is \
+         unknown to replay",
     ),
     (
         "mpich",

@@ -1025,6 +1025,11 @@ struct Comm {
     cart: Option<Rc<[i64]>>,
     /// Whether `inst` may stand for several groups (`Comm_split_type`).
     ambiguous: bool,
+    /// Whether it is an inter-communicator: its peers' ranks are ranks of
+    /// its remote group, and its collectives span both groups.
+    inter: bool,
+    /// An inter-communicator's remote group size, where known.
+    remote: Option<i64>,
 }
 
 /// What an event needs of its communicator.
@@ -1035,6 +1040,10 @@ struct View {
     size: Option<i64>,
     inst: u64,
     ambiguous: bool,
+    /// See [`Comm::inter`].
+    inter: bool,
+    /// See [`Comm::remote`].
+    remote: Option<i64>,
 }
 
 /// A posted receive, kept in post order until it can take its place on
@@ -1081,6 +1090,9 @@ struct Rank {
     cancelled: HashSet<ReqId>,
     /// The channels this rank's walk used.
     touched: HashSet<ChanKey>,
+    /// Inter-communicators made and merged so far, by the instance of the
+    /// pair of groups: the k-th of both sides is one communicator.
+    pairs: HashMap<u64, u64>,
 }
 
 impl Rank {
@@ -1094,6 +1106,8 @@ impl Rank {
                     map: Map::Identity,
                     cart: None,
                     ambiguous: false,
+                    inter: false,
+                    remote: None,
                 },
             ),
             (
@@ -1104,6 +1118,8 @@ impl Rank {
                     map: Map::Single(i64::from(rank)),
                     cart: None,
                     ambiguous: false,
+                    inter: false,
+                    remote: None,
                 },
             ),
         ]);
@@ -1118,6 +1134,7 @@ impl Rank {
             probed: HashMap::new(),
             cancelled: HashSet::new(),
             touched: HashSet::new(),
+            pairs: HashMap::new(),
         }
     }
 
@@ -1128,12 +1145,16 @@ impl Rank {
                 size: c.size,
                 inst: c.inst,
                 ambiguous: c.ambiguous || c.size.is_none(),
+                inter: c.inter,
+                remote: c.remote,
             },
             None => View {
                 id,
                 size: None,
                 inst: hash_of(("untraced", id)),
                 ambiguous: true,
+                inter: false,
+                remote: None,
             },
         }
     }
@@ -1381,7 +1402,7 @@ impl<'a> Checker<'a> {
                 self.n.untraced_comm_events += 1;
             }
             self.caller(st, i, e, v);
-            if is_collective(e.op) {
+            if is_collective(e.op) && !v.inter {
                 self.root_and_lists(st.rank, i, e, v);
             } else {
                 if let Some(t) = e.send {
@@ -1423,7 +1444,16 @@ impl<'a> Checker<'a> {
                 Family::Collective | Family::NonblockingCollective | Family::CommManagement,
                 Some(v),
             ) => {
-                let seq = self.collective(st, i, e, v);
+                // Calls on an inter-communicator span both of its groups,
+                // with roots of their own (`MPI_ROOT`, `MPI_PROC_NULL`):
+                // counted, not grouped.
+                let seq = if v.inter {
+                    let s = st.seqs.entry(v.id).or_default();
+                    *s += 1;
+                    *s
+                } else {
+                    self.collective(st, i, e, v)
+                };
                 if let Some(c) = &e.create {
                     self.create(st, i, e, v, seq, c);
                 }
@@ -1506,7 +1536,9 @@ impl<'a> Checker<'a> {
             }
         } else if local == -1 {
             return;
-        } else if let Some(size) = v.size.filter(|&s| !(0..s).contains(&local)) {
+        } else if let Some(size) =
+            (if v.inter { v.remote } else { v.size }).filter(|&s| !(0..s).contains(&local))
+        {
             ProblemKind::PeerOutOfComm {
                 op: e.op,
                 dir,
@@ -2019,7 +2051,11 @@ impl<'a> Checker<'a> {
 
     /// Checks a communicator constructor and registers what it made.
     fn create(&mut self, st: &mut Rank, i: u64, e: &Event, parent: View, seq: u64, c: &CommCreate) {
-        let limit = parent.size.unwrap_or(self.world);
+        // A merge joins both groups of its inter-communicator.
+        let limit = match e.op {
+            Op::IntercommMerge => self.world,
+            _ => parent.size.unwrap_or(self.world),
+        };
         let size = i64::from(c.size);
         let mut found = Vec::new();
         let too_large = |what: &'static str, size: i64| ProblemKind::CommTooLarge {
@@ -2056,6 +2092,28 @@ impl<'a> Checker<'a> {
         let mut implied: Option<(i64, &'static str)> = None;
         match e.op {
             Op::CommDup | Op::CommDupWithInfo => implied = parent.size.map(|s| (s, "its parent")),
+            Op::IntercommCreate => {
+                found.extend(out_of("remote group member", &c.members, self.world));
+                found.extend(out_of("local group member", &c.sources, self.world));
+                if c.dims.len() != 2 {
+                    found.push(ProblemKind::ConstructorList {
+                        op: e.op,
+                        list: "leaders",
+                        len: c.dims.len() as i64,
+                        expected: 2,
+                        why: "a local and a remote leader",
+                    });
+                }
+                if !c.sources.is_empty() {
+                    implied = Some((c.sources.len() as i64, "its local group"));
+                }
+            }
+            Op::IntercommMerge => {
+                found.extend(out_of("member", &c.members, self.world));
+                if !c.members.is_empty() {
+                    implied = Some((c.members.len() as i64, "its members"));
+                }
+            }
             Op::CommCreate => {
                 found.extend(out_of("group member", &c.members, self.world));
                 if c.members.len() as i64 > limit {
@@ -2190,6 +2248,20 @@ impl<'a> Checker<'a> {
         let (inst, ambiguous) = match e.op {
             Op::CommSplit => (hash_of((parent.inst, seq, c.color)), false),
             Op::CommCreate => (hash_of((parent.inst, seq, &c.members)), false),
+            // The same on both sides: the pair of groups (in either
+            // order) and the tag, and how many such communicators came
+            // before; the merge's members are one list on both sides.
+            Op::IntercommCreate | Op::IntercommMerge => {
+                let pair = if e.op == Op::IntercommMerge {
+                    hash_of(("merge", &c.members))
+                } else {
+                    let (a, b) = (&c.sources, &c.members);
+                    hash_of(("inter", a.min(b), a.max(b), c.key))
+                };
+                let k = st.pairs.entry(pair).or_default();
+                *k += 1;
+                (hash_of((pair, *k)), false)
+            }
             Op::CommSplitType => (hash_of((parent.inst, seq, c.split_type)), true),
             Op::CartSub => match parent_cart.as_deref().and_then(|d| coords(d, me)) {
                 Some(at) => {
@@ -2207,7 +2279,12 @@ impl<'a> Checker<'a> {
         };
         let map = match e.op {
             Op::CommDup | Op::CommDupWithInfo => parent_map,
-            Op::CommCreate if !c.members.is_empty() => Map::Members(c.members.clone().into()),
+            // Made of an inter-communicator: one whose remote group the
+            // lineage does not give.
+            Op::CommCreate | Op::CommSplit | Op::CommSplitType if parent.inter => Map::Unknown,
+            Op::CommCreate | Op::IntercommCreate | Op::IntercommMerge if !c.members.is_empty() => {
+                Map::Members(c.members.clone().into())
+            }
             Op::CartCreate
             | Op::GraphCreate
             | Op::DistGraphCreate
@@ -2238,6 +2315,16 @@ impl<'a> Checker<'a> {
                 inst,
                 map,
                 cart,
+                // What a constructor makes of an inter-communicator is one
+                // (but its merge); a dup keeps the remote group.
+                inter: e.op == Op::IntercommCreate || (parent.inter && e.op != Op::IntercommMerge),
+                remote: match e.op {
+                    Op::IntercommCreate => {
+                        Some(c.members.len() as i64).filter(|_| !c.members.is_empty())
+                    }
+                    Op::CommDup | Op::CommDupWithInfo => parent.remote,
+                    _ => None,
+                },
                 ambiguous: ambiguous || parent.size.is_none(),
             },
         );

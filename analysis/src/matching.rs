@@ -224,12 +224,24 @@ impl Lineage {
 
 fn group_of(parent: u64, e: &Event, new: u32) -> u64 {
     let mut h = DefaultHasher::new();
-    parent.hash(&mut h);
+    match (e.op, &e.create) {
+        // One communicator on both sides, whose parents differ: the pair
+        // of groups (either order) and the tag; the merge's members.
+        (Op::IntercommCreate, Some(c)) => {
+            let (a, b) = (&c.sources, &c.members);
+            ("inter", a.min(b), a.max(b), c.key).hash(&mut h);
+        }
+        (Op::IntercommMerge, Some(c)) => ("merge", &c.members).hash(&mut h),
+        _ => parent.hash(&mut h),
+    }
     new.hash(&mut h);
     if let Some(c) = &e.create {
         c.color.hash(&mut h);
         c.split_type.hash(&mut h);
-        c.members.hash(&mut h);
+        if e.op != Op::IntercommCreate {
+            // (The remote group: the other side's is this side's.)
+            c.members.hash(&mut h);
+        }
     }
     h.finish()
 }

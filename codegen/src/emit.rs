@@ -379,7 +379,9 @@ impl<'a> Emitter<'a> {
             | Op::CommCreate
             | Op::GraphCreate
             | Op::DistGraphCreate
-            | Op::DistGraphCreateAdjacent => self.constructor(e, op)?,
+            | Op::DistGraphCreateAdjacent
+            | Op::IntercommCreate
+            | Op::IntercommMerge => self.constructor(e, op)?,
             Op::Probe | Op::Iprobe | Op::Mprobe | Op::Improbe => {
                 self.comm(e, true)?;
                 self.endpoint(e, "r")?;
@@ -553,6 +555,28 @@ impl<'a> Emitter<'a> {
                          rs_unweighted, MPI_INFO_NULL, (int)({reorder}), {nc});"
                     ),
                 });
+            }
+            Op::IntercommCreate => {
+                // The leaders in dims, the peer communicator (at the local
+                // leader) in edges, the tag as the key.
+                let tag = self.field(e, "key").unwrap_or_else(|| "0".into());
+                for (k, which) in [(0, DIMS), (1, EDGES)] {
+                    let n = self.list(e, which, k);
+                    self.line(&format!("const int64_t n{k} = {n};"));
+                    self.line(&format!(
+                        "int *l{k} = rs_ints({k}, rs_lists[{k}], n{k}, 2, 0);"
+                    ));
+                }
+                self.line("const MPI_Comm peer = n1 > 0 ? rs_comm(l1[0]) : c;");
+                self.line(&format!(
+                    "MPI_Intercomm_create(c, l0[0], peer, l0[1], rs_self({tag}, cr), {nc});"
+                ));
+            }
+            Op::IntercommMerge => {
+                let high = self.field(e, "key").unwrap_or_else(|| "0".into());
+                self.line(&format!(
+                    "MPI_Intercomm_merge(c, rs_self({high}, cr), {nc});"
+                ));
             }
             Op::CartSub => {
                 let nd = self.list(e, DIMS, 0);

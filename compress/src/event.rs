@@ -499,24 +499,31 @@ pub struct CommCreate {
     /// The id given to the new communicator; `None` when MPI returned
     /// `MPI_COMM_NULL` (the id is still consumed, see [`CommId`]).
     pub new: Option<CommId>,
-    /// Size of the new communicator (0 for `MPI_COMM_NULL`).
+    /// Size of the new communicator (0 for `MPI_COMM_NULL`); of an
+    /// inter-communicator, its local group's.
     pub size: i32,
     /// Comm_split colour (`None` = `MPI_UNDEFINED`) and key; Comm_split_type
     /// key.
     pub color: Option<i32>,
-    /// Comm_split / Comm_split_type key.
+    /// Comm_split / Comm_split_type key; Intercomm_create's tag;
+    /// Intercomm_merge's `high`.
     pub key: Option<i32>,
     /// Comm_split_type split type.
     pub split_type: Option<i32>,
-    /// Cartesian or graph dimensions / Cart_sub remain_dims / graph index.
+    /// Cartesian or graph dimensions / Cart_sub remain_dims / graph index;
+    /// Intercomm_create's local and remote leader.
     pub dims: Vec<i32>,
     /// Cartesian periods.
     pub periods: Vec<i32>,
-    /// Graph edges, or dist-graph destinations (ranks in the parent).
+    /// Graph edges, or dist-graph destinations (ranks in the parent);
+    /// Intercomm_create's peer communicator, at the local leader (the one
+    /// rank where it is significant).
     pub edges: Vec<i32>,
-    /// Dist-graph sources (ranks in the parent).
+    /// Dist-graph sources (ranks in the parent); Intercomm_create's local
+    /// group, as world ranks.
     pub sources: Vec<i32>,
-    /// Comm_create group members, as world ranks.
+    /// Comm_create group members, Intercomm_create's remote group and
+    /// Intercomm_merge's new communicator, as world ranks in rank order.
     pub members: Vec<i32>,
     /// Whether reordering was allowed.
     pub reorder: Option<bool>,

@@ -177,6 +177,9 @@ struct CommInfo {
     key: u64,
     size: u32,
     dims: Vec<i32>,
+    /// An inter-communicator's two groups, as sorted world ranks: its
+    /// collectives gather both, each rank in its place in this list.
+    both: Vec<i32>,
 }
 
 /// A persistent request's template.
@@ -1283,6 +1286,7 @@ impl<'a> Engine<'a> {
                 _ => 0,
             },
             dims: Vec::new(),
+            both: Vec::new(),
         });
         let seq = st.seqs.entry(comm).or_default();
         let k = (info.key, *seq);
@@ -1291,11 +1295,24 @@ impl<'a> Engine<'a> {
             && let Some(new) = c.new
         {
             let mut h = FxHasher::default();
-            info.key.hash(&mut h);
+            // One key on both sides of an inter-communicator, whose
+            // parents differ: the pair of groups and the tag; the merge's
+            // members.
+            match ev.op {
+                Op::IntercommCreate => {
+                    let (a, b) = (&c.sources, &c.members);
+                    ("inter", a.min(b), a.max(b), c.key).hash(&mut h);
+                }
+                Op::IntercommMerge => ("merge", &c.members).hash(&mut h),
+                _ => info.key.hash(&mut h),
+            }
             new.0.hash(&mut h);
             c.color.hash(&mut h);
             c.split_type.hash(&mut h);
-            c.members.hash(&mut h);
+            if ev.op != Op::IntercommCreate {
+                // (The remote group: the other side's is this side's.)
+                c.members.hash(&mut h);
+            }
             if ev.op == Op::CartSub {
                 // The sub-grid: this rank's coordinates in the dropped
                 // dimensions of the parent grid.
@@ -1324,19 +1341,33 @@ impl<'a> Engine<'a> {
                     .collect(),
                 _ => Vec::new(),
             };
+            let both = match ev.op {
+                Op::IntercommCreate => {
+                    let mut v: Vec<i32> = c.sources.iter().chain(&c.members).copied().collect();
+                    v.sort_unstable();
+                    v
+                }
+                Op::CommDup | Op::CommDupWithInfo => info.both.clone(),
+                _ => Vec::new(),
+            };
             st.comms.insert(
                 new.0,
                 CommInfo {
                     key: h.finish(),
                     size: c.size.max(0) as u32,
                     dims,
+                    both,
                 },
             );
             st.seqs.remove(&new.0);
         }
         let me = ev.comm_rank.max(0) as usize;
-        let mut size = (info.size as usize).max(me + 1);
-        let mut slot = me;
+        let (mut size, mut slot) = if info.both.is_empty() {
+            ((info.size as usize).max(me + 1), me)
+        } else {
+            let w = self.layout.world[r as usize] as i32;
+            (info.both.len(), info.both.binary_search(&w).unwrap_or(0))
+        };
         if self.layout.classes {
             if size != self.p as usize && self.asymmetric.is_none() {
                 self.asymmetric = Some(format!(

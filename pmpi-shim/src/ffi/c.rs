@@ -22,7 +22,7 @@ use mpi_sys::*;
 
 use super::{
     Key, coll, comm, comm_rank, comm_size, consts, dsize, dtype, group_members, ints, is_wildcard,
-    nap, new_comm, redop, xfer,
+    nap, new_comm, redop, world_map, xfer,
 };
 use crate::return_address;
 use crate::tracer::{self, CommInfo, Keys, ReqInfo, Scope, Tracer};
@@ -1437,6 +1437,70 @@ pub(crate) fn fill_comm_create(
     fill_create(t, ev, parent, newcomm, |c| c.members = group_members(group));
 }
 
+/// The world ranks of a communicator's (local) group in rank order.
+fn members_of(t: &Tracer, comm: MPI_Comm) -> Vec<i32> {
+    match world_map(comm) {
+        Some(m) => m.into_vec(),
+        None => (0..i32::try_from(t.job.world_size).unwrap_or(0)).collect(),
+    }
+}
+
+/// Fills Intercomm_create: the local leader and the remote leader (its
+/// rank in the peer communicator) in `dims`, the tag as `key`, the peer
+/// communicator in `edges` (at the local leader, the one rank where it is
+/// significant), the local group's world ranks in `sources` and the remote
+/// group's in `members`: what replay passes back, and what makes the two
+/// sides of one inter-communicator one instance for `check`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fill_intercomm_create(
+    t: &Tracer,
+    ev: &mut Event,
+    local: MPI_Comm,
+    local_leader: c_int,
+    peer: MPI_Comm,
+    remote_leader: c_int,
+    tag: c_int,
+    newcomm: MPI_Comm,
+) {
+    let leader = comm_rank(local) == local_leader;
+    let peer_id = (leader && peer.key() != consts().comm_null).then(|| comm(t, peer).id.0);
+    let local_members = members_of(t, local);
+    let null = newcomm.key() == consts().comm_null;
+    fill_create(t, ev, local, newcomm, |c| {
+        c.dims = vec![local_leader, remote_leader];
+        c.key = Some(tag);
+        c.edges = peer_id
+            .and_then(|id| i32::try_from(id).ok())
+            .into_iter()
+            .collect();
+        c.sources = local_members;
+        if !null {
+            // An inter-communicator's map is its remote group.
+            c.members = world_map(newcomm)
+                .map(<[i32]>::into_vec)
+                .unwrap_or_default();
+        }
+    });
+}
+
+/// Fills Intercomm_merge: `high` as `key`, the new communicator's world
+/// ranks in rank order as `members` (the same list on both sides).
+pub(crate) fn fill_intercomm_merge(
+    t: &Tracer,
+    ev: &mut Event,
+    inter: MPI_Comm,
+    high: c_int,
+    newcomm: MPI_Comm,
+) {
+    let null = newcomm.key() == consts().comm_null;
+    fill_create(t, ev, inter, newcomm, |c| {
+        c.key = Some(high);
+        if !null {
+            c.members = members_of(t, newcomm);
+        }
+    });
+}
+
 /// Fills Cart_create. `periods` are C ints or Fortran LOGICALs (nonzero is
 /// true), as is `reorder`.
 ///
@@ -1615,6 +1679,20 @@ entry!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm_h: MPI_Comm, split_type:
 entry!(MPI_Comm_create, PMPI_Comm_create, (comm_h: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_create(comm_h, group, newcomm);
     s.record(Op::CommCreate, |t, ev| fill_comm_create(t, ev, comm_h, group, created(rc, newcomm)));
+    rc
+});
+
+entry!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int, newintercomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm);
+    s.record(Op::IntercommCreate, |t, ev| {
+        fill_intercomm_create(t, ev, local_comm, local_leader, peer_comm, remote_leader, tag, created(rc, newintercomm))
+    });
+    rc
+});
+
+entry!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Intercomm_merge(intercomm, high, newintracomm);
+    s.record(Op::IntercommMerge, |t, ev| fill_intercomm_merge(t, ev, intercomm, high, created(rc, newintracomm)));
     rc
 });
 

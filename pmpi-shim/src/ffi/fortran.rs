@@ -55,9 +55,10 @@ use super::c::{
     fill_allgather, fill_allgatherv, fill_allreduce, fill_alltoallv, fill_alltoallw, fill_barrier,
     fill_bcast, fill_cart_create, fill_cart_sub, fill_comm_create, fill_comm_dup, fill_comm_free,
     fill_comm_split, fill_comm_split_type, fill_dist_graph_create, fill_dist_graph_create_adjacent,
-    fill_gather, fill_gatherv, fill_graph_create, fill_imrecv, fill_irecv, fill_isend, fill_mprobe,
-    fill_mrecv, fill_probe, fill_recv, fill_reduce, fill_reduce_scatter, fill_reduce_scatter_block,
-    fill_request_free, fill_scatter, fill_scatterv, fill_send, fill_sendrecv, fill_start, new_req,
+    fill_gather, fill_gatherv, fill_graph_create, fill_imrecv, fill_intercomm_create,
+    fill_intercomm_merge, fill_irecv, fill_isend, fill_mprobe, fill_mrecv, fill_probe, fill_recv,
+    fill_reduce, fill_reduce_scatter, fill_reduce_scatter_block, fill_request_free, fill_scatter,
+    fill_scatterv, fill_send, fill_sendrecv, fill_start, new_req,
 };
 use super::{Key, comm_size, consts, is_wildcard, nap};
 use crate::tracer::{self, Scope, Tracer};
@@ -1620,6 +1621,50 @@ fortran!(
         let rc = c.forward();
         let nc = f_created(rc, newcomm);
         c.record(Op::CommCreate, |t, ev| fill_comm_create(t, ev, cm, g, nc));
+    }
+);
+
+fortran!(
+    intercomm_create,
+    "MPI_INTERCOMM_CREATE",
+    plain,
+    (
+        local_comm,
+        local_leader,
+        peer_comm,
+        remote_leader,
+        tag,
+        newintercomm,
+        ierror
+    ),
+    |c| {
+        let (lc, ll, rl, tg) = (
+            f_comm(local_comm),
+            int(local_leader),
+            int(remote_leader),
+            int(tag),
+        );
+        let pc = f_comm(peer_comm);
+        let rc = c.forward();
+        let nc = f_created(rc, newintercomm);
+        c.record(Op::IntercommCreate, |t, ev| {
+            fill_intercomm_create(t, ev, lc, ll, pc, rl, tg, nc)
+        });
+    }
+);
+
+fortran!(
+    intercomm_merge,
+    "MPI_INTERCOMM_MERGE",
+    plain,
+    (intercomm, high, newintracomm, ierror),
+    |c| {
+        let (ic, hi) = (f_comm(intercomm), int(high));
+        let rc = c.forward();
+        let nc = f_created(rc, newintracomm);
+        c.record(Op::IntercommMerge, |t, ev| {
+            fill_intercomm_merge(t, ev, ic, hi, nc)
+        });
     }
 );
 

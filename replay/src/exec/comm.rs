@@ -115,7 +115,7 @@ impl Replayer<'_> {
             },
             Op::CommCreate => {
                 // Members are world ranks: translate them into the parent.
-                let local = world_to_local(parent, &cr.members)?;
+                let local = world_to_local(parent, &cr.members, false)?;
                 let mut pg = group_null();
                 // SAFETY: `parent` is live; `pg` is a valid out-parameter.
                 let rc = unsafe { PMPI_Comm_group(parent, &mut pg) };
@@ -199,6 +199,34 @@ impl Replayer<'_> {
                     &mut new,
                 )
             },
+            Op::IntercommCreate => {
+                // Local leader, remote leader; the peer communicator is
+                // significant at the local leader only (recorded there).
+                let (&[local_leader, remote_leader], tag) = (cr.dims.as_slice(), cr.key) else {
+                    bail!("Intercomm_create without its leaders");
+                };
+                let peer = match cr.edges.first() {
+                    Some(&id) => self.comm(CommId(id as u32))?,
+                    None => parent,
+                };
+                // SAFETY: `parent` and `peer` are live communicators of this
+                // replay; `new` is a valid out-parameter.
+                unsafe {
+                    MPI_Intercomm_create(
+                        parent,
+                        local_leader,
+                        peer,
+                        remote_leader,
+                        tag.unwrap_or(0),
+                        &mut new,
+                    )
+                }
+            }
+            // SAFETY: `parent` is a live inter-communicator; `new` is a
+            // valid out-parameter.
+            Op::IntercommMerge => unsafe {
+                MPI_Intercomm_merge(parent, cr.key.unwrap_or(0), &mut new)
+            },
             op => bail!("{} is not replayed yet", op.name()),
         };
         check(rc, e.op.name())?;
@@ -212,16 +240,29 @@ impl Replayer<'_> {
 }
 
 /// The ranks in `comm` of the given world ranks (the trace records peers
-/// and group members as world ranks).
-pub(super) fn world_to_local(comm: MPI_Comm, world: &[c_int]) -> Result<Vec<c_int>> {
+/// and group members as world ranks): of its own group, or with `peers`,
+/// of the group its peers are in (an inter-communicator's remote group).
+pub(super) fn world_to_local(comm: MPI_Comm, world: &[c_int], peers: bool) -> Result<Vec<c_int>> {
     let mut local = vec![0 as c_int; world.len()];
     let (mut wg, mut cg) = (group_null(), group_null());
     // SAFETY: the world communicator is valid after MPI_Init; `wg` is a
     // valid out-parameter.
     let rc = unsafe { PMPI_Comm_group(RSMPI_COMM_WORLD, &mut wg) };
     check(rc, "MPI_Comm_group")?;
+    let mut inter: c_int = 0;
+    if peers {
+        // SAFETY: `comm` is a live communicator; `inter` is a valid
+        // out-parameter.
+        unsafe { PMPI_Comm_test_inter(comm, &mut inter) };
+    }
     // SAFETY: `comm` is a live communicator; `cg` is a valid out-parameter.
-    let rc = unsafe { PMPI_Comm_group(comm, &mut cg) };
+    let rc = unsafe {
+        if inter != 0 {
+            PMPI_Comm_remote_group(comm, &mut cg)
+        } else {
+            PMPI_Comm_group(comm, &mut cg)
+        }
+    };
     let rc = if rc == 0 {
         // SAFETY: both groups were just made; `world` and `local` have
         // `world.len()` entries.

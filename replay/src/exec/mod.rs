@@ -527,6 +527,8 @@ impl<'o> Replayer<'o> {
             | Op::GraphCreate
             | Op::DistGraphCreateAdjacent
             | Op::DistGraphCreate
+            | Op::IntercommCreate
+            | Op::IntercommMerge
             | Op::CommFree => self.comm_op(e).map(|()| 0.0),
             Op::Cancel => self.cancel(e),
             // Recorded without detail: passed over (the note at the start

@@ -449,7 +449,7 @@ impl Replayer<'_> {
             return Ok(None);
         }
         let src = if any_source {
-            world_to_local(c, &[m.source])?[0]
+            world_to_local(c, &[m.source], true)?[0]
         } else {
             Self::peer(t.peer)
         };

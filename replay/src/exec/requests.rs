@@ -295,7 +295,7 @@ impl Replayer<'_> {
             ) else {
                 continue;
             };
-            let src = world_to_local(c, &[m.source])?[0];
+            let src = world_to_local(c, &[m.source], true)?[0];
             if st.MPI_SOURCE != src || st.MPI_TAG != m.tag {
                 self.diverged += 1;
             }
