@@ -12,6 +12,7 @@ C       Testsome >=1, Probe 1, Iprobe >=1, Mprobe 1, Improbe >=1,
 C       Mrecv 1, Imrecv 1, Barrier 3, Bcast 2, Reduce 2, Allreduce 3,
 C       every other blocking collective 1, every I-collective 1,
 C       Comm_dup 1, Comm_split 1, Comm_split_type 1, Comm_create 1,
+C       Intercomm_create 1, Intercomm_merge 1 (Comm_free 2 more),
 C       Cart_create 1, Cart_sub 1, Graph_create 1, Dist_graph_create 1,
 C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
       program covf77
@@ -42,6 +43,7 @@ C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
       integer ctype(3)
       common /ctypes/ ctype
       integer dup, split, shm, even, cart, crow, graph, dg, dga
+      integer inter, merged
       integer wgrp, egrp, evens(16), ne, dims(2)
       logical periods(2), remain(2)
       integer gindex(16), gedges(32), nnb, isrc(1), idst(1), ideg(1)
@@ -434,6 +436,12 @@ C     ring graph (duplicate neighbours removed for np = 2)
       call chk(isrc(1) .eq. left .and. idst(1) .eq. right,
      &         'dist_graph_adjacent neighbours')
       call MPI_COMM_FREE(dup, ierr)
+C     The two halves of split (even and odd ranks) joined and merged.
+      call MPI_INTERCOMM_CREATE(split, 0, MPI_COMM_WORLD,
+     &     1 - mod(me, 2), 5, inter, ierr)
+      call MPI_INTERCOMM_MERGE(inter, mod(me, 2) .eq. 1, merged, ierr)
+      call MPI_COMM_FREE(merged, ierr)
+      call MPI_COMM_FREE(inter, ierr)
       call MPI_COMM_FREE(split, ierr)
       call MPI_COMM_FREE(shm, ierr)
       if (even .ne. MPI_COMM_NULL) call MPI_COMM_FREE(even, ierr)

@@ -13,6 +13,7 @@
 !   Improbe >=1, Mrecv 1, Imrecv 1, Barrier 3, Bcast 2, Reduce 2,
 !   Allreduce 3, every other blocking collective 1, every I-collective 1,
 !   Comm_dup 1, Comm_split 1, Comm_split_type 1, Comm_create 1,
+!   Intercomm_create 1, Intercomm_merge 1 (Comm_free 2 more),
 !   Cart_create 1, Cart_sub 1, Graph_create 1, Dist_graph_create 1,
 !   Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
 module cov_state
@@ -409,6 +410,7 @@ program coverage_usempi
   logical :: flag
   integer(kind=8) :: hsum
   integer :: dup, split, shm, even, cart, crow, graph, dg, dga
+  integer :: inter, merged
   integer :: wgrp, egrp, evens(16), ne, dims(2)
   logical :: periods(2), remain(2)
   integer :: gindex(16), gedges(32), nnb, isrc(1), idst(1), ideg(1)
@@ -718,6 +720,11 @@ program coverage_usempi
   call MPI_Dist_graph_neighbors(dga, 1, isrc, iw1, 1, idst, iw2, ierr)
   call chk(isrc(1) == left .and. idst(1) == right, 'dist_graph_adjacent neighbours')
   call MPI_Comm_free(dup, ierr)
+  ! The two halves of split (even and odd ranks) joined and merged.
+  call MPI_Intercomm_create(split, 0, MPI_COMM_WORLD, 1 - mod(me, 2), 5, inter, ierr)
+  call MPI_Intercomm_merge(inter, mod(me, 2) == 1, merged, ierr)
+  call MPI_Comm_free(merged, ierr)
+  call MPI_Comm_free(inter, ierr)
   call MPI_Comm_free(split, ierr)
   call MPI_Comm_free(shm, ierr)
   if (even /= MPI_COMM_NULL) call MPI_Comm_free(even, ierr)
