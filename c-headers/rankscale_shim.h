@@ -18,6 +18,7 @@ void *rs_bottom(void);
 MPI_Op rs_op_maxloc(void);
 MPI_Op rs_op_minloc(void);
 /* Number of integers in a Fortran status (MPI_STATUS_SIZE). */
+int rs_root(void);
 int rs_f_status_size(void);
 /* The value-index pair types of MPI_MAXLOC / MPI_MINLOC (for replay). */
 MPI_Datatype rs_type_2int(void);

@@ -1402,8 +1402,12 @@ impl<'a> Checker<'a> {
                 self.n.untraced_comm_events += 1;
             }
             self.caller(st, i, e, v);
-            if is_collective(e.op) && !v.inter {
-                self.root_and_lists(st.rank, i, e, v);
+            if is_collective(e.op) {
+                // An inter-communicator's roots and lists name the other
+                // group (MPI_ROOT, MPI_PROC_NULL): not checked as ranks.
+                if !v.inter {
+                    self.root_and_lists(st.rank, i, e, v);
+                }
             } else {
                 if let Some(t) = e.send {
                     self.peer(st, i, e, v, Dir::To, t.peer);

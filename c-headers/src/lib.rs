@@ -50,6 +50,9 @@ unsafe extern "C" {
     pub fn rs_op_minloc() -> MPI_Op;
     /// The size of an `MPI_Status` in Fortran integers.
     pub fn rs_f_status_size() -> c_int;
+    /// `MPI_ROOT`: the root argument of an inter-communicator collective
+    /// on the root itself.
+    pub fn rs_root() -> c_int;
     /// The code of a predefined datatype: 0 for `MPI_DATATYPE_NULL`, 255
     /// for a type that is not predefined (derived or unknown).
     pub fn rs_type_code(t: MPI_Datatype) -> c_int;

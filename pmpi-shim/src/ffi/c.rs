@@ -21,8 +21,8 @@ use compress::{CommId, Event, Matched, Op, Peer, ReqId, Tag, Transfer};
 use mpi_sys::*;
 
 use super::{
-    Key, coll, comm, comm_rank, comm_size, consts, dsize, dtype, group_members, ints, is_wildcard,
-    nap, new_comm, redop, world_map, xfer,
+    Key, coll, comm, comm_rank, comm_size, consts, dsize, dtype, group_members, ints, is_inter,
+    is_wildcard, nap, new_comm, redop, world_map, xfer,
 };
 use crate::return_address;
 use crate::tracer::{self, CommInfo, Keys, ReqInfo, Scope, Tracer};
@@ -1003,7 +1003,12 @@ fn coll_comm(
     let ci = comm(t, comm_h);
     ev.comm = ci.id;
     ev.root = root;
-    let is_root = root.is_some_and(|r| r == comm_rank(comm_h));
+    // On an inter-communicator the root passes MPI_ROOT, the rest of its
+    // group MPI_PROC_NULL, and the other group the root's rank (which
+    // may equal their own).
+    let is_root = root.is_some_and(|r| {
+        r == consts().root || (r >= 0 && r == comm_rank(comm_h) && !is_inter(comm_h))
+    });
     (ci, is_root)
 }
 

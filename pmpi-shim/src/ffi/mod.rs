@@ -18,7 +18,7 @@ use mpi_sys::*;
 use crate::tracer::{self, CommInfo, Tracer};
 
 pub(crate) use mpi_helpers::{
-    library_version, rs_bottom, rs_f_status_size, rs_in_place, rs_op_maxloc, rs_op_minloc,
+    library_version, rs_bottom, rs_f_status_size, rs_in_place, rs_op_maxloc, rs_op_minloc, rs_root,
     rs_type_code,
 };
 
@@ -84,6 +84,8 @@ pub(crate) struct Consts {
     pub any_source: c_int,
     pub any_tag: c_int,
     pub proc_null: c_int,
+    /// `MPI_ROOT`.
+    pub root: c_int,
     pub undefined: c_int,
     pub comm_null: usize,
     pub comm_world: usize,
@@ -114,6 +116,7 @@ pub(crate) fn consts() -> &'static Consts {
                 any_source: RSMPI_ANY_SOURCE,
                 any_tag: RSMPI_ANY_TAG,
                 proc_null: RSMPI_PROC_NULL,
+                root: rs_root(),
                 undefined: RSMPI_UNDEFINED,
                 comm_null: RSMPI_COMM_NULL.key(),
                 comm_world: RSMPI_COMM_WORLD.key(),
@@ -326,18 +329,26 @@ pub(crate) unsafe fn ints(p: *const c_int, n: c_int) -> Vec<i32> {
 /// For an inter-communicator it is the remote group's size.
 pub(crate) fn comm_size(comm: MPI_Comm) -> c_int {
     let mut n: c_int = 0;
-    let mut inter: c_int = 0;
+    let inter = is_inter(comm);
     // SAFETY: `comm` is a communicator the application passed to a
-    // collective; both calls only write their int out-params.
+    // collective; both calls only write their int out-param.
     unsafe {
-        PMPI_Comm_test_inter(comm, &mut inter);
-        if inter != 0 {
+        if inter {
             PMPI_Comm_remote_size(comm, &mut n);
         } else {
             PMPI_Comm_size(comm, &mut n);
         }
     }
     n
+}
+
+/// Whether a communicator is an inter-communicator.
+pub(crate) fn is_inter(comm: MPI_Comm) -> bool {
+    let mut inter: c_int = 0;
+    // SAFETY: `comm` is a communicator the application passed to MPI;
+    // the call only writes its int out-param.
+    unsafe { PMPI_Comm_test_inter(comm, &mut inter) };
+    inter != 0
 }
 
 /// This process's rank in a communicator.

@@ -146,9 +146,21 @@ impl Replayer<'_> {
     /// Blocking and nonblocking collectives. Returns the bytes sent.
     pub(super) fn collective(&mut self, e: &Event) -> Result<f64> {
         let c = self.comm(e.comm)?;
-        let mut size: c_int = 0;
-        // SAFETY: `c` is a live communicator of this replay.
-        check(unsafe { PMPI_Comm_size(c, &mut size) }, "MPI_Comm_size")?;
+        let (mut size, mut inter): (c_int, c_int) = (0, 0);
+        // An inter-communicator's buffers hold a block per rank of its
+        // remote group.
+        // SAFETY: `c` is a live communicator of this replay; the call
+        // writes its int out-parameter.
+        let rc = unsafe { PMPI_Comm_test_inter(c, &mut inter) };
+        check(rc, "MPI_Comm_test_inter")?;
+        let rc = if inter != 0 {
+            // SAFETY: as above.
+            unsafe { PMPI_Comm_remote_size(c, &mut size) }
+        } else {
+            // SAFETY: as above.
+            unsafe { PMPI_Comm_size(c, &mut size) }
+        };
+        check(rc, "MPI_Comm_size")?;
         let np = usize::try_from(size).unwrap_or(0);
         let root = e.root.unwrap_or(0);
         // SAFETY: reading the value of MPI_IN_PLACE.
