@@ -25,8 +25,9 @@
 //!   root and bytes, the totals Score-P records, which `scorep` turns
 //!   back into the call's arguments (the per-rank counts of `Allgatherv`,
 //!   `Gatherv`, `Scatterv` and `Reduce_scatter` from the other members'
-//!   records of the call, gathered in a first pass over the archive). Ranks in records are turned into world ranks through
-//!   the communicator's group.
+//!   records of the call, gathered in a first pass over the archive).
+//!   Ranks in records are turned into world ranks through the
+//!   communicator's group.
 //! - **Time:** ticks at the archive's resolution, in ns from the global
 //!   offset, kept exactly in the timeline.
 //! - **Order and memory:** the archive is read rank by rank, one location
