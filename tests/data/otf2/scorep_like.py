@@ -12,6 +12,11 @@ rank 0: MPI_Send to 1 (tag 5, 64 bytes); MPI_Irecv (request 7); MPI_Wait
 rank 1: MPI_Recv from 0 (tag 5, 64 bytes); MPI_Isend to 0 (tag 6, 32 bytes,
         request 3); MPI_Wait completing it; MPI_Allreduce; MPI_Bcast (root).
 
+The collectives' records hold the bytes Score-P records (the bytes that
+leave and reach the rank over all its partners, itself included): the
+Allreduce 16 sent and 16 received on each rank, the Bcast 32 sent and 16
+received at its root and 16 received elsewhere.
+
 Usage: scorep_like.py OUTPUT_DIR   (writes OUTPUT_DIR/traces.otf2)
 """
 
@@ -64,7 +69,7 @@ with otf2.writer.open(sys.argv[1], timer_resolution=1_000_000_000) as trace:
     call(0, "MPI_Irecv", 300, 310, before=[lambda t: w[0].mpi_irecv_request(t, 7)])
     call(0, "MPI_Wait", 400, 900, after=[lambda t: w[0].mpi_irecv(t, 1, world, 6, 32, 7)])
     call(0, "MPI_Allreduce", 1000, 1500, before=[lambda t: w[0].mpi_collective_begin(t)],
-         after=[lambda t: w[0].mpi_collective_end(t, CollectiveOp.ALLREDUCE, world, _otf2.UNDEFINED_UINT32, 8, 8)])
+         after=[lambda t: w[0].mpi_collective_end(t, CollectiveOp.ALLREDUCE, world, _otf2.UNDEFINED_UINT32, 16, 16)])
     call(0, "MPI_Bcast", 1600, 1700, before=[lambda t: w[0].mpi_collective_begin(t)],
          after=[lambda t: w[0].mpi_collective_end(t, CollectiveOp.BCAST, world, 1, 0, 16)])
     # rank 1
@@ -72,8 +77,8 @@ with otf2.writer.open(sys.argv[1], timer_resolution=1_000_000_000) as trace:
     call(1, "MPI_Isend", 600, 650, before=[lambda t: w[1].mpi_isend(t, 0, world, 6, 32, 3)])
     call(1, "MPI_Wait", 700, 800, after=[lambda t: w[1].mpi_isend_complete(t, 3)])
     call(1, "MPI_Allreduce", 1400, 1500, before=[lambda t: w[1].mpi_collective_begin(t)],
-         after=[lambda t: w[1].mpi_collective_end(t, CollectiveOp.ALLREDUCE, world, _otf2.UNDEFINED_UINT32, 8, 8)])
+         after=[lambda t: w[1].mpi_collective_end(t, CollectiveOp.ALLREDUCE, world, _otf2.UNDEFINED_UINT32, 16, 16)])
     call(1, "MPI_Bcast", 1550, 1650, before=[lambda t: w[1].mpi_collective_begin(t)],
-         after=[lambda t: w[1].mpi_collective_end(t, CollectiveOp.BCAST, world, 1, 16, 16)])
+         after=[lambda t: w[1].mpi_collective_end(t, CollectiveOp.BCAST, world, 1, 32, 16)])
     for r in range(2):
         w[r].leave(T0 + 2000, main)
