@@ -65,6 +65,12 @@ fn own(counts: &[i32], sizes: &[i32], d: u64, me: i32) -> u64 {
         .map_or(0, |&c| (c.max(0) as u64).saturating_mul(d))
 }
 
+/// The bytes of all per-rank counts of one datatype size `d`, and of
+/// entry `me`.
+fn split(counts: &[i32], d: u64, me: i32) -> (u64, u64) {
+    (weighted(counts, &[], d), own(counts, &[], d, me))
+}
+
 /// The `(sent, received)` bytes Score-P records for the blocking
 /// collective `ev` on a communicator of `n` ranks, the caller being rank
 /// `ev.comm_rank` of it; `(0, 0)` for a call that is not one.
@@ -84,18 +90,12 @@ pub(crate) fn transferred(ev: &Event, n: u64) -> (u64, u64) {
         Op::Gather if root => (r, m(r, n)),
         Op::Gatherv if root => {
             let d = dsize(ev.recv);
-            let (all, mine) = (
-                weighted(&ev.recv_counts, &[], d),
-                own(&ev.recv_counts, &[], d, me),
-            );
+            let (all, mine) = split(&ev.recv_counts, d, me);
             if ip { (0, all - mine) } else { (mine, all) }
         }
         Op::Scatterv if root => {
             let d = dsize(ev.send);
-            let (all, mine) = (
-                weighted(&ev.send_counts, &[], d),
-                own(&ev.send_counts, &[], d, me),
-            );
+            let (all, mine) = split(&ev.send_counts, d, me);
             if ip { (all - mine, 0) } else { (all, mine) }
         }
         Op::Reduce | Op::Gather | Op::Gatherv => (s, 0),
@@ -110,10 +110,7 @@ pub(crate) fn transferred(ev: &Event, n: u64) -> (u64, u64) {
         Op::ReduceScatterBlock => (m(r, n), m(r, n)),
         Op::Allgatherv => {
             let d = dsize(ev.recv);
-            let (all, mine) = (
-                weighted(&ev.recv_counts, &[], d),
-                own(&ev.recv_counts, &[], d, me),
-            );
+            let (all, mine) = split(&ev.recv_counts, d, me);
             if ip {
                 (m(mine, n - 1), all - mine)
             } else {
@@ -132,10 +129,7 @@ pub(crate) fn transferred(ev: &Event, n: u64) -> (u64, u64) {
         }
         Op::ReduceScatter => {
             let d = dsize(ev.recv);
-            let (all, mine) = (
-                weighted(&ev.recv_counts, &[], d),
-                own(&ev.recv_counts, &[], d, me),
-            );
+            let (all, mine) = split(&ev.recv_counts, d, me);
             if ip {
                 (all - mine, m(mine, n - 1))
             } else {
