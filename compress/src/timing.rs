@@ -303,6 +303,14 @@ pub struct Dist {
 }
 
 impl Dist {
+    /// The distribution as it reads back from a trace file: the stored
+    /// form's quantisation applied in memory, without the bytes.
+    fn quantise(&mut self) {
+        if let Ok(d) = Dist::try_from(DistWire::from(self.clone())) {
+            *self = d;
+        }
+    }
+
     /// Adds one sample.
     pub fn add(&mut self, x: u64) {
         self.stats.add(x);
@@ -726,6 +734,11 @@ pub struct TimeStats {
 }
 
 impl TimeStats {
+    fn quantise(&mut self) {
+        self.compute.quantise();
+        self.mpi.quantise();
+    }
+
     /// Adds one execution.
     pub fn add(&mut self, compute_ns: u64, mpi_ns: u64) {
         self.compute.add(compute_ns);
@@ -928,6 +941,14 @@ impl From<PathTimingV2> for PathTiming {
 }
 
 impl PathTiming {
+    /// The timing as it reads back from a trace file (see
+    /// [`crate::TraceFile::quantised`]).
+    pub(crate) fn quantise(&mut self) {
+        self.first.quantise();
+        self.steady.quantise();
+        self.last.quantise();
+    }
+
     /// The timing of one execution, `at` (which a reservoir of `keep`
     /// entries holds).
     pub(crate) fn single(compute_ns: u64, keep: u16, at: SlowInstance) -> PathTiming {
