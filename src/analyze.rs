@@ -70,7 +70,11 @@ pub fn run(a: &Args) -> Result<()> {
         sites: f.meta.sites.clone(),
         ..compress::Meta::default()
     };
-    let mut stages: Vec<(String, f64)> = vec![("loading".into(), loading.elapsed().as_secs_f64())];
+    let mut stages: Vec<(String, f64, Option<u64>)> = vec![(
+        "loading".into(),
+        loading.elapsed().as_secs_f64(),
+        peak_rss_mb(),
+    )];
     let opts = Options {
         cutoff: a.cutoff,
         limits: Limits {
@@ -101,19 +105,22 @@ pub fn run(a: &Args) -> Result<()> {
                 let (name, start) =
                     std::mem::replace(&mut current, (stage.to_string(), Instant::now()));
                 if !name.is_empty() {
-                    stages.push((name, start.elapsed().as_secs_f64()));
+                    stages.push((name, start.elapsed().as_secs_f64(), peak_rss_mb()));
                 }
             }
             bar.update(stage, done, total)
         });
-        stages.push((current.0, current.1.elapsed().as_secs_f64()));
+        stages.push((current.0, current.1.elapsed().as_secs_f64(), peak_rss_mb()));
         r.with_context(|| format!("cannot analyse {}", file.display()))?
     };
     let secs = t0.elapsed().as_secs_f64();
     if a.timings {
         let parts: Vec<String> = stages
             .iter()
-            .map(|(n, t)| format!("{n} {t:.2} s"))
+            .map(|(n, t, peak)| match peak {
+                Some(mb) => format!("{n} {t:.2} s (peak {mb} MB)"),
+                None => format!("{n} {t:.2} s"),
+            })
             .collect();
         eprintln!("timings: {}; analysis {secs:.2} s", parts.join(", "));
     }
@@ -128,4 +135,14 @@ pub fn run(a: &Args) -> Result<()> {
         print!("{}", text(file, &r, &opts, secs, &labels));
     }
     Ok(())
+}
+
+/// The process's peak resident memory so far, MB (10^6 bytes; `VmHWM` of
+/// `/proc/self/status`, Linux only): read after each stage, it shows which
+/// stage sets the peak of a large analysis.
+fn peak_rss_mb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024 / 1_000_000)
 }
