@@ -116,18 +116,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "replay: persistent collectives are replayed without their MPI_Start",
     ),
     (
-        "*",
-        "comm/comm_group_half 2",
-        "replay: MPI_Comm_create_group is recorded without detail, so its communicator \
-         is unknown to replay",
-    ),
-    (
-        "*",
-        "comm/comm_idup 2",
-        "replay: MPI_Comm_idup is recorded without detail, so its communicator is \
-         unknown to replay",
-    ),
-    (
         "mpich",
         "part/parrived_wait 2 -spart=1 -rpart=16 -tot_count=64 -iteration=5",
         "replay: partitioned communication is replayed without its MPI_Start",

@@ -1451,7 +1451,11 @@ impl<'a> Checker<'a> {
                 // Calls on an inter-communicator span both of its groups,
                 // with roots of their own (`MPI_ROOT`, `MPI_PROC_NULL`):
                 // counted, not grouped.
-                let seq = if v.inter {
+                // `Comm_create_group` is collective over its group only,
+                // not over the parent: not grouped with the parent's calls.
+                let seq = if e.op == Op::CommCreateGroup {
+                    0
+                } else if v.inter {
                     let s = st.seqs.entry(v.id).or_default();
                     *s += 1;
                     *s
@@ -2095,7 +2099,9 @@ impl<'a> Checker<'a> {
         let parent_cart = st.comms.get(&parent.id).and_then(|p| p.cart.clone());
         let mut implied: Option<(i64, &'static str)> = None;
         match e.op {
-            Op::CommDup | Op::CommDupWithInfo => implied = parent.size.map(|s| (s, "its parent")),
+            Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => {
+                implied = parent.size.map(|s| (s, "its parent"))
+            }
             Op::IntercommCreate => {
                 found.extend(out_of("remote group member", &c.members, self.world));
                 found.extend(out_of("local group member", &c.sources, self.world));
@@ -2118,7 +2124,7 @@ impl<'a> Checker<'a> {
                     implied = Some((c.members.len() as i64, "its members"));
                 }
             }
-            Op::CommCreate => {
+            Op::CommCreate | Op::CommCreateGroup => {
                 found.extend(out_of("group member", &c.members, self.world));
                 if c.members.len() as i64 > limit {
                     found.push(too_large("has a group of", c.members.len() as i64));
@@ -2252,6 +2258,15 @@ impl<'a> Checker<'a> {
         let (inst, ambiguous) = match e.op {
             Op::CommSplit => (hash_of((parent.inst, seq, c.color)), false),
             Op::CommCreate => (hash_of((parent.inst, seq, &c.members)), false),
+            // Collective over its group alone: the same on every member
+            // are the parent, the group, the tag and how many such
+            // communicators came before.
+            Op::CommCreateGroup => {
+                let call = hash_of(("group", parent.inst, &c.members, c.key));
+                let k = st.pairs.entry(call).or_default();
+                *k += 1;
+                (hash_of((call, *k)), parent.ambiguous)
+            }
             // The same on both sides: the pair of groups (in either
             // order) and the tag, and how many such communicators came
             // before; the merge's members are one list on both sides.
@@ -2282,11 +2297,13 @@ impl<'a> Checker<'a> {
             _ => (hash_of((parent.inst, seq)), parent.ambiguous),
         };
         let map = match e.op {
-            Op::CommDup | Op::CommDupWithInfo => parent_map,
+            Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => parent_map,
             // Made of an inter-communicator: one whose remote group the
             // lineage does not give.
             Op::CommCreate | Op::CommSplit | Op::CommSplitType if parent.inter => Map::Unknown,
-            Op::CommCreate | Op::IntercommCreate | Op::IntercommMerge if !c.members.is_empty() => {
+            Op::CommCreate | Op::CommCreateGroup | Op::IntercommCreate | Op::IntercommMerge
+                if !c.members.is_empty() =>
+            {
                 Map::Members(c.members.clone().into())
             }
             Op::CartCreate
@@ -2301,7 +2318,7 @@ impl<'a> Checker<'a> {
         };
         let cart = match e.op {
             Op::CartCreate => Some(dims.clone().into()),
-            Op::CommDup | Op::CommDupWithInfo => parent_cart.clone(),
+            Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => parent_cart.clone(),
             Op::CartSub => parent_cart.as_ref().map(|pd| {
                 pd.iter()
                     .zip(&dims)
@@ -2326,7 +2343,7 @@ impl<'a> Checker<'a> {
                     Op::IntercommCreate => {
                         Some(c.members.len() as i64).filter(|_| !c.members.is_empty())
                     }
-                    Op::CommDup | Op::CommDupWithInfo => parent.remote,
+                    Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => parent.remote,
                     _ => None,
                 },
                 ambiguous: ambiguous || parent.size.is_none(),

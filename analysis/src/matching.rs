@@ -445,6 +445,9 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
                 }
                 _ => {}
             },
+            // Collective over its group only, not over the parent: no
+            // synchronisation the parent's members share.
+            Family::CommManagement if e.op == Op::CommCreateGroup => lineage.observe(e),
             Family::Collective | Family::NonblockingCollective | Family::CommManagement => {
                 let g = lineage.group(comm);
                 let seq = seqs.entry(comm).or_default();

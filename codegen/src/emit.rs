@@ -372,6 +372,8 @@ impl<'a> Emitter<'a> {
             op if op.is_collective() => self.collective(e, op)?,
             Op::CommDup
             | Op::CommDupWithInfo
+            | Op::CommIdup
+            | Op::CommCreateGroup
             | Op::CommSplit
             | Op::CommSplitType
             | Op::CartCreate
@@ -504,6 +506,11 @@ impl<'a> Emitter<'a> {
         };
         match op {
             Op::CommDup => self.line(&format!("MPI_Comm_dup(c, {nc});")),
+            Op::CommIdup => {
+                self.new_request(e)?;
+                self.line("rs_rqbuf(rq, 0, MPI_BYTE);");
+                self.line(&format!("MPI_Comm_idup(c, {nc}, rs_req(rq));"));
+            }
             Op::CommDupWithInfo => {
                 self.line(&format!("MPI_Comm_dup_with_info(c, MPI_INFO_NULL, {nc});"))
             }
@@ -525,11 +532,16 @@ impl<'a> Emitter<'a> {
                     "MPI_Comm_split_type(c, {kind}, rs_self({key}, cr), MPI_INFO_NULL, {nc});"
                 ));
             }
-            Op::CommCreate => {
+            Op::CommCreate | Op::CommCreateGroup => {
                 let n = self.list(e, MEMBERS, 0);
                 self.line(&format!("const int64_t nm = {n};"));
                 self.line("MPI_Group g = rs_group(rs_ints(0, rs_lists[0], nm, nm, 0), nm);");
-                self.line(&format!("MPI_Comm_create(c, g, {nc});"));
+                if op == Op::CommCreateGroup {
+                    let tag = self.field(e, "key").unwrap_or_else(|| "0".into());
+                    self.line(&format!("MPI_Comm_create_group(c, g, (int)({tag}), {nc});"));
+                } else {
+                    self.line(&format!("MPI_Comm_create(c, g, {nc});"));
+                }
                 self.line("MPI_Group_free(&g);");
             }
             Op::GraphCreate | Op::DistGraphCreate | Op::DistGraphCreateAdjacent => {

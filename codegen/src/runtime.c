@@ -557,8 +557,10 @@ static inline void rs_finish(void)
                 rs_rank, rs_drift);
 }
 
-/* Communicators by their trace id: 0 is MPI_COMM_WORLD, 1 MPI_COMM_SELF. */
-static MPI_Comm *rs_comms;
+/* Communicators by their trace id: 0 is MPI_COMM_WORLD, 1 MPI_COMM_SELF.
+ * Each in a cell of its own, whose address does not move when the table
+ * grows: MPI_Comm_idup may write it when its request completes. */
+static MPI_Comm **rs_comms;
 static int64_t rs_ncomms;
 static inline MPI_Comm rs_comm(int64_t id)
 {
@@ -566,9 +568,9 @@ static inline MPI_Comm rs_comm(int64_t id)
         return MPI_COMM_WORLD;
     if (id == 1)
         return MPI_COMM_SELF;
-    if (id < 0 || id >= rs_ncomms || rs_comms[id] == MPI_COMM_NULL)
+    if (id < 0 || id >= rs_ncomms || !rs_comms[id] || *rs_comms[id] == MPI_COMM_NULL)
         rs_fail("a communicator the trace has not created", id, rs_ncomms);
-    return rs_comms[id];
+    return *rs_comms[id];
 }
 static inline MPI_Comm *rs_newcomm(int64_t id)
 {
@@ -576,14 +578,20 @@ static inline MPI_Comm *rs_newcomm(int64_t id)
         rs_fail("a created communicator with a reserved id", id, 0);
     if (id >= rs_ncomms) {
         int64_t n = id + 16;
-        rs_comms = realloc(rs_comms, sizeof(MPI_Comm) * (size_t)n);
+        rs_comms = realloc(rs_comms, sizeof(MPI_Comm *) * (size_t)n);
         if (!rs_comms)
             rs_fail("out of memory for communicators", id, 0);
         for (int64_t i = rs_ncomms; i < n; i++)
-            rs_comms[i] = MPI_COMM_NULL;
+            rs_comms[i] = NULL;
         rs_ncomms = n;
     }
-    return &rs_comms[id];
+    if (!rs_comms[id]) {
+        rs_comms[id] = malloc(sizeof(MPI_Comm));
+        if (!rs_comms[id])
+            rs_fail("out of memory for communicators", id, 0);
+        *rs_comms[id] = MPI_COMM_NULL;
+    }
+    return rs_comms[id];
 }
 static MPI_Comm rs_null_comm;
 

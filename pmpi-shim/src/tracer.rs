@@ -75,6 +75,23 @@ pub(crate) struct ReqInfo {
     pub wildcard: bool,
     /// The communicator, to translate a matched source to a world rank.
     pub comm: Arc<CommInfo>,
+    /// For `MPI_Comm_idup`: the communicator it makes, bound to its handle
+    /// when the request completes (Open MPI writes the handle only then).
+    pub creates: Option<Arc<PendingComm>>,
+}
+
+/// A communicator whose constructor has not completed: its id is taken at
+/// the call (creation order), its handle is read at completion.
+#[derive(Debug)]
+pub(crate) struct PendingComm {
+    /// The id the constructor's event recorded.
+    pub id: CommId,
+    /// Local rank → world rank, as the parent's.
+    pub to_world: Option<Box<[i32]>>,
+    /// This process's rank in it.
+    pub me: i32,
+    /// The address of the application's `newcomm` argument.
+    pub slot: usize,
 }
 
 /// A matched message of `MPI_Mprobe` / `MPI_Improbe`.
@@ -374,16 +391,27 @@ impl Tracer {
     /// Registers a communicator under a fresh id; `key` is `None` for
     /// `MPI_COMM_NULL` (the id is consumed all the same, see [`CommId`]).
     pub fn add_comm(&self, key: Option<usize>, to_world: Option<Box<[i32]>>, me: i32) -> CommId {
-        let id = CommId(self.next_comm.fetch_add(1, Ordering::Relaxed));
+        let id = self.reserve_comm();
         if let Some(key) = key {
-            if let Ok(mut m) = self.comms.write() {
-                m.insert(key, Arc::new(CommInfo { id, to_world }));
-            }
-            if let Ok(mut r) = self.comm_ranks.write() {
-                r.insert(id, me);
-            }
+            self.bind_comm(key, id, to_world, me);
         }
         id
+    }
+
+    /// Takes the next communicator id for a constructor whose handle comes
+    /// later ([`PendingComm`]).
+    pub fn reserve_comm(&self) -> CommId {
+        CommId(self.next_comm.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Registers communicator `id` under handle key `key`.
+    pub fn bind_comm(&self, key: usize, id: CommId, to_world: Option<Box<[i32]>>, me: i32) {
+        if let Ok(mut m) = self.comms.write() {
+            m.insert(key, Arc::new(CommInfo { id, to_world }));
+        }
+        if let Ok(mut r) = self.comm_ranks.write() {
+            r.insert(id, me);
+        }
     }
 
     /// This process's rank in communicator `id` (-1 if unknown).
@@ -410,15 +438,31 @@ impl Tracer {
         wildcard: bool,
         comm: Arc<CommInfo>,
     ) -> ReqId {
+        self.add_req_info(key, |id| ReqInfo {
+            id,
+            persistent,
+            wildcard,
+            comm,
+            creates: None,
+        })
+    }
+
+    /// Registers the request of a nonblocking communicator constructor.
+    pub fn add_creating_req(&self, key: usize, comm: Arc<CommInfo>, creates: PendingComm) -> ReqId {
+        self.add_req_info(key, |id| ReqInfo {
+            id,
+            persistent: false,
+            wildcard: false,
+            comm,
+            creates: Some(Arc::new(creates)),
+        })
+    }
+
+    fn add_req_info(&self, key: usize, info: impl FnOnce(ReqId) -> ReqInfo) -> ReqId {
         let me = self.thread_index();
         let id = ReqId(Self::next_id(me, |ts| &mut ts.next_req));
         if let Ok(mut m) = self.reqs.lock() {
-            m.entry((key, me)).or_default().push(ReqInfo {
-                id,
-                persistent,
-                wildcard,
-                comm,
-            });
+            m.entry((key, me)).or_default().push(info(id));
         }
         id
     }

@@ -333,7 +333,9 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
         }
         // Every other constructor agrees on a context id; Comm_free is local.
         CommDup
+        | CommIdup
         | CommCreate
+        | CommCreateGroup
         | CartCreate
         | GraphCreate
         | DistGraphCreate

@@ -264,6 +264,9 @@ struct RankState<'a> {
     templates: FxHashMap<ReqId, Template>,
     comms: FxHashMap<u32, CommInfo>,
     seqs: FxHashMap<u32, u64>,
+    /// `Comm_create_group` calls so far by (parent, group, tag): the
+    /// call is collective over the group alone.
+    group_calls: FxHashMap<u64, u64>,
     mprobed: FxHashMap<u64, SendRec>,
     /// The streams the rank used last (see [`Engine::chan`]), and the
     /// next entry to replace.
@@ -451,6 +454,7 @@ impl<'a> Engine<'a> {
                 templates: FxHashMap::default(),
                 comms: FxHashMap::default(),
                 seqs: FxHashMap::default(),
+                group_calls: FxHashMap::default(),
                 mprobed: FxHashMap::default(),
                 chan_cache: SmallVec::new(),
                 chan_next: 0,
@@ -1288,9 +1292,29 @@ impl<'a> Engine<'a> {
             dims: Vec::new(),
             both: Vec::new(),
         });
-        let seq = st.seqs.entry(comm).or_default();
-        let k = (info.key, *seq);
-        *seq += 1;
+        // `Comm_create_group` synchronises its group's members only: its
+        // instance is the call (parent, group, tag, how many before), its
+        // members the group's.
+        let group = ev
+            .create
+            .as_deref()
+            .filter(|c| ev.op == Op::CommCreateGroup && !c.members.is_empty());
+        let k = match group {
+            Some(c) => {
+                let mut h = FxHasher::default();
+                ("group", info.key, &c.members, c.key).hash(&mut h);
+                let call = h.finish();
+                let n = st.group_calls.entry(call).or_default();
+                *n += 1;
+                (call, *n)
+            }
+            None => {
+                let seq = st.seqs.entry(comm).or_default();
+                let k = (info.key, *seq);
+                *seq += 1;
+                k
+            }
+        };
         if let Some(c) = ev.create.as_deref()
             && let Some(new) = c.new
         {
@@ -1347,7 +1371,7 @@ impl<'a> Engine<'a> {
                     v.sort_unstable();
                     v
                 }
-                Op::CommDup | Op::CommDupWithInfo => info.both.clone(),
+                Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => info.both.clone(),
                 _ => Vec::new(),
             };
             st.comms.insert(
@@ -1362,10 +1386,13 @@ impl<'a> Engine<'a> {
             st.seqs.remove(&new.0);
         }
         let me = ev.comm_rank.max(0) as usize;
-        let (mut size, mut slot) = if info.both.is_empty() {
+        let w = self.layout.world[r as usize] as i32;
+        let (mut size, mut slot) = if let Some(c) = group {
+            let at = c.members.iter().position(|&m| m == w).unwrap_or(0);
+            (c.members.len(), at)
+        } else if info.both.is_empty() {
             ((info.size as usize).max(me + 1), me)
         } else {
-            let w = self.layout.world[r as usize] as i32;
             (info.both.len(), info.both.binary_search(&w).unwrap_or(0))
         };
         if self.layout.classes {

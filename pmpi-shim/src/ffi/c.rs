@@ -25,7 +25,7 @@ use super::{
     is_wildcard, nap, new_comm, redop, world_map, xfer,
 };
 use crate::return_address;
-use crate::tracer::{self, CommInfo, Keys, ReqInfo, Scope, Tracer};
+use crate::tracer::{self, CommInfo, Keys, PendingComm, ReqInfo, Scope, Tracer};
 
 /// Defines one C entry point. `$body` runs only when the call is traced; it
 /// must call PMPI with the same arguments and record the event.
@@ -188,6 +188,9 @@ pub(crate) fn completion(
         };
         ev.done.push(info.id);
         retired.push(keys[i]);
+        if let Some(p) = &info.creates {
+            bind_pending(t, p);
+        }
         if info.wildcard
             && let Some(st) = status_of(k)
             && !was_cancelled(&st)
@@ -196,6 +199,19 @@ pub(crate) fn completion(
         }
     }
     t.retire_reqs(&retired, false);
+}
+
+/// Registers the communicator of a completed `MPI_Comm_idup` under the
+/// handle MPI wrote (`MPI_COMM_NULL`: nothing to register).
+fn bind_pending(t: &Tracer, p: &PendingComm) {
+    // SAFETY: `slot` is the `newcomm` argument of the application's
+    // MPI_Comm_idup, which the standard requires to stay valid until the
+    // request completes; it completed in the call being recorded, so the
+    // handle MPI wrote is there to read.
+    let handle = unsafe { *(p.slot as *const MPI_Comm) };
+    if handle.key() != consts().comm_null {
+        t.bind_comm(handle.key(), p.id, p.to_world.clone(), p.me);
+    }
 }
 
 /// Whether any of these requests is a wildcard receive (whose completion
@@ -1401,6 +1417,39 @@ pub(crate) fn fill_comm_dup(t: &Tracer, ev: &mut Event, parent: MPI_Comm, newcom
     fill_create(t, ev, parent, newcomm, |_| {});
 }
 
+/// Fills Comm_idup: the new communicator's id is taken now (creation
+/// order), its handle registered when the request completes. It has the
+/// parent's group, so the parent's rank table and size.
+pub(crate) fn fill_comm_idup(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: Option<MPI_Request>,
+) {
+    let info = comm(t, parent);
+    ev.comm = info.id;
+    // Taken even when the call failed, as `new_comm` takes it for
+    // `MPI_COMM_NULL`.
+    let id = t.reserve_comm();
+    let Some(r) = request.filter(|r| r.key() != consts().request_null) else {
+        ev.create = Some(Box::new(compress::CommCreate::new(None, 0)));
+        return;
+    };
+    let mut size: c_int = 0;
+    // SAFETY: `parent` is the communicator MPI just accepted; the call only
+    // writes its int out-parameter.
+    unsafe { PMPI_Comm_size(parent, &mut size) };
+    ev.create = Some(Box::new(compress::CommCreate::new(Some(id), size)));
+    let pending = PendingComm {
+        id,
+        to_world: info.to_world.clone(),
+        me: t.comm_rank(info.id),
+        slot: newcomm as usize,
+    };
+    ev.req = Some(t.add_creating_req(r.key(), info, pending));
+}
+
 /// Fills Comm_split.
 pub(crate) fn fill_comm_split(
     t: &Tracer,
@@ -1663,6 +1712,14 @@ entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm), 
     rc
 });
 
+entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request), |s| {
+    let rc = PMPI_Comm_idup(comm_h, newcomm, request);
+    s.record(Op::CommIdup, |t, ev| {
+        fill_comm_idup(t, ev, comm_h, newcomm, (rc == 0).then(|| *request))
+    });
+    rc
+});
+
 entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm_h: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_dup_with_info(comm_h, info, newcomm);
     s.record(Op::CommDupWithInfo, |t, ev| fill_comm_dup(t, ev, comm_h, created(rc, newcomm)));
@@ -1684,6 +1741,17 @@ entry!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm_h: MPI_Comm, split_type:
 entry!(MPI_Comm_create, PMPI_Comm_create, (comm_h: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_create(comm_h, group, newcomm);
     s.record(Op::CommCreate, |t, ev| fill_comm_create(t, ev, comm_h, group, created(rc, newcomm)));
+    rc
+});
+
+entry!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm_h: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm), |s| {
+    let rc = PMPI_Comm_create_group(comm_h, group, tag, newcomm);
+    s.record(Op::CommCreateGroup, |t, ev| {
+        fill_create(t, ev, comm_h, created(rc, newcomm), |c| {
+            c.members = group_members(group);
+            c.key = Some(tag);
+        })
+    });
     rc
 });
 

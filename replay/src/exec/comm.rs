@@ -48,6 +48,15 @@ impl Comms {
         }
     }
 
+    /// Enters a communicator a nonblocking constructor made, once it
+    /// completed (`MPI_COMM_NULL`: nothing).
+    pub(super) fn insert_made(&self, id: u32, c: MPI_Comm) {
+        // SAFETY: reading an initialised mpi-sys constant.
+        if c != unsafe { RSMPI_COMM_NULL } {
+            self.insert(id, c);
+        }
+    }
+
     /// Removes a communicator the replay freed.
     fn remove(&self, id: u32) {
         if let Ok(mut m) = self.0.lock() {
@@ -82,6 +91,9 @@ impl Replayer<'_> {
         let (undefined, null, info) =
             unsafe { (RSMPI_UNDEFINED, RSMPI_COMM_NULL, RSMPI_INFO_NULL) };
         let mut new = null;
+        if e.op == Op::CommIdup {
+            return self.comm_idup(e, parent, cr.new);
+        }
         let reorder = c_int::from(cr.reorder.unwrap_or(false));
         // In every call below `parent` comes from this replay's table and
         // `new` is a valid out-parameter; the arrays passed are the lists
@@ -113,7 +125,7 @@ impl Replayer<'_> {
                     &mut new,
                 )
             },
-            Op::CommCreate => {
+            Op::CommCreate | Op::CommCreateGroup => {
                 // Members are world ranks: translate them into the parent.
                 let local = world_to_local(parent, &cr.members, false)?;
                 let mut pg = group_null();
@@ -130,7 +142,13 @@ impl Replayer<'_> {
                 check(rc, "MPI_Group_incl")?;
                 // SAFETY: `g` is a group of `parent`'s processes; `new` is a
                 // valid out-parameter.
-                let rc = unsafe { MPI_Comm_create(parent, g, &mut new) };
+                let rc = unsafe {
+                    if e.op == Op::CommCreateGroup {
+                        MPI_Comm_create_group(parent, g, cr.key.unwrap_or(0), &mut new)
+                    } else {
+                        MPI_Comm_create(parent, g, &mut new)
+                    }
+                };
                 // SAFETY: `g` is this replay's and no longer used.
                 unsafe { PMPI_Group_free(&mut g) };
                 rc
@@ -234,6 +252,28 @@ impl Replayer<'_> {
             && new != null
         {
             self.comms.insert(id.0, new);
+        }
+        Ok(())
+    }
+
+    /// `MPI_Comm_idup`: issued with a request; the communicator enters the
+    /// table when a completion call completes it, as in the application
+    /// (which may use it only then).
+    fn comm_idup(&mut self, e: &Event, parent: MPI_Comm, new: Option<CommId>) -> Result<()> {
+        let id = e.req.context("Comm_idup without its request")?;
+        // SAFETY: reading an initialised mpi-sys constant.
+        let mut cell = Box::new(unsafe { RSMPI_COMM_NULL });
+        let mut req = super::request_null();
+        // SAFETY: `parent` is live; `cell` is a heap cell that the request
+        // table keeps until the request completes (MPI may write it until
+        // then); `req` is a valid out-parameter.
+        let rc = unsafe { MPI_Comm_idup(parent, &mut *cell, &mut req) };
+        check(rc, "MPI_Comm_idup")?;
+        match new {
+            Some(new) => self.new_creating_req(id, req, new.0, cell),
+            // The application's idup made nothing the trace names; its
+            // request still completes.
+            None => self.new_req(Some(id), req, super::requests::Keep::default(), false),
         }
         Ok(())
     }

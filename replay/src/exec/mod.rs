@@ -529,6 +529,8 @@ impl<'o> Replayer<'o> {
             | Op::DistGraphCreate
             | Op::IntercommCreate
             | Op::IntercommMerge
+            | Op::CommIdup
+            | Op::CommCreateGroup
             | Op::CommFree => self.comm_op(e).map(|()| 0.0),
             Op::Cancel => self.cancel(e),
             // Recorded without detail: passed over (the note at the start

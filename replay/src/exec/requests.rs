@@ -23,6 +23,10 @@ pub(super) struct Req {
     /// For a receive: its communicator, to check the source it matched
     /// against the trace's (a world rank) when it completes.
     pub(super) comm: Option<MPI_Comm>,
+    /// For `MPI_Comm_idup`: the trace id of the communicator it makes and
+    /// the cell MPI writes its handle to (by completion, on Open MPI),
+    /// which enters the communicator table when the request completes.
+    creates: Option<(u32, Box<MPI_Comm>)>,
 }
 
 /// The memory a nonblocking call hands to MPI, kept with its request in
@@ -52,9 +56,32 @@ impl Replayer<'_> {
                     _keep: keep,
                     persistent,
                     comm: None,
+                    creates: None,
                 },
             );
         }
+    }
+
+    /// Enters the request of a nonblocking communicator constructor: the
+    /// communicator `new` (a trace id) is entered from `cell` when the
+    /// request completes.
+    pub(super) fn new_creating_req(
+        &mut self,
+        id: ReqId,
+        handle: MPI_Request,
+        new: u32,
+        cell: Box<MPI_Comm>,
+    ) {
+        self.reqs.insert(
+            id.0,
+            Req {
+                handle,
+                _keep: Keep::default(),
+                persistent: false,
+                comm: None,
+                creates: Some((new, cell)),
+            },
+        );
     }
 
     /// `Start` and `Startall` of persistent requests of the table.
@@ -324,7 +351,9 @@ impl Replayer<'_> {
         for (id, &h) in ids.iter().zip(handles) {
             if let Some(r) = self.reqs.get_mut(&id.0) {
                 if !r.persistent && h == null {
-                    self.reqs.remove(&id.0);
+                    if let Some((new, cell)) = self.reqs.remove(&id.0).and_then(|r| r.creates) {
+                        self.comms.insert_made(new, *cell);
+                    }
                 } else {
                     r.handle = h;
                 }
