@@ -15,6 +15,25 @@ MPI_Datatype rs_type_long_int(void) { return MPI_LONG_INT; }
 MPI_Datatype rs_type_short_int(void) { return MPI_SHORT_INT; }
 MPI_Datatype rs_type_long_double_int(void) { return MPI_LONG_DOUBLE_INT; }
 
+void rs_neighbor_degrees(MPI_Comm comm, int *indegree, int *outdegree)
+{
+    int kind = MPI_UNDEFINED, n = 0, rank = 0, weighted = 0;
+    *indegree = *outdegree = 0;
+    if (PMPI_Topo_test(comm, &kind) != MPI_SUCCESS)
+        return;
+    if (kind == MPI_CART) {
+        if (PMPI_Cartdim_get(comm, &n) == MPI_SUCCESS)
+            *indegree = *outdegree = 2 * n;
+    } else if (kind == MPI_GRAPH) {
+        if (PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
+            PMPI_Graph_neighbors_count(comm, rank, &n) == MPI_SUCCESS)
+            *indegree = *outdegree = n;
+    } else if (kind == MPI_DIST_GRAPH) {
+        if (PMPI_Dist_graph_neighbors_count(comm, indegree, outdegree, &weighted) != MPI_SUCCESS)
+            *indegree = *outdegree = 0;
+    }
+}
+
 /* The predefined datatypes in the order of rankscale's datatype codes
  * (compress/src/dtype.rs, Datatype::NAMES): code = position + 1. The order
  * is part of the trace format; new types are appended. */

@@ -33,4 +33,9 @@ MPI_Datatype rs_type_long_double_int(void);
 int rs_type_code(MPI_Datatype t);
 /* The predefined datatype of a code, MPI_DATATYPE_NULL for any other. */
 MPI_Datatype rs_type_of_code(int code);
+/* The in- and out-degree of a communicator's virtual topology (0 and 0
+ * without one): the lengths of a neighbourhood collective's count arrays.
+ * A Cartesian grid of d dimensions has 2d of each, MPI_PROC_NULL
+ * neighbours at a non-periodic edge included. */
+void rs_neighbor_degrees(MPI_Comm comm, int *indegree, int *outdegree);
 #endif

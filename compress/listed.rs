@@ -26,6 +26,7 @@ pub const DETAILED: &[&str] = &[
     "NonblockingCollective",
     "CommManagement",
     "Profiling",
+    "Neighborhood",
 ];
 
 /// The lines of the list, in code order (blank lines and `#` comments

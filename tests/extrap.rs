@@ -211,6 +211,40 @@ fn stencils_3d_extrapolate_exactly() {
     }
 }
 
+/// Stencils whose faces travel by one neighbourhood collective on their
+/// Cartesian communicator (issue 39): `MPI_Neighbor_alltoall` in 2D and
+/// 3D tori, traced at 3 and 4 grids, extrapolated to a larger one and
+/// equal rank by rank to a real trace there, as the point-to-point
+/// stencils are.
+#[test]
+fn neighbourhood_stencils_extrapolate_exactly() {
+    let with = |d: usize, n: u32, mode: &'static str| {
+        move |g: &str| {
+            let mut a = stencil_args(d, "torus", true, n)(g);
+            a.extend(["-x".to_string(), mode.to_string()]);
+            a
+        }
+    };
+    for imp in mpis() {
+        exact(
+            imp,
+            "n2alltoall",
+            "stencil",
+            &with(2, 8, "alltoall"),
+            &["3x3", "4x3", "4x4"],
+            "5x4",
+        );
+        exact(
+            imp,
+            "n3alltoall",
+            "stencil",
+            &with(3, 4, "alltoall"),
+            &["3x3x3", "4x3x3", "4x4x3", "4x4x4"],
+            "5x4x4",
+        );
+    }
+}
+
 #[test]
 fn wavefront_extrapolates_exactly() {
     for imp in mpis() {

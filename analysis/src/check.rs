@@ -1445,7 +1445,10 @@ impl<'a> Checker<'a> {
             _ if e.op == Op::Cancel => st.cancelled.extend(e.reqs.iter().copied()),
             (Family::Probe, Some(v)) => self.probe(st, i, e, v),
             (
-                Family::Collective | Family::NonblockingCollective | Family::CommManagement,
+                Family::Collective
+                | Family::NonblockingCollective
+                | Family::Neighborhood
+                | Family::CommManagement,
                 Some(v),
             ) => {
                 // Calls on an inter-communicator span both of its groups,

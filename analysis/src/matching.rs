@@ -448,7 +448,10 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
             // Collective over its group only, not over the parent: no
             // synchronisation the parent's members share.
             Family::CommManagement if e.op == Op::CommCreateGroup => lineage.observe(e),
-            Family::Collective | Family::NonblockingCollective | Family::CommManagement => {
+            Family::Collective
+            | Family::NonblockingCollective
+            | Family::Neighborhood
+            | Family::CommManagement => {
                 let g = lineage.group(comm);
                 let seq = seqs.entry(comm).or_default();
                 out.colls.push(((comm, g, *seq), e.op, end(i, i)));

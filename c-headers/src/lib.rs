@@ -12,7 +12,9 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use mpi_sys::{MPI_Datatype, MPI_MAX_LIBRARY_VERSION_STRING, MPI_Op, PMPI_Get_library_version};
+use mpi_sys::{
+    MPI_Comm, MPI_Datatype, MPI_MAX_LIBRARY_VERSION_STRING, MPI_Op, PMPI_Get_library_version,
+};
 
 /// The MPI library's version string, first line, or empty when the call
 /// fails. The tracer records it in every trace, and the shim and replay
@@ -37,6 +39,17 @@ pub fn library_version() -> String {
         .collect();
     let text = String::from_utf8_lossy(&bytes);
     text.lines().next().unwrap_or("").trim().to_string()
+}
+
+/// The in- and out-degree of `comm`'s virtual topology, `(0, 0)` without
+/// one (see [`rs_neighbor_degrees`]).
+pub fn neighbor_degrees(comm: MPI_Comm) -> (c_int, c_int) {
+    let (mut indegree, mut outdegree): (c_int, c_int) = (0, 0);
+    // SAFETY: both out-parameters are valid ints; the helper only asks
+    // MPI (through PMPI_) about `comm`, a communicator the caller's MPI
+    // call accepted, and writes 0 where MPI refuses.
+    unsafe { rs_neighbor_degrees(comm, &mut indegree, &mut outdegree) };
+    (indegree, outdegree)
 }
 
 unsafe extern "C" {
@@ -66,4 +79,9 @@ unsafe extern "C" {
     pub fn rs_type_long_int() -> MPI_Datatype;
     /// `MPI_SHORT_INT`.
     pub fn rs_type_short_int() -> MPI_Datatype;
+    /// The in- and out-degree of `comm`'s virtual topology (0 and 0
+    /// without one): the lengths of a neighbourhood collective's count
+    /// lists, which the shim records and replay passes. Asked through
+    /// `PMPI_` calls, so that the question is not traced.
+    pub fn rs_neighbor_degrees(comm: MPI_Comm, indegree: *mut c_int, outdegree: *mut c_int);
 }

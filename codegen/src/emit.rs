@@ -627,7 +627,7 @@ impl<'a> Emitter<'a> {
     /// Blocking and nonblocking collectives.
     fn collective(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
         let shape = *e.shape();
-        let nb = op.family() == compress::Family::NonblockingCollective;
+        let nb = op.is_nonblocking_collective();
         let name = op.name();
         // The operation without its I, to choose the arguments.
         let base = if nb {
@@ -650,7 +650,38 @@ impl<'a> Emitter<'a> {
         self.line("int np = 1;");
         self.line("MPI_Comm_size(c, &np);");
         self.line("(void)np;");
+        if op.is_neighborhood() {
+            // Lists and buffers of one block per neighbour.
+            self.line("int indeg = 0, outdeg = 0;");
+            self.line("rs_degrees(c, &indeg, &outdeg);");
+        }
         match base {
+            "Neighbor_allgather" | "Neighbor_alltoall" => {
+                let s = self.side(e, "s", shape.send_type())?;
+                let r = self.side(e, "r", shape.recv_type())?;
+                let sf = if base == "Neighbor_alltoall" {
+                    "outdeg"
+                } else {
+                    "1"
+                };
+                self.buffers(
+                    nb,
+                    &format!("(int64_t){} * {sf}", s.count),
+                    &s.dtype,
+                    &format!("(int64_t){} * indeg", r.count),
+                    &r.dtype,
+                );
+                self.line(&format!(
+                    "MPI_{name}(sb, {sn}, {st}, rb, {rn}, {rt}, c{req});",
+                    sn = s.count,
+                    st = s.dtype,
+                    rn = r.count,
+                    rt = r.dtype
+                ));
+            }
+            "Neighbor_allgatherv" | "Neighbor_alltoallv" => {
+                self.vector(e, base, name, ("outdeg", "indeg"), (false, false), nb)?
+            }
             "Barrier" => {
                 if nb {
                     self.line("rs_rqbuf(rq, 0, MPI_BYTE);");
@@ -704,16 +735,17 @@ impl<'a> Emitter<'a> {
                 ));
             }
             "Gatherv" | "Scatterv" | "Allgatherv" | "Alltoallv" => {
-                self.vector(e, base, name, root.is_some(), in_place, nb)?
+                self.vector(e, base, name, ("np", "np"), (root.is_some(), in_place), nb)?
             }
-            "Alltoallw" => self.alltoallw(e, name, in_place, nb),
+            "Alltoallw" => self.alltoallw(e, name, in_place, nb, None),
+            "Neighbor_alltoallw" => self.alltoallw(e, name, false, nb, Some(("outdeg", "indeg"))),
             "Reduce_scatter" | "Reduce_scatter_block" => {
                 let r = self.side(e, "r", shape.recv_type())?;
                 let opx = self.reduction(e);
                 let counts = if base == "Reduce_scatter" {
                     let n = self.list(e, RECV_COUNTS, 1);
                     self.line(&format!("const int64_t nr = {n};"));
-                    let l = keep_ints(nb, "rc", "rs_ints(2, rs_lists[1], nr, np, 1)");
+                    let l = keep_ints(nb, "rc", "rs_ints(2, rs_lists[1], nr, np, 1)", "np");
                     self.line(&l);
                     self.line("const int64_t tot = rs_sum(rc, np);");
                     "rc".to_string()
@@ -756,14 +788,16 @@ impl<'a> Emitter<'a> {
         self.line("(void)rb;");
     }
 
-    /// The v collectives: per-peer counts on one side or both.
+    /// The v collectives: per-peer counts on one side or both, lists of
+    /// `lens` (send, receive) entries: the communicator's size, or the
+    /// out- and in-degree of a neighbourhood collective.
     fn vector(
         &mut self,
         e: &EventNode,
         base: &str,
         name: &str,
-        rooted: bool,
-        in_place: bool,
+        (ls, lr): (&str, &str),
+        (rooted, in_place): (bool, bool),
         nb: bool,
     ) -> Result<(), Error> {
         let shape = *e.shape();
@@ -775,24 +809,23 @@ impl<'a> Emitter<'a> {
         let sc = self.list(e, SEND_COUNTS, 0);
         let rcn = self.list(e, RECV_COUNTS, 1);
         self.line(&format!("const int64_t n0 = {sc}, n1 = {rcn};"));
-        for (var, expr) in [
-            ("sc", "rs_ints(0, rs_lists[0], n0, np, 1)"),
-            ("rc", "rs_ints(1, rs_lists[1], n1, np, 1)"),
-            ("sd", "rs_displs(2, sc, np)"),
-            ("rd", "rs_displs(3, rc, np)"),
+        for (var, expr, len) in [
+            ("sc", format!("rs_ints(0, rs_lists[0], n0, {ls}, 1)"), ls),
+            ("rc", format!("rs_ints(1, rs_lists[1], n1, {lr}, 1)"), lr),
+            ("sd", format!("rs_displs(2, sc, {ls})"), ls),
+            ("rd", format!("rs_displs(3, rc, {lr})"), lr),
         ] {
-            let l = keep_ints(nb, var, expr);
+            let l = keep_ints(nb, var, &expr, len);
             self.line(&l);
             self.line(&format!("(void){var};"));
         }
         // The side without a list has one count of its own.
         let (se, re) = match base {
-            "Gatherv" | "Allgatherv" => (format!("(int64_t){}", s.count), "rs_sum(rc, np)".into()),
-            "Scatterv" => (
-                "rs_sum(sc, np)".to_string(),
-                format!("(int64_t){}", r.count),
-            ),
-            _ => ("rs_sum(sc, np)".to_string(), "rs_sum(rc, np)".to_string()),
+            "Gatherv" | "Allgatherv" | "Neighbor_allgatherv" => {
+                (format!("(int64_t){}", s.count), format!("rs_sum(rc, {lr})"))
+            }
+            "Scatterv" => (format!("rs_sum(sc, {ls})"), format!("(int64_t){}", r.count)),
+            _ => (format!("rs_sum(sc, {ls})"), format!("rs_sum(rc, {lr})")),
         };
         self.line(&format!("const int64_t se = {se}, re = {re};"));
         self.buffers(nb, "se", &s.dtype, "re", &r.dtype);
@@ -802,17 +835,29 @@ impl<'a> Emitter<'a> {
             "Scatterv" => {
                 format!("MPI_{name}({sp}, sc, sd, {st}, {rp}, {rn}, {rt}{root}, c{req});")
             }
-            "Allgatherv" => format!("MPI_{name}({sp}, {sn}, {st}, {rp}, rc, rd, {rt}, c{req});"),
+            "Allgatherv" | "Neighbor_allgatherv" => {
+                format!("MPI_{name}({sp}, {sn}, {st}, {rp}, rc, rd, {rt}, c{req});")
+            }
             _ => format!("MPI_{name}({sp}, sc, sd, {st}, {rp}, rc, rd, {rt}, c{req});"),
         });
         Ok(())
     }
 
     /// Alltoallw: per-peer counts and datatype sizes on both sides, byte
+    /// displacements (`int`). With `neighbors` (out-degree, in-degree),
+    /// Neighbor_alltoallw: lists of one entry per neighbour and `MPI_Aint`
     /// displacements.
-    fn alltoallw(&mut self, e: &EventNode, name: &str, in_place: bool, nb: bool) {
+    fn alltoallw(
+        &mut self,
+        e: &EventNode,
+        name: &str,
+        in_place: bool,
+        nb: bool,
+        neighbors: Option<(&str, &str)>,
+    ) {
         let req = if nb { ", rs_req(rq)" } else { "" };
         let sp = if in_place { "MPI_IN_PLACE" } else { "sb" };
+        let (ls, lr) = neighbors.unwrap_or(("np", "np"));
         let lists: Vec<String> = [SEND_COUNTS, RECV_COUNTS, SEND_DSIZES, RECV_DSIZES]
             .iter()
             .map(|&k| self.list(e, k, k))
@@ -821,26 +866,43 @@ impl<'a> Emitter<'a> {
             self.line(&format!("const int64_t n{k} = {l};"));
         }
         let owner = if nb { "rq" } else { "-1" };
-        for (var, expr) in [
-            ("sc", "rs_ints(0, rs_lists[0], n0, np, 1)"),
-            ("rc", "rs_ints(1, rs_lists[1], n1, np, 1)"),
-            ("sd", "rs_ints(4, rs_lists[0], 0, np, 0)"),
-            ("rd", "rs_ints(5, rs_lists[1], 0, np, 0)"),
+        for (var, expr, len) in [
+            ("sc", format!("rs_ints(0, rs_lists[0], n0, {ls}, 1)"), ls),
+            ("rc", format!("rs_ints(1, rs_lists[1], n1, {lr}, 1)"), lr),
         ] {
-            let l = keep_ints(nb, var, expr);
+            let l = keep_ints(nb, var, &expr, len);
             self.line(&l);
         }
+        if neighbors.is_some() {
+            self.line(&format!("MPI_Aint *sd = rs_aints({owner}, 0, {ls});"));
+            self.line(&format!("MPI_Aint *rd = rs_aints({owner}, 1, {lr});"));
+        } else {
+            for (var, expr) in [
+                ("sd", "rs_ints(4, rs_lists[0], 0, np, 0)"),
+                ("rd", "rs_ints(5, rs_lists[1], 0, np, 0)"),
+            ] {
+                let l = keep_ints(nb, var, expr, "np");
+                self.line(&l);
+            }
+        }
         self.line(&format!(
-            "MPI_Datatype *stys = rs_types({owner}, 0, rs_lists[2], n2, np);"
+            "MPI_Datatype *stys = rs_types({owner}, 0, rs_lists[2], n2, {ls});"
         ));
         self.line(&format!(
-            "MPI_Datatype *rtys = rs_types({owner}, 1, rs_lists[3], n3, np);"
+            "MPI_Datatype *rtys = rs_types({owner}, 1, rs_lists[3], n3, {lr});"
         ));
+        let cast = if neighbors.is_some() {
+            "MPI_Aint"
+        } else {
+            "int"
+        };
         self.line("int64_t sbytes = 0, rbytes = 0;");
-        self.open("for (int i = 0; i < np; i++) {");
-        self.line("sd[i] = (int)sbytes;");
+        self.open(&format!("for (int i = 0; i < {ls}; i++) {{"));
+        self.line(&format!("sd[i] = ({cast})sbytes;"));
         self.line("sbytes += (int64_t)sc[i] * (int64_t)rs_span(stys[i]);");
-        self.line("rd[i] = (int)rbytes;");
+        self.close();
+        self.open(&format!("for (int i = 0; i < {lr}; i++) {{"));
+        self.line(&format!("rd[i] = ({cast})rbytes;"));
         self.line("rbytes += (int64_t)rc[i] * (int64_t)rs_span(rtys[i]);");
         self.close();
         self.buffers(nb, "sbytes", "MPI_BYTE", "rbytes", "MPI_BYTE");
@@ -886,9 +948,9 @@ fn places(in_place: bool, scatter: bool) -> (&'static str, &'static str) {
 
 /// `int *{name} = {expr};`, copied into the request's own memory for a
 /// nonblocking call (its arrays must live until it completes).
-fn keep_ints(nb: bool, name: &str, expr: &str) -> String {
+fn keep_ints(nb: bool, name: &str, expr: &str, len: &str) -> String {
     if nb {
-        format!("int *{name} = rs_keep_ints(rq, {expr}, np);")
+        format!("int *{name} = rs_keep_ints(rq, {expr}, {len});")
     } else {
         format!("int *{name} = {expr};")
     }

@@ -241,6 +241,26 @@ static inline int *rs_displs(int slot, const int *counts, int64_t n)
     return d;
 }
 
+/* The in- and out-degree of a communicator's virtual topology (the lengths
+ * of a neighbourhood collective's lists), asked through PMPI_ so that a
+ * traced run of the benchmark records only the application's calls. */
+static inline void rs_degrees(MPI_Comm c, int *indeg, int *outdeg)
+{
+    int kind = MPI_UNDEFINED, n = 0, me = 0, weighted = 0;
+    *indeg = *outdeg = 0;
+    PMPI_Topo_test(c, &kind);
+    if (kind == MPI_CART) {
+        PMPI_Cartdim_get(c, &n);
+        *indeg = *outdeg = 2 * n;
+    } else if (kind == MPI_GRAPH) {
+        PMPI_Comm_rank(c, &me);
+        PMPI_Graph_neighbors_count(c, me, &n);
+        *indeg = *outdeg = n;
+    } else if (kind == MPI_DIST_GRAPH) {
+        PMPI_Dist_graph_neighbors_count(c, indeg, outdeg, &weighted);
+    }
+}
+
 static inline int64_t rs_sum(const int *v, int64_t n)
 {
     int64_t s = 0;
@@ -302,6 +322,26 @@ static inline MPI_Datatype *rs_types(int64_t owner, int slot, const int64_t *dsi
     if (owner < 0)
         return rs_types_buf[slot];
     return rs_keep(owner, rs_types_buf[slot], sizeof(MPI_Datatype) * (size_t)m);
+}
+
+/* n zeroed MPI_Aint displacements (Neighbor_alltoallw's), kept with
+ * request `owner` when it is one (>= 0). */
+static MPI_Aint *rs_aints_buf[2];
+static int64_t rs_aints_cap[2];
+static inline MPI_Aint *rs_aints(int64_t owner, int slot, int64_t n)
+{
+    int64_t m = n < 1 ? 1 : n;
+    if (m > rs_aints_cap[slot]) {
+        rs_aints_buf[slot] = realloc(rs_aints_buf[slot], sizeof(MPI_Aint) * (size_t)m);
+        if (!rs_aints_buf[slot])
+            rs_fail("out of memory for displacements", n, m);
+        rs_aints_cap[slot] = m;
+    }
+    for (int64_t i = 0; i < m; i++)
+        rs_aints_buf[slot][i] = 0;
+    if (owner < 0)
+        return rs_aints_buf[slot];
+    return rs_keep(owner, rs_aints_buf[slot], sizeof(MPI_Aint) * (size_t)m);
 }
 
 /* Bytes one element of t spans in a buffer of several (its extent). */

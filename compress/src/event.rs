@@ -137,9 +137,11 @@ pub enum Family {
     Group,
     /// Datatype constructors and queries, packing, reduction operations.
     Datatype,
-    /// Neighbourhood collectives, blocking, nonblocking and persistent.
+    /// Neighbourhood collectives, blocking and nonblocking
+    /// (`Neighbor_alltoall`, `Ineighbor_allgatherv`, ...).
     Neighborhood,
-    /// Persistent collectives (`Barrier_init`, `Allreduce_init`, ...).
+    /// Persistent collectives (`Barrier_init`, `Allreduce_init`,
+    /// `Neighbor_alltoall_init`, ...).
     PersistentCollective,
     /// Partitioned point-to-point (`Psend_init`, `Pready`, ...).
     Partitioned,
@@ -211,6 +213,7 @@ impl Family {
                 | Family::NonblockingCollective
                 | Family::CommManagement
                 | Family::Profiling
+                | Family::Neighborhood
         )
     }
 }
@@ -285,13 +288,37 @@ impl Op {
         )
     }
 
-    /// True for collectives, blocking or not: every member of the
-    /// communicator takes part, so the peer is implicit.
+    /// True for collectives, blocking or not, the neighbourhood ones
+    /// included: every member of the communicator takes part, so the peer
+    /// is implicit.
     pub fn is_collective(self) -> bool {
         matches!(
             self.family(),
-            Family::Collective | Family::NonblockingCollective
+            Family::Collective | Family::NonblockingCollective | Family::Neighborhood
         )
+    }
+
+    /// Whether the call is a neighbourhood collective: collective over its
+    /// communicator, but moving data only between the neighbours of its
+    /// virtual topology, so its count lists have one entry per neighbour
+    /// (in- or out-degree), not per rank.
+    pub fn is_neighborhood(self) -> bool {
+        self.family() == Family::Neighborhood
+    }
+
+    /// Whether the call is a nonblocking collective (it creates a request):
+    /// the `I` forms of the collectives and of the neighbourhood
+    /// collectives.
+    pub fn is_nonblocking_collective(self) -> bool {
+        self.family() == Family::NonblockingCollective
+            || matches!(
+                self,
+                Op::IneighborAllgather
+                    | Op::IneighborAllgatherv
+                    | Op::IneighborAlltoall
+                    | Op::IneighborAlltoallv
+                    | Op::IneighborAlltoallw
+            )
     }
 }
 

@@ -155,6 +155,10 @@ pub(crate) fn rank_infos(trace: &MergedTrace) -> Result<(Vec<RankInfo>, Option<V
             .rank_trace(r)
             .map_err(|e| Error::Trace(e.to_string()))?;
         let mut h = DefaultHasher::new();
+        // This rank's Cartesian communicators over the whole job, by id:
+        // a neighbourhood collective on one exchanges with the grid
+        // neighbours, the peers a point-to-point stencil names.
+        let mut grids: BTreeMap<u32, (Vec<u64>, Vec<bool>)> = BTreeMap::new();
         for ev in t.expand() {
             codec::encode(&ev, r as i32, &mut buf).hash(&mut h);
             buf.hash(&mut h);
@@ -167,17 +171,55 @@ pub(crate) fn rank_infos(trace: &MergedTrace) -> Result<(Vec<RankInfo>, Option<V
                 }
             }
             if ev.op == Op::CartCreate
-                && cart.is_none()
                 && let Some(c) = &ev.create
                 && c.dims.iter().product::<i32>() as u64 == u64::from(p)
             {
-                cart = Some(c.dims.iter().map(|&d| d as u64).collect());
+                let dims: Vec<u64> = c.dims.iter().map(|&d| d.max(0) as u64).collect();
+                if cart.is_none() {
+                    cart = Some(dims.clone());
+                }
+                if let Some(id) = c.new {
+                    let periodic = (0..dims.len())
+                        .map(|i| c.periods.get(i).is_some_and(|&x| x != 0))
+                        .collect();
+                    grids.insert(id.0, (dims, periodic));
+                }
+            }
+            if ev.op.is_neighborhood()
+                && let Some((dims, periodic)) = grids.get(&ev.comm.0)
+            {
+                info.peers
+                    .extend(grid_neighbours(u64::from(r), dims, periodic));
             }
         }
         info.stream = h.finish();
         infos.push(info);
     }
     Ok((infos, cart))
+}
+
+/// The rank offsets of `rank`'s neighbours in a row-major grid: one step
+/// down and up each dimension, wrapping where it is periodic and left out
+/// past an edge where it is not (`MPI_PROC_NULL` in `MPI_Cart_shift`).
+fn grid_neighbours(rank: u64, dims: &[u64], periodic: &[bool]) -> Vec<i64> {
+    let at = coords(rank, dims);
+    let mut out = Vec::new();
+    for (i, &n) in dims.iter().enumerate() {
+        for step in [-1i64, 1] {
+            let x = at[i] as i64 + step;
+            let x = if (0..n as i64).contains(&x) {
+                x
+            } else if periodic.get(i).copied().unwrap_or(false) {
+                x.rem_euclid(n as i64)
+            } else {
+                continue;
+            };
+            let mut c = at.clone();
+            c[i] = x as u64;
+            out.push(rank_at(&c, dims) as i64 - rank as i64);
+        }
+    }
+    out
 }
 
 /// A group of ranks with the same endpoint pattern (Wu and Mueller 2012 Fig. 3).

@@ -914,6 +914,19 @@ pub(crate) fn untraced<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Runs `f` (a wrapper's call into the library) with the re-entry guard
+/// lifted, so that the application's own callbacks which the library
+/// invokes during it are recorded: an attribute delete function that frees
+/// another communicator inside `MPI_Comm_free` is a call of the program,
+/// and left out it kept the freed handle registered for the next
+/// communicator MPI gave the same handle (issue 39, cause 4).
+pub(crate) fn with_callbacks<R>(f: impl FnOnce() -> R) -> R {
+    let prev = BUSY.with(|b| b.replace(false));
+    let r = f();
+    BUSY.with(|b| b.set(prev));
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -313,6 +313,44 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
         Alltoallv | Ialltoallv | Alltoallw | Ialltoallw => {
             s.scattered(|i, j| m[i].sends.get(j).copied().unwrap_or(0.0));
         }
+        // Neighbourhood collectives: the instance knows its members by
+        // communicator rank, not their topology, so each is modelled as
+        // exchanges with the ranks before and after it, one round per
+        // neighbour (two when the lists do not give the degree), each
+        // member's largest block a round: a stencil's local dependencies,
+        // not a global synchronisation.
+        NeighborAllgather | IneighborAllgather | NeighborAllgatherv | IneighborAllgatherv
+        | NeighborAlltoall | IneighborAlltoall | NeighborAlltoallv | IneighborAlltoallv
+        | NeighborAlltoallw | IneighborAlltoallw => {
+            let largest = |x: &Member| {
+                x.sends
+                    .iter()
+                    .chain(&x.recvs)
+                    .fold(x.send.max(x.recv), |a, &b| a.max(b))
+            };
+            let degree = m
+                .iter()
+                .map(|x| x.sends.len().max(x.recvs.len()))
+                .max()
+                .filter(|&d| d > 0)
+                .unwrap_or(2);
+            for k in 0..degree {
+                let d = 1 + k / 2 % (p - 1);
+                if k % 2 == 0 {
+                    s.round(
+                        |i| Some((i + d) % p),
+                        |i| Some((i + p - d) % p),
+                        |i| largest(&m[i]),
+                    );
+                } else {
+                    s.round(
+                        |i| Some((i + p - d) % p),
+                        |i| Some((i + d) % p),
+                        |i| largest(&m[i]),
+                    );
+                }
+            }
+        }
         ReduceScatter | IreduceScatter | ReduceScatterBlock | IreduceScatterBlock => {
             let total: f64 = if matches!(op, ReduceScatterBlock | IreduceScatterBlock) {
                 block(|x| x.recv) * p as f64

@@ -1009,7 +1009,10 @@ impl<'a> Engine<'a> {
                 self.start_probe(r, cur, ev);
                 return;
             }
-            Family::Collective | Family::NonblockingCollective | Family::CommManagement => {
+            Family::Collective
+            | Family::NonblockingCollective
+            | Family::Neighborhood
+            | Family::CommManagement => {
                 if ev.op == Op::CommFree {
                     self.ranks[r as usize].comms.remove(&comm);
                 } else {

@@ -1211,8 +1211,22 @@ pub(crate) unsafe fn fill_allgatherv(
         ev.send = Some(coll(sendcount, sendtype));
     }
     ev.recv = Some(coll(0, recvtype));
-    // SAFETY: recvcounts has one entry per rank.
-    ev.recv_counts = unsafe { ints(recvcounts, comm_size(comm_h)) };
+    // SAFETY: recvcounts has one entry per rank (per in-neighbour).
+    ev.recv_counts = unsafe { ints(recvcounts, list_lens(ev.op, comm_h).1) };
+}
+
+/// The lengths of a v/w collective's send and receive lists: one entry per
+/// rank of the communicator (of its remote group, for an
+/// inter-communicator), or for a neighbourhood collective one per out- and
+/// per in-neighbour of its virtual topology.
+fn list_lens(op: Op, comm_h: MPI_Comm) -> (c_int, c_int) {
+    if op.is_neighborhood() {
+        let (indegree, outdegree) = mpi_helpers::neighbor_degrees(comm_h);
+        (outdegree, indegree)
+    } else {
+        let n = comm_size(comm_h);
+        (n, n)
+    }
 }
 
 pub(crate) unsafe fn fill_alltoallv(
@@ -1229,16 +1243,17 @@ pub(crate) unsafe fn fill_alltoallv(
     comm_h: MPI_Comm,
 ) {
     coll_comm(t, ev, comm_h, None);
-    let n = comm_size(comm_h);
+    let (ns, nr) = list_lens(ev.op, comm_h);
     ev.in_place = in_place(sendbuf);
     if !ev.in_place {
         ev.send = Some(coll(0, sendtype));
-        // SAFETY: sendcounts has one entry per rank when not in place.
-        ev.send_counts = unsafe { ints(sendcounts, n) };
+        // SAFETY: sendcounts has one entry per rank (per out-neighbour)
+        // when not in place.
+        ev.send_counts = unsafe { ints(sendcounts, ns) };
     }
     ev.recv = Some(coll(0, recvtype));
-    // SAFETY: recvcounts has one entry per rank.
-    ev.recv_counts = unsafe { ints(recvcounts, n) };
+    // SAFETY: recvcounts has one entry per rank (per in-neighbour).
+    ev.recv_counts = unsafe { ints(recvcounts, nr) };
 }
 
 /// Datatype sizes of an Alltoallw type array.
@@ -1257,30 +1272,33 @@ unsafe fn type_sizes(types: *const MPI_Datatype, n: c_int) -> Vec<i32> {
         .collect()
 }
 
-pub(crate) unsafe fn fill_alltoallw(
+/// Fills Alltoallw and Neighbor_alltoallw, whose displacements are `int`
+/// and `MPI_Aint` (`D`): they are not recorded.
+pub(crate) unsafe fn fill_alltoallw<D>(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
     sendcounts: *const c_int,
-    _sdispls: *const c_int,
+    _sdispls: *const D,
     sendtypes: *const MPI_Datatype,
     _recvbuf: *mut c_void,
     recvcounts: *const c_int,
-    _rdispls: *const c_int,
+    _rdispls: *const D,
     recvtypes: *const MPI_Datatype,
     comm_h: MPI_Comm,
 ) {
     coll_comm(t, ev, comm_h, None);
-    let n = comm_size(comm_h);
+    let (ns, nr) = list_lens(ev.op, comm_h);
     ev.in_place = in_place(sendbuf);
-    // SAFETY: the arrays have one entry per rank (send side when not in place).
+    // SAFETY: the arrays have one entry per rank, or per out- and
+    // in-neighbour (send side when not in place).
     unsafe {
         if !ev.in_place {
-            ev.send_counts = ints(sendcounts, n);
-            ev.send_dsizes = type_sizes(sendtypes, n);
+            ev.send_counts = ints(sendcounts, ns);
+            ev.send_dsizes = type_sizes(sendtypes, ns);
         }
-        ev.recv_counts = ints(recvcounts, n);
-        ev.recv_dsizes = type_sizes(recvtypes, n);
+        ev.recv_counts = ints(recvcounts, nr);
+        ev.recv_dsizes = type_sizes(recvtypes, nr);
     }
 }
 
@@ -1379,6 +1397,19 @@ collective!(fill_reduce_scatter: MPI_Reduce_scatter, PMPI_Reduce_scatter, Op::Re
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
 collective!(fill_reduce_scatter_block: MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, Op::ReduceScatterBlock; MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, Op::IreduceScatterBlock; comm_h;
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+
+// Neighbourhood collectives: the same events as their global twins, with
+// lists of one entry per neighbour.
+collective!(fill_allgather: MPI_Neighbor_allgather, PMPI_Neighbor_allgather, Op::NeighborAllgather; MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather, Op::IneighborAllgather; comm_h;
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+collective!(fill_allgather: MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall, Op::NeighborAlltoall; MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall, Op::IneighborAlltoall; comm_h;
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+collective!(fill_allgatherv: MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv, Op::NeighborAllgatherv; MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv, Op::IneighborAllgatherv; comm_h;
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+collective!(fill_alltoallv: MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv, Op::NeighborAlltoallv; MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv, Op::IneighborAlltoallv; comm_h;
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+collective!(fill_alltoallw: MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw, Op::NeighborAlltoallw; MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, Op::IneighborAlltoallw; comm_h;
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
 
 // ------------------------------------------- communicators and topologies
 
@@ -1771,7 +1802,9 @@ entry!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: MPI_Comm, high: c_
 
 entry!(MPI_Comm_free, PMPI_Comm_free, (comm_h: *mut MPI_Comm), |s| {
     let before = comm_free_before(s.tracer(), *comm_h);
-    let rc = PMPI_Comm_free(comm_h);
+    // Attribute delete functions run inside: their MPI calls are the
+    // application's.
+    let rc = tracer::with_callbacks(|| PMPI_Comm_free(comm_h));
     s.record(Op::CommFree, |t, ev| fill_comm_free(t, ev, rc, before));
     rc
 });

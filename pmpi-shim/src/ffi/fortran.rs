@@ -1515,6 +1515,18 @@ collective!(fill_allgatherv: allgatherv "MPI_ALLGATHERV" Op::Allgatherv; iallgat
     (sendbuf: Buf, sendcount: Int, sendtype: Dt, recvbuf: Buf, recvcounts: Ints, displs: Ints, recvtype: Dt, comm: Comm));
 collective!(fill_alltoallv: alltoallv "MPI_ALLTOALLV" Op::Alltoallv; ialltoallv "MPI_IALLTOALLV" Op::Ialltoallv; ts; comm;
     (sendbuf: Buf, sendcounts: Ints, sdispls: Ints, sendtype: Dt, recvbuf: Buf, recvcounts: Ints, rdispls: Ints, recvtype: Dt, comm: Comm));
+// Neighbourhood collectives (their count lists sized by the topology's
+// degrees, as in C). `Neighbor_alltoallw`'s `MPI_ADDRESS_KIND`
+// displacements are left to the C entry point (MPICH's Fortran binding
+// reaches it; Open MPI's does not).
+collective!(fill_allgather: neighbor_allgather "MPI_NEIGHBOR_ALLGATHER" Op::NeighborAllgather; ineighbor_allgather "MPI_INEIGHBOR_ALLGATHER" Op::IneighborAllgather; ts; comm;
+    (sendbuf: Buf, sendcount: Int, sendtype: Dt, recvbuf: Buf, recvcount: Int, recvtype: Dt, comm: Comm));
+collective!(fill_allgather: neighbor_alltoall "MPI_NEIGHBOR_ALLTOALL" Op::NeighborAlltoall; ineighbor_alltoall "MPI_INEIGHBOR_ALLTOALL" Op::IneighborAlltoall; ts; comm;
+    (sendbuf: Buf, sendcount: Int, sendtype: Dt, recvbuf: Buf, recvcount: Int, recvtype: Dt, comm: Comm));
+collective!(fill_allgatherv: neighbor_allgatherv "MPI_NEIGHBOR_ALLGATHERV" Op::NeighborAllgatherv; ineighbor_allgatherv "MPI_INEIGHBOR_ALLGATHERV" Op::IneighborAllgatherv; ts; comm;
+    (sendbuf: Buf, sendcount: Int, sendtype: Dt, recvbuf: Buf, recvcounts: Ints, displs: Ints, recvtype: Dt, comm: Comm));
+collective!(fill_alltoallv: neighbor_alltoallv "MPI_NEIGHBOR_ALLTOALLV" Op::NeighborAlltoallv; ineighbor_alltoallv "MPI_INEIGHBOR_ALLTOALLV" Op::IneighborAlltoallv; ts; comm;
+    (sendbuf: Buf, sendcounts: Ints, sdispls: Ints, sendtype: Dt, recvbuf: Buf, recvcounts: Ints, rdispls: Ints, recvtype: Dt, comm: Comm));
 collective!(fill_reduce_scatter: reduce_scatter "MPI_REDUCE_SCATTER" Op::ReduceScatter; ireduce_scatter "MPI_IREDUCE_SCATTER" Op::IreduceScatter; ts; comm;
     (sendbuf: Buf, recvbuf: Buf, recvcounts: Ints, datatype: Dt, op: Op, comm: Comm));
 collective!(fill_reduce_scatter_block: reduce_scatter_block "MPI_REDUCE_SCATTER_BLOCK" Op::ReduceScatterBlock; ireduce_scatter_block "MPI_IREDUCE_SCATTER_BLOCK" Op::IreduceScatterBlock; ts; comm;

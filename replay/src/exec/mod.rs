@@ -15,6 +15,7 @@
 
 mod coll;
 mod comm;
+mod neighbor;
 mod p2p;
 mod report;
 mod requests;
@@ -516,6 +517,7 @@ impl<'o> Replayer<'o> {
             Op::Probe | Op::Iprobe => self.probe(e),
             Op::Mprobe | Op::Improbe => self.mprobe(e),
             Op::Mrecv | Op::Imrecv => self.mrecv(e),
+            op if op.is_neighborhood() => self.neighbor(e),
             op if op.is_collective() => self.collective(e),
             Op::CommDup
             | Op::CommDupWithInfo

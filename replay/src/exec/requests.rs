@@ -35,6 +35,8 @@ pub(super) struct Req {
 pub(super) struct Keep {
     pub(super) bytes: Vec<super::Buf>,
     pub(super) ints: Vec<Vec<c_int>>,
+    /// `MPI_Aint` displacements (Neighbor_alltoallw's).
+    pub(super) aints: Vec<Vec<MPI_Aint>>,
     pub(super) types: Vec<Vec<MPI_Datatype>>,
 }
 

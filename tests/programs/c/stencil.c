@@ -1,6 +1,6 @@
 /*
  * stencil -d NDIMS [-p DIMS] [-t mesh|torus] -i ITERS [-s strong|weak]
- *         [-n N] [-k K] [-c]
+ *         [-n N] [-k K] [-c] [-x alltoall|ialltoall|alltoallv]
  *
  *   -d NDIMS  1, 2 or 3 dimensional decomposition (default 2)
  *   -p DIMS   process grid, e.g. 4, 4x4, 2x2x2 (default: MPI_Dims_create)
@@ -16,6 +16,16 @@
  *             MPI_Cart_shift.  Without -c neighbours are computed by hand
  *             (row-major rank order, last dimension fastest, like
  *             MPI_Cart_create) and MPI_COMM_WORLD is used.
+ *   -x MODE   exchange the faces with one neighbourhood collective on the
+ *             Cartesian communicator (implies -c) instead of point-to-point:
+ *             alltoall: MPI_Neighbor_alltoall, every block as long as the
+ *             largest face (padded); ialltoall: MPI_Ineighbor_alltoall and
+ *             MPI_Wait; alltoallv: MPI_Neighbor_alltoallv with each face's
+ *             own length. Block 2d+s goes to (comes from) the neighbour
+ *             towards -d (s = 0) or +d (s = 1), the order of
+ *             MPI_Cart_shift; blocks of MPI_PROC_NULL neighbours (a mesh's
+ *             edges) carry nothing. Use extents >= 3 on a torus: with 2 the
+ *             two neighbours of a dimension are one rank.
  *
  * Each iteration: MPI_Irecv from every existing neighbour, then MPI_Isend to
  * every existing neighbour (2*NDIMS in a torus, fewer on mesh boundaries;
@@ -30,19 +40,24 @@
  *
  * Per-rank calls: Init 1, Irecv = Isend = ITERS*neighbours(rank),
  * Waitall ITERS, Allreduce (K ? ITERS/K : 0), Reduce 1, Finalize 1,
- * and with -c additionally Cart_create 1 and Comm_free 1.
+ * and with -c additionally Cart_create 1 and Comm_free 1. With -x,
+ * Neighbor_alltoall, Neighbor_alltoallv or Ineighbor_alltoall and Wait
+ * ITERS each in place of Irecv, Isend and Waitall.
  */
 #include "common.h"
 #include <unistd.h>
 
 static int ndims = 2, torus = 1, weak = 0, iters = 10, nsize = 64, kred = 10, use_cart = 0;
 static int dims[3] = {0, 0, 0};
+/* -x: 0 point-to-point, 1 Neighbor_alltoall, 2 Ineighbor_alltoall,
+ * 3 Neighbor_alltoallv. */
+static int nbr = 0;
 
 static void usage(int rank)
 {
     if (rank == 0)
         fprintf(stderr, "usage: stencil -d NDIMS [-p DIMS] [-t mesh|torus] -i ITERS "
-                        "[-s strong|weak] [-n N] [-k K] [-c]\n");
+                        "[-s strong|weak] [-n N] [-k K] [-c] [-x alltoall|ialltoall|alltoallv]\n");
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -148,7 +163,7 @@ int main(int argc, char **argv)
 
     const char *pstr = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "d:p:t:i:s:n:k:c")) != -1) {
+    while ((opt = getopt(argc, argv, "d:p:t:i:s:n:k:cx:")) != -1) {
         switch (opt) {
         case 'd': ndims = parse_int(optarg, "NDIMS", 0); break;
         case 'p': pstr = optarg; break;
@@ -166,6 +181,13 @@ int main(int argc, char **argv)
         case 'n': nsize = parse_int(optarg, "N", 0); break;
         case 'k': kred = parse_int(optarg, "K", 1); break;
         case 'c': use_cart = 1; break;
+        case 'x':
+            if (!strcmp(optarg, "alltoall")) nbr = 1;
+            else if (!strcmp(optarg, "ialltoall")) nbr = 2;
+            else if (!strcmp(optarg, "alltoallv")) nbr = 3;
+            else usage(rank);
+            use_cart = 1;
+            break;
         default: usage(rank);
         }
     }
@@ -268,27 +290,63 @@ int main(int argc, char **argv)
                 u[i * st[0] + j * st[1] + k] =
                     init_value(off[0] + i - 1, off[1] + j - 1, off[2] + k - 1);
 
+    /* Neighbourhood exchange: 2*ndims blocks of `blk` doubles (the largest
+     * face) for -x alltoall, of the face's own length for alltoallv. */
+    int blk = 0, ncnt[6], ndsp[6];
+    for (int d = 0; d < ndims; d++) blk = fsz[d] > blk ? fsz[d] : blk;
+    for (int d = 0, at = 0; d < ndims; d++)
+        for (int s = 0; s < 2; s++) {
+            ncnt[2 * d + s] = nbr == 3 ? fsz[d] : blk;
+            ndsp[2 * d + s] = at;
+            at += ncnt[2 * d + s];
+        }
+    double *nsend = malloc(sizeof(double) * (size_t)(2 * ndims * blk + 1));
+    double *nrecv = malloc(sizeof(double) * (size_t)(2 * ndims * blk + 1));
+    if (!nsend || !nrecv) MPI_Abort(MPI_COMM_WORLD, 3);
+
     MPI_Request reqs[12];
     double residual = -1.0;
     double t_loop = MPI_Wtime();
     for (int it = 0; it < iters; it++) {
-        int nreq = 0;
-        for (int d = 0; d < ndims; d++)
-            for (int s = 0; s < 2; s++)
-                if (nb[d][s] != MPI_PROC_NULL)
-                    /* from the -d neighbour comes a message travelling +d */
-                    MPI_Irecv(rbuf[d][s], fsz[d], MPI_DOUBLE, nb[d][s], 2 * d + (s ? 0 : 1), comm,
-                              &reqs[nreq++]);
-        for (int d = 0; d < ndims; d++)
-            for (int s = 0; s < 2; s++)
-                if (nb[d][s] != MPI_PROC_NULL) {
-                    face_copy(u, L, d, s ? L[d] : 1, sbuf[d][s], 1);
-                    MPI_Isend(sbuf[d][s], fsz[d], MPI_DOUBLE, nb[d][s], 2 * d + s, comm, &reqs[nreq++]);
-                }
-        MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
-        for (int d = 0; d < ndims; d++)
-            for (int s = 0; s < 2; s++)
-                if (nb[d][s] != MPI_PROC_NULL) face_copy(u, L, d, s ? L[d] + 1 : 0, rbuf[d][s], 0);
+        if (nbr) {
+            for (int d = 0; d < ndims; d++)
+                for (int s = 0; s < 2; s++)
+                    face_copy(u, L, d, s ? L[d] : 1, nsend + ndsp[2 * d + s], 1);
+            if (nbr == 1) {
+                MPI_Neighbor_alltoall(nsend, blk, MPI_DOUBLE, nrecv, blk, MPI_DOUBLE, comm);
+            } else if (nbr == 2) {
+                MPI_Request r;
+                MPI_Ineighbor_alltoall(nsend, blk, MPI_DOUBLE, nrecv, blk, MPI_DOUBLE, comm, &r);
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Neighbor_alltoallv(nsend, ncnt, ndsp, MPI_DOUBLE, nrecv, ncnt, ndsp,
+                                       MPI_DOUBLE, comm);
+            }
+            /* Block 2d+s came from the neighbour towards -d (s = 0), whose
+             * +d face fills the low ghost layer, or +d (s = 1). */
+            for (int d = 0; d < ndims; d++)
+                for (int s = 0; s < 2; s++)
+                    if (nb[d][s] != MPI_PROC_NULL)
+                        face_copy(u, L, d, s ? L[d] + 1 : 0, nrecv + ndsp[2 * d + s], 0);
+        } else {
+            int nreq = 0;
+            for (int d = 0; d < ndims; d++)
+                for (int s = 0; s < 2; s++)
+                    if (nb[d][s] != MPI_PROC_NULL)
+                        /* from the -d neighbour comes a message travelling +d */
+                        MPI_Irecv(rbuf[d][s], fsz[d], MPI_DOUBLE, nb[d][s], 2 * d + (s ? 0 : 1), comm,
+                                  &reqs[nreq++]);
+            for (int d = 0; d < ndims; d++)
+                for (int s = 0; s < 2; s++)
+                    if (nb[d][s] != MPI_PROC_NULL) {
+                        face_copy(u, L, d, s ? L[d] : 1, sbuf[d][s], 1);
+                        MPI_Isend(sbuf[d][s], fsz[d], MPI_DOUBLE, nb[d][s], 2 * d + s, comm, &reqs[nreq++]);
+                    }
+            MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
+            for (int d = 0; d < ndims; d++)
+                for (int s = 0; s < 2; s++)
+                    if (nb[d][s] != MPI_PROC_NULL) face_copy(u, L, d, s ? L[d] + 1 : 0, rbuf[d][s], 0);
+        }
 
         double res = jacobi(u, v, L, ndims);
         double *t = u; u = v; v = t;

@@ -13,7 +13,8 @@ C       Mrecv 1, Imrecv 1, Barrier 3, Bcast 2, Reduce 2, Allreduce 3,
 C       every other blocking collective 1, every I-collective 1,
 C       Comm_dup 1, Comm_split 1, Comm_split_type 1, Comm_create 1,
 C       Intercomm_create 1, Intercomm_merge 1 (Comm_free 2 more),
-C       Cart_create 1, Cart_sub 1, Graph_create 1, Dist_graph_create 1,
+C       Cart_create 1, Neighbor_allgather 1, Cart_sub 1,
+C       Graph_create 1, Dist_graph_create 1,
 C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
       program covf77
       implicit none
@@ -47,7 +48,7 @@ C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
       integer wgrp, egrp, evens(16), ne, dims(2)
       logical periods(2), remain(2)
       integer gindex(16), gedges(32), nnb, isrc(1), idst(1), ideg(1)
-      integer indeg, outdeg, iw1(1), iw2(1)
+      integer indeg, outdeg, iw1(1), iw2(1), nbrs(4)
       logical weighted
 
       call MPI_INIT(ierr)
@@ -403,6 +404,16 @@ C     ---------------- communicators and topologies ----------------
       call MPI_CART_SUB(cart, remain, crow, ierr)
       call MPI_COMM_SIZE(crow, n, ierr)
       call chk(n .eq. dims(2), 'cart_sub size')
+C     the grid's four neighbours' ranks by one neighbourhood allgather
+C     (the non-periodic edges' slots, MPI_PROC_NULL, keep their -1)
+      do i = 1, 4
+         nbrs(i) = -1
+      end do
+      call MPI_NEIGHBOR_ALLGATHER(me, 1, MPI_INTEGER, nbrs, 1,
+     &                            MPI_INTEGER, cart, ierr)
+      call MPI_CART_SHIFT(cart, 0, 1, isrc(1), idst(1), ierr)
+      call chk(nbrs(1) .eq. isrc(1) .and. nbrs(2) .eq. idst(1),
+     &         'neighbor_allgather')
 C     ring graph (duplicate neighbours removed for np = 2)
       n = 0
       do i = 0, np - 1

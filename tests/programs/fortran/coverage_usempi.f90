@@ -14,7 +14,8 @@
 !   Allreduce 3, every other blocking collective 1, every I-collective 1,
 !   Comm_dup 1, Comm_split 1, Comm_split_type 1, Comm_create 1,
 !   Intercomm_create 1, Intercomm_merge 1 (Comm_free 2 more),
-!   Cart_create 1, Cart_sub 1, Graph_create 1, Dist_graph_create 1,
+!   Cart_create 1, Neighbor_allgather 1, Cart_sub 1, Graph_create 1,
+!   Dist_graph_create 1,
 !   Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
 module cov_state
   use mpi
@@ -413,7 +414,7 @@ program coverage_usempi
   integer :: inter, merged
   integer :: wgrp, egrp, evens(16), ne, dims(2)
   logical :: periods(2), remain(2)
-  integer :: gindex(16), gedges(32), nnb, isrc(1), idst(1), ideg(1)
+  integer :: gindex(16), gedges(32), nnb, isrc(1), idst(1), ideg(1), nbrs(4)
   integer :: indeg, outdeg, iw1(1), iw2(1)
   logical :: weighted
 
@@ -693,6 +694,12 @@ program coverage_usempi
   call MPI_Cart_sub(cart, remain, crow, ierr)
   call MPI_Comm_size(crow, n, ierr)
   call chk(n == dims(2), 'cart_sub size')
+  ! the grid's four neighbours' ranks by one neighbourhood allgather (the
+  ! non-periodic edges' slots, MPI_PROC_NULL, keep their -1)
+  nbrs = -1
+  call MPI_Neighbor_allgather(me, 1, MPI_INTEGER, nbrs, 1, MPI_INTEGER, cart, ierr)
+  call MPI_Cart_shift(cart, 0, 1, isrc(1), idst(1), ierr)
+  call chk(nbrs(1) == isrc(1) .and. nbrs(2) == idst(1), 'neighbor_allgather')
   ! ring graph (duplicate neighbours removed for np = 2)
   n = 0
   do i = 0, np - 1
