@@ -573,15 +573,30 @@ impl Replayer<'_> {
             op => bail!("{} is not replayed yet", op.name()),
         };
         check(rc, e.op.name())?;
+        self.settle_collective(e, nonblocking, req, bufs, keep)?;
+        Ok(sent)
+    }
+
+    /// After a collective (global or neighbourhood) was issued: a traced
+    /// nonblocking call's request enters the table with the memory it
+    /// uses; a blocking call issued in yield mode as its `PMPI_I*` form is
+    /// completed here, sleeping between tests (`bufs` and `keep` live until
+    /// then).
+    pub(super) fn settle_collective(
+        &mut self,
+        e: &Event,
+        nonblocking: bool,
+        mut req: MPI_Request,
+        bufs: Vec<super::Buf>,
+        mut keep: Keep,
+    ) -> Result<()> {
         if nonblocking {
             keep.bytes = bufs;
             self.new_req(e.req, req, keep, false);
         } else if self.yield_colls {
-            // Issued as PMPI_I*: complete it here, sleeping between tests
-            // (`bufs` and `keep` live until then).
             self.await_request(&mut req)?;
             drop((bufs, keep));
         }
-        Ok(sent)
+        Ok(())
     }
 }

@@ -241,15 +241,7 @@ impl Replayer<'_> {
             op => bail!("{} is not replayed yet", op.name()),
         };
         check(rc, e.op.name())?;
-        if nonblocking {
-            keep.bytes = bufs;
-            self.new_req(e.req, req, keep, false);
-        } else if self.yield_colls {
-            // Issued as PMPI_Ineighbor_*: complete it here, sleeping
-            // between tests (`bufs` and `keep` live until then).
-            self.await_request(&mut req)?;
-            drop((bufs, keep));
-        }
+        self.settle_collective(e, nonblocking, req, bufs, keep)?;
         Ok(sent)
     }
 }
