@@ -303,9 +303,11 @@ fn wrapper(
     typedefs: &HashMap<String, String>,
 ) -> Result<String, String> {
     let ret_ty = scalar(ret, typedefs, 0)?;
+    // What the recorder is told the call returned: functions returning a
+    // value rather than an error code cannot fail.
     let ok = match ret_ty.as_str() {
-        "c_int" => "rc == 0",
-        "i64" => "true",
+        "c_int" => "rc",
+        "i64" => "0",
         other => return Err(format!("return type {other}")),
     };
     let mut args: Vec<(String, Kind)> = Vec::new();
@@ -370,10 +372,10 @@ pub unsafe extern "C" fn MPI_{name}({decl}) -> {ret_ty} {{
     {cancelled}
     // SAFETY: as above.
     let rc = unsafe {{ PMPI_{name}({pass}) }};
-    let ok = {ok};
+    let status: c_int = {ok};
     let call = Call {{
         op: Op::{variant},
-        ok,
+        rc: status,
         comm: {comm},
         bytes: {bytes},
         persistent: {persistent},

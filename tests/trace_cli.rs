@@ -206,7 +206,9 @@ fn bad_files_get_clear_errors() {
         p.display().to_string()
     };
     let mut newer = good.clone();
-    newer[8] = 9;
+    let next = compress::file::VERSION + 1;
+    newer[8..12].copy_from_slice(&next.to_le_bytes());
+    let newer_msg = format!("version {next} is newer");
     let mut flipped = good.clone();
     let mid = flipped.len() / 2;
     flipped[mid] ^= 0x55;
@@ -220,7 +222,7 @@ fn bad_files_get_clear_errors() {
             "corrupted trace file",
         ),
         (write("flipped.trace", &flipped), "corrupted trace file"),
-        (write("newer.trace", &newer), "version 9 is newer"),
+        (write("newer.trace", &newer), newer_msg.as_str()),
         (
             dir.join("missing.trace").display().to_string(),
             "No such file",

@@ -1395,6 +1395,10 @@ impl<'a> Checker<'a> {
     }
 
     fn event(&mut self, st: &mut Rank, i: u64, e: &Event) {
+        // A call that returned an error did nothing (the notes count them).
+        if e.failed() {
+            return;
+        }
         let view = e.op.has_comm().then(|| st.view(e.comm.0));
         self.values(st.rank, i, e);
         if let Some(v) = view {
@@ -2482,7 +2486,7 @@ impl<'a> Checker<'a> {
                 notes.push(format!("{count} {text}"));
             }
         }
-        notes.extend(self.file.trace.generic_note());
+        notes.extend(self.file.trace.passed_over());
         notes
     }
 }

@@ -339,10 +339,10 @@ impl Run {
                     continue;
                 }
                 // Calls recorded without detail (queries, datatypes, ...)
-                // are not communication: the analysis sees them as part
-                // of the computation around them, as before they were
-                // recorded.
-                if ev.op.is_generic() {
+                // and calls that failed are not communication: the
+                // analysis sees them as part of the computation around
+                // them, as before they were recorded.
+                if ev.op.is_generic() || ev.failed() {
                     carried = carried
                         .saturating_add(ev.time.compute_ns)
                         .saturating_add(ev.time.dur_ns);

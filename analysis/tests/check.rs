@@ -174,6 +174,39 @@ fn a_consistent_ring_with_wildcards_persistent_requests_and_collectives_passes()
     );
 }
 
+/// Calls that returned an error did nothing: among the ring's calls, a
+/// failed free of the world, send, receive, collective (on some ranks
+/// only) and Comm_dup leave it consistent, with the same messages and
+/// collectives, and the notes count them by function.
+#[test]
+fn calls_that_failed_are_passed_over_and_counted() {
+    let f = trace(&ranks(4, |r| {
+        let failed = if r % 2 == 0 {
+            "Allreduce error=13\n"
+        } else {
+            ""
+        };
+        ring(r).replacen(
+            "Init",
+            &format!(
+                "Init\nComm_free error=5\nSend error=6\nIrecv error=6\n{failed}Comm_dup error=5"
+            ),
+            1,
+        )
+    }));
+    let r = check(&f).unwrap();
+    assert!(r.is_consistent(), "{:#?}", messages(&r));
+    assert_eq!((r.messages, r.collectives), (4 * 6, 5 + 2 * 2));
+    assert!(
+        r.notes.iter().any(
+            |n| n.starts_with("18 calls returned an MPI error and did nothing")
+                && n.ends_with(": Send 4, Irecv 4, Comm_dup 4, Comm_free 4, Allreduce 2")
+        ),
+        "{:#?}",
+        r.notes
+    );
+}
+
 #[test]
 fn a_peer_out_of_range_is_named() {
     let r = odd_one(

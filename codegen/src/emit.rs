@@ -301,6 +301,10 @@ impl<'a> Emitter<'a> {
         self.line(&format!("rs_compute({node}, {});", self.class));
         let name = op.name();
         match op {
+            // A call that returned an error did nothing.
+            _ if shape.failed() => {
+                self.line(&format!("/* MPI_{name}: returned an error, not issued */"));
+            }
             Op::Init => self.line("/* MPI_Init opened the program */"),
             Op::InitThread => self.line("/* MPI_Init_thread opened the program */"),
             Op::Finalize => {

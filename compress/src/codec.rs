@@ -78,7 +78,9 @@ const C_REORDER: u16 = 1 << 13;
 /// this flag existed store every value as it is; the flag keeps both
 /// readable.
 const C_REL: u16 = 1 << 14;
-const ALL_FLAGS: u16 = (1 << 15) - 1;
+/// The call returned an error ([`Event::error`]); its class follows the
+/// value parameter (files of format version 9 on).
+const ERROR: u16 = 1 << 15;
 
 /// Items per entry of each list parameter, in encoding order:
 /// scounts, rcounts, sdsizes, rdsizes, reqs, done, match (req?, req, src, tag).
@@ -129,6 +131,10 @@ impl Shape {
     pub fn op(&self) -> Op {
         self.op
     }
+    /// Whether the calls of this shape returned an error ([`Event::error`]).
+    pub fn failed(&self) -> bool {
+        self.has(ERROR)
+    }
     /// The call-site signature.
     pub fn site(&self) -> u64 {
         self.site
@@ -173,7 +179,7 @@ impl Shape {
         if self.has(RECV) {
             n += 5;
         }
-        for f in [ROOT, REQ, FLAG, MSG, VALUE] {
+        for f in [ROOT, REQ, FLAG, MSG, VALUE, ERROR] {
             n += usize::from(self.has(f));
         }
         if self.has(CREATE) {
@@ -217,6 +223,7 @@ impl Shape {
             (FLAG, "flag"),
             (MSG, "message"),
             (VALUE, "value"),
+            (ERROR, "error"),
         ] {
             if self.has(f) {
                 v.push(name);
@@ -324,10 +331,8 @@ impl Shape {
         if !stype.is_valid() || !rtype.is_valid() {
             return None;
         }
+        // Every bit of the 16 is a flag now: a wider word is refused.
         let flags = u16::try_from(w[2]).ok()?;
-        if flags & !ALL_FLAGS != 0 {
-            return None;
-        }
         Some(Shape {
             op,
             redop,
@@ -407,6 +412,7 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
     set(ev.flag.is_some(), FLAG);
     set(ev.message.is_some(), MSG);
     set(ev.value.is_some(), VALUE);
+    set(ev.error.is_some(), ERROR);
     if let Some(c) = &ev.create {
         set(true, CREATE);
         set(c.new.is_some(), C_NEW);
@@ -439,6 +445,7 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
     out.extend(ev.flag.map(i64::from));
     out.extend(ev.message.map(|m| m as i64));
     out.extend(ev.value);
+    out.extend(ev.error.map(i64::from));
     if let Some(c) = &ev.create {
         out.extend(c.new.map(|id| i64::from(id.0)));
         out.push(i64::from(c.size));
@@ -607,6 +614,7 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
     ev.flag = r.opt(s.has(FLAG), Rd::bool)?;
     ev.message = r.opt(s.has(MSG), |r| r.next().map(|x| x as u64))?;
     ev.value = r.opt(s.has(VALUE), Rd::next)?;
+    ev.error = r.opt(s.has(ERROR), Rd::i32)?;
     let mut create = None;
     if s.has(CREATE) {
         create = Some(CommCreate {
@@ -969,8 +977,20 @@ pub(crate) mod tests {
 
     #[test]
     fn every_op_round_trips_exactly() {
-        let events = every_op();
+        let mut events = every_op();
         assert_eq!(events.len(), Op::ALL.len());
+        // And each as a call that failed, as the shim records one: its
+        // error class beside the communicator, nothing else.
+        let failed: Vec<Event> = Op::ALL
+            .iter()
+            .map(|&op| {
+                let mut e = Event::new(op);
+                e.comm_rank = if op.has_comm() { 5 } else { -1 };
+                e.error = Some(5);
+                e
+            })
+            .collect();
+        events.extend(failed);
         let mut params = Vec::new();
         for e in &events {
             let shape = encode(e, 5, &mut params);
@@ -1070,7 +1090,7 @@ pub(crate) mod tests {
         bad[1] = i64::MAX; // list length
         assert!(decode(&shape, &bad, 5).is_none());
         assert!(Shape::from_words([999, 0, 0, 0, 0]).is_none());
-        assert!(Shape::from_words([0, 0, 1 << 15, 0, 0]).is_none());
+        assert!(Shape::from_words([0, 0, 1 << 16, 0, 0]).is_none());
         let mut pos = 0;
         assert!(read_binary(&[0xff; 3], &mut pos, &mut params).is_none());
     }

@@ -642,6 +642,12 @@ pub struct Event {
     /// without detail ([`Family::is_generic`]) the bytes of their first
     /// count and datatype.
     pub value: Option<i64>,
+    /// The MPI error class the call returned, when it returned an error
+    /// (under `MPI_ERRORS_RETURN`). A failed call did nothing, and its
+    /// arguments may be the reason (a null handle, a freed one), so it is
+    /// recorded by name, time and class only; matching, `check`, replay,
+    /// simulation and codegen pass over it (see [`Event::failed`]).
+    pub error: Option<i32>,
     /// Timing, never part of the raw log.
     pub time: Timing,
 }
@@ -679,6 +685,7 @@ impl PartialEq for Event {
             message,
             create,
             value,
+            error,
             time,
         } = self;
         *op == other.op
@@ -703,6 +710,7 @@ impl PartialEq for Event {
             && *message == other.message
             && *create == other.create
             && *value == other.value
+            && *error == other.error
             && *time == other.time
     }
 }
@@ -745,8 +753,16 @@ impl Event {
             message: None,
             create: None,
             value: None,
+            error: None,
             time: Timing::default(),
         }
+    }
+
+    /// Whether the call returned an error: it did nothing, so everything
+    /// that acts on the trace (matching, `check`, replay, simulation,
+    /// codegen) passes over it as it passes over a call without detail.
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
     }
 
     /// Turns this event into [`Event::new`]`(op)` but keeps the heap blocks

@@ -62,8 +62,10 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// the operations after `Pcontrol` (`compress/mpi-functions.txt`: the
 /// persistent buffered and ready sends and every call recorded without
 /// detail) under the same layout, so that a reader of version 7 refuses
-/// such a file by its version instead of failing on an operation code.
-pub const VERSION: u32 = 8;
+/// such a file by its version instead of failing on an operation code,
+/// version 9 the MPI error class of calls that failed ([`crate::Event::error`]),
+/// under the same layout (one more shape flag).
+pub const VERSION: u32 = 9;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;

@@ -1117,51 +1117,54 @@ impl MergedTrace {
     /// queue, kept verbatim, are not included: see
     /// [`MergedTrace::spilled_events`]).
     pub fn calls_by_op(&self) -> BTreeMap<crate::Op, u64> {
-        fn walk(n: &MNode, out: &mut BTreeMap<crate::Op, u64>) {
+        self.count_by_op(false)
+    }
+
+    /// [`MergedTrace::calls_by_op`] of every call, or of the failed ones
+    /// only ([`crate::Event::error`]).
+    fn count_by_op(&self, failed_only: bool) -> BTreeMap<crate::Op, u64> {
+        fn walk(n: &MNode, failed_only: bool, out: &mut BTreeMap<crate::Op, u64>) {
             match n {
-                MNode::Event(e) => {
+                MNode::Event(e) if !failed_only || e.shape().failed() => {
                     let c = out.entry(e.shape().op()).or_default();
                     *c = c.saturating_add(e.total_executions());
                 }
-                MNode::Loop(l) => l.body.iter().for_each(|n| walk(n, out)),
+                MNode::Event(_) => {}
+                MNode::Loop(l) => l.body.iter().for_each(|n| walk(n, failed_only, out)),
             }
         }
         let mut out = BTreeMap::new();
-        self.nodes.iter().for_each(|n| walk(n, &mut out));
+        self.nodes
+            .iter()
+            .for_each(|n| walk(n, failed_only, &mut out));
         out
     }
 
-    /// The calls recorded without detail ([`crate::Family::is_generic`]),
-    /// per function, and one line that says so, or `None` when the trace
-    /// has none: `show`, `stats`, `check` and replay print it, so that a
-    /// call the tools cannot reproduce is never passed over in silence.
-    pub fn generic_note(&self) -> Option<String> {
+    /// What the tools pass over, one line each, per function: the calls
+    /// recorded without detail ([`crate::Family::is_generic`]) and the calls
+    /// that returned an error ([`crate::Event::error`]). `show`, `stats`,
+    /// `check` and replay print these lines, so that a call the tools cannot
+    /// reproduce is never passed over in silence.
+    pub fn passed_over(&self) -> Vec<String> {
         let generic: Vec<(crate::Op, u64)> = self
             .calls_by_op()
             .into_iter()
             .filter(|(op, n)| op.is_generic() && *n > 0)
             .collect();
-        if generic.is_empty() {
-            return None;
+        let failed: Vec<(crate::Op, u64)> = self.count_by_op(true).into_iter().collect();
+        let mut notes = Vec::new();
+        if let Some((total, list)) = per_function(generic.clone()) {
+            notes.push(format!(
+                "{total} calls of {} MPI functions recorded without detail (name, communicator, bytes, request, time; replay, simulate and codegen do not issue them, MPI_Cancel aside): {list}",
+                generic.len(),
+            ));
         }
-        let total = generic.iter().map(|g| g.1).fold(0, u64::saturating_add);
-        let mut by_count = generic.clone();
-        by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let list: Vec<String> = by_count
-            .iter()
-            .take(12)
-            .map(|(op, n)| format!("{} {n}", op.name()))
-            .collect();
-        let more = if by_count.len() > 12 {
-            format!(", and {} more functions", by_count.len() - 12)
-        } else {
-            String::new()
-        };
-        Some(format!(
-            "{total} calls of {} MPI functions recorded without detail (name, communicator, bytes, request, time; replay, simulate and codegen do not issue them, MPI_Cancel aside): {}{more}",
-            generic.len(),
-            list.join(", ")
-        ))
+        if let Some((total, list)) = per_function(failed) {
+            notes.push(format!(
+                "{total} calls returned an MPI error and did nothing (recorded with their error class; check, replay, simulate and codegen pass over them): {list}"
+            ));
+        }
+        notes
     }
 
     /// Events of all ranks together (spilled ones included).
@@ -1563,6 +1566,28 @@ fn longest_increasing(v: &[(usize, usize)]) -> Vec<(usize, usize)> {
     }
     out.reverse();
     out
+}
+
+/// The total of `counts` and their list, most calls first ("Send 4,
+/// Recv 2", at most 12 functions named), or `None` when there are none.
+fn per_function(mut counts: Vec<(crate::Op, u64)>) -> Option<(u64, String)> {
+    counts.retain(|c| c.1 > 0);
+    if counts.is_empty() {
+        return None;
+    }
+    let total = counts.iter().map(|c| c.1).fold(0, u64::saturating_add);
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let list: Vec<String> = counts
+        .iter()
+        .take(12)
+        .map(|(op, n)| format!("{} {n}", op.name()))
+        .collect();
+    let more = if counts.len() > 12 {
+        format!(", and {} more functions", counts.len() - 12)
+    } else {
+        String::new()
+    };
+    Some((total, format!("{}{more}", list.join(", "))))
 }
 
 #[cfg(test)]

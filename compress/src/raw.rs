@@ -8,13 +8,14 @@
 //!
 //! ```text
 //! line     = OP " site=" (HEX16 | "none") [" thread=" N] [" comm=" N] {" " field}
+//!            (a call that failed, with `error=`, has no `comm=`)
 //! field    = "send=" xfer | "recv=" xfer | "root=" N | "redop=" NAME | "inplace"
 //!          | "scounts=" list | "rcounts=" list | "sdsizes=" list | "rdsizes=" list
 //!          | "req=" N | "reqs=" list | "done=" list | "flag=" 0|1
 //!          | "match=" m {"," m} | "msg=" N | "new=" (N|"null") " size=" N
 //!          | "color=" (N|"undef") | "key=" N | "stype=" N | "dims=" list
 //!          | "periods=" list | "edges=" list | "sources=" list | "members=" list
-//!          | "reorder=" 0|1 | "value=" N
+//!          | "reorder=" 0|1 | "value=" N | "error=" CLASS
 //! xfer     = peer "/" tag "/" COUNT "/" DSIZE [":" TYPE]  (point-to-point, probes)
 //!          | COUNT "/" DSIZE [":" TYPE]           (collectives: no peer, no tag)
 //! TYPE     = a predefined datatype's name (`double_complex`) or "derived"
@@ -102,7 +103,9 @@ pub fn format_event(ev: &Event, out: &mut String) {
     if ev.thread != 0 {
         let _ = write!(out, " thread={}", ev.thread);
     }
-    if ev.op.has_comm() {
+    // A failed call's communicator is not recorded (its arguments are not
+    // read): no `comm=`, which would name the world.
+    if ev.op.has_comm() && !ev.failed() {
         let _ = write!(out, " comm={}", ev.comm.0);
     }
     if let Some(t) = &ev.send {
@@ -182,6 +185,9 @@ pub fn format_event(ev: &Event, out: &mut String) {
     }
     if let Some(v) = ev.value {
         let _ = write!(out, " value={v}");
+    }
+    if let Some(c) = ev.error {
+        let _ = write!(out, " error={c}");
     }
 }
 
@@ -332,6 +338,7 @@ pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
             "match" => ev.matched = parse_match(l, v)?,
             "msg" => ev.message = Some(num(l, k, v)?),
             "value" => ev.value = Some(num(l, k, v)?),
+            "error" => ev.error = Some(num(l, k, v)?),
             "new" => {
                 let new = if v == "null" {
                     None

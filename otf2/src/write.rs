@@ -341,6 +341,9 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
                     .map(|(&l, _)| l as u32)
             };
             match ev.op {
+                // A call that returned an error did nothing: its region
+                // only (the event attribute keeps its error class).
+                _ if ev.failed() => {}
                 Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => {
                     if let (Some(to), Some(x)) = (local(ev.send), ev.send) {
                         records.push(Record::MpiSend(to, c, tag_of(x.tag), bytes(ev.send)));

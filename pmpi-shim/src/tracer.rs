@@ -10,6 +10,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::ffi::c_int;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -826,15 +827,20 @@ impl Scope {
         self.tracer
     }
 
-    /// Records the event: `fill` sets the operation's parameters. Panics in
-    /// `fill` or in the sink are caught here: they turn tracing off with one
-    /// warning and never reach the application.
+    /// Records the event of a call that returned `rc`: `fill` sets the
+    /// operation's parameters. A call that failed (`rc` not
+    /// `MPI_SUCCESS`, under `MPI_ERRORS_RETURN`) did nothing and its
+    /// arguments may be invalid, so `fill` is not run: the event holds the
+    /// error class and its time ([`Event::error`]). Panics in `fill` or in
+    /// the sink are caught here: they turn tracing off with one warning and
+    /// never reach the application.
     #[inline]
-    pub fn record(self, op: Op, fill: impl FnOnce(&'static Tracer, &mut Event)) {
+    pub fn record(self, op: Op, rc: c_int, fill: impl FnOnce(&'static Tracer, &mut Event)) {
         let tracer = self.tracer;
         if !tracer.enabled.load(Ordering::Relaxed) {
             return;
         }
+        let error = (rc != 0).then(|| crate::ffi::error_class(rc));
         let leave = tracer.now();
         let r = catch_unwind(AssertUnwindSafe(|| {
             let n = tracer.events.fetch_add(1, Ordering::Relaxed) + 1;
@@ -843,7 +849,10 @@ impl Scope {
             }
             let mut write = Some(|ev: &mut Event| {
                 ev.renew(op);
-                fill(tracer, ev);
+                match error {
+                    None => fill(tracer, ev),
+                    Some(class) => ev.error = Some(class),
+                }
                 ev.site = callsite::signature(self.ret, tracer.config.depth);
                 if ev.op.has_comm() {
                     ev.comm_rank = tracer.comm_rank(ev.comm);

@@ -280,6 +280,9 @@ impl Receiver {
 
     /// The event at position `p`.
     fn event(&mut self, e: &Event, p: u64) {
+        if e.failed() {
+            return;
+        }
         let pos = issued(p);
         let comm = e.comm.0;
         let blocking = e.matched.iter().find(|m| m.req.is_none());

@@ -266,7 +266,7 @@ pub(crate) fn write_lost(t: &compress::MergedTrace, out: &mut impl Write) -> Res
             t.lost_events()
         )?;
     }
-    if let Some(note) = t.generic_note() {
+    for note in t.passed_over() {
         writeln!(out, "note: {note}")?;
     }
     Ok(())

@@ -910,7 +910,13 @@ impl<'a> Engine<'a> {
             probing: false,
         };
         let comm = ev.comm.0;
-        match ev.op.family() {
+        // A call that returned an error did nothing: no modelled cost.
+        let family = if ev.failed() {
+            Family::Profiling
+        } else {
+            ev.op.family()
+        };
+        match family {
             // Calls recorded without detail (Family::is_generic) are local
             // calls of no modelled cost; the command line says how many
             // the trace holds.

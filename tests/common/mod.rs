@@ -431,13 +431,16 @@ pub fn expansion(file: &compress::TraceFile, rank: u32) -> Vec<String> {
 /// over those calls and leaves the requests they made out of the completion
 /// calls (its own housekeeping calls go through PMPI and are not
 /// recorded). The other requests are numbered again in creation order,
-/// since a passed-over call took an id in the application's run.
+/// since a passed-over call took an id in the application's run. Calls
+/// that returned an error (`error=`) are left out too: replay passes over
+/// them (they made no request).
 pub fn detailed(text: &str) -> String {
     let generic = |l: &str| {
         l.split(' ')
             .next()
             .and_then(Op::from_name)
             .is_some_and(|op| op.is_generic())
+            || l.split(' ').any(|f| f.starts_with("error="))
     };
     // Ids the passed-over calls took; every other id moves down by the
     // number of those below it (whatever order threads recorded in).

@@ -233,7 +233,8 @@ pub(crate) fn after_init(ret: usize, op: Op, value: Option<i64>) {
         return;
     }
     if let Some(s) = Scope::enter(ret) {
-        s.record(op, |_, ev| ev.value = value);
+        // Called only after a successful initialisation.
+        s.record(op, 0, |_, ev| ev.value = value);
     }
 }
 
@@ -287,7 +288,9 @@ pub(crate) fn before_finalize(ret: usize) {
         return;
     }
     if let Some(s) = Scope::enter(ret) {
-        s.record(Op::Finalize, |_, _| {});
+        // Recorded before the call, which cannot return to report a failure
+        // the trace could still hold.
+        s.record(Op::Finalize, 0, |_, _| {});
     }
     let t = tracer::get();
     let trace = t.and_then(|t| std::panic::catch_unwind(|| t.finish()).ok().flatten());
@@ -315,7 +318,8 @@ pub(crate) fn before_finalize(ret: usize) {
 /// Records Abort and flushes what can be flushed.
 pub(crate) fn before_abort(ret: usize, comm_h: MPI_Comm, code: c_int) {
     if let Some(s) = Scope::enter(ret) {
-        s.record(Op::Abort, |t, ev| {
+        // Recorded before the call, which does not return.
+        s.record(Op::Abort, 0, |t, ev| {
             ev.comm = comm(t, comm_h).id;
             ev.value = Some(i64::from(code));
         });
@@ -473,7 +477,7 @@ macro_rules! blocking_send {
             } else {
                 $pmpi(buf, count, datatype, dest, tag, comm_h)
             };
-            s.record($op, |t, ev| fill_send(t, ev, count, datatype, dest, tag, comm_h));
+            s.record($op, rc, |t, ev| fill_send(t, ev, count, datatype, dest, tag, comm_h));
             rc
         });
     };
@@ -489,7 +493,7 @@ blocking_send!(MPI_Bsend, PMPI_Bsend, PMPI_Ibsend, Op::Bsend);
 // variadic tail receives the named argument exactly as declared here.
 entry!(MPI_Pcontrol, PMPI_Pcontrol, (level: c_int), |s| {
     let rc = PMPI_Pcontrol(level);
-    s.record(Op::Pcontrol, |_, ev| ev.value = Some(i64::from(level)));
+    s.record(Op::Pcontrol, rc, |_, ev| ev.value = Some(i64::from(level)));
     rc
 });
 
@@ -497,7 +501,7 @@ macro_rules! nonblocking_send {
     ($name:ident, $pmpi:ident, $op:expr, $persistent:expr) => {
         entry!($name, $pmpi, (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
             let rc = $pmpi(buf, count, datatype, dest, tag, comm_h, request);
-            s.record($op, |t, ev| {
+            s.record($op, rc, |t, ev| {
                 fill_isend(t, ev, count, datatype, dest, tag, comm_h, (rc == 0).then(|| *request), $persistent);
             });
             rc
@@ -517,7 +521,7 @@ macro_rules! nonblocking_recv {
     ($name:ident, $pmpi:ident, $op:expr, $persistent:expr) => {
         entry!($name, $pmpi, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
             let rc = $pmpi(buf, count, datatype, source, tag, comm_h, request);
-            s.record($op, |t, ev| {
+            s.record($op, rc, |t, ev| {
                 fill_irecv(t, ev, count, datatype, source, tag, comm_h, (rc == 0).then(|| *request), $persistent);
             });
             rc
@@ -541,7 +545,7 @@ entry!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: MPI_Datat
     } else {
         PMPI_Recv(buf, count, datatype, source, tag, comm_h, st)
     };
-    s.record(Op::Recv, |t, ev| {
+    s.record(Op::Recv, rc, |t, ev| {
         fill_recv(t, ev, count, datatype, source, tag, comm_h, wild_status(wild, rc, st));
     });
     rc
@@ -569,7 +573,7 @@ entry!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_int, s
     } else {
         PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm_h, st)
     };
-    s.record(Op::Sendrecv, |t, ev| {
+    s.record(Op::Sendrecv, rc, |t, ev| {
         fill_sendrecv(t, ev, sendcount, sendtype, dest, sendtag, recvcount, recvtype, source, recvtag, comm_h, wild_status(wild, rc, st));
     });
     rc
@@ -580,7 +584,7 @@ entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c_
     let mut local = zero_status();
     let st = status_for(status, wild, &mut local);
     let rc = PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm_h, st);
-    s.record(Op::SendrecvReplace, |t, ev| {
+    s.record(Op::SendrecvReplace, rc, |t, ev| {
         fill_sendrecv(t, ev, count, datatype, dest, sendtag, count, datatype, source, recvtag, comm_h, wild_status(wild, rc, st));
     });
     rc
@@ -611,7 +615,7 @@ entry!(MPI_Start, PMPI_Start, (request: *mut MPI_Request), |s| {
     let before = (*request).key();
     let rc = PMPI_Start(request);
     let after = (*request).key();
-    s.record(Op::Start, |t, ev| fill_start(t, ev, &[before], &[after]));
+    s.record(Op::Start, rc, |t, ev| fill_start(t, ev, &[before], &[after]));
     rc
 });
 
@@ -619,14 +623,14 @@ entry!(MPI_Startall, PMPI_Startall, (count: c_int, requests: *mut MPI_Request), 
     let before = req_keys(requests, count);
     let rc = PMPI_Startall(count, requests);
     let after = req_keys(requests, count);
-    s.record(Op::Startall, |t, ev| fill_start(t, ev, &before, &after));
+    s.record(Op::Startall, rc, |t, ev| fill_start(t, ev, &before, &after));
     rc
 });
 
 entry!(MPI_Request_free, PMPI_Request_free, (request: *mut MPI_Request), |s| {
     let key = (*request).key();
     let rc = PMPI_Request_free(request);
-    s.record(Op::RequestFree, |t, ev| fill_request_free(t, ev, key));
+    s.record(Op::RequestFree, rc, |t, ev| fill_request_free(t, ev, key));
     rc
 });
 
@@ -655,7 +659,7 @@ entry!(MPI_Wait, PMPI_Wait, (request: *mut MPI_Request, status: *mut MPI_Status)
     let mut local = zero_status();
     let st = status_for(status, any_wildcard(&infos), &mut local);
     let rc = if t.config.yield_wait { wait_yield(t, request, st) } else { PMPI_Wait(request, st) };
-    s.record(Op::Wait, |t, ev| {
+    s.record(Op::Wait, rc, |t, ev| {
         if rc == 0 {
             completion(t, ev, &keys, &infos, &[0], |_| Some(*st));
         } else {
@@ -672,7 +676,7 @@ entry!(MPI_Test, PMPI_Test, (request: *mut MPI_Request, flag: *mut c_int, status
     let mut local = zero_status();
     let st = status_for(status, any_wildcard(&infos), &mut local);
     let rc = PMPI_Test(request, flag, st);
-    s.record(Op::Test, |t, ev| {
+    s.record(Op::Test, rc, |t, ev| {
         let f = rc == 0 && *flag != 0;
         ev.flag = Some(f);
         let done: &[usize] = if f { &[0] } else { &[] };
@@ -688,7 +692,7 @@ entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, requests: *mut MPI_Request, sta
     let mut local = Vec::new();
     let sts = statuses_for(statuses, any_wildcard(&infos), keys.len(), &mut local);
     let rc = if t.config.yield_wait { yield_all(t, count, requests, sts) } else { PMPI_Waitall(count, requests, sts) };
-    s.record(Op::Waitall, |t, ev| {
+    s.record(Op::Waitall, rc, |t, ev| {
         let all: Vec<usize> = if rc == 0 { (0..keys.len()).collect() } else { Vec::new() };
         completion(t, ev, &keys, &infos, &all, |k| Some(*sts.add(all[k])));
     });
@@ -702,7 +706,7 @@ entry!(MPI_Testall, PMPI_Testall, (count: c_int, requests: *mut MPI_Request, fla
     let mut local = Vec::new();
     let sts = statuses_for(statuses, any_wildcard(&infos), keys.len(), &mut local);
     let rc = PMPI_Testall(count, requests, flag, sts);
-    s.record(Op::Testall, |t, ev| {
+    s.record(Op::Testall, rc, |t, ev| {
         let f = rc == 0 && *flag != 0;
         ev.flag = Some(f);
         let all: Vec<usize> = if f { (0..keys.len()).collect() } else { Vec::new() };
@@ -729,7 +733,7 @@ entry!(MPI_Waitany, PMPI_Waitany, (count: c_int, requests: *mut MPI_Request, ind
     } else {
         PMPI_Waitany(count, requests, index, st)
     };
-    s.record(Op::Waitany, |t, ev| {
+    s.record(Op::Waitany, rc, |t, ev| {
         let done: Vec<usize> = if rc == 0 { usize::try_from(*index).into_iter().collect() } else { Vec::new() };
         completion(t, ev, &keys, &infos, &done, |_| Some(*st));
     });
@@ -743,7 +747,7 @@ entry!(MPI_Testany, PMPI_Testany, (count: c_int, requests: *mut MPI_Request, ind
     let mut local = zero_status();
     let st = status_for(status, any_wildcard(&infos), &mut local);
     let rc = PMPI_Testany(count, requests, index, flag, st);
-    s.record(Op::Testany, |t, ev| {
+    s.record(Op::Testany, rc, |t, ev| {
         let f = rc == 0 && *flag != 0;
         ev.flag = Some(f);
         let done: Vec<usize> = if f { usize::try_from(*index).into_iter().collect() } else { Vec::new() };
@@ -771,7 +775,7 @@ macro_rules! some_completion {
             } else {
                 $pmpi(incount, requests, outcount, indices, sts)
             };
-            s.record($op, |t, ev| {
+            s.record($op, rc, |t, ev| {
                 let n = if rc == 0 && *outcount > 0 { *outcount } else { 0 };
                 let done: Vec<usize> = ints(indices, n).into_iter().filter_map(|i| usize::try_from(i).ok()).collect();
                 completion(t, ev, &keys, &infos, &done, |k| Some(*sts.add(k)));
@@ -871,7 +875,7 @@ entry!(MPI_Probe, PMPI_Probe, (source: c_int, tag: c_int, comm_h: MPI_Comm, stat
     } else {
         PMPI_Probe(source, tag, comm_h, st)
     };
-    s.record(Op::Probe, |t, ev| {
+    s.record(Op::Probe, rc, |t, ev| {
         fill_probe(t, ev, source, tag, comm_h, (rc == 0).then(|| &*st));
     });
     rc
@@ -881,7 +885,7 @@ entry!(MPI_Iprobe, PMPI_Iprobe, (source: c_int, tag: c_int, comm_h: MPI_Comm, fl
     let mut local = zero_status();
     let st = status_for(status, true, &mut local);
     let rc = PMPI_Iprobe(source, tag, comm_h, flag, st);
-    s.record(Op::Iprobe, |t, ev| {
+    s.record(Op::Iprobe, rc, |t, ev| {
         let f = rc == 0 && *flag != 0;
         ev.flag = Some(f);
         fill_probe(t, ev, source, tag, comm_h, f.then(|| &*st));
@@ -905,7 +909,7 @@ entry!(MPI_Mprobe, PMPI_Mprobe, (source: c_int, tag: c_int, comm_h: MPI_Comm, me
     } else {
         PMPI_Mprobe(source, tag, comm_h, message, st)
     };
-    s.record(Op::Mprobe, |t, ev| {
+    s.record(Op::Mprobe, rc, |t, ev| {
         fill_mprobe(t, ev, source, tag, comm_h, (rc == 0).then(|| (&*st, *message)));
     });
     rc
@@ -915,7 +919,7 @@ entry!(MPI_Improbe, PMPI_Improbe, (source: c_int, tag: c_int, comm_h: MPI_Comm, 
     let mut local = zero_status();
     let st = status_for(status, true, &mut local);
     let rc = PMPI_Improbe(source, tag, comm_h, flag, message, st);
-    s.record(Op::Improbe, |t, ev| {
+    s.record(Op::Improbe, rc, |t, ev| {
         let f = rc == 0 && *flag != 0;
         ev.flag = Some(f);
         fill_mprobe(t, ev, source, tag, comm_h, f.then(|| (&*st, *message)));
@@ -989,7 +993,7 @@ entry!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Dat
     } else {
         PMPI_Mrecv(buf, count, datatype, message, status)
     };
-    s.record(Op::Mrecv, |t, ev| {
+    s.record(Op::Mrecv, rc, |t, ev| {
         fill_mrecv(t, ev, key, count, datatype);
     });
     rc
@@ -998,7 +1002,7 @@ entry!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Dat
 entry!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request), |s| {
     let key = (*message).key();
     let rc = PMPI_Imrecv(buf, count, datatype, message, request);
-    s.record(Op::Imrecv, |t, ev| fill_imrecv(t, ev, key, count, datatype, (rc == 0).then(|| *request)));
+    s.record(Op::Imrecv, rc, |t, ev| fill_imrecv(t, ev, key, count, datatype, (rc == 0).then(|| *request)));
     rc
 });
 
@@ -1350,12 +1354,12 @@ macro_rules! collective {
             } else {
                 $pmpi($($a),*)
             };
-            s.record($op, |t, ev| $fill(t, ev, $($a),*));
+            s.record($op, rc, |t, ev| $fill(t, ev, $($a),*));
             rc
         });
         entry!($iname, $ipmpi, ($($a: $t,)* request: *mut MPI_Request), |s| {
             let rc = $ipmpi($($a,)* request);
-            s.record($iop, |t, ev| {
+            s.record($iop, rc, |t, ev| {
                 $fill(t, ev, $($a),*);
                 ev.req = new_req(t, (rc == 0).then(|| *request), false, false, $c);
             });
@@ -1739,13 +1743,13 @@ pub(crate) fn fill_comm_free(t: &Tracer, ev: &mut Event, rc: c_int, (key, id): (
 
 entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_dup(comm_h, newcomm);
-    s.record(Op::CommDup, |t, ev| fill_comm_dup(t, ev, comm_h, created(rc, newcomm)));
+    s.record(Op::CommDup, rc, |t, ev| fill_comm_dup(t, ev, comm_h, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request), |s| {
     let rc = PMPI_Comm_idup(comm_h, newcomm, request);
-    s.record(Op::CommIdup, |t, ev| {
+    s.record(Op::CommIdup, rc, |t, ev| {
         fill_comm_idup(t, ev, comm_h, newcomm, (rc == 0).then(|| *request))
     });
     rc
@@ -1753,31 +1757,31 @@ entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm,
 
 entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm_h: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_dup_with_info(comm_h, info, newcomm);
-    s.record(Op::CommDupWithInfo, |t, ev| fill_comm_dup(t, ev, comm_h, created(rc, newcomm)));
+    s.record(Op::CommDupWithInfo, rc, |t, ev| fill_comm_dup(t, ev, comm_h, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Comm_split, PMPI_Comm_split, (comm_h: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_split(comm_h, color, key, newcomm);
-    s.record(Op::CommSplit, |t, ev| fill_comm_split(t, ev, comm_h, color, key, created(rc, newcomm)));
+    s.record(Op::CommSplit, rc, |t, ev| fill_comm_split(t, ev, comm_h, color, key, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Comm_split_type, PMPI_Comm_split_type, (comm_h: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_split_type(comm_h, split_type, key, info, newcomm);
-    s.record(Op::CommSplitType, |t, ev| fill_comm_split_type(t, ev, comm_h, split_type, key, created(rc, newcomm)));
+    s.record(Op::CommSplitType, rc, |t, ev| fill_comm_split_type(t, ev, comm_h, split_type, key, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Comm_create, PMPI_Comm_create, (comm_h: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_create(comm_h, group, newcomm);
-    s.record(Op::CommCreate, |t, ev| fill_comm_create(t, ev, comm_h, group, created(rc, newcomm)));
+    s.record(Op::CommCreate, rc, |t, ev| fill_comm_create(t, ev, comm_h, group, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm_h: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_create_group(comm_h, group, tag, newcomm);
-    s.record(Op::CommCreateGroup, |t, ev| {
+    s.record(Op::CommCreateGroup, rc, |t, ev| {
         fill_create(t, ev, comm_h, created(rc, newcomm), |c| {
             c.members = group_members(group);
             c.key = Some(tag);
@@ -1788,7 +1792,7 @@ entry!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm_h: MPI_Comm, group: 
 
 entry!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int, newintercomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm);
-    s.record(Op::IntercommCreate, |t, ev| {
+    s.record(Op::IntercommCreate, rc, |t, ev| {
         fill_intercomm_create(t, ev, local_comm, local_leader, peer_comm, remote_leader, tag, created(rc, newintercomm))
     });
     rc
@@ -1796,7 +1800,7 @@ entry!(MPI_Intercomm_create, PMPI_Intercomm_create, (local_comm: MPI_Comm, local
 
 entry!(MPI_Intercomm_merge, PMPI_Intercomm_merge, (intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Intercomm_merge(intercomm, high, newintracomm);
-    s.record(Op::IntercommMerge, |t, ev| fill_intercomm_merge(t, ev, intercomm, high, created(rc, newintracomm)));
+    s.record(Op::IntercommMerge, rc, |t, ev| fill_intercomm_merge(t, ev, intercomm, high, created(rc, newintracomm)));
     rc
 });
 
@@ -1805,37 +1809,37 @@ entry!(MPI_Comm_free, PMPI_Comm_free, (comm_h: *mut MPI_Comm), |s| {
     // Attribute delete functions run inside: their MPI calls are the
     // application's.
     let rc = tracer::with_callbacks(|| PMPI_Comm_free(comm_h));
-    s.record(Op::CommFree, |t, ev| fill_comm_free(t, ev, rc, before));
+    s.record(Op::CommFree, rc, |t, ev| fill_comm_free(t, ev, rc, before));
     rc
 });
 
 entry!(MPI_Cart_create, PMPI_Cart_create, (comm_h: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Cart_create(comm_h, ndims, dims, periods, reorder, newcomm);
-    s.record(Op::CartCreate, |t, ev| fill_cart_create(t, ev, comm_h, ndims, dims, periods, reorder, created(rc, newcomm)));
+    s.record(Op::CartCreate, rc, |t, ev| fill_cart_create(t, ev, comm_h, ndims, dims, periods, reorder, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Cart_sub, PMPI_Cart_sub, (comm_h: MPI_Comm, remain_dims: *const c_int, newcomm: *mut MPI_Comm), |s| {
     let ndims = cartdim(comm_h);
     let rc = PMPI_Cart_sub(comm_h, remain_dims, newcomm);
-    s.record(Op::CartSub, |t, ev| fill_cart_sub(t, ev, comm_h, ndims, remain_dims, created(rc, newcomm)));
+    s.record(Op::CartSub, rc, |t, ev| fill_cart_sub(t, ev, comm_h, ndims, remain_dims, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Graph_create, PMPI_Graph_create, (comm_h: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Graph_create(comm_h, nnodes, index, edges, reorder, newcomm);
-    s.record(Op::GraphCreate, |t, ev| fill_graph_create(t, ev, comm_h, nnodes, index, edges, reorder, created(rc, newcomm)));
+    s.record(Op::GraphCreate, rc, |t, ev| fill_graph_create(t, ev, comm_h, nnodes, index, edges, reorder, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Dist_graph_create, PMPI_Dist_graph_create, (comm_h: MPI_Comm, n: c_int, sources: *const c_int, degrees: *const c_int, destinations: *const c_int, weights: *const c_int, info: MPI_Info, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Dist_graph_create(comm_h, n, sources, degrees, destinations, weights, info, reorder, newcomm);
-    s.record(Op::DistGraphCreate, |t, ev| fill_dist_graph_create(t, ev, comm_h, n, sources, degrees, destinations, reorder, created(rc, newcomm)));
+    s.record(Op::DistGraphCreate, rc, |t, ev| fill_dist_graph_create(t, ev, comm_h, n, sources, degrees, destinations, reorder, created(rc, newcomm)));
     rc
 });
 
 entry!(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent, (comm_h: MPI_Comm, indegree: c_int, sources: *const c_int, sourceweights: *const c_int, outdegree: c_int, destinations: *const c_int, destweights: *const c_int, info: MPI_Info, reorder: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Dist_graph_create_adjacent(comm_h, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, newcomm);
-    s.record(Op::DistGraphCreateAdjacent, |t, ev| fill_dist_graph_create_adjacent(t, ev, comm_h, indegree, sources, outdegree, destinations, reorder, created(rc, newcomm)));
+    s.record(Op::DistGraphCreateAdjacent, rc, |t, ev| fill_dist_graph_create_adjacent(t, ev, comm_h, indegree, sources, outdegree, destinations, reorder, created(rc, newcomm)));
     rc
 });

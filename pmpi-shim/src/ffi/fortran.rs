@@ -511,10 +511,11 @@ impl<const N: usize> FCall<N> {
         unsafe { call_rc(self.target, &mut a) }
     }
 
-    /// Records the event (once).
-    fn record(&mut self, op: Op, fill: impl FnOnce(&'static Tracer, &mut Event)) {
+    /// Records the event (once) of the call that returned `rc` (see
+    /// [`Scope::record`]: a failed call keeps only its error class).
+    fn record(&mut self, op: Op, rc: c_int, fill: impl FnOnce(&'static Tracer, &mut Event)) {
         if let Some(s) = self.scope.take() {
-            s.record(op, fill);
+            s.record(op, rc, fill);
         }
     }
 
@@ -819,8 +820,9 @@ fortran!(raw abort, "MPI_ABORT", (comm, errorcode, ierror), |ret, c| {
 fortran!(raw pcontrol, "MPI_PCONTROL", (level), |ret, c| {
     match Scope::enter(ret) {
         Some(s) => {
+            // The forwarded "error code" is the level read back: not one.
             c.forward();
-            s.record(Op::Pcontrol, |_, ev| ev.value = Some(i64::from(int(level))));
+            s.record(Op::Pcontrol, 0, |_, ev| ev.value = Some(i64::from(int(level))));
         }
         None => {
             c.forward();
@@ -851,7 +853,7 @@ macro_rules! blocking_send {
                     int(tag),
                     f_comm(comm),
                 );
-                c.record($op, |t, ev| fill_send(t, ev, n, dt, d, tg, cm));
+                c.record($op, rc, |t, ev| fill_send(t, ev, n, dt, d, tg, cm));
             }
         );
     };
@@ -878,7 +880,7 @@ macro_rules! nonblocking {
                     f_comm(comm),
                 );
                 let req = (rc == 0).then(|| f_req(request));
-                c.record($op, |t, ev| {
+                c.record($op, rc, |t, ev| {
                     $fill(t, ev, n, dt, p, tg, cm, req, $persistent)
                 });
             }
@@ -937,7 +939,7 @@ fortran!(
             c.forward()
         };
         let found = (wild && rc == 0).then(|| read_status(st, 0));
-        c.record(Op::Recv, |t, ev| {
+        c.record(Op::Recv, rc, |t, ev| {
             fill_recv(t, ev, n, dt, src, tg, cm, found.as_ref())
         });
     }
@@ -1017,7 +1019,7 @@ fortran!(
             c.forward()
         };
         let found = (wild && rc == 0).then(|| read_status(st, 0));
-        c.record(Op::Sendrecv, |t, ev| {
+        c.record(Op::Sendrecv, rc, |t, ev| {
             fill_sendrecv(
                 t,
                 ev,
@@ -1059,7 +1061,7 @@ fortran!(
         c.args[8] = st;
         let rc = c.forward();
         let found = (wild && rc == 0).then(|| read_status(st, 0));
-        c.record(Op::SendrecvReplace, |t, ev| {
+        c.record(Op::SendrecvReplace, rc, |t, ev| {
             fill_sendrecv(t, ev, n, dt, d, stg, n, dt, src, rtg, cm, found.as_ref())
         });
     }
@@ -1069,9 +1071,11 @@ fortran!(
 
 fortran!(start, "MPI_START", plain, (request, ierror), |c| {
     let before = req_key(int(request));
-    c.forward();
+    let rc = c.forward();
     let after = req_key(int(request));
-    c.record(Op::Start, |t, ev| fill_start(t, ev, &[before], &[after]));
+    c.record(Op::Start, rc, |t, ev| {
+        fill_start(t, ev, &[before], &[after])
+    });
 });
 
 fortran!(
@@ -1082,9 +1086,9 @@ fortran!(
     |c| {
         let n = int(count);
         let before: Vec<usize> = fints(requests, n).into_iter().map(req_key).collect();
-        c.forward();
+        let rc = c.forward();
         let after: Vec<usize> = fints(requests, n).into_iter().map(req_key).collect();
-        c.record(Op::Startall, |t, ev| fill_start(t, ev, &before, &after));
+        c.record(Op::Startall, rc, |t, ev| fill_start(t, ev, &before, &after));
     }
 );
 
@@ -1095,8 +1099,8 @@ fortran!(
     (request, ierror),
     |c| {
         let key = req_key(int(request));
-        c.forward();
-        c.record(Op::RequestFree, |t, ev| fill_request_free(t, ev, key));
+        let rc = c.forward();
+        c.record(Op::RequestFree, rc, |t, ev| fill_request_free(t, ev, key));
     }
 );
 
@@ -1115,7 +1119,7 @@ fortran!(wait, "MPI_WAIT", plain, (request, status, ierror), |c| {
         c.forward()
     };
     let done: &[usize] = if rc == 0 { &[0] } else { &[] };
-    c.record(Op::Wait, |t, ev| {
+    c.record(Op::Wait, rc, |t, ev| {
         completion(t, ev, &keys, &infos, done, |_| Some(read_status(st, 0)))
     });
 });
@@ -1134,7 +1138,7 @@ fortran!(
         let rc = c.forward();
         let f = rc == 0 && int(flag) != 0;
         let done: &[usize] = if f { &[0] } else { &[] };
-        c.record(Op::Test, |t, ev| {
+        c.record(Op::Test, rc, |t, ev| {
             ev.flag = Some(f);
             completion(t, ev, &keys, &infos, done, |_| Some(read_status(st, 0)));
         });
@@ -1167,7 +1171,7 @@ fortran!(
         } else {
             Vec::new()
         };
-        c.record(Op::Waitall, |t, ev| {
+        c.record(Op::Waitall, rc, |t, ev| {
             completion(t, ev, &keys, &infos, &all, |k| {
                 Some(read_status(sts, all[k]))
             })
@@ -1200,7 +1204,7 @@ fortran!(
         } else {
             Vec::new()
         };
-        c.record(Op::Testall, |t, ev| {
+        c.record(Op::Testall, rc, |t, ev| {
             ev.flag = Some(f);
             completion(t, ev, &keys, &infos, &all, |k| {
                 Some(read_status(sts, all[k]))
@@ -1230,7 +1234,7 @@ fortran!(
         } else {
             Vec::new()
         };
-        c.record(Op::Waitany, |t, ev| {
+        c.record(Op::Waitany, rc, |t, ev| {
             completion(t, ev, &keys, &infos, &done, |_| Some(read_status(st, 0)))
         });
     }
@@ -1256,7 +1260,7 @@ fortran!(
         } else {
             Vec::new()
         };
-        c.record(Op::Testany, |t, ev| {
+        c.record(Op::Testany, rc, |t, ev| {
             ev.flag = Some(f);
             completion(t, ev, &keys, &infos, &done, |_| Some(read_status(st, 0)));
         });
@@ -1307,7 +1311,7 @@ macro_rules! some_completion {
                     0
                 };
                 let done = completed(c.iface, &before, &fints(requests, n), &fints(indices, nout));
-                c.record($op, |t, ev| {
+                c.record($op, rc, |t, ev| {
                     completion(t, ev, &keys, &infos, &done, |k| Some(read_status(sts, k)))
                 });
             }
@@ -1333,7 +1337,7 @@ fortran!(
             [source, tag, comm, flag, st, std::ptr::null_mut()]
         });
         let found = (rc == 0).then(|| read_status(st, 0));
-        c.record(Op::Probe, |t, ev| {
+        c.record(Op::Probe, rc, |t, ev| {
             fill_probe(t, ev, src, tg, cm, found.as_ref());
         });
     }
@@ -1352,7 +1356,7 @@ fortran!(
         let rc = c.forward();
         let f = rc == 0 && int(flag) != 0;
         let found = f.then(|| read_status(st, 0));
-        c.record(Op::Iprobe, |t, ev| {
+        c.record(Op::Iprobe, rc, |t, ev| {
             ev.flag = Some(f);
             fill_probe(t, ev, src, tg, cm, found.as_ref());
         });
@@ -1373,7 +1377,7 @@ fortran!(
             [source, tag, comm, flag, message, st, std::ptr::null_mut()]
         });
         let found = (rc == 0).then(|| (read_status(st, 0), f_msg(message)));
-        c.record(Op::Mprobe, |t, ev| {
+        c.record(Op::Mprobe, rc, |t, ev| {
             fill_mprobe(t, ev, src, tg, cm, found.as_ref().map(|(s, m)| (s, *m)));
         });
     }
@@ -1392,7 +1396,7 @@ fortran!(
         let rc = c.forward();
         let f = rc == 0 && int(flag) != 0;
         let found = f.then(|| (read_status(st, 0), f_msg(message)));
-        c.record(Op::Improbe, |t, ev| {
+        c.record(Op::Improbe, rc, |t, ev| {
             ev.flag = Some(f);
             fill_mprobe(t, ev, src, tg, cm, found.as_ref().map(|(s, m)| (s, *m)));
         });
@@ -1408,12 +1412,12 @@ fortran!(
         // Read before the call: receiving frees the message.
         let key = f_msg(message).key();
         let (n, dt) = (int(count), f_dt(datatype));
-        if c.yielding() {
-            c.yield_via(&imrecv::FWD, 4, status);
+        let rc = if c.yielding() {
+            c.yield_via(&imrecv::FWD, 4, status)
         } else {
-            c.forward();
-        }
-        c.record(Op::Mrecv, |t, ev| {
+            c.forward()
+        };
+        c.record(Op::Mrecv, rc, |t, ev| {
             fill_mrecv(t, ev, key, n, dt);
         });
     }
@@ -1429,7 +1433,7 @@ fortran!(
         let (n, dt) = (int(count), f_dt(datatype));
         let rc = c.forward();
         let req = (rc == 0).then(|| f_req(request));
-        c.record(Op::Imrecv, |t, ev| fill_imrecv(t, ev, key, n, dt, req));
+        c.record(Op::Imrecv, rc, |t, ev| fill_imrecv(t, ev, key, n, dt, req));
     }
 );
 
@@ -1467,19 +1471,19 @@ macro_rules! collective {
         fortran!($name, $upper, $ts, ($($a,)+ ierror), |c| {
             let iface = c.iface;
             $(let $a = conv!($k, iface, $a);)+
-            if crate::ffi::yield_collectives(c.tracer) {
-                c.yield_via(&$iname::FWD, N - 1, std::ptr::null_mut());
+            let rc = if crate::ffi::yield_collectives(c.tracer) {
+                c.yield_via(&$iname::FWD, N - 1, std::ptr::null_mut())
             } else {
-                c.forward();
-            }
-            c.record($op, |t, ev| $fill(t, ev, $($a),+));
+                c.forward()
+            };
+            c.record($op, rc, |t, ev| $fill(t, ev, $($a),+));
         });
         fortran!($iname, $iupper, $ts, ($($a,)+ request, ierror), |c| {
             let iface = c.iface;
             $(let $a = conv!($k, iface, $a);)+
             let rc = c.forward();
             let req = (rc == 0).then(|| f_req(request));
-            c.record($iop, |t, ev| {
+            c.record($iop, rc, |t, ev| {
                 $fill(t, ev, $($a),+);
                 ev.req = new_req(t, req, false, false, $comm);
             });
@@ -1566,7 +1570,7 @@ macro_rules! alltoallw {
             let rts = f_types(recvtypes, n, true);
             let rc = c.forward();
             let req: Option<Option<MPI_Request>> = None $(.or(Some((rc == 0).then(|| f_req($request)))))?;
-            c.record($op, |t, ev| {
+            c.record($op, rc, |t, ev| {
                 fill_alltoallw(t, ev, sb, ints_arg(sendcounts), ints_arg(sdispls), sts.as_ptr(), rb, ints_arg(recvcounts), ints_arg(rdispls), rts.as_ptr(), cm);
                 if let Some(req) = req {
                     ev.req = new_req(t, req, false, false, cm);
@@ -1589,7 +1593,7 @@ fortran!(
         let cm = f_comm(comm);
         let rc = c.forward();
         let nc = f_created(rc, newcomm);
-        c.record(Op::CommDup, |t, ev| fill_comm_dup(t, ev, cm, nc));
+        c.record(Op::CommDup, rc, |t, ev| fill_comm_dup(t, ev, cm, nc));
     }
 );
 
@@ -1602,7 +1606,7 @@ fortran!(
         let (cm, col, k) = (f_comm(comm), int(color), int(key));
         let rc = c.forward();
         let nc = f_created(rc, newcomm);
-        c.record(Op::CommSplit, |t, ev| {
+        c.record(Op::CommSplit, rc, |t, ev| {
             fill_comm_split(t, ev, cm, col, k, nc)
         });
     }
@@ -1617,7 +1621,7 @@ fortran!(
         let (cm, st, k) = (f_comm(comm), int(split_type), int(key));
         let rc = c.forward();
         let nc = f_created(rc, newcomm);
-        c.record(Op::CommSplitType, |t, ev| {
+        c.record(Op::CommSplitType, rc, |t, ev| {
             fill_comm_split_type(t, ev, cm, st, k, nc)
         });
     }
@@ -1632,7 +1636,9 @@ fortran!(
         let (cm, g) = (f_comm(comm), f_group(group));
         let rc = c.forward();
         let nc = f_created(rc, newcomm);
-        c.record(Op::CommCreate, |t, ev| fill_comm_create(t, ev, cm, g, nc));
+        c.record(Op::CommCreate, rc, |t, ev| {
+            fill_comm_create(t, ev, cm, g, nc)
+        });
     }
 );
 
@@ -1659,7 +1665,7 @@ fortran!(
         let pc = f_comm(peer_comm);
         let rc = c.forward();
         let nc = f_created(rc, newintercomm);
-        c.record(Op::IntercommCreate, |t, ev| {
+        c.record(Op::IntercommCreate, rc, |t, ev| {
             fill_intercomm_create(t, ev, lc, ll, pc, rl, tg, nc)
         });
     }
@@ -1674,7 +1680,7 @@ fortran!(
         let (ic, hi) = (f_comm(intercomm), int(high));
         let rc = c.forward();
         let nc = f_created(rc, newintracomm);
-        c.record(Op::IntercommMerge, |t, ev| {
+        c.record(Op::IntercommMerge, rc, |t, ev| {
             fill_intercomm_merge(t, ev, ic, hi, nc)
         });
     }
@@ -1684,7 +1690,7 @@ fortran!(comm_free, "MPI_COMM_FREE", plain, (comm, ierror), |c| {
     // Read before the call: it frees the handle.
     let before = comm_free_before(c.tracer, f_comm(comm));
     let rc = c.forward();
-    c.record(Op::CommFree, |t, ev| fill_comm_free(t, ev, rc, before));
+    c.record(Op::CommFree, rc, |t, ev| fill_comm_free(t, ev, rc, before));
 });
 
 fortran!(
@@ -1696,7 +1702,7 @@ fortran!(
         let (cm, nd, re) = (f_comm(comm_old), int(ndims), int(reorder));
         let rc = c.forward();
         let nc = f_created(rc, comm_cart);
-        c.record(Op::CartCreate, |t, ev| {
+        c.record(Op::CartCreate, rc, |t, ev| {
             fill_cart_create(t, ev, cm, nd, ints_arg(dims), ints_arg(periods), re, nc)
         });
     }
@@ -1712,7 +1718,7 @@ fortran!(
         let nd = cartdim(cm);
         let rc = c.forward();
         let nc = f_created(rc, newcomm);
-        c.record(Op::CartSub, |t, ev| {
+        c.record(Op::CartSub, rc, |t, ev| {
             fill_cart_sub(t, ev, cm, nd, ints_arg(remain_dims), nc)
         });
     }
@@ -1727,7 +1733,7 @@ fortran!(
         let (cm, nn, re) = (f_comm(comm_old), int(nnodes), int(reorder));
         let rc = c.forward();
         let nc = f_created(rc, comm_graph);
-        c.record(Op::GraphCreate, |t, ev| {
+        c.record(Op::GraphCreate, rc, |t, ev| {
             fill_graph_create(t, ev, cm, nn, ints_arg(index), ints_arg(edges), re, nc)
         });
     }
@@ -1753,7 +1759,7 @@ fortran!(
         let (cm, nn, re) = (f_comm(comm_old), int(n), int(reorder));
         let rc = c.forward();
         let nc = f_created(rc, comm_dist_graph);
-        c.record(Op::DistGraphCreate, |t, ev| {
+        c.record(Op::DistGraphCreate, rc, |t, ev| {
             fill_dist_graph_create(
                 t,
                 ev,
@@ -1795,7 +1801,7 @@ fortran!(
         );
         let rc = c.forward();
         let nc = f_created(rc, comm_dist_graph);
-        c.record(Op::DistGraphCreateAdjacent, |t, ev| {
+        c.record(Op::DistGraphCreateAdjacent, rc, |t, ev| {
             fill_dist_graph_create_adjacent(
                 t,
                 ev,

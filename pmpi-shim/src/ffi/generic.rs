@@ -25,9 +25,9 @@ use crate::tracer::{Scope, Tracer};
 pub(crate) struct Call {
     /// The function.
     pub op: Op,
-    /// Whether MPI returned success (arguments are only resolved then: a
+    /// What MPI returned (arguments are only resolved on success: a
     /// failed call may hold invalid handles).
-    pub ok: bool,
+    pub rc: c_int,
     /// The first `MPI_Comm` argument.
     pub comm: Option<MPI_Comm>,
     /// The first count and datatype.
@@ -44,21 +44,20 @@ pub(crate) struct Call {
 /// `request` must be null or point to the `MPI_Request` the call wrote
 /// (read only when the call succeeded).
 pub(crate) unsafe fn record(s: Scope, call: Call, request: *const MPI_Request) {
-    let created = if call.ok && !request.is_null() {
+    let created = if call.rc == 0 && !request.is_null() {
         // SAFETY: guaranteed by the caller.
         Some(unsafe { *request })
     } else {
         None
     };
-    s.record(call.op, |t, ev| {
+    // The fill runs only when the call succeeded.
+    s.record(call.op, call.rc, |t, ev| {
         let c = consts();
-        let comm_h = call.comm.filter(|h| call.ok && h.key() != c.comm_null);
+        let comm_h = call.comm.filter(|h| h.key() != c.comm_null);
         if let Some(h) = comm_h {
             ev.comm = comm(t, h).id;
         }
-        if call.ok
-            && let Some((n, dt)) = call.bytes
-        {
+        if let Some((n, dt)) = call.bytes {
             ev.value = Some(n.saturating_mul(dsize(dt)));
         }
         // SAFETY: reading an initialised mpi-sys constant.

@@ -351,6 +351,19 @@ pub(crate) fn is_inter(comm: MPI_Comm) -> bool {
     inter != 0
 }
 
+/// The error class of a call's non-zero return code, which the trace keeps
+/// ([`compress::Event::error`]): codes are the implementation's own, classes
+/// are the standard's. A code MPI cannot classify stays as it is.
+pub(crate) fn error_class(rc: c_int) -> i32 {
+    let mut class: c_int = rc;
+    // SAFETY: `MPI_Error_class` is local and only writes its int out-param;
+    // it may be called after an error, and on failure `class` keeps `rc`.
+    if unsafe { PMPI_Error_class(rc, &mut class) } != 0 {
+        return rc;
+    }
+    class
+}
+
 /// This process's rank in a communicator.
 pub(crate) fn comm_rank(comm: MPI_Comm) -> c_int {
     let mut r: c_int = 0;

@@ -79,10 +79,10 @@ fn validated(file: &TraceFile, rank: c_int) -> bool {
         )
     };
     if rc == 0 && all == 1 {
-        if rank == 0
-            && let Some(note) = file.trace.generic_note()
-        {
-            replay::say(&format!("replay: note: {note}"));
+        if rank == 0 {
+            for note in file.trace.passed_over() {
+                replay::say(&format!("replay: note: {note}"));
+            }
         }
         return true;
     }
@@ -495,6 +495,11 @@ impl<'o> Replayer<'o> {
     /// Issues one event as its MPI call(s), handing it to its concern.
     /// Returns the bytes it sent (for the report).
     fn exec(&mut self, e: &Event) -> Result<f64> {
+        // A call that returned an error did nothing: passed over (the note
+        // at the start counts them).
+        if e.failed() {
+            return Ok(0.0);
+        }
         match e.op {
             Op::Init | Op::InitThread | Op::Finalize => Ok(0.0),
             Op::Abort => bail!("the trace ends in MPI_Abort"),
