@@ -27,6 +27,7 @@ pub const DETAILED: &[&str] = &[
     "CommManagement",
     "Profiling",
     "Neighborhood",
+    "PersistentCollective",
 ];
 
 /// The lines of the list, in code order (blank lines and `#` comments

@@ -85,6 +85,12 @@ fn main() {
         "mpich"
     };
     println!("cargo:rustc-env=RANKSCALE_SHIM_MPI={imp}");
+    // MPI 4 calls (persistent collectives) are wrapped in detail where the
+    // MPI has them (see mpi-helpers' build script).
+    println!("cargo::rustc-check-cfg=cfg(rankscale_mpi4)");
+    if std::env::var("DEP_RANKSCALE_HELPERS_MPI4").as_deref() == Ok("1") {
+        println!("cargo:rustc-cfg=rankscale_mpi4");
+    }
 
     let src = out_dir.join("mpi_h.c");
     std::fs::write(&src, "#include <mpi.h>\n").expect("write mpi_h.c");

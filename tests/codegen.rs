@@ -99,7 +99,7 @@ fn generated_benchmarks_issue_the_applications_calls() {
     let mut done = 0;
     let mut largest = (0, 0, String::new());
     for imp in mpis() {
-        for run in &m.run {
+        for run in m.runs(imp) {
             if run.binary == "threads" {
                 continue; // refused, see below
             }

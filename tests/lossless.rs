@@ -94,7 +94,7 @@ fn every_rank_of_every_manifest_program_expands_to_its_raw_log() {
     let m = manifest();
     let mut failures = Vec::new();
     for imp in mpis() {
-        for run in &m.run {
+        for run in m.runs(imp) {
             match check(imp, &run.name, run.np, &run.binary, &run.args) {
                 Ok((events, size)) => eprintln!(
                     "{imp} {:<28} np={:<2} {events:>7} events -> {size:>6} bytes",

@@ -112,11 +112,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ),
     (
         "mpich",
-        "coll/p_allred 4",
-        "replay: persistent collectives are replayed without their MPI_Start",
-    ),
-    (
-        "mpich",
         "part/parrived_wait 2 -spart=1 -rpart=16 -tot_count=64 -iteration=5",
         "replay: partitioned communication is replayed without its MPI_Start",
     ),

@@ -38,7 +38,7 @@ fn replays_record_the_same_events_as_the_original_runs() {
     let mut failures = Vec::new();
     let (mut done, mut raced) = (0, 0);
     for imp in mpis() {
-        for run in &m.run {
+        for run in m.runs(imp) {
             // RANKSCALE_REPLAY_ONLY=name,name runs just those (known gaps included),
             // for working on one program at a time.
             match std::env::var("RANKSCALE_REPLAY_ONLY") {

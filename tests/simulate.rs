@@ -128,7 +128,7 @@ fn every_test_program_simulates_to_its_end() {
     let mut failures = Vec::new();
     let mut done = 0;
     for imp in mpis() {
-        for run in &m.run {
+        for run in m.runs(imp) {
             let dir = scratch(&format!("{imp}-sim-{}", run.name));
             let trace = dir.join("app.trace");
             let mut o = traced_raw(imp, &dir.join("raw"));

@@ -968,22 +968,6 @@ fn is_collective(op: Op) -> bool {
     op.is_collective() || op.family() == Family::CommManagement
 }
 
-/// The blocking form of a nonblocking collective (`Ialltoallv` is
-/// `Alltoallv`): both carry the same arguments.
-fn blocking(op: Op) -> Op {
-    if op.family() != Family::NonblockingCollective {
-        return op;
-    }
-    let mut rest = op.name().chars().skip(1);
-    let name: String = rest
-        .next()
-        .map(|c| c.to_ascii_uppercase())
-        .into_iter()
-        .chain(rest)
-        .collect();
-    Op::from_name(&name).unwrap_or(op)
-}
-
 /// A stable hash of `parts` (instance ids and fingerprints; `DefaultHasher`
 /// has fixed keys, so the same on every run).
 fn hash_of(parts: impl Hash) -> u64 {
@@ -1452,6 +1436,7 @@ impl<'a> Checker<'a> {
                 Family::Collective
                 | Family::NonblockingCollective
                 | Family::Neighborhood
+                | Family::PersistentCollective
                 | Family::CommManagement,
                 Some(v),
             ) => {
@@ -2576,13 +2561,13 @@ fn sized_lists(e: &Event) -> Vec<(&'static str, &[i32])> {
     let root = e.root.is_some() && e.root == Some(e.comm_rank);
     let send = !e.in_place;
     let mut v: Vec<(&'static str, &[i32])> = Vec::new();
-    match blocking(e.op) {
+    match e.op.blocking_form() {
         Op::Alltoallv | Op::Alltoallw => {
             if send {
                 v.push(("send counts", &e.send_counts));
             }
             v.push(("receive counts", &e.recv_counts));
-            if blocking(e.op) == Op::Alltoallw {
+            if e.op.blocking_form() == Op::Alltoallw {
                 if send {
                     v.push(("send datatype sizes", &e.send_dsizes));
                 }
@@ -2601,7 +2586,7 @@ fn sized_lists(e: &Event) -> Vec<(&'static str, &[i32])> {
 /// agree pairwise.
 fn has_flows(op: Op) -> bool {
     matches!(
-        blocking(op),
+        op.blocking_form(),
         Op::Alltoallv
             | Op::Alltoallw
             | Op::Allgatherv
@@ -2616,7 +2601,7 @@ fn has_flows(op: Op) -> bool {
 fn block_values(e: &Event) -> Vec<(Side, i64)> {
     let root = e.root.is_some() && e.root == Some(e.comm_rank);
     let b = |t: &Option<compress::Transfer>| t.map(|t| bytes(t.count, t.dsize));
-    let (send, recv) = match blocking(e.op) {
+    let (send, recv) = match e.op.blocking_form() {
         Op::Bcast | Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
             return b(&e.send)
                 .map(|x| (Side::Contributes, x))
@@ -2706,7 +2691,7 @@ fn flow_bytes(e: &Event, send: bool, me: i64, k: i64) -> Option<i64> {
     let root = e.root.map_or(-1, i64::from);
     let recv_block = |k: i64| Some(bytes(at(&e.recv_counts, k)?, rd?));
     let w_block = |c: &[i32], d: &[i32], k: i64| Some(bytes(at(c, k)?, at(d, k)?));
-    match (blocking(e.op), send) {
+    match (e.op.blocking_form(), send) {
         (Op::Alltoallv, true) if e.in_place => recv_block(k),
         (Op::Alltoallv, true) => Some(bytes(at(&e.send_counts, k)?, e.send?.dsize)),
         (Op::Alltoallw, true) if e.in_place => w_block(&e.recv_counts, &e.recv_dsizes, k),
@@ -2741,7 +2726,7 @@ fn add_flows(
         return;
     };
     let root = e.root.map_or(0, i64::from);
-    let base = blocking(e.op);
+    let base = e.op.blocking_form();
     let coll = c.at;
     let sampled = c.sampled.as_deref();
     for send in [true, false] {

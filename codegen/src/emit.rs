@@ -628,24 +628,21 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Blocking and nonblocking collectives.
+    /// Blocking, nonblocking and persistent collectives.
     fn collective(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
         let shape = *e.shape();
-        let nb = op.is_nonblocking_collective();
+        // Nonblocking and persistent calls make a request, which holds
+        // their buffers.
+        let base = op.blocking_form();
+        let nb = base != op;
         let name = op.name();
-        // The operation without its I, to choose the arguments.
-        let base = if nb {
-            let rest = &name[1..];
-            rest[..1].to_uppercase() + &rest[1..]
-        } else {
-            name.to_string()
-        };
-        let base = base.as_str();
+        // The operation's blocking form chooses the arguments.
+        let base = base.name();
         self.comm(e, false)?;
         if nb {
             self.new_request(e)?;
         }
-        let req = if nb { ", rs_req(rq)" } else { "" };
+        let req = request_args(name);
         let root = self.field(e, "root");
         if let Some(r) = &root {
             self.line(&format!("const int root = (int)({r});"));
@@ -805,7 +802,7 @@ impl<'a> Emitter<'a> {
         nb: bool,
     ) -> Result<(), Error> {
         let shape = *e.shape();
-        let req = if nb { ", rs_req(rq)" } else { "" };
+        let req = request_args(name);
         let root = if rooted { ", root" } else { "" };
         let (sp, rp) = places(in_place, base == "Scatterv");
         let s = self.side(e, "s", shape.send_type())?;
@@ -859,7 +856,7 @@ impl<'a> Emitter<'a> {
         nb: bool,
         neighbors: Option<(&str, &str)>,
     ) {
-        let req = if nb { ", rs_req(rq)" } else { "" };
+        let req = request_args(name);
         let sp = if in_place { "MPI_IN_PLACE" } else { "sb" };
         let (ls, lr) = neighbors.unwrap_or(("np", "np"));
         let lists: Vec<String> = [SEND_COUNTS, RECV_COUNTS, SEND_DSIZES, RECV_DSIZES]
@@ -957,5 +954,17 @@ fn keep_ints(nb: bool, name: &str, expr: &str, len: &str) -> String {
         format!("int *{name} = rs_keep_ints(rq, {expr}, {len});")
     } else {
         format!("int *{name} = {expr};")
+    }
+}
+
+/// The arguments a collective call named `name` ends with after its
+/// communicator: none for a blocking call, the request for an `I` form,
+/// and `MPI_INFO_NULL` and the request for an MPI 4 persistent `_init`
+/// form (the application's info is not recorded).
+fn request_args(name: &str) -> &'static str {
+    match Op::from_name(name) {
+        Some(op) if op.is_persistent_collective() => ", MPI_INFO_NULL, rs_req(rq)",
+        Some(op) if op.blocking_form() != op => ", rs_req(rq)",
+        _ => "",
     }
 }

@@ -117,6 +117,10 @@ pub enum Family {
     /// its profiler. Its level marks a context boundary for the analysis
     /// (and imported traces' context delimiters become one).
     Profiling,
+    /// Persistent collectives of MPI 4 (`Barrier_init`, `Allreduce_init`,
+    /// `Neighbor_alltoall_init`, ...): the event of the `I` form, whose
+    /// request is persistent; each `MPI_Start` of it runs the collective.
+    PersistentCollective,
     // The families below are recorded without detail (see
     // [`Family::is_generic`]): the event names the function, its
     // communicator where it has one, the bytes of its first buffer, the
@@ -140,9 +144,6 @@ pub enum Family {
     /// Neighbourhood collectives, blocking and nonblocking
     /// (`Neighbor_alltoall`, `Ineighbor_allgatherv`, ...).
     Neighborhood,
-    /// Persistent collectives (`Barrier_init`, `Allreduce_init`,
-    /// `Neighbor_alltoall_init`, ...).
-    PersistentCollective,
     /// Partitioned point-to-point (`Psend_init`, `Pready`, ...).
     Partitioned,
     /// One-sided communication: windows, puts, gets, accumulates,
@@ -214,6 +215,7 @@ impl Family {
                 | Family::CommManagement
                 | Family::Profiling
                 | Family::Neighborhood
+                | Family::PersistentCollective
         )
     }
 }
@@ -288,13 +290,17 @@ impl Op {
         )
     }
 
-    /// True for collectives, blocking or not, the neighbourhood ones
-    /// included: every member of the communicator takes part, so the peer
-    /// is implicit.
+    /// True for collectives, blocking, nonblocking or persistent, the
+    /// neighbourhood ones included: every member of the communicator takes
+    /// part, so the peer is implicit. A persistent collective's `_init` is
+    /// itself collective and ordered like the others (MPI 4.0 §6.13).
     pub fn is_collective(self) -> bool {
         matches!(
             self.family(),
-            Family::Collective | Family::NonblockingCollective | Family::Neighborhood
+            Family::Collective
+                | Family::NonblockingCollective
+                | Family::Neighborhood
+                | Family::PersistentCollective
         )
     }
 
@@ -304,6 +310,37 @@ impl Op {
     /// (in- or out-degree), not per rank.
     pub fn is_neighborhood(self) -> bool {
         self.family() == Family::Neighborhood
+            || (self.family() == Family::PersistentCollective
+                && self.name().starts_with("Neighbor_"))
+    }
+
+    /// Whether the call makes a persistent collective request (MPI 4's
+    /// `Allreduce_init`, `Neighbor_alltoall_init`, ...): its arguments are
+    /// those of the `I` form, and each `MPI_Start` of the request runs it.
+    pub fn is_persistent_collective(self) -> bool {
+        self.family() == Family::PersistentCollective
+    }
+
+    /// The blocking collective whose arguments a nonblocking or persistent
+    /// one takes (`Ialltoallv` and `Alltoallv_init` are `Alltoallv`,
+    /// `Ineighbor_alltoall` is `Neighbor_alltoall`); any other call is its
+    /// own. Where two ranks' calls must agree, and where replay, codegen
+    /// and the simulator choose the arguments, they compare this.
+    pub fn blocking_form(self) -> Op {
+        let name = self.name();
+        let base = if self.is_persistent_collective() {
+            name.strip_suffix("_init").map(str::to_string)
+        } else if self.is_nonblocking_collective() {
+            name.strip_prefix('I').map(|rest| {
+                let mut c = rest.chars();
+                c.next()
+                    .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                    .unwrap_or_default()
+            })
+        } else {
+            None
+        };
+        base.and_then(|b| Op::from_name(&b)).unwrap_or(self)
     }
 
     /// Whether the call is a nonblocking collective (it creates a request):
@@ -847,6 +884,39 @@ pub trait EventSink: Send {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every nonblocking and persistent collective has a blocking form of
+    /// the same family kind (global or neighbourhood), and only those
+    /// change; the names give the truth (`Ialltoallv`, `Alltoallv_init`).
+    #[test]
+    fn every_nonblocking_and_persistent_collective_has_its_blocking_form() {
+        let mut changed = 0;
+        for &op in Op::ALL {
+            let b = op.blocking_form();
+            if op.is_nonblocking_collective() || op.is_persistent_collective() {
+                assert_ne!(b, op, "{}", op.name());
+                assert!(
+                    matches!(b.family(), Family::Collective | Family::Neighborhood),
+                    "{} -> {}",
+                    op.name(),
+                    b.name()
+                );
+                assert_eq!(b.is_neighborhood(), op.is_neighborhood(), "{}", op.name());
+                assert!(
+                    op.name() == format!("{}_init", b.name())
+                        || op.name().to_lowercase() == format!("i{}", b.name().to_lowercase()),
+                    "{} -> {}",
+                    op.name(),
+                    b.name()
+                );
+                changed += 1;
+            } else {
+                assert_eq!(b, op, "{}", op.name());
+            }
+        }
+        // 17 + 5 nonblocking, 17 + 5 persistent.
+        assert_eq!(changed, 44);
+    }
 
     #[test]
     fn a_renewed_event_equals_a_new_one_and_keeps_its_lists_blocks() {

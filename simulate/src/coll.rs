@@ -239,10 +239,11 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
     let block = |f: fn(&Member) -> f64| m.iter().map(f).fold(0.0f64, f64::max);
     let at_root = |f: fn(&Member) -> f64| f(&m[root]);
     use Op::*;
-    match op {
-        Barrier | Ibarrier => s.bruck(|_| 0.0),
-        Bcast | Ibcast => bcast(&mut s, root, at_root(|x| x.send)),
-        Reduce | Ireduce => {
+    // Nonblocking and persistent forms move what their blocking form does.
+    match op.blocking_form() {
+        Barrier => s.bruck(|_| 0.0),
+        Bcast => bcast(&mut s, root, at_root(|x| x.send)),
+        Reduce => {
             let n = at_root(|x| x.send).max(block(|x| x.send));
             if n <= REDUCE_SHORT {
                 s.tree_up(root, |_| n);
@@ -251,8 +252,8 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
                 s.tree_up(root, |sub| n * sub as f64 / p as f64);
             }
         }
-        Allreduce | Iallreduce => allreduce(&mut s, block(|x| x.send)),
-        Scan | Iscan | Exscan | Iexscan => {
+        Allreduce => allreduce(&mut s, block(|x| x.send)),
+        Scan | Exscan => {
             let n = block(|x| x.send);
             let mut d = 1;
             while d < p {
@@ -264,15 +265,15 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
                 d <<= 1;
             }
         }
-        Gather | Igather => {
+        Gather => {
             let n = block(|x| x.send).max(at_root(|x| x.recv));
             s.tree_up(root, |sub| n * sub as f64);
         }
-        Scatter | Iscatter => {
+        Scatter => {
             let n = at_root(|x| x.send).max(block(|x| x.recv));
             s.tree_down(root, |sub| n * sub as f64);
         }
-        Gatherv | Igatherv => {
+        Gatherv => {
             // Linear: the root takes each member's block in rank order.
             for (i, x) in m.iter().enumerate() {
                 if i != root {
@@ -281,7 +282,7 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
                 }
             }
         }
-        Scatterv | Iscatterv => {
+        Scatterv => {
             for (i, x) in m.iter().enumerate() {
                 if i != root {
                     let n = m[root].sends.get(i).copied().unwrap_or(x.recv);
@@ -289,8 +290,8 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
                 }
             }
         }
-        Allgather | Iallgather => allgather(&mut s, block(|x| x.send.max(x.recv))),
-        Allgatherv | Iallgatherv => {
+        Allgather => allgather(&mut s, block(|x| x.send.max(x.recv))),
+        Allgatherv => {
             let sizes: Vec<f64> = (0..p)
                 .map(|i| {
                     m.iter()
@@ -300,7 +301,7 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
                 .collect();
             s.ring(|i| sizes[i]);
         }
-        Alltoall | Ialltoall => {
+        Alltoall => {
             let n = block(|x| x.send.max(x.recv));
             if n <= ALLTOALL_SHORT && p >= 8 {
                 s.bruck(|_| n * (p / 2) as f64);
@@ -310,7 +311,7 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
                 s.pairwise(|_, _| n);
             }
         }
-        Alltoallv | Ialltoallv | Alltoallw | Ialltoallw => {
+        Alltoallv | Alltoallw => {
             s.scattered(|i, j| m[i].sends.get(j).copied().unwrap_or(0.0));
         }
         // Neighbourhood collectives: the instance knows its members by
@@ -319,9 +320,8 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
         // neighbour (two when the lists do not give the degree), each
         // member's largest block a round: a stencil's local dependencies,
         // not a global synchronisation.
-        NeighborAllgather | IneighborAllgather | NeighborAllgatherv | IneighborAllgatherv
-        | NeighborAlltoall | IneighborAlltoall | NeighborAlltoallv | IneighborAlltoallv
-        | NeighborAlltoallw | IneighborAlltoallw => {
+        NeighborAllgather | NeighborAllgatherv | NeighborAlltoall | NeighborAlltoallv
+        | NeighborAlltoallw => {
             let largest = |x: &Member| {
                 x.sends
                     .iter()

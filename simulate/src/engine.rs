@@ -262,6 +262,9 @@ struct RankState<'a> {
     shared: Option<Split>,
     reqs: FxHashMap<ReqId, CellId>,
     templates: FxHashMap<ReqId, Template>,
+    /// Persistent collective requests (MPI 4 `X_init`): each `MPI_Start`
+    /// of one arrives at a new instance of the collective it holds.
+    coll_templates: FxHashMap<ReqId, Event>,
     comms: FxHashMap<u32, CommInfo>,
     seqs: FxHashMap<u32, u64>,
     /// `Comm_create_group` calls so far by (parent, group, tag): the
@@ -452,6 +455,7 @@ impl<'a> Engine<'a> {
                 shared: None,
                 reqs: FxHashMap::default(),
                 templates: FxHashMap::default(),
+                coll_templates: FxHashMap::default(),
                 comms: FxHashMap::default(),
                 seqs: FxHashMap::default(),
                 group_calls: FxHashMap::default(),
@@ -970,6 +974,13 @@ impl<'a> Engine<'a> {
                 Op::Start | Op::Startall => {
                     let mut t = enter;
                     for &req in &ev.reqs {
+                        if let Some(coll) = self.ranks[r as usize].coll_templates.get(&req) {
+                            let coll = coll.clone();
+                            let cell = self.arrive(r, &coll, t);
+                            t += net.overhead;
+                            self.ranks[r as usize].reqs.insert(req, cell);
+                            continue;
+                        }
                         let Some(tp) = self.ranks[r as usize].templates.get(&req).copied() else {
                             continue;
                         };
@@ -995,11 +1006,23 @@ impl<'a> Engine<'a> {
                 }
                 _ => {
                     for req in &ev.reqs {
-                        self.ranks[r as usize].templates.remove(req);
-                        self.ranks[r as usize].reqs.remove(req);
+                        let st = &mut self.ranks[r as usize];
+                        st.templates.remove(req);
+                        st.coll_templates.remove(req);
+                        st.reqs.remove(req);
                     }
                 }
             },
+            // A persistent collective's init: the collective it holds
+            // runs at each Start (above).
+            Family::PersistentCollective => {
+                if let Some(req) = ev.req {
+                    self.ranks[r as usize]
+                        .coll_templates
+                        .insert(req, ev.clone());
+                }
+                cur.floor += net.overhead;
+            }
             Family::Completion => {
                 let st = &mut self.ranks[r as usize];
                 for req in &ev.done {

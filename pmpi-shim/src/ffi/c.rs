@@ -636,17 +636,42 @@ entry!(MPI_Request_free, PMPI_Request_free, (request: *mut MPI_Request), |s| {
 
 // ------------------------------------------------------------ completion
 
-/// Testall loop with sleeps (yielding Waitall).
+/// A yielding Waitall: each request tested in turn, with sleeps, until all
+/// are complete. Not `MPI_Testall`: MPICH 4.0.2's fails on the request of a
+/// persistent neighbourhood collective (an abort in `internal_Testall`)
+/// where `MPI_Test` on it works. A request that completes with an error
+/// ends the wait with that error.
 ///
 /// # Safety
 /// As for `MPI_Waitall`.
 unsafe fn yield_all(t: &Tracer, n: c_int, reqs: *mut MPI_Request, sts: *mut MPI_Status) -> c_int {
+    let n = usize::try_from(n).unwrap_or(0);
+    let ignore_all = sts as usize == consts().statuses_ignore;
+    let mut done = vec![false; n];
     loop {
-        let mut flag: c_int = 0;
-        // SAFETY: guaranteed by the caller.
-        let rc = unsafe { PMPI_Testall(n, reqs, &mut flag, sts) };
-        if rc != 0 || flag != 0 {
-            return rc;
+        let mut all = true;
+        for (i, d) in done.iter_mut().enumerate().filter(|(_, d)| !**d) {
+            let mut flag: c_int = 0;
+            // SAFETY: guaranteed by the caller: `reqs` holds `n` requests and
+            // `sts` room for `n` statuses unless it is MPI_STATUSES_IGNORE.
+            let rc = unsafe {
+                let st = if ignore_all { ignore() } else { sts.add(i) };
+                let rc = PMPI_Test(reqs.add(i), &mut flag, st);
+                // Waitall sets each status's error field (MPI_Test leaves
+                // it), and programs read it (MPICH's part/multipart).
+                if rc == 0 && flag != 0 && !ignore_all {
+                    (*st).MPI_ERROR = 0;
+                }
+                rc
+            };
+            if rc != 0 {
+                return rc;
+            }
+            *d = flag != 0;
+            all &= *d;
+        }
+        if all {
+            return 0;
         }
         nap(t.config.yield_us);
     }
@@ -1414,6 +1439,75 @@ collective!(fill_alltoallv: MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv, Op:
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
 collective!(fill_alltoallw: MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw, Op::NeighborAlltoallw; MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, Op::IneighborAlltoallw; comm_h;
     (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
+
+/// Defines an MPI 4 persistent collective (`X_init`) from the argument list
+/// and fill function of its blocking form: the event of its `I` form, with
+/// a persistent request that each `MPI_Start` runs.
+#[cfg(rankscale_mpi4)]
+macro_rules! persistent_collective {
+    ($fill:ident: $name:ident, $pmpi:ident, $op:expr; $c:ident; ($($a:ident : $t:ty),* $(,)?)) => {
+        entry!($name, $pmpi, ($($a: $t,)* info: MPI_Info, request: *mut MPI_Request), |s| {
+            let rc = $pmpi($($a,)* info, request);
+            s.record($op, rc, |t, ev| {
+                $fill(t, ev, $($a),*);
+                ev.req = new_req(t, (rc == 0).then(|| *request), true, false, $c);
+            });
+            rc
+        });
+    };
+}
+
+/// The persistent collectives of MPI 4, where the MPI has them (MPICH 4;
+/// not Open MPI 4.1).
+#[cfg(rankscale_mpi4)]
+mod persistent_collectives {
+    use super::*;
+
+    persistent_collective!(fill_barrier: MPI_Barrier_init, PMPI_Barrier_init, Op::BarrierInit; comm_h;
+        (comm_h: MPI_Comm));
+    persistent_collective!(fill_bcast: MPI_Bcast_init, PMPI_Bcast_init, Op::BcastInit; comm_h;
+        (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+    persistent_collective!(fill_reduce: MPI_Reduce_init, PMPI_Reduce_init, Op::ReduceInit; comm_h;
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm_h: MPI_Comm));
+    persistent_collective!(fill_allreduce: MPI_Allreduce_init, PMPI_Allreduce_init, Op::AllreduceInit; comm_h;
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+    persistent_collective!(fill_allreduce: MPI_Scan_init, PMPI_Scan_init, Op::ScanInit; comm_h;
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+    persistent_collective!(fill_allreduce: MPI_Exscan_init, PMPI_Exscan_init, Op::ExscanInit; comm_h;
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+    persistent_collective!(fill_gather: MPI_Gather_init, PMPI_Gather_init, Op::GatherInit; comm_h;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+    persistent_collective!(fill_scatter: MPI_Scatter_init, PMPI_Scatter_init, Op::ScatterInit; comm_h;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+    persistent_collective!(fill_allgather: MPI_Allgather_init, PMPI_Allgather_init, Op::AllgatherInit; comm_h;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+    persistent_collective!(fill_allgather: MPI_Alltoall_init, PMPI_Alltoall_init, Op::AlltoallInit; comm_h;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+    persistent_collective!(fill_gatherv: MPI_Gatherv_init, PMPI_Gatherv_init, Op::GathervInit; comm_h;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+    persistent_collective!(fill_scatterv: MPI_Scatterv_init, PMPI_Scatterv_init, Op::ScattervInit; comm_h;
+        (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
+    persistent_collective!(fill_allgatherv: MPI_Allgatherv_init, PMPI_Allgatherv_init, Op::AllgathervInit; comm_h;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+    persistent_collective!(fill_alltoallv: MPI_Alltoallv_init, PMPI_Alltoallv_init, Op::AlltoallvInit; comm_h;
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+    persistent_collective!(fill_alltoallw: MPI_Alltoallw_init, PMPI_Alltoallw_init, Op::AlltoallwInit; comm_h;
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
+    persistent_collective!(fill_reduce_scatter: MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, Op::ReduceScatterInit; comm_h;
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+    persistent_collective!(fill_reduce_scatter_block: MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, Op::ReduceScatterBlockInit; comm_h;
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+    persistent_collective!(fill_allgather: MPI_Neighbor_allgather_init, PMPI_Neighbor_allgather_init, Op::NeighborAllgatherInit; comm_h;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+    persistent_collective!(fill_allgather: MPI_Neighbor_alltoall_init, PMPI_Neighbor_alltoall_init, Op::NeighborAlltoallInit; comm_h;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+    persistent_collective!(fill_allgatherv: MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init, Op::NeighborAllgathervInit; comm_h;
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+    persistent_collective!(fill_alltoallv: MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init, Op::NeighborAlltoallvInit; comm_h;
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
+    persistent_collective!(fill_alltoallw: MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init, Op::NeighborAlltoallwInit; comm_h;
+        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
+}
 
 // ------------------------------------------- communicators and topologies
 

@@ -1,4 +1,4 @@
-//! Collectives, blocking and nonblocking, and the reductions they replay:
+//! Collectives, blocking, nonblocking and persistent, and the reductions they replay:
 //! which operation and datatype stand for the application's.
 
 use std::ffi::{c_int, c_void};
@@ -13,6 +13,40 @@ use mpi_sys::*;
 
 use super::requests::Keep;
 use super::{Replayer, check, elements, predefined, request_null, span, stand_in_note};
+
+/// How a collective event is issued: its blocking call, its nonblocking
+/// `I` form, or its persistent `_init` form (whose request each traced
+/// `MPI_Start` runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Issue {
+    /// The blocking call (in yield mode its untraced `PMPI_I*` form).
+    Blocking,
+    /// The `I` form, whose request enters the table.
+    Nonblocking,
+    /// The MPI 4 `_init` form, whose persistent request enters the table.
+    Persistent,
+}
+
+impl Issue {
+    /// The mode of a collective operation.
+    pub(super) fn of(op: Op) -> Issue {
+        if op.is_persistent_collective() {
+            Issue::Persistent
+        } else if op.blocking_form() != op {
+            Issue::Nonblocking
+        } else {
+            Issue::Blocking
+        }
+    }
+}
+
+/// `MPI_INFO_NULL`, the info a persistent collective is initialised with
+/// (the application's info is not recorded).
+#[cfg(rankscale_mpi4)]
+pub(super) fn info_null() -> MPI_Info {
+    // SAFETY: reading an initialised mpi-sys constant.
+    unsafe { RSMPI_INFO_NULL }
+}
 
 /// The handle of a built-in reduction operation.
 fn builtin_op(op: ReduceOp) -> Option<MPI_Op> {
@@ -168,27 +202,8 @@ impl Replayer<'_> {
         let zero = Transfer::collective(0, 1);
         let send = e.send.unwrap_or(zero);
         let recv = e.recv.unwrap_or(zero);
-        let base = match e.op {
-            Op::Ibarrier => Op::Barrier,
-            Op::Ibcast => Op::Bcast,
-            Op::Ireduce => Op::Reduce,
-            Op::Iallreduce => Op::Allreduce,
-            Op::Igather => Op::Gather,
-            Op::Igatherv => Op::Gatherv,
-            Op::Iscatter => Op::Scatter,
-            Op::Iscatterv => Op::Scatterv,
-            Op::Iallgather => Op::Allgather,
-            Op::Iallgatherv => Op::Allgatherv,
-            Op::Ialltoall => Op::Alltoall,
-            Op::Ialltoallv => Op::Alltoallv,
-            Op::Ialltoallw => Op::Alltoallw,
-            Op::IreduceScatter => Op::ReduceScatter,
-            Op::IreduceScatterBlock => Op::ReduceScatterBlock,
-            Op::Iscan => Op::Scan,
-            Op::Iexscan => Op::Exscan,
-            op => op,
-        };
-        let nonblocking = base != e.op;
+        let base = e.op.blocking_form();
+        let mode = Issue::of(e.op);
         let mut req = request_null();
         // Every buffer and array passed to the calls below is held by
         // `bufs` or `keep` (a moved `Vec` keeps its heap block in place)
@@ -203,29 +218,16 @@ impl Replayer<'_> {
             v.iter().map(|&x| s.count(i64::from(x))).collect()
         };
         let mut sent = 0f64;
-        // The traced blocking call; its traced nonblocking form; and,
-        // for a blocking call in yield mode, its nonblocking form
-        // outside the traced API, completed by test-and-sleep below.
-        // Only one of the three runs.
-        macro_rules! go {
-            ($blocking:expr, $nb:expr, $yield:expr) => {
-                if nonblocking {
-                    $nb
-                } else if self.yield_colls {
-                    $yield
-                } else {
-                    $blocking
-                }
-            };
-        }
         let rc = match base {
             Op::Barrier => {
                 // SAFETY: no buffers; `req` is a valid out-parameter.
                 unsafe {
-                    go!(
+                    issue!(
+                        mode, self.yield_colls;
                         MPI_Barrier(c),
                         MPI_Ibarrier(c, &mut req),
-                        PMPI_Ibarrier(c, &mut req)
+                        PMPI_Ibarrier(c, &mut req),
+                        MPI_Barrier_init(c, info_null(), &mut req)
                     )
                 }
             }
@@ -237,10 +239,12 @@ impl Replayer<'_> {
                 // SAFETY: `p` points at `n` elements of `ty`, held by `bufs`;
                 // `root` is a rank of `c` (the trace check made sure).
                 unsafe {
-                    go!(
+                    issue!(
+                        mode, self.yield_colls;
                         MPI_Bcast(p, n, ty, root, c),
                         MPI_Ibcast(p, n, ty, root, c, &mut req),
-                        PMPI_Ibcast(p, n, ty, root, c, &mut req)
+                        PMPI_Ibcast(p, n, ty, root, c, &mut req),
+                        MPI_Bcast_init(p, n, ty, root, c, info_null(), &mut req)
                     )
                 }
             }
@@ -265,37 +269,45 @@ impl Replayer<'_> {
                     // elements of `ty` in `bufs`; `root` is a rank of `c`
                     // (the trace check made sure).
                     Op::Reduce => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Reduce(sp, rp, n, ty, op, root, c),
                             MPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req),
-                            PMPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req)
+                            PMPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req),
+                            MPI_Reduce_init(sp, rp, n, ty, op, root, c, info_null(), &mut req)
                         )
                     },
                     // SAFETY: `sp` (unless in place) and `rp` hold `n`
                     // elements of `ty` in `bufs`.
                     Op::Allreduce => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Allreduce(sp, rp, n, ty, op, c),
                             MPI_Iallreduce(sp, rp, n, ty, op, c, &mut req),
-                            PMPI_Iallreduce(sp, rp, n, ty, op, c, &mut req)
+                            PMPI_Iallreduce(sp, rp, n, ty, op, c, &mut req),
+                            MPI_Allreduce_init(sp, rp, n, ty, op, c, info_null(), &mut req)
                         )
                     },
                     // SAFETY: `sp` (unless in place) and `rp` hold `n`
                     // elements of `ty` in `bufs`.
                     Op::Scan => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Scan(sp, rp, n, ty, op, c),
                             MPI_Iscan(sp, rp, n, ty, op, c, &mut req),
-                            PMPI_Iscan(sp, rp, n, ty, op, c, &mut req)
+                            PMPI_Iscan(sp, rp, n, ty, op, c, &mut req),
+                            MPI_Scan_init(sp, rp, n, ty, op, c, info_null(), &mut req)
                         )
                     },
                     // SAFETY: `sp` (unless in place) and `rp` hold `n`
                     // elements of `ty` in `bufs`.
                     _ => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Exscan(sp, rp, n, ty, op, c),
                             MPI_Iexscan(sp, rp, n, ty, op, c, &mut req),
-                            PMPI_Iexscan(sp, rp, n, ty, op, c, &mut req)
+                            PMPI_Iexscan(sp, rp, n, ty, op, c, &mut req),
+                            MPI_Exscan_init(sp, rp, n, ty, op, c, info_null(), &mut req)
                         )
                     },
                 }
@@ -331,37 +343,45 @@ impl Replayer<'_> {
                     // SAFETY: `sp` holds `sn` elements of `sty`, `rp` room for
                     // `np` times `rn` elements of `rty`.
                     Op::Gather => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Gather(sp, sn, sty, rp, rn, rty, root, c),
                             MPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req),
-                            PMPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req)
+                            PMPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req),
+                            MPI_Gather_init(sp, sn, sty, rp, rn, rty, root, c, info_null(), &mut req)
                         )
                     },
                     // SAFETY: `sp` holds `np` times `sn` elements of `sty`,
                     // `rp` room for `rn` elements of `rty`.
                     Op::Scatter => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Scatter(sp, sn, sty, rp, rn, rty, root, c),
                             MPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req),
-                            PMPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req)
+                            PMPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req),
+                            MPI_Scatter_init(sp, sn, sty, rp, rn, rty, root, c, info_null(), &mut req)
                         )
                     },
                     // SAFETY: `sp` holds `sn` elements of `sty`, `rp` room for
                     // `np` times `rn` elements of `rty`.
                     Op::Allgather => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Allgather(sp, sn, sty, rp, rn, rty, c),
                             MPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req),
-                            PMPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req)
+                            PMPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req),
+                            MPI_Allgather_init(sp, sn, sty, rp, rn, rty, c, info_null(), &mut req)
                         )
                     },
                     // SAFETY: `sp` holds `np` times `sn` elements of `sty`,
                     // `rp` room for `np` times `rn` elements of `rty`.
                     _ => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Alltoall(sp, sn, sty, rp, rn, rty, c),
                             MPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req),
-                            PMPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req)
+                            PMPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req),
+                            MPI_Alltoall_init(sp, sn, sty, rp, rn, rty, c, info_null(), &mut req)
                         )
                     },
                 }
@@ -407,37 +427,45 @@ impl Replayer<'_> {
                     // SAFETY: `sp` holds `sn` elements of `sty`; the blocks of
                     // `rcp` and `rdp` lie within `rp`.
                     Op::Gatherv => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Gatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c),
                             MPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req),
-                            PMPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req)
+                            PMPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req),
+                            MPI_Gatherv_init(sp, sn, sty, rp, rcp, rdp, rty, root, c, info_null(), &mut req)
                         )
                     },
                     // SAFETY: the blocks of `scp` and `sdp` lie within `sp`;
                     // `rp` has room for `rn` elements of `rty`.
                     Op::Scatterv => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Scatterv(sp, scp, sdp, sty, rp, rn, rty, root, c),
                             MPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req),
-                            PMPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req)
+                            PMPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req),
+                            MPI_Scatterv_init(sp, scp, sdp, sty, rp, rn, rty, root, c, info_null(), &mut req)
                         )
                     },
                     // SAFETY: `sp` holds `sn` elements of `sty`; the blocks of
                     // `rcp` and `rdp` lie within `rp`.
                     Op::Allgatherv => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c),
                             MPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req),
-                            PMPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req)
+                            PMPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req),
+                            MPI_Allgatherv_init(sp, sn, sty, rp, rcp, rdp, rty, c, info_null(), &mut req)
                         )
                     },
                     // SAFETY: the blocks of `scp` and `sdp` lie within `sp`,
                     // those of `rcp` and `rdp` within `rp`.
                     _ => unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Alltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c),
                             MPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req),
-                            PMPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req)
+                            PMPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req),
+                            MPI_Alltoallv_init(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, info_null(), &mut req)
                         )
                     },
                 };
@@ -510,10 +538,12 @@ impl Replayer<'_> {
                 // (the send side is ignored in place); the buffers go into
                 // `bufs` and the arrays into `keep` right after the call.
                 let rc = unsafe {
-                    go!(
+                    issue!(
+                        mode, self.yield_colls;
                         MPI_Alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c),
                         MPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req),
-                        PMPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req)
+                        PMPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req),
+                        MPI_Alltoallw_init(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, info_null(), &mut req)
                     )
                 };
                 bufs.push(sb);
@@ -547,10 +577,12 @@ impl Replayer<'_> {
                     // trace check made sure of the recorded list); `sp` and
                     // `rp` hold their sum in elements of `ty`.
                     unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Reduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c),
                             MPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req),
-                            PMPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req)
+                            PMPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req),
+                            MPI_Reduce_scatter_init(sp, rp, rcounts.as_ptr(), ty, op, c, info_null(), &mut req)
                         )
                     }
                 } else {
@@ -558,10 +590,12 @@ impl Replayer<'_> {
                     // SAFETY: `sp` and `rp` hold `np` times `n` elements of
                     // `ty`.
                     unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Reduce_scatter_block(sp, rp, n, ty, op, c),
                             MPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req),
-                            PMPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req)
+                            PMPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req),
+                            MPI_Reduce_scatter_block_init(sp, rp, n, ty, op, c, info_null(), &mut req)
                         )
                     }
                 };
@@ -573,7 +607,7 @@ impl Replayer<'_> {
             op => bail!("{} is not replayed yet", op.name()),
         };
         check(rc, e.op.name())?;
-        self.settle_collective(e, nonblocking, req, bufs, keep)?;
+        self.settle_collective(e, mode, req, bufs, keep)?;
         Ok(sent)
     }
 
@@ -585,14 +619,14 @@ impl Replayer<'_> {
     pub(super) fn settle_collective(
         &mut self,
         e: &Event,
-        nonblocking: bool,
+        mode: Issue,
         mut req: MPI_Request,
         bufs: Vec<super::Buf>,
         mut keep: Keep,
     ) -> Result<()> {
-        if nonblocking {
+        if mode != Issue::Blocking {
             keep.bytes = bufs;
-            self.new_req(e.req, req, keep, false);
+            self.new_req(e.req, req, keep, mode == Issue::Persistent);
         } else if self.yield_colls {
             self.await_request(&mut req)?;
             drop((bufs, keep));

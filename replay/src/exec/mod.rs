@@ -13,6 +13,43 @@
 //! [`threads`] (a rank's replay threads and their order) and [`report`]
 //! (the totals and the printed profile).
 
+/// Issues a collective (global or neighbourhood) in its mode
+/// ([`coll::Issue`]): the traced blocking call, its traced nonblocking
+/// form, for a blocking call in yield mode its nonblocking form outside
+/// the traced API (completed by test-and-sleep after it), or its MPI 4
+/// persistent form. Only one of them runs.
+macro_rules! issue {
+    ($mode:expr, $yield_colls:expr; $blocking:expr, $nb:expr, $yield:expr, $persistent:expr) => {
+        match $mode {
+            $crate::exec::coll::Issue::Nonblocking => $nb,
+            $crate::exec::coll::Issue::Persistent => mpi4!($persistent),
+            $crate::exec::coll::Issue::Blocking if $yield_colls => $yield,
+            $crate::exec::coll::Issue::Blocking => $blocking,
+        }
+    };
+}
+
+/// An MPI 4 call, compiled only where the MPI has it (MPICH 4; not Open
+/// MPI 4.1, whose `mpi.h` is MPI 3.1): elsewhere the replay stops with
+/// an error that says so.
+#[cfg(rankscale_mpi4)]
+macro_rules! mpi4 {
+    ($call:expr) => {
+        $call
+    };
+}
+
+/// See the MPI 4 version above.
+#[cfg(not(rankscale_mpi4))]
+macro_rules! mpi4 {
+    ($call:expr) => {
+        return Err(anyhow::anyhow!(
+            "the trace holds MPI 4 persistent collectives, which this MPI library lacks \
+             (Open MPI 4.1 has none): replay it with an MPI 4 library (MPICH 4)"
+        ))
+    };
+}
+
 mod coll;
 mod comm;
 mod neighbor;

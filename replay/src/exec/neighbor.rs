@@ -1,4 +1,4 @@
-//! Neighbourhood collectives, blocking and nonblocking: issued on the
+//! Neighbourhood collectives, blocking, nonblocking and persistent: issued on the
 //! replay's communicator of the same virtual topology (replayed from the
 //! lineage), with buffers of one block per neighbour. The plain forms'
 //! degrees come from the topology, the v and w forms' from their recorded
@@ -10,6 +10,9 @@ use anyhow::{Result, bail};
 use compress::{Event, Op, Transfer};
 use mpi_sys::*;
 
+use super::coll::Issue;
+#[cfg(rankscale_mpi4)]
+use super::coll::info_null;
 use super::requests::Keep;
 use super::{Replayer, check, elements, request_null, span};
 
@@ -46,15 +49,8 @@ impl Replayer<'_> {
         );
         let zero = Transfer::collective(0, 1);
         let (send, recv) = (e.send.unwrap_or(zero), e.recv.unwrap_or(zero));
-        let base = match e.op {
-            Op::IneighborAllgather => Op::NeighborAllgather,
-            Op::IneighborAllgatherv => Op::NeighborAllgatherv,
-            Op::IneighborAlltoall => Op::NeighborAlltoall,
-            Op::IneighborAlltoallv => Op::NeighborAlltoallv,
-            Op::IneighborAlltoallw => Op::NeighborAlltoallw,
-            op => op,
-        };
-        let nonblocking = base != e.op;
+        let base = e.op.blocking_form();
+        let mode = Issue::of(e.op);
         let mut req = request_null();
         // Every buffer and array passed below is held by `bufs` or `keep`
         // until the blocking call returns, the untraced request of yield
@@ -65,20 +61,6 @@ impl Replayer<'_> {
         let counts = |v: &[i32], s: &Self| -> Vec<c_int> {
             v.iter().map(|&x| s.count(i64::from(x))).collect()
         };
-        // The traced blocking call, its traced nonblocking form, or for a
-        // blocking call in yield mode its nonblocking form outside the
-        // traced API (completed below): one of the three runs.
-        macro_rules! go {
-            ($blocking:expr, $nb:expr, $yield:expr) => {
-                if nonblocking {
-                    $nb
-                } else if self.yield_colls {
-                    $yield
-                } else {
-                    $blocking
-                }
-            };
-        }
         let sent;
         let rc = match base {
             Op::NeighborAllgather | Op::NeighborAlltoall => {
@@ -102,10 +84,12 @@ impl Replayer<'_> {
                     // for a block of `rn` elements of `rty` per
                     // in-neighbour of `c`, both held by `bufs`.
                     unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Neighbor_allgather(sp, sn, sty, rp, rn, rty, c),
                             MPI_Ineighbor_allgather(sp, sn, sty, rp, rn, rty, c, &mut req),
-                            PMPI_Ineighbor_allgather(sp, sn, sty, rp, rn, rty, c, &mut req)
+                            PMPI_Ineighbor_allgather(sp, sn, sty, rp, rn, rty, c, &mut req),
+                            MPI_Neighbor_allgather_init(sp, sn, sty, rp, rn, rty, c, info_null(), &mut req)
                         )
                     }
                 } else {
@@ -113,10 +97,12 @@ impl Replayer<'_> {
                     // per out-neighbour, `rp` room for one of `rn` elements
                     // of `rty` per in-neighbour, both held by `bufs`.
                     unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Neighbor_alltoall(sp, sn, sty, rp, rn, rty, c),
                             MPI_Ineighbor_alltoall(sp, sn, sty, rp, rn, rty, c, &mut req),
-                            PMPI_Ineighbor_alltoall(sp, sn, sty, rp, rn, rty, c, &mut req)
+                            PMPI_Ineighbor_alltoall(sp, sn, sty, rp, rn, rty, c, &mut req),
+                            MPI_Neighbor_alltoall_init(sp, sn, sty, rp, rn, rty, c, info_null(), &mut req)
                         )
                     }
                 }
@@ -158,10 +144,12 @@ impl Replayer<'_> {
                     // whose blocks lie within `rp`; buffers and arrays are
                     // kept below until the call is complete.
                     unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Neighbor_allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c),
                             MPI_Ineighbor_allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req),
-                            PMPI_Ineighbor_allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req)
+                            PMPI_Ineighbor_allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req),
+                            MPI_Neighbor_allgatherv_init(sp, sn, sty, rp, rcp, rdp, rty, c, info_null(), &mut req)
                         )
                     }
                 } else {
@@ -170,13 +158,17 @@ impl Replayer<'_> {
                     // blocks lie within `sp` and `rp`; buffers and arrays
                     // are kept below until the call is complete.
                     unsafe {
-                        go!(
+                        issue!(
+                            mode, self.yield_colls;
                             MPI_Neighbor_alltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c),
                             MPI_Ineighbor_alltoallv(
                                 sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req
                             ),
                             PMPI_Ineighbor_alltoallv(
                                 sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req
+                            ),
+                            MPI_Neighbor_alltoallv_init(
+                                sp, scp, sdp, sty, rp, rcp, rdp, rty, c, info_null(), &mut req
                             )
                         )
                     }
@@ -225,10 +217,12 @@ impl Replayer<'_> {
                 // displacements add up to; buffers and arrays are kept below
                 // until the call is complete.
                 let rc = unsafe {
-                    go!(
+                    issue!(
+                        mode, self.yield_colls;
                         MPI_Neighbor_alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c),
                         MPI_Ineighbor_alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req),
-                        PMPI_Ineighbor_alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req)
+                        PMPI_Ineighbor_alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req),
+                        MPI_Neighbor_alltoallw_init(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, info_null(), &mut req)
                     )
                 };
                 bufs.push(sb);
@@ -241,7 +235,7 @@ impl Replayer<'_> {
             op => bail!("{} is not replayed yet", op.name()),
         };
         check(rc, e.op.name())?;
-        self.settle_collective(e, nonblocking, req, bufs, keep)?;
+        self.settle_collective(e, mode, req, bufs, keep)?;
         Ok(sent)
     }
 }
