@@ -106,11 +106,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
          application's found it pending",
     ),
     (
-        "*",
-        "coll/scantst 4",
-        "replay: the int of a user-defined reduction is replayed as uint32_t",
-    ),
-    (
         "mpich",
         "part/parrived_wait 2 -spart=1 -rpart=16 -tot_count=64 -iteration=5",
         "replay: partitioned communication is replayed without its MPI_Start",

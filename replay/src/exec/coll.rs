@@ -139,7 +139,8 @@ impl Replayer<'_> {
     /// predefined operation on its predefined type when the trace names
     /// both; otherwise a predefined type of the same size the operation
     /// accepts, or, for a user-defined operation or a type no built-in
-    /// operation takes, a stand-in operation over bytes of the same size.
+    /// operation takes, a stand-in operation (over the application's
+    /// predefined type, or bytes of the same size).
     fn reduction(&mut self, op: Option<ReduceOp>, t: &Transfer) -> Result<(MPI_Op, MPI_Datatype)> {
         let dsize = t.dsize;
         let op = op.unwrap_or(ReduceOp::Sum);
@@ -172,7 +173,14 @@ impl Replayer<'_> {
                         op
                     }
                 };
-                (op, self.dtype(dsize)?)
+                // The stand-in operation takes any type: the application's
+                // where the trace names a predefined one (its raw log then
+                // says `int` as the application's did), bytes otherwise.
+                let ty = match predefined(t) {
+                    Some(ty) => ty,
+                    None => self.dtype(dsize)?,
+                };
+                (op, ty)
             }
         })
     }
