@@ -405,7 +405,7 @@ impl<'o> Replayer<'o> {
     }
 
     /// A contiguous datatype of `dsize` bytes (what the trace knows of the
-    /// application's datatype).
+    /// application's datatype; a derived one of no bytes for 0).
     fn dtype(&mut self, dsize: i64) -> Result<MPI_Datatype> {
         self.dtype_as(dsize, false)
     }
@@ -419,7 +419,9 @@ impl<'o> Replayer<'o> {
         if let Some(&t) = self.types.get(&(dsize, derived)) {
             return Ok(t);
         }
-        let n = c_int::try_from(dsize.max(1)).context("datatype size")?;
+        // A type of size 0 (an empty indexed type, say) is a contiguous
+        // type of no bytes: its messages are empty, as the application's.
+        let n = c_int::try_from(dsize.max(0)).context("datatype size")?;
         // SAFETY: reading initialised mpi-sys constants.
         let (byte, predefined) = unsafe {
             (
