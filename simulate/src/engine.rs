@@ -914,13 +914,9 @@ impl<'a> Engine<'a> {
             probing: false,
         };
         let comm = ev.comm.0;
-        // A call that returned an error did nothing: no modelled cost.
-        let family = if ev.failed() {
-            Family::Profiling
-        } else {
-            ev.op.family()
-        };
-        match family {
+        match ev.op.family() {
+            // A call that returned an error did nothing: no modelled cost.
+            _ if ev.failed() => {}
             // Calls recorded without detail (Family::is_generic) are local
             // calls of no modelled cost; the command line says how many
             // the trace holds.
@@ -974,11 +970,14 @@ impl<'a> Engine<'a> {
                 Op::Start | Op::Startall => {
                     let mut t = enter;
                     for &req in &ev.reqs {
-                        if let Some(coll) = self.ranks[r as usize].coll_templates.get(&req) {
-                            let coll = coll.clone();
+                        // Taken out while it arrives (which needs the whole
+                        // engine), and put back: it runs again at the next Start.
+                        if let Some(coll) = self.ranks[r as usize].coll_templates.remove(&req) {
                             let cell = self.arrive(r, &coll, t);
                             t += net.overhead;
-                            self.ranks[r as usize].reqs.insert(req, cell);
+                            let st = &mut self.ranks[r as usize];
+                            st.coll_templates.insert(req, coll);
+                            st.reqs.insert(req, cell);
                             continue;
                         }
                         let Some(tp) = self.ranks[r as usize].templates.get(&req).copied() else {
