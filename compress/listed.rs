@@ -28,6 +28,7 @@ pub const DETAILED: &[&str] = &[
     "Profiling",
     "Neighborhood",
     "PersistentCollective",
+    "Partitioned",
 ];
 
 /// The lines of the list, in code order (blank lines and `#` comments

@@ -6,7 +6,7 @@
 //! aside (they name the benchmark's code).
 //!
 //! Programs whose calls race (wildcard receives and probes, `Test*`,
-//! `Waitany`, `Waitsome`) may complete other requests than in the trace,
+//! `Waitany`, `Waitsome`, `Parrived`) may complete other requests than in the trace,
 //! as the application itself may from run to run: there the benchmark
 //! must issue the same calls, and only their outcomes (`reqs=`, `done=`,
 //! `match=`, `flag=`, `msg=`) may differ. What codegen cannot write yet
@@ -30,6 +30,7 @@ const RACY: &[&str] = &[
     "coverage_f77",
     "coverage_usempi",
     "coverage_f08",
+    "partitioned",
 ];
 
 /// Outcomes of racy calls, and the call site.

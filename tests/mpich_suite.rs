@@ -91,6 +91,8 @@ const SLICE: &[&str] = &[
     "datatype/sendrecvt2 2",
     "datatype/tresized2 2",
     "part/parrived_wait 2 -spart=1 -rpart=16 -tot_count=64 -iteration=5",
+    "part/start_pready_list 2 -spart=16 -rpart=32 -tot_count=512 -range=2 -iteration=5",
+    "part/nonblocking_pready 2",
     "init/version 1",
     "init/finalized 1",
 ];
@@ -98,19 +100,12 @@ const SLICE: &[&str] = &[
 /// Programs of the slice that fail a stage today: open tracer gaps of
 /// issue 39, by MPI (`*`: both), label and reason. Each must still fail.
 /// (On Open MPI 4.1 the MPI-4 programs do not build and are not run.)
-const KNOWN: &[(&str, &str, &str)] = &[
-    (
-        "*",
-        "pt2pt/greq1 1",
-        "replay: MPI_Test of a generalized request finds it complete (flag=1) where the \
+const KNOWN: &[(&str, &str, &str)] = &[(
+    "*",
+    "pt2pt/greq1 1",
+    "replay: MPI_Test of a generalized request finds it complete (flag=1) where the \
          application's found it pending",
-    ),
-    (
-        "mpich",
-        "part/parrived_wait 2 -spart=1 -rpart=16 -tot_count=64 -iteration=5",
-        "replay: partitioned communication is replayed without its MPI_Start",
-    ),
-];
+)];
 
 /// Seconds a run may take unless its testlist line says `timeLimit=`.
 const TIMEOUT_S: u64 = 60;

@@ -11,8 +11,10 @@
 //! 3. the per-member lists of v/w collectives have one entry per member;
 //! 4. every send has its receive and every receive its send, matched by
 //!    MPI's non-overtaking rule per (communicator instance, sender, receiver,
-//!    tag), wildcards by what they matched, persistent requests per `Start`,
-//!    `Mrecv` by its `Mprobe`; and a receive holds what it gets;
+//!    tag), wildcards by what they matched, persistent requests per `Start`
+//!    (partitioned ones on channels of their own, whole buffer against
+//!    whole buffer), `Mrecv` by its `Mprobe`; and a receive holds what it
+//!    gets;
 //! 5. every collective has all its members, in the same order on each, with
 //!    the same operation, root, reduction and sizes, and what each member of
 //!    a v-collective sends to another is what that one expects.
@@ -1418,10 +1420,20 @@ impl<'a> Checker<'a> {
                 self.post_send(st, i, v, e.send);
                 self.post_recv(st, i, e, v, e.recv, e.req, None);
             }
-            (Family::Persistent, Some(v)) => {
+            (Family::Persistent | Family::Partitioned, Some(v)) => {
                 if let Some(r) = e.req {
+                    // Partitioned sends match partitioned receives only:
+                    // their channels are those of an instance of their own.
+                    let view = if e.op.is_partitioned_init() {
+                        View {
+                            inst: hash_of(("partitioned", v.inst)),
+                            ..v
+                        }
+                    } else {
+                        v
+                    };
                     let t = Template {
-                        view: v,
+                        view,
                         send: e.send,
                         recv: e.recv,
                     };

@@ -25,7 +25,7 @@ use std::collections::hash_map::DefaultHasher;
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 
-use compress::{Event, Family, Op, Peer, ReqId};
+use compress::{CommId, Event, Family, Op, Peer, ReqId};
 use rayon::prelude::*;
 
 use crate::run::{Events, Run};
@@ -324,20 +324,12 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
                     }
                 }
             }
-            Family::NonblockingP2p | Family::Persistent
-                if matches!(
-                    e.op,
-                    Op::Isend
-                        | Op::Issend
-                        | Op::Ibsend
-                        | Op::Irsend
-                        | Op::Irecv
-                        | Op::SendInit
-                        | Op::SsendInit
-                        | Op::BsendInit
-                        | Op::RsendInit
-                        | Op::RecvInit
-                ) =>
+            Family::NonblockingP2p | Family::Persistent | Family::Partitioned
+                if e.op.is_persistent_init()
+                    || matches!(
+                        e.op,
+                        Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend | Op::Irecv
+                    ) =>
             {
                 let Some(req) = e.req else { continue };
                 let kind = if e.op.is_send() {
@@ -364,7 +356,11 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
                 };
                 let p = Pending {
                     kind,
-                    comm,
+                    comm: if e.op.is_partitioned_init() {
+                        comm | CommId::PARTITIONED_CHANNELS
+                    } else {
+                        comm
+                    },
                     post: i,
                     probe: None,
                 };

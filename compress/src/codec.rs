@@ -954,6 +954,28 @@ pub(crate) mod tests {
                     e.create = Some(Box::new(c));
                 }
                 CommFree => e.comm = CommId(2),
+                PsendInit | PrecvInit => {
+                    e.comm = CommId(3);
+                    let t = Some(p2p(rank_peer(1, 0), Tag::Value(9)));
+                    if op == PsendInit {
+                        e.send = t;
+                    } else {
+                        e.recv = t;
+                    }
+                    e.value = Some(4);
+                    e.req = Some(ReqId(45));
+                }
+                Pready | PreadyRange | PreadyList | Parrived => {
+                    e.reqs = vec![ReqId(45)];
+                    match op {
+                        PreadyRange => e.send_counts = vec![0, 3],
+                        PreadyList => e.send_counts = vec![2, 0, 3, 1],
+                        _ => e.value = Some(2),
+                    }
+                    if op == Parrived {
+                        e.flag = Some(false);
+                    }
+                }
                 // Calls recorded without detail: a communicator where the
                 // function has one, bytes, and a created request.
                 _ => {

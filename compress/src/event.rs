@@ -121,6 +121,11 @@ pub enum Family {
     /// `Neighbor_alltoall_init`, ...): the event of the `I` form, whose
     /// request is persistent; each `MPI_Start` of it runs the collective.
     PersistentCollective,
+    /// Partitioned point-to-point of MPI 4 (`Psend_init`, `Precv_init`,
+    /// `Pready`, `Pready_range`, `Pready_list`, `Parrived`): a persistent
+    /// request whose buffer the sender marks ready partition by partition
+    /// and the receiver can poll partition by partition.
+    Partitioned,
     // The families below are recorded without detail (see
     // [`Family::is_generic`]): the event names the function, its
     // communicator where it has one, the bytes of its first buffer, the
@@ -144,8 +149,6 @@ pub enum Family {
     /// Neighbourhood collectives, blocking and nonblocking
     /// (`Neighbor_alltoall`, `Ineighbor_allgatherv`, ...).
     Neighborhood,
-    /// Partitioned point-to-point (`Psend_init`, `Pready`, ...).
-    Partitioned,
     /// One-sided communication: windows, puts, gets, accumulates,
     /// synchronisation.
     OneSided,
@@ -216,6 +219,7 @@ impl Family {
                 | Family::Profiling
                 | Family::Neighborhood
                 | Family::PersistentCollective
+                | Family::Partitioned
         )
     }
 }
@@ -231,6 +235,7 @@ impl Op {
             self.family(),
             Family::InitExit | Family::Completion | Family::Profiling
         ) && !matches!(self, Op::Start | Op::Startall | Op::RequestFree)
+            && !self.is_partition_call()
     }
 
     /// Whether the call is recorded without detail (see
@@ -278,15 +283,43 @@ impl Op {
                 | Op::SsendInit
                 | Op::BsendInit
                 | Op::RsendInit
+                | Op::PsendInit
         )
     }
 
     /// Whether the call makes a persistent point-to-point request
-    /// (`Send_init` in any mode, or `Recv_init`).
+    /// (`Send_init` in any mode, `Recv_init`, or the partitioned
+    /// `Psend_init` and `Precv_init`): a template that each `MPI_Start`
+    /// posts again.
     pub fn is_persistent_init(self) -> bool {
         matches!(
             self,
-            Op::SendInit | Op::SsendInit | Op::BsendInit | Op::RsendInit | Op::RecvInit
+            Op::SendInit
+                | Op::SsendInit
+                | Op::BsendInit
+                | Op::RsendInit
+                | Op::RecvInit
+                | Op::PsendInit
+                | Op::PrecvInit
+        )
+    }
+
+    /// Whether the call makes a partitioned request (`Psend_init`,
+    /// `Precv_init`). Partitioned sends match partitioned receives only
+    /// (MPI 4.0, chapter 4), so message matching keeps them on channels of
+    /// their own; their transfer's count is the whole buffer's,
+    /// partitions times the count of one.
+    pub fn is_partitioned_init(self) -> bool {
+        matches!(self, Op::PsendInit | Op::PrecvInit)
+    }
+
+    /// Whether the call acts on one partition of a live partitioned
+    /// request (`Pready`, `Pready_range`, `Pready_list`, `Parrived`): it
+    /// names the request in [`Event::reqs`] and no communicator.
+    pub fn is_partition_call(self) -> bool {
+        matches!(
+            self,
+            Op::Pready | Op::PreadyRange | Op::PreadyList | Op::Parrived
         )
     }
 
@@ -376,6 +409,11 @@ impl CommId {
     pub const SELF: CommId = CommId(1);
     /// The first id handed to a created communicator.
     pub const FIRST_CREATED: u32 = 2;
+    /// Set in the communicator of a partitioned message's channel by the
+    /// tools that key messages by (communicator, source, destination,
+    /// tag): partitioned sends match partitioned receives only. (Ids
+    /// count a rank's constructor calls and never reach it.)
+    pub const PARTITIONED_CHANNELS: u32 = 1 << 31;
 }
 
 /// A request, named by its creation order on this rank (starting at 0).
@@ -651,7 +689,9 @@ pub struct Event {
     /// `MPI_IN_PLACE` given as the send buffer (or receive buffer, for the
     /// non-root side of rooted calls where the standard allows it).
     pub in_place: bool,
-    /// Per-peer send counts of v/w collectives.
+    /// Per-peer send counts of v/w collectives; the partitions that
+    /// `Pready_range` (low and high) and `Pready_list` (the list) mark
+    /// ready.
     pub send_counts: Vec<i32>,
     /// Per-peer receive counts of v/w collectives (and Reduce_scatter).
     pub recv_counts: Vec<i32>,
@@ -662,11 +702,12 @@ pub struct Event {
     /// Request created by this call (nonblocking, persistent, Imrecv).
     pub req: Option<ReqId>,
     /// Requests handed to a completion call, Start/Startall or Request_free,
-    /// in argument order (`MPI_REQUEST_NULL` entries are left out).
+    /// in argument order (`MPI_REQUEST_NULL` entries are left out); the
+    /// partitioned request of `Pready*` and `Parrived`.
     pub reqs: Vec<ReqId>,
     /// Requests this call completed (Wait*, Test*), in completion order.
     pub done: Vec<ReqId>,
-    /// For Test/Iprobe/Improbe: whether the flag came back true.
+    /// For Test/Iprobe/Improbe/Parrived: whether the flag came back true.
     pub flag: Option<bool>,
     /// Matched source and tag of wildcard receives and of probes.
     pub matched: Vec<Matched>,
@@ -675,7 +716,9 @@ pub struct Event {
     /// Communicator construction details.
     pub create: Option<Box<CommCreate>>,
     /// Free-form integer argument: Init_thread (required, provided) packed as
-    /// `required * 16 + provided`, Abort error code, and for calls recorded
+    /// `required * 16 + provided`, Abort error code, the partitions of
+    /// `Psend_init`/`Precv_init`, the partition of `Pready`/`Parrived`,
+    /// and for calls recorded
     /// without detail ([`Family::is_generic`]) the bytes of their first
     /// count and datatype.
     pub value: Option<i64>,

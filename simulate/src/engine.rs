@@ -23,7 +23,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-use compress::{ComputeDraws, Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
+use compress::{CommId, ComputeDraws, Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
 use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
 
@@ -948,11 +948,20 @@ impl<'a> Engine<'a> {
                 let cost = self.post_nonblocking(r, ev.op, comm, &ev, enter);
                 cur.floor += cost;
             }
-            Family::Persistent => match ev.op {
-                Op::SendInit | Op::SsendInit | Op::BsendInit | Op::RsendInit | Op::RecvInit => {
+            Family::Persistent | Family::Partitioned => match ev.op {
+                op if op.is_persistent_init() => {
                     if let Some(req) = ev.req {
                         let send = ev.op.is_send();
                         let side = if send { ev.send } else { ev.recv };
+                        // Partitioned sends match partitioned receives
+                        // only: a channel space of their own. The model
+                        // moves the whole buffer at the Start (it does not
+                        // wait for the last Pready).
+                        let comm = if ev.op.is_partitioned_init() {
+                            comm | CommId::PARTITIONED_CHANNELS
+                        } else {
+                            comm
+                        };
                         let t = side.and_then(|x| {
                             Some(Template {
                                 op: ev.op,
@@ -983,7 +992,7 @@ impl<'a> Engine<'a> {
                         let Some(tp) = self.ranks[r as usize].templates.get(&req).copied() else {
                             continue;
                         };
-                        let cell = if tp.op == Op::RecvInit {
+                        let cell = if matches!(tp.op, Op::RecvInit | Op::PrecvInit) {
                             self.post_recv(r, tp.comm, tp.peer, tp.tag, t)
                         } else {
                             let op = if tp.op == Op::SsendInit {
@@ -1003,6 +1012,8 @@ impl<'a> Engine<'a> {
                     }
                     cur.floor = t;
                 }
+                // Local calls on a started partitioned request.
+                op if op.is_partition_call() => {}
                 _ => {
                     for req in &ev.reqs {
                         let st = &mut self.ranks[r as usize];

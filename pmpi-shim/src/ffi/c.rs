@@ -1509,6 +1509,107 @@ mod persistent_collectives {
         (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
 }
 
+/// MPI 4 partitioned point-to-point, where the MPI has it (MPICH 4; not
+/// Open MPI 4.1). `Psend_init` and `Precv_init` are persistent requests
+/// whose transfer is the whole buffer (partitions times the count of one,
+/// the partitions in [`Event::value`]); `Pready*` and `Parrived` name the
+/// request and the partitions they act on.
+#[cfg(rankscale_mpi4)]
+mod partitioned {
+    use super::*;
+
+    /// Fills `Psend_init` (`send`) or `Precv_init`. MPICH 4.0 declares
+    /// the count of one partition an `MPI_Count`.
+    #[allow(clippy::too_many_arguments)]
+    fn fill_partitioned(
+        t: &Tracer,
+        ev: &mut Event,
+        send: bool,
+        partitions: c_int,
+        count: MPI_Count,
+        datatype: MPI_Datatype,
+        peer: c_int,
+        tag: c_int,
+        comm_h: MPI_Comm,
+        request: Option<MPI_Request>,
+    ) {
+        let ci = comm(t, comm_h);
+        ev.comm = ci.id;
+        let mut x = xfer(&ci, peer, tag, 0, datatype);
+        x.count = i64::from(partitions).saturating_mul(count);
+        if send {
+            ev.send = Some(x);
+        } else {
+            ev.recv = Some(x);
+        }
+        ev.value = Some(i64::from(partitions));
+        ev.req = new_req(t, request, true, false, comm_h);
+    }
+
+    /// The id of the partitioned request a `Pready*` or `Parrived` names.
+    fn named(t: &Tracer, ev: &mut Event, request: MPI_Request) {
+        ev.reqs
+            .extend(t.reqs(&[request.key()]).into_iter().flatten().map(|r| r.id));
+    }
+
+    entry!(MPI_Psend_init, PMPI_Psend_init, (buf: *const c_void, partitions: c_int, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm, info: MPI_Info, request: *mut MPI_Request), |s| {
+        let rc = PMPI_Psend_init(buf, partitions, count, datatype, dest, tag, comm_h, info, request);
+        s.record(Op::PsendInit, rc, |t, ev| {
+            fill_partitioned(t, ev, true, partitions, count, datatype, dest, tag, comm_h, (rc == 0).then(|| *request));
+        });
+        rc
+    });
+
+    entry!(MPI_Precv_init, PMPI_Precv_init, (buf: *mut c_void, partitions: c_int, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm_h: MPI_Comm, info: MPI_Info, request: *mut MPI_Request), |s| {
+        let rc = PMPI_Precv_init(buf, partitions, count, datatype, source, tag, comm_h, info, request);
+        s.record(Op::PrecvInit, rc, |t, ev| {
+            fill_partitioned(t, ev, false, partitions, count, datatype, source, tag, comm_h, (rc == 0).then(|| *request));
+        });
+        rc
+    });
+
+    entry!(MPI_Pready, PMPI_Pready, (partition: c_int, request: MPI_Request), |s| {
+        let rc = PMPI_Pready(partition, request);
+        s.record(Op::Pready, rc, |t, ev| {
+            named(t, ev, request);
+            ev.value = Some(i64::from(partition));
+        });
+        rc
+    });
+
+    entry!(MPI_Pready_range, PMPI_Pready_range, (low: c_int, high: c_int, request: MPI_Request), |s| {
+        let rc = PMPI_Pready_range(low, high, request);
+        s.record(Op::PreadyRange, rc, |t, ev| {
+            named(t, ev, request);
+            ev.send_counts = vec![low, high];
+        });
+        rc
+    });
+
+    entry!(MPI_Pready_list, PMPI_Pready_list, (length: c_int, partitions: *mut c_int, request: MPI_Request), |s| {
+        let rc = PMPI_Pready_list(length, partitions, request);
+        s.record(Op::PreadyList, rc, |t, ev| {
+            named(t, ev, request);
+            let n = usize::try_from(length).unwrap_or(0);
+            if !partitions.is_null() && n > 0 {
+                // SAFETY: MPI read `length` partitions from this array.
+                ev.send_counts = unsafe { std::slice::from_raw_parts(partitions, n) }.to_vec();
+            }
+        });
+        rc
+    });
+
+    entry!(MPI_Parrived, PMPI_Parrived, (request: MPI_Request, partition: c_int, flag: *mut c_int), |s| {
+        let rc = PMPI_Parrived(request, partition, flag);
+        s.record(Op::Parrived, rc, |t, ev| {
+            named(t, ev, request);
+            ev.value = Some(i64::from(partition));
+            ev.flag = Some(*flag != 0);
+        });
+        rc
+    });
+}
+
 // ------------------------------------------- communicators and topologies
 
 /// Records a constructor: the parent communicator and the new one's

@@ -44,8 +44,9 @@ macro_rules! mpi4 {
 macro_rules! mpi4 {
     ($call:expr) => {
         return Err(anyhow::anyhow!(
-            "the trace holds MPI 4 persistent collectives, which this MPI library lacks \
-             (Open MPI 4.1 has none): replay it with an MPI 4 library (MPICH 4)"
+            "the trace holds MPI 4 calls (persistent collectives, partitioned \
+             communication), which this MPI library lacks (Open MPI 4.1 has \
+             neither): replay it with an MPI 4 library (MPICH 4)"
         ))
     };
 }
@@ -54,6 +55,8 @@ mod coll;
 mod comm;
 mod neighbor;
 mod p2p;
+#[cfg(rankscale_mpi4)]
+mod partitioned;
 mod report;
 mod requests;
 mod threads;
@@ -156,7 +159,12 @@ fn predefined(t: &Transfer) -> Option<MPI_Datatype> {
 /// is more than the recorded size for the MAXLOC/MINLOC pair types with
 /// padding (`MPI_DOUBLE_INT` is 12 bytes of data in 16 of extent on
 /// x86-64), so a buffer sized by the size alone would be overrun.
+/// `MPI_DATATYPE_NULL` (a count of 0) has no extent to ask for.
 pub(super) fn span(ty: MPI_Datatype, dsize: i64) -> i64 {
+    // SAFETY: reading an initialised mpi-sys constant.
+    if ty == unsafe { RSMPI_DATATYPE_NULL } {
+        return dsize.max(1);
+    }
     let (mut lb, mut extent): (MPI_Aint, MPI_Aint) = (0, 0);
     // SAFETY: `ty` is a predefined datatype or one this replay committed;
     // `lb` and `extent` are valid out-parameters.
@@ -283,6 +291,9 @@ struct Replayer<'o> {
     /// Outcomes that depended on message latency in the application (a
     /// send request completing later than in the replay).
     latency: u64,
+    /// `Parrived` calls that found their partition where the
+    /// application's had not (see `partitioned`).
+    early_partitions: u64,
     /// The computation drawn so far, ns (before `--compute-scale`).
     drawn_ns: f64,
 }
@@ -346,6 +357,7 @@ impl<'o> Replayer<'o> {
             diverged: 0,
             gates: None,
             latency: 0,
+            early_partitions: 0,
             drawn_ns: 0.0,
         }
     }
@@ -419,8 +431,16 @@ impl<'o> Replayer<'o> {
         if let Some(&t) = self.types.get(&(dsize, derived)) {
             return Ok(t);
         }
-        // A type of size 0 (an empty indexed type, say) is a contiguous
-        // type of no bytes: its messages are empty, as the application's.
+        // A type of size 0 that is neither derived nor predefined is
+        // MPI_DATATYPE_NULL, which MPI accepts with a count of 0 (MPICH's
+        // part/nonblocking_pready sends so): replayed as it was.
+        if dsize == 0 && !derived {
+            // SAFETY: reading an initialised mpi-sys constant.
+            return Ok(unsafe { RSMPI_DATATYPE_NULL });
+        }
+        // A derived type of size 0 (an empty indexed type, say) is a
+        // contiguous type of no bytes: its messages are empty, as the
+        // application's.
         let n = c_int::try_from(dsize.max(0)).context("datatype size")?;
         // SAFETY: reading initialised mpi-sys constants.
         let (byte, predefined) = unsafe {
@@ -552,6 +572,7 @@ impl<'o> Replayer<'o> {
             Op::Recv => self.recv(e),
             Op::Sendrecv => self.sendrecv(e),
             Op::SendrecvReplace => self.sendrecv_replace(e),
+            op if op.family() == Family::Partitioned => mpi4!(self.partitioned(e)),
             // The other sends: nonblocking and persistent, in any mode.
             op if op.is_send() => self.isend(e),
             Op::Irecv | Op::RecvInit => self.irecv(e),

@@ -212,15 +212,7 @@ impl Replayer<'_> {
         let rc = unsafe { f(b.as_ptr().cast(), n, ty, p, tag, c, &mut h) };
         check(rc, e.op.name())?;
         let persistent = e.op.is_persistent_init();
-        self.new_req(
-            e.req,
-            h,
-            Keep {
-                bytes: vec![b],
-                ..Keep::default()
-            },
-            persistent,
-        );
+        self.new_req(e.req, h, Keep::buffer(b), persistent);
         Ok(bytes)
     }
 
@@ -253,15 +245,7 @@ impl Replayer<'_> {
             )
         };
         check(rc, e.op.name())?;
-        self.new_req(
-            e.req,
-            h,
-            Keep {
-                bytes: vec![b],
-                ..Keep::default()
-            },
-            e.op == Op::RecvInit,
-        );
+        self.new_req(e.req, h, Keep::buffer(b), e.op == Op::RecvInit);
         if let Some(r) = e.req.and_then(|id| self.reqs.get_mut(&id.0)) {
             r.comm = Some(c);
         }
@@ -370,15 +354,7 @@ impl Replayer<'_> {
             // probe of this replay matched.
             let rc = unsafe { MPI_Imrecv(b.as_mut_ptr().cast(), n, ty, &mut msg, &mut h) };
             check(rc, "MPI_Imrecv")?;
-            self.new_req(
-                e.req,
-                h,
-                Keep {
-                    bytes: vec![b],
-                    ..Keep::default()
-                },
-                false,
-            );
+            self.new_req(e.req, h, Keep::buffer(b), false);
         }
         Ok(0.0)
     }

@@ -18,6 +18,7 @@ pub(super) struct Summary {
     sites: HashMap<(Op, u64), OpStats>,
     diverged: u64,
     latency: u64,
+    early_partitions: u64,
     drawn_ns: f64,
 }
 
@@ -27,6 +28,8 @@ pub(super) struct Counts {
     diverged: f64,
     /// Latency races that could not be forced.
     given_up: f64,
+    /// `Parrived` calls that found a partition the application's had not.
+    early_partitions: f64,
     /// Computation drawn from the trace's histograms, ns (what a benchmark
     /// of `rankscale codegen` with the same seed draws too).
     drawn_ns: f64,
@@ -50,6 +53,7 @@ impl Replayer<'_> {
             sites: self.sites,
             diverged: self.diverged,
             latency: self.latency,
+            early_partitions: self.early_partitions,
             drawn_ns: self.drawn_ns,
         }
     }
@@ -69,14 +73,16 @@ impl Replayer<'_> {
         }
         self.diverged += other.diverged;
         self.latency += other.latency;
+        self.early_partitions += other.early_partitions;
         self.drawn_ns += other.drawn_ns;
     }
 
     /// After the replay, on every rank (collective, outside the traced
     /// API): the end barrier, then on rank 0 the longest replay time
     /// (`mine` on this rank), the per-operation sums (calls, bytes,
-    /// seconds of each) and the counts of divergences and of latency races
-    /// (`given_up` on this rank) and the computation drawn.
+    /// seconds of each) and the counts of divergences, of latency races
+    /// (`given_up` on this rank) and of early partitions, and the
+    /// computation drawn.
     pub(super) fn reduce_totals(
         &self,
         mine: f64,
@@ -104,12 +110,17 @@ impl Replayer<'_> {
             .stats
             .iter()
             .flat_map(|s| [s.calls, s.bytes, s.secs])
-            .chain([self.diverged as f64, given_up as f64, self.drawn_ns])
+            .chain([
+                self.diverged as f64,
+                given_up as f64,
+                self.early_partitions as f64,
+                self.drawn_ns,
+            ])
             .collect();
         let mut sums = vec![0f64; flat.len()];
         // SAFETY: `flat` and `sums` hold `flat.len()` doubles each and live
         // across the call; every rank passes the same length (one triple
-        // per operation, then three counts).
+        // per operation, then four counts).
         unsafe {
             PMPI_Reduce(
                 flat.as_ptr().cast(),
@@ -122,11 +133,13 @@ impl Replayer<'_> {
             )
         };
         let drawn_ns = sums.pop().unwrap_or(0.0);
+        let early_partitions = sums.pop().unwrap_or(0.0);
         let given_up = sums.pop().unwrap_or(0.0);
         let diverged = sums.pop().unwrap_or(0.0);
         let counts = Counts {
             diverged,
             given_up,
+            early_partitions,
             drawn_ns,
         };
         (total, sums, counts)
@@ -194,6 +207,7 @@ pub(super) fn report(
     let Counts {
         diverged,
         given_up,
+        early_partitions,
         drawn_ns,
     } = counts;
     let labels = file.meta.site_labels();
@@ -213,6 +227,7 @@ pub(super) fn report(
             "application_extrapolated": file.meta.is_extrapolated(),
             "outcome_divergences": diverged,
             "latency_races": given_up,
+            "early_partitions": early_partitions,
             "computation_drawn_ns": drawn_ns,
             "operations": rows.iter().map(|(op, calls, bytes, secs)| serde_json::json!({
                 "op": op.name(), "calls": calls, "bytes_sent": bytes, "seconds_in_mpi": secs,
@@ -240,6 +255,11 @@ pub(super) fn report(
     if given_up > 0.0 {
         println!(
             "{given_up} latency races not forced: in the application a message was still in flight when a racy call missed it, although its send came first (a hold would deadlock the replay), or a send request completed later than in the replay; no order of calls reproduces these"
+        );
+    }
+    if early_partitions > 0.0 {
+        println!(
+            "{early_partitions} Parrived latency races not forced: the partition had arrived where in the application it had not yet (replay marks partitions ready as early as the trace allows and holds no MPI_Pready back)"
         );
     }
     if diverged > 0.0 {

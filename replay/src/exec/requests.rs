@@ -40,6 +40,16 @@ pub(super) struct Keep {
     pub(super) types: Vec<Vec<MPI_Datatype>>,
 }
 
+impl Keep {
+    /// What a point-to-point request keeps: its one buffer.
+    pub(super) fn buffer(b: super::Buf) -> Keep {
+        Keep {
+            bytes: vec![b],
+            ..Keep::default()
+        }
+    }
+}
+
 impl Replayer<'_> {
     /// Enters a new request (of trace id `id`) in the table with the
     /// memory it uses, which then lives as long as the request.
@@ -335,7 +345,7 @@ impl Replayer<'_> {
     /// The MPI handles of live requests of the table, in the order of
     /// `ids`; an error names a request the trace uses but the replay does
     /// not hold.
-    fn handles(&self, ids: &[ReqId]) -> Result<Vec<MPI_Request>> {
+    pub(super) fn handles(&self, ids: &[ReqId]) -> Result<Vec<MPI_Request>> {
         ids.iter()
             .map(|id| {
                 self.reqs
