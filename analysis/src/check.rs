@@ -1441,6 +1441,15 @@ impl<'a> Checker<'a> {
                 }
             }
             (Family::Persistent, None) => self.persistent(st, i, e),
+            // Made of groups alone (MPI 4): collective over them, not over
+            // a parent; the world stands for the parent whose ranks the
+            // groups name.
+            (Family::CommManagement, None) => {
+                if let Some(c) = &e.create {
+                    let world = st.view(0);
+                    self.create(st, i, e, world, 0, c);
+                }
+            }
             (Family::Completion, _) => self.complete(st, e),
             _ if e.op == Op::Cancel => st.cancelled.extend(e.reqs.iter().copied()),
             (Family::Probe, Some(v)) => self.probe(st, i, e, v),
@@ -2103,10 +2112,8 @@ impl<'a> Checker<'a> {
         let parent_cart = st.comms.get(&parent.id).and_then(|p| p.cart.clone());
         let mut implied: Option<(i64, &'static str)> = None;
         match e.op {
-            Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => {
-                implied = parent.size.map(|s| (s, "its parent"))
-            }
-            Op::IntercommCreate => {
+            op if op.is_comm_dup() => implied = parent.size.map(|s| (s, "its parent")),
+            op if op.makes_intercomm() => {
                 found.extend(out_of("remote group member", &c.members, self.world));
                 found.extend(out_of("local group member", &c.sources, self.world));
                 if c.dims.len() != 2 {
@@ -2128,7 +2135,7 @@ impl<'a> Checker<'a> {
                     implied = Some((c.members.len() as i64, "its members"));
                 }
             }
-            Op::CommCreate | Op::CommCreateGroup => {
+            Op::CommCreate | Op::CommCreateGroup | Op::CommCreateFromGroup => {
                 found.extend(out_of("group member", &c.members, self.world));
                 if c.members.len() as i64 > limit {
                     found.push(too_large("has a group of", c.members.len() as i64));
@@ -2261,11 +2268,15 @@ impl<'a> Checker<'a> {
         let me = i64::from(e.comm_rank);
         let (inst, ambiguous) = match e.op {
             Op::CommSplit => (hash_of((parent.inst, seq, c.color)), false),
+            // Of an inter-communicator, each side names its own group
+            // (the local one): the one new inter-communicator they make
+            // together is the call's.
+            Op::CommCreate if parent.inter => (hash_of((parent.inst, seq)), false),
             Op::CommCreate => (hash_of((parent.inst, seq, &c.members)), false),
             // Collective over its group alone: the same on every member
             // are the parent, the group, the tag and how many such
             // communicators came before.
-            Op::CommCreateGroup => {
+            Op::CommCreateGroup | Op::CommCreateFromGroup => {
                 let call = hash_of(("group", parent.inst, &c.members, c.key));
                 let k = st.pairs.entry(call).or_default();
                 *k += 1;
@@ -2274,7 +2285,7 @@ impl<'a> Checker<'a> {
             // The same on both sides: the pair of groups (in either
             // order) and the tag, and how many such communicators came
             // before; the merge's members are one list on both sides.
-            Op::IntercommCreate | Op::IntercommMerge => {
+            op if op.makes_intercomm() || op == Op::IntercommMerge => {
                 let pair = if e.op == Op::IntercommMerge {
                     hash_of(("merge", &c.members))
                 } else {
@@ -2301,12 +2312,19 @@ impl<'a> Checker<'a> {
             _ => (hash_of((parent.inst, seq)), parent.ambiguous),
         };
         let map = match e.op {
-            Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => parent_map,
+            op if op.is_comm_dup() => parent_map,
             // Made of an inter-communicator: one whose remote group the
             // lineage does not give.
             Op::CommCreate | Op::CommSplit | Op::CommSplitType if parent.inter => Map::Unknown,
-            Op::CommCreate | Op::CommCreateGroup | Op::IntercommCreate | Op::IntercommMerge
-                if !c.members.is_empty() =>
+            op if (op.makes_intercomm()
+                || matches!(
+                    op,
+                    Op::CommCreate
+                        | Op::CommCreateGroup
+                        | Op::CommCreateFromGroup
+                        | Op::IntercommMerge
+                ))
+                && !c.members.is_empty() =>
             {
                 Map::Members(c.members.clone().into())
             }
@@ -2322,7 +2340,7 @@ impl<'a> Checker<'a> {
         };
         let cart = match e.op {
             Op::CartCreate => Some(dims.clone().into()),
-            Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => parent_cart.clone(),
+            op if op.is_comm_dup() => parent_cart.clone(),
             Op::CartSub => parent_cart.as_ref().map(|pd| {
                 pd.iter()
                     .zip(&dims)
@@ -2342,12 +2360,12 @@ impl<'a> Checker<'a> {
                 cart,
                 // What a constructor makes of an inter-communicator is one
                 // (but its merge); a dup keeps the remote group.
-                inter: e.op == Op::IntercommCreate || (parent.inter && e.op != Op::IntercommMerge),
+                inter: e.op.makes_intercomm() || (parent.inter && e.op != Op::IntercommMerge),
                 remote: match e.op {
-                    Op::IntercommCreate => {
+                    op if op.makes_intercomm() => {
                         Some(c.members.len() as i64).filter(|_| !c.members.is_empty())
                     }
-                    Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => parent.remote,
+                    op if op.is_comm_dup() => parent.remote,
                     _ => None,
                 },
                 ambiguous: ambiguous || parent.size.is_none(),

@@ -197,6 +197,8 @@ pub fn match_run(run: &Run) -> Matching {
 #[derive(Clone, Debug)]
 pub struct Lineage {
     groups: HashMap<u32, u64>,
+    /// The inter-communicators among them.
+    inter: rustc_hash::FxHashSet<u32>,
 }
 
 impl Lineage {
@@ -204,6 +206,7 @@ impl Lineage {
     pub fn new(me: i32) -> Lineage {
         Lineage {
             groups: HashMap::from_iter([(0, 0), (1, u64::MAX - me as u64)]),
+            inter: Default::default(),
         }
     }
 
@@ -217,17 +220,27 @@ impl Lineage {
     pub fn observe(&mut self, e: &Event) {
         if let Some(new) = e.create.as_ref().and_then(|c| c.new) {
             let g = self.group(e.comm.0);
-            self.groups.insert(new.0, group_of(g, e, new.0));
+            let inter = e.op.makes_intercomm()
+                || (self.inter.contains(&e.comm.0) && e.op != Op::IntercommMerge);
+            self.groups.insert(new.0, group_of(g, e, new.0, inter));
+            if inter {
+                self.inter.insert(new.0);
+            } else {
+                self.inter.remove(&new.0);
+            }
         }
     }
 }
 
-fn group_of(parent: u64, e: &Event, new: u32) -> u64 {
+/// The group of a new communicator `new` made by `e` on a communicator of
+/// group `parent`; `inter` when the new one is an inter-communicator,
+/// whose sides name different (local) members.
+fn group_of(parent: u64, e: &Event, new: u32, inter: bool) -> u64 {
     let mut h = DefaultHasher::new();
     match (e.op, &e.create) {
         // One communicator on both sides, whose parents differ: the pair
         // of groups (either order) and the tag; the merge's members.
-        (Op::IntercommCreate, Some(c)) => {
+        (op, Some(c)) if op.makes_intercomm() => {
             let (a, b) = (&c.sources, &c.members);
             ("inter", a.min(b), a.max(b), c.key).hash(&mut h);
         }
@@ -238,8 +251,8 @@ fn group_of(parent: u64, e: &Event, new: u32) -> u64 {
     if let Some(c) = &e.create {
         c.color.hash(&mut h);
         c.split_type.hash(&mut h);
-        if e.op != Op::IntercommCreate {
-            // (The remote group: the other side's is this side's.)
+        if !inter {
+            // (Of an inter-communicator each side names its own group.)
             c.members.hash(&mut h);
         }
     }

@@ -379,6 +379,7 @@ impl<'a> Emitter<'a> {
             Op::CommDup
             | Op::CommDupWithInfo
             | Op::CommIdup
+            | Op::CommIdupWithInfo
             | Op::CommCreateGroup
             | Op::CommSplit
             | Op::CommSplitType
@@ -390,6 +391,7 @@ impl<'a> Emitter<'a> {
             | Op::DistGraphCreateAdjacent
             | Op::IntercommCreate
             | Op::IntercommMerge => self.constructor(e, op)?,
+            op if op.is_from_groups() => self.groups_constructor(e, op)?,
             Op::Probe | Op::Iprobe | Op::Mprobe | Op::Improbe => {
                 self.comm(e, true)?;
                 self.endpoint(e, "r")?;
@@ -561,6 +563,57 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// MPI 4's constructors from groups: the groups made of the world's
+    /// by the world ranks recorded, and a string tag of the benchmark's
+    /// own made of the recorded tag's hash (as replay makes it).
+    fn groups_constructor(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let nc = match self.field(e, "new_comm") {
+            Some(id) => format!("rs_newcomm({id})"),
+            None => "&rs_null_comm".into(),
+        };
+        let key = self.field(e, "key").unwrap_or_else(|| "0".into());
+        self.line("#if MPI_VERSION >= 4");
+        self.line("char tag[32];");
+        self.line(&format!(
+            "snprintf(tag, sizeof tag, \"rankscale-%d\", (int)({key}));"
+        ));
+        let groups: &[(usize, usize)] = if op == Op::CommCreateFromGroup {
+            &[(0, MEMBERS)]
+        } else {
+            &[(0, SOURCES), (1, MEMBERS)]
+        };
+        for &(k, which) in groups {
+            let n = self.list(e, which, k);
+            self.line(&format!("const int64_t n{k} = {n};"));
+            self.line(&format!(
+                "MPI_Group g{k} = rs_group(rs_ints({k}, rs_lists[{k}], n{k}, n{k}, 0), n{k});"
+            ));
+        }
+        if op == Op::CommCreateFromGroup {
+            self.line(&format!(
+                "MPI_Comm_create_from_group(g0, tag, MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, {nc});"
+            ));
+            self.line("MPI_Group_free(&g0);");
+        } else {
+            let n = self.list(e, DIMS, 2);
+            self.line(&format!("const int64_t n2 = {n};"));
+            self.line("int *l2 = rs_ints(2, rs_lists[2], n2, 2, 0);");
+            self.line(&format!(
+                "MPI_Intercomm_create_from_groups(g0, l2[0], g1, l2[1], tag, MPI_INFO_NULL, \
+                 MPI_ERRORS_ARE_FATAL, {nc});"
+            ));
+            self.line("MPI_Group_free(&g0);");
+            self.line("MPI_Group_free(&g1);");
+        }
+        self.line("#else");
+        self.line(&format!(
+            "rs_fail(\"MPI_{} needs an MPI 4 library (this mpi.h is older)\", 0, 0);",
+            op.name()
+        ));
+        self.line("#endif");
+        Ok(())
+    }
+
     /// Communicator constructors.
     fn constructor(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
         self.comm(e, true)?;
@@ -574,6 +627,17 @@ impl<'a> Emitter<'a> {
                 self.new_request(e)?;
                 self.line("rs_rqbuf(rq, 0, MPI_BYTE);");
                 self.line(&format!("MPI_Comm_idup(c, {nc}, rs_req(rq));"));
+            }
+            Op::CommIdupWithInfo => {
+                self.new_request(e)?;
+                self.line("rs_rqbuf(rq, 0, MPI_BYTE);");
+                self.line("#if MPI_VERSION >= 4");
+                self.line(&format!(
+                    "MPI_Comm_idup_with_info(c, MPI_INFO_NULL, {nc}, rs_req(rq));"
+                ));
+                self.line("#else");
+                self.line(&format!("MPI_Comm_idup(c, {nc}, rs_req(rq));"));
+                self.line("#endif");
             }
             Op::CommDupWithInfo => {
                 self.line(&format!("MPI_Comm_dup_with_info(c, MPI_INFO_NULL, {nc});"))

@@ -236,6 +236,7 @@ impl Op {
             Family::InitExit | Family::Completion | Family::Profiling
         ) && !matches!(self, Op::Start | Op::Startall | Op::RequestFree)
             && !self.is_partition_call()
+            && !self.is_from_groups()
     }
 
     /// Whether the call is recorded without detail (see
@@ -302,6 +303,37 @@ impl Op {
                 | Op::PsendInit
                 | Op::PrecvInit
         )
+    }
+
+    /// Whether the call duplicates its communicator (`Comm_dup`,
+    /// `Comm_dup_with_info`, `Comm_idup`, `Comm_idup_with_info`): the new
+    /// one has the parent's group (and remote group), ranks and topology.
+    pub fn is_comm_dup(self) -> bool {
+        matches!(
+            self,
+            Op::CommDup | Op::CommDupWithInfo | Op::CommIdup | Op::CommIdupWithInfo
+        )
+    }
+
+    /// Whether the call makes a communicator of groups alone, with no
+    /// parent communicator (MPI 4's `Comm_create_from_group` and
+    /// `Intercomm_create_from_groups`): collective over the group(s)
+    /// only, matched by their string tag (recorded as its hash in
+    /// [`CommCreate::key`]).
+    pub fn is_from_groups(self) -> bool {
+        matches!(
+            self,
+            Op::CommCreateFromGroup | Op::IntercommCreateFromGroups
+        )
+    }
+
+    /// Whether the call makes an inter-communicator of two groups
+    /// (`Intercomm_create`, `Intercomm_create_from_groups`): its lineage
+    /// holds the local group in [`CommCreate::sources`], the remote one in
+    /// [`CommCreate::members`], the leaders in [`CommCreate::dims`] and the
+    /// tag in [`CommCreate::key`].
+    pub fn makes_intercomm(self) -> bool {
+        matches!(self, Op::IntercommCreate | Op::IntercommCreateFromGroups)
     }
 
     /// Whether the call makes a partitioned request (`Psend_init`,

@@ -371,7 +371,9 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
         }
         // Every other constructor agrees on a context id; Comm_free is local.
         CommDup
+        | CommDupWithInfo
         | CommIdup
+        | CommIdupWithInfo
         | CommCreate
         | CommCreateGroup
         | CartCreate

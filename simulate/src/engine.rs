@@ -1334,17 +1334,26 @@ impl<'a> Engine<'a> {
             dims: Vec::new(),
             both: Vec::new(),
         });
-        // `Comm_create_group` synchronises its group's members only: its
-        // instance is the call (parent, group, tag, how many before), its
-        // members the group's.
-        let group = ev
-            .create
-            .as_deref()
-            .filter(|c| ev.op == Op::CommCreateGroup && !c.members.is_empty());
-        let k = match group {
-            Some(c) => {
+        // `Comm_create_group` and the constructors from groups (MPI 4)
+        // synchronise their groups' members only: the instance is the call
+        // (parent, group, tag, how many before), the members the group's
+        // (both groups', as sorted world ranks).
+        let group: Option<(Vec<i32>, Option<i32>)> = ev.create.as_deref().and_then(|c| {
+            let g = match ev.op {
+                Op::CommCreateGroup | Op::CommCreateFromGroup => c.members.clone(),
+                Op::IntercommCreateFromGroups => {
+                    let mut g: Vec<i32> = c.sources.iter().chain(&c.members).copied().collect();
+                    g.sort_unstable();
+                    g
+                }
+                _ => return None,
+            };
+            (!g.is_empty()).then_some((g, c.key))
+        });
+        let k = match &group {
+            Some((members, tag)) => {
                 let mut h = FxHasher::default();
-                ("group", info.key, &c.members, c.key).hash(&mut h);
+                ("group", info.key, members, tag).hash(&mut h);
                 let call = h.finish();
                 let n = st.group_calls.entry(call).or_default();
                 *n += 1;
@@ -1365,7 +1374,7 @@ impl<'a> Engine<'a> {
             // parents differ: the pair of groups and the tag; the merge's
             // members.
             match ev.op {
-                Op::IntercommCreate => {
+                op if op.makes_intercomm() => {
                     let (a, b) = (&c.sources, &c.members);
                     ("inter", a.min(b), a.max(b), c.key).hash(&mut h);
                 }
@@ -1375,8 +1384,8 @@ impl<'a> Engine<'a> {
             new.0.hash(&mut h);
             c.color.hash(&mut h);
             c.split_type.hash(&mut h);
-            if ev.op != Op::IntercommCreate {
-                // (The remote group: the other side's is this side's.)
+            if !ev.op.makes_intercomm() && info.both.is_empty() {
+                // (Of an inter-communicator each side names its own group.)
                 c.members.hash(&mut h);
             }
             if ev.op == Op::CartSub {
@@ -1408,12 +1417,12 @@ impl<'a> Engine<'a> {
                 _ => Vec::new(),
             };
             let both = match ev.op {
-                Op::IntercommCreate => {
+                op if op.makes_intercomm() => {
                     let mut v: Vec<i32> = c.sources.iter().chain(&c.members).copied().collect();
                     v.sort_unstable();
                     v
                 }
-                Op::CommDup | Op::CommDupWithInfo | Op::CommIdup => info.both.clone(),
+                op if op.is_comm_dup() => info.both.clone(),
                 _ => Vec::new(),
             };
             st.comms.insert(
@@ -1429,9 +1438,9 @@ impl<'a> Engine<'a> {
         }
         let me = ev.comm_rank.max(0) as usize;
         let w = self.layout.world[r as usize] as i32;
-        let (mut size, mut slot) = if let Some(c) = group {
-            let at = c.members.iter().position(|&m| m == w).unwrap_or(0);
-            (c.members.len(), at)
+        let (mut size, mut slot) = if let Some((members, _)) = &group {
+            let at = members.iter().position(|&m| m == w).unwrap_or(0);
+            (members.len(), at)
         } else if info.both.is_empty() {
             ((info.size as usize).max(me + 1), me)
         } else {

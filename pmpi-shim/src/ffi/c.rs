@@ -1950,6 +1950,82 @@ entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm,
     rc
 });
 
+/// MPI 4's constructors from groups, where the MPI has them (MPICH 4; not
+/// Open MPI 4.1): no parent communicator (the event names the world, whose
+/// ranks the groups are given in), the groups as world ranks and the
+/// string tag as its hash in `key`.
+#[cfg(rankscale_mpi4)]
+mod from_groups {
+    use super::*;
+
+    /// The key of a string tag: a 32-bit FNV-1a hash of it, what every
+    /// member of the call agrees on. Replay and codegen issue the tag
+    /// `rankscale-KEY` for a recorded key, which is read back as KEY, so
+    /// that a replay's trace names the application's keys.
+    fn tag_key(tag: *const c_char) -> i32 {
+        if tag.is_null() {
+            return 0;
+        }
+        // SAFETY: MPI just accepted `tag` as a NUL-terminated string.
+        let bytes = unsafe { std::ffi::CStr::from_ptr(tag) }.to_bytes();
+        if let Some(k) = std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|s| s.strip_prefix("rankscale-"))
+            .and_then(|k| k.parse().ok())
+        {
+            return k;
+        }
+        let h = bytes.iter().fold(0x811c_9dc5_u32, |h, &b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        h as i32
+    }
+
+    fn world() -> MPI_Comm {
+        // SAFETY: reading an initialised mpi-sys constant.
+        unsafe { RSMPI_COMM_WORLD }
+    }
+
+    entry!(MPI_Comm_create_from_group, PMPI_Comm_create_from_group, (group: MPI_Group, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newcomm: *mut MPI_Comm), |s| {
+        let rc = PMPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm);
+        s.record(Op::CommCreateFromGroup, rc, |t, ev| {
+            fill_create(t, ev, world(), created(rc, newcomm), |c| {
+                c.members = group_members(group);
+                c.key = Some(tag_key(stringtag));
+            })
+        });
+        rc
+    });
+
+    entry!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (local_group: MPI_Group, local_leader: c_int, remote_group: MPI_Group, remote_leader: c_int, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newintercomm: *mut MPI_Comm), |s| {
+        let rc = PMPI_Intercomm_create_from_groups(local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm);
+        s.record(Op::IntercommCreateFromGroups, rc, |t, ev| {
+            fill_create(t, ev, world(), created(rc, newintercomm), |c| {
+                c.dims = vec![local_leader, remote_leader];
+                c.key = Some(tag_key(stringtag));
+                c.sources = group_members(local_group);
+                c.members = group_members(remote_group);
+            })
+        });
+        rc
+    });
+}
+
+/// `MPI_Comm_idup_with_info`, where the MPI has it (MPI 4: MPICH 4, not
+/// Open MPI 4.1): `MPI_Comm_idup`'s event (the info is not recorded).
+#[cfg(rankscale_mpi4)]
+mod comm_idup_with_info {
+    use super::*;
+
+    entry!(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info, (comm_h: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request), |s| {
+        let rc = PMPI_Comm_idup_with_info(comm_h, info, newcomm, request);
+        s.record(Op::CommIdupWithInfo, rc, |t, ev| {
+            fill_comm_idup(t, ev, comm_h, newcomm, (rc == 0).then(|| *request))
+        });
+        rc
+    });
+}
+
 entry!(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info, (comm_h: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_dup_with_info(comm_h, info, newcomm);
     s.record(Op::CommDupWithInfo, rc, |t, ev| fill_comm_dup(t, ev, comm_h, created(rc, newcomm)));

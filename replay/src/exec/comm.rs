@@ -91,7 +91,7 @@ impl Replayer<'_> {
         let (undefined, null, info) =
             unsafe { (RSMPI_UNDEFINED, RSMPI_COMM_NULL, RSMPI_INFO_NULL) };
         let mut new = null;
-        if e.op == Op::CommIdup {
+        if matches!(e.op, Op::CommIdup | Op::CommIdupWithInfo) {
             return self.comm_idup(e, parent, cr.new);
         }
         let reorder = c_int::from(cr.reorder.unwrap_or(false));
@@ -245,6 +245,10 @@ impl Replayer<'_> {
             Op::IntercommMerge => unsafe {
                 MPI_Intercomm_merge(parent, cr.key.unwrap_or(0), &mut new)
             },
+            Op::CommCreateFromGroup | Op::IntercommCreateFromGroups => mpi4!({
+                new = from_groups(e.op, cr)?;
+                0
+            }),
             op => bail!("{} is not replayed yet", op.name()),
         };
         check(rc, e.op.name())?;
@@ -260,15 +264,24 @@ impl Replayer<'_> {
     /// table when a completion call completes it, as in the application
     /// (which may use it only then).
     fn comm_idup(&mut self, e: &Event, parent: MPI_Comm, new: Option<CommId>) -> Result<()> {
-        let id = e.req.context("Comm_idup without its request")?;
+        let id = e
+            .req
+            .with_context(|| format!("{} without its request", e.op.name()))?;
         // SAFETY: reading an initialised mpi-sys constant.
         let mut cell = Box::new(unsafe { RSMPI_COMM_NULL });
         let mut req = super::request_null();
-        // SAFETY: `parent` is live; `cell` is a heap cell that the request
-        // table keeps until the request completes (MPI may write it until
-        // then); `req` is a valid out-parameter.
-        let rc = unsafe { MPI_Comm_idup(parent, &mut *cell, &mut req) };
-        check(rc, "MPI_Comm_idup")?;
+        // In both calls `parent` is live; `cell` is a heap cell that the
+        // request table keeps until the request completes (MPI may write
+        // it until then); `req` is a valid out-parameter.
+        let rc = if e.op == Op::CommIdupWithInfo {
+            // SAFETY: as above; the info is MPI_INFO_NULL (the trace keeps
+            // no info keys).
+            mpi4!(unsafe { MPI_Comm_idup_with_info(parent, RSMPI_INFO_NULL, &mut *cell, &mut req) })
+        } else {
+            // SAFETY: as above.
+            unsafe { MPI_Comm_idup(parent, &mut *cell, &mut req) }
+        };
+        check(rc, e.op.name())?;
         match new {
             Some(new) => self.new_creating_req(id, req, new.0, cell),
             // The application's idup made nothing the trace names; its
@@ -277,6 +290,72 @@ impl Replayer<'_> {
         }
         Ok(())
     }
+}
+
+/// MPI 4's constructors from groups: the groups made of the world's by
+/// the world ranks recorded, and a string tag of replay's own made of the
+/// recorded tag's hash (the same on every member, as the application's).
+#[cfg(rankscale_mpi4)]
+fn from_groups(op: Op, cr: &compress::CommCreate) -> Result<MPI_Comm> {
+    let tag = std::ffi::CString::new(format!("rankscale-{}", cr.key.unwrap_or(0)))?;
+    // SAFETY: reading initialised mpi-sys constants.
+    let (mut new, info, fatal) =
+        unsafe { (RSMPI_COMM_NULL, RSMPI_INFO_NULL, RSMPI_ERRORS_ARE_FATAL) };
+    let rc = if op == Op::CommCreateFromGroup {
+        let mut g = world_group(&cr.members)?;
+        // SAFETY: `g` is a group of world processes just made; `tag` is a
+        // NUL-terminated string that outlives the call; `new` is a valid
+        // out-parameter.
+        let rc = unsafe { MPI_Comm_create_from_group(g, tag.as_ptr(), info, fatal, &mut new) };
+        // SAFETY: `g` is this replay's and no longer used.
+        unsafe { PMPI_Group_free(&mut g) };
+        rc
+    } else {
+        let &[local_leader, remote_leader] = cr.dims.as_slice() else {
+            bail!("Intercomm_create_from_groups without its leaders");
+        };
+        let (mut lg, mut rg) = (world_group(&cr.sources)?, world_group(&cr.members)?);
+        // SAFETY: as above, with both groups just made.
+        let rc = unsafe {
+            MPI_Intercomm_create_from_groups(
+                lg,
+                local_leader,
+                rg,
+                remote_leader,
+                tag.as_ptr(),
+                info,
+                fatal,
+                &mut new,
+            )
+        };
+        // SAFETY: both groups are this replay's and no longer used.
+        unsafe {
+            PMPI_Group_free(&mut lg);
+            PMPI_Group_free(&mut rg);
+        }
+        rc
+    };
+    check(rc, op.name())?;
+    Ok(new)
+}
+
+/// The group of these world ranks, in this order.
+#[cfg(rankscale_mpi4)]
+fn world_group(ranks: &[c_int]) -> Result<MPI_Group> {
+    let (mut wg, mut g) = (group_null(), group_null());
+    // SAFETY: the world communicator is valid after MPI_Init; `wg` is a
+    // valid out-parameter.
+    check(
+        unsafe { PMPI_Comm_group(RSMPI_COMM_WORLD, &mut wg) },
+        "MPI_Comm_group",
+    )?;
+    // SAFETY: `wg` was just made; `ranks` holds `ranks.len()` world ranks
+    // (the trace check made sure); `g` is a valid out-parameter.
+    let rc = unsafe { PMPI_Group_incl(wg, ranks.len() as c_int, ranks.as_ptr(), &mut g) };
+    // SAFETY: `wg` is this replay's and no longer used.
+    unsafe { PMPI_Group_free(&mut wg) };
+    check(rc, "MPI_Group_incl")?;
+    Ok(g)
 }
 
 /// The ranks in `comm` of the given world ranks (the trace records peers

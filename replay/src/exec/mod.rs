@@ -45,8 +45,9 @@ macro_rules! mpi4 {
     ($call:expr) => {
         return Err(anyhow::anyhow!(
             "the trace holds MPI 4 calls (persistent collectives, partitioned \
-             communication), which this MPI library lacks (Open MPI 4.1 has \
-             neither): replay it with an MPI 4 library (MPICH 4)"
+             communication, Comm_idup_with_info, constructors from groups), which \
+             this MPI library lacks (Open MPI 4.1 has none of them): replay it with \
+             an MPI 4 library (MPICH 4)"
         ))
     };
 }
@@ -597,7 +598,10 @@ impl<'o> Replayer<'o> {
             | Op::IntercommCreate
             | Op::IntercommMerge
             | Op::CommIdup
+            | Op::CommIdupWithInfo
             | Op::CommCreateGroup
+            | Op::CommCreateFromGroup
+            | Op::IntercommCreateFromGroups
             | Op::CommFree => self.comm_op(e).map(|()| 0.0),
             Op::Cancel => self.cancel(e),
             // Recorded without detail: passed over (the note at the start

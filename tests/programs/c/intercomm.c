@@ -18,14 +18,20 @@
  * the merged communicator one MPI_Allreduce; over the inter-communicator
  * an MPI_Bcast from the lower group's rank 0 (root MPI_ROOT there,
  * MPI_PROC_NULL on the rest of its group, 0 on the upper group) and an
- * MPI_Allreduce (each group gets the sum of the other's). The data is
+ * MPI_Allreduce (each group gets the sum of the other's); over two
+ * inter-communicators made of the inter-communicator, MPI_Comm_split by
+ * the parity of r (key r) and MPI_Comm_create of each group without its
+ * rank 0, each rank exchanges with the rank of its own index in the other
+ * group, if there is one, by MPI_Sendrecv (tags 4 and 5). The data is
  * checked.
  *
  * Per-rank calls (lower group of size L = np/2, upper U = np - L,
  * P = min(L, U); r the rank in its group):
- *   Init 1, Finalize 1, Comm_split 1, Intercomm_create 1, Comm_dup 1,
- *   Intercomm_merge 1, Comm_free 4, Allreduce 2*ITERS, Bcast ITERS,
- *   Sendrecv ITERS if r < P,
+ *   Init 1, Finalize 1, Comm_split 2, Comm_create 1, Intercomm_create 1,
+ *   Comm_dup 1, Intercomm_merge 1, Comm_free 5 (6 if r > 0 and both groups
+ *   have 2 ranks or more), Allreduce 2*ITERS, Bcast ITERS,
+ *   Sendrecv ITERS if r < P, ITERS more if the split's other group has
+ *   a rank of index r / 2, ITERS more if r > 0 and r < P;
  *   Send ITERS on the lower group, Recv L*ITERS on upper rank 0,
  *   Isend = Irecv = Waitall = ITERS on rank 0 of each group.
  */
@@ -101,6 +107,36 @@ int main(int argc, char **argv)
         MPI_Allreduce(&mine_g, &other, 1, MPI_LONG_LONG, MPI_SUM, inter);
         CHECK(other == (colour == 0 ? 2LL * upper : 1LL * lower), "inter sum %lld", other);
     }
+    /* Inter-communicators made of the inter-communicator. */
+    MPI_Comm split, created;
+    MPI_Comm_split(inter, r % 2, r, &split);
+    MPI_Group g, g0;
+    MPI_Comm_group(inter, &g);
+    const int zero = 0;
+    MPI_Group_excl(g, 1, &zero, &g0);
+    MPI_Comm_create(inter, g0, &created);
+    MPI_Group_free(&g0);
+    MPI_Group_free(&g);
+    const MPI_Comm made[2] = {split, created};
+    for (int it = 0; it < iters; it++) {
+        for (int m = 0; m < 2; m++) {
+            if (made[m] == MPI_COMM_NULL)
+                continue;
+            int mr2, rs;
+            MPI_Comm_rank(made[m], &mr2);
+            MPI_Comm_remote_size(made[m], &rs);
+            if (mr2 < rs) {
+                int out = 100 * m + 10 * colour + it, in = -1;
+                MPI_Sendrecv(&out, 1, MPI_INT, mr2, 4 + m, &in, 1, MPI_INT, mr2, 4 + m, made[m],
+                             MPI_STATUS_IGNORE);
+                CHECK(in == 100 * m + 10 * (1 - colour) + it, "made %d got %d", m, in);
+            }
+        }
+    }
+    if (created != MPI_COMM_NULL)
+        MPI_Comm_free(&created);
+    if (split != MPI_COMM_NULL)
+        MPI_Comm_free(&split);
     MPI_Comm_free(&merged);
     MPI_Comm_free(&dup);
     MPI_Comm_free(&inter);

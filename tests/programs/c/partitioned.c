@@ -8,9 +8,10 @@
  * communication (MPI_VERSION 3): there the program says so and does
  * nothing else (the manifest runs it on MPICH only).
  *
- *  1. MPI_Psend_init to rank+1 (SPART=4 partitions of 12 doubles, tag 5)
- *     and MPI_Precv_init from rank-1 (RPART=3 partitions of 16 doubles,
- *     tag 5), once.
+ *  1. A duplicate of the world by MPI_Comm_idup_with_info (MPI 4), with
+ *     MPI_Wait. On it, MPI_Psend_init to rank+1 (SPART=4 partitions of
+ *     12 doubles, tag 5) and MPI_Precv_init from rank-1 (RPART=3
+ *     partitions of 16 doubles, tag 5), once.
  *  2. Each iteration: an ordinary MPI_Sendrecv of one int on the same
  *     communicator, peers and tag (partitioned messages must not match
  *     it), MPI_Startall of both requests, then the partitions made ready
@@ -18,9 +19,10 @@
  *     reverse order; MPI_Pready_range of all; MPI_Pready_list of
  *     {2, 0, 3, 1}. The receiver polls MPI_Parrived on each of its
  *     partitions until it arrived and checks it, then MPI_Waitall.
- *  3. MPI_Request_free of both.
+ *  3. MPI_Request_free of both; MPI_Comm_free of the duplicate.
  *
- * Per-rank calls (MPICH): Init 1, Finalize 1, Psend_init 1, Precv_init 1,
+ * Per-rank calls (MPICH): Init 1, Finalize 1, Comm_idup_with_info 1,
+ *   Wait 1, Comm_free 1, Psend_init 1, Precv_init 1,
  *   Sendrecv ITERS, Startall ITERS, Waitall ITERS, Request_free 2,
  *   Pready 4 * ceil(ITERS/3), Pready_range ceil((ITERS-1)/3),
  *   Pready_list ceil((ITERS-2)/3), Parrived at least 3 * ITERS.
@@ -50,14 +52,14 @@ int main(int argc, char **argv)
     const int next = (rank + 1) % np, prev = (rank + np - 1) % np;
     double sbuf[TOTAL], rbuf[TOTAL];
     MPI_Request r[2];
-    MPI_Psend_init(sbuf, SPART, TOTAL / SPART, MPI_DOUBLE, next, 5, MPI_COMM_WORLD, MPI_INFO_NULL,
-                   &r[0]);
-    MPI_Precv_init(rbuf, RPART, TOTAL / RPART, MPI_DOUBLE, prev, 5, MPI_COMM_WORLD, MPI_INFO_NULL,
-                   &r[1]);
+    MPI_Comm comm;
+    MPI_Comm_idup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &comm, &r[0]);
+    MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    MPI_Psend_init(sbuf, SPART, TOTAL / SPART, MPI_DOUBLE, next, 5, comm, MPI_INFO_NULL, &r[0]);
+    MPI_Precv_init(rbuf, RPART, TOTAL / RPART, MPI_DOUBLE, prev, 5, comm, MPI_INFO_NULL, &r[1]);
     for (int it = 0; it < iters; it++) {
         int out = rank * 10 + it, in = -1;
-        MPI_Sendrecv(&out, 1, MPI_INT, next, 5, &in, 1, MPI_INT, prev, 5, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+        MPI_Sendrecv(&out, 1, MPI_INT, next, 5, &in, 1, MPI_INT, prev, 5, comm, MPI_STATUS_IGNORE);
         CHECK(in == prev * 10 + it, "ordinary message %d at iteration %d", in, it);
         for (int i = 0; i < TOTAL; i++) {
             sbuf[i] = val(rank, it, i);
@@ -85,6 +87,7 @@ int main(int argc, char **argv)
     }
     MPI_Request_free(&r[0]);
     MPI_Request_free(&r[1]);
+    MPI_Comm_free(&comm);
     if (rank == 0) printf("partitioned: %d iterations on %d ranks: ok\n", iters, np);
 #endif
     MPI_Finalize();
