@@ -1345,8 +1345,16 @@ pub(crate) unsafe fn fill_reduce_scatter(
     ev.in_place = in_place(sendbuf);
     ev.recv = Some(coll(0, datatype));
     ev.redop = Some(redop(op));
-    // SAFETY: recvcounts has one entry per rank.
-    ev.recv_counts = unsafe { ints(recvcounts, comm_size(comm_h)) };
+    // One entry per rank of the local group, on an inter-communicator too
+    // (each group's result is scattered over the other by the counts of
+    // the group that receives it): not `comm_size`, which is the remote
+    // group's there.
+    let mut n: c_int = 0;
+    // SAFETY: `comm_h` is the communicator MPI just accepted; the call
+    // only writes its int out-parameter.
+    unsafe { PMPI_Comm_size(comm_h, &mut n) };
+    // SAFETY: recvcounts has one entry per rank of the local group.
+    ev.recv_counts = unsafe { ints(recvcounts, n) };
 }
 
 pub(crate) unsafe fn fill_reduce_scatter_block(

@@ -18,7 +18,10 @@
  * the merged communicator one MPI_Allreduce; over the inter-communicator
  * an MPI_Bcast from the lower group's rank 0 (root MPI_ROOT there,
  * MPI_PROC_NULL on the rest of its group, 0 on the upper group) and an
- * MPI_Allreduce (each group gets the sum of the other's); over two
+ * MPI_Allreduce (each group gets the sum of the other's) and an
+ * MPI_Reduce_scatter of L*U elements, the other group's reduction
+ * scattered over each group in equal parts (its count list is the local
+ * group's: shorter than the remote group on the smaller side); over two
  * inter-communicators made of the inter-communicator, MPI_Comm_split by
  * the parity of r (key r) and MPI_Comm_create of each group without its
  * rank 0, each rank exchanges with the rank of its own index in the other
@@ -30,6 +33,7 @@
  *   Init 1, Finalize 1, Comm_split 2, Comm_create 1, Intercomm_create 1,
  *   Comm_dup 1, Intercomm_merge 1, Comm_free 5 (6 if r > 0 and both groups
  *   have 2 ranks or more), Allreduce 2*ITERS, Bcast ITERS,
+ *   Reduce_scatter ITERS,
  *   Sendrecv ITERS if r < P, ITERS more if the split's other group has
  *   a rank of index r / 2, ITERS more if r > 0 and r < P;
  *   Send ITERS on the lower group, Recv L*ITERS on upper rank 0,
@@ -106,6 +110,30 @@ int main(int argc, char **argv)
         long long other = 0, mine_g = colour + 1;
         MPI_Allreduce(&mine_g, &other, 1, MPI_LONG_LONG, MPI_SUM, inter);
         CHECK(other == (colour == 0 ? 2LL * upper : 1LL * lower), "inter sum %lld", other);
+        /* Element j of every rank's vector is rank + j; each group gets
+         * the other's sum, rank r of it the r-th part. */
+        const int total = lower * upper, mine_n = colour == 0 ? lower : upper;
+        const int part = total / mine_n;
+        int *counts = malloc(sizeof(int) * (size_t)mine_n);
+        long long *vec = malloc(sizeof(long long) * (size_t)total);
+        long long *got = malloc(sizeof(long long) * (size_t)part);
+        CHECK(counts && vec && got, "out of memory");
+        for (int i = 0; i < mine_n; i++)
+            counts[i] = part;
+        for (int j = 0; j < total; j++)
+            vec[j] = rank + j;
+        MPI_Reduce_scatter(vec, got, counts, MPI_LONG_LONG, MPI_SUM, inter);
+        const long long lower_sum = (long long)lower * (lower - 1) / 2;
+        const long long upper_sum = (long long)np * (np - 1) / 2 - lower_sum;
+        const long long osum = colour == 0 ? upper_sum : lower_sum;
+        const int on = colour == 0 ? upper : lower;
+        for (int k = 0; k < part; k++) {
+            const long long want = osum + (long long)on * (r * part + k);
+            CHECK(got[k] == want, "reduce_scatter got %lld, expected %lld", got[k], want);
+        }
+        free(counts);
+        free(vec);
+        free(got);
     }
     /* Inter-communicators made of the inter-communicator. */
     MPI_Comm split, created;
