@@ -76,6 +76,7 @@ const SLICE: &[&str] = &[
     "coll/icscatterv 5",
     "coll/icalltoallw 5",
     "coll/p_allred 4",
+    "coll/alltoallw_zeros 2",
     "comm/dup 2",
     "comm/cmsplit 4",
     "comm/commcreate1 8",

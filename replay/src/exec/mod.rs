@@ -432,14 +432,7 @@ impl<'o> Replayer<'o> {
         if let Some(&t) = self.types.get(&(dsize, derived)) {
             return Ok(t);
         }
-        // A type of size 0 that is neither derived nor predefined is
-        // MPI_DATATYPE_NULL, which MPI accepts with a count of 0 (MPICH's
-        // part/nonblocking_pready sends so): replayed as it was.
-        if dsize == 0 && !derived {
-            // SAFETY: reading an initialised mpi-sys constant.
-            return Ok(unsafe { RSMPI_DATATYPE_NULL });
-        }
-        // A derived type of size 0 (an empty indexed type, say) is a
+        // A type of size 0 (an empty indexed type, say) is a
         // contiguous type of no bytes: its messages are empty, as the
         // application's.
         let n = c_int::try_from(dsize.max(0)).context("datatype size")?;
@@ -484,6 +477,16 @@ impl<'o> Replayer<'o> {
     fn typed(&mut self, t: &Transfer) -> Result<MPI_Datatype> {
         match predefined(t) {
             Some(ty) => Ok(ty),
+            // Of size 0 and neither derived nor a known predefined type:
+            // MPI_DATATYPE_NULL, which MPI accepts with a count of 0
+            // (MPICH's part/nonblocking_pready sends so), replayed as it
+            // was. (The per-peer types of Alltoallw, sizes alone, are
+            // never null: MPI wants valid types there, so a size of 0
+            // stays a derived type of no bytes.)
+            None if t.dsize == 0 && t.dtype == Datatype::UNKNOWN => {
+                // SAFETY: reading an initialised mpi-sys constant.
+                Ok(unsafe { RSMPI_DATATYPE_NULL })
+            }
             None => {
                 let derived = t.dtype == Datatype::DERIVED;
                 if derived {
