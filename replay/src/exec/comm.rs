@@ -345,10 +345,8 @@ fn world_group(ranks: &[c_int]) -> Result<MPI_Group> {
     let (mut wg, mut g) = (group_null(), group_null());
     // SAFETY: the world communicator is valid after MPI_Init; `wg` is a
     // valid out-parameter.
-    check(
-        unsafe { PMPI_Comm_group(RSMPI_COMM_WORLD, &mut wg) },
-        "MPI_Comm_group",
-    )?;
+    let rc = unsafe { PMPI_Comm_group(RSMPI_COMM_WORLD, &mut wg) };
+    check(rc, "MPI_Comm_group")?;
     // SAFETY: `wg` was just made; `ranks` holds `ranks.len()` world ranks
     // (the trace check made sure); `g` is a valid out-parameter.
     let rc = unsafe { PMPI_Group_incl(wg, ranks.len() as c_int, ranks.as_ptr(), &mut g) };
