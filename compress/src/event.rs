@@ -226,7 +226,8 @@ impl Family {
 
 impl Op {
     /// Whether the call names a communicator (everything but init/exit,
-    /// completion calls, Start, Startall and Request_free).
+    /// completion calls, Start, Startall, Request_free, the calls on one
+    /// partition of a request and the constructors from groups).
     pub fn has_comm(self) -> bool {
         if self.is_generic() {
             return listed_has_comm(self);
