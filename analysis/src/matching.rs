@@ -25,7 +25,7 @@ use std::collections::hash_map::DefaultHasher;
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 
-use compress::{CommId, Event, Family, Op, Peer, ReqId};
+use compress::{Event, Family, Op, Peer, ReqId};
 use rayon::prelude::*;
 
 use crate::run::{Events, Run};
@@ -369,11 +369,7 @@ fn scan(ri: usize, me: i32, events: &Events) -> RankOut {
                 };
                 let p = Pending {
                     kind,
-                    comm: if e.op.is_partitioned_init() {
-                        comm | CommId::PARTITIONED_CHANNELS
-                    } else {
-                        comm
-                    },
+                    comm: e.op.channel_comm(comm),
                     post: i,
                     probe: None,
                 };

@@ -346,6 +346,18 @@ impl Op {
         matches!(self, Op::PsendInit | Op::PrecvInit)
     }
 
+    /// The communicator id a message this call posts is matched on, for
+    /// the tools that key messages by (communicator, source, destination,
+    /// tag): `comm` itself, or with [`CommId::PARTITIONED_CHANNELS`] set
+    /// for a partitioned request's.
+    pub fn channel_comm(self, comm: u32) -> u32 {
+        if self.is_partitioned_init() {
+            comm | CommId::PARTITIONED_CHANNELS
+        } else {
+            comm
+        }
+    }
+
     /// Whether the call acts on one partition of a live partitioned
     /// request (`Pready`, `Pready_range`, `Pready_list`, `Parrived`): it
     /// names the request in [`Event::reqs`] and no communicator.

@@ -23,7 +23,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-use compress::{CommId, ComputeDraws, Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
+use compress::{ComputeDraws, Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
 use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
 
@@ -957,11 +957,7 @@ impl<'a> Engine<'a> {
                         // only: a channel space of their own. The model
                         // moves the whole buffer at the Start (it does not
                         // wait for the last Pready).
-                        let comm = if ev.op.is_partitioned_init() {
-                            comm | CommId::PARTITIONED_CHANNELS
-                        } else {
-                            comm
-                        };
+                        let comm = ev.op.channel_comm(comm);
                         let t = side.and_then(|x| {
                             Some(Template {
                                 op: ev.op,

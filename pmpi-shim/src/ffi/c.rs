@@ -599,15 +599,20 @@ pub(crate) fn fill_start(t: &Tracer, ev: &mut Event, before: &[usize], after: &[
     for (b, a) in before.iter().zip(after) {
         t.rekey_req(*b, *a);
     }
+    name_reqs(t, ev, after);
+}
+
+/// Adds the ids of the live requests with these handle keys to the
+/// requests the call names (`reqs=`); unknown handles are left out.
+pub(crate) fn name_reqs(t: &Tracer, ev: &mut Event, keys: &[usize]) {
     ev.reqs
-        .extend(t.reqs(after).into_iter().flatten().map(|r| r.id));
+        .extend(t.reqs(keys).into_iter().flatten().map(|r| r.id));
 }
 
 /// Fills Request_free and forgets the request (`key`: its handle key,
 /// read before the call).
 pub(crate) fn fill_request_free(t: &Tracer, ev: &mut Event, key: usize) {
-    ev.reqs
-        .extend(t.reqs(&[key]).into_iter().flatten().map(|r| r.id));
+    name_reqs(t, ev, &[key]);
     t.retire_reqs(&[key], true);
 }
 
@@ -1554,12 +1559,6 @@ mod partitioned {
         ev.req = new_req(t, request, true, false, comm_h);
     }
 
-    /// The id of the partitioned request a `Pready*` or `Parrived` names.
-    fn named(t: &Tracer, ev: &mut Event, request: MPI_Request) {
-        ev.reqs
-            .extend(t.reqs(&[request.key()]).into_iter().flatten().map(|r| r.id));
-    }
-
     entry!(MPI_Psend_init, PMPI_Psend_init, (buf: *const c_void, partitions: c_int, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm, info: MPI_Info, request: *mut MPI_Request), |s| {
         let rc = PMPI_Psend_init(buf, partitions, count, datatype, dest, tag, comm_h, info, request);
         s.record(Op::PsendInit, rc, |t, ev| {
@@ -1579,7 +1578,7 @@ mod partitioned {
     entry!(MPI_Pready, PMPI_Pready, (partition: c_int, request: MPI_Request), |s| {
         let rc = PMPI_Pready(partition, request);
         s.record(Op::Pready, rc, |t, ev| {
-            named(t, ev, request);
+            name_reqs(t, ev, &[request.key()]);
             ev.value = Some(i64::from(partition));
         });
         rc
@@ -1588,7 +1587,7 @@ mod partitioned {
     entry!(MPI_Pready_range, PMPI_Pready_range, (low: c_int, high: c_int, request: MPI_Request), |s| {
         let rc = PMPI_Pready_range(low, high, request);
         s.record(Op::PreadyRange, rc, |t, ev| {
-            named(t, ev, request);
+            name_reqs(t, ev, &[request.key()]);
             ev.send_counts = vec![low, high];
         });
         rc
@@ -1597,7 +1596,7 @@ mod partitioned {
     entry!(MPI_Pready_list, PMPI_Pready_list, (length: c_int, partitions: *mut c_int, request: MPI_Request), |s| {
         let rc = PMPI_Pready_list(length, partitions, request);
         s.record(Op::PreadyList, rc, |t, ev| {
-            named(t, ev, request);
+            name_reqs(t, ev, &[request.key()]);
             let n = usize::try_from(length).unwrap_or(0);
             if !partitions.is_null() && n > 0 {
                 // SAFETY: MPI read `length` partitions from this array.
@@ -1610,7 +1609,7 @@ mod partitioned {
     entry!(MPI_Parrived, PMPI_Parrived, (request: MPI_Request, partition: c_int, flag: *mut c_int), |s| {
         let rc = PMPI_Parrived(request, partition, flag);
         s.record(Op::Parrived, rc, |t, ev| {
-            named(t, ev, request);
+            name_reqs(t, ev, &[request.key()]);
             ev.value = Some(i64::from(partition));
             ev.flag = Some(*flag != 0);
         });

@@ -126,20 +126,7 @@ impl Replayer<'_> {
                 )
             },
             Op::CommCreate | Op::CommCreateGroup => {
-                // Members are world ranks: translate them into the parent.
-                let local = world_to_local(parent, &cr.members, false)?;
-                let mut pg = group_null();
-                // SAFETY: `parent` is live; `pg` is a valid out-parameter.
-                let rc = unsafe { PMPI_Comm_group(parent, &mut pg) };
-                check(rc, "MPI_Comm_group")?;
-                let mut g = group_null();
-                // SAFETY: `pg` is the group just made; `local` holds
-                // `local.len()` ranks of it; `g` is a valid out-parameter.
-                let rc =
-                    unsafe { PMPI_Group_incl(pg, local.len() as c_int, local.as_ptr(), &mut g) };
-                // SAFETY: `pg` is this replay's and no longer used.
-                unsafe { PMPI_Group_free(&mut pg) };
-                check(rc, "MPI_Group_incl")?;
+                let mut g = members_group(parent, &cr.members)?;
                 // SAFETY: `g` is a group of `parent`'s processes; `new` is a
                 // valid out-parameter.
                 let rc = unsafe {
@@ -342,16 +329,24 @@ fn from_groups(op: Op, cr: &compress::CommCreate) -> Result<MPI_Comm> {
 /// The group of these world ranks, in this order.
 #[cfg(rankscale_mpi4)]
 fn world_group(ranks: &[c_int]) -> Result<MPI_Group> {
-    let (mut wg, mut g) = (group_null(), group_null());
-    // SAFETY: the world communicator is valid after MPI_Init; `wg` is a
+    // SAFETY: reading an initialised mpi-sys constant.
+    members_group(unsafe { RSMPI_COMM_WORLD }, ranks)
+}
+
+/// The group of these world ranks (the trace records group members so),
+/// in this order, as a subgroup of `comm`'s (local) group.
+fn members_group(comm: MPI_Comm, members: &[c_int]) -> Result<MPI_Group> {
+    let local = world_to_local(comm, members, false)?;
+    let (mut pg, mut g) = (group_null(), group_null());
+    // SAFETY: `comm` is a live communicator of this replay; `pg` is a
     // valid out-parameter.
-    let rc = unsafe { PMPI_Comm_group(RSMPI_COMM_WORLD, &mut wg) };
+    let rc = unsafe { PMPI_Comm_group(comm, &mut pg) };
     check(rc, "MPI_Comm_group")?;
-    // SAFETY: `wg` was just made; `ranks` holds `ranks.len()` world ranks
-    // (the trace check made sure); `g` is a valid out-parameter.
-    let rc = unsafe { PMPI_Group_incl(wg, ranks.len() as c_int, ranks.as_ptr(), &mut g) };
-    // SAFETY: `wg` is this replay's and no longer used.
-    unsafe { PMPI_Group_free(&mut wg) };
+    // SAFETY: `pg` is the group just made; `local` holds `local.len()`
+    // ranks of it; `g` is a valid out-parameter.
+    let rc = unsafe { PMPI_Group_incl(pg, local.len() as c_int, local.as_ptr(), &mut g) };
+    // SAFETY: `pg` is this replay's and no longer used.
+    unsafe { PMPI_Group_free(&mut pg) };
     check(rc, "MPI_Group_incl")?;
     Ok(g)
 }
