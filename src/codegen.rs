@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use std::io::Write;
+
 use anyhow::{Context, Result};
 
 /// Arguments of `rankscale codegen`.
@@ -20,6 +22,7 @@ pub struct Args {
 /// `rankscale codegen`.
 pub fn run(args: &Args) -> Result<()> {
     args.emulation.check()?;
+    let output = compress::output::Output::create(&args.output, &[&args.file])?;
     let file = crate::show::read(&args.file)?;
     let e = &args.emulation;
     let opts = codegen::Options {
@@ -31,8 +34,11 @@ pub fn run(args: &Args) -> Result<()> {
     let name = args.file.display().to_string();
     let bench = codegen::generate(&file, &name, &opts)
         .with_context(|| format!("cannot write a benchmark of {name}"))?;
-    std::fs::write(&args.output, &bench.source)
+    let mut output = output;
+    output
+        .write_all(bench.source.as_bytes())
         .with_context(|| format!("cannot write {}", args.output.display()))?;
+    output.commit()?;
     let trace_bytes = std::fs::metadata(&args.file).map_or(0, |m| m.len());
     eprintln!(
         "rankscale: {} written: {} bytes, {} calls, {} table words (trace {} bytes); build with \

@@ -4,8 +4,6 @@
 //! ([`analysis::perfetto`]); `--otf2` an OTF2 archive, the format of
 //! Score-P, Scalasca and Vampir ([`otf2::export`]).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -57,18 +55,10 @@ pub fn run(args: &Args) -> Result<()> {
             .transpose()?,
         max_events: args.max_events,
     };
-    let out = File::create(&args.output)
-        .with_context(|| format!("creating {}", args.output.display()))?;
-    let mut out = BufWriter::new(out);
-    let written = analysis::perfetto::write(&file, &opts, &mut out);
-    let done = match written.and_then(|d| Ok(out.flush().map(|()| d)?)) {
-        Ok(d) => d,
-        Err(e) => {
-            // No half-written file is left behind.
-            let _ = std::fs::remove_file(&args.output);
-            return Err(e.into());
-        }
-    };
+    let mut out = compress::output::Output::create(&args.output, &[&args.file])?;
+    let done = analysis::perfetto::write(&file, &opts, &mut out)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    out.commit()?;
     let timing = if done.timed {
         "times from the timeline"
     } else {
@@ -93,6 +83,15 @@ pub fn run(args: &Args) -> Result<()> {
 /// `rankscale export --otf2`: the archive in `dir`, removed again when the
 /// export fails half-way.
 fn otf2_archive(file: &compress::TraceFile, dir: &std::path::Path) -> Result<()> {
+    // The archive is a directory: an existing file (the input trace
+    // itself, say) is never replaced by one.
+    if let Ok(m) = std::fs::metadata(dir) {
+        anyhow::ensure!(
+            m.is_dir(),
+            "{} exists and is not a directory: an OTF2 archive is written into a new or empty directory",
+            dir.display()
+        );
+    }
     let spin = crate::progress::Progress::spinner("export", format!("writing {}", dir.display()));
     let existed = dir.exists();
     let done = match otf2::export(file, dir) {

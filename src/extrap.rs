@@ -110,6 +110,16 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("--ranks must be at least 1");
     }
     let dims = args.dims.as_deref().map(parse_dims).transpose()?;
+    let read_paths: Vec<&Path> = args
+        .files
+        .iter()
+        .chain(&args.snippet)
+        .chain(&args.plugin)
+        .map(PathBuf::as_path)
+        .collect();
+    // Refused now, not after the extrapolation: an output that is one of
+    // the inputs, or a device.
+    let output = compress::output::Output::create(&args.output, &read_paths)?;
     let snippet = match &args.snippet {
         Some(p) => {
             let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
@@ -185,7 +195,7 @@ pub fn run(args: &Args) -> Result<()> {
     spin.say(format!("writing {}", args.output.display()));
     let bytes = out
         .file
-        .write(&args.output)
+        .write_output(output)
         .with_context(|| format!("writing {}", args.output.display()))?;
     drop(spin);
     let r = &out.report;

@@ -1,6 +1,7 @@
 //! `rankscale report FILE -o report.html`: analyses the trace and writes
 //! the page that [`report::html`] builds.
 
+use std::io::Write;
 use std::path::Path;
 
 use analysis::{Options, analyze_with_data};
@@ -10,6 +11,7 @@ use crate::show::read;
 
 /// Writes the report of `file` to `out`.
 pub fn report(file: &Path, out: &Path) -> Result<()> {
+    let mut output = compress::output::Output::create(out, &[file])?;
     let f = read(file)?;
     let (r, data) = {
         let bar = crate::progress::Progress::bar("report");
@@ -19,7 +21,10 @@ pub fn report(file: &Path, out: &Path) -> Result<()> {
         .with_context(|| format!("cannot analyse {}", file.display()))?
     };
     let html = report::html::page(file, &f, &r, &data);
-    std::fs::write(out, html).with_context(|| format!("cannot write {}", out.display()))?;
+    output
+        .write_all(html.as_bytes())
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    output.commit()?;
     println!("report: {}", out.display());
     Ok(())
 }

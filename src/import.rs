@@ -1,9 +1,9 @@
 //! `rankscale import`: the command line of [`compress::import`], which
 //! holds the parsers and the conversion.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use compress::import::{PERTEXT, import_pertext};
 
 /// The trace formats `rankscale import` reads. A closed set, so that clap
@@ -32,12 +32,9 @@ impl Format {
 /// Entry point of `rankscale import`: imports `dir`, writes `output` and
 /// prints one summary line.
 pub fn import(format: Format, dir: &Path, output: &Path) -> Result<()> {
-    let spin = crate::progress::Progress::spinner(
-        "import",
-        format!("reading {} ({})", dir.display(), format.name()),
-    );
-    let file = match format {
-        Format::Pertext => import_pertext(dir)?,
+    // The files the import reads, so that the output is never one of them.
+    let read_paths: Vec<PathBuf> = match format {
+        Format::Pertext => compress::import::rank_files(dir)?,
         Format::Otf2 => {
             let anchor = if dir.is_dir() {
                 dir.join("traces.otf2")
@@ -49,7 +46,22 @@ pub fn import(format: Format, dir: &Path, output: &Path) -> Result<()> {
                 "{}: no OTF2 anchor file (give the archive's traces.otf2 or its directory)",
                 anchor.display()
             );
-            let got = otf2::import(&anchor)?;
+            vec![anchor.with_extension("def"), anchor]
+        }
+    };
+    let out = compress::output::Output::create(
+        output,
+        &read_paths.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+    )?;
+    let spin = crate::progress::Progress::spinner(
+        "import",
+        format!("reading {} ({})", dir.display(), format.name()),
+    );
+    let file = match format {
+        Format::Pertext => import_pertext(dir)?,
+        Format::Otf2 => {
+            let anchor = read_paths.last().context("no anchor")?;
+            let got = otf2::import(anchor)?;
             if got.skipped > 0 {
                 spin.say(format!(
                     "{} regions that are not MPI calls rankscale knows were skipped",
@@ -60,7 +72,7 @@ pub fn import(format: Format, dir: &Path, output: &Path) -> Result<()> {
         }
     };
     spin.say(format!("writing {}", output.display()));
-    let bytes = file.write(output)?;
+    let bytes = file.write_output(out)?;
     drop(spin);
     println!(
         "rankscale: imported {} ranks, {} events from {} ({}) into {} ({bytes} bytes)",

@@ -69,6 +69,15 @@ pub(crate) fn find_built(imp: &str, name: &str, what: &str, hint: &str) -> Resul
         })
 }
 
+/// A file's identity (device, inode, modification time): the tracer
+/// replaces a trace by renaming a new file onto it, so an unchanged
+/// identity after the run means the file is an earlier run's.
+fn identity(path: &Path) -> Option<(u64, u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.dev(), m.ino(), m.mtime(), m.mtime_nsec()))
+}
+
 /// Runs the traced command and reports where the output went.
 pub fn trace(
     command: &[String],
@@ -111,10 +120,20 @@ pub fn trace(
                 std::fs::create_dir_all(d)
                     .with_context(|| format!("cannot create {}", d.display()))?;
             }
-            // A stale file must not pass for this run's trace.
-            let _ = std::fs::remove_file(&abs);
+            // Refused before the launch: a device or directory, or a file
+            // the command names (`-o ./app -- mpirun ./app` would replace
+            // the program with its trace).
+            let named: Vec<&Path> = command
+                .iter()
+                .map(Path::new)
+                .filter(|p| p.is_file())
+                .collect();
+            compress::output::check_target(o, &named)?;
+            // The old trace stays until the tracer renames the new one
+            // onto it; its identity tells a stale file from this run's.
+            let before = identity(&abs);
             env.push(("RANKSCALE_TRACE".into(), abs.display().to_string()));
-            Some(abs)
+            Some((abs, before))
         }
         None => {
             env.push(("RANKSCALE_TRACE".into(), "0".into()));
@@ -154,7 +173,20 @@ pub fn trace(
         let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
         eprintln!("rankscale: raw logs of {n} ranks in {}", dir.display());
     }
-    if let Some(path) = &output {
+    if let Some((path, before)) = &output {
+        if before.is_some() && identity(path) == *before {
+            eprintln!(
+                "rankscale: {} was not replaced: it still holds the trace of an earlier run",
+                path.display()
+            );
+            if status.success() {
+                bail!(
+                    "the run succeeded but left no new trace in {} (did the tracer load?)",
+                    path.display()
+                );
+            }
+            bail!("the traced command failed ({status})");
+        }
         match compress::TraceFile::read(path) {
             Ok(f) => {
                 let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);

@@ -33,6 +33,8 @@ pub fn merge(dir: &Path, output: &Path) -> Result<()> {
             dir.display()
         );
     }
+    let read_paths: Vec<&Path> = names.iter().map(|(_, p)| p.as_path()).collect();
+    let out = compress::output::Output::create(output, &read_paths)?;
     let spin = crate::progress::Progress::spinner(
         "merge",
         format!("{} rank files of {}", names.len(), dir.display()),
@@ -52,7 +54,7 @@ pub fn merge(dir: &Path, output: &Path) -> Result<()> {
     }
     let file = TraceFile::merge_ranks(parts)?;
     let bytes = file
-        .write(output)
+        .write_output(out)
         .with_context(|| format!("writing {}", output.display()))?;
     drop(spin);
     println!(

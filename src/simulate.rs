@@ -167,6 +167,12 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     if imp != "mpich" && imp != "openmpi" {
         bail!("--mpi must be mpich or openmpi, not {imp}");
     }
+    // Both outputs are checked before the measurement: a device or a
+    // directory is refused, and --samples must not overwrite -o.
+    compress::output::check_target(&args.output, &[])?;
+    if let Some(s) = &args.samples {
+        compress::output::check_target(s, &[&args.output])?;
+    }
     let tool = crate::launch::find_built(&imp, "replay-calibrate", "replay-calibrate", "")?;
     let mut command = args.command.clone();
     if command.is_empty() {
@@ -196,7 +202,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     let samples: Samples =
         serde_json::from_str(&text).context("the measurement's result is not readable")?;
     if let Some(f) = &args.samples {
-        std::fs::write(f, &text).with_context(|| format!("cannot write {}", f.display()))?;
+        compress::output::write_file(f, text.as_bytes(), &[])?;
     }
     let (p, notes) = simulate::calibrate::fit(&samples)?;
     let comment = format!(

@@ -26,7 +26,7 @@ use crate::timed::{self, Clock, RankEvents};
 #[non_exhaustive]
 pub enum Error {
     /// Writing the output failed.
-    #[error("writing the timeline: {0}")]
+    #[error("writing the timeline")]
     Io(#[from] io::Error),
     /// Reading the trace's events or times failed.
     #[error(transparent)]

@@ -630,8 +630,9 @@ impl TraceFile {
         Ok(out)
     }
 
-    /// Writes the file (to a temporary name first, then renamed, so that a
-    /// reader never sees half a file).
+    /// Writes the file all or nothing (see [`crate::output`]): to a
+    /// temporary file beside `path`, then renamed, so that a reader never
+    /// sees half a file and a failed write leaves the old file whole.
     pub fn write(&self, path: &Path) -> Result<u64, Error> {
         self.write_with(path, Packing::Smallest)
     }
@@ -639,15 +640,18 @@ impl TraceFile {
     /// [`TraceFile::write`], packed as `packing` says.
     pub fn write_with(&self, path: &Path, packing: Packing) -> Result<u64, Error> {
         let bytes = self.to_bytes_with(packing)?;
-        let io = |error| Error::Io {
-            path: path.to_path_buf(),
+        Ok(crate::output::write_file(path, &bytes, &[])?)
+    }
+
+    /// Writes the file into `out`, an output a command opened (and
+    /// checked against its inputs) before its work, and commits it.
+    pub fn write_output(&self, mut out: crate::output::Output) -> Result<u64, Error> {
+        let bytes = self.to_bytes()?;
+        std::io::Write::write_all(&mut out, &bytes).map_err(|error| Error::Io {
+            path: out.path().to_path_buf(),
             error,
-        };
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".partial");
-        std::fs::write(&tmp, &bytes).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)?;
-        Ok(bytes.len() as u64)
+        })?;
+        Ok(out.commit()?)
     }
 
     /// Reads and checks a file.

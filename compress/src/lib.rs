@@ -19,6 +19,7 @@ pub mod fixtures;
 pub mod import;
 pub mod intra;
 pub mod merge;
+pub mod output;
 pub mod profile;
 pub mod ranklist;
 pub mod raw;
@@ -99,6 +100,9 @@ pub enum Error {
     /// The file is damaged or truncated.
     #[error("corrupted trace file: {0}")]
     Corrupt(String),
+    /// An output could not be written (see [`output`]).
+    #[error(transparent)]
+    Output(#[from] output::OutputError),
     /// An error located in a file.
     #[error("{path}: {inner}")]
     InFile {
@@ -113,7 +117,7 @@ impl Error {
     /// Wraps the error with the file it came from.
     pub fn in_file(self, path: &Path) -> Error {
         match self {
-            e @ (Error::Io { .. } | Error::InFile { .. }) => e,
+            e @ (Error::Io { .. } | Error::InFile { .. } | Error::Output(_)) => e,
             e => Error::InFile {
                 path: path.to_path_buf(),
                 inner: Box::new(e),

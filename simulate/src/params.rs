@@ -108,8 +108,9 @@ impl Params {
 
     /// Writes [`Params::to_toml`] to `path`.
     pub fn save(&self, path: &Path, comment: &str) -> Result<(), Error> {
-        std::fs::write(path, self.to_toml(comment))
-            .map_err(|e| Error::Params(format!("cannot write {}: {e}", path.display())))
+        compress::output::write_file(path, self.to_toml(comment).as_bytes(), &[])
+            .map(|_| ())
+            .map_err(|e| Error::Params(e.to_string()))
     }
 
     /// The wire time of the bytes after the first: `(s-1)·G`.
