@@ -24,8 +24,10 @@ pub struct Args {
     /// Print the whole report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Modified z-score above which an instance is slow.
-    #[arg(long, default_value_t = analysis::outliers::DEFAULT_CUTOFF)]
+    /// Modified z-score above which an instance is slow (a finite number
+    /// of at least 0).
+    #[arg(long, default_value_t = analysis::outliers::DEFAULT_CUTOFF,
+          value_parser = crate::args::finite_at_least(0.0))]
     pub cutoff: f64,
     /// Stopping rule of the phase segmentation.
     #[arg(long, default_value = "aic", value_parser = ["aic", "bic"])]
@@ -95,6 +97,7 @@ pub fn run(a: &Args) -> Result<()> {
         } else {
             analysis::patterns::PatternKey::Ordered
         },
+        memory: crate::show::limits().memory,
     };
     let t0 = Instant::now();
     let r = {

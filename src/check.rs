@@ -38,7 +38,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     let file = crate::show::read(&args.file)?;
     let report = match &args.ranks {
-        Some(list) => check_ranks(&file, &parse_ranks(list)?)?,
+        Some(list) => check_ranks(&file, &parse_ranks(list, file.meta.world_size)?)?,
         None => check(&file)?,
     };
     let name = args.file.display().to_string();
@@ -58,13 +58,24 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 /// Parses a rank list such as `0,5,7-9`.
-pub(crate) fn parse_ranks(text: &str) -> Result<Vec<u32>> {
+/// Every rank must be below `world` (the trace's world size, itself within
+/// the memory budget), so that a range such as `0-4294967295` is refused
+/// before it is expanded.
+pub(crate) fn parse_ranks(text: &str, world: u32) -> Result<Vec<u32>> {
     let mut ranks = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let num = |s: &str| {
-            s.trim()
+            let r = s
+                .trim()
                 .parse::<u32>()
-                .with_context(|| format!("--ranks {text}: `{s}` is not a rank"))
+                .with_context(|| format!("--ranks {text}: `{s}` is not a rank"))?;
+            if r >= world {
+                bail!(
+                    "--ranks {text}: rank {r} is not in the trace's {world} ranks (0 to {})",
+                    world.saturating_sub(1)
+                );
+            }
+            Ok(r)
         };
         match part.split_once('-') {
             Some((a, b)) => {

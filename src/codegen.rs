@@ -21,9 +21,9 @@ pub struct Args {
 
 /// `rankscale codegen`.
 pub fn run(args: &Args) -> Result<()> {
-    args.emulation.check()?;
     let output = compress::output::Output::create(&args.output, &[&args.file])?;
     let file = crate::show::read(&args.file)?;
+    args.emulation.check(&file)?;
     let e = &args.emulation;
     let opts = codegen::Options {
         no_compute: e.no_compute,

@@ -51,7 +51,7 @@ pub fn run(args: &Args) -> Result<()> {
         ranks: args
             .ranks
             .as_deref()
-            .map(crate::check::parse_ranks)
+            .map(|r| crate::check::parse_ranks(r, file.meta.world_size))
             .transpose()?,
         max_events: args.max_events,
     };

@@ -69,8 +69,9 @@ pub struct Args {
     #[arg(long)]
     allow_unverified: bool,
     /// In lossy mode, refuse when more than this percentage of any input's
-    /// events would be dropped.
-    #[arg(long, value_name = "PERCENT", default_value_t = 5.0)]
+    /// events would be dropped (0 to 100).
+    #[arg(long, value_name = "PERCENT", default_value_t = 5.0,
+          value_parser = crate::args::finite_in(0.0, 100.0))]
     max_drop: f64,
     /// Input traces of the same program, in increasing rank count.
     #[arg(required = true)]
@@ -79,7 +80,7 @@ pub struct Args {
 
 /// Reads a trace (its errors name the file).
 fn read(path: &Path) -> Result<TraceFile> {
-    Ok(TraceFile::read(path)?)
+    crate::show::read(path)
 }
 
 /// `rankscale topology FILES`.

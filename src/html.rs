@@ -15,7 +15,11 @@ pub fn report(file: &Path, out: &Path) -> Result<()> {
     let f = read(file)?;
     let (r, data) = {
         let bar = crate::progress::Progress::bar("report");
-        analyze_with_data(&f, &Options::default(), &mut |stage, done, total| {
+        let opts = Options {
+            memory: crate::show::limits().memory,
+            ..Options::default()
+        };
+        analyze_with_data(&f, &opts, &mut |stage, done, total| {
             bar.update(stage, done, total)
         })
         .with_context(|| format!("cannot analyse {}", file.display()))?

@@ -30,11 +30,23 @@ impl Format {
 }
 
 /// Entry point of `rankscale import`: imports `dir`, writes `output` and
-/// prints one summary line.
+/// prints one summary line (after one warning line naming the files that
+/// look like rank files but are not, if any).
 pub fn import(format: Format, dir: &Path, output: &Path) -> Result<()> {
     // The files the import reads, so that the output is never one of them.
     let read_paths: Vec<PathBuf> = match format {
-        Format::Pertext => compress::import::rank_files(dir)?,
+        Format::Pertext => {
+            let found = compress::import::scan_rank_files(dir)?;
+            if !found.not_rank_files.is_empty() {
+                eprintln!(
+                    "rankscale: warning: {}: not rank files (Process<r>.txt, r a rank without \
+                     leading zeros), not read: {}",
+                    dir.display(),
+                    crate::merge::listed(&found.not_rank_files)
+                );
+            }
+            found.files
+        }
         Format::Otf2 => {
             let anchor = if dir.is_dir() {
                 dir.join("traces.otf2")

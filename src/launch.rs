@@ -187,7 +187,7 @@ pub fn trace(
             }
             bail!("the traced command failed ({status})");
         }
-        match compress::TraceFile::read(path) {
+        match crate::show::read(path) {
             Ok(f) => {
                 let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
                 let mut loops = 0u64;

@@ -7,6 +7,7 @@
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod analyze;
+mod args;
 mod check;
 mod codegen;
 mod emulation;
@@ -34,6 +35,22 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// The memory a trace may claim (ranks, payload, per-event tables),
+    /// e.g. 8G; a trace that declares more is refused before anything is
+    /// allocated [env: RANKSCALE_MAX_MEMORY; default 8G].
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_budget)]
+    max_memory: Option<u64>,
+    /// The events a trace may expand to, over all ranks [env:
+    /// RANKSCALE_MAX_EVENTS; default 2^40].
+    #[arg(long, global = true, value_name = "N", value_parser = parse_budget)]
+    max_events: Option<u64>,
+}
+
+/// A budget given on the command line: a positive size such as 8G.
+fn parse_budget(text: &str) -> Result<u64, String> {
+    compress::limits::parse_size(text).ok_or_else(|| {
+        format!("`{text}` is not a positive size (a number, optionally with K, M, G or T)")
+    })
 }
 
 #[derive(Subcommand)]
@@ -203,6 +220,10 @@ fn quiet_on_closed_pipe() {
 fn main() {
     quiet_on_closed_pipe();
     let cli = Cli::parse();
+    if let Err(e) = show::set_limits(cli.max_memory, cli.max_events) {
+        eprintln!("rankscale: error: {e:#}");
+        std::process::exit(1);
+    }
     let r = match cli.cmd {
         Cmd::Trace {
             raw,

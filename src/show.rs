@@ -5,12 +5,35 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use compress::TraceFile;
+use compress::{Limits, TraceFile};
 use report::structure::{expand, to_json, write_text};
 
-/// Reads a trace file with the file named in every error.
+/// The budgets every trace is read under (see [`compress::limits`]).
+static LIMITS: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
+
+/// Sets the budgets from the command line's `--max-memory` and
+/// `--max-events` over the environment's and the defaults.
+pub fn set_limits(memory: Option<u64>, events: Option<u64>) -> Result<()> {
+    let mut l = Limits::from_env()?;
+    if let Some(m) = memory {
+        l.memory = m;
+    }
+    if let Some(e) = events {
+        l.events = e;
+    }
+    let _ = LIMITS.set(l);
+    Ok(())
+}
+
+/// The budgets in force.
+pub fn limits() -> Limits {
+    LIMITS.get().copied().unwrap_or_default()
+}
+
+/// Reads a trace file with the file named in every error, under the
+/// budgets in force.
 pub fn read(path: &Path) -> Result<TraceFile> {
-    Ok(TraceFile::read(path)?)
+    Ok(TraceFile::read_limited(path, &limits())?)
 }
 
 /// Entry point of `rankscale show`.

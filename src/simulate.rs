@@ -29,20 +29,25 @@ pub struct Args {
     /// options below override single values.
     #[arg(long, value_name = "FILE")]
     params: Option<PathBuf>,
-    /// L: wire latency, ns.
-    #[arg(long = "L", value_name = "NS")]
+    /// L: wire latency, ns (0 to 1e12).
+    #[arg(long = "L", value_name = "NS",
+          value_parser = crate::args::finite_in(0.0, crate::args::MAX_NS))]
     latency: Option<f64>,
-    /// o: CPU overhead per message, ns.
-    #[arg(long = "o", value_name = "NS")]
+    /// o: CPU overhead per message, ns (0 to 1e12).
+    #[arg(long = "o", value_name = "NS",
+          value_parser = crate::args::finite_in(0.0, crate::args::MAX_NS))]
     overhead: Option<f64>,
-    /// g: gap between messages on one NIC, ns.
-    #[arg(long = "g", value_name = "NS")]
+    /// g: gap between messages on one NIC, ns (0 to 1e12).
+    #[arg(long = "g", value_name = "NS",
+          value_parser = crate::args::finite_in(0.0, crate::args::MAX_NS))]
     gap: Option<f64>,
-    /// G: gap per byte (inverse bandwidth), ns/byte.
-    #[arg(long = "G", value_name = "NS")]
+    /// G: gap per byte (inverse bandwidth), ns/byte (0 to 1e9).
+    #[arg(long = "G", value_name = "NS",
+          value_parser = crate::args::finite_in(0.0, crate::args::MAX_NS_PER_BYTE))]
     gap_per_byte: Option<f64>,
-    /// O: CPU overhead per byte, ns/byte.
-    #[arg(long = "O", value_name = "NS")]
+    /// O: CPU overhead per byte, ns/byte (0 to 1e9).
+    #[arg(long = "O", value_name = "NS",
+          value_parser = crate::args::finite_in(0.0, crate::args::MAX_NS_PER_BYTE))]
     overhead_per_byte: Option<f64>,
     /// S: smallest message sent by rendezvous, bytes.
     #[arg(long = "S", value_name = "BYTES")]
@@ -81,7 +86,6 @@ pub struct Args {
 
 /// `rankscale simulate`.
 pub fn run(args: &Args) -> Result<()> {
-    args.emulation.check()?;
     if args.cores == Some(0) {
         bail!("--cores must be at least 1");
     }
@@ -113,6 +117,7 @@ pub fn run(args: &Args) -> Result<()> {
     }
     p.validate()?;
     let file = crate::show::read(&args.file)?;
+    args.emulation.check(&file)?;
     let opts = simulate::Options {
         compute_scale: args.emulation.compute_scale,
         bytes_scale: args.emulation.bytes_scale,
@@ -150,9 +155,31 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "FILE")]
     samples: Option<PathBuf>,
     /// The launch command for two ranks, e.g. `mpirun.openmpi -n 2
-    /// --bind-to core`; by default `mpirun.<mpi> -n 2`.
+    /// --bind-to core`; by default `mpirun.<mpi> -n 2`. Any other rank
+    /// count is refused.
     #[arg(last = true)]
     command: Vec<String>,
+}
+
+/// The rank counts a launch command asks for: each `-n N`, `-np N`,
+/// `--n N`, `--np N` or `-c N` (Open MPI's and MPICH's spellings, also with
+/// `=`), as the flag and the value. The measurement refuses any other
+/// count than 2 itself, but only once the job runs; a count it can read
+/// here is refused before anything starts.
+fn launch_ranks(command: &[String]) -> impl Iterator<Item = (&str, &str)> {
+    const FLAGS: [&str; 5] = ["-n", "-np", "--n", "--np", "-c"];
+    let args = command.get(1..).unwrap_or_default();
+    args.iter().enumerate().filter_map(|(i, a)| {
+        if let Some((flag, n)) = a.split_once('=')
+            && FLAGS.contains(&flag)
+        {
+            return Some((flag, n));
+        }
+        FLAGS
+            .contains(&a.as_str())
+            .then(|| Some((a.as_str(), args.get(i + 1)?.as_str())))
+            .flatten()
+    })
 }
 
 /// `rankscale calibrate`.
@@ -166,6 +193,12 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     };
     if imp != "mpich" && imp != "openmpi" {
         bail!("--mpi must be mpich or openmpi, not {imp}");
+    }
+    if let Some((flag, n)) = launch_ranks(&args.command).find(|(_, n)| n.parse() != Ok(2u32)) {
+        bail!(
+            "the launch command asks for {n} ranks (`{flag} {n}`); calibrate measures between \
+             exactly 2: give `{flag} 2`"
+        );
     }
     // Both outputs are checked before the measurement: a device or a
     // directory is refused, and --samples must not overwrite -o.
@@ -230,4 +263,28 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
         args.output.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranks(command: &str) -> Vec<(&str, &str)> {
+        let v: Vec<String> = command.split_whitespace().map(String::from).collect();
+        // Leaked so that the borrowed pairs outlive the vector (a test).
+        launch_ranks(Vec::leak(v)).collect()
+    }
+
+    #[test]
+    fn the_launch_commands_rank_counts_are_read_in_every_spelling() {
+        assert_eq!(ranks("mpirun.openmpi -n 3 --oversubscribe"), [("-n", "3")]);
+        assert_eq!(ranks("mpirun.mpich -np 2"), [("-np", "2")]);
+        assert_eq!(ranks("mpirun --np=4 --mca pml ob1"), [("--np", "4")]);
+        assert_eq!(ranks("mpirun -c 2"), [("-c", "2")]);
+        assert!(ranks("mpirun.openmpi --bind-to core").is_empty());
+        // The launcher's own name is not an option, and a flag at the end
+        // has no value to read.
+        assert!(ranks("-n 5").is_empty());
+        assert!(ranks("mpirun -n").is_empty());
+    }
 }

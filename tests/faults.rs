@@ -367,3 +367,65 @@ fn a_finished_run_removes_its_snapshots() {
         }
     }
 }
+
+/// Entries of a rank directory named `rank-...` that are no rank's file
+/// (`rank--3`, a number beyond a rank, a leading zero) are named in one
+/// warning line and skipped; the good files merge. A directory with no
+/// rank file at all stays an error, which names what it found.
+#[test]
+fn merge_names_the_entries_that_are_not_rank_files() {
+    let dir = scratch("merge-strays");
+    let d = dir.join("run.trace.d");
+    std::fs::create_dir_all(&d).unwrap();
+    // One rank file: the hand-written pertext dataset, imported.
+    let part = d.join("rank-0");
+    let out = rankscale(&[
+        "import",
+        "--format",
+        "pertext",
+        root().join("tests/data/pertext/small").to_str().unwrap(),
+        "-o",
+        part.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for stray in ["rank--3", "rank-99999999999", "rank-007", "rank-"] {
+        std::fs::copy(&part, d.join(stray)).unwrap();
+    }
+    std::fs::write(d.join("README"), "not a rank file, not named like one").unwrap();
+    let merged = dir.join("run.merged");
+    let out = rankscale(&["merge", d.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "rankscale: warning: {}: not rank files (rank-N, N a rank without leading zeros), \
+             skipped: rank-, rank--3, rank-007, rank-99999999999",
+            d.display()
+        )],
+        "{err}"
+    );
+    assert_eq!(
+        compress::TraceFile::read(&merged)
+            .unwrap()
+            .trace
+            .ranks()
+            .len(),
+        4
+    );
+
+    std::fs::remove_file(&part).unwrap();
+    let out = rankscale(&["merge", d.to_str().unwrap(), "-o", merged.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} holds no rank files (rank-N): nothing to merge (not rank files: rank-, rank--3, \
+             rank-007, rank-99999999999)",
+            d.display()
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

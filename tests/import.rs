@@ -247,6 +247,69 @@ fn unpaired_messages_and_missing_ranks_are_named() {
     );
 }
 
+/// Times beyond `i64` nanoseconds (a `t2` of 2^64 - 1 was accepted) and
+/// collectives that differ between ranks (rank 2 broadcasting while the
+/// others reduce was imported without a word) fail with the files and
+/// lines; files named almost like rank files are named in one warning
+/// and the import goes on with the real ones.
+#[test]
+fn out_of_range_times_disagreeing_collectives_and_stray_names_are_reported() {
+    let input = edited("import-t2-max", 1, |body| {
+        body.replace("t2 1055000", "t2 18446744073709551615")
+    });
+    let err = failing_import(&input, "pertext");
+    assert!(
+        err.contains(
+            "Process1.txt:7: t2: 18446744073709551615 is too large (at most 9223372036854775807)"
+        ),
+        "{err}"
+    );
+
+    let input = edited("import-collectives", 2, |body| {
+        body.replace(
+            "ALLREDUCE 1 t1 1100500 t2 1130000 s 32 r 32 m 5",
+            "BCAST 1 t1 1100500 t2 1130000 s 32 r 8 m 5",
+        )
+    });
+    let err = failing_import(&input, "pertext");
+    assert!(
+        err.contains(
+            "Process0.txt:9: the 1st collective is Allreduce, but Process2.txt:9, the 1st \
+             collective of rank 2, is Bcast: every rank must call the same collectives in the \
+             same order"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let input = edited("import-strays", 9, |b| b.into());
+    for stray in ["Process-1.txt", "process4.txt", "Process1.txt.bak"] {
+        std::fs::write(input.join(stray), "Send 0 t1 1 t2 2 t 0 l 8\n").unwrap();
+    }
+    let trace = input.with_file_name("strays.trace");
+    let out = rankscale(&[
+        "import",
+        "--format",
+        "pertext",
+        &path_str(&input),
+        "-o",
+        &path_str(&trace),
+    ]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "rankscale: warning: {}: not rank files (Process<r>.txt, r a rank without leading \
+             zeros), not read: Process-1.txt, Process1.txt.bak, process4.txt",
+            input.display()
+        )],
+        "{err}"
+    );
+    assert!(text(&out.stdout).contains("imported 4 ranks, 44 events"));
+}
+
 /// The pertext rendering of one traced rank: every event but `Init` and
 /// `Finalize` (the format has no record for them) as its line, at its
 /// absolute times (`epoch + span`), with message ids that pair the k-th

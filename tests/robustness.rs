@@ -290,3 +290,54 @@ fn a_trace_survives_ranks_whose_tracing_failed() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Tracer settings the tracer cannot read: each rank says so in one
+/// warning line per variable, and the setting keeps its default (off).
+/// `RANKSCALE_TIMELINE=2` and `RANKSCALE_STEPS=-1` used to switch their
+/// feature on, `RANKSCALE_YIELD=abc` and `RANKSCALE_FAULT=garbage` were
+/// dropped without a word.
+#[test]
+fn unreadable_settings_warn_and_keep_their_defaults() {
+    for imp in mpis() {
+        let bin = program(imp, "stencil");
+        let a = args(&["-d", "2", "-i", "5"]);
+        let plain = mpirun(imp, 4, &bin, &a, &untraced());
+        let dir = scratch(&format!("{imp}-bad-settings"));
+        let file = dir.join("run.trace");
+        let mut opt = untraced();
+        opt.traced = true;
+        opt.env
+            .push(("RANKSCALE_TRACE", file.display().to_string()));
+        let bad = [
+            ("RANKSCALE_TIMELINE", "2"),
+            ("RANKSCALE_STEPS", "-1"),
+            ("RANKSCALE_YIELD", "abc"),
+            ("RANKSCALE_FAULT", "garbage"),
+        ];
+        // The harness sets RANKSCALE_YIELD itself on some launches.
+        opt.env.retain(|(k, _)| !bad.iter().any(|(b, _)| b == k));
+        opt.env.extend(bad.iter().map(|&(k, v)| (k, v.to_string())));
+        let traced = mpirun(imp, 4, &bin, &a, &opt);
+        assert_eq!(traced.code, plain.code, "{imp}: {}", traced.stderr);
+        assert_eq!(traced.stdout, plain.stdout, "{imp}");
+        for (name, value) in bad {
+            let warned = traced
+                .stderr
+                .lines()
+                .filter(|l| {
+                    l.starts_with("rankscale: warning: ignoring")
+                        && l.contains(&format!("{name}=\"{value}\""))
+                })
+                .count();
+            assert_eq!(
+                warned, 4,
+                "{imp}: {name}, one line per rank:\n{}",
+                traced.stderr
+            );
+        }
+        let f = compress::TraceFile::read(&file).unwrap();
+        assert!(f.timelines.is_empty(), "{imp}: no timeline");
+        assert!(f.series.is_empty(), "{imp}: no MPI time series");
+        assert!(f.meta.partial.is_empty(), "{imp}: no fault injected");
+    }
+}

@@ -503,7 +503,218 @@ fn bad_input_gets_a_clear_error() {
         text(&o.stderr)
     );
     let o = rankscale(&["simulate", f.to_str().unwrap(), "--L=-5"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("L must be"), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("invalid value '-5' for '--L <NS>': out of range"),
+        "{}",
+        text(&o.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every floating-point option of the command line refuses what it cannot
+/// mean, naming the option and the accepted range, before any file is
+/// read: NaN (which compares false with every bound, so `--cutoff NaN` and
+/// `--max-drop NaN` were taken), the infinities, and values out of range
+/// (`--compute-scale 1e300` predicted `+inf %` of the traced run).
+#[test]
+fn every_floating_point_option_refuses_non_finite_and_out_of_range_values() {
+    let dir = scratch("float-options");
+    // Never read: the options are refused first.
+    let t = dir.join("none.trace");
+    let t = t.to_str().unwrap();
+    let o = dir.join("out");
+    let o = o.to_str().unwrap();
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["analyze", t, "--cutoff", "NaN"],
+            "'NaN' for '--cutoff <CUTOFF>'",
+            "not a finite number (expected a finite number of at least 0)",
+        ),
+        (
+            &["analyze", t, "--cutoff=-1"],
+            "'-1' for '--cutoff <CUTOFF>'",
+            "out of range",
+        ),
+        (
+            &["extrap", "-o", o, "--ranks", "8", "--max-drop", "NaN", t],
+            "'NaN' for '--max-drop <PERCENT>'",
+            "not a finite number (expected a finite number from 0 to 100)",
+        ),
+        (
+            &["extrap", "-o", o, "--ranks", "8", "--max-drop", "101", t],
+            "'101' for '--max-drop <PERCENT>'",
+            "out of range",
+        ),
+        (
+            &["simulate", t, "--compute-scale", "1e300"],
+            "'1e300' for '--compute-scale <COMPUTE_SCALE>'",
+            "out of range (expected a finite number from 0 to 1e6)",
+        ),
+        (
+            &["simulate", t, "--bytes-scale", "inf"],
+            "'inf' for '--bytes-scale <BYTES_SCALE>'",
+            "not a finite number",
+        ),
+        (
+            &["codegen", t, "-o", o, "--bytes-scale", "1e300"],
+            "'1e300' for '--bytes-scale <BYTES_SCALE>'",
+            "out of range (expected a finite number from 0 to 1e6)",
+        ),
+        (
+            &["codegen", t, "-o", o, "--compute-scale", "NaN"],
+            "'NaN' for '--compute-scale <COMPUTE_SCALE>'",
+            "not a finite number",
+        ),
+        (
+            &["simulate", t, "--L", "NaN"],
+            "'NaN' for '--L <NS>'",
+            "not a finite number (expected a finite number from 0 to 1e12)",
+        ),
+        (
+            &["simulate", t, "--o", "inf"],
+            "'inf' for '--o <NS>'",
+            "not a finite number",
+        ),
+        (
+            &["simulate", t, "--g", "2e12"],
+            "'2e12' for '--g <NS>'",
+            "out of range",
+        ),
+        (
+            &["simulate", t, "--G", "NaN"],
+            "'NaN' for '--G <NS>'",
+            "not a finite number (expected a finite number from 0 to 1e9)",
+        ),
+        (
+            &["simulate", t, "--O", "1e10"],
+            "'1e10' for '--O <NS>'",
+            "out of range",
+        ),
+    ];
+    for (args, option, message) in cases {
+        let out = rankscale(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("invalid value {option}: {message}")),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!dir.join("out").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `--bytes-scale` within the bound that would still make one of the
+/// trace's counts larger than an MPI count is refused for that trace,
+/// with the largest scale it takes: the benchmark clamped such counts to
+/// 2^31 - 1 and allocated that many elements for every buffer.
+#[test]
+fn a_bytes_scale_that_overflows_a_count_of_the_trace_is_refused() {
+    let dir = scratch("bytes-scale-overflow");
+    let input = dir.join("pertext");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(
+        input.join("Process0.txt"),
+        "Send 1 t1 1000 t2 2000 t 0 l 4194304\n",
+    )
+    .unwrap();
+    std::fs::write(
+        input.join("Process1.txt"),
+        "Recv 0 t1 1000 t2 2000 t 0 l 4194304\n",
+    )
+    .unwrap();
+    let t = dir.join("big.trace");
+    let t = t.to_str().unwrap();
+    let out = rankscale(&[
+        "import",
+        "--format",
+        "pertext",
+        input.to_str().unwrap(),
+        "-o",
+        t,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let c = dir.join("bench.c");
+    let c = c.to_str().unwrap();
+    let want = "rankscale: error: --bytes-scale 1000 makes the trace's largest message count, \
+                4194304 elements, 4194304000: more than an MPI count holds (2147483647); at most \
+                511 for this trace";
+    for args in [
+        &["codegen", t, "-o", c, "--bytes-scale", "1000"][..],
+        &["simulate", t, "--bytes-scale", "1000"],
+    ] {
+        let out = rankscale(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    assert!(!dir.join("bench.c").exists(), "no benchmark written");
+    let out = rankscale(&["codegen", t, "-o", c, "--bytes-scale", "511"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `rankscale calibrate` measures between exactly two ranks: a launch
+/// command that asks for another count is refused before it runs, and
+/// the measurement refuses any other world size itself (rank 0 says so,
+/// the job fails) where the command does not say how many ranks it starts.
+/// Three ranks gave L = 4.1 ms.
+#[test]
+fn calibration_refuses_any_rank_count_but_two() {
+    let dir = scratch("calibrate-three");
+    let out_file = dir.join("p.toml");
+    for imp in mpis() {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankscale"));
+        cmd.args(["calibrate", "-o"])
+            .arg(&out_file)
+            .arg("--")
+            .args(launcher(imp, 3));
+        let o = cmd.output().expect("run rankscale calibrate");
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{imp}: {err}");
+        assert!(
+            err.contains(
+                "the launch command asks for 3 ranks (`-n 3`); calibrate measures between \
+                 exactly 2: give `-n 2`"
+            ),
+            "{imp}: {err}"
+        );
+        assert!(
+            !err.contains("measuring"),
+            "{imp}: nothing was launched: {err}"
+        );
+
+        let _jobs = one_at_a_time();
+        let tool = root().join(format!("target/{imp}/release/replay-calibrate"));
+        let json = dir.join(format!("{imp}.json"));
+        let job = mpirun(
+            imp,
+            3,
+            &tool,
+            &[json.display().to_string()],
+            &Launch {
+                timeout_s: 120,
+                ..untraced()
+            },
+        );
+        assert_ne!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let said: Vec<&str> = job
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("replay-calibrate: error"))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "replay-calibrate: error: measures between exactly 2 ranks (mpirun -n 2); this job \
+              has 3"
+            ],
+            "{imp}: rank 0 alone says why: {}",
+            job.stderr
+        );
+        assert!(!json.exists(), "{imp}: no samples");
+    }
+    assert!(!out_file.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -193,7 +193,10 @@ fn bad_files_get_clear_errors() {
         c.push(&e).unwrap();
     }
     let good = TraceFile {
-        meta: Default::default(),
+        meta: compress::Meta {
+            world_size: 1,
+            ..Default::default()
+        },
         trace: MergedTrace::from_rank(&c.into_trace().unwrap()),
         timelines: Vec::new(),
         series: Vec::new(),

@@ -28,6 +28,9 @@ pub struct Options {
     pub clock: Option<ClcOptions>,
     /// How patterns are keyed (each rank's events in order, by default).
     pub pattern_key: PatternKey,
+    /// The memory the per-event tables may take: a trace whose events
+    /// would need more is refused before they are allocated.
+    pub memory: u64,
 }
 
 impl Default for Options {
@@ -41,6 +44,7 @@ impl Default for Options {
             },
             clock: Some(ClcOptions::default()),
             pattern_key: PatternKey::Ordered,
+            memory: compress::Limits::DEFAULT_MEMORY,
         }
     }
 }
@@ -357,7 +361,7 @@ pub fn analyze_owned(
     opts: &Options,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<Report, Error> {
-    let run = Run::from_file(&file, &mut |d, t| progress("reading", d, t))?;
+    let run = Run::from_file(&file, opts.memory, &mut |d, t| progress("reading", d, t))?;
     drop(file);
     analyze_run(run, opts, progress).map(|x| x.0)
 }
@@ -368,7 +372,7 @@ pub fn analyze_with_data(
     opts: &Options,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<(Report, RunData), Error> {
-    let run = Run::from_file(file, &mut |d, t| progress("reading", d, t))?;
+    let run = Run::from_file(file, opts.memory, &mut |d, t| progress("reading", d, t))?;
     analyze_run(run, opts, progress)
 }
 

@@ -261,11 +261,26 @@ fn reservoir(nodes: &[MNode], k: &mut usize, out: &mut Vec<SlowCall>) {
     }
 }
 
+/// What the unfolded run keeps per event (the event, its context, outer
+/// loop, position and span), rounded up.
+const BYTES_PER_EVENT: u64 = 64;
+
 impl Run {
     /// Unfolds `file`, calling `progress(done, total)` with event counts as
-    /// it goes (total is the trace's event count).
-    pub fn from_file(file: &TraceFile, progress: &mut dyn FnMut(u64, u64)) -> Result<Run, Error> {
+    /// it goes (total is the trace's event count). Its per-event tables
+    /// must fit `memory` bytes, checked before any is allocated.
+    pub fn from_file(
+        file: &TraceFile,
+        memory: u64,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Run, Error> {
         let total = file.trace.total_events();
+        compress::Limits {
+            memory,
+            events: u64::MAX,
+        }
+        .check_materialised("the analysis's event tables", total, BYTES_PER_EVENT)
+        .map_err(compress::Error::from)?;
         let ranks: Vec<u32> = file.trace.ranks().iter().collect();
         let time_zero = time_zero(file);
         let (timed, zero) = (time_zero.is_some(), time_zero.unwrap_or(0));

@@ -401,6 +401,24 @@ struct TraceFileV6 {
     series: Vec<MpiSeries>,
 }
 
+/// Why a payload is not exactly one value of its type.
+enum Whole {
+    /// The bytes do not decode.
+    Decode(postcard::Error),
+    /// The value ends before the bytes do, by this many.
+    Trailing(usize),
+}
+
+/// Decodes a `T` that fills `bytes` exactly: bytes after a whole value
+/// are damage (or something appended), never to be ignored.
+fn whole<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, Whole> {
+    match postcard::take_from_bytes::<T>(bytes) {
+        Ok((v, [])) => Ok(v),
+        Ok((_, rest)) => Err(Whole::Trailing(rest.len())),
+        Err(e) => Err(Whole::Decode(e)),
+    }
+}
+
 impl TraceFile {
     /// The file's bytes, as small as zlib makes them.
     pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
@@ -441,52 +459,54 @@ impl TraceFile {
     fn decode(bytes: &[u8], version: u32) -> Result<TraceFile, Error> {
         crate::depth::take_exceeded();
         let decoded = match version {
-            1 => postcard::from_bytes::<TraceFileV1>(bytes).map(|v| TraceFile {
+            1 => whole::<TraceFileV1>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
                 trace: v.trace.into(),
                 timelines: Vec::new(),
                 series: Vec::new(),
             }),
-            2 => postcard::from_bytes::<TraceFileV2>(bytes).map(|v| TraceFile {
+            2 => whole::<TraceFileV2>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
                 trace: v.trace.into(),
                 timelines: v.timelines,
                 series: Vec::new(),
             }),
-            3 => postcard::from_bytes::<TraceFileV3>(bytes).map(|v| TraceFile {
+            3 => whole::<TraceFileV3>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
                 trace: v.trace.into(),
                 timelines: v.timelines,
                 series: v.series,
             }),
-            4 => postcard::from_bytes::<TraceFileV4>(bytes).map(|v| TraceFile {
+            4 => whole::<TraceFileV4>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
                 trace: v.trace.into(),
                 timelines: v.timelines,
                 series: v.series,
             }),
-            5 => postcard::from_bytes::<TraceFileV5>(bytes).map(|v| TraceFile {
+            5 => whole::<TraceFileV5>(bytes).map(|v| TraceFile {
                 meta: v.meta.into(),
                 trace: v.trace.into(),
                 timelines: v.timelines,
                 series: v.series,
             }),
-            6 => postcard::from_bytes::<TraceFileV6>(bytes).map(|v| TraceFile {
+            6 => whole::<TraceFileV6>(bytes).map(|v| TraceFile {
                 meta: v.meta,
                 trace: v.trace.into(),
                 timelines: v.timelines,
                 series: v.series,
             }),
-            _ => postcard::from_bytes::<TraceFile>(bytes),
+            _ => whole::<TraceFile>(bytes),
         };
         let f: TraceFile = decoded.map_err(|e| {
-            Error::Corrupt(if crate::depth::take_exceeded() {
-                format!(
+            Error::Corrupt(match e {
+                _ if crate::depth::take_exceeded() => format!(
                     "trace data: loops nested deeper than {} levels",
                     crate::depth::MAX_DEPTH
-                )
-            } else {
-                format!("trace data does not decode ({e})")
+                ),
+                Whole::Decode(e) => format!("trace data does not decode ({e})"),
+                Whole::Trailing(n) => {
+                    format!("{n} bytes after the trace data inside the compressed stream")
+                }
             })
         })?;
         if !f.trace.is_consistent() {
@@ -494,6 +514,9 @@ impl TraceFile {
                 "trace data: parameters do not fit their events".into(),
             ));
         }
+        f.trace
+            .check_loops()
+            .map_err(|e| Error::Corrupt(format!("trace data: {e}")))?;
         for t in &f.timelines {
             t.spans()?;
         }
@@ -654,17 +677,31 @@ impl TraceFile {
         Ok(out.commit()?)
     }
 
-    /// Reads and checks a file.
+    /// Reads and checks a file under the budgets of
+    /// [`Limits::from_env`](crate::Limits::from_env).
     pub fn read(path: &Path) -> Result<TraceFile, Error> {
+        let limits = crate::Limits::from_env().map_err(|e| Error::from(e).in_file(path))?;
+        Self::read_limited(path, &limits)
+    }
+
+    /// Reads and checks a file under `limits` (see [`crate::limits`]).
+    pub fn read_limited(path: &Path, limits: &crate::Limits) -> Result<TraceFile, Error> {
         let bytes = std::fs::read(path).map_err(|error| Error::Io {
             path: path.to_path_buf(),
             error,
         })?;
-        TraceFile::from_bytes(&bytes).map_err(|e| e.in_file(path))
+        TraceFile::from_bytes_limited(&bytes, limits).map_err(|e| e.in_file(path))
     }
 
-    /// Parses and checks a file's bytes.
+    /// Parses and checks a file's bytes under the default budgets.
     pub fn from_bytes(bytes: &[u8]) -> Result<TraceFile, Error> {
+        Self::from_bytes_limited(bytes, &crate::Limits::default())
+    }
+
+    /// Parses and checks a file's bytes: the header, exactly one zlib
+    /// stream and nothing after it, a payload within the memory budget that
+    /// decodes whole, and declared sizes within `limits`.
+    pub fn from_bytes_limited(bytes: &[u8], limits: &crate::Limits) -> Result<TraceFile, Error> {
         if bytes.len() < 16 || bytes[..8] != MAGIC {
             return Err(Error::NotATrace);
         }
@@ -683,15 +720,32 @@ impl TraceFile {
                 word(12)
             )));
         }
+        let cap = limits.max_payload().min(MAX_PAYLOAD);
         let mut payload = Vec::new();
-        flate2::read::ZlibDecoder::new(&bytes[16..])
-            .take(MAX_PAYLOAD + 1)
+        let mut z = flate2::bufread::ZlibDecoder::new(&bytes[16..]);
+        (&mut z)
+            .take(cap + 1)
             .read_to_end(&mut payload)
             .map_err(|e| Error::Corrupt(format!("compressed data: {e} (truncated file?)")))?;
-        if payload.len() as u64 > MAX_PAYLOAD {
-            return Err(Error::Corrupt("payload larger than 16 GiB".into()));
+        if payload.len() as u64 > cap {
+            return Err(Error::Corrupt(format!(
+                "the compressed data inflates to more than {cap} bytes, over the memory budget of {} bytes (raise it with --max-memory or RANKSCALE_MAX_MEMORY)",
+                limits.memory
+            )));
         }
-        TraceFile::decode(&payload, version)
+        let after = z.get_ref().len();
+        if after > 0 {
+            return Err(Error::Corrupt(format!(
+                "{after} bytes after the compressed trace data (a second stream, or bytes appended to the file)"
+            )));
+        }
+        let f = TraceFile::decode(&payload, version)?;
+        limits.check(
+            f.meta.world_size,
+            f.trace.ranks().max(),
+            f.trace.total_events(),
+        )?;
+        Ok(f)
     }
 
     /// The MPI time series of `rank`, if the trace has one.
@@ -809,7 +863,9 @@ mod tests {
 
     #[test]
     fn header_errors_are_clear() {
-        let good = TraceFile::default().to_bytes().unwrap();
+        let mut one = TraceFile::default();
+        one.meta.world_size = 1;
+        let good = one.to_bytes().unwrap();
         assert!(matches!(
             TraceFile::from_bytes(b"hello world, not a trace"),
             Err(Error::NotATrace)

@@ -15,7 +15,10 @@
 //!
 //! One text file per rank, `Process<r>.txt` for `r` in `0..P` (`P` is the
 //! number of such files, every rank in `0..P` must have one, the number has
-//! no leading zeros). One record per line, fields separated by any amount of
+//! no leading zeros). Other files are left alone; those whose name starts
+//! like a rank file's (`Process`, any case) but is not one (`Process-1.txt`,
+//! `process1.txt`, `Process1.txt.bak`) are listed by [`scan_rank_files`],
+//! so that the command line can warn that they were not read. One record per line, fields separated by any amount of
 //! white space; blank lines and lines starting with `#` are skipped:
 //!
 //! ```text
@@ -25,8 +28,10 @@
 //! DEL<n>
 //! ```
 //!
-//! `peer` is a world rank; times are absolute nanoseconds on a clock common
-//! to all ranks; `NAME` is a blocking MPI collective without `MPI_`, in any
+//! `peer` is a world rank (below the number of files); times are absolute
+//! nanoseconds on a clock common to all ranks, at most 2^63 - 1
+//! ([`MAX_TIME_NS`]); `tag` is at most 2^31 - 1; byte counts are at most
+//! 2^53 ([`MAX_BYTES`]); `NAME` is a blocking MPI collective without `MPI_`, in any
 //! case (`ALLREDUCE`, `REDUCE_SCATTER`); the integer after it (which may be
 //! negative: the published files have `-1` on their last rank) is read and
 //! checked but kept nowhere. `DEL<n>` delimits the contexts (user
@@ -51,10 +56,12 @@
 //! Checked, each failure a typed error naming the file, the line and what
 //! is wrong: the grammar (keywords, number of fields, every number in
 //! range), `t2 >= t1`, starts that never decrease within a file, peers that
-//! are ranks of the trace, and that point-to-point messages pair up in MPI's
+//! are ranks of the trace, that point-to-point messages pair up in MPI's
 //! order: the k-th `Send` from `a` to `b` with tag `t` is received by the
 //! k-th `Recv` on `b` from `a` with tag `t` (messages between two ranks
-//! with one tag do not overtake each other), with the same byte count.
+//! with one tag do not overtake each other), with the same byte count, and
+//! that every rank calls the same collectives in the same order (all are on
+//! `MPI_COMM_WORLD`, so the k-th collective of each rank is one call).
 //!
 //! # Mapping to the event model
 //!
@@ -389,6 +396,79 @@ impl fmt::Display for PairError {
 
 impl std::error::Error for PairError {}
 
+/// Ranks whose collectives disagree. Every collective of the format is on
+/// `MPI_COMM_WORLD`, so the k-th collective of every rank is one call and
+/// must be the same operation on all (MPI's rule; a job that broke it
+/// would have hung or failed). Each names the line of a rank that has the
+/// k-th collective and the line or file of the rank that disagrees; `nth`
+/// counts from 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CollectiveError {
+    /// Two ranks' k-th collectives are different operations.
+    Differ {
+        /// Which collective of each rank, from 1.
+        nth: usize,
+        /// The first rank's line.
+        first: At,
+        /// Its operation.
+        first_op: Op,
+        /// The other rank's line.
+        other: At,
+        /// Its operation.
+        other_op: Op,
+    },
+    /// A rank has fewer collectives than another.
+    Missing {
+        /// Which collective, from 1.
+        nth: usize,
+        /// The line of a rank that has it.
+        at: At,
+        /// Its operation.
+        op: Op,
+        /// The rank that has no such collective.
+        rank: u32,
+        /// How many collectives that rank has.
+        count: usize,
+    },
+}
+
+impl fmt::Display for CollectiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CollectiveError::Differ {
+                nth,
+                first,
+                first_op,
+                other,
+                other_op,
+            } => write!(
+                f,
+                "{first}: the {nth} collective is {}, but {other}, the {nth} collective of rank {}, is {}: every rank must call the same collectives in the same order",
+                first_op.name(),
+                other.rank,
+                other_op.name(),
+                nth = crate::ordinal(*nth as u64),
+            ),
+            CollectiveError::Missing {
+                nth,
+                at,
+                op,
+                rank,
+                count,
+            } => write!(
+                f,
+                "{at}: the {} collective, {}, is not called by rank {rank}: Process{rank}.txt has only {count} collective{}",
+                crate::ordinal(*nth as u64),
+                op.name(),
+                if *count == 1 { "" } else { "s" }
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CollectiveError {}
+
 /// Why an import failed. Every variant names the directory or the file and
 /// line, so that a user can find the bad input.
 #[derive(Debug, thiserror::Error)]
@@ -453,6 +533,15 @@ pub enum ImportError {
         first: PairError,
         /// How many others there are.
         more: usize,
+    },
+    /// The ranks' collectives disagree: the first disagreement, by
+    /// collective and then rank.
+    #[error("{dir}: {first}")]
+    Collectives {
+        /// The directory.
+        dir: PathBuf,
+        /// The first disagreement.
+        first: CollectiveError,
     },
     /// Building the compressed trace failed.
     #[error("building the trace of rank {rank}: {error}")]
@@ -588,6 +677,18 @@ fn value_text(field: &'static str) -> &'static str {
 const I32_MAX: u64 = i32::MAX as u64;
 const I64_MAX: u64 = i64::MAX as u64;
 
+/// The latest time a line may give, ns: times are kept and computed with as
+/// `i64` nanoseconds downstream (the analysis's clock condition, the
+/// exports), so a `t1` or `t2` beyond that (`2^64 - 1` was accepted) is a
+/// corrupt field, not a time.
+pub const MAX_TIME_NS: u64 = I64_MAX;
+
+/// The largest byte count a line may give (`l`, `s`, `r`): 2^53, the
+/// largest integer an `f64` holds exactly (the simulator and the analysis
+/// compute with bytes as `f64`), and 8 PiB, beyond the memory of any
+/// machine: a larger count is a corrupt field.
+pub const MAX_BYTES: u64 = 1 << 53;
+
 /// `ALLREDUCE` → `Allreduce`, `REDUCE_SCATTER` → `Reduce_scatter`: the
 /// spelling of [`Op::name`].
 fn op_spelling(word: &str) -> String {
@@ -633,10 +734,10 @@ pub fn parse_line(text: &str) -> Result<Option<Record>, LineError> {
     };
     if let Some(op) = p2p {
         let peer = w.unsigned("peer", I32_MAX)? as i32;
-        let start = w.field("t1", u64::MAX)?;
-        let end = w.field("t2", u64::MAX)?;
+        let start = w.field("t1", MAX_TIME_NS)?;
+        let end = w.field("t2", MAX_TIME_NS)?;
         let tag = w.field("t", I32_MAX)? as i32;
-        let bytes = w.field("l", I64_MAX)? as i64;
+        let bytes = w.field("l", MAX_BYTES)? as i64;
         let msgid = w.optional_field("m", u64::MAX)?;
         w.end()?;
         span(start, end)?;
@@ -669,10 +770,10 @@ pub fn parse_line(text: &str) -> Result<Option<Record>, LineError> {
         None => return Err(LineError::UnknownRecord(head.into())),
     };
     w.integer("count")?;
-    let start = w.field("t1", u64::MAX)?;
-    let end = w.field("t2", u64::MAX)?;
-    let send_bytes = w.field("s", I64_MAX)? as i64;
-    let recv_bytes = w.field("r", I64_MAX)? as i64;
+    let start = w.field("t1", MAX_TIME_NS)?;
+    let end = w.field("t2", MAX_TIME_NS)?;
+    let send_bytes = w.field("s", MAX_BYTES)? as i64;
+    let recv_bytes = w.field("r", MAX_BYTES)? as i64;
     let id = w.optional_field("m", u64::MAX)?;
     w.end()?;
     span(start, end)?;
@@ -797,6 +898,62 @@ pub fn pairing_problems(ranks: &[Vec<Entry>]) -> Vec<PairError> {
     }
     problems.sort_by_key(PairError::at);
     problems
+}
+
+/// The first disagreement of the ranks' collectives, if any: for each k
+/// from the first, the k-th collective of the lowest rank that has one
+/// against that of every other rank in order. `ranks[r]` is rank `r`'s
+/// records.
+pub fn collective_problem(ranks: &[Vec<Entry>]) -> Option<CollectiveError> {
+    let colls: Vec<Vec<(usize, Op)>> = ranks
+        .iter()
+        .map(|r| {
+            r.iter()
+                .filter_map(|e| match &e.record {
+                    Record::Collective(c) => Some((e.line, c.op)),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    let at = |rank: usize, line: usize| At {
+        rank: u32::try_from(rank).unwrap_or(u32::MAX),
+        line,
+    };
+    let most = colls.iter().map(Vec::len).max().unwrap_or(0);
+    for k in 0..most {
+        let Some((r0, &(line0, op0))) = colls
+            .iter()
+            .enumerate()
+            .find_map(|(r, c)| Some((r, c.get(k)?)))
+        else {
+            continue;
+        };
+        for (r, c) in colls.iter().enumerate() {
+            match c.get(k) {
+                None => {
+                    return Some(CollectiveError::Missing {
+                        nth: k + 1,
+                        at: at(r0, line0),
+                        op: op0,
+                        rank: at(r, 0).rank,
+                        count: c.len(),
+                    });
+                }
+                Some(&(line, op)) if op != op0 => {
+                    return Some(CollectiveError::Differ {
+                        nth: k + 1,
+                        first: at(r0, line0),
+                        first_op: op0,
+                        other: at(r, line),
+                        other_op: op,
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    None
 }
 
 // ----- events --------------------------------------------------------------
@@ -936,13 +1093,13 @@ fn meanings(ranks: &[Vec<Entry>]) -> Vec<Vec<Meaning>> {
                             ..Meaning::default()
                         })
                     })
-                    .filter(|_| total(members[root]) == bytes * np)
+                    .filter(|_| bytes.checked_mul(np) == Some(total(members[root])))
                 })
             }
             Op::Scan => every(&|r, c| {
                 let r = i64::try_from(r).ok()?;
                 let bytes = share(c.send_bytes, np - r)?;
-                (c.recv_bytes == bytes * (r + 1)).then_some(Meaning {
+                (bytes.checked_mul(r + 1) == Some(c.recv_bytes)).then_some(Meaning {
                     send: bytes,
                     recv: None,
                     ..Meaning::default()
@@ -1058,7 +1215,8 @@ pub fn rank_events<'a>(
 }
 
 /// Builds the trace file of parsed ranks (`ranks[r]` is rank `r`'s
-/// records) after checking that their messages pair up; `dir` names the
+/// records) after checking that their messages pair up and their
+/// collectives agree; `dir` names the
 /// input in errors and in the metadata's command line.
 pub fn convert(ranks: Vec<Vec<Entry>>, dir: &Path) -> Result<TraceFile, ImportError> {
     let mut problems = pairing_problems(&ranks).into_iter();
@@ -1067,6 +1225,12 @@ pub fn convert(ranks: Vec<Vec<Entry>>, dir: &Path) -> Result<TraceFile, ImportEr
             dir: dir.to_path_buf(),
             first,
             more: problems.len(),
+        });
+    }
+    if let Some(first) = collective_problem(&ranks) {
+        return Err(ImportError::Collectives {
+            dir: dir.to_path_buf(),
+            first,
         });
     }
     let spans = || ranks.iter().flatten().filter_map(|e| e.record.span());
@@ -1118,30 +1282,59 @@ pub fn convert(ranks: Vec<Vec<Entry>>, dir: &Path) -> Result<TraceFile, ImportEr
     Ok(file)
 }
 
+/// The rank files of a `pertext` directory, and the files that look like
+/// rank files but are not (see [`scan_rank_files`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RankFiles {
+    /// `Process<r>.txt` for every `r` in `0..P`, by rank.
+    pub files: Vec<PathBuf>,
+    /// The names, sorted, that start as a rank file's does (`Process`, in
+    /// any case) but are not `Process<r>.txt` (`Process-1.txt`,
+    /// `process1.txt`, `Process1.txt.bak`): the import does not read them,
+    /// and a user who meant one as a rank's file must hear so.
+    pub not_rank_files: Vec<String>,
+}
+
 /// The rank files of `dir`, by rank: `Process<r>.txt` for every `r` in
-/// `0..P`. Other files are left alone (a dataset may carry its README).
+/// `0..P`. Other files are left alone (a dataset may carry its README);
+/// see [`scan_rank_files`] for the names that look like rank files.
 pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>, ImportError> {
+    scan_rank_files(dir).map(|r| r.files)
+}
+
+/// [`rank_files`], with the names of the files that look like rank files
+/// but are not, so that a caller can say they were left out. A name with a
+/// leading zero or a number beyond a rank (`Process007.txt`) is an error,
+/// as it cannot be told from another rank's file.
+pub fn scan_rank_files(dir: &Path) -> Result<RankFiles, ImportError> {
     let io = |error| ImportError::Io {
         path: dir.to_path_buf(),
         error,
     };
     let mut found = BTreeMap::new();
+    let mut not_rank_files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some(num) = name
-            .strip_prefix("Process")
+        let os_name = entry.file_name();
+        let lossy = os_name.to_string_lossy();
+        let looks_like = lossy
+            .as_bytes()
+            .get(..7)
+            .is_some_and(|p| p.eq_ignore_ascii_case(b"Process"));
+        let num = os_name
+            .to_str()
+            .and_then(|n| n.strip_prefix("Process"))
             .and_then(|s| s.strip_suffix(".txt"))
-        else {
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let Some(num) = num else {
+            if looks_like {
+                not_rank_files.push(lossy.into_owned());
+            }
             continue;
         };
-        if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
         let bad = || ImportError::BadFileName {
             dir: dir.to_path_buf(),
-            name: name.to_string(),
+            name: lossy.to_string(),
         };
         if num.len() > 1 && num.starts_with('0') {
             return Err(bad());
@@ -1163,7 +1356,11 @@ pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>, ImportError> {
             highest,
         });
     }
-    Ok(found.into_values().collect())
+    not_rank_files.sort();
+    Ok(RankFiles {
+        files: found.into_values().collect(),
+        not_rank_files,
+    })
 }
 
 /// Imports a `pertext` directory into a trace file in memory, without
@@ -1464,9 +1661,47 @@ mod tests {
                 LineError::TooLarge {
                     field: "t2",
                     value: "99999999999999999999".into(),
-                    max: u64::MAX,
+                    max: MAX_TIME_NS,
                 },
                 "t2: 99999999999999999999 is too large",
+            ),
+            // Times are i64 nanoseconds downstream: 2^64 - 1 and 2^63 are
+            // not times.
+            (
+                "Send 1 t1 1 t2 18446744073709551615 t 0 l 8 m 1",
+                LineError::TooLarge {
+                    field: "t2",
+                    value: "18446744073709551615".into(),
+                    max: MAX_TIME_NS,
+                },
+                "t2: 18446744073709551615 is too large (at most 9223372036854775807)",
+            ),
+            (
+                "BARRIER 1 t1 9223372036854775808 t2 9223372036854775808 s 0 r 0",
+                LineError::TooLarge {
+                    field: "t1",
+                    value: "9223372036854775808".into(),
+                    max: MAX_TIME_NS,
+                },
+                "t1: 9223372036854775808 is too large",
+            ),
+            (
+                "Recv 1 t1 1 t2 2 t 0 l 9007199254740993",
+                LineError::TooLarge {
+                    field: "l",
+                    value: "9007199254740993".into(),
+                    max: MAX_BYTES,
+                },
+                "l: 9007199254740993 is too large (at most 9007199254740992)",
+            ),
+            (
+                "ALLREDUCE 1 t1 1 t2 2 s 8 r 9223372036854775807",
+                LineError::TooLarge {
+                    field: "r",
+                    value: "9223372036854775807".into(),
+                    max: MAX_BYTES,
+                },
+                "r: 9223372036854775807 is too large",
             ),
             (
                 "Recv 1 t1 1 t2 2 t 0 l 8 m 1 extra",
@@ -1825,6 +2060,134 @@ mod tests {
     }
 
     #[test]
+    fn the_largest_times_and_byte_counts_are_accepted() {
+        assert_eq!(
+            line("Send 0 t1 9223372036854775806 t2 9223372036854775807 t 0 l 9007199254740992"),
+            Record::P2p(P2p {
+                op: Op::Send,
+                peer: 0,
+                start: 9_223_372_036_854_775_806,
+                end: i64::MAX as u64,
+                tag: 0,
+                bytes: 1 << 53,
+                msgid: None
+            })
+        );
+        // A root's total of the largest counts on every rank does not
+        // overflow the reading of the published meanings.
+        let big = "BCAST 1 t1 1 t2 2 s 9007199254740992 r 9007199254740992\n";
+        let parsed = ranks(&[big, big, big]).unwrap();
+        let file = convert(parsed, Path::new("d")).unwrap();
+        assert_eq!(file.trace.total_events(), 3);
+    }
+
+    #[test]
+    fn every_rank_must_call_the_same_collectives_in_order() {
+        let e = convert(
+            ranks(&[
+                "DEL1\nALLREDUCE 1 t1 1 t2 2 s 16 r 16\nBARRIER 1 t1 3 t2 4 s 0 r 0\n",
+                "ALLREDUCE 1 t1 1 t2 2 s 16 r 16\n# the odd one\nBCAST 1 t1 3 t2 4 s 0 r 8\n",
+            ])
+            .unwrap(),
+            Path::new("data"),
+        )
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            ImportError::Collectives {
+                first: CollectiveError::Differ {
+                    nth: 2,
+                    first: At { rank: 0, line: 3 },
+                    first_op: Op::Barrier,
+                    other: At { rank: 1, line: 3 },
+                    other_op: Op::Bcast,
+                },
+                ..
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "data: Process0.txt:3: the 2nd collective is Barrier, but Process1.txt:3, the 2nd \
+             collective of rank 1, is Bcast: every rank must call the same collectives in the \
+             same order"
+        );
+        // A rank that stops short, and one that has none at all.
+        let e = convert(
+            ranks(&[
+                "ALLREDUCE 1 t1 1 t2 2 s 16 r 16\nBARRIER 1 t1 3 t2 4 s 0 r 0\n",
+                "ALLREDUCE 1 t1 1 t2 2 s 16 r 16\n",
+            ])
+            .unwrap(),
+            Path::new("data"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "data: Process0.txt:2: the 2nd collective, Barrier, is not called by rank 1: \
+             Process1.txt has only 1 collective"
+        );
+        let e = convert(
+            ranks(&["DEL1\n", "DEL1\nBARRIER 1 t1 3 t2 4 s 0 r 0\n"]).unwrap(),
+            Path::new("data"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "data: Process1.txt:2: the 1st collective, Barrier, is not called by rank 0: \
+             Process0.txt has only 0 collectives"
+        );
+        let same = ranks(&[
+            "BARRIER 1 t1 3 t2 4 s 0 r 0\n",
+            "BARRIER 1 t1 3 t2 5 s 0 r 0\n",
+        ]);
+        assert_eq!(collective_problem(&same.unwrap()), None);
+    }
+
+    #[test]
+    fn names_that_look_like_rank_files_are_listed_not_read() {
+        let dir =
+            std::env::temp_dir().join(format!("rankscale-import-names-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in [
+            "Process0.txt",
+            "Process1.txt",
+            "Process-1.txt",
+            "process2.txt",
+            "Process1.txt.bak",
+            "PROCESS3.TXT",
+            "Process.txt",
+            "README.md",
+            "test1.txt",
+        ] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        let found = scan_rank_files(&dir).unwrap();
+        assert_eq!(
+            found.files,
+            [dir.join("Process0.txt"), dir.join("Process1.txt")]
+        );
+        assert_eq!(
+            found.not_rank_files,
+            [
+                "PROCESS3.TXT",
+                "Process-1.txt",
+                "Process.txt",
+                "Process1.txt.bak",
+                "process2.txt"
+            ]
+        );
+        assert_eq!(rank_files(&dir).unwrap(), found.files);
+        // A leading zero stays an error: it could be another rank's file.
+        std::fs::write(dir.join("Process01.txt"), "").unwrap();
+        assert!(matches!(
+            scan_rank_files(&dir),
+            Err(ImportError::BadFileName { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn garbled_and_truncated_input_gives_errors_not_panics() {
         let good = [
             "Send 1 t1 100 t2 250 t 7 l 64 m 17",
@@ -1832,7 +2195,7 @@ mod tests {
             "ALLREDUCE 1 t1 300 t2 400 s 8 r 8 m 2",
             "REDUCE_SCATTER 1 t1 500 t2 600 s 18446744073709551615 r 9223372036854775807 m 3",
             "DEL3",
-            "BARRIER 1 t1 18446744073709551614 t2 18446744073709551615 s 0 r 0 m 4",
+            "BARRIER 1 t1 9223372036854775806 t2 9223372036854775807 s 0 r 0 m 4",
             "# comment",
             "",
         ];

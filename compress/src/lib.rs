@@ -16,8 +16,11 @@ pub mod event;
 pub mod file;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+#[cfg(feature = "fixtures")]
+pub mod hostile;
 pub mod import;
 pub mod intra;
+pub mod limits;
 pub mod merge;
 pub mod output;
 pub mod profile;
@@ -41,6 +44,7 @@ pub use draws::{ComputeDraws, quantile_start};
 pub use dtype::Datatype;
 pub use file::{Meta, MpiLibrary, Origin, Packing, PartialRank, TraceFile};
 pub use intra::{Compressor, Config};
+pub use limits::{LimitError, Limits};
 pub use merge::{
     EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Phased, ProjectError, TimingVariant,
     Variant,
@@ -100,6 +104,9 @@ pub enum Error {
     /// The file is damaged or truncated.
     #[error("corrupted trace file: {0}")]
     Corrupt(String),
+    /// A declared size exceeds its budget (see [`limits`]).
+    #[error(transparent)]
+    Limit(#[from] limits::LimitError),
     /// An output could not be written (see [`output`]).
     #[error(transparent)]
     Output(#[from] output::OutputError),

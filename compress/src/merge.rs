@@ -155,7 +155,8 @@ fn period(seq: &ValueSeq) -> Option<usize> {
 }
 
 impl Param {
-    fn single(ranks: &RankList, seq: ValueSeq) -> Param {
+    /// One variant: `seq` on every rank of `ranks`.
+    pub(crate) fn single(ranks: &RankList, seq: ValueSeq) -> Param {
         Param {
             variants: vec![Variant {
                 ranks: ranks.clone(),
@@ -827,11 +828,8 @@ impl MNode {
                 })));
             }
             MNode::Loop(l) => {
-                let counts = l.counts.for_rank(rank)?;
-                let n = counts.len().checked_sub(1)?;
-                let mut it = counts.iter();
-                let done: ValueSeq = it.by_ref().take(n as usize).collect();
-                let cur = u64::try_from(it.next()?).ok()?;
+                let (done, cur) = l.counts.for_rank(rank)?.split_last()?;
+                let cur = u64::try_from(cur).ok()?;
                 let mut body = Vec::new();
                 for b in &l.body {
                     b.project(rank, like, &mut body)?;
@@ -876,6 +874,60 @@ pub struct MergedTrace {
     nodes: Vec<MNode>,
     spills: Vec<Spill>,
     lost: u64,
+}
+
+/// Mutators for [`crate::hostile`]: well-formed traces with hostile sizes
+/// are built by rewriting a real one, which needs the private fields.
+#[cfg(feature = "fixtures")]
+impl MergedTrace {
+    pub(crate) fn nodes_mut(&mut self) -> &mut Vec<MNode> {
+        &mut self.nodes
+    }
+}
+
+#[cfg(feature = "fixtures")]
+impl MNode {
+    /// The node inside a loop of one iteration per execution.
+    pub(crate) fn wrapped(self) -> MNode {
+        self.wrap()
+    }
+
+    /// Every execution of the node, and of everything inside it, happens
+    /// `f` times as often (each sequence becomes a constant one of its
+    /// first value: the values do not matter, the sizes do).
+    pub(crate) fn scale_executions(&mut self, f: u64) {
+        fn scale(p: &mut Param, f: u64) {
+            for v in &mut p.variants {
+                let first = v.seq.get(0).unwrap_or(0);
+                v.seq = ValueSeq::constant(first, v.seq.len().saturating_mul(f));
+            }
+            for g in &mut p.phased {
+                g.phases.iter_mut().for_each(|ph| scale(ph, f));
+            }
+        }
+        match self {
+            MNode::Event(e) => e.fixed.iter_mut().for_each(|p| scale(p, f)),
+            MNode::Loop(l) => {
+                scale(&mut l.counts, f);
+                l.body.iter_mut().for_each(|b| b.scale_executions(f));
+            }
+        }
+    }
+
+    /// A loop's counts multiplied by `f`: with `consistent`, its body
+    /// executes `f` times as often too; without, the counts lie.
+    pub(crate) fn stretch_loop(&mut self, f: u64, consistent: bool) -> bool {
+        let MNode::Loop(l) = self else { return false };
+        for v in &mut l.counts.variants {
+            let first = v.seq.get(0).unwrap_or(0);
+            let c = i64::try_from(f).unwrap_or(i64::MAX).saturating_mul(first);
+            v.seq = ValueSeq::constant(c, v.seq.len());
+        }
+        if consistent {
+            l.body.iter_mut().for_each(|b| b.scale_executions(f));
+        }
+        true
+    }
 }
 
 /// The merged trace as format versions 1 to 6 stored it: the same tree,
@@ -1086,6 +1138,60 @@ impl MergedTrace {
     pub fn is_consistent(&self) -> bool {
         self.nodes.iter().all(MNode::is_consistent)
             && self.spills.iter().all(|s| self.ranks.contains(s.rank))
+    }
+
+    /// Checks the loops' arithmetic, over all ranks, on the compressed
+    /// form: no count is negative, no body is empty, and a loop's
+    /// iterations (the sum of its counts) lie between the most executions
+    /// of one node of its body (each execution is inside an iteration) and
+    /// the executions of its whole body (each iteration of a rank runs at
+    /// least one of its body's nodes; a node may run on fewer ranks than
+    /// its loop). Expanding a trace trusts the loop counts, so this is
+    /// what makes [`MergedTrace::total_events`] (which counts the events'
+    /// own executions) a bound on what an expansion does: a loop that
+    /// declares 2^62 iterations of a body executed a few times is refused
+    /// here instead of being iterated.
+    pub fn check_loops(&self) -> Result<(), String> {
+        fn sum(p: &Param) -> Option<i128> {
+            let mut t = 0i128;
+            for v in &p.variants {
+                let s = v.seq.sum()?;
+                if v.seq.min().is_some_and(|m| m < 0) {
+                    return None;
+                }
+                t = t.checked_add(s.checked_mul(i128::from(v.ranks.len()))?)?;
+            }
+            for g in &p.phased {
+                for ph in &g.phases {
+                    t = t.checked_add(sum(ph)?)?;
+                }
+            }
+            Some(t)
+        }
+        fn execs(n: &MNode) -> i128 {
+            match n {
+                MNode::Event(e) => i128::from(e.total_executions()),
+                MNode::Loop(l) => i128::from(executions(std::slice::from_ref(&l.counts))),
+            }
+        }
+        fn walk(n: &MNode, depth: usize) -> Result<(), String> {
+            let MNode::Loop(l) = n else { return Ok(()) };
+            let iterations = sum(&l.counts).ok_or_else(|| {
+                format!("a loop at depth {depth} has negative or overflowing iteration counts")
+            })?;
+            if l.body.is_empty() {
+                return Err(format!("a loop at depth {depth} has an empty body"));
+            }
+            let most = l.body.iter().map(execs).max().unwrap_or(0);
+            let all = l.body.iter().map(execs).sum::<i128>();
+            if iterations < most || iterations > all {
+                return Err(format!(
+                    "a loop at depth {depth} declares {iterations} iterations over its ranks, but its body executes {all} times in all ({most} at most for one node)"
+                ));
+            }
+            l.body.iter().try_for_each(|b| walk(b, depth + 1))
+        }
+        self.nodes.iter().try_for_each(|n| walk(n, 0))
     }
 
     /// The ranks in the trace.
@@ -1821,7 +1927,10 @@ mod tests {
         assert_eq!(groups(&m), groups(&other));
         // The file keeps them.
         let file = crate::TraceFile {
-            meta: crate::Meta::default(),
+            meta: crate::Meta {
+                world_size: 4,
+                ..crate::Meta::default()
+            },
             trace: m.clone(),
             timelines: Vec::new(),
             series: Vec::new(),

@@ -37,9 +37,13 @@ fn sample() -> TraceFile {
             t
         })
         .collect();
+    let trace = merged.unwrap();
     TraceFile {
-        meta: Default::default(),
-        trace: merged.unwrap(),
+        meta: compress::Meta {
+            world_size: trace.ranks().max().map_or(1, |m| m + 1),
+            ..Default::default()
+        },
+        trace,
         timelines,
         series: Vec::new(),
     }

@@ -455,7 +455,8 @@ proptest! {
         assert_lossless(&b, &per_rank)?;
         let mut c = merge_in(rank_traces(&per_rank), &order, true);
         c.normalize();
-        let file = TraceFile { meta: Default::default(), trace: c, timelines: Vec::new(), series: Vec::new() };
+        let meta = compress::Meta { world_size: ranks as u32, ..Default::default() };
+        let file = TraceFile { meta, trace: c, timelines: Vec::new(), series: Vec::new() };
         let back = TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
         assert_lossless(&back.trace, &per_rank)?;
         assert_reservoirs(&back.trace, &per_rank)?;
