@@ -24,6 +24,7 @@
 mod common;
 
 use std::path::Path;
+use std::process::Command;
 
 use common::*;
 
@@ -64,6 +65,30 @@ fn replays_record_the_same_events_as_the_original_runs() {
         "{done} runs replayed identically, {raced} identically but for reported latency races"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn non_finite_and_huge_scales_are_refused_before_mpi_starts() {
+    for imp in mpis() {
+        for (opt, v) in [
+            ("--bytes-scale", "inf"),
+            ("--compute-scale", "NaN"),
+            ("--bytes-scale", "1e300"),
+            ("--timeout", "inf"),
+            ("--compute-scale", "-1"),
+        ] {
+            let out = Command::new(replay_bin(imp))
+                .args(["no-such.trace", &format!("{opt}={v}")])
+                .output()
+                .unwrap();
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{imp} {opt} {v}: {err}");
+            assert!(
+                err.contains("must be finite numbers from 0 to 1e6"),
+                "{err}"
+            );
+        }
+    }
 }
 
 #[test]

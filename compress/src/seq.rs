@@ -1007,7 +1007,11 @@ mod tests {
             let (rest, last) = seq.split_last().unwrap();
             assert!(rest.is_consistent(), "{reps}");
             assert_eq!(last, *all.last().unwrap(), "{reps}");
-            assert_eq!(rest.iter().collect::<Vec<_>>(), all[..all.len() - 1], "{reps}");
+            assert_eq!(
+                rest.iter().collect::<Vec<_>>(),
+                all[..all.len() - 1],
+                "{reps}"
+            );
         }
     }
 

@@ -61,11 +61,22 @@ pub struct Opts {
     pub timeout: f64,
 }
 
+/// The largest `--compute-scale` and `--bytes-scale`, as in `rankscale`.
+const MAX_SCALE: f64 = 1e6;
+
 fn main() {
     let opts = Opts::parse();
-    if !(opts.compute_scale >= 0.0 && opts.bytes_scale >= 0.0 && opts.timeout >= 0.0) {
+    // NaN and the infinities are refused with the rest: an infinite scale
+    // would make every computation or message infinite (`rankscale`'s own
+    // options have the same bounds).
+    let scale_ok = |v: f64| v.is_finite() && (0.0..=MAX_SCALE).contains(&v);
+    if !(scale_ok(opts.compute_scale)
+        && scale_ok(opts.bytes_scale)
+        && opts.timeout.is_finite()
+        && opts.timeout >= 0.0)
+    {
         eprintln!(
-            "replay: error: --compute-scale, --bytes-scale and --timeout must be non-negative"
+            "replay: error: --compute-scale and --bytes-scale must be finite numbers from 0 to {MAX_SCALE:e}, and --timeout a finite number of seconds of at least 0"
         );
         std::process::exit(2);
     }
