@@ -41,9 +41,10 @@ struct Cli {
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_budget)]
     max_memory: Option<u64>,
     /// The events a trace may expand to, over all ranks [env:
-    /// RANKSCALE_MAX_EVENTS; default 2^40].
+    /// RANKSCALE_EVENT_BUDGET; default 2^40]. (Not `--max-events`: that
+    /// is `export`'s cut of a Perfetto timeline.)
     #[arg(long, global = true, value_name = "N", value_parser = parse_budget)]
-    max_events: Option<u64>,
+    event_budget: Option<u64>,
 }
 
 /// A budget given on the command line: a positive size such as 8G.
@@ -220,7 +221,7 @@ fn quiet_on_closed_pipe() {
 fn main() {
     quiet_on_closed_pipe();
     let cli = Cli::parse();
-    if let Err(e) = show::set_limits(cli.max_memory, cli.max_events) {
+    if let Err(e) = show::set_limits(cli.max_memory, cli.event_budget) {
         eprintln!("rankscale: error: {e:#}");
         std::process::exit(1);
     }

@@ -12,7 +12,7 @@ use report::structure::{expand, to_json, write_text};
 static LIMITS: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
 
 /// Sets the budgets from the command line's `--max-memory` and
-/// `--max-events` over the environment's and the defaults.
+/// `--event-budget` over the environment's and the defaults.
 pub fn set_limits(memory: Option<u64>, events: Option<u64>) -> Result<()> {
     let mut l = Limits::from_env()?;
     if let Some(m) = memory {

@@ -165,6 +165,46 @@ fn rank_ranges_and_deep_nesting_never_crash() {
         cmd.args(["export", &b, "--perfetto", "--ranks", list, "-o", &p]);
         refuses(cmd, &format!("export --ranks {list}"));
     }
+    // The budgets, from the command line and the environment: the base
+    // trace expands to 24 events on 4 ranks.
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankscale"));
+        cmd.args(args).arg(&b);
+        if let Some(v) = env {
+            cmd.env("RANKSCALE_EVENT_BUDGET", v);
+        }
+        cmd.output().unwrap()
+    };
+    let o = run(&["show", "--event-budget", "10"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("expand to 24 events"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        run(&["show", "--event-budget", "24"], None)
+            .status
+            .success()
+    );
+    assert_eq!(run(&["stats"], Some("23")).status.code(), Some(1));
+    assert!(run(&["stats"], Some("1K")).status.success());
+    let o = run(&["show"], Some("lots"));
+    assert!(
+        text(&o.stderr).contains("RANKSCALE_EVENT_BUDGET=\"lots\""),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(&["show", "--max-memory", "255"], None);
+    assert!(
+        text(&o.stderr).contains("world_size 4 needs about 256"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        run(&["show", "--max-memory", "NaN"], None).status.code(),
+        Some(2)
+    );
     // The deepest nesting the reader takes, one iteration per loop: a
     // small legal trace that recursive walks must survive.
     let mut depth = 255;

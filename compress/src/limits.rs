@@ -14,8 +14,8 @@
 //!   over every rank) may not exceed the event budget.
 //!
 //! The defaults suit a workstation and every real trace we know of; a user
-//! with a larger trace raises them with `--max-memory` / `--max-events` (or
-//! `RANKSCALE_MAX_MEMORY` / `RANKSCALE_MAX_EVENTS`, which replay reads).
+//! with a larger trace raises them with `--max-memory` / `--event-budget` (or
+//! `RANKSCALE_MAX_MEMORY` / `RANKSCALE_EVENT_BUDGET`, which replay reads).
 
 /// The budgets a trace is read under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub enum LimitError {
     },
     /// The loops multiply out to more events than the budget.
     #[error(
-        "the loop counts expand to {events} events, over the budget of {budget} (raise it with --max-events or RANKSCALE_MAX_EVENTS)"
+        "the loop counts expand to {events} events, over the budget of {budget} (raise it with --event-budget or RANKSCALE_EVENT_BUDGET)"
     )]
     TooManyEvents {
         /// The events the trace expands to (saturated at `u64::MAX`).
@@ -112,7 +112,7 @@ impl Limits {
     /// (a decoded trace takes several times its payload).
     pub const PAYLOAD_SHARE: u64 = 4;
 
-    /// The defaults with `RANKSCALE_MAX_MEMORY` and `RANKSCALE_MAX_EVENTS`
+    /// The defaults with `RANKSCALE_MAX_MEMORY` and `RANKSCALE_EVENT_BUDGET`
     /// applied, so that a budget reaches tools started by a launcher
     /// (replay) the same way as the command line's.
     pub fn from_env() -> Result<Limits, LimitError> {
@@ -120,7 +120,7 @@ impl Limits {
         if let Some(v) = env_size("RANKSCALE_MAX_MEMORY")? {
             l.memory = v;
         }
-        if let Some(v) = env_size("RANKSCALE_MAX_EVENTS")? {
+        if let Some(v) = env_size("RANKSCALE_EVENT_BUDGET")? {
             l.events = v;
         }
         Ok(l)
@@ -236,7 +236,7 @@ mod tests {
         let e = l.check((1 << 24) + 1, None, 0).unwrap_err();
         assert!(e.to_string().contains("world_size 16777217"), "{e}");
         let e = l.check(4, None, u64::MAX).unwrap_err();
-        assert!(e.to_string().contains("--max-events"), "{e}");
+        assert!(e.to_string().contains("--event-budget"), "{e}");
         assert!(l.check_materialised("x", 1 << 20, 1024).is_ok());
         assert!(l.check_materialised("x", u64::MAX, 2).is_err());
     }
