@@ -33,6 +33,24 @@ for imp in mpich openmpi; do
   step "clippy ($imp)"
   scripts/with-mpi "$imp" cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 done
+step "the CLI without the OTF2 library (--no-default-features)"
+# A machine without libotf2 builds the CLI without the `otf2` feature: the
+# OTF2 crate must not be in that build at all, and `export --otf2` must say
+# how to get it instead of failing obscurely.
+if cargo tree --no-default-features -e normal --prefix none --bin rankscale | grep -q '^otf2 '; then
+  echo "test: the OTF2 crate is still linked without the otf2 feature" >&2
+  exit 1
+fi
+CARGO_TARGET_DIR=target/no-otf2 cargo build --quiet --no-default-features --bin rankscale
+nootf2_out=$(mktemp -d)
+target/no-otf2/debug/rankscale import --format pertext -o "$nootf2_out/t.trace" tests/data/pertext/small >/dev/null
+if target/no-otf2/debug/rankscale export --otf2 -o "$nootf2_out/a" "$nootf2_out/t.trace" 2>"$nootf2_out/err"; then
+  echo "test: export --otf2 succeeded in a build without OTF2" >&2
+  exit 1
+fi
+grep -q "libotf2-trace-dev" "$nootf2_out/err" || { cat "$nootf2_out/err" >&2; exit 1; }
+echo "test: without OTF2: $(cat "$nootf2_out/err")"
+rm -rf "$nootf2_out"
 step "the fuzz targets compile (running them needs cargo-fuzz: see compress/fuzz)"
 CARGO_TARGET_DIR=target/fuzz cargo check --quiet --manifest-path compress/fuzz/Cargo.toml
 step "cargo doc (warnings are errors) and the doc examples"

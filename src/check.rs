@@ -6,9 +6,9 @@
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use analysis::check::{CheckReport, DETAIL, check, check_ranks};
 use anyhow::{Context, Result, bail};
 use compress::TraceFile;
+use semantics::check::{CheckReport, DETAIL, check, check_ranks};
 
 /// Up to this many events an extrapolated trace is checked whole (about
 /// 1 µs per event); a larger one (a million ranks) is checked on a sample

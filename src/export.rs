@@ -39,6 +39,9 @@ pub struct Args {
 
 /// `rankscale export`.
 pub fn run(args: &Args) -> Result<()> {
+    if args.otf2 {
+        crate::import::otf2_available()?;
+    }
     let file = crate::show::read(&args.file)?;
     if args.otf2 {
         anyhow::ensure!(
@@ -80,8 +83,16 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
+/// `rankscale export --otf2` without the OTF2 library: never reached
+/// ([`crate::import::otf2_available`] refused first).
+#[cfg(not(feature = "otf2"))]
+fn otf2_archive(_: &compress::TraceFile, _: &std::path::Path) -> Result<()> {
+    crate::import::otf2_available()
+}
+
 /// `rankscale export --otf2`: the archive in `dir`, removed again when the
 /// export fails half-way.
+#[cfg(feature = "otf2")]
 fn otf2_archive(file: &compress::TraceFile, dir: &std::path::Path) -> Result<()> {
     // The archive is a directory: an existing file (the input trace
     // itself, say) is never replaced by one.

@@ -24,15 +24,46 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Pertext => PERTEXT,
-            Format::Otf2 => otf2::OTF2,
+            Format::Otf2 => "otf2",
         }
     }
+}
+
+/// Whether this build reads and writes OTF2 archives: with the `otf2`
+/// cargo feature (the default), which links the OTF2 library. A build
+/// without it (a machine without libotf2) says how to get it.
+pub fn otf2_available() -> Result<()> {
+    if cfg!(feature = "otf2") {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "this rankscale was built without OTF2 support (the `otf2` cargo feature is off): \
+         install the OTF2 library (Debian/Ubuntu: apt-get install libotf2-trace-dev otf2-tools) \
+         and rebuild with the default features (cargo build --release)"
+    )
+}
+
+/// Reads an OTF2 archive (see [`otf2_available`]).
+#[cfg(feature = "otf2")]
+fn read_otf2(anchor: &Path) -> Result<(compress::TraceFile, u64)> {
+    let got = otf2::import(anchor)?;
+    Ok((got.file, got.skipped))
+}
+
+/// Never reached without the OTF2 library ([`otf2_available`] refused
+/// first).
+#[cfg(not(feature = "otf2"))]
+fn read_otf2(_: &Path) -> Result<(compress::TraceFile, u64)> {
+    otf2_available().map(|()| unreachable!())
 }
 
 /// Entry point of `rankscale import`: imports `dir`, writes `output` and
 /// prints one summary line (after one warning line naming the files that
 /// look like rank files but are not, if any).
 pub fn import(format: Format, dir: &Path, output: &Path) -> Result<()> {
+    if format == Format::Otf2 {
+        otf2_available()?;
+    }
     // The files the import reads, so that the output is never one of them.
     let read_paths: Vec<PathBuf> = match format {
         Format::Pertext => {
@@ -73,14 +104,13 @@ pub fn import(format: Format, dir: &Path, output: &Path) -> Result<()> {
         Format::Pertext => import_pertext(dir)?,
         Format::Otf2 => {
             let anchor = read_paths.last().context("no anchor")?;
-            let got = otf2::import(anchor)?;
-            if got.skipped > 0 {
+            let (file, skipped) = read_otf2(anchor)?;
+            if skipped > 0 {
                 spin.say(format!(
-                    "{} regions that are not MPI calls rankscale knows were skipped",
-                    got.skipped
+                    "{skipped} regions that are not MPI calls rankscale knows were skipped"
                 ));
             }
-            got.file
+            file
         }
     };
     spin.say(format!("writing {}", output.display()));

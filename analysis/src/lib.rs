@@ -26,7 +26,6 @@
 #![warn(missing_docs)]
 
 pub mod ahp;
-pub mod check;
 pub mod clc;
 pub mod delay;
 pub mod desync;
@@ -38,7 +37,6 @@ pub mod phases;
 mod report;
 pub mod run;
 pub mod slow;
-pub mod timed;
 pub mod waitstates;
 
 pub use report::{

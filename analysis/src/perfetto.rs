@@ -19,7 +19,7 @@ use std::io::{self, Write};
 
 use compress::TraceFile;
 
-use crate::timed::{self, Clock, RankEvents};
+use semantics::timed::{self, Clock, RankEvents};
 
 /// What can stop an export.
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +30,7 @@ pub enum Error {
     Io(#[from] io::Error),
     /// Reading the trace's events or times failed.
     #[error(transparent)]
-    Events(#[from] crate::timed::Error),
+    Events(#[from] semantics::timed::Error),
 }
 
 /// Which part of a trace to export.

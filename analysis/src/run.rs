@@ -23,6 +23,8 @@ use std::collections::HashMap;
 use compress::{Event, MNode, MpiSeries, Op, TraceFile};
 use rayon::prelude::*;
 
+use semantics::timed::time_zero;
+
 use crate::Error;
 
 /// The most events one context holds before it is cut: a bound on one
@@ -36,18 +38,6 @@ type Unfolded = (RankRun, Vec<(usize, Vec<u64>)>, u64);
 
 /// Ranks unfolded together on all cores between two progress reports.
 const UNFOLD_BATCH: usize = 32;
-
-/// The common time base of a trace's timelines: the earliest rank's time
-/// zero (wall-clock ns), so that times compare across ranks; `None` unless
-/// every rank has a timeline.
-pub fn time_zero(file: &TraceFile) -> Option<u64> {
-    let ranks = file.trace.ranks();
-    let zeros: Option<Vec<u64>> = ranks
-        .iter()
-        .map(|r| file.timeline(r).map(|t| t.epoch_ns))
-        .collect();
-    zeros?.into_iter().min()
-}
 
 /// A rank's events in call order, each distinct event stored once.
 ///

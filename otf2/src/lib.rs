@@ -51,7 +51,7 @@ pub enum Error {
     Otf2(#[from] ffi::Error),
     /// Reading the trace's events or times failed.
     #[error(transparent)]
-    Events(#[from] analysis::timed::Error),
+    Events(#[from] semantics::timed::Error),
     /// The output directory already holds an archive.
     #[error(
         "{0} already holds an OTF2 archive (traces.otf2 or traces/): OTF2 does not overwrite one; remove it or choose another directory"

@@ -29,15 +29,15 @@
 //!
 //! Times are the trace's timeline (nanosecond ticks, the common time zero
 //! as the global offset), or, without one, the estimate of
-//! [`analysis::timed`], from 0.
+//! [`semantics::timed`], from 0.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use analysis::matching::Lineage;
-use analysis::timed::{self, Clock, RankEvents};
 use compress::{Family, Op, Peer, ReqId, Tag, TraceFile};
+use semantics::comms::{Comms as Lineage, world_size};
+use semantics::timed::{self, Clock, RankEvents};
 
 use crate::ffi::{
     self, AttrKind, AttrValue, AttributeDef, CommDef, Definitions, GroupDef, LocationDef, Record,
@@ -138,8 +138,8 @@ struct Comm {
 type Key = (u32, u64);
 
 /// The communicators met. The lineage tells the colours of a `Comm_split`
-/// apart but not the rows of a `Cart_sub` (every member has the same
-/// history there); for those the instances are told apart by who talks to
+/// and the rows of a `Cart_sub` of a known grid apart; the rows of a grid
+/// it does not know (ambiguous instances) are told apart by who talks to
 /// whom: ranks that name each other as peers on the communicator are in
 /// one instance. A row used for collectives alone is then one instance per
 /// rank, and its group lists only that rank.
@@ -226,10 +226,10 @@ fn members(file: &TraceFile, ranks: &[u32]) -> Result<Comms, Error> {
     for &rank in ranks {
         let me = rank as i32;
         let t = timed::rank_trace(file, rank)?;
-        let mut lineage = Lineage::new(me);
+        let mut lineage = Lineage::new(rank, world_size(file));
         let mut ex = t.expand();
         for ev in ex.by_ref() {
-            let key = (ev.comm.0, lineage.group(ev.comm.0));
+            let key = (ev.comm.0, lineage.view(ev.comm.0).inst);
             if ev.comm_rank >= 0 && seen.insert((key, me, ev.comm_rank, me)) {
                 facts.push((key, me, ev.comm_rank, me));
             }
@@ -245,10 +245,10 @@ fn members(file: &TraceFile, ranks: &[u32]) -> Result<Comms, Error> {
                 && ev.op == Op::CartSub
             {
                 lineage.observe(&ev);
-                comms
-                    .shared
-                    .entry((new.0, lineage.group(new.0)))
-                    .or_default();
+                let v = lineage.view(new.0);
+                if v.ambiguous {
+                    comms.shared.entry((new.0, v.inst)).or_default();
+                }
                 continue;
             }
             lineage.observe(&ev);
@@ -300,7 +300,7 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
         let me = rank as i32;
         let t = timed::rank_trace(file, rank)?;
         let mut events = RankEvents::new(file, &t, rank, clock)?;
-        let mut lineage = Lineage::new(me);
+        let mut lineage = Lineage::new(rank, world_size(file));
         let mut posted: HashMap<ReqId, Posted> = HashMap::new();
         // Records per thread of this rank.
         let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
@@ -327,7 +327,7 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
             let value = strings.id(&line);
             let mut records = vec![Record::Enter(region)];
             let mut at_end = Vec::new();
-            let c = comms.get((ev.comm.0, lineage.group(ev.comm.0)), me).id;
+            let c = comms.get((ev.comm.0, lineage.view(ev.comm.0).inst), me).id;
             let local = |x: Option<compress::Transfer>| match x.map(|t| t.peer) {
                 Some(Peer::Rank { local, .. }) => Some(local as u32),
                 _ => None,

@@ -25,6 +25,7 @@ use std::rc::Rc;
 
 use compress::{ComputeDraws, Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
 use rustc_hash::{FxHashMap, FxHasher};
+use semantics::channel::{Read, Stream};
 use smallvec::SmallVec;
 
 use crate::coll::{self, Member};
@@ -105,58 +106,23 @@ struct RecvRec {
     split: Split,
 }
 
-/// One stream's sends and who reads them. Rank by rank, a stream has one
-/// reader, which takes its sends in order (MPI's non-overtaking rule), and
-/// a send is dropped once taken. In class mode, several classes' readers
-/// may read one stream, each at its own position, and sends are kept.
-#[derive(Default)]
+/// One stream's sends and who reads them: MPI's non-overtaking rule
+/// ([`semantics::channel::Stream`]). Rank by rank, a stream has one
+/// reader, which takes its sends in order, and a send is dropped once
+/// taken. In class mode, several classes' readers may read one stream,
+/// each at its own position, and sends are kept ([`claim`]).
 struct Chan {
-    /// Sends from index `base` on.
-    sends: VecDeque<SendRec>,
-    base: u64,
-    /// Each reader's next index.
-    next: SmallVec<[(u32, u64); 2]>,
-    /// Receives posted before their send: (reader, index, receive).
-    waiting: Vec<(u32, u64, RecvRec)>,
+    stream: Stream<SendRec, RecvRec>,
     /// Ranks blocked in a probe of this stream.
     probers: Vec<u32>,
 }
 
-impl Chan {
-    /// Reader `r`'s next index; advanced when `take`.
-    fn cursor(&mut self, r: u32, take: bool) -> u64 {
-        let base = self.base;
-        let i = match self.next.iter().position(|x| x.0 == r) {
-            Some(i) => i,
-            None => {
-                self.next.push((r, base));
-                self.next.len() - 1
-            }
-        };
-        let k = self.next[i].1.max(base);
-        self.next[i].1 = if take { k + 1 } else { k };
-        k
-    }
-
-    fn get(&self, k: u64) -> Option<&SendRec> {
-        self.sends
-            .get(usize::try_from(k.checked_sub(self.base)?).ok()?)
-    }
-
-    /// Send `k`, for one reader: the first reader also completes the
-    /// sender's side. With `drop` (rank by rank: one reader per stream)
-    /// the send is then dropped.
-    fn claim(&mut self, k: u64, drop: bool) -> Option<SendRec> {
-        let i = usize::try_from(k.checked_sub(self.base)?).ok()?;
-        let s = self.sends.get_mut(i)?;
-        let mut rec = s.clone();
-        rec.cell = s.cell.take();
-        if drop && i == 0 {
-            self.sends.pop_front();
-            self.base += 1;
-        }
-        Some(rec)
-    }
+/// What one reader gets of a send: the first reader also completes the
+/// sender's side (rendezvous), so it alone takes the send's cell.
+fn claim(s: &mut SendRec) -> SendRec {
+    let mut rec = s.clone();
+    rec.cell = s.cell.take();
+    rec
 }
 
 /// A collective waiting for its members.
@@ -602,10 +568,7 @@ impl<'a> Engine<'a> {
             else {
                 continue;
             };
-            let Some(s) = usize::try_from(idx - ch.base.min(idx))
-                .ok()
-                .and_then(|i| ch.sends.get_mut(i))
-            else {
+            let Some(s) = ch.stream.get_mut(idx) else {
                 continue;
             };
             let Some(cell) = s.cell.take() else {
@@ -667,7 +630,10 @@ impl<'a> Engine<'a> {
                 let next = self.chans.len() as u32;
                 let id = *self.chan_ids.entry(key).or_insert(next);
                 if id == next {
-                    self.chans.push(Chan::default());
+                    self.chans.push(Chan {
+                        stream: Stream::new(self.layout.classes),
+                        probers: Vec::new(),
+                    });
                 }
                 let slot = st.chan_next % CHAN_CACHE;
                 st.chan_next = st.chan_next.wrapping_add(1);
@@ -1119,26 +1085,17 @@ impl<'a> Engine<'a> {
         };
         self.messages += self.layout.weight[r as usize];
         let key = (comm, me, i64::from(dst) - i64::from(me), tag);
-        let drop = !self.layout.classes;
+        let keep = self.layout.classes;
         let id = self.chan(r, key);
         let ch = &mut self.chans[id];
-        ch.sends.push_back(rec);
-        let idx = ch.base + ch.sends.len() as u64 - 1;
-        if rendezvous && !drop {
+        let (idx, met) = ch.stream.send_with(rec, claim);
+        if rendezvous && keep {
             self.unread.push_back((key, idx));
         }
-        let mut ready: SmallVec<[(SendRec, RecvRec); 1]> = SmallVec::new();
-        let mut i = 0;
-        while i < ch.waiting.len() {
-            if ch.waiting[i].1 == idx {
-                let (_, _, recv) = ch.waiting.swap_remove(i);
-                if let Some(send) = ch.claim(idx, drop) {
-                    ready.push((send, recv));
-                }
-            } else {
-                i += 1;
-            }
-        }
+        let ready: SmallVec<[(SendRec, RecvRec); 1]> = met
+            .into_iter()
+            .map(|(_, send, recv)| (send, recv))
+            .collect();
         let probers = std::mem::take(&mut ch.probers);
         for p in probers {
             self.wake(p, t);
@@ -1170,13 +1127,9 @@ impl<'a> Engine<'a> {
             cell,
             split: self.ranks[r as usize].snapshot(),
         };
-        let drop = !self.layout.classes;
         let id = self.chan(r, key);
-        let ch = &mut self.chans[id];
-        let k = ch.cursor(r, true);
-        match ch.claim(k, drop) {
-            Some(send) => self.matched(send, rec),
-            None => ch.waiting.push((r, k, rec)),
+        if let Read::Now(_, send, rec) = self.chans[id].stream.recv_with(r, rec, claim) {
+            self.matched(send, rec);
         }
         cell
     }
@@ -1285,11 +1238,9 @@ impl<'a> Engine<'a> {
                 };
                 let key = self.recv_key(r, ev.comm.0, m.source as u32, m.tag);
                 let take = matches!(ev.op, Op::Mprobe | Op::Improbe);
-                let drop = !self.layout.classes;
                 let id = self.chan(r, key);
                 let ch = &mut self.chans[id];
-                let k = ch.cursor(r, false);
-                let Some(head) = ch.get(k) else {
+                let Some(head) = ch.stream.peek(r) else {
                     ch.probers.push(r);
                     cur.probing = true;
                     cur.probe = Some(Box::new(ev));
@@ -1304,8 +1255,7 @@ impl<'a> Engine<'a> {
                 cur.probing = false;
                 cur.floor = cur.floor.max(seen) + net.overhead;
                 if take {
-                    ch.cursor(r, true);
-                    let send = ch.claim(k, drop);
+                    let send = ch.stream.take_next_with(r, claim);
                     if let (Some(id), Some(send)) = (ev.message, send) {
                         self.ranks[r as usize].mprobed.insert(id, send);
                     }

@@ -89,7 +89,7 @@ use crate::tokens::Gates;
 /// clear message instead of undefined behaviour inside MPI. Every rank
 /// learns every other's verdict, so all stop together.
 fn validated(file: &TraceFile, rank: c_int) -> bool {
-    let mine: c_int = match analysis::check::check_ranks(file, &[rank as u32]) {
+    let mine: c_int = match semantics::check::check_ranks(file, &[rank as u32]) {
         Ok(r) if r.is_consistent() => 1,
         Ok(r) => {
             for p in r.problems.iter().take(3) {

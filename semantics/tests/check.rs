@@ -1,11 +1,11 @@
-//! `analysis::check` on traces built in memory, no MPI: each rank's events
+//! `semantics::check` on traces built in memory, no MPI: each rank's events
 //! are written as raw-log lines (the grammar of `rankscale show --expand`),
 //! go through the real compressor and merge, and are checked back. A
 //! consistent exchange passes; each kind of defect is found and named.
 
-use analysis::check::{CheckReport, Error, ProblemKind, check, check_ranks};
 use compress::merge::merge_binomial;
 use compress::{Compressor, Config, Event, MergedTrace, Meta, Op, Peer, TraceFile};
+use semantics::check::{CheckReport, Error, ProblemKind, check, check_ranks};
 
 /// One event from a raw-log line, plus `me=N`: the caller's rank in a
 /// communicator other than the world (on the world it is the rank, and so
@@ -452,7 +452,7 @@ fn many_problems_keep_twenty_in_full_and_count_the_rest() {
     }));
     let r = check(&f).unwrap();
     assert_eq!(r.problem_count, 50);
-    assert_eq!(r.problems.len(), analysis::check::DETAIL);
+    assert_eq!(r.problems.len(), semantics::check::DETAIL);
     assert_eq!(r.tally.get("message never received"), Some(&50));
 }
 

@@ -12,8 +12,6 @@
 
 use compress::{Event, EventTiming, Expand, PathClass, Trace, TraceFile};
 
-use crate::run::time_zero;
-
 /// What stops the walk over a rank's events.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -145,4 +143,16 @@ impl<'a> RankEvents<'a> {
         self.i += 1;
         Some(Ok((ev, start, dur)))
     }
+}
+
+/// The common time base of a trace's timelines: the earliest rank's time
+/// zero (wall-clock ns), so that times compare across ranks; `None` unless
+/// every rank has a timeline.
+pub fn time_zero(file: &TraceFile) -> Option<u64> {
+    let ranks = file.trace.ranks();
+    let zeros: Option<Vec<u64>> = ranks
+        .iter()
+        .map(|r| file.timeline(r).map(|t| t.epoch_ns))
+        .collect();
+    zeros?.into_iter().min()
 }

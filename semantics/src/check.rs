@@ -33,14 +33,15 @@
 //! `Comm_split_type` (one per node) are not in the trace: collectives on them
 //! are checked for agreement, not for completeness (the report says so).
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::ops::Range;
-use std::rc::Rc;
 
-use compress::{CommCreate, Event, Family, Matched, Op, Peer, ReduceOp, ReqId, Tag, TraceFile};
+use compress::{CommCreate, Event, Family, Op, Peer, ReduceOp, Tag, TraceFile};
+
+use crate::channel::{Channel, Channels, Read};
+use crate::comms::{Comms, Map, View, hash_of, world_size};
+use crate::walk::{RecvEnd, SendEnd, Step, Walker};
 use serde::Serialize;
 
 /// How many problems a report keeps in full (with the call's raw-log line);
@@ -931,14 +932,6 @@ pub fn check_ranks(file: &TraceFile, ranks: &[u32]) -> Result<CheckReport, Error
     Ok(c.finish(given.into_iter().collect(), peers))
 }
 
-/// The world size: the trace's own, else its number of ranks.
-fn world_size(file: &TraceFile) -> i64 {
-    match file.meta.world_size {
-        0 => file.trace.ranks().len() as i64,
-        n => i64::from(n),
-    }
-}
-
 /// Adds the ranks `rank` exchanges point-to-point messages with to `set`.
 fn peers_of(file: &TraceFile, rank: u32, world: i64, set: &mut BTreeSet<u32>) {
     let Ok(t) = file.trace.rank_trace(rank) else {
@@ -970,14 +963,6 @@ fn is_collective(op: Op) -> bool {
     op.is_collective() || op.family() == Family::CommManagement
 }
 
-/// A stable hash of `parts` (instance ids and fingerprints; `DefaultHasher`
-/// has fixed keys, so the same on every run).
-fn hash_of(parts: impl Hash) -> u64 {
-    let mut h = DefaultHasher::new();
-    parts.hash(&mut h);
-    h.finish()
-}
-
 /// Bytes of `count` elements of `dsize` bytes, without overflow.
 fn bytes(count: i64, dsize: i64) -> i64 {
     count.saturating_mul(dsize)
@@ -985,225 +970,28 @@ fn bytes(count: i64, dsize: i64) -> i64 {
 
 // ----- per-rank state ---------------------------------------------------
 
-/// How a communicator's ranks map to world ranks, where the trace says.
-#[derive(Clone, Debug)]
-enum Map {
-    /// Rank i is world rank i (the world, its dups, grids without reorder).
-    Identity,
-    /// The one member is this world rank (`MPI_COMM_SELF`).
-    Single(i64),
-    /// Rank i is `members[i]` (`Comm_create`).
-    Members(Rc<[i32]>),
-    /// Not recorded.
-    Unknown,
-}
-
-/// A communicator as one rank knows it.
-#[derive(Clone, Debug)]
-struct Comm {
-    /// `None` when the constructor recorded an impossible size.
-    size: Option<i64>,
-    /// The instance: the same on every member, different for every other
-    /// communicator (see the module documentation).
-    inst: u64,
-    map: Map,
-    /// Cartesian dimensions, for `Cart_sub`.
-    cart: Option<Rc<[i64]>>,
-    /// Whether `inst` may stand for several groups (`Comm_split_type`).
-    ambiguous: bool,
-    /// Whether it is an inter-communicator: its peers' ranks are ranks of
-    /// its remote group, and its collectives span both groups.
-    inter: bool,
-    /// An inter-communicator's remote group size, where known.
-    remote: Option<i64>,
-}
-
-/// What an event needs of its communicator.
-#[derive(Clone, Copy, Debug)]
-struct View {
-    id: u32,
-    /// `None` for an id no traced constructor made.
-    size: Option<i64>,
-    inst: u64,
-    ambiguous: bool,
-    /// See [`Comm::inter`].
-    inter: bool,
-    /// See [`Comm::remote`].
-    remote: Option<i64>,
-}
-
-/// A posted receive, kept in post order until it can take its place on
-/// its channel (source and tag known, and completed or never to be).
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    op: Op,
-    event: u64,
-    comm: u32,
-    inst: u64,
-    src: Option<u32>,
-    tag: Option<i32>,
-    /// Bytes posted; `None` until an `Mrecv` says, or never.
-    posted: Option<i64>,
-    completed: bool,
-    /// Nothing more will be learnt about it.
-    settled: bool,
-    /// It takes no message (unresolved).
-    dead: bool,
-}
-
-/// A persistent request's arguments, posted again at each `Start`.
-#[derive(Clone, Copy, Debug)]
-struct Template {
-    view: View,
-    send: Option<compress::Transfer>,
-    recv: Option<compress::Transfer>,
-}
-
+/// One rank's walk: its communicators, its receives in post order, and the
+/// channels it used.
 struct Rank {
     rank: u32,
-    comms: HashMap<u32, Comm>,
-    seqs: HashMap<u32, u64>,
-    slots: VecDeque<Slot>,
-    /// Slot id of `slots[0]`.
-    base: u64,
-    /// Receive requests not completed yet, by request: their slot.
-    waiting: HashMap<ReqId, u64>,
-    templates: HashMap<ReqId, Template>,
-    /// `Mprobe`d messages by handle: their slot.
-    probed: HashMap<u64, u64>,
-    /// Requests an `MPI_Cancel` named: completed without a match, they
-    /// were cancelled and take no message.
-    cancelled: HashSet<ReqId>,
+    comms: Comms,
+    walk: Walker,
     /// The channels this rank's walk used.
-    touched: HashSet<ChanKey>,
-    /// Inter-communicators made and merged so far, by the instance of the
-    /// pair of groups: the k-th of both sides is one communicator.
-    pairs: HashMap<u64, u64>,
+    touched: HashSet<Channel>,
 }
 
 impl Rank {
     fn new(rank: u32, world: i64) -> Rank {
-        let comms = HashMap::from([
-            (
-                0,
-                Comm {
-                    size: Some(world),
-                    inst: 0,
-                    map: Map::Identity,
-                    cart: None,
-                    ambiguous: false,
-                    inter: false,
-                    remote: None,
-                },
-            ),
-            (
-                1,
-                Comm {
-                    size: Some(1),
-                    inst: hash_of(("self", rank)),
-                    map: Map::Single(i64::from(rank)),
-                    cart: None,
-                    ambiguous: false,
-                    inter: false,
-                    remote: None,
-                },
-            ),
-        ]);
         Rank {
             rank,
-            comms,
-            seqs: HashMap::new(),
-            slots: VecDeque::new(),
-            base: 0,
-            waiting: HashMap::new(),
-            templates: HashMap::new(),
-            probed: HashMap::new(),
-            cancelled: HashSet::new(),
+            comms: Comms::new(rank, world),
+            walk: Walker::new(rank, world),
             touched: HashSet::new(),
-            pairs: HashMap::new(),
         }
-    }
-
-    fn view(&self, id: u32) -> View {
-        match self.comms.get(&id) {
-            Some(c) => View {
-                id,
-                size: c.size,
-                inst: c.inst,
-                ambiguous: c.ambiguous || c.size.is_none(),
-                inter: c.inter,
-                remote: c.remote,
-            },
-            None => View {
-                id,
-                size: None,
-                inst: hash_of(("untraced", id)),
-                ambiguous: true,
-                inter: false,
-                remote: None,
-            },
-        }
-    }
-
-    /// The world rank of rank `local` of communicator `id`, where known.
-    fn world_of(&self, id: u32, local: i64) -> Option<i64> {
-        match &self.comms.get(&id)?.map {
-            Map::Identity => Some(local),
-            Map::Single(w) => (local == 0).then_some(*w),
-            Map::Members(m) => usize::try_from(local)
-                .ok()
-                .and_then(|l| m.get(l))
-                .map(|&w| i64::from(w)),
-            Map::Unknown => None,
-        }
-    }
-
-    /// This rank's own rank in communicator `id`, where known.
-    fn local_of(&self, id: u32) -> Option<i64> {
-        match &self.comms.get(&id)?.map {
-            Map::Identity => Some(i64::from(self.rank)),
-            Map::Single(_) => Some(0),
-            Map::Members(m) => m
-                .iter()
-                .position(|&w| i64::from(w) == i64::from(self.rank))
-                .map(|p| p as i64),
-            Map::Unknown => None,
-        }
-    }
-
-    fn slot(&mut self, id: u64) -> Option<&mut Slot> {
-        let i = usize::try_from(id.checked_sub(self.base)?).ok()?;
-        self.slots.get_mut(i)
     }
 }
 
 // ----- whole-trace state ------------------------------------------------
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct ChanKey {
-    from: u32,
-    to: u32,
-    tag: i32,
-    inst: u64,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Item {
-    event: u64,
-    nth: u64,
-    bytes: Option<i64>,
-    completed: bool,
-}
-
-/// One channel: the sends (or receives) not matched yet, in order.
-#[derive(Debug)]
-struct Chan {
-    comm: u32,
-    sent: u64,
-    received: u64,
-    queue: VecDeque<Item>,
-    holds_sends: bool,
-}
 
 /// One half of a v-collective pair seen in a sample.
 #[derive(Clone, Copy, Debug)]
@@ -1288,7 +1076,9 @@ struct Checker<'a> {
     world: i64,
     /// The expanded ranks of a sample; `None` when every rank is checked.
     sample: Option<HashSet<u32>>,
-    chans: HashMap<ChanKey, Chan>,
+    chans: Channels<Channel, SendEnd, RecvEnd>,
+    /// The steps of the current event's walk (reused).
+    steps: Vec<Step>,
     colls: HashMap<(u64, u64), Coll>,
     /// (rank, instance) pairs whose collectives are out of step.
     desynced: HashSet<(u32, u64)>,
@@ -1302,7 +1092,8 @@ impl<'a> Checker<'a> {
             file,
             world: world_size(file),
             sample,
-            chans: HashMap::new(),
+            chans: Channels::default(),
+            steps: Vec::new(),
             colls: HashMap::new(),
             desynced: HashSet::new(),
             sink: Sink::default(),
@@ -1373,10 +1164,12 @@ impl<'a> Checker<'a> {
             self.sink
                 .add(Some(rank), Some(i), None, ProblemKind::Unreadable { why });
         }
-        for s in &mut st.slots {
-            s.settled = true;
+        let mut steps = std::mem::take(&mut self.steps);
+        st.walk.finish(&mut |s| steps.push(s));
+        for s in steps.drain(..) {
+            self.step(&mut st, u64::MAX, None, s);
         }
-        self.flush(&mut st);
+        self.steps = steps;
         self.close_channels(&mut st);
     }
 
@@ -1385,7 +1178,7 @@ impl<'a> Checker<'a> {
         if e.failed() {
             return;
         }
-        let view = e.op.has_comm().then(|| st.view(e.comm.0));
+        let view = e.op.has_comm().then(|| st.comms.view(e.comm.0));
         self.values(st.rank, i, e);
         if let Some(v) = view {
             if v.size.is_none() {
@@ -1410,49 +1203,22 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        let mut steps = std::mem::take(&mut self.steps);
+        st.walk.event(i, e, &st.comms, &mut |s| steps.push(s));
+        for s in steps.drain(..) {
+            self.step(st, i, Some(e), s);
+        }
+        self.steps = steps;
         match (e.op.family(), view) {
-            (Family::BlockingP2p, Some(v)) => {
-                self.post_send(st, i, v, e.send);
-                let blocking = e.matched.iter().find(|m| m.req.is_none());
-                self.post_recv(st, i, e, v, e.recv, None, blocking);
-            }
-            (Family::NonblockingP2p, Some(v)) => {
-                self.post_send(st, i, v, e.send);
-                self.post_recv(st, i, e, v, e.recv, e.req, None);
-            }
-            (Family::Persistent | Family::Partitioned, Some(v)) => {
-                if let Some(r) = e.req {
-                    // Partitioned sends match partitioned receives only:
-                    // their channels are those of an instance of their own.
-                    let view = if e.op.is_partitioned_init() {
-                        View {
-                            inst: hash_of(("partitioned", v.inst)),
-                            ..v
-                        }
-                    } else {
-                        v
-                    };
-                    let t = Template {
-                        view,
-                        send: e.send,
-                        recv: e.recv,
-                    };
-                    st.templates.insert(r, t);
-                }
-            }
-            (Family::Persistent, None) => self.persistent(st, i, e),
             // Made of groups alone (MPI 4): collective over them, not over
             // a parent; the world stands for the parent whose ranks the
             // groups name.
             (Family::CommManagement, None) => {
                 if let Some(c) = &e.create {
-                    let world = st.view(0);
+                    let world = st.comms.view(0);
                     self.create(st, i, e, world, 0, c);
                 }
             }
-            (Family::Completion, _) => self.complete(st, e),
-            _ if e.op == Op::Cancel => st.cancelled.extend(e.reqs.iter().copied()),
-            (Family::Probe, Some(v)) => self.probe(st, i, e, v),
             (
                 Family::Collective
                 | Family::NonblockingCollective
@@ -1463,23 +1229,50 @@ impl<'a> Checker<'a> {
             ) => {
                 // Calls on an inter-communicator span both of its groups,
                 // with roots of their own (`MPI_ROOT`, `MPI_PROC_NULL`):
-                // counted, not grouped.
-                // `Comm_create_group` is collective over its group only,
-                // not over the parent: not grouped with the parent's calls.
-                let seq = if e.op == Op::CommCreateGroup {
-                    0
-                } else if v.inter {
-                    let s = st.seqs.entry(v.id).or_default();
-                    *s += 1;
-                    *s
-                } else {
-                    self.collective(st, i, e, v)
-                };
+                // counted, not grouped. `Comm_create_group` is collective
+                // over its group only, not over the parent: not counted.
+                let seq = st.comms.count(e);
+                if let Some(seq) = seq
+                    && !v.inter
+                {
+                    self.collective(st, i, e, v, seq);
+                }
                 if let Some(c) = &e.create {
-                    self.create(st, i, e, v, seq, c);
+                    self.create(st, i, e, v, seq.unwrap_or(0), c);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// What the walk of point-to-point calls hands on: sends and receives
+    /// go on their channels, problems are reported. `e` is the event being
+    /// walked (`None` at the rank's end), at index `i`.
+    fn step(&mut self, st: &mut Rank, i: u64, e: Option<&Event>, s: Step) {
+        let call = |at: u64| e.filter(|_| at == i);
+        match s {
+            Step::Send(x) => {
+                st.touched.insert(x.chan);
+                if let (_, Some((k, send, recv))) = self.chans.send(x.chan, x) {
+                    deliver(&mut self.sink, &mut self.n, k, send, recv);
+                }
+            }
+            Step::Recv(x) => {
+                st.touched.insert(x.chan);
+                if let Read::Now(k, send, recv) = self.chans.recv(x.chan, x) {
+                    deliver(&mut self.sink, &mut self.n, k, send, recv);
+                }
+            }
+            Step::SendDone { .. } => {}
+            Step::UnresolvedWildcard { op, event } => {
+                let kind = ProblemKind::UnresolvedWildcard { op };
+                self.problem(st.rank, event, call(event), kind);
+            }
+            Step::UnknownMessage { op, message, event } => {
+                let kind = ProblemKind::UnknownMessage { op, message };
+                self.problem(st.rank, event, call(event), kind);
+            }
+            Step::Unknown { .. } => self.n.unresolved_pending += 1,
         }
     }
 
@@ -1528,7 +1321,7 @@ impl<'a> Checker<'a> {
         if me < 0 {
             return;
         }
-        let expected = st.local_of(v.id);
+        let expected = st.comms.local_of(v.id);
         if me >= size || expected.is_some_and(|x| x != me) {
             let kind = ProblemKind::CallerRank {
                 op: e.op,
@@ -1567,7 +1360,7 @@ impl<'a> Checker<'a> {
                 comm: v.id,
                 comm_size: size,
             }
-        } else if let Some(expected) = st.world_of(v.id, local).filter(|&x| x != world) {
+        } else if let Some(expected) = st.comms.world_of(v.id, local).filter(|&x| x != world) {
             ProblemKind::PeerMismatch {
                 op: e.op,
                 dir,
@@ -1610,272 +1403,11 @@ impl<'a> Checker<'a> {
         }
     }
 
-    // ----- point-to-point ----------------------------------------------
-
-    fn post_send(&mut self, st: &mut Rank, i: u64, v: View, t: Option<compress::Transfer>) {
-        let Some(t) = t else { return };
-        let (Some(to), Tag::Value(tag)) = (t.peer.world(), t.tag) else {
-            return;
-        };
-        if !(0..self.world).contains(&i64::from(to)) {
-            return;
-        }
-        let key = ChanKey {
-            from: st.rank,
-            to: to as u32,
-            tag,
-            inst: v.inst,
-        };
-        let sent = bytes(t.count, t.dsize);
-        self.enqueue(st, key, v.id, true, i, Some(sent), true);
-    }
-
-    /// Puts a send (or receive) on its channel: it meets the first
-    /// receive (send) waiting there, or waits itself.
-    #[allow(clippy::too_many_arguments)]
-    fn enqueue(
-        &mut self,
-        st: &mut Rank,
-        key: ChanKey,
-        comm: u32,
-        send: bool,
-        event: u64,
-        bytes: Option<i64>,
-        completed: bool,
-    ) {
-        st.touched.insert(key);
-        let ch = self.chans.entry(key).or_insert_with(|| Chan::new(comm));
-        let side = if send { &mut ch.sent } else { &mut ch.received };
-        *side += 1;
-        let item = Item {
-            event,
-            nth: *side,
-            bytes,
-            completed,
-        };
-        if ch.holds_sends != send
-            && let Some(other) = ch.queue.pop_front()
-        {
-            let (s, r) = if send { (item, other) } else { (other, item) };
-            let comm = ch.comm;
-            deliver(&mut self.sink, &mut self.n, key, comm, s, r);
-        } else {
-            ch.holds_sends = send;
-            ch.queue.push_back(item);
-        }
-    }
-
-    /// Posts a receive: blocking (`req` is `None`, resolved by `blocking`)
-    /// or nonblocking (resolved at its completion).
-    #[allow(clippy::too_many_arguments)]
-    fn post_recv(
-        &mut self,
-        st: &mut Rank,
-        i: u64,
-        e: &Event,
-        v: View,
-        t: Option<compress::Transfer>,
-        req: Option<ReqId>,
-        blocking: Option<&Matched>,
-    ) {
-        if let Some(s) = self.recv_slot(st.rank, i, e, v, t, req.is_some(), blocking) {
-            self.push_slot(st, s, req);
-        }
-    }
-
-    /// The slot of a receive (or matching probe), unless it takes no
-    /// message (`MPI_PROC_NULL`, a peer outside the world) or is a blocking
-    /// wildcard whose match is not recorded (a problem).
-    #[allow(clippy::too_many_arguments)]
-    fn recv_slot(
-        &mut self,
-        rank: u32,
-        i: u64,
-        e: &Event,
-        v: View,
-        t: Option<compress::Transfer>,
-        nonblocking: bool,
-        blocking: Option<&Matched>,
-    ) -> Option<Slot> {
-        let t = t?;
-        let src = match t.peer {
-            Peer::Null => return None,
-            Peer::Rank { world, .. } if (0..self.world).contains(&i64::from(world)) => {
-                Some(world as u32)
-            }
-            Peer::Rank { .. } => return None,
-            Peer::Any => blocking.and_then(|m| self.source(m)),
-        };
-        let tag = t.tag.value().or(blocking.map(|m| m.tag));
-        if !nonblocking && (src.is_none() || tag.is_none()) {
-            if blocking.is_none() {
-                self.problem(
-                    rank,
-                    i,
-                    Some(e),
-                    ProblemKind::UnresolvedWildcard { op: e.op },
-                );
-            }
-            return None;
-        }
-        Some(Slot {
-            op: e.op,
-            event: i,
-            comm: v.id,
-            inst: v.inst,
-            src,
-            tag,
-            posted: Some(bytes(t.count, t.dsize)),
-            completed: !nonblocking,
-            settled: false,
-            dead: false,
-        })
-    }
-
-    /// Queues a receive in the rank's post order.
-    fn push_slot(&mut self, st: &mut Rank, s: Slot, req: Option<ReqId>) {
-        let id = st.base + st.slots.len() as u64;
-        st.slots.push_back(s);
-        if let Some(r) = req {
-            st.waiting.insert(r, id);
-        }
-        self.flush(st);
-    }
-
-    /// A matched source, if it is a rank.
-    fn source(&self, m: &Matched) -> Option<u32> {
-        (0..self.world)
-            .contains(&i64::from(m.source))
-            .then_some(m.source as u32)
-    }
-
-    /// `Start`, `Startall`, `Request_free`.
-    fn persistent(&mut self, st: &mut Rank, i: u64, e: &Event) {
-        for r in &e.reqs {
-            if e.op == Op::RequestFree {
-                st.templates.remove(r);
-                if let Some(id) = st.waiting.remove(r)
-                    && let Some(s) = st.slot(id)
-                {
-                    s.settled = true;
-                }
-                continue;
-            }
-            if let Some(t) = st.templates.get(r).copied() {
-                self.post_send(st, i, t.view, t.send);
-                self.post_recv(st, i, e, t.view, t.recv, Some(*r), None);
-            }
-        }
-        self.flush(st);
-    }
-
-    /// `Wait*`, `Test*`: completed receives, wildcards resolved.
-    fn complete(&mut self, st: &mut Rank, e: &Event) {
-        let rank = st.rank;
-        for r in &e.done {
-            let Some(id) = st.waiting.remove(r) else {
-                continue;
-            };
-            let m = e.matched.iter().find(|m| m.req == Some(*r));
-            let cancelled = st.cancelled.remove(r) && m.is_none();
-            let src = m.and_then(|m| self.source(m));
-            let Some(s) = st.slot(id) else { continue };
-            if cancelled {
-                s.completed = true;
-                s.dead = true;
-                continue;
-            }
-            s.completed = true;
-            s.src = s.src.or(src);
-            s.tag = s.tag.or(m.map(|m| m.tag));
-            if s.src.is_none() || s.tag.is_none() {
-                s.dead = true;
-                if m.is_none() {
-                    let event = s.event;
-                    let kind = ProblemKind::UnresolvedWildcard { op: s.op };
-                    self.problem(rank, event, None, kind);
-                }
-            }
-        }
-        self.flush(st);
-    }
-
-    /// Matched probes take their message off its channel; `Mrecv` and
-    /// `Imrecv` say how much room it gets.
-    fn probe(&mut self, st: &mut Rank, i: u64, e: &Event, v: View) {
-        match e.op {
-            Op::Mprobe | Op::Improbe if e.flag != Some(false) => {
-                let blocking = e.matched.iter().find(|m| m.req.is_none());
-                if let Some(mut s) = self.recv_slot(st.rank, i, e, v, e.recv, false, blocking) {
-                    // The message leaves its channel here; the Mrecv says
-                    // how much room it gets.
-                    s.posted = None;
-                    s.completed = false;
-                    s.settled = e.message.is_none();
-                    if let Some(m) = e.message {
-                        st.probed.insert(m, st.base + st.slots.len() as u64);
-                    }
-                    self.push_slot(st, s, None);
-                }
-            }
-            Op::Mrecv | Op::Imrecv => {
-                let Some(m) = e.message else { return };
-                match st.probed.remove(&m) {
-                    Some(id) => {
-                        if let Some(s) = st.slot(id) {
-                            s.posted = e.recv.map(|t| bytes(t.count, t.dsize));
-                            s.completed = true;
-                        }
-                        self.flush(st);
-                    }
-                    None => {
-                        let kind = ProblemKind::UnknownMessage {
-                            op: e.op,
-                            message: m,
-                        };
-                        self.problem(st.rank, i, Some(e), kind);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Moves the receives at the front of the rank's post order onto their
-    /// channels, as far as they are known.
-    fn flush(&mut self, st: &mut Rank) {
-        while let Some(s) = st.slots.front().copied() {
-            if !(s.dead || s.completed || s.settled) {
-                break;
-            }
-            st.slots.pop_front();
-            st.base += 1;
-            if s.dead {
-                continue;
-            }
-            let (Some(from), Some(tag)) = (s.src, s.tag) else {
-                self.n.unresolved_pending += 1;
-                continue;
-            };
-            let key = ChanKey {
-                from,
-                to: st.rank,
-                tag,
-                inst: s.inst,
-            };
-            self.enqueue(st, key, s.comm, false, s.event, s.posted, s.completed);
-        }
-    }
-
     // ----- collectives ---------------------------------------------------
 
-    /// Adds this rank's call to its collective; returns its position.
-    fn collective(&mut self, st: &mut Rank, i: u64, e: &Event, v: View) -> u64 {
-        let seq = {
-            let s = st.seqs.entry(v.id).or_default();
-            *s += 1;
-            *s
-        };
+    /// Adds this rank's call, the `seq`-th counted on its communicator, to
+    /// its collective.
+    fn collective(&mut self, st: &mut Rank, i: u64, e: &Event, v: View, seq: u64) {
         let rank = st.rank;
         let me = i64::from(e.comm_rank);
         let flows_ok = self.flows_ok(e, v);
@@ -1946,7 +1478,6 @@ impl<'a> Checker<'a> {
         if done && let Some(c) = self.colls.remove(&key) {
             self.finalize(c);
         }
-        seq
     }
 
     /// Whether this member's call allows the pairwise check.
@@ -2109,7 +1640,7 @@ impl<'a> Checker<'a> {
         };
         let dims: Vec<i64> = c.dims.iter().map(|&d| i64::from(d)).collect();
         let product = dims.iter().fold(1i64, |a, &d| a.saturating_mul(d.max(0)));
-        let parent_cart = st.comms.get(&parent.id).and_then(|p| p.cart.clone());
+        let parent_cart = st.comms.cart(parent.id);
         let mut implied: Option<(i64, &'static str)> = None;
         match e.op {
             op if op.is_comm_dup() => implied = parent.size.map(|s| (s, "its parent")),
@@ -2261,116 +1792,7 @@ impl<'a> Checker<'a> {
         for kind in found {
             self.problem(st.rank, i, Some(e), kind);
         }
-        let Some(new) = c.new else { return };
-        let pc = st.comms.get(&parent.id);
-        let parent_map = pc.map_or(Map::Unknown, |p| p.map.clone());
-        let keeps_ranks = c.reorder == Some(false);
-        let me = i64::from(e.comm_rank);
-        let (inst, ambiguous) = match e.op {
-            Op::CommSplit => (hash_of((parent.inst, seq, c.color)), false),
-            // Of an inter-communicator, each side names its own group
-            // (the local one): the one new inter-communicator they make
-            // together is the call's.
-            Op::CommCreate if parent.inter => (hash_of((parent.inst, seq)), false),
-            Op::CommCreate => (hash_of((parent.inst, seq, &c.members)), false),
-            // Collective over its group alone: the same on every member
-            // are the parent, the group, the tag and how many such
-            // communicators came before.
-            Op::CommCreateGroup | Op::CommCreateFromGroup => {
-                let call = hash_of(("group", parent.inst, &c.members, c.key));
-                let k = st.pairs.entry(call).or_default();
-                *k += 1;
-                (hash_of((call, *k)), parent.ambiguous)
-            }
-            // The same on both sides: the pair of groups (in either
-            // order) and the tag, and how many such communicators came
-            // before; the merge's members are one list on both sides.
-            op if op.makes_intercomm() || op == Op::IntercommMerge => {
-                let pair = if e.op == Op::IntercommMerge {
-                    hash_of(("merge", &c.members))
-                } else {
-                    let (a, b) = (&c.sources, &c.members);
-                    hash_of(("inter", a.min(b), a.max(b), c.key))
-                };
-                let k = st.pairs.entry(pair).or_default();
-                *k += 1;
-                (hash_of((pair, *k)), false)
-            }
-            Op::CommSplitType => (hash_of((parent.inst, seq, c.split_type)), true),
-            Op::CartSub => match parent_cart.as_deref().and_then(|d| coords(d, me)) {
-                Some(at) => {
-                    let left: Vec<i64> = at
-                        .iter()
-                        .zip(&dims)
-                        .filter(|(_, k)| **k == 0)
-                        .map(|(x, _)| *x)
-                        .collect();
-                    (hash_of((parent.inst, seq, left)), parent.ambiguous)
-                }
-                None => (hash_of((parent.inst, seq)), true),
-            },
-            _ => (hash_of((parent.inst, seq)), parent.ambiguous),
-        };
-        let map = match e.op {
-            op if op.is_comm_dup() => parent_map,
-            // Made of an inter-communicator: one whose remote group the
-            // lineage does not give.
-            Op::CommCreate | Op::CommSplit | Op::CommSplitType if parent.inter => Map::Unknown,
-            op if (op.makes_intercomm()
-                || matches!(
-                    op,
-                    Op::CommCreate
-                        | Op::CommCreateGroup
-                        | Op::CommCreateFromGroup
-                        | Op::IntercommMerge
-                ))
-                && !c.members.is_empty() =>
-            {
-                Map::Members(c.members.clone().into())
-            }
-            Op::CartCreate
-            | Op::GraphCreate
-            | Op::DistGraphCreate
-            | Op::DistGraphCreateAdjacent
-                if keeps_ranks =>
-            {
-                parent_map
-            }
-            _ => Map::Unknown,
-        };
-        let cart = match e.op {
-            Op::CartCreate => Some(dims.clone().into()),
-            op if op.is_comm_dup() => parent_cart.clone(),
-            Op::CartSub => parent_cart.as_ref().map(|pd| {
-                pd.iter()
-                    .zip(&dims)
-                    .filter(|(_, k)| **k != 0)
-                    .map(|(d, _)| *d)
-                    .collect::<Vec<i64>>()
-                    .into()
-            }),
-            _ => None,
-        };
-        st.comms.insert(
-            new.0,
-            Comm {
-                size: (0..=limit).contains(&size).then_some(size),
-                inst,
-                map,
-                cart,
-                // What a constructor makes of an inter-communicator is one
-                // (but its merge); a dup keeps the remote group.
-                inter: e.op.makes_intercomm() || (parent.inter && e.op != Op::IntercommMerge),
-                remote: match e.op {
-                    op if op.makes_intercomm() => {
-                        Some(c.members.len() as i64).filter(|_| !c.members.is_empty())
-                    }
-                    op if op.is_comm_dup() => parent.remote,
-                    _ => None,
-                },
-                ambiguous: ambiguous || parent.size.is_none(),
-            },
-        );
+        st.comms.create(e, parent, seq, c);
     }
 
     /// Drops the channels of a rank whose other end has been walked too
@@ -2378,7 +1800,7 @@ impl<'a> Checker<'a> {
     /// sample): nothing more can come on them, so what is left on them is
     /// a problem now, and memory stays with the messages in flight.
     fn close_channels(&mut self, st: &mut Rank) {
-        let mut keys: Vec<ChanKey> = st.touched.drain().collect();
+        let mut keys: Vec<Channel> = st.touched.drain().collect();
         keys.sort_unstable();
         for k in keys {
             let other = if k.from == st.rank { k.to } else { k.from };
@@ -2390,8 +1812,8 @@ impl<'a> Checker<'a> {
     }
 
     /// Reports what is left on a channel and drops it.
-    fn close_channel(&mut self, k: ChanKey) {
-        let Some(ch) = self.chans.remove(&k) else {
+    fn close_channel(&mut self, k: Channel) {
+        let Some((sends, recvs)) = self.chans.close(k) else {
             return;
         };
         if let Some(s) = &self.sample
@@ -2399,23 +1821,26 @@ impl<'a> Checker<'a> {
         {
             return;
         }
-        for it in ch.queue {
-            let link = Link {
-                from: k.from,
-                to: k.to,
-                comm: ch.comm,
-                tag: k.tag,
-                nth: it.nth,
+        let link = |comm: u32, nth: u64| Link {
+            from: k.from,
+            to: k.to,
+            comm,
+            tag: k.tag,
+            nth: nth + 1,
+        };
+        for (nth, send) in sends {
+            let kind = ProblemKind::Unreceived {
+                link: link(send.comm, nth),
+                bytes: send.bytes,
             };
-            if ch.holds_sends {
-                let kind = ProblemKind::Unreceived {
-                    link,
-                    bytes: it.bytes.unwrap_or(0),
+            self.sink.add(Some(k.from), Some(send.post), None, kind);
+        }
+        for (nth, recv) in recvs {
+            if recv.completed {
+                let kind = ProblemKind::Unsent {
+                    link: link(recv.comm, nth),
                 };
-                self.sink.add(Some(k.from), Some(it.event), None, kind);
-            } else if it.completed {
-                let kind = ProblemKind::Unsent { link };
-                self.sink.add(Some(k.to), Some(it.event), None, kind);
+                self.sink.add(Some(k.to), Some(recv.event), None, kind);
             } else {
                 self.n.pending_recvs += 1;
             }
@@ -2433,7 +1858,7 @@ impl<'a> Checker<'a> {
         for c in rest {
             self.finalize(c);
         }
-        let mut keys: Vec<ChanKey> = self.chans.keys().copied().collect();
+        let mut keys: Vec<Channel> = self.chans.keys().copied().collect();
         keys.sort_unstable();
         for k in keys {
             self.close_channel(k);
@@ -2506,24 +1931,12 @@ impl<'a> Checker<'a> {
     }
 }
 
-impl Chan {
-    fn new(comm: u32) -> Chan {
-        Chan {
-            comm,
-            sent: 0,
-            received: 0,
-            queue: VecDeque::new(),
-            holds_sends: false,
-        }
-    }
-}
-
 /// In a sample: the communicator ranks of the sampled ranks, where the
 /// communicator's mapping to world ranks is known.
 fn sampled_locals(sample: Option<&HashSet<u32>>, st: &Rank, v: View) -> Option<Vec<i64>> {
     let sample = sample?;
     let n = v.size?;
-    match st.comms.get(&v.id).map(|c| &c.map)? {
+    match st.comms.map(v.id)? {
         Map::Identity => {
             let mut l: Vec<i64> = sample
                 .iter()
@@ -2537,7 +1950,8 @@ fn sampled_locals(sample: Option<&HashSet<u32>>, st: &Rank, v: View) -> Option<V
         Map::Members(m) => Some(
             (0..m.len() as i64)
                 .filter(|&l| {
-                    st.world_of(v.id, l)
+                    st.comms
+                        .world_of(v.id, l)
                         .is_some_and(|w| sample.contains(&(w as u32)))
                 })
                 .collect(),
@@ -2546,44 +1960,27 @@ fn sampled_locals(sample: Option<&HashSet<u32>>, st: &Rank, v: View) -> Option<V
     }
 }
 
-/// A send meets its receive.
-fn deliver(sink: &mut Sink, n: &mut Counts, key: ChanKey, comm: u32, send: Item, recv: Item) {
+/// A send meets its receive, the `k`-th (from 0) on their channel.
+fn deliver(sink: &mut Sink, n: &mut Counts, k: u64, send: SendEnd, recv: RecvEnd) {
     n.messages += 1;
-    if let (Some(sent), Some(posted)) = (send.bytes, recv.bytes)
-        && posted < sent
+    if let Some(posted) = recv.posted
+        && posted < send.bytes
     {
         let link = Link {
-            from: key.from,
-            to: key.to,
-            comm,
-            tag: key.tag,
-            nth: recv.nth,
+            from: send.chan.from,
+            to: send.chan.to,
+            comm: recv.comm,
+            tag: send.chan.tag,
+            nth: k + 1,
         };
         let kind = ProblemKind::Truncated {
             link,
-            sent,
+            sent: send.bytes,
             posted,
-            send_event: send.event,
+            send_event: send.post,
         };
-        sink.add(Some(key.to), Some(recv.event), None, kind);
+        sink.add(Some(send.chan.to), Some(recv.event), None, kind);
     }
-}
-
-/// The coordinates of rank `r` in a row-major grid.
-fn coords(dims: &[i64], r: i64) -> Option<Vec<i64>> {
-    let total = dims
-        .iter()
-        .try_fold(1i64, |a, &d| (d > 0).then(|| a.saturating_mul(d)))?;
-    if !(0..total).contains(&r) {
-        return None;
-    }
-    let mut rest = r;
-    let mut at = vec![0; dims.len()];
-    for (k, &d) in dims.iter().enumerate().rev() {
-        at[k] = rest % d;
-        rest /= d;
-    }
-    Some(at)
 }
 
 /// The per-member lists a v/w collective must have one entry per member in.

@@ -1,0 +1,504 @@
+//! One rank's point-to-point calls as the sends and receives they put on
+//! their channels, in the order MPI matches them.
+//!
+//! What a receive takes depends on more than its own call: a wildcard
+//! learns its source and tag at completion (from the `Wait*`/`Test*` that
+//! completed it), a persistent request posts again at every `Start`, an
+//! `Mrecv` takes the message its `Mprobe` removed, a cancelled request takes
+//! none. And receives match in the order they were *posted*, not completed:
+//! a receive posted after an unresolved wildcard cannot be placed on its
+//! channel until the wildcard is. [`Walker`] keeps the receives in post
+//! order until each is known, then hands them on as [`Step`]s; the caller
+//! puts them on [`crate::channel::Channels`]. The check and the analysis'
+//! matching both walk ranks with it, so they agree on every message.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use compress::{Event, Family, Matched, Op, Peer, ReqId, Tag, Transfer};
+
+use crate::channel::Channel;
+use crate::comms::{Comms, View, hash_of};
+
+/// A send as posted on its channel.
+#[derive(Clone, Copy, Debug)]
+pub struct SendEnd {
+    /// Its channel.
+    pub chan: Channel,
+    /// The sender's id of the communicator.
+    pub comm: u32,
+    /// The number of this send among the rank's sends (from 0), which a
+    /// later [`Step::SendDone`] names.
+    pub id: u64,
+    /// Event index of the call that posted it.
+    pub post: u64,
+    /// Bytes sent (saturating).
+    pub bytes: i64,
+    /// A synchronous send (`Ssend`, `Issend`, `Ssend_init`): it cannot
+    /// complete before its receive is posted, whatever its size.
+    pub sync: bool,
+}
+
+/// A receive placed on its channel.
+#[derive(Clone, Copy, Debug)]
+pub struct RecvEnd {
+    /// Its channel.
+    pub chan: Channel,
+    /// The receiver's id of the communicator.
+    pub comm: u32,
+    /// Event index where a problem with it is reported: the posting call
+    /// (for a matched probe's message, the probe that removed it).
+    pub event: u64,
+    /// Event index of the call that posted the receive.
+    pub post: u64,
+    /// Event index of the call that completed it (`post` for a blocking
+    /// receive, or one that never completed).
+    pub done: u64,
+    /// Room posted in bytes; `None` when no `Mrecv` said.
+    pub posted: Option<i64>,
+    /// Whether it completed (else it was left pending, or freed).
+    pub completed: bool,
+    /// The probe that first found its message (event index): a successful
+    /// `Probe`, `Iprobe`, `Mprobe` or `Improbe`.
+    pub probe: Option<u64>,
+}
+
+/// What the walk hands on, in order.
+#[derive(Clone, Copy, Debug)]
+pub enum Step {
+    /// A send, at its posting call.
+    Send(SendEnd),
+    /// A nonblocking send completed: send `id` was completed at event
+    /// `done`.
+    SendDone {
+        /// [`SendEnd::id`].
+        id: u64,
+        /// Event index of the completing call.
+        done: u64,
+    },
+    /// A receive, once its channel is known and every receive posted
+    /// before it is placed.
+    Recv(RecvEnd),
+    /// A wildcard receive completed (or blocking) without a recorded
+    /// match: it takes no message the walk can name.
+    UnresolvedWildcard {
+        /// The receive's operation.
+        op: Op,
+        /// Event index of the receive.
+        event: u64,
+    },
+    /// An `Mrecv`/`Imrecv` whose message no `Mprobe` produced.
+    UnknownMessage {
+        /// `Mrecv` or `Imrecv`.
+        op: Op,
+        /// The message handle.
+        message: u64,
+        /// Event index of the call.
+        event: u64,
+    },
+    /// A wildcard receive that never completed: what it would match is
+    /// unknown.
+    Unknown {
+        /// Event index of the receive.
+        event: u64,
+    },
+}
+
+/// A posted receive, kept in post order until it can take its place on
+/// its channel (source and tag known, and completed or never to be).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    op: Op,
+    event: u64,
+    post: u64,
+    done: u64,
+    comm: u32,
+    inst: u64,
+    src: Option<u32>,
+    tag: Option<i32>,
+    posted: Option<i64>,
+    probe: Option<u64>,
+    completed: bool,
+    /// Nothing more will be learnt about it.
+    settled: bool,
+    /// It takes no message.
+    dead: bool,
+}
+
+/// A persistent request's arguments, posted again at each `Start`.
+#[derive(Clone, Copy, Debug)]
+struct Template {
+    op: Op,
+    view: View,
+    send: Option<Transfer>,
+    recv: Option<Transfer>,
+}
+
+/// One rank's walk (see the module documentation).
+#[derive(Debug)]
+pub struct Walker {
+    rank: u32,
+    world: i64,
+    slots: VecDeque<Slot>,
+    /// Slot id of `slots[0]`.
+    base: u64,
+    /// Receive requests not completed yet: their slot.
+    waiting: HashMap<ReqId, u64>,
+    /// Send requests not completed yet: their send's id.
+    sending: HashMap<ReqId, u64>,
+    sends: u64,
+    templates: HashMap<ReqId, Template>,
+    /// `Mprobe`d messages by handle: their slot.
+    probed: HashMap<u64, u64>,
+    /// Successful probes whose message was not received yet, by channel.
+    probes: HashMap<Channel, u64>,
+    /// Requests an `MPI_Cancel` named: completed without a match, they
+    /// were cancelled and take no message.
+    cancelled: HashSet<ReqId>,
+}
+
+impl Walker {
+    /// The walk of world rank `rank` in a world of `world` ranks.
+    pub fn new(rank: u32, world: i64) -> Walker {
+        Walker {
+            rank,
+            world,
+            slots: VecDeque::new(),
+            base: 0,
+            waiting: HashMap::new(),
+            sending: HashMap::new(),
+            sends: 0,
+            templates: HashMap::new(),
+            probed: HashMap::new(),
+            probes: HashMap::new(),
+            cancelled: HashSet::new(),
+        }
+    }
+
+    /// Follows event `i`, `e`, whose communicator is as `comms` knows it
+    /// before the call. Failed calls did nothing and are passed over.
+    pub fn event(&mut self, i: u64, e: &Event, comms: &Comms, out: &mut impl FnMut(Step)) {
+        if e.failed() {
+            return;
+        }
+        let view = e.op.has_comm().then(|| comms.view(e.comm.0));
+        match (e.op.family(), view) {
+            (Family::BlockingP2p, Some(v)) => {
+                self.post_send(i, e.op, v, e.send, None, out);
+                let blocking = e.matched.iter().find(|m| m.req.is_none());
+                self.post_recv(i, e.op, v, e.recv, None, blocking, out);
+            }
+            (Family::NonblockingP2p, Some(v)) => {
+                self.post_send(i, e.op, v, e.send, e.req, out);
+                self.post_recv(i, e.op, v, e.recv, e.req, None, out);
+            }
+            (Family::Persistent | Family::Partitioned, Some(v)) => {
+                if let Some(r) = e.req {
+                    // Partitioned sends match partitioned receives only:
+                    // their channels are those of an instance of their own.
+                    let view = if e.op.is_partitioned_init() {
+                        View {
+                            inst: hash_of(("partitioned", v.inst)),
+                            ..v
+                        }
+                    } else {
+                        v
+                    };
+                    let t = Template {
+                        op: e.op,
+                        view,
+                        send: e.send,
+                        recv: e.recv,
+                    };
+                    self.templates.insert(r, t);
+                }
+            }
+            (Family::Persistent, None) => self.persistent(i, e, out),
+            (Family::Completion, _) => self.complete(i, e, out),
+            _ if e.op == Op::Cancel => self.cancelled.extend(e.reqs.iter().copied()),
+            (Family::Probe, Some(v)) => self.probe(i, e, v, out),
+            _ => {}
+        }
+    }
+
+    /// The end of the rank: nothing more will be learnt, every receive
+    /// left takes its place (or is reported unknown).
+    pub fn finish(&mut self, out: &mut impl FnMut(Step)) {
+        for s in &mut self.slots {
+            s.settled = true;
+        }
+        self.flush(out);
+    }
+
+    fn post_send(
+        &mut self,
+        i: u64,
+        op: Op,
+        v: View,
+        t: Option<Transfer>,
+        req: Option<ReqId>,
+        out: &mut impl FnMut(Step),
+    ) {
+        let Some(t) = t else { return };
+        let (Some(to), Tag::Value(tag)) = (t.peer.world(), t.tag) else {
+            return;
+        };
+        if !(0..self.world).contains(&i64::from(to)) {
+            return;
+        }
+        let id = self.sends;
+        self.sends += 1;
+        if let Some(r) = req {
+            self.sending.insert(r, id);
+        }
+        out(Step::Send(SendEnd {
+            chan: Channel {
+                from: self.rank,
+                to: to as u32,
+                tag,
+                comm: v.inst,
+            },
+            comm: v.id,
+            id,
+            post: i,
+            bytes: t.count.saturating_mul(t.dsize),
+            sync: matches!(op, Op::Ssend | Op::Issend | Op::SsendInit),
+        }));
+    }
+
+    /// Posts a receive: blocking (`req` is `None`, resolved by `blocking`)
+    /// or nonblocking (resolved at its completion).
+    #[allow(clippy::too_many_arguments)]
+    fn post_recv(
+        &mut self,
+        i: u64,
+        op: Op,
+        v: View,
+        t: Option<Transfer>,
+        req: Option<ReqId>,
+        blocking: Option<&Matched>,
+        out: &mut impl FnMut(Step),
+    ) {
+        if let Some(s) = self.recv_slot(i, op, v, t, req.is_some(), blocking, out) {
+            self.push_slot(s, req, out);
+        }
+    }
+
+    /// The slot of a receive (or matching probe), unless it takes no
+    /// message (`MPI_PROC_NULL`, a peer outside the world) or is a blocking
+    /// wildcard whose match is not recorded.
+    #[allow(clippy::too_many_arguments)]
+    fn recv_slot(
+        &mut self,
+        i: u64,
+        op: Op,
+        v: View,
+        t: Option<Transfer>,
+        nonblocking: bool,
+        blocking: Option<&Matched>,
+        out: &mut impl FnMut(Step),
+    ) -> Option<Slot> {
+        let t = t?;
+        let src = match t.peer {
+            Peer::Null => return None,
+            Peer::Rank { world, .. } if (0..self.world).contains(&i64::from(world)) => {
+                Some(world as u32)
+            }
+            Peer::Rank { .. } => return None,
+            Peer::Any => blocking.and_then(|m| self.source(m)),
+        };
+        let tag = t.tag.value().or(blocking.map(|m| m.tag));
+        if !nonblocking && (src.is_none() || tag.is_none()) {
+            if blocking.is_none() {
+                out(Step::UnresolvedWildcard { op, event: i });
+            }
+            return None;
+        }
+        Some(Slot {
+            op,
+            event: i,
+            post: i,
+            done: i,
+            comm: v.id,
+            inst: v.inst,
+            src,
+            tag,
+            posted: Some(t.count.saturating_mul(t.dsize)),
+            probe: None,
+            completed: !nonblocking,
+            settled: false,
+            dead: false,
+        })
+    }
+
+    /// Queues a receive in the rank's post order.
+    fn push_slot(&mut self, s: Slot, req: Option<ReqId>, out: &mut impl FnMut(Step)) {
+        let id = self.base + self.slots.len() as u64;
+        self.slots.push_back(s);
+        if let Some(r) = req {
+            self.waiting.insert(r, id);
+        }
+        self.flush(out);
+    }
+
+    fn slot(&mut self, id: u64) -> Option<&mut Slot> {
+        let i = usize::try_from(id.checked_sub(self.base)?).ok()?;
+        self.slots.get_mut(i)
+    }
+
+    /// A matched source, if it is a rank.
+    fn source(&self, m: &Matched) -> Option<u32> {
+        (0..self.world)
+            .contains(&i64::from(m.source))
+            .then_some(m.source as u32)
+    }
+
+    /// `Start`, `Startall`, `Request_free`.
+    fn persistent(&mut self, i: u64, e: &Event, out: &mut impl FnMut(Step)) {
+        for r in &e.reqs {
+            if e.op == Op::RequestFree {
+                self.templates.remove(r);
+                self.sending.remove(r);
+                if let Some(id) = self.waiting.remove(r)
+                    && let Some(s) = self.slot(id)
+                {
+                    s.settled = true;
+                }
+                continue;
+            }
+            if let Some(t) = self.templates.get(r).copied() {
+                self.post_send(i, t.op, t.view, t.send, Some(*r), out);
+                self.post_recv(i, t.op, t.view, t.recv, Some(*r), None, out);
+            }
+        }
+        self.flush(out);
+    }
+
+    /// `Wait*`, `Test*`: completed sends and receives, wildcards resolved.
+    fn complete(&mut self, i: u64, e: &Event, out: &mut impl FnMut(Step)) {
+        for r in &e.done {
+            if let Some(id) = self.sending.remove(r) {
+                out(Step::SendDone { id, done: i });
+            }
+            let Some(id) = self.waiting.remove(r) else {
+                continue;
+            };
+            let m = e.matched.iter().find(|m| m.req == Some(*r));
+            let cancelled = self.cancelled.remove(r) && m.is_none();
+            let src = m.and_then(|m| self.source(m));
+            let Some(s) = self.slot(id) else { continue };
+            s.completed = true;
+            s.done = i;
+            if cancelled {
+                s.dead = true;
+                continue;
+            }
+            s.src = s.src.or(src);
+            s.tag = s.tag.or(m.map(|m| m.tag));
+            if s.src.is_none() || s.tag.is_none() {
+                s.dead = true;
+                if m.is_none() {
+                    let (op, event) = (s.op, s.event);
+                    out(Step::UnresolvedWildcard { op, event });
+                }
+            }
+        }
+        self.flush(out);
+    }
+
+    /// Probes: a matched probe takes its message off its channel (`Mrecv`
+    /// and `Imrecv` say how much room it gets); a successful regular probe
+    /// is remembered as the first to find its channel's next message.
+    fn probe(&mut self, i: u64, e: &Event, v: View, out: &mut impl FnMut(Step)) {
+        let blocking = e.matched.iter().find(|m| m.req.is_none());
+        match e.op {
+            Op::Mprobe | Op::Improbe if e.flag != Some(false) => {
+                if let Some(mut s) = self.recv_slot(i, e.op, v, e.recv, false, blocking, out) {
+                    // The message leaves its channel here; the Mrecv says
+                    // how much room it gets.
+                    s.posted = None;
+                    s.completed = false;
+                    s.probe = Some(i);
+                    s.settled = e.message.is_none();
+                    if let Some(m) = e.message {
+                        self.probed.insert(m, self.base + self.slots.len() as u64);
+                    }
+                    self.push_slot(s, None, out);
+                }
+            }
+            Op::Probe | Op::Iprobe if e.flag != Some(false) => {
+                if let Some(m) = blocking
+                    && let Some(from) = self.source(m)
+                {
+                    let chan = Channel {
+                        from,
+                        to: self.rank,
+                        tag: m.tag,
+                        comm: v.inst,
+                    };
+                    self.probes.entry(chan).or_insert(i);
+                }
+            }
+            Op::Mrecv | Op::Imrecv => {
+                let Some(m) = e.message else { return };
+                let Some(id) = self.probed.remove(&m) else {
+                    out(Step::UnknownMessage {
+                        op: e.op,
+                        message: m,
+                        event: i,
+                    });
+                    return;
+                };
+                let req = e.req.filter(|_| e.op == Op::Imrecv);
+                if let Some(s) = self.slot(id) {
+                    s.posted = e.recv.map(|t| t.count.saturating_mul(t.dsize));
+                    s.post = i;
+                    s.done = i;
+                    // An Imrecv completes at its Wait/Test.
+                    s.completed = req.is_none();
+                    s.settled = req.is_none();
+                }
+                if let Some(r) = req {
+                    self.waiting.insert(r, id);
+                }
+                self.flush(out);
+            }
+            _ => {}
+        }
+    }
+
+    /// Moves the receives at the front of the post order onto their
+    /// channels, as far as they are known.
+    fn flush(&mut self, out: &mut impl FnMut(Step)) {
+        while let Some(s) = self.slots.front().copied() {
+            if !(s.dead || s.completed || s.settled) {
+                break;
+            }
+            self.slots.pop_front();
+            self.base += 1;
+            if s.dead {
+                continue;
+            }
+            let (Some(from), Some(tag)) = (s.src, s.tag) else {
+                out(Step::Unknown { event: s.event });
+                continue;
+            };
+            let chan = Channel {
+                from,
+                to: self.rank,
+                tag,
+                comm: s.inst,
+            };
+            let probe = s.probe.or_else(|| self.probes.remove(&chan));
+            out(Step::Recv(RecvEnd {
+                chan,
+                comm: s.comm,
+                event: s.event,
+                post: s.post,
+                done: s.done,
+                posted: s.posted,
+                completed: s.completed,
+                probe,
+            }));
+        }
+    }
+}
