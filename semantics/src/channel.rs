@@ -146,10 +146,12 @@ impl<S: Clone, R> Stream<S, R> {
     /// which removes the message it found), with the claim of
     /// [`Stream::send_with`].
     pub fn take_next_with(&mut self, reader: u32, mut claim: impl FnMut(&mut S) -> S) -> Option<S> {
+        // Taken or not, a probe found it: the reader's next receive is
+        // the one after (the cursor moves before the send is dropped).
         let k = self.cursor(reader, false);
-        let s = self.take(k, &mut claim)?;
+        self.get(k)?;
         self.cursor(reader, true);
-        Some(s)
+        self.take(k, &mut claim)
     }
 
     /// The send `reader` would take next, if it was posted (a probe).
@@ -316,6 +318,17 @@ mod tests {
         let (_, met) = s.send(11);
         assert_eq!(met.as_slice(), &[(2, 11, 1)]);
         assert_eq!(s.peek(1), Some(&11));
+    }
+
+    #[test]
+    fn a_matched_probe_takes_the_next_send_and_the_next_receive_the_one_after() {
+        let mut s: Stream<u32, u32> = Stream::default();
+        assert_eq!(s.take_next_with(0, |x| *x), None);
+        s.send(10);
+        s.send(11);
+        assert_eq!(s.take_next_with(0, |x| *x), Some(10));
+        assert!(matches!(s.recv(0, 1), Read::Now(1, 11, 1)));
+        assert!(matches!(s.recv(0, 2), Read::Waits(2)));
     }
 
     #[test]
