@@ -13,11 +13,11 @@ mod codegen;
 mod emulation;
 mod export;
 mod extrap;
-mod html;
 mod import;
 mod launch;
 mod merge;
 mod progress;
+mod report;
 mod show;
 mod simulate;
 mod stats;
@@ -258,7 +258,7 @@ fn main() {
         Cmd::Simulate(args) => simulate::run(&args),
         Cmd::Calibrate(args) => simulate::calibrate(&args),
         Cmd::Analyze(args) => analyze::run(&args),
-        Cmd::Report { file, output } => html::report(&file, &output),
+        Cmd::Report { file, output } => report::report(&file, &output),
         Cmd::Topology { files } => extrap::topology(&files),
         Cmd::Extrap(args) => extrap::run(&args),
         Cmd::Export(args) => export::run(&args),

@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod ahp;
+mod analyze;
 pub mod clc;
 pub mod delay;
 pub mod desync;
@@ -34,12 +35,11 @@ pub mod outliers;
 pub mod patterns;
 pub mod perfetto;
 pub mod phases;
-mod report;
 pub mod run;
 pub mod slow;
 pub mod waitstates;
 
-pub use report::{
+pub use analyze::{
     AffinityReport, EventAt, Options, PatternReport, PhaseNode, PhaseReport, RankAt, RankString,
     Report, RunData, SlowCallReport, SlowReport, WaitTotal, analyze, analyze_owned,
     analyze_with_data, ranks_text,

@@ -6,7 +6,7 @@
 //! identity when the type is predefined, and replay issues the same type.
 //! A derived type keeps its size only and replays as a stand-in of that
 //! size. The codes are part of the trace format: new types are appended.
-//! The C helpers (`c-headers/rankscale_helpers.c`, `RS_TYPES`) list the
+//! The C helpers (`mpi-helpers/rankscale_helpers.c`, `RS_TYPES`) list the
 //! same types in the same order; the replay tests compare the two through
 //! real runs.
 

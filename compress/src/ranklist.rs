@@ -533,6 +533,39 @@ impl fmt::Display for RankList {
     }
 }
 
+/// Numbers as a reader writes a set of them: runs of consecutive values as
+/// `first{dash}last`, joined by `sep` (`ranges_text([0, 1, 2, 5], ", ",
+/// "-")` is `0-2, 5`). The one formatter of rank sets and index sets for
+/// every text, table and plot, so that they all read alike. Sorts and
+/// drops repeats first.
+pub fn ranges_text<T>(values: impl IntoIterator<Item = T>, sep: &str, dash: &str) -> String
+where
+    T: Ord + Copy + fmt::Display + TryInto<u64>,
+{
+    let mut v: Vec<T> = values.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    let next = |a: T, b: T| match (a.try_into(), b.try_into()) {
+        (Ok(a), Ok(b)) => a.checked_add(1) == Some(b),
+        _ => false,
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && next(v[j], v[j + 1]) {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}{dash}{}", v[i], v[j])
+        } else {
+            v[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(sep)
+}
+
 /// Why a ranklist text (or a section given to [`RankList::section`]) was
 /// rejected. Byte offsets point into the text.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -705,3 +705,21 @@ proptest! {
         let _ = text.parse::<RankList>();
     }
 }
+
+/// The one formatter of rank and index sets: runs of consecutive values
+/// joined, input order and repeats ignored, and no overflow at the top of
+/// the type.
+#[test]
+fn ranges_text_joins_runs_whatever_the_order() {
+    use compress::ranklist::ranges_text;
+    assert_eq!(
+        ranges_text([5u32, 0, 2, 1, 1, 7, 8], ", ", "-"),
+        "0-2, 5, 7-8"
+    );
+    assert_eq!(ranges_text([3usize], ",", "–"), "3");
+    assert_eq!(ranges_text(Vec::<u32>::new(), ",", "-"), "");
+    assert_eq!(
+        ranges_text([u32::MAX - 1, u32::MAX, 0], ",", "-"),
+        "0,4294967294-4294967295"
+    );
+}

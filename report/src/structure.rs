@@ -237,21 +237,7 @@ pub fn partial_lines(file: &TraceFile) -> Vec<String> {
 
 /// `0-3, 5, 7-8` for sorted ranks.
 fn ranges(v: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            v[i].to_string()
-        } else {
-            format!("{}-{}", v[i], v[j])
-        });
-        i = j + 1;
-    }
-    parts.join(", ")
+    compress::ranklist::ranges_text(v.iter().copied(), ", ", "-")
 }
 
 /// Writes the warning that a trace lost events while it was taken (its

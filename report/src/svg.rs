@@ -1051,21 +1051,7 @@ fn label_groups(px: &[(f64, f64)], radius: f64) -> Vec<(usize, Vec<usize>)> {
 
 /// Sorted indices as ranges: `[0, 1, 2, 5, 7, 8]` → `"0–2, 5, 7–8"`.
 fn index_ranges(ix: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ix.len() {
-        let mut j = i;
-        while j + 1 < ix.len() && ix[j + 1] == ix[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}–{}", ix[i], ix[j])
-        } else {
-            ix[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(", ")
+    compress::ranklist::ranges_text(ix.iter().copied(), ", ", "–")
 }
 
 /// Where the category labels of a bar chart go: how many px the bottom

@@ -304,7 +304,7 @@ pub(crate) fn before_finalize(ret: usize) {
             None => crate::config::Config::from_env().merge_timeout_s,
         });
         let merged = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            tracer::untraced(|| super::merge::merge_and_write(t, trace, &path, timeout));
+            tracer::untraced(|| super::finalize::merge_and_write(t, trace, &path, timeout));
         }));
         if merged.is_err() {
             tracer::warn(

@@ -3,9 +3,9 @@
 //! into [`compress::Event`]s, then hands the event to the tracer.
 
 pub(crate) mod c;
+pub(crate) mod finalize;
 pub(crate) mod fortran;
 pub(crate) mod generic;
-pub(crate) mod merge;
 pub(crate) mod signals;
 pub(crate) mod sys;
 

@@ -294,24 +294,7 @@ pub struct Report {
 
 /// Ranks as a reader writes them: `0-8`, `0,2,4-6`.
 pub fn ranks_text(ranks: impl IntoIterator<Item = u32>) -> String {
-    let mut v: Vec<u32> = ranks.into_iter().collect();
-    v.sort_unstable();
-    v.dedup();
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", v[i], v[j])
-        } else {
-            v[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(",")
+    compress::ranklist::ranges_text(ranks, ",", "-")
 }
 
 fn cp(i: usize) -> String {
