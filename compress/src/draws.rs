@@ -27,8 +27,8 @@
 //! executions cover the bins in proportion to their counts (the sequence's
 //! discrepancy is `O(log n / n)`), so the bins' shares of the sum hold for
 //! every seed. The value *within* the bin (a factor of two at most, the
-//! histogram's log2 bins) is each rank's own draw from its own stream, as
-//! before: variation within a factor of two is noise that differs between
+//! histogram's log2 bins) is each rank's own draw from its own stream:
+//! variation within a factor of two is noise that differs between
 //! ranks, and independent draws keep the waits it causes. What is lost is
 //! variation by more than a factor of two that differs between ranks at the
 //! same step and is not persistent (ranks that compute differently
@@ -42,17 +42,17 @@
 //! `k·share + slot` of a permutation of the histogram's samples that the
 //! seed chooses, and the places below the count of such samples take them.
 //! Every run then has each accident exactly once, on one rank at one step.
-//! Taken at the shared quantile, one rank's single 60 ms delay among four
-//! ranks' 640 executions would strike every rank at once in a quarter of
-//! the runs; drawn on each rank with its frequency (as until 2026-12-02),
-//! a run had it none to four times (ten seeds of the 4-rank halo exchange
-//! with sleeps, rank 1 60 ms late once). The neighbours count because a step every rank went through once
-//! can straddle a bin boundary (8.1 and 8.5 ms on two ranks are two bins of
-//! one sample): without them NPB MG W at 2 ranks was predicted +10 to
-//! +19 % instead of −7 to +7 %. Measured again on 2026-12-05 over 8
-//! traces × 8 seeds: −7 to +19 % per seed, +1 to +11 % as the mean of the
-//! eight seeds, with the seed (the same seeds high on every trace), not
-//! the trace, setting most of the spread; where it comes from is open.
+//! Taken at the shared quantile instead, one rank's single 60 ms delay
+//! among four ranks' 640 executions would strike every rank at once in a
+//! quarter of the runs; drawn on each rank with its frequency, a run would
+//! have it none to four times. The neighbours count because a step every
+//! rank went through once can straddle a bin boundary (8.1 and 8.5 ms on
+//! two ranks are two bins of one sample): without them NPB MG W at 2 ranks
+//! is predicted +10 to +19 % instead of −7 to +7 %.
+//!
+//! What remains is the seed's own spread: over 8 traces × 8 seeds the
+//! prediction is −7 to +19 % per seed and +1 to +11 % as the mean of the
+//! eight, and the same seeds are high on every trace (docs/SIMULATE.md).
 
 use crate::codec::{Shape, mix64};
 use crate::rng::SplitMix64;
@@ -252,7 +252,7 @@ mod tests {
     /// (one rank once late, as `latestencil -m sender`): the sample is one
     /// rank's, and dealt to one rank and step, so every run has it exactly
     /// once, on a rank and at a step the seed chooses. Drawn on each rank
-    /// with its frequency (until 2026-12-02) a run had it a Poisson number
+    /// with its frequency, a run would have it a Poisson number
     /// of times, none at all in about e^-1 = 37 % of the runs; taken at the
     /// quantile the ranks share, every rank would take it at once, in a
     /// quarter of them.

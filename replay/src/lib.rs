@@ -17,10 +17,11 @@ pub mod gates;
 /// ([`compress::SplitMix64::for_rank`]), not cryptographic ones.
 pub type Rng = compress::SplitMix64;
 
-/// Writes one line to standard error in a single write, so that the lines
-/// of ranks that report at the same moment (a timeout reaches every rank at
-/// once) do not interleave mid-line on the launcher's shared stream, as
-/// `eprintln!`'s piecewise writes did ("rank rank 1 waits ... 0 waits").
+/// Writes one line to standard error in a single write. The ranks of a job
+/// share the launcher's stream and often report at the same moment (a
+/// timeout reaches every rank at once); `eprintln!` writes piecewise, so
+/// their lines would interleave mid-line ("rank rank 1 waits ... 0
+/// waits").
 pub fn say(line: &str) {
     use std::io::Write;
     let mut buf = String::with_capacity(line.len() + 1);
