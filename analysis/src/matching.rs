@@ -216,7 +216,7 @@ fn scan(ri: usize, me: u32, world: i64, events: &Events) -> RankOut {
     };
     for (i, e) in events.iter().enumerate() {
         let i = i as u64;
-        walk.event(i, &e, &comms, &mut |s| steps.push(s));
+        walk.event(i, e, &comms, &mut |s| steps.push(s));
         take(&mut steps, &mut out);
         if e.op.family() == Family::Completion {
             for r in &e.done {
@@ -226,7 +226,7 @@ fn scan(ri: usize, me: u32, world: i64, events: &Events) -> RankOut {
             }
         }
         let inst = comms.view(e.comm.0).inst;
-        let seq = comms.observe(&e);
+        let seq = comms.observe(e);
         // Persistent collectives meet at their starts, which the trace
         // does not tie to the init: not taken as synchronising.
         if let Some(seq) = seq

@@ -54,6 +54,19 @@ pub struct Stream<S, R> {
     keep: bool,
 }
 
+/// The receives a send met as it was posted: reader, send, receive.
+pub type MetBy<S, R> = SmallVec<[(u32, S, R); 1]>;
+
+/// What is left on a stream when it closes: the sends no reader took and
+/// the receives still waiting, each with its number, in order.
+#[derive(Debug)]
+pub struct Leftovers<S, R> {
+    /// Sends no reader took: (number, send).
+    pub sends: Vec<(u64, S)>,
+    /// Receives no send met: (the number they wait for, receive).
+    pub recvs: Vec<(u64, R)>,
+}
+
 /// What became of a receive posted on a stream.
 #[derive(Debug)]
 pub enum Read<S, R> {
@@ -90,18 +103,14 @@ impl<S: Clone, R> Stream<S, R> {
 
     /// Posts a send: returns its number and the waiting receives it meets
     /// (with their readers).
-    pub fn send(&mut self, s: S) -> (u64, SmallVec<[(u32, S, R); 1]>) {
+    pub fn send(&mut self, s: S) -> (u64, MetBy<S, R>) {
         self.send_with(s, |s| s.clone())
     }
 
     /// [`Stream::send`] where a reader of a stream that keeps its sends
     /// gets `claim(send)`: the first reader may take what only one may
     /// have (the simulator's sender completion).
-    pub fn send_with(
-        &mut self,
-        s: S,
-        mut claim: impl FnMut(&mut S) -> S,
-    ) -> (u64, SmallVec<[(u32, S, R); 1]>) {
+    pub fn send_with(&mut self, s: S, mut claim: impl FnMut(&mut S) -> S) -> (u64, MetBy<S, R>) {
         let k = self.sent();
         self.sends.push_back(s);
         let mut met = SmallVec::new();
@@ -204,10 +213,8 @@ impl<S: Clone, R> Stream<S, R> {
         self.waiting.is_empty() && (self.keep || self.sends.is_empty())
     }
 
-    /// What is left when the stream closes: the sends no reader took (with
-    /// their numbers) and the receives still waiting (with the number they
-    /// wait for), each in order.
-    pub fn into_leftovers(self) -> (Vec<(u64, S)>, Vec<(u64, R)>) {
+    /// What is left when the stream closes.
+    pub fn into_leftovers(self) -> Leftovers<S, R> {
         let base = self.base;
         let sends = if self.keep {
             Vec::new()
@@ -220,7 +227,10 @@ impl<S: Clone, R> Stream<S, R> {
         };
         let mut waiting: Vec<(u64, R)> = self.waiting.into_iter().map(|(_, k, r)| (k, r)).collect();
         waiting.sort_by_key(|w| w.0);
-        (sends, waiting)
+        Leftovers {
+            sends,
+            recvs: waiting,
+        }
     }
 
     /// Sends no reader took (one reader per stream).
@@ -268,7 +278,7 @@ impl<K: Hash + Eq + Copy, S: Clone, R> Channels<K, S, R> {
 
     /// Closes channel `key`: its sends no receive took and its receives
     /// no send met, with their numbers.
-    pub fn close(&mut self, key: K) -> Option<(Vec<(u64, S)>, Vec<(u64, R)>)> {
+    pub fn close(&mut self, key: K) -> Option<Leftovers<S, R>> {
         self.streams.remove(&key).map(Stream::into_leftovers)
     }
 
@@ -302,9 +312,9 @@ mod tests {
         s.send("s1");
         s.send("s2");
         assert!(matches!(s.recv(0, "r1"), Read::Now(1, "s1", "r1")));
-        let (sends, recvs) = s.into_leftovers();
-        assert_eq!(sends, vec![(2, "s2")]);
-        assert!(recvs.is_empty());
+        let left = s.into_leftovers();
+        assert_eq!(left.sends, vec![(2, "s2")]);
+        assert!(left.recvs.is_empty());
     }
 
     #[test]
@@ -340,7 +350,7 @@ mod tests {
         assert_eq!(c.unread(), 1);
         assert!(matches!(c.recv((0, 3), 8), Read::Waits(0)));
         assert_eq!(c.waiting(), 1);
-        let (sends, _) = c.close((0, 1)).unwrap();
-        assert_eq!(sends, vec![(0, 1)]);
+        let left = c.close((0, 1)).unwrap();
+        assert_eq!(left.sends, vec![(0, 1)]);
     }
 }

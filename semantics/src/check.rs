@@ -533,6 +533,42 @@ impl ProblemKind {
 impl fmt::Display for ProblemKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use ProblemKind as K;
+        // By what the problem concerns; every variant is in one group.
+        match self {
+            K::MissingRanks { .. } | K::ExtraRank { .. } | K::Unreadable { .. } => {
+                self.fmt_ranks(f)
+            }
+            K::PeerOutOfWorld { .. }
+            | K::PeerOutOfComm { .. }
+            | K::PeerMismatch { .. }
+            | K::CallerRank { .. }
+            | K::RootOutOfComm { .. }
+            | K::MatchedOutOfWorld { .. }
+            | K::Negative { .. }
+            | K::WildcardSend { .. }
+            | K::ListLength { .. } => self.fmt_values(f),
+            K::CommTooLarge { .. }
+            | K::CommSize { .. }
+            | K::ConstructorList { .. }
+            | K::CommValueOutOfRange { .. } => self.fmt_comms(f),
+            K::Unreceived { .. }
+            | K::Unsent { .. }
+            | K::Truncated { .. }
+            | K::UnresolvedWildcard { .. }
+            | K::UnknownMessage { .. } => self.fmt_messages(f),
+            K::CollectiveOrder { .. }
+            | K::CollectiveIncomplete { .. }
+            | K::CollectiveDuplicate { .. }
+            | K::Disagree { .. }
+            | K::FlowDisagree { .. } => self.fmt_collectives(f),
+        }
+    }
+}
+
+impl ProblemKind {
+    /// The trace as a whole and its ranks.
+    fn fmt_ranks(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ProblemKind as K;
         match self {
             K::MissingRanks {
                 missing,
@@ -556,6 +592,14 @@ impl fmt::Display for ProblemKind {
                 "this rank has events but the trace's world has {world_size} ranks"
             ),
             K::Unreadable { why } => write!(f, "the rank's events cannot be read: {why}"),
+            _ => unreachable!("{self:?} is formatted by another group"),
+        }
+    }
+
+    /// Peers, roots, callers, counts and lists of one call.
+    fn fmt_values(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ProblemKind as K;
+        match self {
             K::PeerOutOfWorld {
                 op,
                 dir,
@@ -649,6 +693,14 @@ impl fmt::Display for ProblemKind {
                 op.name(),
                 comm_name(*comm)
             ),
+            _ => unreachable!("{self:?} is formatted by another group"),
+        }
+    }
+
+    /// Communicators a constructor makes.
+    fn fmt_comms(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ProblemKind as K;
+        match self {
             K::CommTooLarge {
                 op,
                 what,
@@ -693,6 +745,14 @@ impl fmt::Display for ProblemKind {
                 op.name(),
                 limit - 1
             ),
+            _ => unreachable!("{self:?} is formatted by another group"),
+        }
+    }
+
+    /// Point-to-point messages.
+    fn fmt_messages(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ProblemKind as K;
+        match self {
             K::Unreceived { link, bytes } => {
                 write!(f, "{link}, is never received ({bytes} bytes)")
             }
@@ -719,6 +779,14 @@ impl fmt::Display for ProblemKind {
                 "{} of message {message}, which no Mprobe or Improbe of this rank returned",
                 op.name()
             ),
+            _ => unreachable!("{self:?} is formatted by another group"),
+        }
+    }
+
+    /// Collective operations.
+    fn fmt_collectives(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ProblemKind as K;
+        match self {
             K::CollectiveOrder {
                 comm,
                 seq,
@@ -798,6 +866,7 @@ impl fmt::Display for ProblemKind {
                     amount(expected)
                 )
             }
+            _ => unreachable!("{self:?} is formatted by another group"),
         }
     }
 }
@@ -1603,192 +1672,8 @@ impl<'a> Checker<'a> {
 
     /// Checks a communicator constructor and registers what it made.
     fn create(&mut self, st: &mut Rank, i: u64, e: &Event, parent: View, seq: u64, c: &CommCreate) {
-        // A merge joins both groups of its inter-communicator.
-        let limit = match e.op {
-            Op::IntercommMerge => self.world,
-            _ => parent.size.unwrap_or(self.world),
-        };
-        let size = i64::from(c.size);
-        let mut found = Vec::new();
-        let too_large = |what: &'static str, size: i64| ProblemKind::CommTooLarge {
-            op: e.op,
-            what,
-            size,
-            parent: parent.id,
-            limit,
-        };
-        if size < 0 {
-            found.push(ProblemKind::Negative {
-                op: e.op,
-                what: "communicator size",
-                value: size,
-            });
-        } else if size > limit {
-            found.push(too_large("makes a communicator of", size));
-        }
-        let out_of = |what: &'static str, values: &[i32], limit: i64| {
-            values
-                .iter()
-                .map(|&v| i64::from(v))
-                .find(|v| !(0..limit).contains(v))
-                .map(|value| ProblemKind::CommValueOutOfRange {
-                    op: e.op,
-                    what,
-                    value,
-                    limit,
-                })
-        };
-        let dims: Vec<i64> = c.dims.iter().map(|&d| i64::from(d)).collect();
-        let product = dims.iter().fold(1i64, |a, &d| a.saturating_mul(d.max(0)));
         let parent_cart = st.comms.cart(parent.id);
-        let mut implied: Option<(i64, &'static str)> = None;
-        match e.op {
-            op if op.is_comm_dup() => implied = parent.size.map(|s| (s, "its parent")),
-            op if op.makes_intercomm() => {
-                found.extend(out_of("remote group member", &c.members, self.world));
-                found.extend(out_of("local group member", &c.sources, self.world));
-                if c.dims.len() != 2 {
-                    found.push(ProblemKind::ConstructorList {
-                        op: e.op,
-                        list: "leaders",
-                        len: c.dims.len() as i64,
-                        expected: 2,
-                        why: "a local and a remote leader",
-                    });
-                }
-                if !c.sources.is_empty() {
-                    implied = Some((c.sources.len() as i64, "its local group"));
-                }
-            }
-            Op::IntercommMerge => {
-                found.extend(out_of("member", &c.members, self.world));
-                if !c.members.is_empty() {
-                    implied = Some((c.members.len() as i64, "its members"));
-                }
-            }
-            Op::CommCreate | Op::CommCreateGroup | Op::CommCreateFromGroup => {
-                found.extend(out_of("group member", &c.members, self.world));
-                if c.members.len() as i64 > limit {
-                    found.push(too_large("has a group of", c.members.len() as i64));
-                }
-                if !c.members.is_empty() {
-                    implied = Some((c.members.len() as i64, "its group"));
-                }
-            }
-            Op::CartCreate => {
-                if let Some(&value) = dims.iter().find(|&&d| d < 0) {
-                    found.push(ProblemKind::Negative {
-                        op: e.op,
-                        what: "dimension",
-                        value,
-                    });
-                }
-                if product > limit {
-                    found.push(too_large("has dimensions for", product));
-                }
-                if c.periods.len() != dims.len() {
-                    found.push(ProblemKind::ConstructorList {
-                        op: e.op,
-                        list: "periods",
-                        len: c.periods.len() as i64,
-                        expected: dims.len() as i64,
-                        why: "its number of dimensions",
-                    });
-                }
-                implied = Some((product, "its dimensions"));
-            }
-            Op::CartSub => {
-                if let Some(pd) = &parent_cart {
-                    if pd.len() != dims.len() {
-                        found.push(ProblemKind::CommSize {
-                            op: e.op,
-                            size: dims.len() as i64,
-                            expected: pd.len() as i64,
-                            why: "the parent grid's number of dimensions",
-                        });
-                    } else {
-                        let kept = pd
-                            .iter()
-                            .zip(&dims)
-                            .filter(|(_, k)| **k != 0)
-                            .fold(1i64, |a, (d, _)| a.saturating_mul(*d));
-                        implied = Some((kept, "the dimensions it keeps"));
-                    }
-                }
-            }
-            Op::GraphCreate => {
-                let nnodes = dims.len() as i64;
-                if nnodes > limit {
-                    found.push(too_large("has a graph of", nnodes));
-                }
-                found.extend(out_of("graph edge to node", &c.edges, nnodes));
-                // The index is the running total of each node's edges.
-                let last = dims.last().copied().unwrap_or(0);
-                let counts = dims
-                    .first()
-                    .copied()
-                    .into_iter()
-                    .chain(dims.windows(2).map(|w| w[1] - w[0]));
-                if let Some(value) = counts.clone().find(|&d| d < 0) {
-                    found.push(ProblemKind::Negative {
-                        op: e.op,
-                        what: "node's edge count in its index",
-                        value,
-                    });
-                } else if last != c.edges.len() as i64 {
-                    found.push(ProblemKind::ConstructorList {
-                        op: e.op,
-                        list: "edges",
-                        len: c.edges.len() as i64,
-                        expected: last,
-                        why: "its index",
-                    });
-                }
-                implied = Some((nnodes, "its graph"));
-            }
-            Op::DistGraphCreate => {
-                // Each source's degree, then all their destinations.
-                if c.sources.len() != dims.len() {
-                    found.push(ProblemKind::ConstructorList {
-                        op: e.op,
-                        list: "sources",
-                        len: c.sources.len() as i64,
-                        expected: dims.len() as i64,
-                        why: "its number of degrees",
-                    });
-                }
-                let degrees = dims.iter().fold(0i64, |a, &d| a.saturating_add(d));
-                if c.edges.len() as i64 != degrees {
-                    found.push(ProblemKind::ConstructorList {
-                        op: e.op,
-                        list: "destinations",
-                        len: c.edges.len() as i64,
-                        expected: degrees,
-                        why: "the sum of its degrees",
-                    });
-                }
-                found.extend(out_of("source", &c.sources, limit));
-                found.extend(out_of("destination", &c.edges, limit));
-                implied = parent.size.map(|s| (s, "its parent"));
-            }
-            Op::DistGraphCreateAdjacent => {
-                found.extend(out_of("source", &c.sources, limit));
-                found.extend(out_of("destination", &c.edges, limit));
-                implied = parent.size.map(|s| (s, "its parent"));
-            }
-            _ => {}
-        }
-        if let (Some(_), Some((expected, why))) = (c.new, implied)
-            && expected != size
-            && expected <= limit
-        {
-            found.push(ProblemKind::CommSize {
-                op: e.op,
-                size,
-                expected,
-                why,
-            });
-        }
+        let found = Ctor::new(e, c, parent, self.world).problems(parent_cart.as_deref());
         for kind in found {
             self.problem(st.rank, i, Some(e), kind);
         }
@@ -1813,7 +1698,7 @@ impl<'a> Checker<'a> {
 
     /// Reports what is left on a channel and drops it.
     fn close_channel(&mut self, k: Channel) {
-        let Some((sends, recvs)) = self.chans.close(k) else {
+        let Some(left) = self.chans.close(k) else {
             return;
         };
         if let Some(s) = &self.sample
@@ -1828,14 +1713,14 @@ impl<'a> Checker<'a> {
             tag: k.tag,
             nth: nth + 1,
         };
-        for (nth, send) in sends {
+        for (nth, send) in left.sends {
             let kind = ProblemKind::Unreceived {
                 link: link(send.comm, nth),
                 bytes: send.bytes,
             };
             self.sink.add(Some(k.from), Some(send.post), None, kind);
         }
-        for (nth, recv) in recvs {
+        for (nth, recv) in left.recvs {
             if recv.completed {
                 let kind = ProblemKind::Unsent {
                     link: link(recv.comm, nth),
@@ -1928,6 +1813,242 @@ impl<'a> Checker<'a> {
         }
         notes.extend(self.file.trace.passed_over());
         notes
+    }
+}
+
+/// The checks of one communicator constructor: what it makes must fit in
+/// its parent, and its lists must be as long as its other arguments say.
+/// Each kind of constructor has its own stage; a stage may also say what
+/// size the new communicator must have (`implied`).
+struct Ctor<'a> {
+    e: &'a Event,
+    c: &'a CommCreate,
+    parent: View,
+    world: i64,
+    /// The largest communicator it may make: its parent's size (a merge
+    /// joins both groups of its inter-communicator: the world's).
+    limit: i64,
+    dims: Vec<i64>,
+    found: Vec<ProblemKind>,
+    /// The size the new communicator must have, and why.
+    implied: Option<(i64, &'static str)>,
+}
+
+impl<'a> Ctor<'a> {
+    fn new(e: &'a Event, c: &'a CommCreate, parent: View, world: i64) -> Ctor<'a> {
+        let limit = match e.op {
+            Op::IntercommMerge => world,
+            _ => parent.size.unwrap_or(world),
+        };
+        Ctor {
+            e,
+            c,
+            parent,
+            world,
+            limit,
+            dims: c.dims.iter().map(|&d| i64::from(d)).collect(),
+            found: Vec::new(),
+            implied: None,
+        }
+    }
+
+    /// Every problem of the call.
+    fn problems(mut self, parent_cart: Option<&[i64]>) -> Vec<ProblemKind> {
+        let (e, c) = (self.e, self.c);
+        let size = i64::from(c.size);
+        if size < 0 {
+            self.negative("communicator size", size);
+        } else if size > self.limit {
+            self.too_large("makes a communicator of", size);
+        }
+        match e.op {
+            op if op.is_comm_dup() => self.implied = self.parent.size.map(|s| (s, "its parent")),
+            op if op.makes_intercomm() => self.intercomm(),
+            Op::IntercommMerge => {
+                self.out_of("member", &c.members, self.world);
+                self.implied_by(c.members.len(), "its members");
+            }
+            Op::CommCreate | Op::CommCreateGroup | Op::CommCreateFromGroup => {
+                self.out_of("group member", &c.members, self.world);
+                if c.members.len() as i64 > self.limit {
+                    self.too_large("has a group of", c.members.len() as i64);
+                }
+                self.implied_by(c.members.len(), "its group");
+            }
+            Op::CartCreate => self.cart(),
+            Op::CartSub => self.cart_sub(parent_cart),
+            Op::GraphCreate => self.graph(),
+            Op::DistGraphCreate => self.dist_graph(),
+            Op::DistGraphCreateAdjacent => {
+                self.out_of("source", &c.sources, self.limit);
+                self.out_of("destination", &c.edges, self.limit);
+                self.implied = self.parent.size.map(|s| (s, "its parent"));
+            }
+            _ => {}
+        }
+        if let (Some(_), Some((expected, why))) = (c.new, self.implied)
+            && expected != size
+            && expected <= self.limit
+        {
+            self.found.push(ProblemKind::CommSize {
+                op: e.op,
+                size,
+                expected,
+                why,
+            });
+        }
+        self.found
+    }
+
+    /// `Intercomm_create(_from_groups)`: both groups in the world, two
+    /// leaders.
+    fn intercomm(&mut self) {
+        let c = self.c;
+        self.out_of("remote group member", &c.members, self.world);
+        self.out_of("local group member", &c.sources, self.world);
+        self.list("leaders", c.dims.len(), 2, "a local and a remote leader");
+        self.implied_by(c.sources.len(), "its local group");
+    }
+
+    /// `Cart_create`: dimensions of at least 0 whose product fits, one
+    /// period per dimension.
+    fn cart(&mut self) {
+        let product = self
+            .dims
+            .iter()
+            .fold(1i64, |a, &d| a.saturating_mul(d.max(0)));
+        if let Some(&value) = self.dims.iter().find(|&&d| d < 0) {
+            self.negative("dimension", value);
+        }
+        if product > self.limit {
+            self.too_large("has dimensions for", product);
+        }
+        let expected = self.dims.len() as i64;
+        self.list(
+            "periods",
+            self.c.periods.len(),
+            expected,
+            "its number of dimensions",
+        );
+        self.implied = Some((product, "its dimensions"));
+    }
+
+    /// `Cart_sub` of a known grid: one flag per dimension; the new grid has
+    /// the dimensions it keeps.
+    fn cart_sub(&mut self, parent_cart: Option<&[i64]>) {
+        let Some(pd) = parent_cart else { return };
+        if pd.len() != self.dims.len() {
+            self.found.push(ProblemKind::CommSize {
+                op: self.e.op,
+                size: self.dims.len() as i64,
+                expected: pd.len() as i64,
+                why: "the parent grid's number of dimensions",
+            });
+            return;
+        }
+        let kept = pd
+            .iter()
+            .zip(&self.dims)
+            .filter(|(_, k)| **k != 0)
+            .fold(1i64, |a, (d, _)| a.saturating_mul(*d));
+        self.implied = Some((kept, "the dimensions it keeps"));
+    }
+
+    /// `Graph_create`: the index is the running total of each node's edges,
+    /// and every edge names a node.
+    fn graph(&mut self) {
+        let nnodes = self.dims.len() as i64;
+        if nnodes > self.limit {
+            self.too_large("has a graph of", nnodes);
+        }
+        self.out_of("graph edge to node", &self.c.edges, nnodes);
+        let last = self.dims.last().copied().unwrap_or(0);
+        let negative = self
+            .dims
+            .first()
+            .copied()
+            .into_iter()
+            .chain(self.dims.windows(2).map(|w| w[1] - w[0]))
+            .find(|&d| d < 0);
+        match negative {
+            Some(value) => self.negative("node's edge count in its index", value),
+            None => self.list("edges", self.c.edges.len(), last, "its index"),
+        }
+        self.implied = Some((nnodes, "its graph"));
+    }
+
+    /// `Dist_graph_create`: each source's degree, then all their
+    /// destinations, every one a rank of the parent.
+    fn dist_graph(&mut self) {
+        let c = self.c;
+        let expected = self.dims.len() as i64;
+        self.list(
+            "sources",
+            c.sources.len(),
+            expected,
+            "its number of degrees",
+        );
+        let degrees = self.dims.iter().fold(0i64, |a, &d| a.saturating_add(d));
+        self.list(
+            "destinations",
+            c.edges.len(),
+            degrees,
+            "the sum of its degrees",
+        );
+        self.out_of("source", &c.sources, self.limit);
+        self.out_of("destination", &c.edges, self.limit);
+        self.implied = self.parent.size.map(|s| (s, "its parent"));
+    }
+
+    /// The new communicator has as many ranks as a non-empty list names.
+    fn implied_by(&mut self, len: usize, why: &'static str) {
+        if len > 0 {
+            self.implied = Some((len as i64, why));
+        }
+    }
+
+    fn negative(&mut self, what: &'static str, value: i64) {
+        let op = self.e.op;
+        self.found.push(ProblemKind::Negative { op, what, value });
+    }
+
+    fn too_large(&mut self, what: &'static str, size: i64) {
+        self.found.push(ProblemKind::CommTooLarge {
+            op: self.e.op,
+            what,
+            size,
+            parent: self.parent.id,
+            limit: self.limit,
+        });
+    }
+
+    /// The first of `values` outside `0..limit`, if any.
+    fn out_of(&mut self, what: &'static str, values: &[i32], limit: i64) {
+        if let Some(value) = values
+            .iter()
+            .map(|&v| i64::from(v))
+            .find(|v| !(0..limit).contains(v))
+        {
+            self.found.push(ProblemKind::CommValueOutOfRange {
+                op: self.e.op,
+                what,
+                value,
+                limit,
+            });
+        }
+    }
+
+    /// A list of `len` entries where `expected` are due.
+    fn list(&mut self, list: &'static str, len: usize, expected: i64, why: &'static str) {
+        if len as i64 != expected {
+            self.found.push(ProblemKind::ConstructorList {
+                op: self.e.op,
+                list,
+                len: len as i64,
+                expected,
+                why,
+            });
+        }
     }
 }
 
