@@ -308,6 +308,13 @@ pub(super) fn extrapolate_with_plugin(
     plugin: &dyn Plugin,
     sizes: &[u64],
 ) -> Result<Extrapolated, Error> {
+    if opts.lossy || opts.snippet.is_some() || opts.dims.is_some() {
+        return Err(Error::BadDims(
+            "a plugin names every peer itself: it does not combine with --lossy, --snippet or \
+             --dims"
+                .into(),
+        ));
+    }
     let n = opts.ranks;
     if n > 1 << 16 {
         return Err(Error::BadDims(format!(
