@@ -121,36 +121,9 @@ pub fn run(args: &Args) -> Result<()> {
     // Refused now, not after the extrapolation: an output that is one of
     // the inputs, or a device.
     let output = compress::output::Output::create(&args.output, &read_paths)?;
-    let snippet = match &args.snippet {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
-            Some(
-                text.parse::<extrap::Snippet>()
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
-            )
-        }
-        None => None,
-    };
-    let plugin: Option<std::sync::Arc<dyn extrap::Plugin>> = match &args.plugin {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
-            let mut spec: extrap::SpecPlugin = text
-                .parse()
-                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-            for kv in &args.plugin_param {
-                let (name, value) = kv
-                    .split_once('=')
-                    .and_then(|(n, v)| Some((n.trim(), v.trim().parse::<i64>().ok()?)))
-                    .ok_or_else(|| {
-                        anyhow::anyhow!("--plugin-param {kv:?}: expected NAME=INTEGER, e.g. n=60")
-                    })?;
-                spec.set_param(name, value)
-                    .map_err(|e| anyhow::anyhow!("{}: --plugin-param {kv}: {e}", p.display()))?;
-            }
-            spec.check(args.ranks)
-                .map_err(|e| anyhow::anyhow!("{} at {} ranks: {e}", p.display(), args.ranks))?;
-            Some(std::sync::Arc::new(spec))
-        }
+    let snippet = args.snippet.as_deref().map(read_snippet).transpose()?;
+    let plugin = match &args.plugin {
+        Some(p) => Some(load_plugin(p, &args.plugin_param, args.ranks)?),
         None => None,
     };
     let inputs = args
@@ -166,11 +139,7 @@ pub fn run(args: &Args) -> Result<()> {
     let opts = Options {
         ranks: args.ranks,
         dims,
-        timing: match args.timing {
-            Timing::Paper => Method::Paper,
-            Timing::Pmnf => Method::Pmnf,
-            Timing::Auto => Method::Auto,
-        },
+        timing: args.timing.method(),
         lossy: args.lossy,
         snippet,
         plugin,
@@ -178,12 +147,80 @@ pub fn run(args: &Args) -> Result<()> {
         allow_unverified: args.allow_unverified,
         max_drop: args.max_drop / 100.0,
     };
+    let (out, bytes, secs) = extrapolate_and_write(args, &inputs, &opts, output)?;
+    print_report(args, &out.report, &inputs)?;
+    println!(
+        "wrote {} ({bytes} bytes) in {:.3} s",
+        args.output.display(),
+        secs
+    );
+    Ok(())
+}
+
+impl Timing {
+    /// The extrap crate's method for this command-line choice (the crate
+    /// knows nothing of clap).
+    fn method(self) -> Method {
+        match self {
+            Timing::Paper => Method::Paper,
+            Timing::Pmnf => Method::Pmnf,
+            Timing::Auto => Method::Auto,
+        }
+    }
+}
+
+/// Reads `--snippet`: a file that cannot be read or parsed is an error
+/// naming it, before any trace is read.
+fn read_snippet(path: &Path) -> Result<extrap::Snippet> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    text.parse::<extrap::Snippet>()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Reads the `--plugin` spec at `path`, sets its `--plugin-param` values
+/// (`params`, `NAME=INTEGER` each) and checks that it can name the peers
+/// of `ranks` ranks: a spec that cannot is refused before any trace is
+/// read, naming the spec and what it lacks.
+fn load_plugin(
+    path: &Path,
+    params: &[String],
+    ranks: u64,
+) -> Result<std::sync::Arc<dyn extrap::Plugin>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    let mut spec: extrap::SpecPlugin = text
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    for kv in params {
+        let (name, value) = kv
+            .split_once('=')
+            .and_then(|(n, v)| Some((n.trim(), v.trim().parse::<i64>().ok()?)))
+            .ok_or_else(|| {
+                anyhow::anyhow!("--plugin-param {kv:?}: expected NAME=INTEGER, e.g. n=60")
+            })?;
+        spec.set_param(name, value)
+            .map_err(|e| anyhow::anyhow!("{}: --plugin-param {kv}: {e}", path.display()))?;
+    }
+    spec.check(ranks)
+        .map_err(|e| anyhow::anyhow!("{} at {ranks} ranks: {e}", path.display()))?;
+    Ok(std::sync::Arc::new(spec))
+}
+
+/// Extrapolates, proves the result consistent and writes it to `output`,
+/// under a spinner that says which of these it is at: a trace that fails
+/// the check is never written. Returns the result, the bytes written and
+/// the seconds the extrapolation itself took.
+fn extrapolate_and_write(
+    args: &Args,
+    inputs: &[Input],
+    opts: &Options,
+    output: compress::output::Output,
+) -> Result<(extrap::Extrapolated, u64, f64)> {
     let t0 = Instant::now();
     let spin = crate::progress::Progress::spinner(
         "extrap",
         format!("{} input(s) to {} ranks", inputs.len(), args.ranks),
     );
-    let out = extrap::extrapolate(&inputs, &opts)?;
+    let out = extrap::extrapolate(inputs, opts)?;
     let secs = t0.elapsed().as_secs_f64();
     spin.say("checking the extrapolated trace");
     let classes: Vec<u32> = out
@@ -199,7 +236,14 @@ pub fn run(args: &Args) -> Result<()> {
         .write_output(output)
         .with_context(|| format!("writing {}", args.output.display()))?;
     drop(spin);
-    let r = &out.report;
+    Ok((out, bytes, secs))
+}
+
+/// What the extrapolation found and decided, on stdout: the target grid,
+/// the fields and timing laws (a sample, or all with `--verbose`), the
+/// predicted run time and lossy mode's losses. The report is how a user
+/// judges whether to trust the trace, so it comes before the file's name.
+fn print_report(args: &Args, r: &extrap::Report, inputs: &[Input]) -> Result<()> {
     let last = r.topologies.last().context("no topology")?;
     println!("topology of the inputs: {last}");
     let dims: Vec<String> = r.dims.iter().map(u64::to_string).collect();
@@ -215,8 +259,21 @@ pub fn run(args: &Args) -> Result<()> {
             println!("  {c:<40} {ranks}");
         }
     }
+    print_fields(r, args.verbose);
+    print_timing(r, args.verbose);
+    if let Some(w) = &r.wall {
+        print_wall(w, inputs, args.ranks);
+    }
+    print_remarks(r);
+    Ok(())
+}
+
+/// The communication fields that change with the size, each with its
+/// inputs' values, model and target value, and a mark on any that no
+/// spare input confirmed; the first 12 unless `verbose`.
+fn print_fields(r: &extrap::Report, verbose: bool) {
     println!("fields that change with the size: {}", r.fields.len());
-    let shown = if args.verbose { r.fields.len() } else { 12 };
+    let shown = if verbose { r.fields.len() } else { 12 };
     for f in r.fields.iter().take(shown) {
         let vals: Vec<String> = f.values.iter().map(i64::to_string).collect();
         println!(
@@ -236,9 +293,15 @@ pub fn run(args: &Args) -> Result<()> {
     if r.fields.len() > shown {
         println!("  ... {} more (--verbose)", r.fields.len() - shown);
     }
+}
+
+/// How often each timing method was chosen, and the timing laws that
+/// predict the most time at the target (those that matter most), the
+/// first 8 unless `verbose`.
+fn print_timing(r: &extrap::Report, verbose: bool) {
     let tally: Vec<String> = r.methods.iter().map(|(m, n)| format!("{m} {n}")).collect();
     println!("timing fields fitted: {}", tally.join(", "));
-    let shown = if args.verbose { r.timing.len() } else { 8 };
+    let shown = if verbose { r.timing.len() } else { 8 };
     let mut timing: Vec<_> = r.timing.iter().collect();
     timing.sort_by(|a, b| b.target.total_cmp(&a.target));
     for t in timing.iter().take(shown) {
@@ -253,9 +316,12 @@ pub fn run(args: &Args) -> Result<()> {
             t.target
         );
     }
-    if let Some(w) = &r.wall {
-        print_wall(w, &inputs, args.ranks);
-    }
+}
+
+/// The remarks a user must see to know what the trace leaves out: inputs
+/// left out of a class, and in lossy mode the events dropped and the
+/// all-to-all volumes made uniform.
+fn print_remarks(r: &extrap::Report) {
     for n in &r.notes {
         println!("note: {n}");
     }
@@ -271,12 +337,6 @@ pub fn run(args: &Args) -> Result<()> {
     for v in &r.volumes {
         println!("{}", v.describe());
     }
-    println!(
-        "wrote {} ({bytes} bytes) in {:.3} s",
-        args.output.display(),
-        secs
-    );
-    Ok(())
 }
 
 /// The predicted run time, how far the inputs pin it down, and a warning on

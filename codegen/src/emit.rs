@@ -49,6 +49,21 @@ struct Side {
     dtype: String,
 }
 
+/// A collective call being written: what its stages need to choose its
+/// arguments, passed as one.
+struct Coll<'e> {
+    e: &'e EventNode,
+    /// Nonblocking or persistent: a request holds its buffers and lists.
+    nb: bool,
+    /// The call's name without `MPI_`.
+    name: &'static str,
+    /// Its blocking form's name, which chooses the arguments.
+    base: &'static str,
+    /// The arguments after the communicator (see [`request_args`]).
+    req: &'static str,
+    in_place: bool,
+}
+
 impl<'a> Emitter<'a> {
     pub(crate) fn new(labels: &'a HashMap<u64, String>, seed: u64) -> Emitter<'a> {
         Emitter {
@@ -265,8 +280,31 @@ impl<'a> Emitter<'a> {
         if shape.thread() != 0 {
             return Err(Error::Threads);
         }
-        // Ranks that compute differently draw from their own group's
-        // timing, as replay's projection of the trace gives each rank.
+        let node = self.timing_node(e);
+        self.events += 1;
+        let site = self
+            .labels
+            .get(&shape.site())
+            .map_or_else(|| format!("site {:016x}", shape.site()), Clone::clone)
+            .replace("*/", "* /");
+        self.open(&format!("{{ /* {}: {site} */", op.name()));
+        // Init's computation too (it runs after `rs_setup`): replay draws
+        // it, and one draw less would shift every later draw of the rank's
+        // stream, so that the benchmark and replay would sleep different
+        // (equally likely) times; on NPB MG that alone moved the run time
+        // by a quarter.
+        self.line(&format!("rs_compute({node}, {});", self.class));
+        self.call(e, site)?;
+        self.close();
+        Ok(())
+    }
+
+    /// The C expression of the timing table an event's computation is
+    /// drawn from. Ranks that compute differently draw from their own
+    /// group's timing, as replay's projection of the trace gives each
+    /// rank.
+    fn timing_node(&mut self, e: &EventNode) -> String {
+        let shape = *e.shape();
         let mut node = String::new();
         if let Some((last, rest)) = e.timing_variants().split_last() {
             for v in rest {
@@ -286,19 +324,14 @@ impl<'a> Emitter<'a> {
                 .timing(e.timing(), e.ranks(), &shape, self.seed)
                 .to_string();
         }
-        self.events += 1;
-        let site = self
-            .labels
-            .get(&shape.site())
-            .map_or_else(|| format!("site {:016x}", shape.site()), Clone::clone)
-            .replace("*/", "* /");
-        self.open(&format!("{{ /* {}: {site} */", op.name()));
-        // Init's computation too (it runs after `rs_setup`): replay draws
-        // it, and one draw less would shift every later draw of the rank's
-        // stream, so that the benchmark and replay would sleep different
-        // (equally likely) times; on NPB MG that alone moved the run time
-        // by a quarter.
-        self.line(&format!("rs_compute({node}, {});", self.class));
+        node
+    }
+
+    /// The MPI call of an event, by its operation (`site` names it in the
+    /// error for one the generator does not write).
+    fn call(&mut self, e: &EventNode, site: String) -> Result<(), Error> {
+        let shape = *e.shape();
+        let op = shape.op();
         let name = op.name();
         match op {
             // A call that returned an error did nothing.
@@ -325,55 +358,11 @@ impl<'a> Emitter<'a> {
             op if op.is_send() || matches!(op, Op::Recv | Op::Irecv | Op::RecvInit) => {
                 self.p2p(e, op)?
             }
-            Op::Sendrecv => {
-                self.comm(e, true)?;
-                let s = self.side(e, "s", shape.send_type())?;
-                self.endpoint(e, "s")?;
-                let r = self.side(e, "r", shape.recv_type())?;
-                self.endpoint(e, "r")?;
-                self.line(&format!(
-                    "MPI_Sendrecv(rs_buf(0, {sn}, {st}), {sn}, {st}, s_peer, s_tag, rs_buf(1, {rn}, \
-                     {rt}), {rn}, {rt}, r_peer, r_tag, c, MPI_STATUS_IGNORE);",
-                    sn = s.count,
-                    st = s.dtype,
-                    rn = r.count,
-                    rt = r.dtype
-                ));
-            }
-            Op::SendrecvReplace => {
-                self.comm(e, true)?;
-                let s = self.side(e, "s", shape.send_type())?;
-                self.endpoint(e, "s")?;
-                let r = self.side(e, "r", shape.recv_type())?;
-                self.endpoint(e, "r")?;
-                self.line(&format!(
-                    "MPI_Sendrecv_replace(rs_buf(1, {sn} > {rn} ? {sn} : {rn}, {st}), {sn}, {st}, \
-                     s_peer, s_tag, r_peer, r_tag, c, MPI_STATUS_IGNORE);",
-                    sn = s.count,
-                    st = s.dtype,
-                    rn = r.count,
-                ));
-            }
+            Op::Sendrecv | Op::SendrecvReplace => self.sendrecv(e, op)?,
             op if op.family() == Family::Completion
                 || matches!(op, Op::Start | Op::Startall | Op::RequestFree | Op::Cancel) =>
             {
-                let which = match op {
-                    Op::Wait => "RS_WAIT",
-                    Op::Waitall => "RS_WAITALL",
-                    Op::Waitany => "RS_WAITANY",
-                    Op::Waitsome => "RS_WAITSOME",
-                    Op::Test => "RS_TEST",
-                    Op::Testall => "RS_TESTALL",
-                    Op::Testany => "RS_TESTANY",
-                    Op::Testsome => "RS_TESTSOME",
-                    Op::Start => "RS_START",
-                    Op::Startall => "RS_STARTALL",
-                    Op::Cancel => "RS_CANCEL",
-                    _ => "RS_FREE",
-                };
-                let n = self.list(e, REQS, 0);
-                self.line(&format!("const int64_t n = {n};"));
-                self.line(&format!("rs_requests({which}, rs_lists[0], n);"));
+                self.requests(e, op)
             }
             op if op.is_collective() => self.collective(e, op)?,
             Op::CommDup
@@ -392,62 +381,8 @@ impl<'a> Emitter<'a> {
             | Op::IntercommCreate
             | Op::IntercommMerge => self.constructor(e, op)?,
             op if op.is_from_groups() => self.groups_constructor(e, op)?,
-            Op::Probe | Op::Iprobe | Op::Mprobe | Op::Improbe => {
-                self.comm(e, true)?;
-                self.endpoint(e, "r")?;
-                let message = self.field(e, "message");
-                let (flag, flag_decl) = if matches!(op, Op::Iprobe | Op::Improbe) {
-                    (", &flag", "int flag = 0;")
-                } else {
-                    ("", "")
-                };
-                if !flag_decl.is_empty() {
-                    self.line(flag_decl);
-                }
-                let msg = match (&message, op) {
-                    (_, Op::Probe | Op::Iprobe) => String::new(),
-                    (Some(id), _) => {
-                        self.line(&format!("const int64_t mid = {id};"));
-                        ", rs_msg(mid), rs_msg_status(mid)".into()
-                    }
-                    (None, _) => ", &rs_null_msg".into(),
-                };
-                let status = if msg.contains("rs_msg_status") {
-                    ""
-                } else {
-                    ", MPI_STATUS_IGNORE"
-                };
-                self.line(&format!("MPI_{name}(r_peer, r_tag, c{flag}{msg}{status});"));
-            }
-            Op::Mrecv | Op::Imrecv => {
-                let r = self.side(e, "r", shape.recv_type())?;
-                let (msg, fit) = match self.field(e, "message") {
-                    Some(id) => {
-                        self.line(&format!("const int64_t mid = {id};"));
-                        ("rs_taken_msg(mid)", "rs_msg_fit(mid, r_n, r_t)")
-                    }
-                    // MPI_Mrecv sets the handle to MPI_MESSAGE_NULL: set
-                    // again for every call.
-                    None => (
-                        "(rs_no_proc_msg = MPI_MESSAGE_NO_PROC, &rs_no_proc_msg)",
-                        "r_n",
-                    ),
-                };
-                self.line(&format!("const int m_n = {fit};"));
-                if op == Op::Imrecv {
-                    self.new_request(e)?;
-                    self.line(&format!("void *b = rs_rqbuf(rq, m_n, {t});", t = r.dtype));
-                    self.line(&format!(
-                        "MPI_Imrecv(b, m_n, {t}, {msg}, rs_req(rq));",
-                        t = r.dtype
-                    ));
-                } else {
-                    self.line(&format!(
-                        "MPI_Mrecv(rs_buf(1, m_n, {t}), m_n, {t}, {msg}, MPI_STATUS_IGNORE);",
-                        t = r.dtype
-                    ));
-                }
-            }
+            Op::Probe | Op::Iprobe | Op::Mprobe | Op::Improbe => self.probe(e, op)?,
+            Op::Mrecv | Op::Imrecv => self.matched_recv(e, op)?,
             Op::CommFree => {
                 let c = self.need(e, "comm")?;
                 self.line(&format!("MPI_Comm_free(rs_newcomm({c}));"));
@@ -466,7 +401,126 @@ impl<'a> Emitter<'a> {
                 });
             }
         }
-        self.close();
+        Ok(())
+    }
+
+    /// `Sendrecv` and `Sendrecv_replace`: both sides with their peers and
+    /// tags; the replacing one on a single buffer large enough for either
+    /// message.
+    fn sendrecv(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let shape = *e.shape();
+        self.comm(e, true)?;
+        let s = self.side(e, "s", shape.send_type())?;
+        self.endpoint(e, "s")?;
+        let r = self.side(e, "r", shape.recv_type())?;
+        self.endpoint(e, "r")?;
+        if op == Op::Sendrecv {
+            self.line(&format!(
+                "MPI_Sendrecv(rs_buf(0, {sn}, {st}), {sn}, {st}, s_peer, s_tag, rs_buf(1, {rn}, \
+                 {rt}), {rn}, {rt}, r_peer, r_tag, c, MPI_STATUS_IGNORE);",
+                sn = s.count,
+                st = s.dtype,
+                rn = r.count,
+                rt = r.dtype
+            ));
+        } else {
+            self.line(&format!(
+                "MPI_Sendrecv_replace(rs_buf(1, {sn} > {rn} ? {sn} : {rn}, {st}), {sn}, {st}, \
+                 s_peer, s_tag, r_peer, r_tag, c, MPI_STATUS_IGNORE);",
+                sn = s.count,
+                st = s.dtype,
+                rn = r.count,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Calls on a list of requests (completions, starts, frees, cancels):
+    /// the runtime's `rs_requests` issues them on the recorded request ids.
+    fn requests(&mut self, e: &EventNode, op: Op) {
+        let which = match op {
+            Op::Wait => "RS_WAIT",
+            Op::Waitall => "RS_WAITALL",
+            Op::Waitany => "RS_WAITANY",
+            Op::Waitsome => "RS_WAITSOME",
+            Op::Test => "RS_TEST",
+            Op::Testall => "RS_TESTALL",
+            Op::Testany => "RS_TESTANY",
+            Op::Testsome => "RS_TESTSOME",
+            Op::Start => "RS_START",
+            Op::Startall => "RS_STARTALL",
+            Op::Cancel => "RS_CANCEL",
+            _ => "RS_FREE",
+        };
+        let n = self.list(e, REQS, 0);
+        self.line(&format!("const int64_t n = {n};"));
+        self.line(&format!("rs_requests({which}, rs_lists[0], n);"));
+    }
+
+    /// The probes: blocking or not (a flag), and the matched ones
+    /// (`Mprobe`, `Improbe`) with the message handle they take, by the
+    /// recorded message id.
+    fn probe(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let name = op.name();
+        self.comm(e, true)?;
+        self.endpoint(e, "r")?;
+        let message = self.field(e, "message");
+        let (flag, flag_decl) = if matches!(op, Op::Iprobe | Op::Improbe) {
+            (", &flag", "int flag = 0;")
+        } else {
+            ("", "")
+        };
+        if !flag_decl.is_empty() {
+            self.line(flag_decl);
+        }
+        let msg = match (&message, op) {
+            (_, Op::Probe | Op::Iprobe) => String::new(),
+            (Some(id), _) => {
+                self.line(&format!("const int64_t mid = {id};"));
+                ", rs_msg(mid), rs_msg_status(mid)".into()
+            }
+            (None, _) => ", &rs_null_msg".into(),
+        };
+        let status = if msg.contains("rs_msg_status") {
+            ""
+        } else {
+            ", MPI_STATUS_IGNORE"
+        };
+        self.line(&format!("MPI_{name}(r_peer, r_tag, c{flag}{msg}{status});"));
+        Ok(())
+    }
+
+    /// `Mrecv` and `Imrecv`: the receive of a message a matched probe
+    /// took, no longer than the message (`rs_msg_fit`).
+    fn matched_recv(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let shape = *e.shape();
+        let r = self.side(e, "r", shape.recv_type())?;
+        let (msg, fit) = match self.field(e, "message") {
+            Some(id) => {
+                self.line(&format!("const int64_t mid = {id};"));
+                ("rs_taken_msg(mid)", "rs_msg_fit(mid, r_n, r_t)")
+            }
+            // MPI_Mrecv sets the handle to MPI_MESSAGE_NULL: set
+            // again for every call.
+            None => (
+                "(rs_no_proc_msg = MPI_MESSAGE_NO_PROC, &rs_no_proc_msg)",
+                "r_n",
+            ),
+        };
+        self.line(&format!("const int m_n = {fit};"));
+        if op == Op::Imrecv {
+            self.new_request(e)?;
+            self.line(&format!("void *b = rs_rqbuf(rq, m_n, {t});", t = r.dtype));
+            self.line(&format!(
+                "MPI_Imrecv(b, m_n, {t}, {msg}, rs_req(rq));",
+                t = r.dtype
+            ));
+        } else {
+            self.line(&format!(
+                "MPI_Mrecv(rs_buf(1, m_n, {t}), m_n, {t}, {msg}, MPI_STATUS_IGNORE);",
+                t = r.dtype
+            ));
+        }
         Ok(())
     }
 
@@ -567,10 +621,7 @@ impl<'a> Emitter<'a> {
     /// by the world ranks recorded, and a string tag of the benchmark's
     /// own made of the recorded tag's hash (as replay makes it).
     fn groups_constructor(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
-        let nc = match self.field(e, "new_comm") {
-            Some(id) => format!("rs_newcomm({id})"),
-            None => "&rs_null_comm".into(),
-        };
+        let nc = self.new_comm(e);
         let key = self.field(e, "key").unwrap_or_else(|| "0".into());
         self.line("#if MPI_VERSION >= 4");
         self.line("char tag[32];");
@@ -614,13 +665,38 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// The C expression of the slot for the communicator a constructor
+    /// makes: the recorded id's, or a scratch handle where it made none.
+    fn new_comm(&mut self, e: &EventNode) -> String {
+        match self.field(e, "new_comm") {
+            Some(id) => format!("rs_newcomm({id})"),
+            None => "&rs_null_comm".into(),
+        }
+    }
+
     /// Communicator constructors.
     fn constructor(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
         self.comm(e, true)?;
-        let nc = match self.field(e, "new_comm") {
-            Some(id) => format!("rs_newcomm({id})"),
-            None => "&rs_null_comm".into(),
-        };
+        let nc = self.new_comm(e);
+        match op {
+            Op::CommDup | Op::CommIdup | Op::CommIdupWithInfo | Op::CommDupWithInfo => {
+                self.dup(e, op, &nc)?
+            }
+            Op::CommSplit | Op::CommSplitType => self.split(e, op, &nc),
+            Op::CommCreate | Op::CommCreateGroup => self.create_from_members(e, op, &nc),
+            Op::GraphCreate | Op::DistGraphCreate | Op::DistGraphCreateAdjacent => {
+                self.graph_create(e, op, &nc)
+            }
+            Op::IntercommCreate | Op::IntercommMerge => self.intercomm(e, op, &nc),
+            _ => self.cart(e, op, &nc),
+        }
+        Ok(())
+    }
+
+    /// The duplications, blocking or not, with or without info (the
+    /// application's info is not recorded); `nc` is the new
+    /// communicator's slot.
+    fn dup(&mut self, e: &EventNode, op: Op, nc: &str) -> Result<(), Error> {
         match op {
             Op::CommDup => self.line(&format!("MPI_Comm_dup(c, {nc});")),
             Op::CommIdup => {
@@ -639,106 +715,123 @@ impl<'a> Emitter<'a> {
                 self.line(&format!("MPI_Comm_idup(c, {nc}, rs_req(rq));"));
                 self.line("#endif");
             }
-            Op::CommDupWithInfo => {
-                self.line(&format!("MPI_Comm_dup_with_info(c, MPI_INFO_NULL, {nc});"))
-            }
-            Op::CommSplit => {
-                let color = self
-                    .field(e, "color")
-                    .map_or_else(|| "MPI_UNDEFINED".into(), |v| format!("rs_self({v}, cr)"));
-                let key = self.field(e, "key").unwrap_or_else(|| "0".into());
-                self.line(&format!(
-                    "MPI_Comm_split(c, {color}, rs_self({key}, cr), {nc});"
-                ));
-            }
-            Op::CommSplitType => {
-                let kind = self
-                    .field(e, "split_type")
-                    .map_or_else(|| "MPI_UNDEFINED".into(), |v| format!("(int)({v})"));
-                let key = self.field(e, "key").unwrap_or_else(|| "0".into());
-                self.line(&format!(
-                    "MPI_Comm_split_type(c, {kind}, rs_self({key}, cr), MPI_INFO_NULL, {nc});"
-                ));
-            }
-            Op::CommCreate | Op::CommCreateGroup => {
-                let n = self.list(e, MEMBERS, 0);
-                self.line(&format!("const int64_t nm = {n};"));
-                self.line("MPI_Group g = rs_group(rs_ints(0, rs_lists[0], nm, nm, 0), nm);");
-                if op == Op::CommCreateGroup {
-                    let tag = self.field(e, "key").unwrap_or_else(|| "0".into());
-                    self.line(&format!("MPI_Comm_create_group(c, g, (int)({tag}), {nc});"));
-                } else {
-                    self.line(&format!("MPI_Comm_create(c, g, {nc});"));
-                }
-                self.line("MPI_Group_free(&g);");
-            }
-            Op::GraphCreate | Op::DistGraphCreate | Op::DistGraphCreateAdjacent => {
-                let reorder = self.field(e, "reorder").unwrap_or_else(|| "0".into());
-                for (k, which) in [(0, DIMS), (1, EDGES), (2, SOURCES)] {
-                    let n = self.list(e, which, k);
-                    self.line(&format!("const int64_t n{k} = {n};"));
-                    self.line(&format!(
-                        "int *l{k} = rs_ints({k}, rs_lists[{k}], n{k}, n{k}, 0);"
-                    ));
-                    self.line(&format!("(void)l{k};"));
-                }
-                self.line(&match op {
-                    Op::GraphCreate => {
-                        format!("MPI_Graph_create(c, (int)n0, l0, l1, (int)({reorder}), {nc});")
-                    }
-                    Op::DistGraphCreate => format!(
-                        "MPI_Dist_graph_create(c, (int)n2, l2, l0, l1, rs_unweighted, MPI_INFO_NULL, \
-                         (int)({reorder}), {nc});"
-                    ),
-                    _ => format!(
-                        "MPI_Dist_graph_create_adjacent(c, (int)n2, l2, rs_unweighted, (int)n1, l1, \
-                         rs_unweighted, MPI_INFO_NULL, (int)({reorder}), {nc});"
-                    ),
-                });
-            }
-            Op::IntercommCreate => {
-                // The leaders in dims, the peer communicator (at the local
-                // leader) in edges, the tag as the key.
-                let tag = self.field(e, "key").unwrap_or_else(|| "0".into());
-                for (k, which) in [(0, DIMS), (1, EDGES)] {
-                    let n = self.list(e, which, k);
-                    self.line(&format!("const int64_t n{k} = {n};"));
-                    self.line(&format!(
-                        "int *l{k} = rs_ints({k}, rs_lists[{k}], n{k}, 2, 0);"
-                    ));
-                }
-                self.line("const MPI_Comm peer = n1 > 0 ? rs_comm(l1[0]) : c;");
-                self.line(&format!(
-                    "MPI_Intercomm_create(c, l0[0], peer, l0[1], rs_self({tag}, cr), {nc});"
-                ));
-            }
-            Op::IntercommMerge => {
-                let high = self.field(e, "key").unwrap_or_else(|| "0".into());
-                self.line(&format!(
-                    "MPI_Intercomm_merge(c, rs_self({high}, cr), {nc});"
-                ));
-            }
-            Op::CartSub => {
-                let nd = self.list(e, DIMS, 0);
-                self.line(&format!("const int64_t nd = {nd};"));
-                self.line(&format!(
-                    "MPI_Cart_sub(c, rs_ints(0, rs_lists[0], nd, nd, 0), {nc});"
-                ));
-            }
-            _ => {
-                let reorder = self.field(e, "reorder").unwrap_or_else(|| "0".into());
-                let nd = self.list(e, DIMS, 0);
-                self.line(&format!("const int64_t nd = {nd};"));
-                let np = self.list(e, PERIODS, 1);
-                self.line(&format!("const int64_t np = {np};"));
-                self.line("int *dims = rs_ints(0, rs_lists[0], nd, nd, 0);");
-                self.line("int *periods = rs_ints(1, rs_lists[1], np, nd, 0);");
-                self.line(&format!(
-                    "MPI_Cart_create(c, (int)nd, dims, periods, (int)({reorder}), {nc});"
-                ));
-            }
+            _ => self.line(&format!("MPI_Comm_dup_with_info(c, MPI_INFO_NULL, {nc});")),
         }
         Ok(())
+    }
+
+    /// `Comm_split` (by colour) and `Comm_split_type` (by kind), with the
+    /// recorded key, relative to the caller where it was.
+    fn split(&mut self, e: &EventNode, op: Op, nc: &str) {
+        if op == Op::CommSplit {
+            let color = self
+                .field(e, "color")
+                .map_or_else(|| "MPI_UNDEFINED".into(), |v| format!("rs_self({v}, cr)"));
+            let key = self.field(e, "key").unwrap_or_else(|| "0".into());
+            self.line(&format!(
+                "MPI_Comm_split(c, {color}, rs_self({key}, cr), {nc});"
+            ));
+        } else {
+            let kind = self
+                .field(e, "split_type")
+                .map_or_else(|| "MPI_UNDEFINED".into(), |v| format!("(int)({v})"));
+            let key = self.field(e, "key").unwrap_or_else(|| "0".into());
+            self.line(&format!(
+                "MPI_Comm_split_type(c, {kind}, rs_self({key}, cr), MPI_INFO_NULL, {nc});"
+            ));
+        }
+    }
+
+    /// `Comm_create` and `Comm_create_group`: the group of the recorded
+    /// members (ranks in the communicator).
+    fn create_from_members(&mut self, e: &EventNode, op: Op, nc: &str) {
+        let n = self.list(e, MEMBERS, 0);
+        self.line(&format!("const int64_t nm = {n};"));
+        self.line("MPI_Group g = rs_group(rs_ints(0, rs_lists[0], nm, nm, 0), nm);");
+        if op == Op::CommCreateGroup {
+            let tag = self.field(e, "key").unwrap_or_else(|| "0".into());
+            self.line(&format!("MPI_Comm_create_group(c, g, (int)({tag}), {nc});"));
+        } else {
+            self.line(&format!("MPI_Comm_create(c, g, {nc});"));
+        }
+        self.line("MPI_Group_free(&g);");
+    }
+
+    /// The graph topologies: the recorded index/degree, edge and source
+    /// lists in the argument order of each constructor.
+    fn graph_create(&mut self, e: &EventNode, op: Op, nc: &str) {
+        let reorder = self.field(e, "reorder").unwrap_or_else(|| "0".into());
+        for (k, which) in [(0, DIMS), (1, EDGES), (2, SOURCES)] {
+            let n = self.list(e, which, k);
+            self.line(&format!("const int64_t n{k} = {n};"));
+            self.line(&format!(
+                "int *l{k} = rs_ints({k}, rs_lists[{k}], n{k}, n{k}, 0);"
+            ));
+            self.line(&format!("(void)l{k};"));
+        }
+        self.line(&match op {
+            Op::GraphCreate => {
+                format!("MPI_Graph_create(c, (int)n0, l0, l1, (int)({reorder}), {nc});")
+            }
+            Op::DistGraphCreate => format!(
+                "MPI_Dist_graph_create(c, (int)n2, l2, l0, l1, rs_unweighted, MPI_INFO_NULL, \
+                 (int)({reorder}), {nc});"
+            ),
+            _ => format!(
+                "MPI_Dist_graph_create_adjacent(c, (int)n2, l2, rs_unweighted, (int)n1, l1, \
+                 rs_unweighted, MPI_INFO_NULL, (int)({reorder}), {nc});"
+            ),
+        });
+    }
+
+    /// The intercommunicators: `Intercomm_create` from the recorded
+    /// leaders and peer communicator, `Intercomm_merge` with the recorded
+    /// `high`.
+    fn intercomm(&mut self, e: &EventNode, op: Op, nc: &str) {
+        if op == Op::IntercommCreate {
+            // The leaders in dims, the peer communicator (at the local
+            // leader) in edges, the tag as the key.
+            let tag = self.field(e, "key").unwrap_or_else(|| "0".into());
+            for (k, which) in [(0, DIMS), (1, EDGES)] {
+                let n = self.list(e, which, k);
+                self.line(&format!("const int64_t n{k} = {n};"));
+                self.line(&format!(
+                    "int *l{k} = rs_ints({k}, rs_lists[{k}], n{k}, 2, 0);"
+                ));
+            }
+            self.line("const MPI_Comm peer = n1 > 0 ? rs_comm(l1[0]) : c;");
+            self.line(&format!(
+                "MPI_Intercomm_create(c, l0[0], peer, l0[1], rs_self({tag}, cr), {nc});"
+            ));
+        } else {
+            let high = self.field(e, "key").unwrap_or_else(|| "0".into());
+            self.line(&format!(
+                "MPI_Intercomm_merge(c, rs_self({high}, cr), {nc});"
+            ));
+        }
+    }
+
+    /// The Cartesian topologies: `Cart_sub` with the dimensions it keeps,
+    /// `Cart_create` with the dimensions and periods.
+    fn cart(&mut self, e: &EventNode, op: Op, nc: &str) {
+        if op == Op::CartSub {
+            let nd = self.list(e, DIMS, 0);
+            self.line(&format!("const int64_t nd = {nd};"));
+            self.line(&format!(
+                "MPI_Cart_sub(c, rs_ints(0, rs_lists[0], nd, nd, 0), {nc});"
+            ));
+        } else {
+            let reorder = self.field(e, "reorder").unwrap_or_else(|| "0".into());
+            let nd = self.list(e, DIMS, 0);
+            self.line(&format!("const int64_t nd = {nd};"));
+            let np = self.list(e, PERIODS, 1);
+            self.line(&format!("const int64_t np = {np};"));
+            self.line("int *dims = rs_ints(0, rs_lists[0], nd, nd, 0);");
+            self.line("int *periods = rs_ints(1, rs_lists[1], np, nd, 0);");
+            self.line(&format!(
+                "MPI_Cart_create(c, (int)nd, dims, periods, (int)({reorder}), {nc});"
+            ));
+        }
     }
 
     /// The reduction operation of an event.
@@ -758,20 +851,61 @@ impl<'a> Emitter<'a> {
         // Nonblocking and persistent calls make a request, which holds
         // their buffers.
         let base = op.blocking_form();
-        let nb = base != op;
-        let name = op.name();
-        // The operation's blocking form chooses the arguments.
-        let base = base.name();
-        self.comm(e, false)?;
-        if nb {
-            self.new_request(e)?;
+        let c = Coll {
+            e,
+            nb: base != op,
+            name: op.name(),
+            // The operation's blocking form chooses the arguments.
+            base: base.name(),
+            req: request_args(op.name()),
+            in_place: shape.in_place(),
+        };
+        let root = self.collective_setup(&c, op)?;
+        let (e, nb, name, base, in_place) = (c.e, c.nb, c.name, c.base, c.in_place);
+        match base {
+            "Neighbor_allgather" | "Neighbor_alltoall" => self.neighbor_fixed(&c)?,
+            "Neighbor_allgatherv" | "Neighbor_alltoallv" => {
+                self.vector(e, base, name, ("outdeg", "indeg"), (false, false), nb)?
+            }
+            "Barrier" => {
+                if nb {
+                    self.line("rs_rqbuf(rq, 0, MPI_BYTE);");
+                }
+                self.line(&format!("MPI_{name}(c{});", c.req));
+            }
+            "Bcast" => self.bcast(&c)?,
+            "Reduce" | "Allreduce" | "Scan" | "Exscan" => self.reduce(&c)?,
+            "Gather" | "Scatter" | "Allgather" | "Alltoall" => self.fixed(&c, root.is_some())?,
+            "Gatherv" | "Scatterv" | "Allgatherv" | "Alltoallv" => {
+                self.vector(e, base, name, ("np", "np"), (root.is_some(), in_place), nb)?
+            }
+            "Alltoallw" => self.alltoallw(e, name, in_place, nb, None),
+            "Neighbor_alltoallw" => self.alltoallw(e, name, false, nb, Some(("outdeg", "indeg"))),
+            "Reduce_scatter" | "Reduce_scatter_block" => self.reduce_scatter(&c)?,
+            _ => {
+                return Err(Error::Unsupported {
+                    op: name,
+                    site: String::new(),
+                });
+            }
         }
-        let req = request_args(name);
-        let root = self.field(e, "root");
+        Ok(())
+    }
+
+    /// What every collective declares before its arguments: `c`, the
+    /// request `rq` of a nonblocking one, `root` where it has one
+    /// (returned), `np` (the communicator's size) and, for a
+    /// neighbourhood collective, the degrees (lists and buffers hold one
+    /// block per neighbour).
+    fn collective_setup(&mut self, c: &Coll<'_>, op: Op) -> Result<Option<String>, Error> {
+        self.comm(c.e, false)?;
+        if c.nb {
+            self.new_request(c.e)?;
+        }
+        let root = self.field(c.e, "root");
         if let Some(r) = &root {
             self.line(&format!("const int root = (int)({r});"));
         }
-        let in_place = shape.in_place();
         self.line("int np = 1;");
         self.line("MPI_Comm_size(c, &np);");
         self.line("(void)np;");
@@ -780,118 +914,132 @@ impl<'a> Emitter<'a> {
             self.line("int indeg = 0, outdeg = 0;");
             self.line("rs_degrees(c, &indeg, &outdeg);");
         }
-        match base {
-            "Neighbor_allgather" | "Neighbor_alltoall" => {
-                let s = self.side(e, "s", shape.send_type())?;
-                let r = self.side(e, "r", shape.recv_type())?;
-                let sf = if base == "Neighbor_alltoall" {
-                    "outdeg"
-                } else {
-                    "1"
-                };
-                self.buffers(
-                    nb,
-                    &format!("(int64_t){} * {sf}", s.count),
-                    &s.dtype,
-                    &format!("(int64_t){} * indeg", r.count),
-                    &r.dtype,
-                );
-                self.line(&format!(
-                    "MPI_{name}(sb, {sn}, {st}, rb, {rn}, {rt}, c{req});",
-                    sn = s.count,
-                    st = s.dtype,
-                    rn = r.count,
-                    rt = r.dtype
-                ));
-            }
-            "Neighbor_allgatherv" | "Neighbor_alltoallv" => {
-                self.vector(e, base, name, ("outdeg", "indeg"), (false, false), nb)?
-            }
-            "Barrier" => {
-                if nb {
-                    self.line("rs_rqbuf(rq, 0, MPI_BYTE);");
-                }
-                self.line(&format!("MPI_{name}(c{req});"));
-            }
-            "Bcast" => {
-                let s = self.side(e, "s", shape.send_type())?;
-                self.buffers(nb, &s.count, &s.dtype, "0", &s.dtype);
-                self.line(&format!(
-                    "MPI_{name}(sb, {n}, {t}, root, c{req});",
-                    n = s.count,
-                    t = s.dtype
-                ));
-            }
-            "Reduce" | "Allreduce" | "Scan" | "Exscan" => {
-                let s = self.side(e, "s", shape.send_type())?;
-                let opx = self.reduction(e);
-                self.buffers(nb, &s.count, &s.dtype, &s.count, &s.dtype);
-                let sp = if in_place { "MPI_IN_PLACE" } else { "sb" };
-                let root = if base == "Reduce" { ", root" } else { "" };
-                self.line(&format!(
-                    "MPI_{name}({sp}, rb, {n}, {t}, {opx}{root}, c{req});",
-                    n = s.count,
-                    t = s.dtype
-                ));
-            }
-            "Gather" | "Scatter" | "Allgather" | "Alltoall" => {
-                let s = self.side(e, "s", shape.send_type())?;
-                let r = self.side(e, "r", shape.recv_type())?;
-                let (sf, rf) = match base {
-                    "Scatter" => ("np", "1"),
-                    "Alltoall" => ("np", "np"),
-                    _ => ("1", "np"),
-                };
-                self.buffers(
-                    nb,
-                    &format!("(int64_t){} * {sf}", s.count),
-                    &s.dtype,
-                    &format!("(int64_t){} * {rf}", r.count),
-                    &r.dtype,
-                );
-                let (sp, rp) = places(in_place, base == "Scatter");
-                let root = if root.is_some() { ", root" } else { "" };
-                self.line(&format!(
-                    "MPI_{name}({sp}, {sn}, {st}, {rp}, {rn}, {rt}{root}, c{req});",
-                    sn = s.count,
-                    st = s.dtype,
-                    rn = r.count,
-                    rt = r.dtype
-                ));
-            }
-            "Gatherv" | "Scatterv" | "Allgatherv" | "Alltoallv" => {
-                self.vector(e, base, name, ("np", "np"), (root.is_some(), in_place), nb)?
-            }
-            "Alltoallw" => self.alltoallw(e, name, in_place, nb, None),
-            "Neighbor_alltoallw" => self.alltoallw(e, name, false, nb, Some(("outdeg", "indeg"))),
-            "Reduce_scatter" | "Reduce_scatter_block" => {
-                let r = self.side(e, "r", shape.recv_type())?;
-                let opx = self.reduction(e);
-                let counts = if base == "Reduce_scatter" {
-                    let n = self.list(e, RECV_COUNTS, 1);
-                    self.line(&format!("const int64_t nr = {n};"));
-                    let l = keep_ints(nb, "rc", "rs_ints(2, rs_lists[1], nr, np, 1)", "np");
-                    self.line(&l);
-                    self.line("const int64_t tot = rs_sum(rc, np);");
-                    "rc".to_string()
-                } else {
-                    self.line(&format!("const int64_t tot = (int64_t){} * np;", r.count));
-                    r.count.clone()
-                };
-                self.buffers(nb, "tot", &r.dtype, "tot", &r.dtype);
-                let sp = if in_place { "MPI_IN_PLACE" } else { "sb" };
-                self.line(&format!(
-                    "MPI_{name}({sp}, rb, {counts}, {t}, {opx}, c{req});",
-                    t = r.dtype
-                ));
-            }
-            _ => {
-                return Err(Error::Unsupported {
-                    op: name,
-                    site: String::new(),
-                });
-            }
-        }
+        Ok(root)
+    }
+
+    /// `Neighbor_allgather` and `Neighbor_alltoall`: one count per side,
+    /// buffers of a block per neighbour (the send side's only for the
+    /// all-to-all).
+    fn neighbor_fixed(&mut self, c: &Coll<'_>) -> Result<(), Error> {
+        let shape = *c.e.shape();
+        let s = self.side(c.e, "s", shape.send_type())?;
+        let r = self.side(c.e, "r", shape.recv_type())?;
+        let sf = if c.base == "Neighbor_alltoall" {
+            "outdeg"
+        } else {
+            "1"
+        };
+        self.buffers(
+            c.nb,
+            &format!("(int64_t){} * {sf}", s.count),
+            &s.dtype,
+            &format!("(int64_t){} * indeg", r.count),
+            &r.dtype,
+        );
+        self.line(&format!(
+            "MPI_{name}(sb, {sn}, {st}, rb, {rn}, {rt}, c{req});",
+            name = c.name,
+            sn = s.count,
+            st = s.dtype,
+            rn = r.count,
+            rt = r.dtype,
+            req = c.req
+        ));
+        Ok(())
+    }
+
+    /// `Bcast`: one buffer, from the root.
+    fn bcast(&mut self, c: &Coll<'_>) -> Result<(), Error> {
+        let shape = *c.e.shape();
+        let s = self.side(c.e, "s", shape.send_type())?;
+        self.buffers(c.nb, &s.count, &s.dtype, "0", &s.dtype);
+        self.line(&format!(
+            "MPI_{name}(sb, {n}, {t}, root, c{req});",
+            name = c.name,
+            n = s.count,
+            t = s.dtype,
+            req = c.req
+        ));
+        Ok(())
+    }
+
+    /// The reductions and scans: one count, the reduction operation, a
+    /// root for `Reduce`.
+    fn reduce(&mut self, c: &Coll<'_>) -> Result<(), Error> {
+        let shape = *c.e.shape();
+        let s = self.side(c.e, "s", shape.send_type())?;
+        let opx = self.reduction(c.e);
+        self.buffers(c.nb, &s.count, &s.dtype, &s.count, &s.dtype);
+        let sp = if c.in_place { "MPI_IN_PLACE" } else { "sb" };
+        let root = if c.base == "Reduce" { ", root" } else { "" };
+        self.line(&format!(
+            "MPI_{name}({sp}, rb, {n}, {t}, {opx}{root}, c{req});",
+            name = c.name,
+            n = s.count,
+            t = s.dtype,
+            req = c.req
+        ));
+        Ok(())
+    }
+
+    /// `Gather`, `Scatter`, `Allgather` and `Alltoall`: one count per
+    /// side, a block per rank on the side that has one per rank; `rooted`
+    /// where the call has a root.
+    fn fixed(&mut self, c: &Coll<'_>, rooted: bool) -> Result<(), Error> {
+        let shape = *c.e.shape();
+        let s = self.side(c.e, "s", shape.send_type())?;
+        let r = self.side(c.e, "r", shape.recv_type())?;
+        let (sf, rf) = match c.base {
+            "Scatter" => ("np", "1"),
+            "Alltoall" => ("np", "np"),
+            _ => ("1", "np"),
+        };
+        self.buffers(
+            c.nb,
+            &format!("(int64_t){} * {sf}", s.count),
+            &s.dtype,
+            &format!("(int64_t){} * {rf}", r.count),
+            &r.dtype,
+        );
+        let (sp, rp) = places(c.in_place, c.base == "Scatter");
+        let root = if rooted { ", root" } else { "" };
+        self.line(&format!(
+            "MPI_{name}({sp}, {sn}, {st}, {rp}, {rn}, {rt}{root}, c{req});",
+            name = c.name,
+            sn = s.count,
+            st = s.dtype,
+            rn = r.count,
+            rt = r.dtype,
+            req = c.req
+        ));
+        Ok(())
+    }
+
+    /// `Reduce_scatter` (per-rank counts from the recorded list) and
+    /// `Reduce_scatter_block` (one count per rank).
+    fn reduce_scatter(&mut self, c: &Coll<'_>) -> Result<(), Error> {
+        let shape = *c.e.shape();
+        let r = self.side(c.e, "r", shape.recv_type())?;
+        let opx = self.reduction(c.e);
+        let counts = if c.base == "Reduce_scatter" {
+            let n = self.list(c.e, RECV_COUNTS, 1);
+            self.line(&format!("const int64_t nr = {n};"));
+            let l = keep_ints(c.nb, "rc", "rs_ints(2, rs_lists[1], nr, np, 1)", "np");
+            self.line(&l);
+            self.line("const int64_t tot = rs_sum(rc, np);");
+            "rc".to_string()
+        } else {
+            self.line(&format!("const int64_t tot = (int64_t){} * np;", r.count));
+            r.count.clone()
+        };
+        self.buffers(c.nb, "tot", &r.dtype, "tot", &r.dtype);
+        let sp = if c.in_place { "MPI_IN_PLACE" } else { "sb" };
+        self.line(&format!(
+            "MPI_{name}({sp}, rb, {counts}, {t}, {opx}, c{req});",
+            name = c.name,
+            t = r.dtype,
+            req = c.req
+        ));
         Ok(())
     }
 

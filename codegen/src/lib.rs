@@ -123,6 +123,38 @@ pub struct Benchmark {
 /// Writes the benchmark of `file`. `source` names the trace in the
 /// program's header comment.
 pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchmark, Error> {
+    check_generable(file)?;
+    let trace = &file.trace;
+    let labels: HashMap<u64, String> = file.meta.sites.iter().cloned().collect();
+    let mut em = emit::Emitter::new(&labels, opts.seed);
+    let nodes = trace.nodes();
+    let init = init_call(nodes);
+    let ends = ends_mpi(nodes);
+    em.nodes(nodes, trace.ranks())?;
+    let ranks = file
+        .meta
+        .world_size
+        .max(trace.ranks().max().map_or(1, |m| m + 1));
+
+    let mut out = String::new();
+    header(&mut out, file, source, ranks);
+    preamble(&mut out, file, opts, ranks, &em.types);
+    let _ = writeln!(out, "\n/* The trace's tables. */");
+    em.tables.write_c(&mut out);
+    out.push('\n');
+    out.push_str(RUNTIME);
+    main_function(&mut out, &init, &em, ends);
+    Ok(Benchmark {
+        source: out,
+        calls: em.events,
+        table_words: em.tables.words(),
+    })
+}
+
+/// Refuses what cannot be a benchmark before anything is written: a
+/// trace without ranks, of a job that did not finish, or with events
+/// outside its loop structure.
+fn check_generable(file: &TraceFile) -> Result<(), Error> {
     let trace = &file.trace;
     if trace.ranks().is_empty() {
         return Err(Error::Empty);
@@ -138,17 +170,18 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
     if spilled > 0 {
         return Err(Error::Spilled(spilled));
     }
-    let labels: HashMap<u64, String> = file.meta.sites.iter().cloned().collect();
-    let mut em = emit::Emitter::new(&labels, opts.seed);
-    let nodes = trace.nodes();
-    // The program opens MPI the way the application did (MPI_Init unless
-    // the trace starts with MPI_Init_thread) and closes it if the trace
-    // does not (an imported trace has neither).
+    Ok(())
+}
+
+/// The statements that open MPI the way the application did: MPI_Init
+/// unless the trace starts with MPI_Init_thread (then with the thread
+/// level it asked for).
+fn init_call(nodes: &[MNode]) -> String {
     let first = match nodes.first() {
         Some(MNode::Event(e)) => Some((e.shape().op(), e)),
         _ => None,
     };
-    let init = match first {
+    match first {
         Some((Op::InitThread, e)) => {
             let names = e.shape().param_names();
             let required = names
@@ -162,19 +195,30 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
             )
         }
         _ => "    MPI_Init(&argc, &argv);\n".to_string(),
-    };
-    let ends = matches!(
+    }
+}
+
+/// Whether the trace closes MPI itself (ends with MPI_Finalize or
+/// MPI_Abort); if not (an imported trace has neither), the program
+/// closes it.
+fn ends_mpi(nodes: &[MNode]) -> bool {
+    matches!(
         nodes.last(),
         Some(MNode::Event(e)) if matches!(e.shape().op(), Op::Finalize | Op::Abort)
-    );
-    em.nodes(nodes, trace.ranks())?;
-    let ranks = file
-        .meta
-        .world_size
-        .max(trace.ranks().max().map_or(1, |m| m + 1));
+    )
+}
 
-    let mut out = String::new();
-    header(&mut out, file, source, ranks);
+/// The includes and the macros the runtime reads: the run's size, the
+/// emulation options, the application's run time and a macro per
+/// datatype the program names (`MPI_DATATYPE_NULL` where `mpi.h` lacks
+/// it).
+fn preamble(
+    out: &mut String,
+    file: &TraceFile,
+    opts: &Options,
+    ranks: u32,
+    types: &std::collections::BTreeSet<u8>,
+) {
     let _ = writeln!(out, "#define _POSIX_C_SOURCE 200809L");
     for inc in [
         "mpi.h", "math.h", "stdint.h", "stdio.h", "stdlib.h", "string.h", "time.h",
@@ -192,7 +236,7 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
         "#define RS_APP_S {:e}",
         file.meta.wall_ns as f64 * 1e-9
     );
-    for &code in &em.types {
+    for &code in types {
         let dt = compress::Datatype(code);
         if dt.is_known() && dt != compress::Datatype::DERIVED {
             let name = format!("MPI_{}", dt.name().to_uppercase());
@@ -205,10 +249,12 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
             let _ = writeln!(out, "#define RS_T{code} MPI_DATATYPE_NULL");
         }
     }
-    let _ = writeln!(out, "\n/* The trace's tables. */");
-    em.tables.write_c(&mut out);
-    out.push('\n');
-    out.push_str(RUNTIME);
+}
+
+/// `main`: MPI opened by `init`, the runtime set up (a buffer attached
+/// for buffered sends), the emitted body, and MPI closed unless the trace
+/// `ends` it itself.
+fn main_function(out: &mut String, init: &str, em: &emit::Emitter<'_>, ends: bool) {
     let _ = writeln!(
         out,
         "\n/* ------------------------------------------------------------------------\n * The \
@@ -216,7 +262,7 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
          ------------------------------------------------------------------------ */\n"
     );
     let _ = writeln!(out, "int main(int argc, char **argv)\n{{");
-    out.push_str(&init);
+    out.push_str(init);
     out.push_str("    rs_setup(argc, argv);\n");
     if em.buffered {
         out.push_str(
@@ -229,11 +275,6 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
         out.push_str("    rs_finish();\n    MPI_Finalize();\n");
     }
     out.push_str("    return 0;\n}\n");
-    Ok(Benchmark {
-        source: out,
-        calls: em.events,
-        table_words: em.tables.words(),
-    })
 }
 
 /// The header comment: where the program came from and how to build and

@@ -680,6 +680,11 @@ pub fn fit(points: &[(&[u64], i64)], target: &[u64], kind: Kind) -> Result<Fit, 
 /// wrap-around of the next faster one). A larger one fits the inputs only
 /// because a size never changed among them (`4*x` for the stride `y*x`
 /// where every input that has the class is 4 wide in y).
+///
+/// A loop length that is a size itself and a constant are taken at once;
+/// otherwise every candidate law that reproduces the inputs is collected
+/// (the linear forms, and for fields other than peers the integer forms
+/// of `integer_laws`) and `choose_law` decides among them.
 pub fn fit_within(
     points: &[(&[u64], i64)],
     target: &[u64],
@@ -689,19 +694,10 @@ pub fn fit_within(
     let Some(&(_, first)) = points.first() else {
         return Err(FitFailure::NoModel);
     };
-    if kind == Kind::Length {
-        let d = target.len();
-        let terms = std::iter::once(Term::Trail(0)).chain((0..d).map(Term::Dim));
-        for t in terms {
-            if points.iter().all(|&(g, v)| t.eval(g) == v as f64) {
-                let model = Model::Linear(vec![(t, 1.0)]);
-                return Ok(Fit {
-                    value: model.eval(target).round() as i64,
-                    verified: model.support(points) > 1,
-                    model,
-                });
-            }
-        }
+    if kind == Kind::Length
+        && let Some(fit) = length_of_a_size(points, target)
+    {
+        return Ok(fit);
     }
     if points.iter().all(|&(_, v)| v == first) {
         return Ok(Fit {
@@ -711,8 +707,47 @@ pub fn fit_within(
         });
     }
     let d = target.len();
+    let mut cands = linear_laws(points, target, kind, reach);
+    if kind != Kind::Peer {
+        cands.extend(integer_laws(points, d));
+    }
+    if matches!(kind, Kind::Count | Kind::Length) {
+        cands.retain(|m| m.eval(target) > -0.5);
+    }
+    choose_law(&cands, points, target, kind)
+}
+
+/// A loop length that equals the rank count or one dimension size at
+/// every input: the loop runs over the ranks or a dimension, whatever
+/// other law its values would also fit, so that is its law.
+fn length_of_a_size(points: &[(&[u64], i64)], target: &[u64]) -> Option<Fit> {
+    let d = target.len();
+    let terms = std::iter::once(Term::Trail(0)).chain((0..d).map(Term::Dim));
+    for t in terms {
+        if points.iter().all(|&(g, v)| t.eval(g) == v as f64) {
+            let model = Model::Linear(vec![(t, 1.0)]);
+            return Some(Fit {
+                value: model.eval(target).round() as i64,
+                verified: model.support(points) > 1,
+                model,
+            });
+        }
+    }
+    None
+}
+
+/// The linear laws ([`linear_candidates`]) that reproduce every point. A
+/// peer's law must also be one a row-major grid allows (whole multiples
+/// of the rank strides, within the stencil's `reach`), since any other
+/// fits the inputs by a coincidence of their sizes.
+fn linear_laws(
+    points: &[(&[u64], i64)],
+    target: &[u64],
+    kind: Kind,
+    reach: Option<u32>,
+) -> Vec<Model> {
     let mut cands: Vec<Model> = Vec::new();
-    for terms in linear_candidates(d, kind) {
+    for terms in linear_candidates(target.len(), kind) {
         if let Some(m) = solve(&terms, points, target) {
             // A peer is a displacement in a row-major grid: a whole number
             // of each rank stride. A fractional coefficient fits the
@@ -727,73 +762,90 @@ pub fn fit_within(
             cands.push(m);
         }
     }
-    if kind != Kind::Peer {
-        let mut div_terms: Vec<Term> = (0..d).map(Term::Dim).collect();
-        div_terms.push(Term::Trail(0));
-        div_terms.dedup();
-        let squares: Vec<Term> = (0..d).map(Term::TrailSq).collect();
-        for &t in &div_terms {
-            // Laws of two unknowns only where three sizes of the term can
-            // verify them.
-            let verifiable = distinct(&[t], points) > 2;
-            for ceil in [false, true] {
-                cands.extend(solve_div(t, ceil, 0, points));
-                // With an offset only where the inputs can verify it.
-                if verifiable {
-                    cands.extend(
-                        (-DIV_OFFSET..=DIV_OFFSET)
-                            .filter(|&a| a != 0)
-                            .filter_map(|a| solve_div(t, ceil, a, points)),
-                    );
-                }
-                for c in 1..=3 {
-                    cands.extend(solve_log(t, c, ceil, points));
-                }
-            }
-            // Blocks of a problem: two unknowns.
+    cands
+}
+
+/// The integer laws of counts and lengths that reproduce every point:
+/// strong scaling that splits `K` points over a size (`floor(K/t) + a`,
+/// its ceiling, its logarithm, blocks of a problem, the square of the
+/// rank count's share), and products of two such shares. Laws with more
+/// unknowns are tried only where the inputs have enough distinct sizes
+/// to verify them.
+fn integer_laws(points: &[(&[u64], i64)], d: usize) -> Vec<Model> {
+    let mut cands: Vec<Model> = Vec::new();
+    let mut div_terms: Vec<Term> = (0..d).map(Term::Dim).collect();
+    div_terms.push(Term::Trail(0));
+    div_terms.dedup();
+    let squares: Vec<Term> = (0..d).map(Term::TrailSq).collect();
+    for &t in &div_terms {
+        // Laws of two unknowns only where three sizes of the term can
+        // verify them.
+        let verifiable = distinct(&[t], points) > 2;
+        for ceil in [false, true] {
+            cands.extend(solve_div(t, ceil, 0, points));
+            // With an offset only where the inputs can verify it.
             if verifiable {
-                for e in 1..=3 {
-                    for m in [None, Some(-1), Some(0), Some(1)] {
-                        for a in -1..=2 {
-                            cands.extend(solve_block(t, e, m, a, points));
-                        }
+                cands.extend(
+                    (-DIV_OFFSET..=DIV_OFFSET)
+                        .filter(|&a| a != 0)
+                        .filter_map(|a| solve_div(t, ceil, a, points)),
+                );
+            }
+            for c in 1..=3 {
+                cands.extend(solve_log(t, c, ceil, points));
+            }
+        }
+        // Blocks of a problem: two unknowns.
+        if verifiable {
+            for e in 1..=3 {
+                for m in [None, Some(-1), Some(0), Some(1)] {
+                    for a in -1..=2 {
+                        cands.extend(solve_block(t, e, m, a, points));
                     }
                 }
             }
         }
-        for &t in &squares {
-            for ceil in [false, true] {
-                cands.extend(solve_div(t, ceil, 0, points));
-            }
+    }
+    for &t in &squares {
+        for ceil in [false, true] {
+            cands.extend(solve_div(t, ceil, 0, points));
         }
-        for i in 0..d {
-            for j in i..d {
-                if d > 1 {
-                    let (a, b) = (Term::Dim(i), Term::Dim(j));
-                    let support = distinct(&[a, b], points);
-                    for oa in -PRODUCT_OFFSET..=PRODUCT_OFFSET {
-                        for ob in -PRODUCT_OFFSET..=PRODUCT_OFFSET {
-                            // Offsets only where the inputs can verify them
-                            // (the unknowns of `Model::DivProduct`).
-                            let unknowns = 1 + usize::from(oa != 0) + usize::from(ob != 0);
-                            if unknowns == 1 || support > unknowns {
-                                cands.extend(solve_div_product(a, b, oa, ob, points));
-                            }
+    }
+    for i in 0..d {
+        for j in i..d {
+            if d > 1 {
+                let (a, b) = (Term::Dim(i), Term::Dim(j));
+                let support = distinct(&[a, b], points);
+                for oa in -PRODUCT_OFFSET..=PRODUCT_OFFSET {
+                    for ob in -PRODUCT_OFFSET..=PRODUCT_OFFSET {
+                        // Offsets only where the inputs can verify them
+                        // (the unknowns of `Model::DivProduct`).
+                        let unknowns = 1 + usize::from(oa != 0) + usize::from(ob != 0);
+                        if unknowns == 1 || support > unknowns {
+                            cands.extend(solve_div_product(a, b, oa, ob, points));
                         }
                     }
                 }
             }
         }
     }
-    if matches!(kind, Kind::Count | Kind::Length) {
-        cands.retain(|m| m.eval(target) > -0.5);
-    }
-    // Verified models first, then by size; the first group decides. Block
-    // laws come after every other law of their standing and are searched
-    // over many shapes, so every verified one must agree at the target:
-    // two blocks that explain the inputs alike but part beyond them (NPB
-    // BT's `30*floor(68/p)^2` and `30*(floor(64/p) + 1)^2` from p = 3 to 6)
-    // are a refusal, never a guess.
+    cands
+}
+
+/// Decides among the candidate laws, all of which reproduce the inputs.
+/// Verified models first, then by size; the first group decides. Block
+/// laws come after every other law of their standing and are searched
+/// over many shapes, so every verified one must agree at the target:
+/// two blocks that explain the inputs alike but part beyond them (NPB
+/// BT's `30*floor(68/p)^2` and `30*(floor(64/p) + 1)^2` from p = 3 to 6)
+/// are a refusal, never a guess. Before any unverified law, a value the
+/// inputs tabulate ([`tabulated`]) is read instead.
+fn choose_law(
+    cands: &[Model],
+    points: &[(&[u64], i64)],
+    target: &[u64],
+    kind: Kind,
+) -> Result<Fit, FitFailure> {
     for verified in [true, false] {
         if !verified
             && kind != Kind::Peer
@@ -807,44 +859,68 @@ pub fn fit_within(
             });
         }
         for blocks in [false, true] {
-            let mut best: Option<(usize, Vec<(&Model, f64)>)> = None;
-            for m in &cands {
-                if (m.support(points) > m.unknowns()) != verified
-                    || matches!(m, Model::Block { .. }) != blocks
-                {
-                    continue;
-                }
-                let u = if blocks { 0 } else { m.unknowns() };
-                match &mut best {
-                    Some((bu, v)) if *bu == u => v.push((m, m.eval(target))),
-                    Some((bu, _)) if *bu < u => {}
-                    _ => best = Some((u, vec![(m, m.eval(target))])),
-                }
+            if let Some(group) = simplest_laws(cands, points, target, verified, blocks) {
+                return agreed_value(&group, verified, target.len());
             }
-            let Some((_, mut group)) = best else { continue };
-            // The simplest block names the law.
-            group.sort_by_key(|(m, _)| m.unknowns());
-            let (m0, v0) = group[0];
-            let r0 = v0.round();
-            if (v0 - r0).abs() > 1e-6 * r0.abs().max(1.0) {
-                return Err(FitFailure::NotInteger(m0.describe(d), v0));
-            }
-            if let Some(&(m1, v1)) = group.iter().find(|(_, v)| (v - v0).abs() > 0.5) {
-                return Err(FitFailure::Ambiguous(
-                    m0.describe(d),
-                    r0 as i64,
-                    m1.describe(d),
-                    v1.round() as i64,
-                ));
-            }
-            return Ok(Fit {
-                model: m0.clone(),
-                value: r0 as i64,
-                verified,
-            });
         }
     }
     Err(FitFailure::NoModel)
+}
+
+/// The candidates of one standing (`verified` or not, block laws or not)
+/// with the fewest unknowns (every block law counts alike), each with its
+/// value at the target, the simplest first; `None` when the standing has
+/// none. Their values must then agree ([`agreed_value`]).
+fn simplest_laws<'m>(
+    cands: &'m [Model],
+    points: &[(&[u64], i64)],
+    target: &[u64],
+    verified: bool,
+    blocks: bool,
+) -> Option<Vec<(&'m Model, f64)>> {
+    let mut best: Option<(usize, Vec<(&Model, f64)>)> = None;
+    for m in cands {
+        if (m.support(points) > m.unknowns()) != verified
+            || matches!(m, Model::Block { .. }) != blocks
+        {
+            continue;
+        }
+        let u = if blocks { 0 } else { m.unknowns() };
+        match &mut best {
+            Some((bu, v)) if *bu == u => v.push((m, m.eval(target))),
+            Some((bu, _)) if *bu < u => {}
+            _ => best = Some((u, vec![(m, m.eval(target))])),
+        }
+    }
+    let (_, mut group) = best?;
+    // The simplest block names the law.
+    group.sort_by_key(|(m, _)| m.unknowns());
+    Some(group)
+}
+
+/// The fit that a group of equally simple laws gives, if they agree: the
+/// first (simplest) names the law, and its value must be a whole number
+/// that no other law of the group contradicts, or the fit refuses rather
+/// than guess. `d` is the grid's dimension count, for the laws' names.
+fn agreed_value(group: &[(&Model, f64)], verified: bool, d: usize) -> Result<Fit, FitFailure> {
+    let (m0, v0) = group[0];
+    let r0 = v0.round();
+    if (v0 - r0).abs() > 1e-6 * r0.abs().max(1.0) {
+        return Err(FitFailure::NotInteger(m0.describe(d), v0));
+    }
+    if let Some(&(m1, v1)) = group.iter().find(|(_, v)| (v - v0).abs() > 0.5) {
+        return Err(FitFailure::Ambiguous(
+            m0.describe(d),
+            r0 as i64,
+            m1.describe(d),
+            v1.round() as i64,
+        ));
+    }
+    Ok(Fit {
+        model: m0.clone(),
+        value: r0 as i64,
+        verified,
+    })
 }
 
 /// A field that no law verifies but that the inputs show to depend on one

@@ -444,11 +444,32 @@ impl Writer {
     /// Closes the event files and writes the definitions that `defs`
     /// gives, then closes the archive.
     pub fn finish(mut self, defs: &Definitions) -> Result<(), Error> {
+        self.close_events()?;
+        self.write_local_definitions(defs)?;
+        let g = self.global_definitions()?;
+        g.clock_and_strings(defs)?;
+        g.attributes(defs)?;
+        g.regions(defs)?;
+        g.system_tree(defs)?;
+        g.locations(defs)?;
+        g.groups(defs)?;
+        g.comms(defs)?;
+        // SAFETY: the archive is live: only this call and drop close it,
+        // and drop skips it once it is null (set below). Closing it closes
+        // the definition writers.
+        let code = unsafe { OTF2_Archive_Close(self.archive) };
+        self.archive = std::ptr::null_mut();
+        check("OTF2_Archive_Close", code)
+    }
+
+    /// Closes every location's event writer still open, then the event
+    /// files: the first step of [`Writer::finish`], since OTF2 writes the
+    /// definitions after the events.
+    fn close_events(&mut self) -> Result<(), Error> {
         let archive = self.archive;
-        // SAFETY: every handle used is live: the event writers were opened
-        // by `writer` and are closed once each here; the definition
-        // writers are opened and closed here; strings are NUL-terminated
-        // and copied by the library; member slices outlive their call.
+        // SAFETY: the event writers were opened by `writer` and are
+        // drained from the map, so each is closed once; the archive is
+        // live.
         unsafe {
             for (_, w) in self.evt.drain() {
                 check(
@@ -459,9 +480,17 @@ impl Writer {
             check(
                 "OTF2_Archive_CloseEvtFiles",
                 OTF2_Archive_CloseEvtFiles(archive),
-            )?;
-            // Empty local definitions, one file per location: OTF2's
-            // readers (otf2-print among them) open every location's.
+            )
+        }
+    }
+
+    /// Empty local definitions, one file per location: OTF2's readers
+    /// (otf2-print among them) open every location's.
+    fn write_local_definitions(&mut self, defs: &Definitions) -> Result<(), Error> {
+        let archive = self.archive;
+        // SAFETY: the archive is live; each definition writer is opened
+        // and closed here, once.
+        unsafe {
             check(
                 "OTF2_Archive_OpenDefFiles",
                 OTF2_Archive_OpenDefFiles(archive),
@@ -479,12 +508,45 @@ impl Writer {
             check(
                 "OTF2_Archive_CloseDefFiles",
                 OTF2_Archive_CloseDefFiles(archive),
-            )?;
-            let g = handle(
-                OTF2_Archive_GetGlobalDefWriter(archive),
-                "OTF2_Archive_GetGlobalDefWriter",
-            )?;
-            let (res, offset, length) = defs.clock;
+            )
+        }
+    }
+
+    /// The archive's global definition writer, which the library closes
+    /// with the archive.
+    fn global_definitions(&self) -> Result<GlobalDefs<'_>, Error> {
+        // SAFETY: the archive is live; the handle is checked.
+        let g = handle(
+            unsafe { OTF2_Archive_GetGlobalDefWriter(self.archive) },
+            "OTF2_Archive_GetGlobalDefWriter",
+        )?;
+        Ok(GlobalDefs {
+            g,
+            _archive: std::marker::PhantomData,
+        })
+    }
+}
+
+/// The global definition writer of a [`Writer`]'s archive, borrowed from
+/// it so that it cannot outlive the archive: one method per kind of
+/// definition, called by [`Writer::finish`] in the order the definitions
+/// are written in.
+struct GlobalDefs<'w> {
+    /// Live while the borrowed archive is: only
+    /// [`Writer::global_definitions`] makes one, from a checked handle.
+    g: *mut OTF2_GlobalDefWriter,
+    _archive: std::marker::PhantomData<&'w Writer>,
+}
+
+impl GlobalDefs<'_> {
+    /// The clock (resolution, offset, length) and every string, by its
+    /// index: the definitions below refer to both.
+    fn clock_and_strings(&self, defs: &Definitions) -> Result<(), Error> {
+        let g = self.g;
+        let (res, offset, length) = defs.clock;
+        // SAFETY: `g` is live (see the field); each string is
+        // NUL-terminated and copied by the library during its call.
+        unsafe {
             check(
                 "OTF2_GlobalDefWriter_WriteClockProperties",
                 OTF2_GlobalDefWriter_WriteClockProperties(g, res, offset, length, offset),
@@ -496,41 +558,61 @@ impl Writer {
                     OTF2_GlobalDefWriter_WriteString(g, id as u32, c.as_ptr()),
                 )?;
             }
-            for a in &defs.attributes {
-                let kind = match a.kind {
-                    AttrKind::String => OTF2_TYPE_STRING,
-                    AttrKind::U64 => OTF2_TYPE_UINT64,
-                    AttrKind::Other => OTF2_TYPE_INT64,
-                };
-                check(
-                    "OTF2_GlobalDefWriter_WriteAttribute",
-                    OTF2_GlobalDefWriter_WriteAttribute(
-                        g,
-                        a.id,
-                        a.name,
-                        a.description,
-                        kind as OTF2_Type,
-                    ),
-                )?;
-            }
-            for r in &defs.regions {
-                check(
-                    "OTF2_GlobalDefWriter_WriteRegion",
-                    OTF2_GlobalDefWriter_WriteRegion(
-                        g,
-                        r.id,
-                        r.name,
-                        r.name,
-                        r.description,
-                        role(r.role),
-                        OTF2_PARADIGM_MPI as OTF2_Paradigm,
-                        OTF2_REGION_FLAG_NONE as OTF2_RegionFlag,
-                        UNDEFINED_U32,
-                        0,
-                        0,
-                    ),
-                )?;
-            }
+        }
+        Ok(())
+    }
+
+    /// The attributes, with the OTF2 type of their values.
+    fn attributes(&self, defs: &Definitions) -> Result<(), Error> {
+        for a in &defs.attributes {
+            let kind = match a.kind {
+                AttrKind::String => OTF2_TYPE_STRING,
+                AttrKind::U64 => OTF2_TYPE_UINT64,
+                AttrKind::Other => OTF2_TYPE_INT64,
+            };
+            // SAFETY: `g` is live (see the field); plain values only.
+            check("OTF2_GlobalDefWriter_WriteAttribute", unsafe {
+                OTF2_GlobalDefWriter_WriteAttribute(
+                    self.g,
+                    a.id,
+                    a.name,
+                    a.description,
+                    kind as OTF2_Type,
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The regions, every one an MPI call with its role.
+    fn regions(&self, defs: &Definitions) -> Result<(), Error> {
+        for r in &defs.regions {
+            // SAFETY: `g` is live (see the field); plain values only.
+            check("OTF2_GlobalDefWriter_WriteRegion", unsafe {
+                OTF2_GlobalDefWriter_WriteRegion(
+                    self.g,
+                    r.id,
+                    r.name,
+                    r.name,
+                    r.description,
+                    role(r.role),
+                    OTF2_PARADIGM_MPI as OTF2_Paradigm,
+                    OTF2_REGION_FLAG_NONE as OTF2_RegionFlag,
+                    UNDEFINED_U32,
+                    0,
+                    0,
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The system tree (one machine node) and a location group (a
+    /// process) per rank, once each, under it.
+    fn system_tree(&self, defs: &Definitions) -> Result<(), Error> {
+        let g = self.g;
+        // SAFETY: `g` is live (see the field); plain values only.
+        unsafe {
             check(
                 "OTF2_GlobalDefWriter_WriteSystemTreeNode",
                 OTF2_GlobalDefWriter_WriteSystemTreeNode(
@@ -555,56 +637,70 @@ impl Writer {
                     ),
                 )?;
             }
-            for l in &defs.locations {
-                check(
-                    "OTF2_GlobalDefWriter_WriteLocation",
-                    OTF2_GlobalDefWriter_WriteLocation(
-                        g,
-                        l.id,
-                        l.name,
-                        OTF2_LOCATION_TYPE_CPU_THREAD as OTF2_LocationType,
-                        l.events,
-                        l.group,
-                    ),
-                )?;
-            }
-            for gr in &defs.groups {
-                let kind = if gr.locations {
-                    OTF2_GROUP_TYPE_COMM_LOCATIONS
-                } else {
-                    OTF2_GROUP_TYPE_COMM_GROUP
-                };
-                check(
-                    "OTF2_GlobalDefWriter_WriteGroup",
-                    OTF2_GlobalDefWriter_WriteGroup(
-                        g,
-                        gr.id,
-                        gr.name,
-                        kind as OTF2_GroupType,
-                        OTF2_PARADIGM_MPI as OTF2_Paradigm,
-                        OTF2_GROUP_FLAG_NONE as OTF2_GroupFlag,
-                        gr.members.len() as u32,
-                        gr.members.as_ptr(),
-                    ),
-                )?;
-            }
-            for c in &defs.comms {
-                check(
-                    "OTF2_GlobalDefWriter_WriteComm",
-                    OTF2_GlobalDefWriter_WriteComm(
-                        g,
-                        c.id,
-                        c.name,
-                        c.group,
-                        c.parent,
-                        OTF2_COMM_FLAG_NONE as OTF2_CommFlag,
-                    ),
-                )?;
-            }
-            let code = OTF2_Archive_Close(archive);
-            self.archive = std::ptr::null_mut();
-            check("OTF2_Archive_Close", code)
         }
+        Ok(())
+    }
+
+    /// The locations (a rank's threads) with their event counts.
+    fn locations(&self, defs: &Definitions) -> Result<(), Error> {
+        for l in &defs.locations {
+            // SAFETY: `g` is live (see the field); plain values only.
+            check("OTF2_GlobalDefWriter_WriteLocation", unsafe {
+                OTF2_GlobalDefWriter_WriteLocation(
+                    self.g,
+                    l.id,
+                    l.name,
+                    OTF2_LOCATION_TYPE_CPU_THREAD as OTF2_LocationType,
+                    l.events,
+                    l.group,
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The groups: of locations, or a communicator's of ranks.
+    fn groups(&self, defs: &Definitions) -> Result<(), Error> {
+        for gr in &defs.groups {
+            let kind = if gr.locations {
+                OTF2_GROUP_TYPE_COMM_LOCATIONS
+            } else {
+                OTF2_GROUP_TYPE_COMM_GROUP
+            };
+            // SAFETY: `g` is live (see the field); the member slice
+            // outlives the call, which copies it.
+            check("OTF2_GlobalDefWriter_WriteGroup", unsafe {
+                OTF2_GlobalDefWriter_WriteGroup(
+                    self.g,
+                    gr.id,
+                    gr.name,
+                    kind as OTF2_GroupType,
+                    OTF2_PARADIGM_MPI as OTF2_Paradigm,
+                    OTF2_GROUP_FLAG_NONE as OTF2_GroupFlag,
+                    gr.members.len() as u32,
+                    gr.members.as_ptr(),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The communicators, each with its group.
+    fn comms(&self, defs: &Definitions) -> Result<(), Error> {
+        for c in &defs.comms {
+            // SAFETY: `g` is live (see the field); plain values only.
+            check("OTF2_GlobalDefWriter_WriteComm", unsafe {
+                OTF2_GlobalDefWriter_WriteComm(
+                    self.g,
+                    c.id,
+                    c.name,
+                    c.group,
+                    c.parent,
+                    OTF2_COMM_FLAG_NONE as OTF2_CommFlag,
+                )
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -1123,32 +1219,55 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
     };
     // SAFETY: the reader handle is checked and closed on every path below;
     // the callback structs are created, filled with functions of the
-    // matching signatures and deleted here; `st` outlives every call that
-    // can run a callback and is only reached through the registered
-    // pointer meanwhile.
+    // matching signatures and deleted in the functions called here; `st`
+    // outlives every call that can run a callback and is only reached
+    // through the registered pointer meanwhile.
     unsafe {
         let reader = handle(
             OTF2_Reader_Open(path.as_ptr()),
             "OTF2_Reader_Open (is it an OTF2 anchor file?)",
         )?;
-        struct Close(*mut OTF2_Reader);
-        impl Drop for Close {
-            fn drop(&mut self) {
-                // SAFETY: the live reader opened above, closed once.
-                unsafe {
-                    OTF2_Reader_Close(self.0);
-                }
-            }
-        }
-        let _close = Close(reader);
+        let _close = CloseReader(reader);
         check(
             "OTF2_Reader_SetSerialCollectiveCallbacks",
             OTF2_Reader_SetSerialCollectiveCallbacks(reader),
         )?;
         // Every access to the state from here on goes through this one
-        // pointer, the library's callbacks' and this function's alike.
+        // pointer, the library's callbacks' and these functions' alike.
         let st = &mut st as *mut ReadState<'_>;
-        let user = st as *mut c_void;
+        let groups = read_global_definitions(reader, st)?;
+        read_events(reader, st, &groups)
+    }
+}
+
+/// Closes a reader when dropped: on every path out of [`read`].
+struct CloseReader(*mut OTF2_Reader);
+
+impl Drop for CloseReader {
+    fn drop(&mut self) {
+        // SAFETY: the live reader `read` opened, closed once.
+        unsafe {
+            OTF2_Reader_Close(self.0);
+        }
+    }
+}
+
+/// Reads the global definitions into the state behind `st` and hands
+/// them to its handler, which answers with the attributes it wants and
+/// the locations to read, in groups (returned).
+///
+/// # Safety
+/// `reader` is a live reader; `st` is the read state, valid for the call
+/// and reached only through this pointer meanwhile.
+unsafe fn read_global_definitions(
+    reader: *mut OTF2_Reader,
+    st: *mut ReadState<'_>,
+) -> Result<Vec<Vec<u64>>, Error> {
+    let user = st as *mut c_void;
+    // SAFETY: as the function's contract says; the callback set is
+    // created, filled with functions of the matching signatures and
+    // deleted here; the definition reader is closed here.
+    unsafe {
         let gdr = handle(
             OTF2_Reader_GetGlobalDefReader(reader),
             "OTF2_Reader_GetGlobalDefReader",
@@ -1175,6 +1294,27 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         let defs = std::mem::take(&mut (*st).defs);
         let (wanted, groups) = (*st).handler.definitions(defs).map_err(Error::Stopped)?;
         (*st).wanted = wanted;
+        Ok(groups)
+    }
+}
+
+/// Reads the events of the locations in `groups`: one location at a
+/// time, its reader closed when it is read, so that the library holds
+/// one event chunk, not one per location; the handler hears when each
+/// group is done.
+///
+/// # Safety
+/// `reader` is a live reader whose global definitions are read; `st` is
+/// the read state, valid for the call and reached only through this
+/// pointer meanwhile.
+unsafe fn read_events(
+    reader: *mut OTF2_Reader,
+    st: *mut ReadState<'_>,
+    groups: &[Vec<u64>],
+) -> Result<(), Error> {
+    // SAFETY: as the function's contract says; the files opened here are
+    // closed here.
+    unsafe {
         for &l in groups.iter().flatten() {
             check(
                 "OTF2_Reader_SelectLocation",
@@ -1183,49 +1323,10 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
         }
         let has_defs = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS as OTF2_ErrorCode;
         check("OTF2_Reader_OpenEvtFiles", OTF2_Reader_OpenEvtFiles(reader))?;
-        let ecb = handle(OTF2_EvtReaderCallbacks_New(), "OTF2_EvtReaderCallbacks_New")?;
-        struct Delete(*mut OTF2_EvtReaderCallbacks);
-        impl Drop for Delete {
-            fn drop(&mut self) {
-                // SAFETY: the callback set created above, deleted once.
-                unsafe { OTF2_EvtReaderCallbacks_Delete(self.0) }
-            }
-        }
-        let _delete = Delete(ecb);
-        OTF2_EvtReaderCallbacks_SetEnterCallback(ecb, Some(ev_enter));
-        OTF2_EvtReaderCallbacks_SetLeaveCallback(ecb, Some(ev_leave));
-        OTF2_EvtReaderCallbacks_SetMpiSendCallback(ecb, Some(ev_send));
-        OTF2_EvtReaderCallbacks_SetMpiIsendCallback(ecb, Some(ev_isend));
-        OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(ecb, Some(ev_isend_complete));
-        OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(ecb, Some(ev_irecv_request));
-        OTF2_EvtReaderCallbacks_SetMpiRecvCallback(ecb, Some(ev_recv));
-        OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(ecb, Some(ev_irecv));
-        OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(ecb, Some(ev_coll_begin));
-        OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(ecb, Some(ev_coll_end));
-        // One location at a time, its reader closed when it is read: the
-        // library holds one event chunk, not one per location.
+        let ecb = event_callbacks()?;
         for (g, locs) in groups.iter().enumerate() {
             for &l in locs {
-                if has_defs {
-                    let d = OTF2_Reader_GetDefReader(reader, l);
-                    if !d.is_null() {
-                        let mut k: u64 = 0;
-                        OTF2_Reader_ReadAllLocalDefinitions(reader, d, &mut k);
-                        OTF2_Reader_CloseDefReader(reader, d);
-                    }
-                }
-                let r = handle(
-                    OTF2_Reader_GetEvtReader(reader, l),
-                    "OTF2_Reader_GetEvtReader",
-                )?;
-                check(
-                    "OTF2_Reader_RegisterEvtCallbacks",
-                    OTF2_Reader_RegisterEvtCallbacks(reader, r, ecb, user),
-                )?;
-                let mut n: u64 = 0;
-                let code = OTF2_Reader_ReadAllLocalEvents(reader, r, &mut n);
-                read_done(&mut *st, "OTF2_Reader_ReadAllLocalEvents", code)?;
-                OTF2_Reader_CloseEvtReader(reader, r);
+                read_location(reader, l, has_defs, &ecb, st)?;
             }
             (*st).handler.group_done(g).map_err(Error::Stopped)?;
         }
@@ -1233,6 +1334,84 @@ pub fn read(anchor: &Path, handler: &mut dyn Handler) -> Result<(), Error> {
             OTF2_Reader_CloseDefFiles(reader);
         }
         OTF2_Reader_CloseEvtFiles(reader);
+        Ok(())
+    }
+}
+
+/// The event callbacks a read registers for every location, deleted when
+/// dropped.
+struct EvtCallbacks(*mut OTF2_EvtReaderCallbacks);
+
+impl Drop for EvtCallbacks {
+    fn drop(&mut self) {
+        // SAFETY: the callback set `event_callbacks` created, deleted once.
+        unsafe { OTF2_EvtReaderCallbacks_Delete(self.0) }
+    }
+}
+
+/// A callback set with a callback for every record that [`Record`] has.
+fn event_callbacks() -> Result<EvtCallbacks, Error> {
+    // SAFETY: the set is checked, owned by the returned guard (which
+    // deletes it once), and filled with functions of the matching
+    // signatures.
+    unsafe {
+        let ecb = EvtCallbacks(handle(
+            OTF2_EvtReaderCallbacks_New(),
+            "OTF2_EvtReaderCallbacks_New",
+        )?);
+        let e = ecb.0;
+        OTF2_EvtReaderCallbacks_SetEnterCallback(e, Some(ev_enter));
+        OTF2_EvtReaderCallbacks_SetLeaveCallback(e, Some(ev_leave));
+        OTF2_EvtReaderCallbacks_SetMpiSendCallback(e, Some(ev_send));
+        OTF2_EvtReaderCallbacks_SetMpiIsendCallback(e, Some(ev_isend));
+        OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(e, Some(ev_isend_complete));
+        OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(e, Some(ev_irecv_request));
+        OTF2_EvtReaderCallbacks_SetMpiRecvCallback(e, Some(ev_recv));
+        OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(e, Some(ev_irecv));
+        OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(e, Some(ev_coll_begin));
+        OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(e, Some(ev_coll_end));
+        Ok(ecb)
+    }
+}
+
+/// Reads location `l`: its local definitions where the archive has them
+/// (which the library needs read before the events), then its events,
+/// through the callbacks `ecb`, to the state behind `st`.
+///
+/// # Safety
+/// As [`read_events`]; `l` is a location selected before the files were
+/// opened.
+unsafe fn read_location(
+    reader: *mut OTF2_Reader,
+    l: u64,
+    has_defs: bool,
+    ecb: &EvtCallbacks,
+    st: *mut ReadState<'_>,
+) -> Result<(), Error> {
+    let user = st as *mut c_void;
+    // SAFETY: as the function's contract says; the definition and event
+    // readers of the location are opened and closed here.
+    unsafe {
+        if has_defs {
+            let d = OTF2_Reader_GetDefReader(reader, l);
+            if !d.is_null() {
+                let mut k: u64 = 0;
+                OTF2_Reader_ReadAllLocalDefinitions(reader, d, &mut k);
+                OTF2_Reader_CloseDefReader(reader, d);
+            }
+        }
+        let r = handle(
+            OTF2_Reader_GetEvtReader(reader, l),
+            "OTF2_Reader_GetEvtReader",
+        )?;
+        check(
+            "OTF2_Reader_RegisterEvtCallbacks",
+            OTF2_Reader_RegisterEvtCallbacks(reader, r, ecb.0, user),
+        )?;
+        let mut n: u64 = 0;
+        let code = OTF2_Reader_ReadAllLocalEvents(reader, r, &mut n);
+        read_done(&mut *st, "OTF2_Reader_ReadAllLocalEvents", code)?;
+        OTF2_Reader_CloseEvtReader(reader, r);
         Ok(())
     }
 }

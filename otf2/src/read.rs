@@ -358,13 +358,7 @@ impl Handler for State {
         }
         self.zero_ns = self.ns(self.defs.clock.1);
         let groups = rank_groups(&self.defs)?;
-        let mut rank_of_location: HashMap<u64, i32> = HashMap::new();
-        for (rank, locs) in groups.values().enumerate() {
-            for (thread, &l) in locs.iter().enumerate() {
-                self.locations.insert(l, (rank as u32, thread as u32));
-                rank_of_location.insert(l, rank as i32);
-            }
-        }
+        let rank_of_location = self.number_locations(&groups);
         self.recording = Recording {
             timeline_epoch: Some(self.zero_ns),
             ..Recording::default()
@@ -378,40 +372,114 @@ impl Handler for State {
                 self.regions.insert(r.id, op);
             }
         }
-        // Communicators: members as world ranks.
+        self.map_comms(&rank_of_location, groups.len());
+        let wanted = if self.opts.records_only {
+            Wanted::default()
+        } else {
+            self.wanted()
+        };
+        Ok((wanted, read_groups))
+    }
+
+    fn group_done(&mut self, group: usize) -> Result<(), String> {
+        let rank = self.group_rank[group];
+        let r = match self.ranks.remove(&rank) {
+            Some(r) => r,
+            None => Rank::new(rank, &self.recording),
+        };
+        let part = r.finish().map_err(|e| format!("rank {rank}: {e}"))?;
+        self.parts[rank as usize] = Some(part);
+        Ok(())
+    }
+
+    fn event(&mut self, loc: u64, time: u64, rec: Record, values: Values) -> Result<(), String> {
+        let Some(&(rank, thread)) = self.locations.get(&loc) else {
+            return Ok(());
+        };
+        let at = At { loc, rank, thread };
+        let t = self.ns(time);
+        // The rank and the thread exist from their first record on.
+        self.thread(at);
+        match rec {
+            Record::Enter(region) => self.enter(at, region, t, values),
+            Record::Leave(region) => self.leave(at, region, t),
+            rec => self.inside(at, rec),
+        }
+    }
+}
+
+/// Where a record is: its location and the rank and thread that is.
+#[derive(Clone, Copy)]
+struct At {
+    loc: u64,
+    rank: u32,
+    thread: u32,
+}
+
+/// The members of a communicator whose group is `g`, as world ranks, and
+/// whether it is `COMM_SELF`-like (each rank alone). A group of
+/// locations names them by location; a group of ranks by their index in
+/// the paradigm's locations group (`paradigm`).
+fn comm_members(
+    g: Option<&ffi::GroupDef>,
+    paradigm: Option<&ffi::GroupDef>,
+    rank_of_location: &HashMap<u64, i32>,
+) -> (Vec<i32>, bool) {
+    match g {
+        Some(g) if g.comm_self => (Vec::new(), true),
+        Some(g) if g.locations => (
+            g.members
+                .iter()
+                .map(|l| rank_of_location.get(l).copied().unwrap_or(-1))
+                .collect(),
+            false,
+        ),
+        Some(g) => (
+            g.members
+                .iter()
+                .map(|&i| {
+                    paradigm
+                        .and_then(|p| p.members.get(i as usize))
+                        .and_then(|l| rank_of_location.get(l).copied())
+                        .unwrap_or(i as i32)
+                })
+                .collect(),
+            false,
+        ),
+        None => (Vec::new(), false),
+    }
+}
+
+/// The definitions, mapped to rankscale's ranks, threads and
+/// communicators: the stages of [`Handler::definitions`].
+impl State {
+    /// Numbers the locations of `groups` (rank, then thread, both in id
+    /// order) and returns each location's rank.
+    fn number_locations(&mut self, groups: &BTreeMap<u32, Vec<u64>>) -> HashMap<u64, i32> {
+        let mut rank_of_location: HashMap<u64, i32> = HashMap::new();
+        for (rank, locs) in groups.values().enumerate() {
+            for (thread, &l) in locs.iter().enumerate() {
+                self.locations.insert(l, (rank as u32, thread as u32));
+                rank_of_location.insert(l, rank as i32);
+            }
+        }
+        rank_of_location
+    }
+
+    /// Communicators: members as world ranks, and rankscale's ids (1 for
+    /// `MPI_COMM_SELF`, 0 for the world, the others from 2 in the order of
+    /// the archive's ids).
+    fn map_comms(&mut self, rank_of_location: &HashMap<u64, i32>, world_size: usize) {
         let groups_by_id: HashMap<u32, &ffi::GroupDef> =
             self.defs.groups.iter().map(|g| (g.id, g)).collect();
         let paradigm_locations: Option<&ffi::GroupDef> =
             self.defs.groups.iter().find(|g| g.locations);
-        let world_size = groups.len();
         let mut next = 2u32;
         let mut comm_defs = self.defs.comms.clone();
         comm_defs.sort_by_key(|c| c.id);
         for c in &comm_defs {
-            let g = groups_by_id.get(&c.group);
-            let (members, self_like) = match g {
-                Some(g) if g.comm_self => (Vec::new(), true),
-                Some(g) if g.locations => (
-                    g.members
-                        .iter()
-                        .map(|l| rank_of_location.get(l).copied().unwrap_or(-1))
-                        .collect(),
-                    false,
-                ),
-                Some(g) => (
-                    g.members
-                        .iter()
-                        .map(|&i| {
-                            paradigm_locations
-                                .and_then(|p| p.members.get(i as usize))
-                                .and_then(|l| rank_of_location.get(l).copied())
-                                .unwrap_or(i as i32)
-                        })
-                        .collect(),
-                    false,
-                ),
-                None => (Vec::new(), false),
-            };
+            let g = groups_by_id.get(&c.group).copied();
+            let (members, self_like) = comm_members(g, paradigm_locations, rank_of_location);
             let name = self.string(c.name);
             let id = if self_like || name == "MPI_COMM_SELF" {
                 CommId(1)
@@ -434,9 +502,11 @@ impl Handler for State {
                 },
             );
         }
-        if self.opts.records_only {
-            return Ok((Wanted::default(), read_groups));
-        }
+    }
+
+    /// rankscale's own attributes, where the archive defines them: the
+    /// call, its position and its call site, delivered with each record.
+    fn wanted(&self) -> Wanted {
         let find = |name: &str, kind: AttrKind| {
             self.defs
                 .attributes
@@ -444,144 +514,143 @@ impl Handler for State {
                 .find(|a| a.kind == kind && self.string(a.name) == name)
                 .map(|a| a.id)
         };
-        Ok((
-            Wanted {
-                string: find(EVENT_ATTRIBUTE, AttrKind::String),
-                number: find(SEQ_ATTRIBUTE, AttrKind::U64),
-                label: find(SITE_ATTRIBUTE, AttrKind::String),
-            },
-            read_groups,
-        ))
+        Wanted {
+            string: find(EVENT_ATTRIBUTE, AttrKind::String),
+            number: find(SEQ_ATTRIBUTE, AttrKind::U64),
+            label: find(SITE_ATTRIBUTE, AttrKind::String),
+        }
+    }
+}
+
+/// The records of a location, by kind: the stages of
+/// [`Handler::event`].
+impl State {
+    /// The state of the thread a record is on, made at its first record.
+    fn thread(&mut self, at: At) -> &mut Thread {
+        self.rank(at.rank).threads.entry(at.thread).or_default()
     }
 
-    fn group_done(&mut self, group: usize) -> Result<(), String> {
-        let rank = self.group_rank[group];
-        let r = match self.ranks.remove(&rank) {
-            Some(r) => r,
-            None => Rank::new(rank, &self.recording),
+    /// An `Enter`: opens a call, exact from its attribute where the
+    /// archive has one, else to be filled in from its MPI records; a
+    /// region nested in a call or that is no MPI call is skipped.
+    fn enter(&mut self, at: At, region: u32, t: u64, values: Values) -> Result<(), String> {
+        let th = self.thread(at);
+        if th.open.is_some() || th.skipped_depth > 0 {
+            // Nested in a call: skipped with everything inside.
+            th.skipped_depth += 1;
+            self.skipped += 1;
+            return Ok(());
+        }
+        let Some(op) = self.regions.get(&region).copied() else {
+            // A user function around calls: its time is computation, the
+            // calls inside count.
+            self.skipped += 1;
+            return Ok(());
         };
-        let part = r.finish().map_err(|e| format!("rank {rank}: {e}"))?;
-        self.parts[rank as usize] = Some(part);
+        let (ev, exact) = match values.string {
+            Some(a) => {
+                let line = self.string(a);
+                let ev = decode(line).ok_or_else(|| {
+                    format!(
+                        "location {}: the {EVENT_ATTRIBUTE} attribute is not a call rankscale wrote",
+                        at.loc
+                    )
+                })?;
+                if let Some(l) = values.label {
+                    let label = self.string(l).to_string();
+                    self.sites.entry(ev.site).or_insert(label);
+                }
+                (ev, true)
+            }
+            None => {
+                let mut ev = Event::new(op);
+                ev.comm_rank = at.rank as i32;
+                (ev, false)
+            }
+        };
+        self.thread(at).open = Some(Open {
+            region,
+            enter: t,
+            ev,
+            exact,
+            seq: values.number,
+            irecvs: Vec::new(),
+        });
         Ok(())
     }
 
-    fn event(&mut self, loc: u64, time: u64, rec: Record, values: Values) -> Result<(), String> {
-        let (attr, seq) = (values.string, values.number);
-        let site_label = values.label.map(|l| self.string(l).to_string());
-        let Some(&(rank, thread)) = self.locations.get(&loc) else {
+    /// A `Leave`: closes the thread's open call (or a skipped region) with
+    /// its times and files it.
+    fn leave(&mut self, at: At, region: u32, t: u64) -> Result<(), String> {
+        let zero_ns = self.zero_ns;
+        let th = self.thread(at);
+        if th.skipped_depth > 0 {
+            th.skipped_depth -= 1;
+            return Ok(());
+        }
+        let Some(mut open) = th.open.take() else {
+            // Leaving a user function.
             return Ok(());
         };
-        let me = rank as i32;
-        let t = self.ns(time);
-        let exact_line = attr.map(|a| self.string(a).to_string());
-        let op_of = |region: u32| self.regions.get(&region).copied();
-        let recording = &self.recording;
-        let th = self
-            .ranks
-            .entry(rank)
-            .or_insert_with(|| Rank::new(rank, recording))
-            .threads
-            .entry(thread)
-            .or_default();
-        match rec {
-            Record::Enter(region) => {
-                if th.open.is_some() || th.skipped_depth > 0 {
-                    // Nested in a call: skipped with everything inside.
-                    th.skipped_depth += 1;
-                    self.skipped += 1;
-                    return Ok(());
-                }
-                if op_of(region).is_none() {
-                    // A user function around calls: its time is
-                    // computation, the calls inside count.
-                    self.skipped += 1;
-                    return Ok(());
-                }
-                let op = op_of(region).unwrap_or(Op::Pcontrol);
-                let (ev, exact) = match exact_line {
-                    Some(line) => {
-                        let ev = decode(&line).ok_or_else(|| {
-                            format!("location {loc}: the {EVENT_ATTRIBUTE} attribute is not a call rankscale wrote")
-                        })?;
-                        if let Some(label) = site_label {
-                            self.sites.entry(ev.site).or_insert(label);
-                        }
-                        (ev, true)
-                    }
-                    None => {
-                        let mut ev = Event::new(op);
-                        ev.comm_rank = me;
-                        (ev, false)
-                    }
-                };
-                th.open = Some(Open {
-                    region,
-                    enter: t,
-                    ev,
-                    exact,
-                    seq,
-                    irecvs: Vec::new(),
-                });
-            }
-            Record::Leave(region) => {
-                if th.skipped_depth > 0 {
-                    th.skipped_depth -= 1;
-                    return Ok(());
-                }
-                let Some(open) = th.open.take() else {
-                    // Leaving a user function.
-                    return Ok(());
-                };
-                if open.region != region {
-                    return Err(format!(
-                        "location {loc}: leaves region {region} while in region {}",
-                        open.region
-                    ));
-                }
-                let mut ev = open.ev;
-                if !open.exact {
-                    // An exact call keeps the thread it names; a rank's
-                    // locations are numbered by id, which skips no thread
-                    // only when every thread made calls.
-                    ev.thread = thread;
-                }
-                ev.time = Timing {
-                    enter_ns: open.enter.saturating_sub(self.zero_ns),
-                    dur_ns: t.saturating_sub(open.enter),
-                    compute_ns: th.prev_leave.map_or(0, |p| open.enter.saturating_sub(p)),
-                };
-                th.prev_leave = Some(t);
-                self.last = self.last.max(t);
-                let r = self.rank(rank);
-                let key = match open.seq {
-                    Some(seq) => (seq, 0),
-                    None => (t, r.left),
-                };
-                r.left += 1;
-                for req in open.irecvs {
-                    r.waiting.insert(req, key);
-                }
-                if r.slots.insert(key, ev).is_some() {
-                    return Err(format!("rank {rank}: two calls at position {}", key.0));
-                }
-                self.calls += 1;
-                if open.exact {
-                    self.exact += 1;
-                }
-            }
-            rec => {
-                if th.skipped_depth > 0 {
-                    return Ok(());
-                }
-                let Some(mut open) = th.open.take() else {
-                    return Ok(());
-                };
-                if !open.exact {
-                    self.record(&mut open, me, rec)?;
-                }
-                self.rank(rank).threads.entry(thread).or_default().open = Some(open);
-            }
+        if open.region != region {
+            return Err(format!(
+                "location {}: leaves region {region} while in region {}",
+                at.loc, open.region
+            ));
         }
+        if !open.exact {
+            // An exact call keeps the thread it names; a rank's
+            // locations are numbered by id, which skips no thread
+            // only when every thread made calls.
+            open.ev.thread = at.thread;
+        }
+        open.ev.time = Timing {
+            enter_ns: open.enter.saturating_sub(zero_ns),
+            dur_ns: t.saturating_sub(open.enter),
+            compute_ns: th.prev_leave.map_or(0, |p| open.enter.saturating_sub(p)),
+        };
+        th.prev_leave = Some(t);
+        self.last = self.last.max(t);
+        self.file(at.rank, open, t)
+    }
+
+    /// Files the call `open` of rank `rank`, left at `t`, among the rank's
+    /// calls: at its position where the archive gives it, else in the
+    /// order calls were left.
+    fn file(&mut self, rank: u32, open: Open, t: u64) -> Result<(), String> {
+        let r = self.rank(rank);
+        let key = match open.seq {
+            Some(seq) => (seq, 0),
+            None => (t, r.left),
+        };
+        r.left += 1;
+        for req in open.irecvs {
+            r.waiting.insert(req, key);
+        }
+        if r.slots.insert(key, open.ev).is_some() {
+            return Err(format!("rank {rank}: two calls at position {}", key.0));
+        }
+        self.calls += 1;
+        if open.exact {
+            self.exact += 1;
+        }
+        Ok(())
+    }
+
+    /// An MPI record inside a call: fills in the open call unless it is
+    /// exact (its attribute gave every field).
+    fn inside(&mut self, at: At, rec: Record) -> Result<(), String> {
+        let th = self.thread(at);
+        if th.skipped_depth > 0 {
+            return Ok(());
+        }
+        let Some(mut open) = th.open.take() else {
+            return Ok(());
+        };
+        if !open.exact {
+            self.record(&mut open, at.rank as i32, rec)?;
+        }
+        self.thread(at).open = Some(open);
         Ok(())
     }
 }

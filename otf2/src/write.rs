@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use compress::{Family, Op, Peer, ReqId, Tag, TraceFile};
+use compress::{Event, Family, Op, Peer, ReqId, Tag, TraceFile};
 use semantics::comms::{Comms as Lineage, world_size};
 use semantics::timed::{self, Clock, RankEvents};
 
@@ -270,6 +270,205 @@ fn members(file: &TraceFile, ranks: &[u32]) -> Result<Comms, Error> {
     Ok(comms)
 }
 
+/// The attribute that carries a call with every field of the event model
+/// (see [`EVENT_ATTRIBUTE`]).
+const EVENT_ATTR: u32 = 0;
+/// The attribute that carries a call's position among its rank's calls.
+const SEQ_ATTR: u32 = 1;
+/// The attribute that carries a call's source location.
+const SITE_ATTR: u32 = 2;
+
+/// The location id of a rank's thread: rank << 16 | thread (Score-P
+/// numbers a rank's threads the same way). One function, so that the
+/// records, the closing and the definition of a location agree.
+fn location(rank: u32, thread: u32) -> u64 {
+    (u64::from(rank) << 16) | u64::from(thread)
+}
+
+/// The peer's rank in the communicator of a transfer that names one.
+fn local_peer(x: Option<compress::Transfer>) -> Option<u32> {
+    match x.map(|t| t.peer) {
+        Some(Peer::Rank { local, .. }) => Some(local as u32),
+        _ => None,
+    }
+}
+
+impl Comm {
+    /// The rank in this communicator of world rank `world`, as far as the
+    /// events named it: a wildcard receive's sender is known by its world
+    /// rank only.
+    fn local_of(&self, world: i32) -> Option<u32> {
+        self.members
+            .iter()
+            .find(|&(_, &w)| w == world)
+            .map(|(&l, _)| l as u32)
+    }
+}
+
+/// The records of one call, split by when they happen: at its entry
+/// (its `Enter` first) and at its exit (its `Leave` last). Separate from
+/// the writing so that each family of calls maps to records in a method
+/// of its own.
+struct CallRecords {
+    start: Vec<Record>,
+    end: Vec<Record>,
+}
+
+impl CallRecords {
+    /// The MPI records of `ev`, on the export's communicator `c`, between
+    /// the region's `Enter` and `Leave`; `posted` holds the rank's pending
+    /// nonblocking requests, which their completions complete.
+    fn mpi(&mut self, ev: &Event, c: u32, comms: &Comms, posted: &mut HashMap<ReqId, Posted>) {
+        match ev.op {
+            // A call that returned an error did nothing: its region
+            // only (the event attribute keeps its error class).
+            _ if ev.failed() => {}
+            Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => self.send(ev, c),
+            Op::Recv | Op::Sendrecv | Op::SendrecvReplace => {
+                if ev.op != Op::Recv {
+                    self.send(ev, c);
+                }
+                self.recv(ev, c, comms);
+            }
+            Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend => self.isend(ev, c, posted),
+            Op::Irecv => self.irecv(ev, c, posted),
+            _ if ev.op.family() == Family::Completion => self.completions(ev, comms, posted),
+            op => self.collective(ev, op, c, comms),
+        }
+    }
+
+    /// A blocking send's `MpiSend`, at entry.
+    fn send(&mut self, ev: &Event, c: u32) {
+        if let (Some(to), Some(x)) = (local_peer(ev.send), ev.send) {
+            self.start
+                .push(Record::MpiSend(to, c, tag_of(x.tag), bytes(ev.send)));
+        }
+    }
+
+    /// A blocking receive's `MpiRecv`, at exit: a wildcard's source and
+    /// tag are the ones it matched.
+    fn recv(&mut self, ev: &Event, c: u32, comms: &Comms) {
+        // A blocking receive's matched source (a world rank) and tag.
+        let matched = ev.matched.iter().find(|m| m.req.is_none());
+        if let Some(x) = ev.recv {
+            let from = local_peer(ev.recv)
+                .or_else(|| matched.and_then(|m| comms.all[c as usize].local_of(m.source)));
+            let tag = match x.tag {
+                Tag::Value(v) => v as u32,
+                Tag::Any => matched.map_or(UNDEFINED_U32, |m| m.tag as u32),
+            };
+            if let Some(from) = from {
+                self.end.push(Record::MpiRecv(from, c, tag, bytes(ev.recv)));
+            }
+        }
+    }
+
+    /// A nonblocking send's `MpiIsend`, at entry; its request is then
+    /// pending.
+    fn isend(&mut self, ev: &Event, c: u32, posted: &mut HashMap<ReqId, Posted>) {
+        if let (Some(to), Some(x), Some(req)) = (local_peer(ev.send), ev.send, ev.req) {
+            self.start.push(Record::MpiIsend(
+                to,
+                c,
+                tag_of(x.tag),
+                bytes(ev.send),
+                req.0,
+            ));
+            posted.insert(req, Posted::Send);
+        }
+    }
+
+    /// A nonblocking receive's `MpiIrecvRequest`, at entry; its source,
+    /// tag and bytes wait in `posted` for the `MpiIrecv` of its
+    /// completion.
+    fn irecv(&mut self, ev: &Event, c: u32, posted: &mut HashMap<ReqId, Posted>) {
+        if let (Some(x), Some(req)) = (ev.recv, ev.req) {
+            self.start.push(Record::MpiIrecvRequest(req.0));
+            let tag = match x.tag {
+                Tag::Value(v) => Some(v as u32),
+                Tag::Any => None,
+            };
+            posted.insert(
+                req,
+                Posted::Recv(c, local_peer(ev.recv), tag, bytes(ev.recv)),
+            );
+        }
+    }
+
+    /// A `Wait*`/`Test*`'s completions of pending requests, at exit:
+    /// `MpiIsendComplete` for a send, `MpiIrecv` for a receive (with the
+    /// source and tag it matched where it was posted as a wildcard).
+    fn completions(&mut self, ev: &Event, comms: &Comms, posted: &mut HashMap<ReqId, Posted>) {
+        for r in &ev.done {
+            match posted.remove(r) {
+                Some(Posted::Send) => self.end.push(Record::MpiIsendComplete(r.0)),
+                Some(Posted::Recv(rc, from, tag, len)) => {
+                    let m = ev.matched.iter().find(|m| m.req == Some(*r));
+                    let from =
+                        from.or_else(|| m.and_then(|m| comms.all[rc as usize].local_of(m.source)));
+                    let tag = tag.or(m.map(|m| m.tag as u32)).unwrap_or(UNDEFINED_U32);
+                    if let Some(from) = from {
+                        self.end.push(Record::MpiIrecv(from, rc, tag, len, r.0));
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// A blocking collective's `MpiCollectiveBegin` at entry and
+    /// `MpiCollectiveEnd` at exit, with the bytes Score-P records.
+    fn collective(&mut self, ev: &Event, op: Op, c: u32, comms: &Comms) {
+        if let Some(code) = collective_op(op) {
+            self.start.push(Record::CollectiveBegin);
+            let root = ev.root.map_or(UNDEFINED_U32, |r| r as u32);
+            let n = comms.all[c as usize]
+                .members
+                .len()
+                .max(ev.recv_counts.len())
+                .max(ev.send_counts.len());
+            let (sent, recvd) = scorep::transferred(ev, n as u64);
+            self.end
+                .push(Record::CollectiveEnd(code, c, root, sent, recvd));
+        }
+    }
+}
+
+/// What the export tracks of the rank being written: its communicators'
+/// lineage (which instance of a communicator a call is on), its pending
+/// nonblocking requests and its records per thread (a location's event
+/// count in the definitions).
+struct RankCalls {
+    rank: u32,
+    lineage: Lineage,
+    posted: HashMap<ReqId, Posted>,
+    /// Records per thread of this rank.
+    counts: BTreeMap<u32, u64>,
+}
+
+/// An export under way: the archive being written and what its
+/// definitions will list once every rank's records are written (OTF2
+/// writes definitions last, when a location's event count is known).
+struct Export<'a> {
+    file: &'a TraceFile,
+    clock: Clock,
+    /// The archive's global offset: the timeline's common zero, or 0.
+    offset: u64,
+    w: Writer,
+    strings: Strings,
+    /// Call sites' source locations.
+    labels: HashMap<u64, &'a str>,
+    /// The region of each call met, numbered in first-use order.
+    regions: BTreeMap<Op, u32>,
+    locations: Vec<LocationDef>,
+    comms: Comms,
+    /// The latest time written.
+    last: u64,
+    done: Exported,
+    /// The hex of the call being encoded (reused from call to call).
+    line: String,
+}
+
 /// Writes `file` as the OTF2 archive `dir/traces.otf2` (with `dir/traces/`
 /// and `dir/traces.def`). `dir` must not exist yet or be empty: OTF2 does
 /// not overwrite an archive.
@@ -278,177 +477,135 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
         return Err(Error::Exists(dir.to_path_buf()));
     }
     let clock = Clock::of(file);
-    let mut w = Writer::create(dir, "traces")?;
-    let mut strings = Strings::default();
-    let (event_attr, seq_attr, site_attr) = (0u32, 1u32, 2u32);
-    let labels = file.meta.site_labels();
-    let mut regions: BTreeMap<Op, u32> = BTreeMap::new();
-    let mut locations: Vec<LocationDef> = Vec::new();
-    let mut done = Exported {
-        ranks: 0,
-        locations: 0,
-        calls: 0,
-        records: 0,
-        timed: clock.timed,
-    };
-    let offset = if clock.timed { clock.zero } else { 0 };
-    let mut last = 0u64;
+    let w = Writer::create(dir, "traces")?;
     let ranks: Vec<u32> = file.trace.ranks().iter().collect();
-    let mut comms = members(file, &ranks)?;
-    let mut line = String::with_capacity(128);
+    let mut ex = Export {
+        file,
+        clock,
+        offset: if clock.timed { clock.zero } else { 0 },
+        w,
+        strings: Strings::default(),
+        labels: file.meta.site_labels(),
+        regions: BTreeMap::new(),
+        locations: Vec::new(),
+        comms: members(file, &ranks)?,
+        last: 0,
+        done: Exported {
+            ranks: 0,
+            locations: 0,
+            calls: 0,
+            records: 0,
+            timed: clock.timed,
+        },
+        line: String::with_capacity(128),
+    };
     for &rank in &ranks {
-        let me = rank as i32;
-        let t = timed::rank_trace(file, rank)?;
-        let mut events = RankEvents::new(file, &t, rank, clock)?;
-        let mut lineage = Lineage::new(rank, world_size(file));
-        let mut posted: HashMap<ReqId, Posted> = HashMap::new();
-        // Records per thread of this rank.
-        let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
-        let group_name = strings.id(&format!("rank {rank}"));
+        ex.rank(rank)?;
+    }
+    ex.finish(&ranks)
+}
+
+impl Export<'_> {
+    /// Writes rank `rank`'s calls in order, then closes and defines its
+    /// locations: the export holds one rank's buffers at a time.
+    fn rank(&mut self, rank: u32) -> Result<(), Error> {
+        let t = timed::rank_trace(self.file, rank)?;
+        let mut events = RankEvents::new(self.file, &t, rank, self.clock)?;
+        let mut r = RankCalls {
+            rank,
+            lineage: Lineage::new(rank, world_size(self.file)),
+            posted: HashMap::new(),
+            counts: BTreeMap::new(),
+        };
+        let group_name = self.strings.id(&format!("rank {rank}"));
         let mut seq = 0u64;
         while let Some(next) = events.next_event() {
             let (ev, start, dur) = next?;
+            self.call(&mut r, &ev, (start, dur), seq)?;
             seq += 1;
-            let t0 = offset + start.max(0.0).round() as u64;
-            let t1 = t0 + dur.max(0.0).round() as u64;
-            last = last.max(t1);
-            // Location ids: rank << 16 | thread (Score-P numbers a rank's
-            // threads the same way).
-            let loc = (u64::from(rank) << 16) | u64::from(ev.thread);
-            let n = regions.len() as u32;
-            let region = *regions.entry(ev.op).or_insert(n);
-            let mut raw = ev.clone();
-            raw.time = Default::default();
-            line.clear();
-            let encoded = postcard::to_allocvec(&raw).map_err(|e| Error::Archive(e.to_string()))?;
-            for b in encoded {
-                let _ = write!(line, "{b:02x}");
-            }
-            let value = strings.id(&line);
-            let mut records = vec![Record::Enter(region)];
-            let mut at_end = Vec::new();
-            let c = comms.get((ev.comm.0, lineage.view(ev.comm.0).inst), me).id;
-            let local = |x: Option<compress::Transfer>| match x.map(|t| t.peer) {
-                Some(Peer::Rank { local, .. }) => Some(local as u32),
-                _ => None,
-            };
-            // A blocking receive's matched source (a world rank) and tag.
-            let matched = ev.matched.iter().find(|m| m.req.is_none());
-            let world_to_local = |comm: &Comm, world: i32| {
-                comm.members
-                    .iter()
-                    .find(|&(_, &w)| w == world)
-                    .map(|(&l, _)| l as u32)
-            };
-            match ev.op {
-                // A call that returned an error did nothing: its region
-                // only (the event attribute keeps its error class).
-                _ if ev.failed() => {}
-                Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => {
-                    if let (Some(to), Some(x)) = (local(ev.send), ev.send) {
-                        records.push(Record::MpiSend(to, c, tag_of(x.tag), bytes(ev.send)));
-                    }
-                }
-                Op::Recv | Op::Sendrecv | Op::SendrecvReplace => {
-                    if ev.op != Op::Recv
-                        && let (Some(to), Some(x)) = (local(ev.send), ev.send)
-                    {
-                        records.push(Record::MpiSend(to, c, tag_of(x.tag), bytes(ev.send)));
-                    }
-                    if let Some(x) = ev.recv {
-                        let from = local(ev.recv).or_else(|| {
-                            matched.and_then(|m| world_to_local(&comms.all[c as usize], m.source))
-                        });
-                        let tag = match x.tag {
-                            Tag::Value(v) => v as u32,
-                            Tag::Any => matched.map_or(UNDEFINED_U32, |m| m.tag as u32),
-                        };
-                        if let Some(from) = from {
-                            at_end.push(Record::MpiRecv(from, c, tag, bytes(ev.recv)));
-                        }
-                    }
-                }
-                Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend => {
-                    if let (Some(to), Some(x), Some(req)) = (local(ev.send), ev.send, ev.req) {
-                        records.push(Record::MpiIsend(
-                            to,
-                            c,
-                            tag_of(x.tag),
-                            bytes(ev.send),
-                            req.0,
-                        ));
-                        posted.insert(req, Posted::Send);
-                    }
-                }
-                Op::Irecv => {
-                    if let (Some(x), Some(req)) = (ev.recv, ev.req) {
-                        records.push(Record::MpiIrecvRequest(req.0));
-                        let tag = match x.tag {
-                            Tag::Value(v) => Some(v as u32),
-                            Tag::Any => None,
-                        };
-                        posted.insert(req, Posted::Recv(c, local(ev.recv), tag, bytes(ev.recv)));
-                    }
-                }
-                _ if ev.op.family() == Family::Completion => {
-                    for r in &ev.done {
-                        match posted.remove(r) {
-                            Some(Posted::Send) => at_end.push(Record::MpiIsendComplete(r.0)),
-                            Some(Posted::Recv(rc, from, tag, len)) => {
-                                let m = ev.matched.iter().find(|m| m.req == Some(*r));
-                                let from = from.or_else(|| {
-                                    m.and_then(|m| {
-                                        world_to_local(&comms.all[rc as usize], m.source)
-                                    })
-                                });
-                                let tag = tag.or(m.map(|m| m.tag as u32)).unwrap_or(UNDEFINED_U32);
-                                if let Some(from) = from {
-                                    at_end.push(Record::MpiIrecv(from, rc, tag, len, r.0));
-                                }
-                            }
-                            None => {}
-                        }
-                    }
-                }
-                op => {
-                    if let Some(code) = collective_op(op) {
-                        records.push(Record::CollectiveBegin);
-                        let root = ev.root.map_or(UNDEFINED_U32, |r| r as u32);
-                        let n = comms.all[c as usize]
-                            .members
-                            .len()
-                            .max(ev.recv_counts.len())
-                            .max(ev.send_counts.len());
-                        let (sent, recvd) = scorep::transferred(&ev, n as u64);
-                        at_end.push(Record::CollectiveEnd(code, c, root, sent, recvd));
-                    }
-                }
-            }
-            at_end.push(Record::Leave(region));
-            let n_rec = (records.len() + at_end.len()) as u64;
-            let mut attrs = vec![
-                (event_attr, AttrValue::String(value)),
-                (seq_attr, AttrValue::U64(seq - 1)),
-            ];
-            if let Some(label) = labels.get(&ev.site) {
-                attrs.push((site_attr, AttrValue::String(strings.id(label))));
-            }
-            for (i, rec) in records.into_iter().enumerate() {
-                w.event(loc, t0, rec, if i == 0 { &attrs[..] } else { &[] })?;
-            }
-            for rec in at_end {
-                w.event(loc, t1, rec, &[])?;
-            }
-            *counts.entry(ev.thread).or_default() += n_rec;
-            done.records += n_rec;
-            done.calls += 1;
-            lineage.observe(&ev);
         }
+        self.close_locations(rank, r.counts, group_name)?;
+        self.done.ranks += 1;
+        Ok(())
+    }
+
+    /// Writes one call, `seq`-th of its rank, that starts and lasts
+    /// `(start, dur)` ns: its `Enter` with the attributes and the MPI
+    /// records at its start, the others and its `Leave` at its end.
+    fn call(
+        &mut self,
+        r: &mut RankCalls,
+        ev: &Event,
+        (start, dur): (f64, f64),
+        seq: u64,
+    ) -> Result<(), Error> {
+        let t0 = self.offset + start.max(0.0).round() as u64;
+        let t1 = t0 + dur.max(0.0).round() as u64;
+        self.last = self.last.max(t1);
+        let loc = location(r.rank, ev.thread);
+        let n = self.regions.len() as u32;
+        let region = *self.regions.entry(ev.op).or_insert(n);
+        let value = self.encoded(ev)?;
+        let mut records = CallRecords {
+            start: vec![Record::Enter(region)],
+            end: Vec::new(),
+        };
+        let me = r.rank as i32;
+        let c = self
+            .comms
+            .get((ev.comm.0, r.lineage.view(ev.comm.0).inst), me)
+            .id;
+        records.mpi(ev, c, &self.comms, &mut r.posted);
+        records.end.push(Record::Leave(region));
+        let n_rec = (records.start.len() + records.end.len()) as u64;
+        let mut attrs = vec![
+            (EVENT_ATTR, AttrValue::String(value)),
+            (SEQ_ATTR, AttrValue::U64(seq)),
+        ];
+        if let Some(label) = self.labels.get(&ev.site) {
+            attrs.push((SITE_ATTR, AttrValue::String(self.strings.id(label))));
+        }
+        for (i, rec) in records.start.into_iter().enumerate() {
+            self.w
+                .event(loc, t0, rec, if i == 0 { &attrs[..] } else { &[] })?;
+        }
+        for rec in records.end {
+            self.w.event(loc, t1, rec, &[])?;
+        }
+        *r.counts.entry(ev.thread).or_default() += n_rec;
+        self.done.records += n_rec;
+        self.done.calls += 1;
+        r.lineage.observe(ev);
+        Ok(())
+    }
+
+    /// The string that the event attribute of `ev` holds: the call with
+    /// every field but its times (the records carry those), postcard
+    /// bytes in hex, which `rankscale import` decodes.
+    fn encoded(&mut self, ev: &Event) -> Result<u32, Error> {
+        let mut raw = ev.clone();
+        raw.time = Default::default();
+        self.line.clear();
+        let encoded = postcard::to_allocvec(&raw).map_err(|e| Error::Archive(e.to_string()))?;
+        for b in encoded {
+            let _ = write!(self.line, "{b:02x}");
+        }
+        Ok(self.strings.id(&self.line))
+    }
+
+    /// Closes rank `rank`'s locations, one per thread with calls (which
+    /// frees their buffers), and defines each with its record count.
+    fn close_locations(
+        &mut self,
+        rank: u32,
+        counts: BTreeMap<u32, u64>,
+        group_name: u32,
+    ) -> Result<(), Error> {
         for (thread, n) in counts {
-            w.close_location((u64::from(rank) << 16) | u64::from(thread))?;
-            let name = strings.id(&format!("rank {rank} thread {thread}"));
-            locations.push(LocationDef {
-                id: (u64::from(rank) << 16) | u64::from(thread),
+            self.w.close_location(location(rank, thread))?;
+            let name = self.strings.id(&format!("rank {rank} thread {thread}"));
+            self.locations.push(LocationDef {
+                id: location(rank, thread),
                 name,
                 group: rank,
                 group_name,
@@ -456,85 +613,113 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
                 thread: true,
             });
         }
-        done.ranks += 1;
+        Ok(())
     }
-    done.locations = locations.len();
-    // Definitions. Group 0 lists every location that is a rank's first
-    // thread, by rank: the "locations" of MPI communicators.
-    let mut defs = Definitions {
-        clock: (1_000_000_000, offset, last.saturating_sub(offset)),
-        machine: (strings.id("machine"), strings.id("machine")),
-        ..Definitions::default()
-    };
-    let ranks_group: Vec<u64> = ranks.iter().map(|&r| u64::from(r) << 16).collect();
-    let rank_index: HashMap<i32, u64> = ranks
-        .iter()
-        .enumerate()
-        .map(|(i, &r)| (r as i32, i as u64))
-        .collect();
-    defs.groups.push(GroupDef {
-        id: 0,
-        name: strings.id("MPI ranks"),
-        locations: true,
-        comm_self: false,
-        members: ranks_group,
-    });
-    for (i, c) in comms.all.iter().enumerate() {
-        let group = i as u32 + 1;
+
+    /// Writes the definitions of everything the records named and closes
+    /// the archive.
+    fn finish(mut self, ranks: &[u32]) -> Result<Exported, Error> {
+        self.done.locations = self.locations.len();
+        let mut defs = Definitions {
+            clock: (
+                1_000_000_000,
+                self.offset,
+                self.last.saturating_sub(self.offset),
+            ),
+            machine: (self.strings.id("machine"), self.strings.id("machine")),
+            ..Definitions::default()
+        };
+        self.define_groups(&mut defs, ranks);
+        self.define_regions(&mut defs);
+        self.define_attributes(&mut defs);
+        defs.locations = std::mem::take(&mut self.locations);
+        defs.strings = std::mem::take(&mut self.strings.all);
+        self.w.finish(&defs)?;
+        Ok(self.done)
+    }
+
+    /// The groups and the communicators. Group 0 lists every location
+    /// that is a rank's first thread, by rank: the "locations" of MPI
+    /// communicators; each communicator's group lists its members by
+    /// their index in it.
+    fn define_groups(&mut self, defs: &mut Definitions, ranks: &[u32]) {
+        let ranks_group: Vec<u64> = ranks.iter().map(|&r| location(r, 0)).collect();
+        let rank_index: HashMap<i32, u64> = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| (r as i32, i as u64))
+            .collect();
         defs.groups.push(GroupDef {
-            id: group,
-            name: strings.id(&c.name),
-            locations: false,
+            id: 0,
+            name: self.strings.id("MPI ranks"),
+            locations: true,
             comm_self: false,
-            members: c
-                .members
-                .values()
-                .filter_map(|w| rank_index.get(w).copied())
-                .collect(),
+            members: ranks_group,
         });
-        defs.comms.push(CommDef {
-            id: c.id,
-            name: strings.id(&c.name),
-            group,
-            parent: UNDEFINED_U32,
-        });
+        for (i, c) in self.comms.all.iter().enumerate() {
+            let group = i as u32 + 1;
+            defs.groups.push(GroupDef {
+                id: group,
+                name: self.strings.id(&c.name),
+                locations: false,
+                comm_self: false,
+                members: c
+                    .members
+                    .values()
+                    .filter_map(|w| rank_index.get(w).copied())
+                    .collect(),
+            });
+            defs.comms.push(CommDef {
+                id: c.id,
+                name: self.strings.id(&c.name),
+                group,
+                parent: UNDEFINED_U32,
+            });
+        }
     }
-    let mut by_id: Vec<(u32, Op)> = regions.iter().map(|(&op, &id)| (id, op)).collect();
-    by_id.sort_unstable();
-    for (id, op) in by_id {
-        defs.regions.push(RegionDef {
-            id,
-            name: strings.id(&format!("MPI_{}", op.name())),
-            description: strings.id(""),
-            role: role(op),
-            mpi: true,
-        });
+
+    /// A region per call met, `MPI_<call>` with OTF2's role for it, in
+    /// the order of their ids.
+    fn define_regions(&mut self, defs: &mut Definitions) {
+        let mut by_id: Vec<(u32, Op)> = self.regions.iter().map(|(&op, &id)| (id, op)).collect();
+        by_id.sort_unstable();
+        for (id, op) in by_id {
+            defs.regions.push(RegionDef {
+                id,
+                name: self.strings.id(&format!("MPI_{}", op.name())),
+                description: self.strings.id(""),
+                role: role(op),
+                mpi: true,
+            });
+        }
     }
-    defs.attributes.push(AttributeDef {
-        id: event_attr,
-        name: strings.id(EVENT_ATTRIBUTE),
-        description: strings.id(
-            "the call with every field of rankscale's event model, postcard-encoded in hex (rankscale import reads it back)",
-        ),
-        kind: AttrKind::String,
-    });
-    defs.attributes.push(AttributeDef {
-        id: seq_attr,
-        name: strings.id(SEQ_ATTRIBUTE),
-        description: strings.id(
-            "the call's position among its rank's calls, all threads together (the order rankscale recorded them in)",
-        ),
-        kind: AttrKind::U64,
-    });
-    defs.attributes.push(AttributeDef {
-        id: site_attr,
-        name: strings.id(SITE_ATTRIBUTE),
-        description: strings.id("where the call is in the source: function file:line"),
-        kind: AttrKind::String,
-    });
-    defs.attributes.sort_by_key(|a| a.id);
-    defs.locations = locations;
-    defs.strings = std::mem::take(&mut strings.all);
-    w.finish(&defs)?;
-    Ok(done)
+
+    /// rankscale's own attributes, which `rankscale import` reads back.
+    fn define_attributes(&mut self, defs: &mut Definitions) {
+        defs.attributes.push(AttributeDef {
+            id: EVENT_ATTR,
+            name: self.strings.id(EVENT_ATTRIBUTE),
+            description: self.strings.id(
+                "the call with every field of rankscale's event model, postcard-encoded in hex (rankscale import reads it back)",
+            ),
+            kind: AttrKind::String,
+        });
+        defs.attributes.push(AttributeDef {
+            id: SEQ_ATTR,
+            name: self.strings.id(SEQ_ATTRIBUTE),
+            description: self.strings.id(
+                "the call's position among its rank's calls, all threads together (the order rankscale recorded them in)",
+            ),
+            kind: AttrKind::U64,
+        });
+        defs.attributes.push(AttributeDef {
+            id: SITE_ATTR,
+            name: self.strings.id(SITE_ATTRIBUTE),
+            description: self
+                .strings
+                .id("where the call is in the source: function file:line"),
+            kind: AttrKind::String,
+        });
+        defs.attributes.sort_by_key(|a| a.id);
+    }
 }

@@ -35,6 +35,26 @@ pub fn text(
     let mut o = String::new();
     let w = &mut o;
     use std::fmt::Write as _;
+    header_text(w, file, r, secs);
+    patterns_text(w, r, a);
+    phases_text(w, r, a);
+    slow_calls_text(w, r, a, labels);
+    if r.timeline {
+        slow_instances_text(w, r, a);
+        late_ranks_text(w, r, a);
+        affinity_text(w, r);
+        wait_text(w, r, a, labels);
+    }
+    for n in &r.notes {
+        let _ = writeln!(w, "\nnote: {n}");
+    }
+    o
+}
+
+/// What was analysed and what matched: the two lines every summary
+/// starts with.
+fn header_text(w: &mut String, file: &Path, r: &Report, secs: f64) {
+    use std::fmt::Write as _;
     let _ = writeln!(
         w,
         "analysis of {}: {} ranks, {} events, {} (analysed in {secs:.2} s)",
@@ -52,6 +72,12 @@ pub fn text(
         "{} messages and {} collectives matched; unmatched: {} sends, {} receives",
         r.messages, r.collectives, r.unmatched.0, r.unmatched.1
     );
+}
+
+/// The communication patterns, the costliest first (by total time, else
+/// by instances), each with its first rank groups' event strings.
+fn patterns_text(w: &mut String, r: &Report, a: &TextOptions<'_>) {
+    use std::fmt::Write as _;
     let _ = writeln!(
         w,
         "\ncommunication patterns: {} ({} instances)",
@@ -96,31 +122,19 @@ pub fn text(
             r.patterns.len() - a.top
         );
     }
+}
+
+/// The phases: the segmentation's splits as a tree, then each phase with
+/// its instances, times and most frequent patterns.
+fn phases_text(w: &mut String, r: &Report, a: &TextOptions<'_>) {
+    use std::fmt::Write as _;
     let _ = writeln!(
         w,
         "\nphases: {} (criterion {}; splits at the maximum of D_JS while the strength is > 0)",
         r.phases.len(),
         a.criterion
     );
-    fn splits(n: &analysis::PhaseNode, depth: usize, w: &mut String) {
-        use std::fmt::Write as _;
-        if let Some((at, d, st)) = n.split
-            && !n.children.is_empty()
-        {
-            let _ = writeln!(
-                w,
-                "  {:indent$}split {}-{} at {at}: D_JS {d:.3}, strength {st:.2}",
-                "",
-                n.start,
-                n.end.saturating_sub(1),
-                indent = depth * 2
-            );
-            for c in &n.children {
-                splits(c, depth + 1, w);
-            }
-        }
-    }
-    splits(&r.tree, 0, w);
+    splits_text(&r.tree, 0, w);
     for ph in &r.phases {
         let when = ph.time_ns.map_or(String::new(), |(s, e)| {
             format!(" ({:.3}-{:.3} s)", s as f64 / 1e9, e as f64 / 1e9)
@@ -141,131 +155,177 @@ pub fn text(
             if ph.patterns.len() > 6 { ", ..." } else { "" }
         );
     }
-    if !r.slow_calls.is_empty() {
+}
+
+/// The splits of the phase tree below `n`, indented by depth: a function
+/// of its own because the tree is walked recursively.
+fn splits_text(n: &analysis::PhaseNode, depth: usize, w: &mut String) {
+    use std::fmt::Write as _;
+    if let Some((at, d, st)) = n.split
+        && !n.children.is_empty()
+    {
         let _ = writeln!(
             w,
-            "\nslowest calls (the trace keeps the {} slowest executions of every call), by time above the call's mean:",
-            r.reservoir_k
+            "  {:indent$}split {}-{} at {at}: D_JS {d:.3}, strength {st:.2}",
+            "",
+            n.start,
+            n.end.saturating_sub(1),
+            indent = depth * 2
         );
-        for c in r.slow_calls.iter().take(a.top) {
-            let _ = writeln!(
-                w,
-                "  {:<14} rank {:<5} iteration {:<14} {:>12}  mean {:>12} of {} at {}",
-                c.call,
-                c.rank,
-                format!("{:?}", c.iterations),
-                ms(c.mpi_ns as i64),
-                ms(c.mean_ns as i64),
-                c.executions,
-                site_text(labels, c.site)
-            );
+        for c in &n.children {
+            splits_text(c, depth + 1, w);
         }
     }
-    if r.timeline {
+}
+
+/// The slowest executions of calls that the trace kept, by time above the
+/// call's mean.
+fn slow_calls_text(w: &mut String, r: &Report, a: &TextOptions<'_>, labels: &HashMap<u64, &str>) {
+    use std::fmt::Write as _;
+    if r.slow_calls.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        w,
+        "\nslowest calls (the trace keeps the {} slowest executions of every call), by time above the call's mean:",
+        r.reservoir_k
+    );
+    for c in r.slow_calls.iter().take(a.top) {
         let _ = writeln!(
             w,
-            "\nslow instances (modified z-score > {}): {}",
-            r.cutoff,
-            r.slow.len()
+            "  {:<14} rank {:<5} iteration {:<14} {:>12}  mean {:>12} of {} at {}",
+            c.call,
+            c.rank,
+            format!("{:?}", c.iterations),
+            ms(c.mpi_ns as i64),
+            ms(c.mean_ns as i64),
+            c.executions,
+            site_text(labels, c.site)
         );
-        for s in r.slow.iter().take(a.top) {
+    }
+}
+
+/// The slow pattern instances (needs the timeline), each with where it
+/// started and finished, its extreme events and its cause.
+fn slow_instances_text(w: &mut String, r: &Report, a: &TextOptions<'_>) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        w,
+        "\nslow instances (modified z-score > {}): {}",
+        r.cutoff,
+        r.slow.len()
+    );
+    for s in r.slow.iter().take(a.top) {
+        let _ = writeln!(
+            w,
+            "  {} #{} (iteration {:?}, phase {}): {} vs median {} of {} (M = {:.1})",
+            s.pattern,
+            s.occurrence,
+            s.iterations,
+            s.phase,
+            ms(s.duration_ns),
+            ms(s.median_ns),
+            s.compared,
+            s.z
+        );
+        let _ = writeln!(
+            w,
+            "      start: first rank {}, last rank {} (+{}); finish: first rank {}, last rank {}",
+            s.first_start.rank,
+            s.last_start.rank,
+            ms(s.last_start.ns - s.first_start.ns),
+            s.first_finish.rank,
+            s.last_finish.rank
+        );
+        let _ = writeln!(
+            w,
+            "      shortest event: {} on rank {} ({}); longest: {} on rank {} ({})",
+            s.shortest.event,
+            s.shortest.rank,
+            ms(s.shortest.ns),
+            s.longest.event,
+            s.longest.rank,
+            ms(s.longest.ns)
+        );
+        if s.warm_up {
             let _ = writeln!(
                 w,
-                "  {} #{} (iteration {:?}, phase {}): {} vs median {} of {} (M = {:.1})",
-                s.pattern,
-                s.occurrence,
-                s.iterations,
-                s.phase,
-                ms(s.duration_ns),
-                ms(s.median_ns),
-                s.compared,
-                s.z
+                "      the first instance of its pattern: warm-up (connection set-up, first touch)"
             );
+        }
+        cause_text(w, s);
+    }
+}
+
+/// Why a slow instance was slow: the wait that caused most of it and on
+/// which rank, and whether that rank's delay came from the instance
+/// before.
+fn cause_text(w: &mut String, s: &analysis::SlowReport) {
+    use std::fmt::Write as _;
+    match (s.cause, s.culprit) {
+        (Some(c), Some(rank)) => {
+            let excess = s.duration_ns - s.median_ns;
+            if excess > 0 && s.culprit_waited_before_ns * 2 >= excess {
+                let _ = writeln!(
+                    w,
+                    "      propagated: rank {rank} waited {} in the previous instance (an earlier delay travelling on)",
+                    ms(s.culprit_waited_before_ns)
+                );
+            }
+            let all: Vec<String> = s
+                .waits_ns
+                .iter()
+                .map(|(k, v)| format!("{} {}", k.name(), ms(*v)))
+                .collect();
             let _ = writeln!(
                 w,
-                "      start: first rank {}, last rank {} (+{}); finish: first rank {}, last rank {}",
-                s.first_start.rank,
-                s.last_start.rank,
-                ms(s.last_start.ns - s.first_start.ns),
-                s.first_finish.rank,
-                s.last_finish.rank
+                "      cause: {} on rank {} ({} of waiting caused; all waits: {})",
+                c.name(),
+                rank,
+                ms(s.caused_ns),
+                all.join(", ")
             );
-            let _ = writeln!(
-                w,
-                "      shortest event: {} on rank {} ({}); longest: {} on rank {} ({})",
-                s.shortest.event,
-                s.shortest.rank,
-                ms(s.shortest.ns),
-                s.longest.event,
-                s.longest.rank,
-                ms(s.longest.ns)
-            );
-            if s.warm_up {
-                let _ = writeln!(
-                    w,
-                    "      the first instance of its pattern: warm-up (connection set-up, first touch)"
-                );
-            }
-            match (s.cause, s.culprit) {
-                (Some(c), Some(rank)) => {
-                    let excess = s.duration_ns - s.median_ns;
-                    if excess > 0 && s.culprit_waited_before_ns * 2 >= excess {
-                        let _ = writeln!(
-                            w,
-                            "      propagated: rank {rank} waited {} in the previous instance (an earlier delay travelling on)",
-                            ms(s.culprit_waited_before_ns)
-                        );
-                    }
-                    let all: Vec<String> = s
-                        .waits_ns
-                        .iter()
-                        .map(|(k, v)| format!("{} {}", k.name(), ms(*v)))
-                        .collect();
-                    let _ = writeln!(
-                        w,
-                        "      cause: {} on rank {} ({} of waiting caused; all waits: {})",
-                        c.name(),
-                        rank,
-                        ms(s.caused_ns),
-                        all.join(", ")
-                    );
-                }
-                _ => {
-                    let _ = writeln!(w, "      cause: no wait inside the instance");
-                }
-            }
         }
-        if !r.waits.is_empty() {
-            let _ = writeln!(w, "\nwaiting caused, by kind and late rank (whole trace):");
-            for x in r.waits.iter().take(a.top) {
-                let _ = writeln!(
-                    w,
-                    "  {:<26} rank {:<6} {:>12} in {} waits",
-                    x.cause.name(),
-                    x.rank,
-                    ms(x.ns),
-                    x.count
-                );
-            }
-        }
-        if !r.affinity.is_empty() {
-            let _ = writeln!(w, "\nInspection Affinity of slow patterns, per phase:");
-            for x in &r.affinity {
-                let _ = writeln!(
-                    w,
-                    "  phase {}: {} {} (severity weight {:.2}, complexity weight {:.2}, {:.0} deg)",
-                    x.phase, x.pattern, x.level, x.severity_weight, x.complexity_weight, x.angle
-                );
-            }
+        _ => {
+            let _ = writeln!(w, "      cause: no wait inside the instance");
         }
     }
-    if r.timeline {
-        wait_text(w, r, a, labels);
+}
+
+/// The waiting caused over the whole trace, by kind and late rank.
+fn late_ranks_text(w: &mut String, r: &Report, a: &TextOptions<'_>) {
+    use std::fmt::Write as _;
+    if r.waits.is_empty() {
+        return;
     }
-    for n in &r.notes {
-        let _ = writeln!(w, "\nnote: {n}");
+    let _ = writeln!(w, "\nwaiting caused, by kind and late rank (whole trace):");
+    for x in r.waits.iter().take(a.top) {
+        let _ = writeln!(
+            w,
+            "  {:<26} rank {:<6} {:>12} in {} waits",
+            x.cause.name(),
+            x.rank,
+            ms(x.ns),
+            x.count
+        );
     }
-    o
+}
+
+/// The Inspection Affinity of the slow patterns, per phase: which to
+/// look at first.
+fn affinity_text(w: &mut String, r: &Report) {
+    use std::fmt::Write as _;
+    if r.affinity.is_empty() {
+        return;
+    }
+    let _ = writeln!(w, "\nInspection Affinity of slow patterns, per phase:");
+    for x in &r.affinity {
+        let _ = writeln!(
+            w,
+            "  phase {}: {} {} (severity weight {:.2}, complexity weight {:.2}, {:.0} deg)",
+            x.phase, x.pattern, x.level, x.severity_weight, x.complexity_weight, x.angle
+        );
+    }
 }
 
 /// Waiting per metric, "Late Sender 1.000 ms, Wait at Barrier 2.000 ms".

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use analysis::desync;
+use analysis::run::StepMatrix;
 use analysis::{Report, RunData};
 use compress::TraceFile;
 
@@ -424,6 +425,9 @@ fn site_short(s: String) -> String {
     }
 }
 
+/// The desynchronisation section: the MPI time per rank and iteration of
+/// the dominant loop, its figures and the clusters of ranks, or why the
+/// trace has none.
 fn desync_section(h: &mut String, r: &Report, data: &RunData) {
     h.push_str("<h2 id=\"desync\">Desynchronisation</h2>");
     let Some(steps) = &data.steps else {
@@ -446,23 +450,37 @@ fn desync_section(h: &mut String, r: &Report, data: &RunData) {
             return;
         }
     };
-    let source = match steps.bucket {
-        None => "from the timeline".to_string(),
-        Some(1) => "from the MPI time series (RANKSCALE_STEPS=1), exact".to_string(),
-        Some(w) => format!(
-            "from the MPI time series (RANKSCALE_STEPS=1), in buckets of {w} events split in \
-             proportion where they straddle two iterations"
-        ),
-    };
     let _ = write!(
         h,
         "<p>MPI time per rank and iteration of the dominant loop ({} ranks × {} iterations, {}), \
          as Afzal, Hager, Wellein and Markidis analyse it. Mean {} per rank and iteration.</p>",
         d.ranks,
         d.steps,
-        escape(&source),
+        escape(&steps_source(steps.bucket)),
         ms(d.mean)
     );
+    desync_cell_figures(h, steps, &d);
+    desync_rank_figures(h, &d);
+    desync_clusters(h, steps, &d);
+}
+
+/// Where the step matrix's times come from, for the section's
+/// introduction: the timeline, or the MPI time series in buckets of at
+/// most `bucket` events.
+fn steps_source(bucket: Option<u64>) -> String {
+    match bucket {
+        None => "from the timeline".to_string(),
+        Some(1) => "from the MPI time series (RANKSCALE_STEPS=1), exact".to_string(),
+        Some(w) => format!(
+            "from the MPI time series (RANKSCALE_STEPS=1), in buckets of {w} events split in \
+             proportion where they straddle two iterations"
+        ),
+    }
+}
+
+/// The figures of the (rank, iteration) cells themselves: the heat map,
+/// their histogram and the ranks' correlation over the iterations.
+fn desync_cell_figures(h: &mut String, steps: &StepMatrix, d: &desync::Desync) {
     h.push_str(&figure(
         svg::heatmap(
             &steps.t,
@@ -500,6 +518,12 @@ fn desync_section(h: &mut String, r: &Report, data: &RunData) {
         ),
         "Pearson correlation over the iterations: ranks that wait together are red.",
     ));
+}
+
+/// The figures that tell ranks apart, coloured by cluster: the phase
+/// space, the principal components' explained variance and the ranks on
+/// the first two components.
+fn desync_rank_figures(h: &mut String, d: &desync::Desync) {
     let labels = d.clustering.as_ref().map(|c| c.labels.as_slice());
     h.push_str(&figure(
         svg::phase_space(
@@ -547,6 +571,11 @@ fn desync_section(h: &mut String, r: &Report, data: &RunData) {
         ),
         "k-means++ clusters of the ranks on the leading components.",
     ));
+}
+
+/// The clusters of ranks as a table (world ranks, from the step matrix's
+/// rows), or why there are none.
+fn desync_clusters(h: &mut String, steps: &StepMatrix, d: &desync::Desync) {
     match &d.clustering {
         Some(c) => {
             let mut groups: HashMap<usize, Vec<u32>> = HashMap::new();

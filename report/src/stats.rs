@@ -65,22 +65,24 @@ fn site_times(nodes: &[MNode], out: &mut HashMap<(Op, u64), (f64, u64)>) {
     }
 }
 
-/// Writes the statistics of `file`, read from `path`, a file of `size`
-/// bytes (for the compression ratio against its raw logs).
-pub fn write_trace_stats(
-    file: &TraceFile,
-    path: &Path,
-    size: u64,
-    out: &mut impl Write,
-) -> Result<(), Error> {
-    let t = &file.trace;
-    let ranks: Vec<u32> = t.ranks().iter().collect();
-    let p = file.meta.world_size.max(ranks.last().map_or(0, |r| r + 1)) as usize;
+/// What one pass over every rank's expanded events gives: the profile of
+/// all calls, the bytes each rank sent to each, and the size the raw logs
+/// would have.
+struct Expanded {
+    total: Profile,
+    matrix: Vec<BTreeMap<i32, u64>>,
+    raw_bytes: u64,
+}
+
+/// Expands every rank of `ranks` once (the costly part of the stats) and
+/// collects everything the expansion gives; `p` is the size of the
+/// communication matrix.
+fn expand_ranks(t: &compress::MergedTrace, ranks: &[u32], p: usize) -> Result<Expanded, Error> {
     let mut total = Profile::new();
     let mut matrix = vec![BTreeMap::<i32, u64>::new(); p];
     let mut raw_bytes = 0u64;
     let mut line = String::new();
-    for &r in &ranks {
+    for &r in ranks {
         let rt = t.rank_trace(r)?;
         let mut prof = Profile::new();
         let mut ex = rt.expand();
@@ -96,6 +98,43 @@ pub fn write_trace_stats(
         }
         matrix[r as usize] = prof.sent_to().clone();
     }
+    Ok(Expanded {
+        total,
+        matrix,
+        raw_bytes,
+    })
+}
+
+/// Writes the statistics of `file`, read from `path`, a file of `size`
+/// bytes (for the compression ratio against its raw logs).
+pub fn write_trace_stats(
+    file: &TraceFile,
+    path: &Path,
+    size: u64,
+    out: &mut impl Write,
+) -> Result<(), Error> {
+    let t = &file.trace;
+    let ranks: Vec<u32> = t.ranks().iter().collect();
+    let p = file.meta.world_size.max(ranks.last().map_or(0, |r| r + 1)) as usize;
+    let x = expand_ranks(t, &ranks, p)?;
+    write_sizes(file, path, (size, x.raw_bytes), ranks.len(), out)?;
+    write_recorded_extras(file, out)?;
+    crate::structure::write_lost(t, out)?;
+    write_site_profile(file, &x.total, ranks.len(), out)?;
+    print_matrix(&x.matrix, out)?;
+    Ok(())
+}
+
+/// The trace's size against its raw logs' (`sizes`: file bytes, raw
+/// bytes) and the shape of its loop structure.
+fn write_sizes(
+    file: &TraceFile,
+    path: &Path,
+    (size, raw_bytes): (u64, u64),
+    ranks: usize,
+    out: &mut impl Write,
+) -> Result<(), Error> {
+    let t = &file.trace;
     let mut s = Shape::default();
     for n in t.nodes() {
         walk(n, 0, false, &mut s);
@@ -104,7 +143,7 @@ pub fn write_trace_stats(
         out,
         "{}: {} ranks, {} events",
         path.display(),
-        ranks.len(),
+        ranks,
         t.total_events()
     )?;
     writeln!(
@@ -117,6 +156,12 @@ pub fn write_trace_stats(
         "structure: {} call nodes ({} RSDs inside loops), {} loops ({} PRSDs), depth {}, {} parameter variants",
         s.events, s.rsds, s.loops, s.prsds, s.depth, s.variants
     )?;
+    Ok(())
+}
+
+/// What the trace recorded beyond its events: the timeline (or how to get
+/// one) and the MPI time series.
+fn write_recorded_extras(file: &TraceFile, out: &mut impl Write) -> Result<(), Error> {
     if file.timelines.is_empty() {
         writeln!(
             out,
@@ -141,14 +186,21 @@ pub fn write_trace_stats(
             file.series.len()
         )?;
     }
-    crate::structure::write_lost(t, out)?;
+    Ok(())
+}
 
-    // mpiP-style profile: time from the merged timing, calls and bytes from
-    // the expansion.
+/// mpiP-style profile: time from the merged timing, calls and bytes from
+/// the expansion (`total`, over `ranks` ranks), the costliest site first.
+fn write_site_profile(
+    file: &TraceFile,
+    total: &Profile,
+    ranks: usize,
+    out: &mut impl Write,
+) -> Result<(), Error> {
     let mut times = HashMap::new();
-    site_times(t.nodes(), &mut times);
+    site_times(file.trace.nodes(), &mut times);
     let total_mpi: f64 = times.values().map(|v| v.0).sum();
-    let app_ns = file.meta.wall_ns as f64 * ranks.len() as f64;
+    let app_ns = file.meta.wall_ns as f64 * ranks as f64;
     let labels = site_labels(file);
     let mut rows: Vec<_> = total
         .sites()
@@ -188,7 +240,6 @@ pub fn write_trace_stats(
             bytes
         )?;
     }
-    print_matrix(&matrix, out)?;
     Ok(())
 }
 

@@ -20,7 +20,9 @@ mod align;
 mod symbolic;
 mod timefit;
 
-use align::{Fitter, Item, first_difference, fit_items, fold_all, items_differ, synthesize};
+use align::{
+    Fitter, Item, Target, first_difference, fit_items, fold_all, items_differ, synthesize,
+};
 use symbolic::{STEP_MASK, SYMBOL, extrapolate_with_plugin};
 use timefit::{fit_fields, fit_timing};
 
@@ -343,6 +345,16 @@ struct Stream {
     events: Vec<Ev>,
     timings: Vec<PathTiming>,
 }
+
+/// The sequences of one class that take part in its fit: each input's,
+/// with the input's index, the largest input's last.
+type ClassSequences = Vec<(usize, Stream)>;
+
+/// One input's sequence of each class: lossy mode's common sequences.
+type PerClass = HashMap<Vec<Pos>, Stream>;
+
+/// How often each timing method was chosen, by the method's name.
+type Tally = HashMap<String, usize>;
 
 fn class_code(c: PathClass) -> u8 {
     match c {
@@ -684,7 +696,107 @@ fn site_labels(inputs: &[Input]) -> HashMap<u64, String> {
 
 /// Extrapolates `inputs` (the same program at increasing rank counts) to
 /// `opts.ranks` ranks.
+///
+/// The stages, in order: the inputs' sizes are checked (`input_sizes`); a
+/// plugin takes the symbolic path instead; every input's ranks are read
+/// and its topology detected (`Observed`); the inputs must share one
+/// stencil (`shared_stencil`), which with the target size decides the
+/// target grid and its position classes; every class must be homogeneous
+/// within each input (or, in lossy mode, is cut to what its ranks share);
+/// each class is then aligned across the inputs, fitted and synthesized
+/// (`ClassFitting`); last, lossy mode's losses are held against
+/// `--max-drop` and unverified fields against `--allow-unverified`.
 pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Error> {
+    let sizes = input_sizes(inputs)?;
+    if let Some(plugin) = &opts.plugin {
+        return extrapolate_with_plugin(inputs, opts, plugin.as_ref(), &sizes);
+    }
+    let lossy = opts.lossy || opts.snippet.is_some();
+    let observed = Observed::read(inputs, opts, lossy)?;
+    let (reach, wraps) = shared_stencil(inputs, &observed.tops)?;
+    let layout = if lossy {
+        Layout::from_reach(&reach)
+    } else {
+        find_layout(&observed.infos, &observed.tops, &reach)
+    };
+    let dims = target_dims(opts, &observed.tops, &layout)?;
+    let target_size: u64 = dims.iter().product();
+    if target_size > u64::from(compress::ranklist::MAX_RANK) {
+        return Err(Error::BadDims(format!(
+            "{target_size} ranks exceed the largest rank a trace can hold"
+        )));
+    }
+    // Every class must behave the same on every rank of an input (lossy
+    // mode keeps what they share instead).
+    let (class_streams, dropped) = common_sequences(
+        observed.rank_streams,
+        &observed.rank_lens,
+        &observed.tops,
+        &layout,
+    )?;
+    if !lossy {
+        refuse_inhomogeneous(inputs, &observed.infos, &observed.tops, &layout)?;
+    }
+    let ps: Vec<f64> = sizes
+        .iter()
+        .map(|&s| s as f64)
+        .chain([target_size as f64])
+        .collect();
+    let mut fitting = ClassFitting {
+        inputs,
+        opts,
+        lossy,
+        tops: &observed.tops,
+        layout: &layout,
+        dims: &dims,
+        reach: reach.iter().copied().max().unwrap_or(1),
+        ps,
+        labels: site_labels(inputs),
+        class_streams,
+        dropped,
+        report: Report::new(observed.tops.clone(), dims.clone(), wraps),
+        tally: HashMap::new(),
+        field_seen: BTreeSet::new(),
+        laws: align::Laws::new(),
+        merged: None,
+    };
+    for class in fitting.order() {
+        fitting.add_class(&class)?;
+    }
+    let ClassFitting {
+        mut report,
+        tally,
+        merged,
+        dropped,
+        ..
+    } = fitting;
+    let mut trace = merged.ok_or_else(|| Error::Internal("no classes".into()))?;
+    trace.normalize();
+    if lossy {
+        report.dropped = dropped_per_input(inputs, &dropped, &observed.rank_lens);
+    }
+    refuse_excess_loss(&report.dropped, &observed.volumes, opts.max_drop)?;
+    let mut unverified = unverified_fields(&report, opts)?;
+    unverified.extend(observed.volumes.iter().map(Volume::describe));
+    report.volumes = observed.volumes;
+    Ok(finish(
+        inputs,
+        &sizes,
+        target_size,
+        opts,
+        report,
+        tally,
+        unverified,
+        trace,
+    ))
+}
+
+/// The inputs' rank counts, in their order, once the command line is
+/// known to make sense: no input holds a job cut short, the sizes strictly
+/// increase and there is at least one input. These are mistakes in what
+/// was given, not in the traces' contents, so they are refused before any
+/// rank is read, each naming the files (and the order to give them in).
+fn input_sizes(inputs: &[Input]) -> Result<Vec<u64>, Error> {
     if let Some((i, p)) = inputs
         .iter()
         .find_map(|i| i.file.meta.partial.first().map(|p| (i, p)))
@@ -732,69 +844,120 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             dims: 1,
         });
     }
-    if let Some(plugin) = &opts.plugin {
-        if opts.lossy || opts.snippet.is_some() || opts.dims.is_some() {
-            return Err(Error::BadDims(
-                "a plugin names every peer itself: it does not combine with --lossy, \
-                 --snippet or --dims"
-                    .into(),
-            ));
+    Ok(sizes)
+}
+
+/// What the inputs' ranks show before any class is fitted: the first
+/// pass over every input, which the choice of grid and classes needs
+/// before any class can be cut out.
+struct Observed {
+    /// Each input's detected topology.
+    tops: Vec<Topology>,
+    /// Each input's ranks, summarised for topology detection and the
+    /// homogeneity of classes.
+    infos: Vec<Vec<RankInfo>>,
+    /// Lossy mode: every rank's events after the filters, per input
+    /// (empty otherwise).
+    rank_streams: Vec<Vec<Stream>>,
+    /// Lossy mode: how many events each rank had before any filter, per
+    /// input (empty otherwise).
+    rank_lens: Vec<Vec<u64>>,
+    /// Lossy mode: the all-to-all volumes made uniform, per input that
+    /// had any.
+    volumes: Vec<Volume>,
+}
+
+impl Observed {
+    /// Reads every input in order, so that the first input that cannot be
+    /// read or whose topology cannot be detected is the error.
+    fn read(inputs: &[Input], opts: &Options, lossy: bool) -> Result<Observed, Error> {
+        let mut seen = Observed {
+            tops: Vec::with_capacity(inputs.len()),
+            infos: Vec::with_capacity(inputs.len()),
+            rank_streams: Vec::new(),
+            rank_lens: Vec::new(),
+            volumes: Vec::new(),
+        };
+        for i in inputs {
+            if lossy {
+                seen.add_filtered(i, opts)?;
+            } else {
+                seen.add(i)?;
+            }
         }
-        return extrapolate_with_plugin(inputs, opts, plugin.as_ref(), &sizes);
+        Ok(seen)
     }
-    // Topologies.
-    let lossy = opts.lossy || opts.snippet.is_some();
-    let mut tops = Vec::with_capacity(inputs.len());
-    let mut infos: Vec<Vec<RankInfo>> = Vec::with_capacity(inputs.len());
-    // Lossy mode: every rank's events (after the snippet's filter) and how
-    // many each rank had.
-    let mut rank_streams: Vec<Vec<Stream>> = Vec::new();
-    let mut rank_lens: Vec<Vec<u64>> = Vec::new();
-    // Lossy mode: the all-to-all volumes made uniform, per input.
-    let mut volumes: Vec<Volume> = Vec::new();
-    for i in inputs {
-        if lossy {
-            let p = u64::from(i.file.meta.world_size);
-            let mut streams = Vec::with_capacity(p as usize);
-            let mut lens = Vec::with_capacity(p as usize);
-            let mut vol = Volume {
-                input: i.name.clone(),
-                ..Volume::default()
-            };
-            for r in 0..p {
-                let mut st = stream(&i.file, r, opts.ignore_sites)?;
-                lens.push(st.events.len() as u64);
-                uniform_counts(&mut st, &mut vol);
-                if let Some(sn) = &opts.snippet {
-                    let view: Vec<(Shape, &[i64])> = st
-                        .events
-                        .iter()
-                        .map(|e| (e.shape, e.params.as_slice()))
-                        .collect();
-                    let keep = sn.keep(&view);
-                    let mut k = keep.into_iter();
-                    st.events.retain(|_| k.next().unwrap_or(false));
-                }
-                streams.push(st);
-            }
-            if vol.calls > 0 {
-                volumes.push(vol);
-            }
-            drop_rare_sites(&mut streams);
-            let inf: Vec<RankInfo> = streams.iter().map(stream_info).collect();
-            tops.push(topology::detect_with(&inf, None, LOSSY_MIN_SHARE)?);
-            infos.push(inf);
-            rank_streams.push(streams);
-            rank_lens.push(lens);
-            continue;
-        }
+
+    /// One input as traced: its ranks' summaries and topology. An input
+    /// that lacks a rank of its world is refused, since every rank's
+    /// position in the grid is read from its rank number.
+    fn add(&mut self, i: &Input) -> Result<(), Error> {
         let (inf, cart) = topology::rank_infos(&i.file.trace)?;
         if inf.len() as u64 != u64::from(i.file.meta.world_size) {
             return Err(Error::MissingRank(inf.len() as u32));
         }
-        tops.push(topology::detect_from(&inf, cart)?);
-        infos.push(inf);
+        self.tops.push(topology::detect_from(&inf, cart)?);
+        self.infos.push(inf);
+        Ok(())
     }
+
+    /// Lossy mode: one input with what lossy mode sets aside removed
+    /// before the topology is detected (data-dependent all-to-all counts
+    /// made uniform, calls outside the snippet's pattern, rare call
+    /// sites), so that minor patterns do not shape the grid. The streams
+    /// are kept, since lossy classes are cut from them rather than re-read.
+    fn add_filtered(&mut self, i: &Input, opts: &Options) -> Result<(), Error> {
+        let p = u64::from(i.file.meta.world_size);
+        let mut streams = Vec::with_capacity(p as usize);
+        let mut lens = Vec::with_capacity(p as usize);
+        let mut vol = Volume {
+            input: i.name.clone(),
+            ..Volume::default()
+        };
+        for r in 0..p {
+            let mut st = stream(&i.file, r, opts.ignore_sites)?;
+            lens.push(st.events.len() as u64);
+            uniform_counts(&mut st, &mut vol);
+            if let Some(sn) = &opts.snippet {
+                keep_snippet_calls(&mut st, sn);
+            }
+            streams.push(st);
+        }
+        if vol.calls > 0 {
+            self.volumes.push(vol);
+        }
+        drop_rare_sites(&mut streams);
+        let inf: Vec<RankInfo> = streams.iter().map(stream_info).collect();
+        self.tops
+            .push(topology::detect_with(&inf, None, LOSSY_MIN_SHARE)?);
+        self.infos.push(inf);
+        self.rank_streams.push(streams);
+        self.rank_lens.push(lens);
+        Ok(())
+    }
+}
+
+/// Lossy mode with a snippet: keeps only the calls of one rank that the
+/// snippet's state machine accepts as the dominant pattern (Wu and Mueller
+/// 2012 §3.4), so that what it rejects counts as dropped.
+fn keep_snippet_calls(st: &mut Stream, sn: &Snippet) {
+    let view: Vec<(Shape, &[i64])> = st
+        .events
+        .iter()
+        .map(|e| (e.shape, e.params.as_slice()))
+        .collect();
+    let keep = sn.keep(&view);
+    let mut k = keep.into_iter();
+    st.events.retain(|_| k.next().unwrap_or(false));
+}
+
+/// The stencil the inputs share: per dimension the widest reach of any
+/// input and whether any wraps. Classes are laid out by this one stencil,
+/// so inputs of another dimensionality, or full-size inputs (large enough
+/// to have every class) that disagree on it, are refused as different
+/// programs; and a grid of `d` dimensions needs `d + 1` inputs to fit
+/// laws in its sizes.
+fn shared_stencil(inputs: &[Input], tops: &[Topology]) -> Result<(Vec<u32>, Vec<bool>), Error> {
     let d = tops[0].dims.len();
     let mut reach = vec![0u32; d];
     let mut wraps = vec![false; d];
@@ -835,132 +998,179 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
             dims: d,
         });
     }
-    let layout = if lossy {
-        Layout::from_reach(&reach)
-    } else {
-        find_layout(&infos, &tops, &reach)
-    };
-    let dims = target_dims(opts, &tops, &layout)?;
-    let target_size: u64 = dims.iter().product();
-    if target_size > u64::from(compress::ranklist::MAX_RANK) {
-        return Err(Error::BadDims(format!(
-            "{target_size} ranks exceed the largest rank a trace can hold"
-        )));
-    }
-    // Every class must behave the same on every rank of an input (lossy
-    // mode keeps what they share instead).
-    let mut dropped = vec![0u64; inputs.len()];
-    let mut class_streams: Vec<HashMap<Vec<Pos>, Stream>> = Vec::new();
+    Ok((reach, wraps))
+}
+
+/// Lossy mode within each input: the sequence every class's ranks share
+/// ([`common_per_class`]) and the events that drops, per input. Without
+/// lossy mode there are no streams: no sequences, and nothing dropped.
+fn common_sequences(
+    rank_streams: Vec<Vec<Stream>>,
+    rank_lens: &[Vec<u64>],
+    tops: &[Topology],
+    layout: &Layout,
+) -> Result<(Vec<PerClass>, Vec<u64>), Error> {
+    let mut dropped = vec![0u64; tops.len()];
+    let mut class_streams: Vec<PerClass> = Vec::new();
     for (k, streams) in rank_streams.into_iter().enumerate() {
-        let (map, d) = common_per_class(streams, &rank_lens[k], &tops[k].dims, &layout)?;
+        let (map, d) = common_per_class(streams, &rank_lens[k], &tops[k].dims, layout)?;
         class_streams.push(map);
         dropped[k] += d;
     }
-    for (k, inp) in inputs.iter().enumerate().filter(|_| !lossy) {
-        if let Some((c, r1, r2)) = inhomogeneous(&infos[k], &tops[k].dims, &layout) {
+    Ok((class_streams, dropped))
+}
+
+/// Without lossy mode one rank stands for its whole class, so every rank
+/// of a class must make the same calls: the first input with two ranks
+/// that do not is refused, naming the class and the first event where
+/// they part.
+fn refuse_inhomogeneous(
+    inputs: &[Input],
+    infos: &[Vec<RankInfo>],
+    tops: &[Topology],
+    layout: &Layout,
+) -> Result<(), Error> {
+    for (k, inp) in inputs.iter().enumerate() {
+        if let Some((c, r1, r2)) = inhomogeneous(&infos[k], &tops[k].dims, layout) {
             return Err(Error::Inhomogeneous {
                 file: inp.name.clone(),
-                class: class_name(&c, &layout),
+                class: class_name(&c, layout),
                 r1,
                 r2,
                 first: first_divergence(&inp.file, r1, r2),
             });
         }
     }
-    let ps: Vec<f64> = sizes
-        .iter()
-        .map(|&s| s as f64)
-        .chain([target_size as f64])
-        .collect();
-    let mut report = Report::new(tops.clone(), dims.clone(), wraps.clone());
-    let labels = site_labels(inputs);
-    let mut tally: HashMap<String, usize> = HashMap::new();
-    let mut merged: Option<MergedTrace> = None;
-    let mut field_seen: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut laws = align::Laws::new();
-    // Classes that more inputs have first: they verify the laws that
-    // classes seen in fewer inputs may borrow.
-    let mut order = classes(&dims, &layout);
-    order.sort_by_key(|c| {
-        std::cmp::Reverse(
-            tops.iter()
-                .filter(|t| class_ranks(c, &t.dims, &layout).is_some())
-                .count(),
-        )
-    });
-    for class in order {
-        let cname = class_name(&class, &layout);
-        let (rep, ranks) = class_ranks(&class, &dims, &layout)
+    Ok(())
+}
+
+/// The target's position classes fitted one by one. Every class reads the
+/// same context (the inputs, their grids, the layout) and adds to the
+/// same results (the report, the timing tally, the laws classes lend each
+/// other, the merged trace); the struct lets each stage of a class name
+/// what it uses instead of passing it all along.
+struct ClassFitting<'a> {
+    inputs: &'a [Input],
+    opts: &'a Options,
+    lossy: bool,
+    /// Each input's topology.
+    tops: &'a [Topology],
+    layout: &'a Layout,
+    /// The target grid.
+    dims: &'a [u64],
+    /// The stencil's widest reach, which bounds the peer laws.
+    reach: u32,
+    /// Each input's rank count and the target's, for the timing laws.
+    ps: Vec<f64>,
+    /// The largest input's call-site labels, for the report.
+    labels: HashMap<u64, String>,
+    /// Lossy mode: each input's sequence per class (empty otherwise),
+    /// taken as the class is fitted.
+    class_streams: Vec<PerClass>,
+    /// Lossy mode: the events dropped from each input so far.
+    dropped: Vec<u64>,
+    report: Report,
+    /// How often each timing method was chosen.
+    tally: Tally,
+    /// The fields already reported, by class and field.
+    field_seen: BTreeSet<(String, String)>,
+    /// Laws verified in one class that others may borrow.
+    laws: align::Laws,
+    /// The classes' traces merged so far.
+    merged: Option<MergedTrace>,
+}
+
+impl ClassFitting<'_> {
+    /// The target's classes, those that more inputs have first: they
+    /// verify the laws that classes seen in fewer inputs may borrow.
+    fn order(&self) -> Vec<Vec<Pos>> {
+        let mut order = classes(self.dims, self.layout);
+        order.sort_by_key(|c| {
+            std::cmp::Reverse(
+                self.tops
+                    .iter()
+                    .filter(|t| class_ranks(c, &t.dims, self.layout).is_some())
+                    .count(),
+            )
+        });
+        order
+    }
+
+    /// Aligns, fits and synthesizes one class, and merges the trace of
+    /// its ranks at the target into the result.
+    fn add_class(&mut self, class: &[Pos]) -> Result<(), Error> {
+        let cname = class_name(class, self.layout);
+        let (rep, ranks) = class_ranks(class, self.dims, self.layout)
             .ok_or_else(|| Error::Internal(format!("{cname}: no ranks at the target")))?;
-        // The class's stream in every input that has it.
-        let mut present: Vec<(usize, Stream)> = Vec::new();
-        for (k, inp) in inputs.iter().enumerate() {
-            if let Some((r, _)) = class_ranks(&class, &tops[k].dims, &layout) {
-                let s = match class_streams.get_mut(k) {
+        let mut present = self.present(class, &cname)?;
+        if self.lossy {
+            self.keep_shared_calls(class, &mut present)?;
+        }
+        let (kept, folded) = self.align(&cname, present)?;
+        let targets = self.fit(&cname, &kept, &folded)?;
+        let (trace, events) = class_trace(rep, &targets)?;
+        self.report.events += events * ranks.len();
+        let group = MergedTrace::from_group(&trace, ranks.clone())
+            .ok_or_else(|| Error::Internal(format!("{cname}: the class trace spilled")))?;
+        self.report.classes.push((cname, ranks));
+        self.merged = Some(match self.merged.take() {
+            None => group,
+            Some(m) => m.merge(group),
+        });
+        Ok(())
+    }
+
+    /// The class's sequence in every input whose grid has it, with the
+    /// input's index: in lossy mode the sequence its ranks share, else
+    /// its first rank's events (the class is homogeneous).
+    fn present(&mut self, class: &[Pos], cname: &str) -> Result<ClassSequences, Error> {
+        let mut present: ClassSequences = Vec::new();
+        for (k, inp) in self.inputs.iter().enumerate() {
+            if let Some((r, _)) = class_ranks(class, &self.tops[k].dims, self.layout) {
+                let s = match self.class_streams.get_mut(k) {
                     Some(m) => m
-                        .remove(&class)
+                        .remove(class)
                         .ok_or_else(|| Error::Internal(format!("{cname}: no common sequence")))?,
-                    None => stream(&inp.file, r, opts.ignore_sites)?,
+                    None => stream(&inp.file, r, self.opts.ignore_sites)?,
                 };
                 present.push((k, s));
             }
         }
-        if lossy {
-            let sizes: Vec<u64> = present
-                .iter()
-                .map(|(k, _)| class_ranks(&class, &tops[*k].dims, &layout).map_or(0, |c| c.1.len()))
-                .collect();
-            let lost = align_lossy(&mut present)?;
-            for ((k, _), (l, n)) in present.iter().zip(lost.iter().zip(&sizes)) {
-                dropped[*k] += l * n;
-            }
+        Ok(present)
+    }
+
+    /// Lossy mode across inputs: cuts the class's sequences to the calls
+    /// every input has ([`align_lossy`]), and charges what that drops to
+    /// every rank of the class in each input.
+    fn keep_shared_calls(
+        &mut self,
+        class: &[Pos],
+        present: &mut [(usize, Stream)],
+    ) -> Result<(), Error> {
+        let sizes: Vec<u64> = present
+            .iter()
+            .map(|(k, _)| {
+                class_ranks(class, &self.tops[*k].dims, self.layout).map_or(0, |c| c.1.len())
+            })
+            .collect();
+        let lost = align_lossy(present)?;
+        for ((k, _), (l, n)) in present.iter().zip(lost.iter().zip(&sizes)) {
+            self.dropped[*k] += l * n;
         }
-        let Some((kref, _)) = present.last().map(|(k, s)| (*k, s)) else {
-            return Err(Error::Unrealisable(format!(
-                "no input trace has {cname}, which the target grid has: give larger inputs"
-            )));
-        };
-        // Align on the largest input; a degenerate small grid may differ.
-        let mut kept: Vec<(usize, Stream)> = Vec::new();
-        let mut mismatch: Option<Error> = None;
-        let mut all = present;
-        let reference = all.pop().expect("present is not empty");
-        for (k, s) in all {
-            match first_difference(&s, &reference.1) {
-                None => kept.push((k, s)),
-                Some(i) if layout.degenerate(&tops[k].dims) => {
-                    report.notes.push(format!(
-                        "{}: {cname} left out (its grid {} is too small to have every \
-                         class; event {i} differs)",
-                        inputs[k].name,
-                        describe_topology(&tops[k])
-                    ));
-                }
-                Some(i) => {
-                    if mismatch.is_some() {
-                        kept.push((k, s));
-                        continue;
-                    }
-                    let text = |s: &Stream, meta: &Meta| {
-                        s.events
-                            .get(i)
-                            .map_or("the end of the sequence".into(), |e| {
-                                format!("{} at {}", event_text(e), site_label(meta, e.shape.site()))
-                            })
-                    };
-                    mismatch = Some(Error::Mismatch(Box::new(crate::Mismatch {
-                        class: cname.clone(),
-                        index: i,
-                        a: inputs[k].name.clone(),
-                        ea: text(&s, &inputs[k].file.meta),
-                        b: inputs[kref].name.clone(),
-                        eb: text(&reference.1, &inputs[kref].file.meta),
-                    })));
-                    kept.push((k, s));
-                }
-            }
-        }
-        kept.push(reference);
+        Ok(())
+    }
+
+    /// The class's sequences that take part in the fit, the largest
+    /// input's last, each folded into items (calls, and loops whose step
+    /// counts may change with the size). Sequences that differ call by
+    /// call are folded and must then agree item by item; if they do not,
+    /// the first difference found is the error.
+    fn align(
+        &mut self,
+        cname: &str,
+        present: ClassSequences,
+    ) -> Result<(ClassSequences, Vec<Vec<Item>>), Error> {
+        let (kept, mismatch) = self.compare_with_largest(cname, present)?;
         // Sequences of different lengths may still align as loops whose
         // step counts change with the size.
         let folded: Vec<Vec<Item>> = match mismatch {
@@ -976,113 +1186,191 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
                 f
             }
         };
-        let grids: Vec<&[u64]> = kept.iter().map(|(k, _)| tops[*k].dims.as_slice()).collect();
-        let kps: Vec<f64> = kept
-            .iter()
-            .map(|(k, _)| ps[*k])
-            .chain([ps[ps.len() - 1]])
-            .collect();
-        let mut fitter = Fitter::new(
-            &cname,
-            &grids,
-            &dims,
-            &mut report.fields,
-            &mut field_seen,
-            &labels,
-        )
-        .borrowing(&mut laws)
-        .within(reach.iter().copied().max().unwrap_or(1));
-        let targets = fit_items(
-            &mut fitter,
-            &kept,
-            &folded,
-            &kps,
-            opts.timing,
-            &mut tally,
-            &mut report.timing,
-        )?;
-        let (mut trace, leaf_timing) = synthesize(rep, &targets, |_, _| Ok(()))?;
-        // Give each leaf the timing fitted for its events.
-        let mut by_leaf: HashMap<usize, PathTiming> = HashMap::new();
-        {
-            let mut ex = trace.expand();
-            let mut i = 0;
-            while ex.next().is_some() {
-                if let Some(EventTiming::Stats(pt, _)) = ex.timing()
-                    && let Some(Some(t)) = leaf_timing.get(i)
-                {
-                    by_leaf
-                        .entry(pt as *const PathTiming as usize)
-                        .or_insert_with(|| t.clone());
+        Ok((kept, folded))
+    }
+
+    /// Compares each input's sequence of the class with the largest
+    /// input's, call by call: an input whose grid is too small to have
+    /// every class (a degenerate grid, whose ranks may play several
+    /// roles) and differs is left out with a note; any other that differs
+    /// is kept, and the first such difference is returned as the error
+    /// to give if folding into loops does not reconcile them. Returns the
+    /// sequences kept, the largest input's last.
+    fn compare_with_largest(
+        &mut self,
+        cname: &str,
+        present: ClassSequences,
+    ) -> Result<(ClassSequences, Option<Error>), Error> {
+        let Some((kref, _)) = present.last().map(|(k, s)| (*k, s)) else {
+            return Err(Error::Unrealisable(format!(
+                "no input trace has {cname}, which the target grid has: give larger inputs"
+            )));
+        };
+        // Align on the largest input; a degenerate small grid may differ.
+        let mut kept: ClassSequences = Vec::new();
+        let mut mismatch: Option<Error> = None;
+        let mut all = present;
+        let reference = all.pop().expect("present is not empty");
+        for (k, s) in all {
+            match first_difference(&s, &reference.1) {
+                None => kept.push((k, s)),
+                Some(i) if self.layout.degenerate(&self.tops[k].dims) => {
+                    self.report.notes.push(format!(
+                        "{}: {cname} left out (its grid {} is too small to have every \
+                         class; event {i} differs)",
+                        self.inputs[k].name,
+                        describe_topology(&self.tops[k])
+                    ));
                 }
-                i += 1;
+                Some(i) => {
+                    if mismatch.is_none() {
+                        let (a, b) = ((k, &s), (kref, &reference.1));
+                        mismatch = Some(self.mismatch(cname, i, a, b));
+                    }
+                    kept.push((k, s));
+                }
             }
         }
-        // Per rank, a leaf runs `executions()` times: the fitted timing gets
-        // that count, and the group trace multiplies it by the class's size.
-        trace.map_leaf_timings(|leaf| {
-            let key = leaf.timing() as *const PathTiming as usize;
-            by_leaf.get(&key).map(|t| t.with_count(leaf.executions()))
-        });
-        report.events += leaf_timing.len() as u64 * ranks.len();
-        let group = MergedTrace::from_group(&trace, ranks.clone())
-            .ok_or_else(|| Error::Internal(format!("{cname}: the class trace spilled")))?;
-        report.classes.push((cname, ranks));
-        merged = Some(match merged {
-            None => group,
-            Some(m) => m.merge(group),
-        });
+        kept.push(reference);
+        Ok((kept, mismatch))
     }
-    let mut trace = merged.ok_or_else(|| Error::Internal("no classes".into()))?;
-    trace.normalize();
-    if lossy {
-        report.dropped = inputs
+
+    /// The error for two inputs whose sequences of the class differ at
+    /// event `i`, each given as (input index, sequence): the call each has
+    /// there, with its site, so that a user sees where the runs part.
+    fn mismatch(&self, cname: &str, i: usize, a: (usize, &Stream), b: (usize, &Stream)) -> Error {
+        let text = |(k, s): (usize, &Stream)| {
+            let meta = &self.inputs[k].file.meta;
+            s.events
+                .get(i)
+                .map_or("the end of the sequence".into(), |e| {
+                    format!("{} at {}", event_text(e), site_label(meta, e.shape.site()))
+                })
+        };
+        Error::Mismatch(Box::new(crate::Mismatch {
+            class: cname.to_string(),
+            index: i,
+            a: self.inputs[a.0].name.clone(),
+            ea: text(a),
+            b: self.inputs[b.0].name.clone(),
+            eb: text(b),
+        }))
+    }
+
+    /// The target's items of the class: every field fitted in the kept
+    /// inputs' grids (peer laws bounded by the stencil's reach, laws lent
+    /// between classes) and every timing field in the rank count.
+    fn fit(
+        &mut self,
+        cname: &str,
+        kept: &[(usize, Stream)],
+        folded: &[Vec<Item>],
+    ) -> Result<Vec<Target>, Error> {
+        let grids: Vec<&[u64]> = kept
             .iter()
-            .zip(&dropped)
-            .zip(&rank_lens)
-            .map(|((i, &d), lens)| Dropped {
-                input: i.name.clone(),
-                dropped: d,
-                events: lens.iter().sum(),
-            })
+            .map(|(k, _)| self.tops[*k].dims.as_slice())
             .collect();
+        let kps: Vec<f64> = kept
+            .iter()
+            .map(|(k, _)| self.ps[*k])
+            .chain([self.ps[self.ps.len() - 1]])
+            .collect();
+        let mut fitter = Fitter::new(
+            cname,
+            &grids,
+            self.dims,
+            &mut self.report.fields,
+            &mut self.field_seen,
+            &self.labels,
+        )
+        .borrowing(&mut self.laws)
+        .within(self.reach);
+        fit_items(
+            &mut fitter,
+            kept,
+            folded,
+            &kps,
+            self.opts.timing,
+            &mut self.tally,
+            &mut self.report.timing,
+        )
     }
-    for d in &report.dropped {
+}
+
+/// The trace of a class's representative rank `rep` at the target, and
+/// how many events it has. [`synthesize`] gives the fitted timing event by
+/// event, but the compressed trace keeps timing per leaf: each leaf takes
+/// the timing of the first event that landed in it.
+fn class_trace(rep: u64, targets: &[Target]) -> Result<(compress::Trace, u64), Error> {
+    let (mut trace, leaf_timing) = synthesize(rep, targets, |_, _| Ok(()))?;
+    // Give each leaf the timing fitted for its events.
+    let mut by_leaf: HashMap<usize, PathTiming> = HashMap::new();
+    {
+        let mut ex = trace.expand();
+        let mut i = 0;
+        while ex.next().is_some() {
+            if let Some(EventTiming::Stats(pt, _)) = ex.timing()
+                && let Some(Some(t)) = leaf_timing.get(i)
+            {
+                by_leaf
+                    .entry(pt as *const PathTiming as usize)
+                    .or_insert_with(|| t.clone());
+            }
+            i += 1;
+        }
+    }
+    // Per rank, a leaf runs `executions()` times: the fitted timing gets
+    // that count, and the group trace multiplies it by the class's size.
+    trace.map_leaf_timings(|leaf| {
+        let key = leaf.timing() as *const PathTiming as usize;
+        by_leaf.get(&key).map(|t| t.with_count(leaf.executions()))
+    });
+    Ok((trace, leaf_timing.len() as u64))
+}
+
+/// Lossy mode: what was dropped from each input, against the events it
+/// had, for the report and the `--max-drop` check.
+fn dropped_per_input(inputs: &[Input], dropped: &[u64], rank_lens: &[Vec<u64>]) -> Vec<Dropped> {
+    inputs
+        .iter()
+        .zip(dropped)
+        .zip(rank_lens)
+        .map(|((i, &d), lens)| Dropped {
+            input: i.name.clone(),
+            dropped: d,
+            events: lens.iter().sum(),
+        })
+        .collect()
+}
+
+/// Lossy mode keeps the dominant pattern only while it is what the trace
+/// shows: refuses when any input lost more than `max_drop` of its events,
+/// or had its all-to-all volume changed by more than that share.
+fn refuse_excess_loss(dropped: &[Dropped], volumes: &[Volume], max_drop: f64) -> Result<(), Error> {
+    for d in dropped {
         let share = d.dropped as f64 / d.events.max(1) as f64;
-        if share > opts.max_drop {
+        if share > max_drop {
             return Err(Error::TooMuchDropped {
                 input: d.input.clone(),
                 dropped: d.dropped,
                 events: d.events,
                 share: 100.0 * share,
-                max: 100.0 * opts.max_drop,
+                max: 100.0 * max_drop,
             });
         }
     }
-    for v in &volumes {
-        if v.change().abs() > opts.max_drop {
+    for v in volumes {
+        if v.change().abs() > max_drop {
             return Err(Error::TooMuchDropped {
                 input: v.input.clone(),
                 dropped: v.real.abs_diff(v.uniform),
                 events: v.real,
                 share: 100.0 * v.change().abs(),
-                max: 100.0 * opts.max_drop,
+                max: 100.0 * max_drop,
             });
         }
     }
-    let mut unverified = unverified_fields(&report, opts)?;
-    unverified.extend(volumes.iter().map(Volume::describe));
-    report.volumes = volumes;
-    Ok(finish(
-        inputs,
-        &sizes,
-        target_size,
-        opts,
-        report,
-        tally,
-        unverified,
-        trace,
-    ))
+    Ok(())
 }
 
 /// The extrapolated file and its report once the target's trace is
@@ -1095,7 +1383,7 @@ fn finish(
     target: u64,
     opts: &Options,
     mut report: Report,
-    tally: HashMap<String, usize>,
+    tally: Tally,
     unverified: Vec<String>,
     trace: MergedTrace,
 ) -> Extrapolated {

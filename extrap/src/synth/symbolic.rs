@@ -308,6 +308,13 @@ pub(super) fn extrapolate_with_plugin(
     plugin: &dyn Plugin,
     sizes: &[u64],
 ) -> Result<Extrapolated, Error> {
+    if opts.lossy || opts.snippet.is_some() || opts.dims.is_some() {
+        return Err(Error::BadDims(
+            "a plugin names every peer itself: it does not combine with --lossy, --snippet or \
+             --dims"
+                .into(),
+        ));
+    }
     let n = opts.ranks;
     if n > 1 << 16 {
         return Err(Error::BadDims(format!(
@@ -327,105 +334,181 @@ pub(super) fn extrapolate_with_plugin(
     let mut streams: Vec<Stream> = Vec::with_capacity(inputs.len());
     let mut tops = Vec::with_capacity(inputs.len());
     for (inp, &p) in inputs.iter().zip(sizes) {
-        let mut first: Option<(u64, Stream)> = None;
-        let mut infos = Vec::with_capacity(p as usize);
-        // Field patterns need every rank's events at once; peers alone
-        // are named one rank at a time, so memory stays one rank's.
-        let mut all = Vec::new();
-        if plugin.names_fields() {
-            all = (0..p)
-                .map(|r| stream(&inp.file, r, opts.ignore_sites))
-                .collect::<Result<Vec<_>, _>>()?;
-            symbolize_fields(&mut all, p, plugin, &site_functions(&inp.file.meta));
-        }
-        let mut all = all.into_iter();
-        for r in 0..p {
-            let mut st = match all.next() {
-                Some(st) => st,
-                None => stream(&inp.file, r, opts.ignore_sites)?,
-            };
-            symbolize_peers(&mut st, r, p, plugin);
-            if r == 1
-                && let Some((h, s0)) = &mut first
-                && agree_with_rank_one(s0, &st)
-            {
-                infos[0] = stream_info(s0);
-                *h = infos[0].stream;
-            }
-            let info = stream_info(&st);
-            if let Some((h, s0)) = &first
-                && *h != info.stream
-            {
-                let n = s0.events.len().min(st.events.len());
-                let at = (0..n).find(|&i| {
-                    let (a, b) = (&s0.events[i], &st.events[i]);
-                    a.shape != b.shape || a.params != b.params
-                });
-                return Err(Error::Inhomogeneous {
-                    file: inp.name.clone(),
-                    class: format!("all ranks, with plugin {:?}", plugin.name()),
-                    r1: 0,
-                    r2: r,
-                    first: match at {
-                        Some(i) => format!(
-                            "after the plugin's symbols, event {i} ({}) differs",
-                            st.events[i].shape.op().name()
-                        ),
-                        None => format!(
-                            "after the plugin's symbols, rank 0 has {} events, rank {r} has {}",
-                            s0.events.len(),
-                            st.events.len()
-                        ),
-                    },
-                });
-            }
-            if first.is_none() {
-                first = Some((info.stream, st));
-            }
-            infos.push(info);
-        }
-        tops.push(topology::detect_from(&infos, None)?);
-        streams.push(first.map(|(_, s)| s).ok_or(Error::MissingRank(0))?);
+        let (stream, top) = symbolic_stream(inp, p, opts, plugin)?;
+        tops.push(top);
+        streams.push(stream);
     }
     let kept: Vec<(usize, Stream)> = streams.into_iter().enumerate().collect();
-    let folded = fold_all(&kept);
-    let last = inputs.len() - 1;
-    if let Some((k, i)) = items_differ(&folded, &kept) {
-        let text = |it: Option<&Item>, s: &Stream| match it {
-            Some(Item::One(i)) => event_text(&s.events[*i]),
-            Some(Item::Run {
-                start, count, len, ..
-            }) => {
-                let calls = if *len == 1 {
-                    String::new()
-                } else {
-                    format!(" blocks of {len} calls from")
-                };
-                format!("a loop of {count}{calls} {}", event_text(&s.events[*start]))
-            }
-            None => "the end of the sequence".into(),
+    let folded = fold_symbolic(inputs, &kept, plugin)?;
+    let (mut report, tally, items) =
+        fit_symbolic(inputs, opts, plugin, sizes, tops, &kept, &folded)?;
+    let (mut trace, events) = generate_ranks(&items, n, plugin)?;
+    report.events += events;
+    trace.normalize();
+    let unverified = unverified_fields(&report, opts)?;
+    Ok(finish(
+        inputs, sizes, n, opts, report, tally, unverified, trace,
+    ))
+}
+
+/// The name of the one class of the plugin path, for the report and
+/// messages: every rank, since the plugin's symbols make them alike.
+fn plugin_class(plugin: &dyn Plugin) -> String {
+    format!("all ranks, with plugin {:?}", plugin.name())
+}
+
+/// One input of `p` ranks in symbols: rank 0's events, once every rank is
+/// shown to record the same after the plugin named its peers (and the
+/// tags and counts its field patterns name), and the topology of the
+/// symbolic ranks. Rank 0 stands for every rank on this path, so a rank
+/// that differs in symbols is the error.
+fn symbolic_stream(
+    inp: &Input,
+    p: u64,
+    opts: &Options,
+    plugin: &dyn Plugin,
+) -> Result<(Stream, Topology), Error> {
+    let mut first: Option<(u64, Stream)> = None;
+    let mut infos = Vec::with_capacity(p as usize);
+    // Field patterns need every rank's events at once; peers alone
+    // are named one rank at a time, so memory stays one rank's.
+    let mut all = Vec::new();
+    if plugin.names_fields() {
+        all = (0..p)
+            .map(|r| stream(&inp.file, r, opts.ignore_sites))
+            .collect::<Result<Vec<_>, _>>()?;
+        symbolize_fields(&mut all, p, plugin, &site_functions(&inp.file.meta));
+    }
+    let mut all = all.into_iter();
+    for r in 0..p {
+        let mut st = match all.next() {
+            Some(st) => st,
+            None => stream(&inp.file, r, opts.ignore_sites)?,
         };
+        symbolize_peers(&mut st, r, p, plugin);
+        if r == 1
+            && let Some((h, s0)) = &mut first
+            && agree_with_rank_one(s0, &st)
+        {
+            infos[0] = stream_info(s0);
+            *h = infos[0].stream;
+        }
+        let info = stream_info(&st);
+        if let Some((h, s0)) = &first
+            && *h != info.stream
+        {
+            return Err(inhomogeneous_symbols(inp, plugin, s0, &st, r));
+        }
+        if first.is_none() {
+            first = Some((info.stream, st));
+        }
+        infos.push(info);
+    }
+    let top = topology::detect_from(&infos, None)?;
+    let stream = first.map(|(_, s)| s).ok_or(Error::MissingRank(0))?;
+    Ok((stream, top))
+}
+
+/// The error for rank `r` of an input that, in symbols, still records
+/// other calls than rank 0 (`s0`): the plugin does not explain this
+/// program, and the first event where the two part says where.
+fn inhomogeneous_symbols(
+    inp: &Input,
+    plugin: &dyn Plugin,
+    s0: &Stream,
+    st: &Stream,
+    r: u64,
+) -> Error {
+    let n = s0.events.len().min(st.events.len());
+    let at = (0..n).find(|&i| {
+        let (a, b) = (&s0.events[i], &st.events[i]);
+        a.shape != b.shape || a.params != b.params
+    });
+    Error::Inhomogeneous {
+        file: inp.name.clone(),
+        class: plugin_class(plugin),
+        r1: 0,
+        r2: r,
+        first: match at {
+            Some(i) => format!(
+                "after the plugin's symbols, event {i} ({}) differs",
+                st.events[i].shape.op().name()
+            ),
+            None => format!(
+                "after the plugin's symbols, rank 0 has {} events, rank {r} has {}",
+                s0.events.len(),
+                st.events.len()
+            ),
+        },
+    }
+}
+
+/// The inputs' symbolic sequences folded into items, which must agree
+/// item by item (a loop over a pattern's steps may change its count with
+/// the size, nothing else may differ); otherwise the first difference is
+/// the error, naming each side's item against the largest input's.
+fn fold_symbolic(
+    inputs: &[Input],
+    kept: &[(usize, Stream)],
+    plugin: &dyn Plugin,
+) -> Result<Vec<Vec<Item>>, Error> {
+    let folded = fold_all(kept);
+    let last = inputs.len() - 1;
+    if let Some((k, i)) = items_differ(&folded, kept) {
         return Err(Error::Mismatch(Box::new(crate::Mismatch {
-            class: format!("all ranks, with plugin {:?}", plugin.name()),
+            class: plugin_class(plugin),
             index: i,
             a: inputs[k].name.clone(),
-            ea: text(folded[k].get(i), &kept[k].1),
+            ea: item_text(folded[k].get(i), &kept[k].1),
             b: inputs[last].name.clone(),
-            eb: text(folded[last].get(i), &kept[last].1),
+            eb: item_text(folded[last].get(i), &kept[last].1),
         })));
     }
-    // Counts and loop lengths are fitted in the plugin's process grid (NPB
-    // CG's nprows x npcols), or in P.
+    Ok(folded)
+}
+
+/// An item of a folded sequence in a message: its call, or the loop with
+/// its step count and block, or the end of the sequence.
+fn item_text(it: Option<&Item>, s: &Stream) -> String {
+    match it {
+        Some(Item::One(i)) => event_text(&s.events[*i]),
+        Some(Item::Run {
+            start, count, len, ..
+        }) => {
+            let calls = if *len == 1 {
+                String::new()
+            } else {
+                format!(" blocks of {len} calls from")
+            };
+            format!("a loop of {count}{calls} {}", event_text(&s.events[*start]))
+        }
+        None => "the end of the sequence".into(),
+    }
+}
+
+/// Fits the one class of the plugin path: its report (with the class
+/// listed), the timing methods' tally, and the target's items, whose
+/// fields still hold symbols. Counts and loop lengths are fitted in the
+/// plugin's process grid (NPB CG's nprows x npcols), or in P.
+fn fit_symbolic(
+    inputs: &[Input],
+    opts: &Options,
+    plugin: &dyn Plugin,
+    sizes: &[u64],
+    tops: Vec<Topology>,
+    kept: &[(usize, Stream)],
+    folded: &[Vec<Item>],
+) -> Result<(Report, Tally, Vec<Target>), Error> {
+    let n = opts.ranks;
     let grid = |p: u64| plugin.grid(p).unwrap_or_else(|| vec![p]);
     let grids: Vec<Vec<u64>> = sizes.iter().map(|&p| grid(p)).collect();
     let grid_refs: Vec<&[u64]> = grids.iter().map(Vec::as_slice).collect();
     let dims = grid(n);
     let wraps = vec![false; dims.len()];
     let mut report = Report::new(tops, dims.clone(), wraps);
-    report.classes.push((
-        format!("all ranks, with plugin {:?}", plugin.name()),
-        RankList::range(0, n as u32),
-    ));
+    report
+        .classes
+        .push((plugin_class(plugin), RankList::range(0, n as u32)));
     let mut seen = BTreeSet::new();
     let cname = report.classes[0].0.clone();
     let labels = site_labels(inputs);
@@ -441,28 +524,36 @@ pub(super) fn extrapolate_with_plugin(
     let mut tally = HashMap::new();
     let items = fit_items(
         &mut fitter,
-        &kept,
-        &folded,
+        kept,
+        folded,
         &ps,
         opts.timing,
         &mut tally,
         &mut report.timing,
     )?;
-    // Every rank of the target, one by one, merged as a traced run would be.
+    Ok((report, tally, items))
+}
+
+/// Every rank of the target, one by one, merged as a traced run would be:
+/// a plugin's peers follow no position class, so no rank can stand for
+/// others, and each rank's symbols become its own peers, tags and counts.
+/// Returns the merged trace and the events of all ranks.
+fn generate_ranks(
+    items: &[Target],
+    n: u64,
+    plugin: &dyn Plugin,
+) -> Result<(MergedTrace, u64), Error> {
     let mut traces: Vec<MergedTrace> = Vec::with_capacity(n as usize);
+    let mut total = 0;
     for r in 0..n {
         let mut memo = Memo::new(plugin, r, n);
-        let (t, events) = synthesize(r, &items, |t, params| {
+        let (t, events) = synthesize(r, items, |t, params| {
             concretize(params, &t.shape, &mut memo)
         })?;
-        report.events += events.len() as u64;
+        total += events.len() as u64;
         traces.push(MergedTrace::from_rank(&t));
     }
-    let mut trace = compress::merge::merge_binomial(traces, MergedTrace::merge)
+    let trace = compress::merge::merge_binomial(traces, MergedTrace::merge)
         .ok_or_else(|| Error::Internal("no ranks".into()))?;
-    trace.normalize();
-    let unverified = unverified_fields(&report, opts)?;
-    Ok(finish(
-        inputs, sizes, n, opts, report, tally, unverified, trace,
-    ))
+    Ok((trace, total))
 }
