@@ -299,209 +299,295 @@ pub fn correct(run: &mut Run, m: &Matching, opts: ClcOptions) -> ClcReport {
         checked,
         violations,
         largest_violation_ns,
+        intervals: spans.iter().map(|s| (2 * s.len()).saturating_sub(1)).sum(),
         ..ClcReport::default()
     };
     if violations == 0 {
-        report.intervals = spans.iter().map(|s| (2 * s.len()).saturating_sub(1)).sum();
         return report;
     }
     let syncs = Syncs {
         m,
         collectives: &collectives,
     };
-    // The timestamps as recorded, read in place: the corrected ones are
+    // The timestamps as recorded are read in place: the corrected ones are
     // written back at the end (a copy was 128 MB of smg1024's peak).
-    let orig = &spans;
-    // Which conditions each event feeds or waits for.
-    let lens: Vec<usize> = orig.iter().map(|s| s.len()).collect();
-    let feeds = ByEvent::new(&lens, &syncs, |s| &s.sources);
-    let waits = ByEvent::new(&lens, &syncs, |s| &s.targets);
-    let mut remaining: Vec<usize> = (0..syncs.len())
-        .map(|i| syncs.get(i).sources.len())
-        .collect();
-    let mut value: Vec<i64> = vec![i64::MIN; syncs.len()];
-    // The chain behind each condition's value and each point's time: how
-    // many jumps (each at most the largest violation plus its source's
-    // shift) add up to its shift (saturating: 2 bytes a point).
-    let mut value_chain: Vec<u16> = vec![0; syncs.len()];
-    // Points: 2i = enter of event i, 2i + 1 = its leave, walked in the
-    // order of their recorded times (an enter before its own leave on a
-    // tie). For events that follow each other this is the events' order;
-    // records that overlap on a rank (the published traces' nonblocking
-    // sends and receives, each from its post to its completion) are
-    // interleaved as they happened. Walked one record after the other,
-    // every enter that lies before the previous leave was pushed to it,
-    // and the exchange's records were serialised: shifts of up to 2,554 s
-    // on the published traces, with more violations after than before.
-    let n = run.ranks.len();
-    let point = |r: usize, p: usize| {
-        let s = orig[r][p / 2];
-        if p.is_multiple_of(2) { s.0 } else { s.1 }
-    };
-    let order: Vec<Vec<u32>> = (0..n)
-        .into_par_iter()
-        .map(|r| {
-            let mut o: Vec<u32> = (0..2 * orig[r].len() as u32).collect();
-            o.sort_by_key(|&p| point(r, p as usize));
-            o
-        })
-        .collect();
-    // Where each point is in its rank's order.
-    let mut at: Vec<Vec<u32>> = order.iter().map(|o| vec![0; o.len()]).collect();
-    for (r, o) in order.iter().enumerate() {
-        for (k, &p) in o.iter().enumerate() {
-            at[r][p as usize] = k as u32;
+    let clc = Clc::new(&spans, &syncs, lmin, gamma);
+    let mut fixed = clc.forward();
+    clc.amortise(&mut fixed);
+    clc.measure(&fixed, &mut report);
+    // The recorded times are not needed past here: `run` takes the
+    // corrected ones.
+    let at = clc.at;
+    report.moved = write_back(&at, &fixed, run, &mut report.max_shift_ns);
+    let spans: Vec<&[(i64, i64)]> = run.ranks.iter().map(|r| r.spans.as_slice()).collect();
+    report.remaining = count_violations(m, &collectives, &spans, lmin).1;
+    report
+}
+
+/// The controlled logical clock over one run: the recorded points in time
+/// order per rank, and which conditions each event feeds or waits for.
+struct Clc<'a> {
+    orig: &'a [&'a [(i64, i64)]],
+    syncs: &'a Syncs<'a>,
+    feeds: ByEvent,
+    waits: ByEvent,
+    /// Points: 2i = enter of event i, 2i + 1 = its leave, per rank in the
+    /// order of their recorded times (an enter before its own leave on a
+    /// tie). For events that follow each other this is the events' order;
+    /// records that overlap on a rank (the published traces' nonblocking
+    /// sends and receives, each from its post to its completion) are
+    /// interleaved as they happened. Walked one record after the other,
+    /// every enter that lies before the previous leave was pushed to it,
+    /// and the exchange's records were serialised: shifts of up to 2,554 s
+    /// on the published traces, with more violations after than before.
+    order: Vec<Vec<u32>>,
+    /// Where each point is in its rank's order.
+    at: Vec<Vec<u32>>,
+    lmin: i64,
+    gamma: f64,
+}
+
+/// The corrected times, by rank and position in [`Clc::order`].
+struct Corrected {
+    c: Vec<Vec<i64>>,
+    /// The chain behind each point's time: how many jumps (each at most the
+    /// largest violation plus its source's shift) add up to its shift
+    /// (saturating: 2 bytes a point).
+    ch: Vec<Vec<u16>>,
+    /// Per rank, the positions where a condition made the clock jump, and
+    /// by how much.
+    jumps: Vec<Vec<(usize, i64)>>,
+}
+
+impl<'a> Clc<'a> {
+    fn new(orig: &'a [&'a [(i64, i64)]], syncs: &'a Syncs<'a>, lmin: i64, gamma: f64) -> Clc<'a> {
+        let lens: Vec<usize> = orig.iter().map(|s| s.len()).collect();
+        let point = |r: usize, p: usize| {
+            let s = orig[r][p / 2];
+            if p.is_multiple_of(2) { s.0 } else { s.1 }
+        };
+        let order: Vec<Vec<u32>> = (0..orig.len())
+            .into_par_iter()
+            .map(|r| {
+                let mut o: Vec<u32> = (0..2 * orig[r].len() as u32).collect();
+                o.sort_by_key(|&p| point(r, p as usize));
+                o
+            })
+            .collect();
+        let mut at: Vec<Vec<u32>> = order.iter().map(|o| vec![0; o.len()]).collect();
+        for (r, o) in order.iter().enumerate() {
+            for (k, &p) in o.iter().enumerate() {
+                at[r][p as usize] = k as u32;
+            }
+        }
+        Clc {
+            orig,
+            syncs,
+            feeds: ByEvent::new(&lens, syncs, |s| &s.sources),
+            waits: ByEvent::new(&lens, syncs, |s| &s.targets),
+            order,
+            at,
+            lmin,
+            gamma,
         }
     }
-    let order_at = |r: usize, k: usize| order[r][k] as usize;
-    // Recorded and corrected time by position.
-    let t = |r: usize, k: usize| point(r, order_at(r, k));
-    let mut c: Vec<Vec<i64>> = order.iter().map(|o| vec![0; o.len()]).collect();
-    let mut ch: Vec<Vec<u16>> = order.iter().map(|o| vec![0; o.len()]).collect();
-    let mut jumps: Vec<Vec<(usize, i64)>> = vec![Vec::new(); n];
-    let mut cursor = vec![0usize; n];
-    let mut done_ranks = 0;
-    let mut force = false;
-    while done_ranks < n {
-        let mut progressed = false;
-        for r in 0..n {
-            let len = c[r].len();
-            while cursor[r] < len {
-                let k = cursor[r];
-                let p = order_at(r, k);
-                let ev = p / 2;
-                let leave = p % 2 == 1;
-                let conds = if leave { waits.get(r, ev) } else { &[] };
-                if !force && conds.iter().any(|&i| remaining[i as usize] > 0) {
-                    break;
-                }
-                let tp = t(r, k);
-                let carried = if k == 0 {
-                    tp
-                } else {
-                    let dt = (tp - t(r, k - 1)).max(0);
-                    c[r][k - 1] + (gamma * dt as f64) as i64
-                };
-                let base = tp.max(carried);
-                let (need, need_chain) = conds
-                    .iter()
-                    .map(|&i| (value[i as usize], value_chain[i as usize]))
-                    .max_by_key(|x| x.0)
-                    .unwrap_or((i64::MIN, 0));
-                let cp = base.max(need);
-                ch[r][k] = if cp > base {
-                    jumps[r].push((k, cp - base));
-                    need_chain.saturating_add(1)
-                } else if base > tp && k > 0 {
-                    // Carried from the rank's previous point (a shift that
-                    // only decays from there).
-                    ch[r][k - 1]
-                } else {
-                    0
-                };
-                c[r][k] = cp;
-                if !leave {
-                    for &i in feeds.get(r, ev) {
-                        let i = i as usize;
-                        if cp + lmin > value[i] {
-                            value[i] = cp + lmin;
-                            value_chain[i] = ch[r][k];
+
+    /// The point at position `k` of rank `r`'s order.
+    fn order_at(&self, r: usize, k: usize) -> usize {
+        self.order[r][k] as usize
+    }
+
+    /// The recorded time at position `k` of rank `r`'s order.
+    fn t(&self, r: usize, k: usize) -> i64 {
+        let p = self.order_at(r, k);
+        let s = self.orig[r][p / 2];
+        if p.is_multiple_of(2) { s.0 } else { s.1 }
+    }
+
+    /// The forward pass: every point is at least its recorded time, its
+    /// rank's previous point plus the elapsed time (damped by `gamma`), and
+    /// the value of every condition it waits for. A point waits until all
+    /// the sources of its conditions are placed.
+    fn forward(&self) -> Corrected {
+        let n = self.order.len();
+        let syncs = self.syncs;
+        let mut remaining: Vec<usize> = (0..syncs.len())
+            .map(|i| syncs.get(i).sources.len())
+            .collect();
+        let mut value: Vec<i64> = vec![i64::MIN; syncs.len()];
+        let mut value_chain: Vec<u16> = vec![0; syncs.len()];
+        let mut fixed = Corrected {
+            c: self.order.iter().map(|o| vec![0; o.len()]).collect(),
+            ch: self.order.iter().map(|o| vec![0; o.len()]).collect(),
+            jumps: vec![Vec::new(); n],
+        };
+        let (c, ch) = (&mut fixed.c, &mut fixed.ch);
+        let mut cursor = vec![0usize; n];
+        let mut done_ranks = 0;
+        let mut force = false;
+        while done_ranks < n {
+            let mut progressed = false;
+            for r in 0..n {
+                let len = c[r].len();
+                while cursor[r] < len {
+                    let k = cursor[r];
+                    let p = self.order_at(r, k);
+                    let ev = p / 2;
+                    let leave = p % 2 == 1;
+                    let conds = if leave { self.waits.get(r, ev) } else { &[] };
+                    if !force && conds.iter().any(|&i| remaining[i as usize] > 0) {
+                        break;
+                    }
+                    let tp = self.t(r, k);
+                    let carried = if k == 0 {
+                        tp
+                    } else {
+                        let dt = (tp - self.t(r, k - 1)).max(0);
+                        c[r][k - 1] + (self.gamma * dt as f64) as i64
+                    };
+                    let base = tp.max(carried);
+                    let (need, need_chain) = conds
+                        .iter()
+                        .map(|&i| (value[i as usize], value_chain[i as usize]))
+                        .max_by_key(|x| x.0)
+                        .unwrap_or((i64::MIN, 0));
+                    let cp = base.max(need);
+                    ch[r][k] = if cp > base {
+                        fixed.jumps[r].push((k, cp - base));
+                        need_chain.saturating_add(1)
+                    } else if base > tp && k > 0 {
+                        // Carried from the rank's previous point (a shift
+                        // that only decays from there).
+                        ch[r][k - 1]
+                    } else {
+                        0
+                    };
+                    c[r][k] = cp;
+                    if !leave {
+                        for &i in self.feeds.get(r, ev) {
+                            let i = i as usize;
+                            if cp + self.lmin > value[i] {
+                                value[i] = cp + self.lmin;
+                                value_chain[i] = ch[r][k];
+                            }
+                            remaining[i] = remaining[i].saturating_sub(1);
                         }
-                        remaining[i] = remaining[i].saturating_sub(1);
+                    }
+                    cursor[r] += 1;
+                    progressed = true;
+                    force = false;
+                    if cursor[r] == len {
+                        done_ranks += 1;
                     }
                 }
-                cursor[r] += 1;
-                progressed = true;
-                force = false;
-                if cursor[r] == len {
-                    done_ranks += 1;
-                }
+            }
+            // A cycle (an inconsistent matching): let the first blocked
+            // point go with what its conditions know so far.
+            if !progressed {
+                force = true;
             }
         }
-        // A cycle (an inconsistent matching): let the first blocked point
-        // go with what its conditions know so far.
-        if !progressed {
-            force = true;
-        }
+        fixed
     }
-    // Backward amortisation: spread each jump over the points since the
-    // previous synchronisation point of the rank.
-    let limit = |r: usize, ev: usize, c: &Vec<Vec<i64>>| -> i64 {
-        feeds
+
+    /// The latest time event `ev` of rank `r` may have so that every
+    /// condition it feeds still holds at its other ranks' targets.
+    fn limit(&self, r: usize, ev: usize, c: &[Vec<i64>]) -> i64 {
+        self.feeds
             .get(r, ev)
             .iter()
-            .flat_map(|&i| syncs.get(i as usize).targets)
+            .flat_map(|&i| self.syncs.get(i as usize).targets)
             .filter(|&(tr, _)| tr != r)
-            .map(|(tr, te)| c[tr][at[tr][2 * te + 1] as usize] - lmin)
+            .map(|(tr, te)| c[tr][self.at[tr][2 * te + 1] as usize] - self.lmin)
             .min()
             .unwrap_or(i64::MAX)
-    };
-    for r in 0..n {
-        for &(j, jump) in &jumps[r] {
-            // The ramp starts at the previous point with a condition (or
-            // the rank's start).
-            let start = (0..j)
-                .rev()
-                .find(|&q| order_at(r, q) % 2 == 1 && !waits.get(r, order_at(r, q) / 2).is_empty())
-                .unwrap_or(0);
-            let (c0, cj) = (c[r][start], c[r][j] - jump);
-            if j <= start + 1 || cj <= c0 {
-                continue;
-            }
-            let frac = |x: i64| (x - c0) as f64 / (cj - c0) as f64;
-            let mut eff = jump as f64;
-            for q in (start + 1..j).filter(|&q| order_at(r, q).is_multiple_of(2)) {
-                let f = frac(c[r][q]);
-                if f > 0.0 {
-                    let room = (limit(r, order_at(r, q) / 2, &c) - c[r][q]).max(0) as f64;
-                    eff = eff.min(room / f);
+    }
+
+    /// Backward amortisation: spreads each jump over the points since the
+    /// previous synchronisation point of the rank, so that the intervals
+    /// before a jump keep their proportions.
+    fn amortise(&self, fixed: &mut Corrected) {
+        for r in 0..self.order.len() {
+            for &(j, jump) in &fixed.jumps[r] {
+                // The ramp starts at the previous point with a condition
+                // (or the rank's start).
+                let start = (0..j)
+                    .rev()
+                    .find(|&q| {
+                        let p = self.order_at(r, q);
+                        p % 2 == 1 && !self.waits.get(r, p / 2).is_empty()
+                    })
+                    .unwrap_or(0);
+                let c = &fixed.c;
+                let (c0, cj) = (c[r][start], c[r][j] - jump);
+                if j <= start + 1 || cj <= c0 {
+                    continue;
                 }
-            }
-            let chain_j = ch[r][j];
-            for (x, chain) in c[r][start + 1..j].iter_mut().zip(&mut ch[r][start + 1..j]) {
-                let up = ((eff * frac(*x)) as i64).max(0);
-                *x += up;
-                if up > 0 {
-                    // Its own shift plus at most the jump's.
-                    *chain = chain.saturating_add(chain_j);
+                let frac = |x: i64| (x - c0) as f64 / (cj - c0) as f64;
+                let mut eff = jump as f64;
+                for q in (start + 1..j).filter(|&q| self.order_at(r, q).is_multiple_of(2)) {
+                    let f = frac(c[r][q]);
+                    if f > 0.0 {
+                        let room = (self.limit(r, self.order_at(r, q) / 2, c) - c[r][q]).max(0);
+                        eff = eff.min(room as f64 / f);
+                    }
+                }
+                let chain_j = fixed.ch[r][j];
+                let (cr, chr) = (&mut fixed.c[r], &mut fixed.ch[r]);
+                for (x, chain) in cr[start + 1..j].iter_mut().zip(&mut chr[start + 1..j]) {
+                    let up = ((eff * frac(*x)) as i64).max(0);
+                    *x += up;
+                    if up > 0 {
+                        // Its own shift plus at most the jump's.
+                        *chain = chain.saturating_add(chain_j);
+                    }
                 }
             }
         }
     }
-    // Measure, then write back.
-    report.max_shift_chain = (0..n)
-        .flat_map(|r| (0..c[r].len()).map(move |k| (r, k)))
-        .max_by_key(|&(r, k)| c[r][k] - t(r, k))
-        .map_or(0, |(r, k)| ch[r][k] as usize);
-    let mut changed = 0;
-    report.intervals = orig.iter().map(|s| (2 * s.len()).saturating_sub(1)).sum();
-    // Intervals between a rank's consecutive points in time order.
-    for (r, cr) in c.iter().enumerate() {
-        for k in 1..cr.len() {
-            let (da, db) = (t(r, k) - t(r, k - 1), cr[k] - cr[k - 1]);
-            let diff = (db - da).abs();
-            if diff > 100 && diff as f64 > (1.01 - gamma) * da.abs() as f64 {
-                changed += 1;
+
+    /// The longest chain behind a shift, and how many intervals between a
+    /// rank's consecutive points (in time order) changed by more than the
+    /// damping explains.
+    fn measure(&self, fixed: &Corrected, report: &mut ClcReport) {
+        let c = &fixed.c;
+        report.max_shift_chain = (0..c.len())
+            .flat_map(|r| (0..c[r].len()).map(move |k| (r, k)))
+            .max_by_key(|&(r, k)| c[r][k] - self.t(r, k))
+            .map_or(0, |(r, k)| fixed.ch[r][k] as usize);
+        let mut changed = 0;
+        for (r, cr) in c.iter().enumerate() {
+            for k in 1..cr.len() {
+                let (da, db) = (self.t(r, k) - self.t(r, k - 1), cr[k] - cr[k - 1]);
+                let diff = (db - da).abs();
+                if diff > 100 && diff as f64 > (1.01 - self.gamma) * da.abs() as f64 {
+                    changed += 1;
+                }
             }
         }
+        report.intervals_changed = changed;
     }
-    report.intervals_changed = changed;
+}
+
+/// Writes the corrected times into `run`'s spans (`at`: where each point
+/// is in its rank's time order); returns how many events moved, and raises
+/// `max_shift` to the largest shift.
+fn write_back(at: &[Vec<u32>], fixed: &Corrected, run: &mut Run, max_shift: &mut i64) -> usize {
+    let c = &fixed.c;
     let mut moved = 0;
-    for r in 0..n {
-        for (e, span) in run.ranks[r].spans.iter_mut().enumerate() {
-            let (enter, leave) = (c[r][at[r][2 * e] as usize], c[r][at[r][2 * e + 1] as usize]);
+    for (r, rank) in run.ranks.iter_mut().enumerate() {
+        let at = &at[r];
+        for (e, span) in rank.spans.iter_mut().enumerate() {
+            let (enter, leave) = (c[r][at[2 * e] as usize], c[r][at[2 * e + 1] as usize]);
             let new = (enter, leave.max(enter));
             if new != *span {
                 moved += 1;
             }
-            report.max_shift_ns = report.max_shift_ns.max(new.0 - span.0).max(new.1 - span.1);
+            *max_shift = (*max_shift).max(new.0 - span.0).max(new.1 - span.1);
             *span = new;
         }
     }
-    report.moved = moved;
-    let spans: Vec<&[(i64, i64)]> = run.ranks.iter().map(|r| r.spans.as_slice()).collect();
-    report.remaining = count_violations(m, &collectives, &spans, lmin).1;
-    report
+    moved
 }
 
 #[cfg(test)]
