@@ -8,11 +8,10 @@
 //! message (`invalid value 'NaN' for '--cutoff <CUTOFF>': ...`) and exits
 //! with its usage status, 2.
 
-/// The largest `--compute-scale` and `--bytes-scale`: a million times the
-/// recorded computation or message sizes is far beyond any what-if study,
-/// and keeps every scaled time finite (an infinite scale printed the
-/// predicted time as `+inf %` of the traced run).
-pub const MAX_SCALE: f64 = 1e6;
+use compress::emulation::parse_finite;
+
+#[cfg(test)]
+use compress::emulation::MAX_SCALE;
 
 /// The largest time per message (`simulate --L`, `--o`, `--g`), ns: a
 /// thousand seconds, far beyond any network, and small enough that the
@@ -40,36 +39,6 @@ pub fn finite_at_least(
     min: f64,
 ) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
     move |s: &str| parse_finite(s, min, f64::MAX)
-}
-
-/// What [`finite_in`] and [`finite_at_least`] check. The message leaves
-/// the value out: clap quotes it as given.
-fn parse_finite(s: &str, min: f64, max: f64) -> Result<f64, String> {
-    let want = if max == f64::MAX {
-        format!("a finite number of at least {}", bound(min))
-    } else {
-        format!("a finite number from {} to {}", bound(min), bound(max))
-    };
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("not a number (expected {want})"))?;
-    if !v.is_finite() {
-        return Err(format!("not a finite number (expected {want})"));
-    }
-    if v < min || v > max {
-        return Err(format!("out of range (expected {want})"));
-    }
-    Ok(v)
-}
-
-/// A range's bound as the options' help writes it: `1e6`, not `1000000`.
-fn bound(v: f64) -> String {
-    if v.abs() >= 1e5 {
-        format!("{v:e}")
-    } else {
-        format!("{v}")
-    }
 }
 
 #[cfg(test)]

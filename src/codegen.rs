@@ -16,7 +16,7 @@ pub struct Args {
     #[arg(short = 'o', long)]
     output: PathBuf,
     #[command(flatten)]
-    emulation: crate::emulation::Emulation,
+    emulation: compress::emulation::Emulation,
 }
 
 /// `rankscale codegen`.

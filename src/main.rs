@@ -10,7 +10,6 @@ mod analyze;
 mod args;
 mod check;
 mod codegen;
-mod emulation;
 mod export;
 mod extrap;
 mod import;

@@ -53,7 +53,7 @@ pub struct Args {
     #[arg(long = "S", value_name = "BYTES")]
     eager_limit: Option<u64>,
     #[command(flatten)]
-    emulation: crate::emulation::Emulation,
+    emulation: compress::emulation::Emulation,
     /// Cores shared by all ranks, for runs with more ranks than cores (an
     /// oversubscribed node): the ranks that compute share them fairly. By
     /// default every rank has a core of its own.

@@ -12,6 +12,7 @@ pub mod codec;
 mod depth;
 pub mod draws;
 mod dtype;
+pub mod emulation;
 pub mod event;
 pub mod file;
 #[cfg(feature = "fixtures")]
