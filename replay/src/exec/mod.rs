@@ -187,6 +187,33 @@ pub(super) fn elements(n: impl Into<i64>, span: i64) -> usize {
     usize::try_from(n.into().saturating_mul(span)).unwrap_or(0)
 }
 
+/// The elements of all blocks of `counts` together.
+pub(super) fn total(counts: &[c_int]) -> i64 {
+    counts.iter().map(|&x| i64::from(x)).sum()
+}
+
+/// Byte displacements of consecutive blocks of `counts` elements of
+/// `sizes` bytes each (a size below 1 taken as 1), in the integer type the
+/// call takes them in (`to`: `int` for Alltoallw, `MPI_Aint` for
+/// Neighbor_alltoallw), and the bytes of all blocks together.
+pub(super) fn byte_displs<T>(
+    counts: &[c_int],
+    sizes: &[i32],
+    to: impl Fn(usize) -> T,
+) -> (Vec<T>, usize) {
+    let mut off = 0usize;
+    let v = counts
+        .iter()
+        .zip(sizes)
+        .map(|(&n, &d)| {
+            let at = off;
+            off += usize::try_from(i64::from(n) * i64::from(d.max(1))).unwrap_or(0);
+            to(at)
+        })
+        .collect();
+    (v, off)
+}
+
 thread_local! {
     /// Payload blocks given back by dropped [`Buf`]s, for the next calls.
     static POOL: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -391,6 +418,12 @@ impl<'o> Replayer<'o> {
     fn count(&self, c: i64) -> c_int {
         let scaled = (c as f64 * self.opts.bytes_scale).round();
         scaled.clamp(0.0, f64::from(c_int::MAX)) as c_int
+    }
+
+    /// Recorded per-rank (or per-neighbour) element counts, each scaled
+    /// as [`Replayer::count`] scales one.
+    fn counts(&self, v: &[i32]) -> Vec<c_int> {
+        v.iter().map(|&x| self.count(i64::from(x))).collect()
     }
 
     /// A buffer of `n` random-looking bytes (a repeated random block; at
