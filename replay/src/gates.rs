@@ -278,125 +278,157 @@ impl Receiver {
         self.arrivals.push((c, k, pos));
     }
 
-    /// The event at position `p`.
+    /// The event at position `p`, handed to the stage of its family.
     fn event(&mut self, e: &Event, p: u64) {
         if e.failed() {
             return;
         }
         let pos = issued(p);
-        let comm = e.comm.0;
-        let blocking = e.matched.iter().find(|m| m.req.is_none());
-        let pattern = |t: compress::Transfer| (comm, t.peer.world(), t.tag.value());
         match e.op.family() {
-            Family::BlockingP2p => {
-                if let Some(t) = e.recv
-                    && t.peer != Peer::Null
-                {
-                    let p = pattern(t);
-                    let src = p.1.or(blocking.map(|m| m.source));
-                    let tg = p.2.or(blocking.map(|m| m.tag));
-                    if let (Some(s), Some(tg)) = (src, tg) {
-                        let wild = (p.1.is_none() || p.2.is_none()).then_some(p);
-                        self.received((comm, s, tg), pos, wild);
-                    }
-                }
-            }
-            Family::NonblockingP2p | Family::Persistent => match e.op {
-                Op::Irecv | Op::RecvInit => {
-                    let (Some(id), Some(t)) = (e.req, e.recv) else {
-                        return;
-                    };
-                    if t.peer == Peer::Null {
-                        return;
-                    }
-                    let p = pattern(t);
-                    self.reqs.insert(
-                        id,
-                        RecvReq {
-                            comm,
-                            src: p.1,
-                            tag: p.2,
-                            msg: None,
-                            held: 0,
-                            posted: 0,
-                            active: false,
-                            persistent: e.op == Op::RecvInit,
-                        },
-                    );
-                    if e.op == Op::Irecv {
-                        self.post(id, pos);
-                    }
-                }
-                Op::Start | Op::Startall => {
-                    for &id in &e.reqs {
-                        self.post(id, pos);
-                    }
-                }
-                Op::RequestFree => {
-                    for id in &e.reqs {
-                        self.reqs.remove(id);
-                    }
-                }
-                _ => {}
-            },
-            Family::Completion => {
-                if is_racy(e) {
-                    for id in e.reqs.iter().filter(|id| !e.done.contains(id)) {
-                        if let Some(r) = self.reqs.get_mut(id)
-                            && r.active
-                        {
-                            r.held = pos;
-                        }
-                    }
-                }
-                // Wildcard receives match in posting order: each is a
-                // stage of the call, the rest complete once it is issued.
-                let mut wild: Vec<(u64, ReqId)> = e
-                    .done
-                    .iter()
-                    .filter_map(|id| {
-                        let r = self.reqs.get(id)?;
-                        (r.active && r.msg.is_none()).then_some((r.posted, *id))
-                    })
-                    .collect();
-                wild.sort_unstable();
-                let staged = wild.len() > 1;
-                for (j, &(_, id)) in wild.iter().enumerate() {
-                    let at = if staged { stage(p, j as u64) } else { pos };
-                    self.complete(id, e, at, staged);
-                }
-                for &id in &e.done {
-                    self.complete(id, e, pos, false);
-                }
-            }
-            Family::Probe => {
-                let Some(t) = e.recv else { return };
-                let p = pattern(t);
-                let wild = p.1.is_none() || p.2.is_none();
-                let found = blocking.map(|m| (comm, m.source, m.tag));
-                match e.op {
-                    Op::Probe | Op::Iprobe if e.flag != Some(false) => {
-                        if let Some(c) = found {
-                            let k = self.assigned.get(&c).map_or(0, |a| a.0);
-                            self.arrivals.push((c, k, pos));
-                            if wild {
-                                self.hold(p, pos, Some(c));
-                            }
-                        }
-                    }
-                    Op::Mprobe | Op::Improbe if e.flag != Some(false) => {
-                        if let Some(c) = found {
-                            self.received(c, pos, wild.then_some(p));
-                        }
-                    }
-                    Op::Iprobe | Op::Improbe => self.hold(p, pos, None),
-                    _ => {}
-                }
-            }
-            Family::Collective => self.colls.push((comm, before(p), pos)),
+            Family::BlockingP2p => self.blocking_receive(e, pos),
+            Family::NonblockingP2p | Family::Persistent => self.receive_request(e, pos),
+            Family::Completion => self.completion(e, p),
+            Family::Probe => self.probe(e, pos),
+            Family::Collective => self.colls.push((e.comm.0, before(p), pos)),
             _ => {}
         }
     }
+
+    /// A blocking call that receives (`Recv`, `Sendrecv`...), issued at
+    /// `pos`: its message is known once its source and tag are, recorded
+    /// or (for a wildcard) matched.
+    fn blocking_receive(&mut self, e: &Event, pos: u64) {
+        if let Some(t) = e.recv
+            && t.peer != Peer::Null
+        {
+            let p = pattern(e, t);
+            let blocking = blocking_match(e);
+            let src = p.1.or(blocking.map(|m| m.source));
+            let tg = p.2.or(blocking.map(|m| m.tag));
+            if let (Some(s), Some(tg)) = (src, tg) {
+                let wild = (p.1.is_none() || p.2.is_none()).then_some(p);
+                self.received((e.comm.0, s, tg), pos, wild);
+            }
+        }
+    }
+
+    /// A nonblocking or persistent point-to-point call at `pos`: a receive
+    /// request is entered (and posted, unless persistent), started,
+    /// or freed.
+    fn receive_request(&mut self, e: &Event, pos: u64) {
+        match e.op {
+            Op::Irecv | Op::RecvInit => {
+                let (Some(id), Some(t)) = (e.req, e.recv) else {
+                    return;
+                };
+                if t.peer == Peer::Null {
+                    return;
+                }
+                let p = pattern(e, t);
+                self.reqs.insert(
+                    id,
+                    RecvReq {
+                        comm: e.comm.0,
+                        src: p.1,
+                        tag: p.2,
+                        msg: None,
+                        held: 0,
+                        posted: 0,
+                        active: false,
+                        persistent: e.op == Op::RecvInit,
+                    },
+                );
+                if e.op == Op::Irecv {
+                    self.post(id, pos);
+                }
+            }
+            Op::Start | Op::Startall => {
+                for &id in &e.reqs {
+                    self.post(id, pos);
+                }
+            }
+            Op::RequestFree => {
+                for id in &e.reqs {
+                    self.reqs.remove(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A completion call at position `p`: a racy one holds the receives it
+    /// did not complete; the receives it completed take their messages,
+    /// wildcard ones stage by stage.
+    fn completion(&mut self, e: &Event, p: u64) {
+        let pos = issued(p);
+        if is_racy(e) {
+            for id in e.reqs.iter().filter(|id| !e.done.contains(id)) {
+                if let Some(r) = self.reqs.get_mut(id)
+                    && r.active
+                {
+                    r.held = pos;
+                }
+            }
+        }
+        // Wildcard receives match in posting order: each is a stage of the
+        // call, the rest complete once it is issued.
+        let mut wild: Vec<(u64, ReqId)> = e
+            .done
+            .iter()
+            .filter_map(|id| {
+                let r = self.reqs.get(id)?;
+                (r.active && r.msg.is_none()).then_some((r.posted, *id))
+            })
+            .collect();
+        wild.sort_unstable();
+        let staged = wild.len() > 1;
+        for (j, &(_, id)) in wild.iter().enumerate() {
+            let at = if staged { stage(p, j as u64) } else { pos };
+            self.complete(id, e, at, staged);
+        }
+        for &id in &e.done {
+            self.complete(id, e, pos, false);
+        }
+    }
+
+    /// A probe at `pos`: a successful one waits for its message (and a
+    /// matched probe takes it); a wildcard one holds the other channels,
+    /// a failed poll its whole pattern.
+    fn probe(&mut self, e: &Event, pos: u64) {
+        let Some(t) = e.recv else { return };
+        let p = pattern(e, t);
+        let wild = p.1.is_none() || p.2.is_none();
+        let found = blocking_match(e).map(|m| (e.comm.0, m.source, m.tag));
+        match e.op {
+            Op::Probe | Op::Iprobe if e.flag != Some(false) => {
+                if let Some(c) = found {
+                    let k = self.assigned.get(&c).map_or(0, |a| a.0);
+                    self.arrivals.push((c, k, pos));
+                    if wild {
+                        self.hold(p, pos, Some(c));
+                    }
+                }
+            }
+            Op::Mprobe | Op::Improbe if e.flag != Some(false) => {
+                if let Some(c) = found {
+                    self.received(c, pos, wild.then_some(p));
+                }
+            }
+            Op::Iprobe | Op::Improbe => self.hold(p, pos, None),
+            _ => {}
+        }
+    }
+}
+
+/// The receive pattern of `e`'s side `t`: its communicator, and the
+/// source and tag, `None` where a wildcard.
+fn pattern(e: &Event, t: compress::Transfer) -> Pattern {
+    (e.comm.0, t.peer.world(), t.tag.value())
+}
+
+/// The match of a blocking receive or probe (the one without a request).
+fn blocking_match(e: &Event) -> Option<&compress::Matched> {
+    e.matched.iter().find(|m| m.req.is_none())
 }
 
 /// The gates a rank opens, from its own events in recorded order: for

@@ -305,7 +305,32 @@ fn give_up(
     let mut rank: c_int = 0;
     // SAFETY: a valid communicator and out-parameter.
     check(unsafe { PMPI_Comm_rank(comm, &mut rank) }, "MPI_Comm_rank")?;
-    // This rank's waits: position, receiver, and the message.
+    let local = placed_waits(held, events);
+    let releases = release_points(mine);
+    let waits_all = gather_signed(&local, comm, p, rank)?;
+    let rel_all = gather_signed(&releases, comm, p, rank)?;
+    let mut verdict: Vec<i64> = Vec::new();
+    if rank == 0 {
+        let (waits, keys) = joined_waits(&waits_all, &rel_all);
+        for i in impossible_waits(trace, p, &waits) {
+            verdict.extend(keys[i]);
+        }
+    }
+    let verdict = broadcast_verdict(verdict, comm)?;
+    let mut given_up = 0;
+    for v in verdict.chunks_exact(5) {
+        if v[0] == i64::from(rank) {
+            held.remove(&((v[1] as u32, v[2] as i32, v[3] as i32), v[4] as u64));
+            given_up += 1;
+        }
+    }
+    Ok(given_up)
+}
+
+/// This rank's waits, five integers each: the position of the send event
+/// (1-based), the receiver, and the message (communicator, tag, index)
+/// of every held send among `events`.
+fn placed_waits(held: &HashSet<(Chan, u64)>, events: impl Iterator<Item = Event>) -> Vec<i64> {
     let mut local: Vec<i64> = Vec::new();
     if !held.is_empty() {
         let mut counter = SendCounter::default();
@@ -323,9 +348,14 @@ fn give_up(
             }
         }
     }
-    // The receivers' release points, which the senders do not know: each
-    // receiver's gates travel with the waits they answer, so rank 0 joins
-    // them by message.
+    local
+}
+
+/// The receiver's release points, which the senders do not know, five
+/// integers each (sender, communicator, tag, index, fine position): each
+/// receiver's gates travel with the waits they answer, so rank 0 joins
+/// them by message.
+fn release_points(mine: &[Gate]) -> Vec<i64> {
     let mut releases: Vec<i64> = Vec::new();
     for g in mine {
         releases.extend([
@@ -336,60 +366,74 @@ fn give_up(
             g.after as i64,
         ]);
     }
-    // Signed values travel as their bit patterns.
-    let gathered = |v: &[i64]| -> Result<Vec<Vec<i64>>> {
-        let bits: Vec<u64> = v.iter().map(|&x| x as u64).collect();
-        Ok(gather(&bits, comm, p, rank)?
-            .into_iter()
-            .map(|r| r.into_iter().map(|x| x as i64).collect())
-            .collect())
-    };
-    let waits_all = gathered(&local)?;
-    let rel_all = gathered(&releases)?;
-    let mut verdict: Vec<i64> = Vec::new();
-    if rank == 0 {
-        // (receiver, sender, comm, tag, k) -> after
-        let mut after = std::collections::HashMap::new();
-        for (receiver, rows) in rel_all.iter().enumerate() {
-            for r in rows.chunks_exact(5) {
-                after.insert((receiver as i64, r[0], r[1], r[2], r[3]), r[4] as u64);
-            }
-        }
-        let mut waits = Vec::new();
-        let mut keys = Vec::new();
-        for (sender, rows) in waits_all.iter().enumerate() {
-            for w in rows.chunks_exact(5) {
-                let Some(&a) = after.get(&(w[1], sender as i64, w[2], w[3], w[4])) else {
-                    continue;
-                };
-                waits.push(Wait {
-                    sender: sender as i32,
-                    at: w[0] as u64,
-                    receiver: w[1] as i32,
-                    after: a,
-                });
-                keys.push([sender as i64, w[2], w[1], w[3], w[4]]);
-            }
-        }
-        let dropped = if waits.is_empty() {
-            Vec::new()
-        } else if trace.total_events() <= CAUSALITY_EVENTS {
-            let flows: Vec<Flow> = (0..p as u32)
-                .map(|r| {
-                    trace
-                        .rank_trace(r)
-                        .map(|t| Flow::of(t.expand()))
-                        .unwrap_or_default()
-                })
-                .collect();
-            inconsistent(&flows, &waits)
-        } else {
-            deadlocked(&waits)
-        };
-        for i in dropped {
-            verdict.extend(keys[i]);
+    releases
+}
+
+/// [`gather`] of signed integers, which travel as their bit patterns.
+fn gather_signed(v: &[i64], comm: MPI_Comm, p: usize, rank: c_int) -> Result<Vec<Vec<i64>>> {
+    let bits: Vec<u64> = v.iter().map(|&x| x as u64).collect();
+    Ok(gather(&bits, comm, p, rank)?
+        .into_iter()
+        .map(|r| r.into_iter().map(|x| x as i64).collect())
+        .collect())
+}
+
+/// On rank 0: every rank's waits ([`placed_waits`], by sender) joined
+/// with the release point of their message ([`release_points`], by
+/// receiver), each with the key that names it in the verdict (sender,
+/// communicator, receiver, tag, index). A wait whose message no receiver
+/// releases is left out.
+fn joined_waits(waits_all: &[Vec<i64>], rel_all: &[Vec<i64>]) -> (Vec<Wait>, Vec<[i64; 5]>) {
+    // (receiver, sender, comm, tag, k) -> after
+    let mut after = std::collections::HashMap::new();
+    for (receiver, rows) in rel_all.iter().enumerate() {
+        for r in rows.chunks_exact(5) {
+            after.insert((receiver as i64, r[0], r[1], r[2], r[3]), r[4] as u64);
         }
     }
+    let mut waits = Vec::new();
+    let mut keys = Vec::new();
+    for (sender, rows) in waits_all.iter().enumerate() {
+        for w in rows.chunks_exact(5) {
+            let Some(&a) = after.get(&(w[1], sender as i64, w[2], w[3], w[4])) else {
+                continue;
+            };
+            waits.push(Wait {
+                sender: sender as i32,
+                at: w[0] as u64,
+                receiver: w[1] as i32,
+                after: a,
+            });
+            keys.push([sender as i64, w[2], w[1], w[3], w[4]]);
+        }
+    }
+    (waits, keys)
+}
+
+/// On rank 0: the waits (indices into `waits`) to give up, those against
+/// the causal order of `trace`'s `p` ranks ([`inconsistent`]) or, beyond
+/// [`CAUSALITY_EVENTS`], those that wait on each other ([`deadlocked`]).
+fn impossible_waits(trace: &compress::MergedTrace, p: usize, waits: &[Wait]) -> Vec<usize> {
+    if waits.is_empty() {
+        Vec::new()
+    } else if trace.total_events() <= CAUSALITY_EVENTS {
+        let flows: Vec<Flow> = (0..p as u32)
+            .map(|r| {
+                trace
+                    .rank_trace(r)
+                    .map(|t| Flow::of(t.expand()))
+                    .unwrap_or_default()
+            })
+            .collect();
+        inconsistent(&flows, waits)
+    } else {
+        deadlocked(waits)
+    }
+}
+
+/// Rank 0's verdict (the keys of the waits given up, five integers each)
+/// on every rank: its length, then its integers, broadcast from rank 0.
+fn broadcast_verdict(mut verdict: Vec<i64>, comm: MPI_Comm) -> Result<Vec<i64>> {
     let mut n = verdict.len() as c_int;
     check(
         // SAFETY: one int, then `n` 64-bit integers, from rank 0.
@@ -404,14 +448,7 @@ fn give_up(
             "MPI_Bcast",
         )?;
     }
-    let mut given_up = 0;
-    for v in verdict.chunks_exact(5) {
-        if v[0] == i64::from(rank) {
-            held.remove(&((v[1] as u32, v[2] as i32, v[3] as i32), v[4] as u64));
-            given_up += 1;
-        }
-    }
-    Ok(given_up)
+    Ok(verdict)
 }
 
 /// Gathers every rank's integers on rank 0 (outside the traced API), one

@@ -12,7 +12,11 @@ use mpi_helpers::{
 use mpi_sys::*;
 
 use super::requests::Keep;
-use super::{Replayer, check, elements, predefined, request_null, span, stand_in_note};
+use super::{
+    Buf, Replayer, byte_displs, check, elements, predefined, request_null, span, stand_in_note,
+    total,
+};
+use crate::tokens::displacements;
 
 /// How a collective event is issued: its blocking call, its nonblocking
 /// `I` form, or its persistent `_init` form (whose request each traced
@@ -101,29 +105,6 @@ fn int_type(d: i64) -> Result<MPI_Datatype> {
     })
 }
 
-/// The send and receive buffer arguments of a rooted or gathering
-/// collective: `MPI_IN_PLACE` replaces the receive buffer of a scatter and
-/// the send buffer of everything else.
-fn places(
-    in_place: bool,
-    scatter: bool,
-    marker: *mut c_void,
-    sb: &[u8],
-    rb: &mut [u8],
-) -> (*const c_void, *mut c_void) {
-    let sp = if in_place && !scatter {
-        marker.cast_const()
-    } else {
-        sb.as_ptr().cast()
-    };
-    let rp = if in_place && scatter {
-        marker
-    } else {
-        rb.as_mut_ptr().cast()
-    };
-    (sp, rp)
-}
-
 /// A user reduction that leaves the result as it is: replays a user-defined
 /// (`other`) reduction without knowing its code.
 unsafe extern "C" fn keep_op(
@@ -132,6 +113,92 @@ unsafe extern "C" fn keep_op(
     _len: *mut c_int,
     _ty: *mut MPI_Datatype,
 ) {
+}
+
+/// A global collective on its way to MPI: what the calls of its family
+/// take from the event and the communicator (`c`, from this replay's
+/// table), fixed before any buffer is made.
+#[derive(Clone, Copy)]
+struct Coll<'e> {
+    e: &'e Event,
+    c: MPI_Comm,
+    /// The ranks a gathering or scattering buffer holds a block for
+    /// ([`group_size`]).
+    np: usize,
+    root: c_int,
+    /// The value of `MPI_IN_PLACE`.
+    in_place: *mut c_void,
+    send: Transfer,
+    recv: Transfer,
+    /// The blocking form of the operation, which names its family.
+    base: Op,
+}
+
+impl Coll<'_> {
+    /// The send and receive buffer arguments of the call: `MPI_IN_PLACE`
+    /// replaces the receive buffer of an in-place scatter and the send
+    /// buffer of every other in-place call.
+    fn places(&self, scatter: bool, sb: &[u8], rb: &mut [u8]) -> (*const c_void, *mut c_void) {
+        let in_place = self.e.in_place;
+        let sp = if in_place && !scatter {
+            self.in_place.cast_const()
+        } else {
+            sb.as_ptr().cast()
+        };
+        let rp = if in_place && scatter {
+            self.in_place
+        } else {
+            rb.as_mut_ptr().cast()
+        };
+        (sp, rp)
+    }
+}
+
+/// A collective (global or neighbourhood) from its issue to its settling
+/// ([`Replayer::settle_collective`]): how it is issued, the request MPI
+/// gives it, and the memory MPI may use until it is complete.
+pub(super) struct InFlight {
+    pub(super) mode: Issue,
+    pub(super) req: MPI_Request,
+    /// Every buffer passed to the call, held here or in `keep` with the
+    /// arrays (a moved `Vec` keeps its heap block in place) until the
+    /// blocking call returns, the untraced request of yield mode
+    /// completes, or the traced request enters the request table with
+    /// them.
+    pub(super) bufs: Vec<Buf>,
+    pub(super) keep: Keep,
+}
+
+impl InFlight {
+    /// Before the call of `op` is issued: no request, nothing held yet.
+    pub(super) fn new(op: Op) -> InFlight {
+        InFlight {
+            mode: Issue::of(op),
+            req: request_null(),
+            bufs: Vec::new(),
+            keep: Keep::default(),
+        }
+    }
+}
+
+/// The ranks a collective on `c` has a block for in its buffers: its
+/// size, or an inter-communicator's remote size (its buffers hold a block
+/// per rank of the remote group).
+fn group_size(c: MPI_Comm) -> Result<usize> {
+    let (mut size, mut inter): (c_int, c_int) = (0, 0);
+    // SAFETY: `c` is a live communicator of this replay; the call writes
+    // its int out-parameter.
+    let rc = unsafe { PMPI_Comm_test_inter(c, &mut inter) };
+    check(rc, "MPI_Comm_test_inter")?;
+    let rc = if inter != 0 {
+        // SAFETY: as above.
+        unsafe { PMPI_Comm_remote_size(c, &mut size) }
+    } else {
+        // SAFETY: as above.
+        unsafe { PMPI_Comm_size(c, &mut size) }
+    };
+    check(rc, "MPI_Comm_size")?;
+    Ok(usize::try_from(size).unwrap_or(0))
 }
 
 impl Replayer<'_> {
@@ -185,453 +252,487 @@ impl Replayer<'_> {
         })
     }
 
-    /// Blocking and nonblocking collectives. Returns the bytes sent.
+    /// Blocking, nonblocking and persistent collectives: the call of the
+    /// event's family is issued, then settled. Returns the bytes sent.
     pub(super) fn collective(&mut self, e: &Event) -> Result<f64> {
         let c = self.comm(e.comm)?;
-        let (mut size, mut inter): (c_int, c_int) = (0, 0);
-        // An inter-communicator's buffers hold a block per rank of its
-        // remote group.
-        // SAFETY: `c` is a live communicator of this replay; the call
-        // writes its int out-parameter.
-        let rc = unsafe { PMPI_Comm_test_inter(c, &mut inter) };
-        check(rc, "MPI_Comm_test_inter")?;
-        let rc = if inter != 0 {
-            // SAFETY: as above.
-            unsafe { PMPI_Comm_remote_size(c, &mut size) }
-        } else {
-            // SAFETY: as above.
-            unsafe { PMPI_Comm_size(c, &mut size) }
-        };
-        check(rc, "MPI_Comm_size")?;
-        let np = usize::try_from(size).unwrap_or(0);
-        let root = e.root.unwrap_or(0);
-        // SAFETY: reading the value of MPI_IN_PLACE.
-        let in_place = unsafe { rs_in_place() };
+        let np = group_size(c)?;
         let zero = Transfer::collective(0, 1);
-        let send = e.send.unwrap_or(zero);
-        let recv = e.recv.unwrap_or(zero);
-        let base = e.op.blocking_form();
-        let mode = Issue::of(e.op);
-        let mut req = request_null();
-        // Every buffer and array passed to the calls below is held by
-        // `bufs` or `keep` (a moved `Vec` keeps its heap block in place)
-        // until the blocking call returns, the untraced request of yield
-        // mode completes, or the traced request enters the request table
-        // with them; `c` comes from this replay's table.
-        let mut bufs: Vec<super::Buf> = Vec::new();
-        let mut keep = Keep::default();
-        // Displacements for v collectives, in elements.
-        let displs = crate::tokens::displacements;
-        let counts = |v: &[i32], s: &Self| -> Vec<c_int> {
-            v.iter().map(|&x| s.count(i64::from(x))).collect()
+        let k = Coll {
+            e,
+            c,
+            np,
+            root: e.root.unwrap_or(0),
+            // SAFETY: reading the value of MPI_IN_PLACE.
+            in_place: unsafe { rs_in_place() },
+            send: e.send.unwrap_or(zero),
+            recv: e.recv.unwrap_or(zero),
+            base: e.op.blocking_form(),
         };
-        let mut sent = 0f64;
-        let rc = match base {
-            Op::Barrier => {
-                // SAFETY: no buffers; `req` is a valid out-parameter.
-                unsafe {
-                    issue!(
-                        mode, self.yield_colls;
-                        MPI_Barrier(c),
-                        MPI_Ibarrier(c, &mut req),
-                        PMPI_Ibarrier(c, &mut req),
-                        MPI_Barrier_init(c, info_null(), &mut req)
-                    )
-                }
-            }
-            Op::Bcast => {
-                let (n, ty, mut b) = self.side(&send)?;
-                sent = elements(n, send.dsize) as f64;
-                let p = b.as_mut_ptr().cast();
-                bufs.push(b);
-                // SAFETY: `p` points at `n` elements of `ty`, held by `bufs`;
-                // `root` is a rank of `c` (the trace check made sure).
-                unsafe {
-                    issue!(
-                        mode, self.yield_colls;
-                        MPI_Bcast(p, n, ty, root, c),
-                        MPI_Ibcast(p, n, ty, root, c, &mut req),
-                        PMPI_Ibcast(p, n, ty, root, c, &mut req),
-                        MPI_Bcast_init(p, n, ty, root, c, info_null(), &mut req)
-                    )
-                }
-            }
-            Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
-                let (op, ty) = self.reduction(e.redop, &send)?;
-                let n = self.count(send.count);
-                let bytes = elements(n, span(ty, send.dsize));
-                let sb = self.buf(bytes);
-                let mut rb = self.buf(bytes);
-                sent = elements(n, send.dsize) as f64;
-                let sp = if e.in_place {
-                    in_place.cast_const()
-                } else {
-                    sb.as_ptr().cast()
-                };
-                let rp = rb.as_mut_ptr().cast();
-                bufs.push(sb);
-                bufs.push(rb);
-                // `op` is a built-in operation or this replay's own.
-                match base {
-                    // SAFETY: `sp` (unless in place) and `rp` hold `n`
-                    // elements of `ty` in `bufs`; `root` is a rank of `c`
-                    // (the trace check made sure).
-                    Op::Reduce => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Reduce(sp, rp, n, ty, op, root, c),
-                            MPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req),
-                            PMPI_Ireduce(sp, rp, n, ty, op, root, c, &mut req),
-                            MPI_Reduce_init(sp, rp, n, ty, op, root, c, info_null(), &mut req)
-                        )
-                    },
-                    // SAFETY: `sp` (unless in place) and `rp` hold `n`
-                    // elements of `ty` in `bufs`.
-                    Op::Allreduce => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Allreduce(sp, rp, n, ty, op, c),
-                            MPI_Iallreduce(sp, rp, n, ty, op, c, &mut req),
-                            PMPI_Iallreduce(sp, rp, n, ty, op, c, &mut req),
-                            MPI_Allreduce_init(sp, rp, n, ty, op, c, info_null(), &mut req)
-                        )
-                    },
-                    // SAFETY: `sp` (unless in place) and `rp` hold `n`
-                    // elements of `ty` in `bufs`.
-                    Op::Scan => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Scan(sp, rp, n, ty, op, c),
-                            MPI_Iscan(sp, rp, n, ty, op, c, &mut req),
-                            PMPI_Iscan(sp, rp, n, ty, op, c, &mut req),
-                            MPI_Scan_init(sp, rp, n, ty, op, c, info_null(), &mut req)
-                        )
-                    },
-                    // SAFETY: `sp` (unless in place) and `rp` hold `n`
-                    // elements of `ty` in `bufs`.
-                    _ => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Exscan(sp, rp, n, ty, op, c),
-                            MPI_Iexscan(sp, rp, n, ty, op, c, &mut req),
-                            PMPI_Iexscan(sp, rp, n, ty, op, c, &mut req),
-                            MPI_Exscan_init(sp, rp, n, ty, op, c, info_null(), &mut req)
-                        )
-                    },
-                }
-            }
+        let mut f = InFlight::new(e.op);
+        let (rc, sent) = match k.base {
+            Op::Barrier => self.barrier(&k, &mut f)?,
+            Op::Bcast => self.bcast(&k, &mut f)?,
+            Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => self.reduce(&k, &mut f)?,
             Op::Gather | Op::Scatter | Op::Allgather | Op::Alltoall => {
-                let (sn, sty, sb) = self.side(&send)?;
-                let (rn, rty, _) = self.side(&recv)?;
-                let (s_one, r_one) = (
-                    elements(sn, span(sty, send.dsize)),
-                    elements(rn, span(rty, recv.dsize)),
-                );
-                // How many blocks of one rank's count each side holds.
-                let (s_fan, r_fan) = match base {
-                    Op::Scatter => (np, 1),
-                    Op::Alltoall => (np, np),
-                    _ => (1, np),
-                };
-                let (s_all, r_all) = (s_one * s_fan, r_one * r_fan);
-                let sb = if base == Op::Scatter || base == Op::Alltoall {
-                    self.buf(s_all)
-                } else {
-                    sb
-                };
-                let mut rb = self.buf(r_all.max(r_one));
-                sent = (elements(sn, send.dsize) * s_fan) as f64;
-                let (sp, rp) = places(e.in_place, base == Op::Scatter, in_place, &sb, &mut rb);
-                bufs.push(sb);
-                bufs.push(rb);
-                // `sp` and `rp` (either may be MPI_IN_PLACE) point into
-                // `sb` and `rb`, held by `bufs`, and a rooted call's `root`
-                // is a rank of `c` (the trace check made sure).
-                match base {
-                    // SAFETY: `sp` holds `sn` elements of `sty`, `rp` room for
-                    // `np` times `rn` elements of `rty`.
-                    Op::Gather => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Gather(sp, sn, sty, rp, rn, rty, root, c),
-                            MPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req),
-                            PMPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut req),
-                            MPI_Gather_init(sp, sn, sty, rp, rn, rty, root, c, info_null(), &mut req)
-                        )
-                    },
-                    // SAFETY: `sp` holds `np` times `sn` elements of `sty`,
-                    // `rp` room for `rn` elements of `rty`.
-                    Op::Scatter => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Scatter(sp, sn, sty, rp, rn, rty, root, c),
-                            MPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req),
-                            PMPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut req),
-                            MPI_Scatter_init(sp, sn, sty, rp, rn, rty, root, c, info_null(), &mut req)
-                        )
-                    },
-                    // SAFETY: `sp` holds `sn` elements of `sty`, `rp` room for
-                    // `np` times `rn` elements of `rty`.
-                    Op::Allgather => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Allgather(sp, sn, sty, rp, rn, rty, c),
-                            MPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req),
-                            PMPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut req),
-                            MPI_Allgather_init(sp, sn, sty, rp, rn, rty, c, info_null(), &mut req)
-                        )
-                    },
-                    // SAFETY: `sp` holds `np` times `sn` elements of `sty`,
-                    // `rp` room for `np` times `rn` elements of `rty`.
-                    _ => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Alltoall(sp, sn, sty, rp, rn, rty, c),
-                            MPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req),
-                            PMPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut req),
-                            MPI_Alltoall_init(sp, sn, sty, rp, rn, rty, c, info_null(), &mut req)
-                        )
-                    },
-                }
+                self.block_per_rank(&k, &mut f)?
             }
             Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv => {
-                let (sn, sty, _) = self.side(&send)?;
-                let (rn, rty, _) = self.side(&recv)?;
-                let scounts = if e.send_counts.is_empty() {
-                    vec![sn; np]
-                } else {
-                    counts(&e.send_counts, self)
-                };
-                let rcounts = if e.recv_counts.is_empty() {
-                    vec![rn; np]
-                } else {
-                    counts(&e.recv_counts, self)
-                };
-                let (sd, rd) = (displs(&scounts), displs(&rcounts));
-                let sum = |v: &[c_int]| v.iter().map(|&x| i64::from(x)).sum::<i64>();
-                let selems = match base {
-                    Op::Gatherv | Op::Allgatherv => i64::from(sn),
-                    _ => sum(&scounts),
-                };
-                let relems = match base {
-                    Op::Scatterv => i64::from(rn),
-                    _ => sum(&rcounts),
-                };
-                let sb = self.buf(elements(selems, span(sty, send.dsize)));
-                let mut rb = self.buf(elements(relems, span(rty, recv.dsize)));
-                sent = elements(selems, send.dsize) as f64;
-                let (sp, rp) = places(e.in_place, base == Op::Scatterv, in_place, &sb, &mut rb);
-                let (scp, sdp, rcp, rdp) =
-                    (scounts.as_ptr(), sd.as_ptr(), rcounts.as_ptr(), rd.as_ptr());
-                // The count and displacement arrays have one entry per rank
-                // of `c` (the trace check made sure of the recorded lists)
-                // and the displacements are the prefix sums of the counts;
-                // `sp` and `rp` (either may be MPI_IN_PLACE) point into `sb`
-                // and `rb`, sized for the sum of the counts on a side with a
-                // list, for `sn` or `rn` elements on the other; the buffers go
-                // into `bufs` and the arrays into `keep` right after the
-                // call; a rooted call's `root` is a rank of `c`.
-                let rc = match base {
-                    // SAFETY: `sp` holds `sn` elements of `sty`; the blocks of
-                    // `rcp` and `rdp` lie within `rp`.
-                    Op::Gatherv => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Gatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c),
-                            MPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req),
-                            PMPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut req),
-                            MPI_Gatherv_init(sp, sn, sty, rp, rcp, rdp, rty, root, c, info_null(), &mut req)
-                        )
-                    },
-                    // SAFETY: the blocks of `scp` and `sdp` lie within `sp`;
-                    // `rp` has room for `rn` elements of `rty`.
-                    Op::Scatterv => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Scatterv(sp, scp, sdp, sty, rp, rn, rty, root, c),
-                            MPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req),
-                            PMPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut req),
-                            MPI_Scatterv_init(sp, scp, sdp, sty, rp, rn, rty, root, c, info_null(), &mut req)
-                        )
-                    },
-                    // SAFETY: `sp` holds `sn` elements of `sty`; the blocks of
-                    // `rcp` and `rdp` lie within `rp`.
-                    Op::Allgatherv => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c),
-                            MPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req),
-                            PMPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut req),
-                            MPI_Allgatherv_init(sp, sn, sty, rp, rcp, rdp, rty, c, info_null(), &mut req)
-                        )
-                    },
-                    // SAFETY: the blocks of `scp` and `sdp` lie within `sp`,
-                    // those of `rcp` and `rdp` within `rp`.
-                    _ => unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Alltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c),
-                            MPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req),
-                            PMPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut req),
-                            MPI_Alltoallv_init(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, info_null(), &mut req)
-                        )
-                    },
-                };
-                bufs.push(sb);
-                bufs.push(rb);
-                keep.ints.extend([scounts, sd, rcounts, rd]);
-                rc
+                self.counted_blocks(&k, &mut f)?
             }
-            Op::Alltoallw => {
-                let sc = counts(&e.send_counts, self);
-                let rcn = counts(&e.recv_counts, self);
-                let mut stys = Vec::with_capacity(np);
-                let mut rtys = Vec::with_capacity(np);
-                for &d in &e.send_dsizes {
-                    stys.push(self.dtype(i64::from(d))?);
-                }
-                for &d in &e.recv_dsizes {
-                    rtys.push(self.dtype(i64::from(d))?);
-                }
-                let bdispl = |cnt: &[c_int], ds: &[i32]| -> (Vec<c_int>, usize) {
-                    let mut off = 0usize;
-                    let v = cnt
-                        .iter()
-                        .zip(ds)
-                        .map(|(&n, &d)| {
-                            let o = off;
-                            off += usize::try_from(i64::from(n) * i64::from(d.max(1))).unwrap_or(0);
-                            o as c_int
-                        })
-                        .collect();
-                    (v, off)
-                };
-                let (sd, sbytes) = bdispl(&sc, &e.send_dsizes);
-                let (rd, rbytes) = bdispl(&rcn, &e.recv_dsizes);
-                let sb = self.buf(sbytes);
-                let mut rb = self.buf(rbytes);
-                sent = sbytes as f64;
-                let sp = if e.in_place {
-                    in_place.cast_const()
-                } else {
-                    sb.as_ptr().cast()
-                };
-                let rp = rb.as_mut_ptr().cast();
-                let (scp, sdp, rcp, rdp) = (
-                    if e.in_place {
-                        std::ptr::null()
-                    } else {
-                        sc.as_ptr()
-                    },
-                    if e.in_place {
-                        std::ptr::null()
-                    } else {
-                        sd.as_ptr()
-                    },
-                    rcn.as_ptr(),
-                    rd.as_ptr(),
-                );
-                let (stp, rtp) = (
-                    if e.in_place {
-                        std::ptr::null()
-                    } else {
-                        stys.as_ptr()
-                    },
-                    rtys.as_ptr(),
-                );
-                // SAFETY: count, byte-displacement and datatype arrays have
-                // one entry per rank of `c` (the trace check made sure of
-                // the recorded lists); `sb` and `rb` hold the sums of
-                // count times datatype size the displacements add up to
-                // (the send side is ignored in place); the buffers go into
-                // `bufs` and the arrays into `keep` right after the call.
-                let rc = unsafe {
-                    issue!(
-                        mode, self.yield_colls;
-                        MPI_Alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c),
-                        MPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req),
-                        PMPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut req),
-                        MPI_Alltoallw_init(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, info_null(), &mut req)
-                    )
-                };
-                bufs.push(sb);
-                bufs.push(rb);
-                keep.ints.extend([sc, sd, rcn, rd]);
-                keep.types.extend([stys, rtys]);
-                rc
-            }
-            Op::ReduceScatter | Op::ReduceScatterBlock => {
-                let (op, ty) = self.reduction(e.redop, &recv)?;
-                let rcounts = if base == Op::ReduceScatter {
-                    counts(&e.recv_counts, self)
-                } else {
-                    vec![self.count(recv.count); np]
-                };
-                let total: i64 = rcounts.iter().map(|&x| i64::from(x)).sum();
-                let sb = self.buf(elements(total, span(ty, recv.dsize)));
-                let mut rb = self.buf(elements(total, span(ty, recv.dsize)));
-                sent = elements(total, recv.dsize) as f64;
-                let sp = if e.in_place {
-                    in_place.cast_const()
-                } else {
-                    sb.as_ptr().cast()
-                };
-                let rp = rb.as_mut_ptr().cast();
-                // `sp` (unless MPI_IN_PLACE) and `rp` point into `sb` and
-                // `rb`, which go into `bufs` right after the call, as
-                // `rcounts` goes into `keep`.
-                let rc = if base == Op::ReduceScatter {
-                    // SAFETY: `rcounts` has one entry per rank of `c` (the
-                    // trace check made sure of the recorded list); `sp` and
-                    // `rp` hold their sum in elements of `ty`.
-                    unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Reduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c),
-                            MPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req),
-                            PMPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut req),
-                            MPI_Reduce_scatter_init(sp, rp, rcounts.as_ptr(), ty, op, c, info_null(), &mut req)
-                        )
-                    }
-                } else {
-                    let n = rcounts.first().copied().unwrap_or(0);
-                    // SAFETY: `sp` and `rp` hold `np` times `n` elements of
-                    // `ty`.
-                    unsafe {
-                        issue!(
-                            mode, self.yield_colls;
-                            MPI_Reduce_scatter_block(sp, rp, n, ty, op, c),
-                            MPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req),
-                            PMPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut req),
-                            MPI_Reduce_scatter_block_init(sp, rp, n, ty, op, c, info_null(), &mut req)
-                        )
-                    }
-                };
-                bufs.push(sb);
-                bufs.push(rb);
-                keep.ints.push(rcounts);
-                rc
-            }
+            Op::Alltoallw => self.alltoallw(&k, &mut f)?,
+            Op::ReduceScatter | Op::ReduceScatterBlock => self.reduce_scatter(&k, &mut f)?,
             op => bail!("{} is not replayed yet", op.name()),
         };
         check(rc, e.op.name())?;
-        self.settle_collective(e, mode, req, bufs, keep)?;
+        self.settle_collective(e, f)?;
         Ok(sent)
+    }
+
+    /// `Barrier`, which moves no data. Returns the MPI return code and
+    /// the bytes sent (none), as every family's issue does.
+    fn barrier(&mut self, k: &Coll, f: &mut InFlight) -> Result<(c_int, f64)> {
+        let c = k.c;
+        // SAFETY: no buffers; `f.req` is a valid out-parameter.
+        let rc = unsafe {
+            issue!(
+                f.mode, self.yield_colls;
+                MPI_Barrier(c),
+                MPI_Ibarrier(c, &mut f.req),
+                PMPI_Ibarrier(c, &mut f.req),
+                MPI_Barrier_init(c, info_null(), &mut f.req)
+            )
+        };
+        Ok((rc, 0.0))
+    }
+
+    /// `Bcast`: one buffer of the recorded count, the root's sent to all.
+    /// Returns the MPI return code and the bytes sent.
+    fn bcast(&mut self, k: &Coll, f: &mut InFlight) -> Result<(c_int, f64)> {
+        let Coll { c, root, send, .. } = *k;
+        let (n, ty, mut b) = self.side(&send)?;
+        let sent = elements(n, send.dsize) as f64;
+        let p = b.as_mut_ptr().cast();
+        f.bufs.push(b);
+        // SAFETY: `p` points at `n` elements of `ty`, held by `f.bufs`;
+        // `root` is a rank of `c` (the trace check made sure).
+        let rc = unsafe {
+            issue!(
+                f.mode, self.yield_colls;
+                MPI_Bcast(p, n, ty, root, c),
+                MPI_Ibcast(p, n, ty, root, c, &mut f.req),
+                PMPI_Ibcast(p, n, ty, root, c, &mut f.req),
+                MPI_Bcast_init(p, n, ty, root, c, info_null(), &mut f.req)
+            )
+        };
+        Ok((rc, sent))
+    }
+
+    /// `Reduce`, `Allreduce`, `Scan` and `Exscan`: a send and a receive
+    /// buffer of the recorded count, reduced with the operation and type
+    /// of [`Replayer::reduction`]. Returns the MPI return code and the
+    /// bytes sent.
+    fn reduce(&mut self, k: &Coll, f: &mut InFlight) -> Result<(c_int, f64)> {
+        let Coll {
+            e,
+            c,
+            root,
+            send,
+            base,
+            ..
+        } = *k;
+        let (op, ty) = self.reduction(e.redop, &send)?;
+        let n = self.count(send.count);
+        let bytes = elements(n, span(ty, send.dsize));
+        let sb = self.buf(bytes);
+        let mut rb = self.buf(bytes);
+        let sent = elements(n, send.dsize) as f64;
+        let (sp, rp) = k.places(false, &sb, &mut rb);
+        f.bufs.push(sb);
+        f.bufs.push(rb);
+        // `op` is a built-in operation or this replay's own.
+        let rc = match base {
+            // SAFETY: `sp` (unless in place) and `rp` hold `n` elements of
+            // `ty` in `f.bufs`; `root` is a rank of `c` (the trace check
+            // made sure).
+            Op::Reduce => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Reduce(sp, rp, n, ty, op, root, c),
+                    MPI_Ireduce(sp, rp, n, ty, op, root, c, &mut f.req),
+                    PMPI_Ireduce(sp, rp, n, ty, op, root, c, &mut f.req),
+                    MPI_Reduce_init(sp, rp, n, ty, op, root, c, info_null(), &mut f.req)
+                )
+            },
+            // SAFETY: `sp` (unless in place) and `rp` hold `n` elements of
+            // `ty` in `f.bufs`.
+            Op::Allreduce => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Allreduce(sp, rp, n, ty, op, c),
+                    MPI_Iallreduce(sp, rp, n, ty, op, c, &mut f.req),
+                    PMPI_Iallreduce(sp, rp, n, ty, op, c, &mut f.req),
+                    MPI_Allreduce_init(sp, rp, n, ty, op, c, info_null(), &mut f.req)
+                )
+            },
+            // SAFETY: `sp` (unless in place) and `rp` hold `n` elements of
+            // `ty` in `f.bufs`.
+            Op::Scan => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Scan(sp, rp, n, ty, op, c),
+                    MPI_Iscan(sp, rp, n, ty, op, c, &mut f.req),
+                    PMPI_Iscan(sp, rp, n, ty, op, c, &mut f.req),
+                    MPI_Scan_init(sp, rp, n, ty, op, c, info_null(), &mut f.req)
+                )
+            },
+            // SAFETY: `sp` (unless in place) and `rp` hold `n` elements of
+            // `ty` in `f.bufs`.
+            _ => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Exscan(sp, rp, n, ty, op, c),
+                    MPI_Iexscan(sp, rp, n, ty, op, c, &mut f.req),
+                    PMPI_Iexscan(sp, rp, n, ty, op, c, &mut f.req),
+                    MPI_Exscan_init(sp, rp, n, ty, op, c, info_null(), &mut f.req)
+                )
+            },
+        };
+        Ok((rc, sent))
+    }
+
+    /// `Gather`, `Scatter`, `Allgather` and `Alltoall`: one block of the
+    /// recorded count per rank on the side that gathers or scatters (both
+    /// for `Alltoall`), one block on the other. Returns the MPI return
+    /// code and the bytes sent.
+    fn block_per_rank(&mut self, k: &Coll, f: &mut InFlight) -> Result<(c_int, f64)> {
+        let Coll {
+            c,
+            np,
+            root,
+            send,
+            recv,
+            base,
+            ..
+        } = *k;
+        let (sn, sty, sb) = self.side(&send)?;
+        let (rn, rty, _) = self.side(&recv)?;
+        let (s_one, r_one) = (
+            elements(sn, span(sty, send.dsize)),
+            elements(rn, span(rty, recv.dsize)),
+        );
+        // How many blocks of one rank's count each side holds.
+        let (s_fan, r_fan) = match base {
+            Op::Scatter => (np, 1),
+            Op::Alltoall => (np, np),
+            _ => (1, np),
+        };
+        let (s_all, r_all) = (s_one * s_fan, r_one * r_fan);
+        let sb = if base == Op::Scatter || base == Op::Alltoall {
+            self.buf(s_all)
+        } else {
+            sb
+        };
+        let mut rb = self.buf(r_all.max(r_one));
+        let sent = (elements(sn, send.dsize) * s_fan) as f64;
+        let (sp, rp) = k.places(base == Op::Scatter, &sb, &mut rb);
+        f.bufs.push(sb);
+        f.bufs.push(rb);
+        // `sp` and `rp` (either may be MPI_IN_PLACE) point into `sb` and
+        // `rb`, held by `f.bufs`, and a rooted call's `root` is a rank of
+        // `c` (the trace check made sure).
+        let rc = match base {
+            // SAFETY: `sp` holds `sn` elements of `sty`, `rp` room for `np`
+            // times `rn` elements of `rty`.
+            Op::Gather => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Gather(sp, sn, sty, rp, rn, rty, root, c),
+                    MPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut f.req),
+                    PMPI_Igather(sp, sn, sty, rp, rn, rty, root, c, &mut f.req),
+                    MPI_Gather_init(sp, sn, sty, rp, rn, rty, root, c, info_null(), &mut f.req)
+                )
+            },
+            // SAFETY: `sp` holds `np` times `sn` elements of `sty`, `rp`
+            // room for `rn` elements of `rty`.
+            Op::Scatter => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Scatter(sp, sn, sty, rp, rn, rty, root, c),
+                    MPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut f.req),
+                    PMPI_Iscatter(sp, sn, sty, rp, rn, rty, root, c, &mut f.req),
+                    MPI_Scatter_init(sp, sn, sty, rp, rn, rty, root, c, info_null(), &mut f.req)
+                )
+            },
+            // SAFETY: `sp` holds `sn` elements of `sty`, `rp` room for `np`
+            // times `rn` elements of `rty`.
+            Op::Allgather => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Allgather(sp, sn, sty, rp, rn, rty, c),
+                    MPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut f.req),
+                    PMPI_Iallgather(sp, sn, sty, rp, rn, rty, c, &mut f.req),
+                    MPI_Allgather_init(sp, sn, sty, rp, rn, rty, c, info_null(), &mut f.req)
+                )
+            },
+            // SAFETY: `sp` holds `np` times `sn` elements of `sty`, `rp`
+            // room for `np` times `rn` elements of `rty`.
+            _ => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Alltoall(sp, sn, sty, rp, rn, rty, c),
+                    MPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut f.req),
+                    PMPI_Ialltoall(sp, sn, sty, rp, rn, rty, c, &mut f.req),
+                    MPI_Alltoall_init(sp, sn, sty, rp, rn, rty, c, info_null(), &mut f.req)
+                )
+            },
+        };
+        Ok((rc, sent))
+    }
+
+    /// The per-rank element counts of a v collective's send and receive
+    /// sides: the recorded lists, or for a side without a list (the
+    /// root's single block, say) its one count (`sn`, `rn`) for every rank.
+    fn per_rank_counts(&self, k: &Coll, sn: c_int, rn: c_int) -> (Vec<c_int>, Vec<c_int>) {
+        let (e, np) = (k.e, k.np);
+        let scounts = if e.send_counts.is_empty() {
+            vec![sn; np]
+        } else {
+            self.counts(&e.send_counts)
+        };
+        let rcounts = if e.recv_counts.is_empty() {
+            vec![rn; np]
+        } else {
+            self.counts(&e.recv_counts)
+        };
+        (scounts, rcounts)
+    }
+
+    /// `Gatherv`, `Scatterv`, `Allgatherv` and `Alltoallv`: blocks of the
+    /// recorded per-rank counts ([`Replayer::per_rank_counts`]) one after
+    /// the other. Returns the MPI return code and the bytes sent.
+    fn counted_blocks(&mut self, k: &Coll, f: &mut InFlight) -> Result<(c_int, f64)> {
+        let Coll {
+            c,
+            root,
+            send,
+            recv,
+            base,
+            ..
+        } = *k;
+        let (sn, sty, _) = self.side(&send)?;
+        let (rn, rty, _) = self.side(&recv)?;
+        let (scounts, rcounts) = self.per_rank_counts(k, sn, rn);
+        let (sd, rd) = (displacements(&scounts), displacements(&rcounts));
+        let selems = match base {
+            Op::Gatherv | Op::Allgatherv => i64::from(sn),
+            _ => total(&scounts),
+        };
+        let relems = match base {
+            Op::Scatterv => i64::from(rn),
+            _ => total(&rcounts),
+        };
+        let sb = self.buf(elements(selems, span(sty, send.dsize)));
+        let mut rb = self.buf(elements(relems, span(rty, recv.dsize)));
+        let sent = elements(selems, send.dsize) as f64;
+        let (sp, rp) = k.places(base == Op::Scatterv, &sb, &mut rb);
+        let (scp, sdp, rcp, rdp) = (scounts.as_ptr(), sd.as_ptr(), rcounts.as_ptr(), rd.as_ptr());
+        // The count and displacement arrays have one entry per rank of `c`
+        // (the trace check made sure of the recorded lists) and the
+        // displacements are the prefix sums of the counts; `sp` and `rp`
+        // (either may be MPI_IN_PLACE) point into `sb` and `rb`, sized for
+        // the sum of the counts on a side with a list, for `sn` or `rn`
+        // elements on the other; the buffers go into `f.bufs` and the
+        // arrays into `f.keep` right after the call; a rooted call's `root`
+        // is a rank of `c`.
+        let rc = match base {
+            // SAFETY: `sp` holds `sn` elements of `sty`; the blocks of `rcp`
+            // and `rdp` lie within `rp`.
+            Op::Gatherv => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Gatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c),
+                    MPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut f.req),
+                    PMPI_Igatherv(sp, sn, sty, rp, rcp, rdp, rty, root, c, &mut f.req),
+                    MPI_Gatherv_init(sp, sn, sty, rp, rcp, rdp, rty, root, c, info_null(), &mut f.req)
+                )
+            },
+            // SAFETY: the blocks of `scp` and `sdp` lie within `sp`; `rp`
+            // has room for `rn` elements of `rty`.
+            Op::Scatterv => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Scatterv(sp, scp, sdp, sty, rp, rn, rty, root, c),
+                    MPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut f.req),
+                    PMPI_Iscatterv(sp, scp, sdp, sty, rp, rn, rty, root, c, &mut f.req),
+                    MPI_Scatterv_init(sp, scp, sdp, sty, rp, rn, rty, root, c, info_null(), &mut f.req)
+                )
+            },
+            // SAFETY: `sp` holds `sn` elements of `sty`; the blocks of `rcp`
+            // and `rdp` lie within `rp`.
+            Op::Allgatherv => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Allgatherv(sp, sn, sty, rp, rcp, rdp, rty, c),
+                    MPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut f.req),
+                    PMPI_Iallgatherv(sp, sn, sty, rp, rcp, rdp, rty, c, &mut f.req),
+                    MPI_Allgatherv_init(sp, sn, sty, rp, rcp, rdp, rty, c, info_null(), &mut f.req)
+                )
+            },
+            // SAFETY: the blocks of `scp` and `sdp` lie within `sp`, those
+            // of `rcp` and `rdp` within `rp`.
+            _ => unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Alltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c),
+                    MPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut f.req),
+                    PMPI_Ialltoallv(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, &mut f.req),
+                    MPI_Alltoallv_init(sp, scp, sdp, sty, rp, rcp, rdp, rty, c, info_null(), &mut f.req)
+                )
+            },
+        };
+        f.bufs.push(sb);
+        f.bufs.push(rb);
+        f.keep.ints.extend([scounts, sd, rcounts, rd]);
+        Ok((rc, sent))
+    }
+
+    /// `Alltoallw`: a block per rank of the recorded count and datatype
+    /// size, at byte displacements. Returns the MPI return code and the
+    /// bytes sent.
+    fn alltoallw(&mut self, k: &Coll, f: &mut InFlight) -> Result<(c_int, f64)> {
+        let Coll { e, c, np, .. } = *k;
+        let sc = self.counts(&e.send_counts);
+        let rcn = self.counts(&e.recv_counts);
+        let mut stys = Vec::with_capacity(np);
+        let mut rtys = Vec::with_capacity(np);
+        for &d in &e.send_dsizes {
+            stys.push(self.dtype(i64::from(d))?);
+        }
+        for &d in &e.recv_dsizes {
+            rtys.push(self.dtype(i64::from(d))?);
+        }
+        let (sd, sbytes) = byte_displs(&sc, &e.send_dsizes, |at| at as c_int);
+        let (rd, rbytes) = byte_displs(&rcn, &e.recv_dsizes, |at| at as c_int);
+        let sb = self.buf(sbytes);
+        let mut rb = self.buf(rbytes);
+        let sent = sbytes as f64;
+        let (sp, rp) = k.places(false, &sb, &mut rb);
+        let (scp, sdp, rcp, rdp) = (
+            if e.in_place {
+                std::ptr::null()
+            } else {
+                sc.as_ptr()
+            },
+            if e.in_place {
+                std::ptr::null()
+            } else {
+                sd.as_ptr()
+            },
+            rcn.as_ptr(),
+            rd.as_ptr(),
+        );
+        let (stp, rtp) = (
+            if e.in_place {
+                std::ptr::null()
+            } else {
+                stys.as_ptr()
+            },
+            rtys.as_ptr(),
+        );
+        // SAFETY: count, byte-displacement and datatype arrays have one
+        // entry per rank of `c` (the trace check made sure of the recorded
+        // lists); `sb` and `rb` hold the sums of count times datatype size
+        // the displacements add up to (the send side is ignored in place);
+        // the buffers go into `f.bufs` and the arrays into `f.keep` right
+        // after the call.
+        let rc = unsafe {
+            issue!(
+                f.mode, self.yield_colls;
+                MPI_Alltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c),
+                MPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut f.req),
+                PMPI_Ialltoallw(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, &mut f.req),
+                MPI_Alltoallw_init(sp, scp, sdp, stp, rp, rcp, rdp, rtp, c, info_null(), &mut f.req)
+            )
+        };
+        f.bufs.push(sb);
+        f.bufs.push(rb);
+        f.keep.ints.extend([sc, sd, rcn, rd]);
+        f.keep.types.extend([stys, rtys]);
+        Ok((rc, sent))
+    }
+
+    /// `Reduce_scatter` and `Reduce_scatter_block`: the reduction of a
+    /// buffer of all ranks' counts (the recorded list, or the one count
+    /// for every rank), each rank's block scattered to it. Returns the MPI
+    /// return code and the bytes sent.
+    fn reduce_scatter(&mut self, k: &Coll, f: &mut InFlight) -> Result<(c_int, f64)> {
+        let Coll {
+            e,
+            c,
+            np,
+            recv,
+            base,
+            ..
+        } = *k;
+        let (op, ty) = self.reduction(e.redop, &recv)?;
+        let rcounts = if base == Op::ReduceScatter {
+            self.counts(&e.recv_counts)
+        } else {
+            vec![self.count(recv.count); np]
+        };
+        let elems = total(&rcounts);
+        let sb = self.buf(elements(elems, span(ty, recv.dsize)));
+        let mut rb = self.buf(elements(elems, span(ty, recv.dsize)));
+        let sent = elements(elems, recv.dsize) as f64;
+        let (sp, rp) = k.places(false, &sb, &mut rb);
+        // `sp` (unless MPI_IN_PLACE) and `rp` point into `sb` and `rb`,
+        // which go into `f.bufs` right after the call, as `rcounts` goes
+        // into `f.keep`.
+        let rc = if base == Op::ReduceScatter {
+            // SAFETY: `rcounts` has one entry per rank of `c` (the trace
+            // check made sure of the recorded list); `sp` and `rp` hold
+            // their sum in elements of `ty`.
+            unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Reduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c),
+                    MPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut f.req),
+                    PMPI_Ireduce_scatter(sp, rp, rcounts.as_ptr(), ty, op, c, &mut f.req),
+                    MPI_Reduce_scatter_init(sp, rp, rcounts.as_ptr(), ty, op, c, info_null(), &mut f.req)
+                )
+            }
+        } else {
+            let n = rcounts.first().copied().unwrap_or(0);
+            // SAFETY: `sp` and `rp` hold `np` times `n` elements of `ty`.
+            unsafe {
+                issue!(
+                    f.mode, self.yield_colls;
+                    MPI_Reduce_scatter_block(sp, rp, n, ty, op, c),
+                    MPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut f.req),
+                    PMPI_Ireduce_scatter_block(sp, rp, n, ty, op, c, &mut f.req),
+                    MPI_Reduce_scatter_block_init(sp, rp, n, ty, op, c, info_null(), &mut f.req)
+                )
+            }
+        };
+        f.bufs.push(sb);
+        f.bufs.push(rb);
+        f.keep.ints.push(rcounts);
+        Ok((rc, sent))
     }
 
     /// After a collective (global or neighbourhood) was issued: a traced
     /// nonblocking call's request enters the table with the memory it
     /// uses; a blocking call issued in yield mode as its `PMPI_I*` form is
-    /// completed here, sleeping between tests (`bufs` and `keep` live until
-    /// then).
-    pub(super) fn settle_collective(
-        &mut self,
-        e: &Event,
-        mode: Issue,
-        mut req: MPI_Request,
-        bufs: Vec<super::Buf>,
-        mut keep: Keep,
-    ) -> Result<()> {
+    /// completed here, sleeping between tests (`f.bufs` and `f.keep` live
+    /// until then).
+    pub(super) fn settle_collective(&mut self, e: &Event, f: InFlight) -> Result<()> {
+        let InFlight {
+            mode,
+            mut req,
+            bufs,
+            mut keep,
+        } = f;
         if mode != Issue::Blocking {
             keep.bytes = bufs;
             self.new_req(e.req, req, keep, mode == Issue::Persistent);

@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
-use compress::{CommId, Event, Op};
+use compress::{CommCreate, CommId, Event, Op};
 use mpi_sys::*;
 
 use super::{Replayer, check};
@@ -73,7 +73,8 @@ fn group_null() -> MPI_Group {
 
 impl Replayer<'_> {
     /// Communicator constructors and Comm_free, replayed from the lineage
-    /// the trace recorded.
+    /// the trace recorded: the constructor's family makes the new
+    /// communicator, which enters the table under its trace id.
     pub(super) fn comm_op(&mut self, e: &Event) -> Result<()> {
         let parent = self.comm(e.comm)?;
         if e.op == Op::CommFree {
@@ -87,164 +88,74 @@ impl Replayer<'_> {
             .create
             .as_ref()
             .context("communicator constructor without its lineage")?;
-        // SAFETY: reading initialised mpi-sys constants.
-        let (undefined, null, info) =
-            unsafe { (RSMPI_UNDEFINED, RSMPI_COMM_NULL, RSMPI_INFO_NULL) };
-        let mut new = null;
         if matches!(e.op, Op::CommIdup | Op::CommIdupWithInfo) {
             return self.comm_idup(e, parent, cr.new);
         }
-        let reorder = c_int::from(cr.reorder.unwrap_or(false));
-        // In every call below `parent` comes from this replay's table and
-        // `new` is a valid out-parameter; the arrays passed are the lists
-        // of the recorded lineage, which live across the call and have the
-        // lengths the application passed (the tracer records them whole).
-        let rc = match e.op {
-            // SAFETY: `parent` is live; `new` is a valid out-parameter.
-            Op::CommDup => unsafe { MPI_Comm_dup(parent, &mut new) },
-            // SAFETY: `parent` is live; `info` is MPI_INFO_NULL (the trace
-            // keeps no info keys); `new` is a valid out-parameter.
-            Op::CommDupWithInfo => unsafe { MPI_Comm_dup_with_info(parent, info, &mut new) },
-            // SAFETY: `parent` is live; `new` is a valid out-parameter.
-            Op::CommSplit => unsafe {
-                MPI_Comm_split(
-                    parent,
-                    cr.color.unwrap_or(undefined),
-                    cr.key.unwrap_or(0),
-                    &mut new,
-                )
-            },
-            // SAFETY: `parent` is live; `info` is MPI_INFO_NULL; `new` is a
-            // valid out-parameter.
-            Op::CommSplitType => unsafe {
-                MPI_Comm_split_type(
-                    parent,
-                    cr.split_type.unwrap_or(undefined),
-                    cr.key.unwrap_or(0),
-                    info,
-                    &mut new,
-                )
-            },
-            Op::CommCreate | Op::CommCreateGroup => {
-                let mut g = members_group(parent, &cr.members)?;
-                // SAFETY: `g` is a group of `parent`'s processes; `new` is a
-                // valid out-parameter.
-                let rc = unsafe {
-                    if e.op == Op::CommCreateGroup {
-                        MPI_Comm_create_group(parent, g, cr.key.unwrap_or(0), &mut new)
-                    } else {
-                        MPI_Comm_create(parent, g, &mut new)
-                    }
-                };
-                // SAFETY: `g` is this replay's and no longer used.
-                unsafe { PMPI_Group_free(&mut g) };
-                rc
+        // In every family below `parent` comes from this replay's table;
+        // the arrays passed are the lists of the recorded lineage, which
+        // live across the call and have the lengths the application passed
+        // (the tracer records them whole).
+        let new = match e.op {
+            Op::CommDup | Op::CommDupWithInfo | Op::CommSplit | Op::CommSplitType => {
+                dup_or_split(e.op, parent, cr)?
             }
-            // SAFETY: `parent` is live; `dims` has the `dims.len()` entries
-            // passed, `periods` one per dimension as recorded; `new` is a
-            // valid out-parameter.
-            Op::CartCreate => unsafe {
-                MPI_Cart_create(
-                    parent,
-                    cr.dims.len() as c_int,
-                    cr.dims.as_ptr(),
-                    cr.periods.as_ptr(),
-                    reorder,
-                    &mut new,
-                )
-            },
-            // SAFETY: `parent` is live; `dims` has an entry per dimension of
-            // the parent's grid (the trace check made sure); `new` is a
-            // valid out-parameter.
-            Op::CartSub => unsafe { MPI_Cart_sub(parent, cr.dims.as_ptr(), &mut new) },
-            // SAFETY: `parent` is live; `dims` (the index) has the
-            // `dims.len()` entries passed, `edges` as many as its last one
-            // as recorded; `new` is a valid out-parameter.
-            Op::GraphCreate => unsafe {
-                MPI_Graph_create(
-                    parent,
-                    cr.dims.len() as c_int,
-                    cr.dims.as_ptr(),
-                    cr.edges.as_ptr(),
-                    reorder,
-                    &mut new,
-                )
-            },
-            // SAFETY: `parent` is live; `sources` and `edges` have the
-            // lengths passed; MPI_UNWEIGHTED stands for both weight arrays;
-            // `info` is MPI_INFO_NULL; `new` is a valid out-parameter.
-            Op::DistGraphCreateAdjacent => unsafe {
-                MPI_Dist_graph_create_adjacent(
-                    parent,
-                    cr.sources.len() as c_int,
-                    cr.sources.as_ptr(),
-                    RSMPI_UNWEIGHTED(),
-                    cr.edges.len() as c_int,
-                    cr.edges.as_ptr(),
-                    RSMPI_UNWEIGHTED(),
-                    info,
-                    reorder,
-                    &mut new,
-                )
-            },
-            // SAFETY: `parent` is live; `sources` has the length passed,
-            // `dims` (the degrees) one entry per source and `edges` their
-            // sum as recorded; MPI_UNWEIGHTED stands for the weights;
-            // `info` is MPI_INFO_NULL; `new` is a valid out-parameter.
-            Op::DistGraphCreate => unsafe {
-                MPI_Dist_graph_create(
-                    parent,
-                    cr.sources.len() as c_int,
-                    cr.sources.as_ptr(),
-                    cr.dims.as_ptr(),
-                    cr.edges.as_ptr(),
-                    RSMPI_UNWEIGHTED(),
-                    info,
-                    reorder,
-                    &mut new,
-                )
-            },
-            Op::IntercommCreate => {
-                // Local leader, remote leader; the peer communicator is
-                // significant at the local leader only (recorded there).
-                let (&[local_leader, remote_leader], tag) = (cr.dims.as_slice(), cr.key) else {
-                    bail!("Intercomm_create without its leaders");
-                };
-                let peer = match cr.edges.first() {
-                    Some(&id) => self.comm(CommId(id as u32))?,
-                    None => parent,
-                };
-                // SAFETY: `parent` and `peer` are live communicators of this
-                // replay; `new` is a valid out-parameter.
-                unsafe {
-                    MPI_Intercomm_create(
-                        parent,
-                        local_leader,
-                        peer,
-                        remote_leader,
-                        tag.unwrap_or(0),
-                        &mut new,
-                    )
-                }
+            Op::CommCreate | Op::CommCreateGroup => of_members(e.op, parent, cr)?,
+            Op::CartCreate
+            | Op::CartSub
+            | Op::GraphCreate
+            | Op::DistGraphCreateAdjacent
+            | Op::DistGraphCreate => with_topology(e.op, parent, cr)?,
+            Op::IntercommCreate | Op::IntercommMerge => self.intercomm(e.op, parent, cr)?,
+            Op::CommCreateFromGroup | Op::IntercommCreateFromGroups => {
+                mpi4!(from_groups(e.op, cr)?)
             }
-            // SAFETY: `parent` is a live inter-communicator; `new` is a
-            // valid out-parameter.
-            Op::IntercommMerge => unsafe {
-                MPI_Intercomm_merge(parent, cr.key.unwrap_or(0), &mut new)
-            },
-            Op::CommCreateFromGroup | Op::IntercommCreateFromGroups => mpi4!({
-                new = from_groups(e.op, cr)?;
-                0
-            }),
             op => bail!("{} is not replayed yet", op.name()),
         };
-        check(rc, e.op.name())?;
+        // SAFETY: reading an initialised mpi-sys constant.
+        let null = unsafe { RSMPI_COMM_NULL };
         if let Some(id) = cr.new
             && new != null
         {
             self.comms.insert(id.0, new);
         }
         Ok(())
+    }
+
+    /// `Intercomm_create` and `Intercomm_merge`: the inter-communicator
+    /// constructors of the lineage, a method because the peer
+    /// communicator of `Intercomm_create` comes from the table.
+    fn intercomm(&self, op: Op, parent: MPI_Comm, cr: &CommCreate) -> Result<MPI_Comm> {
+        // SAFETY: reading an initialised mpi-sys constant.
+        let mut new = unsafe { RSMPI_COMM_NULL };
+        let rc = if op == Op::IntercommCreate {
+            // Local leader, remote leader; the peer communicator is
+            // significant at the local leader only (recorded there).
+            let (&[local_leader, remote_leader], tag) = (cr.dims.as_slice(), cr.key) else {
+                bail!("Intercomm_create without its leaders");
+            };
+            let peer = match cr.edges.first() {
+                Some(&id) => self.comm(CommId(id as u32))?,
+                None => parent,
+            };
+            // SAFETY: `parent` and `peer` are live communicators of this
+            // replay; `new` is a valid out-parameter.
+            unsafe {
+                MPI_Intercomm_create(
+                    parent,
+                    local_leader,
+                    peer,
+                    remote_leader,
+                    tag.unwrap_or(0),
+                    &mut new,
+                )
+            }
+        } else {
+            // SAFETY: `parent` is a live inter-communicator; `new` is a
+            // valid out-parameter.
+            unsafe { MPI_Intercomm_merge(parent, cr.key.unwrap_or(0), &mut new) }
+        };
+        check(rc, op.name())?;
+        Ok(new)
     }
 
     /// `MPI_Comm_idup`: issued with a request; the communicator enters the
@@ -279,11 +190,150 @@ impl Replayer<'_> {
     }
 }
 
+/// `Comm_dup`, `Comm_dup_with_info`, `Comm_split` and
+/// `Comm_split_type`: the constructors that copy or partition `parent`'s
+/// group by the recorded color, key and split type.
+fn dup_or_split(op: Op, parent: MPI_Comm, cr: &CommCreate) -> Result<MPI_Comm> {
+    // SAFETY: reading initialised mpi-sys constants.
+    let (undefined, mut new, info) = unsafe { (RSMPI_UNDEFINED, RSMPI_COMM_NULL, RSMPI_INFO_NULL) };
+    let rc = match op {
+        // SAFETY: `parent` is live; `new` is a valid out-parameter.
+        Op::CommDup => unsafe { MPI_Comm_dup(parent, &mut new) },
+        // SAFETY: `parent` is live; `info` is MPI_INFO_NULL (the trace
+        // keeps no info keys); `new` is a valid out-parameter.
+        Op::CommDupWithInfo => unsafe { MPI_Comm_dup_with_info(parent, info, &mut new) },
+        // SAFETY: `parent` is live; `new` is a valid out-parameter.
+        Op::CommSplit => unsafe {
+            MPI_Comm_split(
+                parent,
+                cr.color.unwrap_or(undefined),
+                cr.key.unwrap_or(0),
+                &mut new,
+            )
+        },
+        // Comm_split_type.
+        // SAFETY: `parent` is live; `info` is MPI_INFO_NULL; `new` is a
+        // valid out-parameter.
+        _ => unsafe {
+            MPI_Comm_split_type(
+                parent,
+                cr.split_type.unwrap_or(undefined),
+                cr.key.unwrap_or(0),
+                info,
+                &mut new,
+            )
+        },
+    };
+    check(rc, op.name())?;
+    Ok(new)
+}
+
+/// `Comm_create` and `Comm_create_group`: the communicator of the
+/// recorded members, a subgroup of `parent`'s ([`members_group`]).
+fn of_members(op: Op, parent: MPI_Comm, cr: &CommCreate) -> Result<MPI_Comm> {
+    // SAFETY: reading an initialised mpi-sys constant.
+    let mut new = unsafe { RSMPI_COMM_NULL };
+    let mut g = members_group(parent, &cr.members)?;
+    // SAFETY: `g` is a group of `parent`'s processes; `new` is a valid
+    // out-parameter.
+    let rc = unsafe {
+        if op == Op::CommCreateGroup {
+            MPI_Comm_create_group(parent, g, cr.key.unwrap_or(0), &mut new)
+        } else {
+            MPI_Comm_create(parent, g, &mut new)
+        }
+    };
+    // SAFETY: `g` is this replay's and no longer used.
+    unsafe { PMPI_Group_free(&mut g) };
+    check(rc, op.name())?;
+    Ok(new)
+}
+
+/// `Cart_create`, `Cart_sub`, `Graph_create` and the two
+/// `Dist_graph_create` forms: the communicators with a virtual topology,
+/// built from the recorded dimensions, periods, index, sources and edges
+/// (`dims` holds a Cartesian grid's dimensions, a graph's index or a
+/// distributed graph's degrees).
+fn with_topology(op: Op, parent: MPI_Comm, cr: &CommCreate) -> Result<MPI_Comm> {
+    // SAFETY: reading initialised mpi-sys constants.
+    let (mut new, info) = unsafe { (RSMPI_COMM_NULL, RSMPI_INFO_NULL) };
+    let reorder = c_int::from(cr.reorder.unwrap_or(false));
+    let rc = match op {
+        // SAFETY: `parent` is live; `dims` has the `dims.len()` entries
+        // passed, `periods` one per dimension as recorded; `new` is a
+        // valid out-parameter.
+        Op::CartCreate => unsafe {
+            MPI_Cart_create(
+                parent,
+                cr.dims.len() as c_int,
+                cr.dims.as_ptr(),
+                cr.periods.as_ptr(),
+                reorder,
+                &mut new,
+            )
+        },
+        // SAFETY: `parent` is live; `dims` has an entry per dimension of
+        // the parent's grid (the trace check made sure); `new` is a valid
+        // out-parameter.
+        Op::CartSub => unsafe { MPI_Cart_sub(parent, cr.dims.as_ptr(), &mut new) },
+        // SAFETY: `parent` is live; `dims` (the index) has the `dims.len()`
+        // entries passed, `edges` as many as its last one as recorded;
+        // `new` is a valid out-parameter.
+        Op::GraphCreate => unsafe {
+            MPI_Graph_create(
+                parent,
+                cr.dims.len() as c_int,
+                cr.dims.as_ptr(),
+                cr.edges.as_ptr(),
+                reorder,
+                &mut new,
+            )
+        },
+        // SAFETY: `parent` is live; `sources` and `edges` have the lengths
+        // passed; MPI_UNWEIGHTED stands for both weight arrays; `info` is
+        // MPI_INFO_NULL; `new` is a valid out-parameter.
+        Op::DistGraphCreateAdjacent => unsafe {
+            MPI_Dist_graph_create_adjacent(
+                parent,
+                cr.sources.len() as c_int,
+                cr.sources.as_ptr(),
+                RSMPI_UNWEIGHTED(),
+                cr.edges.len() as c_int,
+                cr.edges.as_ptr(),
+                RSMPI_UNWEIGHTED(),
+                info,
+                reorder,
+                &mut new,
+            )
+        },
+        // Dist_graph_create.
+        // SAFETY: `parent` is live; `sources` has the length passed, `dims`
+        // (the degrees) one entry per source and `edges` their sum as
+        // recorded; MPI_UNWEIGHTED stands for the weights; `info` is
+        // MPI_INFO_NULL; `new` is a valid out-parameter.
+        _ => unsafe {
+            MPI_Dist_graph_create(
+                parent,
+                cr.sources.len() as c_int,
+                cr.sources.as_ptr(),
+                cr.dims.as_ptr(),
+                cr.edges.as_ptr(),
+                RSMPI_UNWEIGHTED(),
+                info,
+                reorder,
+                &mut new,
+            )
+        },
+    };
+    check(rc, op.name())?;
+    Ok(new)
+}
+
 /// MPI 4's constructors from groups: the groups made of the world's by
 /// the world ranks recorded, and a string tag of replay's own made of the
 /// recorded tag's hash (the same on every member, as the application's).
 #[cfg(rankscale_mpi4)]
-fn from_groups(op: Op, cr: &compress::CommCreate) -> Result<MPI_Comm> {
+fn from_groups(op: Op, cr: &CommCreate) -> Result<MPI_Comm> {
     let tag = std::ffi::CString::new(format!("rankscale-{}", cr.key.unwrap_or(0)))?;
     // SAFETY: reading initialised mpi-sys constants.
     let (mut new, info, fatal) =

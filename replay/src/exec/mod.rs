@@ -187,6 +187,33 @@ pub(super) fn elements(n: impl Into<i64>, span: i64) -> usize {
     usize::try_from(n.into().saturating_mul(span)).unwrap_or(0)
 }
 
+/// The elements of all blocks of `counts` together.
+pub(super) fn total(counts: &[c_int]) -> i64 {
+    counts.iter().map(|&x| i64::from(x)).sum()
+}
+
+/// Byte displacements of consecutive blocks of `counts` elements of
+/// `sizes` bytes each (a size below 1 taken as 1), in the integer type the
+/// call takes them in (`to`: `int` for Alltoallw, `MPI_Aint` for
+/// Neighbor_alltoallw), and the bytes of all blocks together.
+pub(super) fn byte_displs<T>(
+    counts: &[c_int],
+    sizes: &[i32],
+    to: impl Fn(usize) -> T,
+) -> (Vec<T>, usize) {
+    let mut off = 0usize;
+    let v = counts
+        .iter()
+        .zip(sizes)
+        .map(|(&n, &d)| {
+            let at = off;
+            off += usize::try_from(i64::from(n) * i64::from(d.max(1))).unwrap_or(0);
+            to(at)
+        })
+        .collect();
+    (v, off)
+}
+
 thread_local! {
     /// Payload blocks given back by dropped [`Buf`]s, for the next calls.
     static POOL: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -391,6 +418,12 @@ impl<'o> Replayer<'o> {
     fn count(&self, c: i64) -> c_int {
         let scaled = (c as f64 * self.opts.bytes_scale).round();
         scaled.clamp(0.0, f64::from(c_int::MAX)) as c_int
+    }
+
+    /// Recorded per-rank (or per-neighbour) element counts, each scaled
+    /// as [`Replayer::count`] scales one.
+    fn counts(&self, v: &[i32]) -> Vec<c_int> {
+        v.iter().map(|&x| self.count(i64::from(x))).collect()
     }
 
     /// A buffer of `n` random-looking bytes (a repeated random block; at
@@ -675,48 +708,16 @@ pub fn run(opts: &Opts, file: &TraceFile) -> i32 {
 /// reports and ends MPI.
 fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     let trace = &file.trace;
-    // Start MPI the way the application did (rank 0's first event).
-    let first = trace.rank_trace(0).ok().and_then(|t| t.expand().next());
-    let mut provided: c_int = 0;
-    let rc = match first {
-        Some(ev) if ev.op == Op::InitThread => {
-            let required = ev.value.unwrap_or(0) / 16;
-            // SAFETY: MPI is initialised once, with no arguments;
-            // `provided` is a valid out-parameter.
-            unsafe {
-                MPI_Init_thread(
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    required as c_int,
-                    &mut provided,
-                )
-            }
-        }
-        // SAFETY: MPI is initialised once, with no arguments.
-        _ => unsafe { MPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) },
-    };
-    check(rc, "MPI_Init")?;
+    let provided = init_as_application(trace)?;
     let (mut rank, mut size) = (0, 0);
     // SAFETY: MPI is initialised; `rank` is a valid out-parameter.
     unsafe { PMPI_Comm_rank(RSMPI_COMM_WORLD, &mut rank) };
     // SAFETY: MPI is initialised; `size` is a valid out-parameter.
     unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
-    let want = trace.ranks().len();
-    if u64::try_from(size).unwrap_or(0) != want {
-        if rank == 0 {
-            eprintln!(
-                "replay: error: {} holds a trace of {want} ranks, but replay runs on {size}; run it as `mpirun -n {want} replay {}`",
-                opts.file.display(),
-                opts.file.display()
-            );
-        }
-        // SAFETY: every rank gets here; no communication is pending.
-        unsafe { MPI_Finalize() };
-        return Ok(1);
-    }
-    if !validated(file, rank) {
-        // SAFETY: every rank gets here after the same verdict; no
-        // communication is pending.
+    if wrong_rank_count(opts, trace.ranks().len(), rank, size) || !validated(file, rank) {
+        // SAFETY: every rank gets here (the rank count is the same on all
+        // of them, and after it every rank learns the same verdict of the
+        // trace check); no communication is pending.
         unsafe { MPI_Finalize() };
         return Ok(1);
     }
@@ -726,53 +727,18 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     let rt = trace
         .rank_trace(rank as u32)
         .map_err(|e| anyhow!("rank {rank}: {e}"))?;
-    // The application threads that called MPI on this rank: one replay
-    // thread each.
-    let mut threads = Vec::new();
-    threads::threads_of(rt.nodes(), &mut threads);
-    threads.sort_unstable();
-    threads.dedup();
-    if threads.len() > 1 && provided != 3 {
-        bail!(
-            "rank {rank}: the trace has {} threads calling MPI, which needs MPI_THREAD_MULTIPLE; MPI provided level {provided}",
-            threads.len()
-        );
-    }
+    let threads = mpi_threads(&rt, rank, provided)?;
+    let threaded = threads.len() > 1;
     let progress = Progress::new(threads.len());
     let current = Arc::new(Mutex::new(String::from("the start barrier")));
     let finished = Arc::new(AtomicBool::new(false));
     if opts.timeout > 0.0 {
         threads::watchdog(rank, opts.timeout, current.clone(), finished.clone());
     }
-    let new_replayer =
-        |slot: usize| Replayer::new(opts, rank, slot, comms.clone(), threads.len() > 1);
-    // Causal gates, set up on every rank (collective); a rank with
-    // several threads neither holds nor releases messages.
-    let mine = if threads.len() > 1 {
-        Vec::new()
-    } else {
-        replay::gates::gates(rt.expand())
-    };
-    let app = if opts.no_compute {
-        0.0
-    } else {
-        file.meta.wall_ns as f64 * 1e-9 * opts.compute_scale
-    };
-    // A threaded rank's sends are not placed: it never waits.
-    let placed: Box<dyn Iterator<Item = Event>> = if threads.len() > 1 {
-        Box::new(std::iter::empty())
-    } else {
-        Box::new(rt.expand())
-    };
-    let gates = Gates::new(
-        mine,
-        placed,
-        trace,
-        world,
-        Duration::from_secs_f64(1.0 + 2.0 * app),
-    )?;
+    let new_replayer = |slot: usize| Replayer::new(opts, rank, slot, comms.clone(), threaded);
+    let gates = causal_gates(opts, file, &rt, world, threaded)?;
     let mut r = new_replayer(0);
-    if threads.len() > 1 {
+    if threaded {
         gates.finish()?;
     } else {
         r.gates = Some(gates);
@@ -793,25 +759,137 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     if let Ok(mut cur) = current.lock() {
         *cur = format!("the end barrier, after all its {n_events} events");
     }
-    let mut gates = r.gates.take();
-    let mut given_up = r.latency;
-    if let Some(g) = gates.as_mut() {
-        given_up += g.given_up;
-        g.complete()?;
-    }
-    let (total, sums, counts) = r.reduce_totals(mine, given_up, world);
-    if let Some(g) = gates {
-        g.finish()?;
-    }
-    finished.store(true, Ordering::SeqCst);
-    let sites = report::gather_sites(&r.sites, rank, world)?;
-    if rank == 0 {
-        report::report(opts, file, total, &sums, counts, &sites);
-    }
-    r.free_types();
-    // SAFETY: every request of the trace has completed; MPI ends once.
-    check(unsafe { MPI_Finalize() }, "MPI_Finalize")?;
+    r.conclude(file, rank, world, mine, &finished)?;
     Ok(0)
+}
+
+/// Starts MPI the way the application did (rank 0's first event:
+/// `MPI_Init_thread` with its required level, else `MPI_Init`). Returns
+/// the thread level MPI provided (0 after `MPI_Init`).
+fn init_as_application(trace: &compress::MergedTrace) -> Result<c_int> {
+    let first = trace.rank_trace(0).ok().and_then(|t| t.expand().next());
+    let mut provided: c_int = 0;
+    let rc = match first {
+        Some(ev) if ev.op == Op::InitThread => {
+            let required = ev.value.unwrap_or(0) / 16;
+            // SAFETY: MPI is initialised once, with no arguments;
+            // `provided` is a valid out-parameter.
+            unsafe {
+                MPI_Init_thread(
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    required as c_int,
+                    &mut provided,
+                )
+            }
+        }
+        // SAFETY: MPI is initialised once, with no arguments.
+        _ => unsafe { MPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) },
+    };
+    check(rc, "MPI_Init")?;
+    Ok(provided)
+}
+
+/// Whether the job runs on another number of ranks (`size`) than the
+/// trace's (`want`), which rank 0 then says with the command to run.
+fn wrong_rank_count(opts: &Opts, want: u64, rank: c_int, size: c_int) -> bool {
+    if u64::try_from(size).unwrap_or(0) == want {
+        return false;
+    }
+    if rank == 0 {
+        eprintln!(
+            "replay: error: {} holds a trace of {want} ranks, but replay runs on {size}; run it as `mpirun -n {want} replay {}`",
+            opts.file.display(),
+            opts.file.display()
+        );
+    }
+    true
+}
+
+/// The application threads that called MPI on this rank, by id (one
+/// replay thread each); several need `MPI_THREAD_MULTIPLE` (`provided`).
+fn mpi_threads(rt: &compress::Trace, rank: c_int, provided: c_int) -> Result<Vec<u32>> {
+    let mut threads = Vec::new();
+    threads::threads_of(rt.nodes(), &mut threads);
+    threads.sort_unstable();
+    threads.dedup();
+    if threads.len() > 1 && provided != 3 {
+        bail!(
+            "rank {rank}: the trace has {} threads calling MPI, which needs MPI_THREAD_MULTIPLE; MPI provided level {provided}",
+            threads.len()
+        );
+    }
+    Ok(threads)
+}
+
+/// Sets up the causal gates of this rank (collective: every rank does,
+/// a `threaded` one with no gates of its own, since it neither holds nor
+/// releases messages and its sends are not placed: it never waits). A
+/// held message waits for its token at most one second plus twice the
+/// application's run time.
+fn causal_gates(
+    opts: &Opts,
+    file: &TraceFile,
+    rt: &compress::Trace,
+    world: MPI_Comm,
+    threaded: bool,
+) -> Result<Gates> {
+    let mine = if threaded {
+        Vec::new()
+    } else {
+        replay::gates::gates(rt.expand())
+    };
+    let app = if opts.no_compute {
+        0.0
+    } else {
+        file.meta.wall_ns as f64 * 1e-9 * opts.compute_scale
+    };
+    let placed: Box<dyn Iterator<Item = Event>> = if threaded {
+        Box::new(std::iter::empty())
+    } else {
+        Box::new(rt.expand())
+    };
+    Gates::new(
+        mine,
+        placed,
+        &file.trace,
+        world,
+        Duration::from_secs_f64(1.0 + 2.0 * app),
+    )
+}
+
+impl Replayer<'_> {
+    /// After this rank's replay (`mine` seconds): completes the causal
+    /// gates' tokens, sums the report's totals on rank 0 over the end
+    /// barrier, stops the watchdog (`finished`), prints the report on rank
+    /// 0, frees the replay's datatypes and ends MPI.
+    fn conclude(
+        &mut self,
+        file: &TraceFile,
+        rank: c_int,
+        world: MPI_Comm,
+        mine: f64,
+        finished: &AtomicBool,
+    ) -> Result<()> {
+        let mut gates = self.gates.take();
+        let mut given_up = self.latency;
+        if let Some(g) = gates.as_mut() {
+            given_up += g.given_up;
+            g.complete()?;
+        }
+        let (total, sums, counts) = self.reduce_totals(mine, given_up, world);
+        if let Some(g) = gates {
+            g.finish()?;
+        }
+        finished.store(true, Ordering::SeqCst);
+        let sites = report::gather_sites(&self.sites, rank, world)?;
+        if rank == 0 {
+            report::report(self.opts, file, total, &sums, counts, &sites);
+        }
+        self.free_types();
+        // SAFETY: every request of the trace has completed; MPI ends once.
+        check(unsafe { MPI_Finalize() }, "MPI_Finalize")
+    }
 }
 
 /// Whether `--yield` issues a blocking collective in its nonblocking form.

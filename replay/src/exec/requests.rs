@@ -172,11 +172,21 @@ impl Replayer<'_> {
         if racy || e.flag == Some(true) || (blocking && self.opts.yield_wait) {
             self.await_done(&e.done)?;
         }
-        // MPI's Waitany and Testany return the first complete
-        // request in the array: if one before the recorded
-        // outcome completed too, the recorded one goes first
-        // (the call's request order then differs from the
-        // trace, which counts as a divergence).
+        self.recorded_first(e, &mut ids)?;
+        let mut hs = self.handles(&ids)?;
+        let outcome = Outcome::of(e.op, &mut hs)?;
+        let completed = outcome.completed(e.op, &ids);
+        self.check_outcome(e, &ids, &completed)?;
+        self.settle(&ids, &hs);
+        Ok(0.0)
+    }
+
+    /// Before a `Waitany` or `Testany`: MPI's Waitany and Testany return
+    /// the first complete request in the array, so if one before the
+    /// recorded outcome completed too, the recorded one goes first in
+    /// `ids` (the call's request order then differs from the trace, which
+    /// counts as a divergence).
+    fn recorded_first(&mut self, e: &Event, ids: &mut Vec<ReqId>) -> Result<()> {
         if matches!(e.op, Op::Waitany | Op::Testany)
             && let Some(&d) = e.done.first()
             && let Some(pos) = ids.iter().position(|&i| i == d)
@@ -191,69 +201,7 @@ impl Replayer<'_> {
                 self.diverged += 1;
             }
         }
-        let mut hs = self.handles(&ids)?;
-        let n = hs.len() as c_int;
-        let mut flag: c_int = 0;
-        let mut idx: c_int = 0;
-        let mut out: c_int = 0;
-        let mut idxs = vec![0 as c_int; hs.len().max(1)];
-        // A plain-data array of statuses, filled by MPI.
-        let mut sts: Vec<MPI_Status> = vec![blank_status(); hs.len().max(1)];
-        // For every call below: `p` points at the `n` live requests of this
-        // replay's table in `hs`, `sp` at `max(n, 1)` statuses and `idxs`
-        // at as many indices (room for every request the call can
-        // complete); all of them, like the out-parameters, outlive the call.
-        let (p, sp) = (hs.as_mut_ptr(), sts.as_mut_ptr());
-        let rc = match e.op {
-            // SAFETY: `n > 0`, so `p` points at a live request; one status at `sp`.
-            Op::Wait if n > 0 => unsafe { MPI_Wait(p, sp) },
-            // SAFETY: `n` requests at `p`, `n` statuses at `sp`.
-            Op::Waitall => unsafe { MPI_Waitall(n, p, sp) },
-            // SAFETY: `n` requests at `p`; one status at `sp`.
-            Op::Waitany => unsafe { MPI_Waitany(n, p, &mut idx, sp) },
-            // SAFETY: `n` requests at `p`, room for `n` indices and statuses.
-            Op::Waitsome => unsafe { MPI_Waitsome(n, p, &mut out, idxs.as_mut_ptr(), sp) },
-            // SAFETY: `n > 0`, so `p` points at a live request; one status at `sp`.
-            Op::Test if n > 0 => unsafe { MPI_Test(p, &mut flag, sp) },
-            // SAFETY: `n` requests at `p`, `n` statuses at `sp`.
-            Op::Testall => unsafe { MPI_Testall(n, p, &mut flag, sp) },
-            // SAFETY: `n` requests at `p`; one status at `sp`.
-            Op::Testany => unsafe { MPI_Testany(n, p, &mut idx, &mut flag, sp) },
-            // SAFETY: `n` requests at `p`, room for `n` indices and statuses.
-            Op::Testsome => unsafe { MPI_Testsome(n, p, &mut out, idxs.as_mut_ptr(), sp) },
-            _ => {
-                // A completion on MPI_REQUEST_NULL only.
-                let mut h = request_null();
-                if e.op == Op::Wait {
-                    // SAFETY: waiting on MPI_REQUEST_NULL returns at once;
-                    // the status is ignored.
-                    unsafe { MPI_Wait(&mut h, RSMPI_STATUS_IGNORE) }
-                } else {
-                    // SAFETY: testing MPI_REQUEST_NULL returns at once;
-                    // `flag` is a valid out-parameter, the status ignored.
-                    unsafe { MPI_Test(&mut h, &mut flag, RSMPI_STATUS_IGNORE) }
-                }
-            }
-        };
-        check(rc, e.op.name())?;
-        let pick = |i: c_int| usize::try_from(i).ok().and_then(|i| ids.get(i).copied());
-        let completed: Vec<(ReqId, MPI_Status)> = match e.op {
-            Op::Wait | Op::Waitall => ids.iter().copied().zip(sts.iter().copied()).collect(),
-            Op::Test | Op::Testall if flag != 0 => {
-                ids.iter().copied().zip(sts.iter().copied()).collect()
-            }
-            Op::Waitany => pick(idx).map(|id| (id, sts[0])).into_iter().collect(),
-            Op::Testany if flag != 0 => pick(idx).map(|id| (id, sts[0])).into_iter().collect(),
-            Op::Waitsome | Op::Testsome if out > 0 => idxs[..out as usize]
-                .iter()
-                .zip(&sts)
-                .filter_map(|(&i, st)| pick(i).map(|id| (id, *st)))
-                .collect(),
-            _ => Vec::new(),
-        };
-        self.check_outcome(e, &ids, &completed)?;
-        self.settle(&ids, &hs);
-        Ok(0.0)
+        Ok(())
     }
 
     /// The requests of a completion call that are still live. One that the
@@ -434,5 +382,99 @@ impl Replayer<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// What a completion call returned besides its requests: the flag of a
+/// test, the index of an any form, the count and indices of a some form,
+/// and the statuses.
+struct Outcome {
+    flag: c_int,
+    idx: c_int,
+    out: c_int,
+    idxs: Vec<c_int>,
+    sts: Vec<MPI_Status>,
+}
+
+impl Outcome {
+    /// Issues the completion call `op` on the live requests `hs`, which
+    /// MPI updates in place (a `Wait` or `Test` on none is one on
+    /// `MPI_REQUEST_NULL`).
+    fn of(op: Op, hs: &mut [MPI_Request]) -> Result<Outcome> {
+        let n = hs.len() as c_int;
+        let mut o = Outcome {
+            flag: 0,
+            idx: 0,
+            out: 0,
+            idxs: vec![0 as c_int; hs.len().max(1)],
+            // A plain-data array of statuses, filled by MPI.
+            sts: vec![blank_status(); hs.len().max(1)],
+        };
+        // For every call below: `p` points at the `n` live requests of this
+        // replay's table in `hs`, `sp` at `max(n, 1)` statuses and `idxs`
+        // at as many indices (room for every request the call can
+        // complete); all of them, like the out-parameters, outlive the call.
+        let (p, sp, ip) = (hs.as_mut_ptr(), o.sts.as_mut_ptr(), o.idxs.as_mut_ptr());
+        let (flag, idx, out) = (&mut o.flag, &mut o.idx, &mut o.out);
+        let rc = match op {
+            // SAFETY: `n > 0`, so `p` points at a live request; one status at `sp`.
+            Op::Wait if n > 0 => unsafe { MPI_Wait(p, sp) },
+            // SAFETY: `n` requests at `p`, `n` statuses at `sp`.
+            Op::Waitall => unsafe { MPI_Waitall(n, p, sp) },
+            // SAFETY: `n` requests at `p`; one status at `sp`.
+            Op::Waitany => unsafe { MPI_Waitany(n, p, idx, sp) },
+            // SAFETY: `n` requests at `p`, room for `n` indices and statuses.
+            Op::Waitsome => unsafe { MPI_Waitsome(n, p, out, ip, sp) },
+            // SAFETY: `n > 0`, so `p` points at a live request; one status at `sp`.
+            Op::Test if n > 0 => unsafe { MPI_Test(p, flag, sp) },
+            // SAFETY: `n` requests at `p`, `n` statuses at `sp`.
+            Op::Testall => unsafe { MPI_Testall(n, p, flag, sp) },
+            // SAFETY: `n` requests at `p`; one status at `sp`.
+            Op::Testany => unsafe { MPI_Testany(n, p, idx, flag, sp) },
+            // SAFETY: `n` requests at `p`, room for `n` indices and statuses.
+            Op::Testsome => unsafe { MPI_Testsome(n, p, out, ip, sp) },
+            _ => {
+                // A completion on MPI_REQUEST_NULL only.
+                let mut h = request_null();
+                if op == Op::Wait {
+                    // SAFETY: waiting on MPI_REQUEST_NULL returns at once;
+                    // the status is ignored.
+                    unsafe { MPI_Wait(&mut h, RSMPI_STATUS_IGNORE) }
+                } else {
+                    // SAFETY: testing MPI_REQUEST_NULL returns at once;
+                    // `flag` is a valid out-parameter, the status ignored.
+                    unsafe { MPI_Test(&mut h, flag, RSMPI_STATUS_IGNORE) }
+                }
+            }
+        };
+        check(rc, op.name())?;
+        Ok(o)
+    }
+
+    /// The requests of `ids` (in the order the call was given them) that
+    /// the call `op` completed, with their statuses.
+    fn completed(&self, op: Op, ids: &[ReqId]) -> Vec<(ReqId, MPI_Status)> {
+        let Outcome {
+            flag,
+            idx,
+            out,
+            ref idxs,
+            ref sts,
+        } = *self;
+        let pick = |i: c_int| usize::try_from(i).ok().and_then(|i| ids.get(i).copied());
+        match op {
+            Op::Wait | Op::Waitall => ids.iter().copied().zip(sts.iter().copied()).collect(),
+            Op::Test | Op::Testall if flag != 0 => {
+                ids.iter().copied().zip(sts.iter().copied()).collect()
+            }
+            Op::Waitany => pick(idx).map(|id| (id, sts[0])).into_iter().collect(),
+            Op::Testany if flag != 0 => pick(idx).map(|id| (id, sts[0])).into_iter().collect(),
+            Op::Waitsome | Op::Testsome if out > 0 => idxs[..out as usize]
+                .iter()
+                .zip(sts)
+                .filter_map(|(&i, st)| pick(i).map(|id| (id, *st)))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 }
