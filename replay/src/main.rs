@@ -29,18 +29,10 @@ use clap::Parser;
 pub struct Opts {
     /// The trace file.
     pub file: PathBuf,
-    /// Do not emulate computation (communication only).
-    #[arg(long)]
-    pub no_compute: bool,
-    /// Multiply every computation time by F (what-if studies).
-    #[arg(long, default_value_t = 1.0, value_name = "F")]
-    pub compute_scale: f64,
-    /// Multiply every message size by F (counts are rounded; what-if studies).
-    #[arg(long, default_value_t = 1.0, value_name = "F")]
-    pub bytes_scale: f64,
-    /// Seed of the computation-time draws.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Computation and message sizes, as `rankscale simulate` and
+    /// `codegen` take them.
+    #[command(flatten)]
+    pub emulation: compress::emulation::Emulation,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -57,29 +49,19 @@ pub struct Opts {
     /// Give up after S seconds: every rank that has not finished says which
     /// event it waits on, and the job ends (for traces that cannot
     /// complete). 0 waits forever.
-    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    #[arg(long, default_value_t = 0.0, value_name = "S", value_parser = parse_timeout)]
     pub timeout: f64,
 }
 
-/// The largest `--compute-scale` and `--bytes-scale`, as in `rankscale`.
-const MAX_SCALE: f64 = 1e6;
+/// `--timeout`: a finite number of seconds of at least 0.
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    compress::emulation::parse_finite(s, 0.0, f64::MAX)
+}
 
 fn main() {
+    // NaN, the infinities and out-of-range values are refused by the
+    // options' parsers (usage status 2), in the words `rankscale` uses.
     let opts = Opts::parse();
-    // NaN and the infinities are refused with the rest: an infinite scale
-    // would make every computation or message infinite (`rankscale`'s own
-    // options have the same bounds).
-    let scale_ok = |v: f64| v.is_finite() && (0.0..=MAX_SCALE).contains(&v);
-    if !(scale_ok(opts.compute_scale)
-        && scale_ok(opts.bytes_scale)
-        && opts.timeout.is_finite()
-        && opts.timeout >= 0.0)
-    {
-        eprintln!(
-            "replay: error: --compute-scale and --bytes-scale must be finite numbers from 0 to {MAX_SCALE:e}, and --timeout a finite number of seconds of at least 0"
-        );
-        std::process::exit(2);
-    }
     // The trace is read before MPI starts, so that a bad file is reported
     // the same way on every rank without any MPI call.
     let file = match compress::TraceFile::read(&opts.file) {
@@ -89,6 +71,11 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // A message count scaled beyond an MPI int count would be clamped.
+    if let Err(e) = opts.emulation.check(&file) {
+        eprintln!("replay: error: {e}");
+        std::process::exit(2);
+    }
     // A trace of a job that died holds ranks only up to their last
     // snapshot: its sends would wait for receives that are not there.
     if let Some(p) = file.meta.partial.first() {

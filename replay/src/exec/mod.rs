@@ -360,12 +360,13 @@ impl<'o> Replayer<'o> {
         // Drawn from one stream after the pattern, they differed, and on
         // NPB MG that alone moved the run time by a sixth.
         let mut pattern = vec![0u8; 4096];
-        let mut bytes = Rng::for_rank(!opts.seed, rank as u32);
+        let mut bytes = Rng::for_rank(!opts.emulation.seed, rank as u32);
         for chunk in pattern.chunks_mut(8) {
             let x = bytes.next_u64().to_ne_bytes();
             chunk.copy_from_slice(&x[..chunk.len()]);
         }
-        let draws = compress::ComputeDraws::new(opts.seed ^ ((slot as u64) << 48), rank as u32);
+        let draws =
+            compress::ComputeDraws::new(opts.emulation.seed ^ ((slot as u64) << 48), rank as u32);
         Replayer {
             opts,
             yield_colls: yield_collectives(opts),
@@ -416,7 +417,7 @@ impl<'o> Replayer<'o> {
     /// A recorded element count scaled by `--bytes-scale`, rounded and
     /// kept within what MPI's `int` counts hold.
     fn count(&self, c: i64) -> c_int {
-        let scaled = (c as f64 * self.opts.bytes_scale).round();
+        let scaled = (c as f64 * self.opts.emulation.bytes_scale).round();
         scaled.clamp(0.0, f64::from(c_int::MAX)) as c_int
     }
 
@@ -570,10 +571,10 @@ impl<'o> Replayer<'o> {
     /// by `--compute-scale`): a sleep, then a spin for the last 100 µs so
     /// that the next call starts on time, or only a sleep in yield mode.
     fn sleep(&mut self, ns: u64) {
-        if self.opts.no_compute || ns == 0 {
+        if self.opts.emulation.no_compute || ns == 0 {
             return;
         }
-        let d = Duration::from_nanos((ns as f64 * self.opts.compute_scale) as u64);
+        let d = Duration::from_nanos((ns as f64 * self.opts.emulation.compute_scale) as u64);
         if self.opts.yield_wait {
             // Oversubscribed: never spin, the other ranks need the core.
             std::thread::sleep(d);
@@ -839,10 +840,10 @@ fn causal_gates(
     } else {
         replay::gates::gates(rt.expand())
     };
-    let app = if opts.no_compute {
+    let app = if opts.emulation.no_compute {
         0.0
     } else {
-        file.meta.wall_ns as f64 * 1e-9 * opts.compute_scale
+        file.meta.wall_ns as f64 * 1e-9 * opts.emulation.compute_scale
     };
     let placed: Box<dyn Iterator<Item = Event>> = if threaded {
         Box::new(std::iter::empty())
