@@ -41,6 +41,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use compress::{Event, Family, Op, Peer, ReqId, Tag};
+use semantics::channel::Numbering;
 
 /// A message channel as one side sees it: communicator id, the other
 /// rank (world), tag.
@@ -160,8 +161,11 @@ struct RecvReq {
 /// The receiver's side of one pass.
 #[derive(Default)]
 struct Receiver {
-    /// Messages assigned per channel, and the position of the last one.
-    assigned: HashMap<Chan, (u64, u64)>,
+    /// Messages assigned per channel (the receiver's side of the numbering
+    /// the sender's [`SendCounter`] keeps).
+    assigned: Numbering<Chan>,
+    /// The position of each channel's last assigned message.
+    last: HashMap<Chan, u64>,
     holds: HashMap<Pattern, Holds>,
     reqs: HashMap<ReqId, RecvReq>,
     /// The request that reaches each stage before an event.
@@ -178,8 +182,8 @@ impl Receiver {
     /// The next message of channel `c`, assigned at `pos`: its index and
     /// the latest hold that applies to it.
     fn assign(&mut self, c: Chan, pos: u64) -> (u64, u64) {
-        let (n, last) = self.assigned.get(&c).copied().unwrap_or((0, 0));
-        self.assigned.insert(c, (n + 1, pos));
+        let n = self.assigned.take(c);
+        let last = self.last.insert(c, pos).unwrap_or(0);
         let (comm, src, t) = c;
         let hold = [
             (comm, Some(src), Some(t)),
@@ -402,7 +406,7 @@ impl Receiver {
         match e.op {
             Op::Probe | Op::Iprobe if e.flag != Some(false) => {
                 if let Some(c) = found {
-                    let k = self.assigned.get(&c).map_or(0, |a| a.0);
+                    let k = self.assigned.peek(&c);
                     self.arrivals.push((c, k, pos));
                     if wild {
                         self.hold(p, pos, Some(c));
@@ -680,7 +684,7 @@ pub fn deadlocked(waits: &[Wait]) -> Vec<usize> {
 /// index, counted like [`gates`] counts receives.
 #[derive(Default)]
 pub struct SendCounter {
-    sent: HashMap<Chan, u64>,
+    sent: Numbering<Chan>,
     persistent: HashMap<ReqId, Chan>,
 }
 
@@ -716,14 +720,7 @@ impl SendCounter {
             }
             _ => Vec::new(),
         };
-        chans
-            .into_iter()
-            .map(|c| {
-                let n = self.sent.entry(c).or_insert(0);
-                *n += 1;
-                (c, *n - 1)
-            })
-            .collect()
+        chans.into_iter().map(|c| (c, self.sent.take(c))).collect()
     }
 }
 

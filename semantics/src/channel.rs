@@ -244,6 +244,38 @@ impl<S: Clone, R> Stream<S, R> {
     }
 }
 
+/// One side's numbering of its messages per channel: the `k`-th send (or
+/// receive) a rank posts on a channel gets number `k`, from 0. Both sides
+/// number alike, so by non-overtaking a sender and its receiver name the
+/// same message without ever meeting: replay's gates name the messages
+/// they hold back this way, each rank from its own events.
+#[derive(Debug)]
+pub struct Numbering<K> {
+    next: FxHashMap<K, u64>,
+}
+
+impl<K> Default for Numbering<K> {
+    fn default() -> Self {
+        Numbering {
+            next: FxHashMap::default(),
+        }
+    }
+}
+
+impl<K: Hash + Eq> Numbering<K> {
+    /// The number of the next message on `key`, which it takes.
+    pub fn take(&mut self, key: K) -> u64 {
+        let n = self.next.entry(key).or_insert(0);
+        *n += 1;
+        *n - 1
+    }
+
+    /// The number the next message on `key` will get.
+    pub fn peek(&self, key: &K) -> u64 {
+        self.next.get(key).copied().unwrap_or(0)
+    }
+}
+
 /// Streams by channel, one reader each (the receiver): the matching of
 /// whole traces by the check and the analysis.
 #[derive(Debug)]
@@ -339,6 +371,16 @@ mod tests {
         assert_eq!(s.take_next_with(0, |x| *x), Some(10));
         assert!(matches!(s.recv(0, 1), Read::Now(1, 11, 1)));
         assert!(matches!(s.recv(0, 2), Read::Waits(2)));
+    }
+
+    #[test]
+    fn each_channel_numbers_its_messages_from_zero() {
+        let mut n: Numbering<(u32, i32)> = Numbering::default();
+        assert_eq!(n.peek(&(0, 1)), 0);
+        assert_eq!(n.take((0, 1)), 0);
+        assert_eq!(n.take((0, 2)), 0);
+        assert_eq!(n.take((0, 1)), 1);
+        assert_eq!(n.peek(&(0, 1)), 2);
     }
 
     #[test]
