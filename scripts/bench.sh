@@ -75,6 +75,10 @@
 #     `scripts/bench.sh mpich-suite [DIR,DIR | DIR/NAME]` runs it (all eight
 #     directories by default). The CI slice of it is a test of
 #     scripts/test.sh.
+# 16. tools A/B (`TOOLS_BASELINE=PATH scripts/bench.sh tools-ab`, not part
+#     of `all`): check, analyze and simulate of this build against another
+#     build's rankscale on the published smg128 and amg64, alternating
+#     pairs; the ratio is this build's median time over the baseline's.
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -655,6 +659,44 @@ if [[ $part == all || $part == scale ]]; then
     "$(( am > im ? am : im ))" ""
   echo "analysis at scale: us/event and B/event are wall time and peak RSS over the events; ratio = analyze's wall time against import's"
   rm -rf "$tmp/smg" "$tmp/smg.trace"
+fi
+
+if [[ $part == tools-ab ]]; then
+  # The trace-reading tools of this build against another build's
+  # (TOOLS_BASELINE=PATH to its rankscale binary), in alternating pairs on
+  # the same inputs: the published smg128 and amg64 traces (imported once
+  # by this build). check, analyze and simulate (rank by rank) are the
+  # users of the matching engine; the ratio is this build's median wall
+  # time over the baseline's, medians of TOOLS_PAIRS (default 5) pairs.
+  base="${TOOLS_BASELINE:?tools-ab needs TOOLS_BASELINE=PATH, another build of rankscale}"
+  rs="$root/target/openmpi/release/rankscale"
+  shared="$root/../shared/third-party/hpc-mpi-traces"
+  pairs="${TOOLS_PAIRS:-5}"
+  med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+  secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'; }
+  echo "tools A/B: this build against $base, median of $pairs alternating pairs, $(nproc) cores"
+  printf '%-10s %-9s %12s %12s %8s\n' trace tool "base(s)" "this(s)" ratio
+  for set in smg128 amg64; do
+    [[ -f $shared/$set.tar.xz ]] || { echo "$set: not found, skipped"; continue; }
+    tar xf "$shared/$set.tar.xz" -C "$tmp" "traces/$set"
+    "$rs" import --format pertext "$tmp/traces/$set" -o "$tmp/$set.trace" >/dev/null
+    for tool in check analyze simulate; do
+      args=("$tool" "$tmp/$set.trace")
+      [[ $tool == simulate ]] && args+=(--mode ranks --seed 7)
+      b=(); t=()
+      for ((i = 0; i < pairs; i++)); do
+        if ((i % 2 == 0)); then
+          b+=("$(secs "$base" "${args[@]}")"); t+=("$(secs "$rs" "${args[@]}")")
+        else
+          t+=("$(secs "$rs" "${args[@]}")"); b+=("$(secs "$base" "${args[@]}")")
+        fi
+      done
+      mb=$(printf '%s\n' "${b[@]}" | med); mt=$(printf '%s\n' "${t[@]}" | med)
+      printf '%-10s %-9s %12s %12s %8s\n' "$set" "$tool" "$mb" "$mt" "$(awk -v a="$mt" -v b="$mb" 'BEGIN { printf "%.3f", a / b }')"
+    done
+    rm -rf "$tmp/traces/$set" "$tmp/$set.trace"
+  done
+  exit 0
 fi
 
 [[ $part == all || $part == npb ]] || exit 0

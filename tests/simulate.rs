@@ -548,22 +548,22 @@ fn every_floating_point_option_refuses_non_finite_and_out_of_range_values() {
         ),
         (
             &["simulate", t, "--compute-scale", "1e300"],
-            "'1e300' for '--compute-scale <COMPUTE_SCALE>'",
+            "'1e300' for '--compute-scale <F>'",
             "out of range (expected a finite number from 0 to 1e6)",
         ),
         (
             &["simulate", t, "--bytes-scale", "inf"],
-            "'inf' for '--bytes-scale <BYTES_SCALE>'",
+            "'inf' for '--bytes-scale <F>'",
             "not a finite number",
         ),
         (
             &["codegen", t, "-o", o, "--bytes-scale", "1e300"],
-            "'1e300' for '--bytes-scale <BYTES_SCALE>'",
+            "'1e300' for '--bytes-scale <F>'",
             "out of range (expected a finite number from 0 to 1e6)",
         ),
         (
             &["codegen", t, "-o", o, "--compute-scale", "NaN"],
-            "'NaN' for '--compute-scale <COMPUTE_SCALE>'",
+            "'NaN' for '--compute-scale <F>'",
             "not a finite number",
         ),
         (
