@@ -216,7 +216,10 @@ fn scan(ri: usize, me: u32, world: i64, events: &Events) -> RankOut {
     };
     for (i, e) in events.iter().enumerate() {
         let i = i as u64;
-        walk.event(i, e, &comms, &mut |s| steps.push(s));
+        let view = comms.view(e.comm.0);
+        walk.event(i, e, e.op.has_comm().then_some(view), &mut |s| {
+            steps.push(s)
+        });
         take(&mut steps, &mut out);
         if e.op.family() == Family::Completion {
             for r in &e.done {
@@ -225,14 +228,13 @@ fn scan(ri: usize, me: u32, world: i64, events: &Events) -> RankOut {
                 }
             }
         }
-        let inst = comms.view(e.comm.0).inst;
         let seq = comms.observe(e);
         // Persistent collectives meet at their starts, which the trace
         // does not tie to the init: not taken as synchronising.
         if let Some(seq) = seq
             && e.op.family() != Family::PersistentCollective
         {
-            out.colls.push(((inst, seq), e.op, end(i, i)));
+            out.colls.push(((view.inst, seq), e.op, end(i, i)));
             if let Some(req) = e.req {
                 active.insert(req, out.colls.len() - 1);
             }

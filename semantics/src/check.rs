@@ -1273,7 +1273,7 @@ impl<'a> Checker<'a> {
             }
         }
         let mut steps = std::mem::take(&mut self.steps);
-        st.walk.event(i, e, &st.comms, &mut |s| steps.push(s));
+        st.walk.event(i, e, view, &mut |s| steps.push(s));
         for s in steps.drain(..) {
             self.step(st, i, Some(e), s);
         }

@@ -15,7 +15,8 @@
 //! analysis' matching and the OTF2 export all use it, so that they agree on
 //! which calls form one collective.
 
-use std::collections::HashMap;
+// Lookups only, never iterated: one or two per event of every rank.
+use rustc_hash::FxHashMap as HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
@@ -89,7 +90,7 @@ impl Comms {
     /// What world rank `rank` of a world of `world` ranks knows before its
     /// first call: `MPI_COMM_WORLD` (id 0) and `MPI_COMM_SELF` (id 1).
     pub fn new(rank: u32, world: i64) -> Comms {
-        let comms = HashMap::from([
+        let comms = HashMap::from_iter([
             (
                 0,
                 Comm {
@@ -119,8 +120,8 @@ impl Comms {
             rank,
             world,
             comms,
-            seqs: HashMap::new(),
-            pairs: HashMap::new(),
+            seqs: HashMap::default(),
+            pairs: HashMap::default(),
         }
     }
 

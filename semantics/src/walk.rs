@@ -12,12 +12,19 @@
 //! puts them on [`crate::channel::Channels`]. The check and the analysis'
 //! matching both walk ranks with it, so they agree on every message.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+// Lookups only, never iterated: the fast hasher leaves every result as it
+// is (a walk makes one or two per point-to-point call).
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use compress::{Event, Family, Matched, Op, Peer, ReqId, Tag, Transfer};
 
 use crate::channel::Channel;
-use crate::comms::{Comms, View, hash_of};
+use crate::comms::{View, hash_of};
+
+#[cfg(doc)]
+use crate::comms::Comms;
 
 /// A send as posted on its channel.
 #[derive(Clone, Copy, Debug)]
@@ -164,23 +171,23 @@ impl Walker {
             world,
             slots: VecDeque::new(),
             base: 0,
-            waiting: HashMap::new(),
-            sending: HashMap::new(),
+            waiting: HashMap::default(),
+            sending: HashMap::default(),
             sends: 0,
-            templates: HashMap::new(),
-            probed: HashMap::new(),
-            probes: HashMap::new(),
-            cancelled: HashSet::new(),
+            templates: HashMap::default(),
+            probed: HashMap::default(),
+            probes: HashMap::default(),
+            cancelled: HashSet::default(),
         }
     }
 
-    /// Follows event `i`, `e`, whose communicator is as `comms` knows it
-    /// before the call. Failed calls did nothing and are passed over.
-    pub fn event(&mut self, i: u64, e: &Event, comms: &Comms, out: &mut impl FnMut(Step)) {
+    /// Follows event `i`, `e`; `view` is its communicator as the rank's
+    /// [`Comms`] knows it before the call (`None` for a call without one).
+    /// Failed calls did nothing and are passed over.
+    pub fn event(&mut self, i: u64, e: &Event, view: Option<View>, out: &mut impl FnMut(Step)) {
         if e.failed() {
             return;
         }
-        let view = e.op.has_comm().then(|| comms.view(e.comm.0));
         match (e.op.family(), view) {
             (Family::BlockingP2p, Some(v)) => {
                 self.post_send(i, e.op, v, e.send, None, out);
@@ -488,7 +495,12 @@ impl Walker {
                 tag,
                 comm: s.inst,
             };
-            let probe = s.probe.or_else(|| self.probes.remove(&chan));
+            // (Most programs never probe: no lookup per receive then.)
+            let probe = s.probe.or_else(|| {
+                (!self.probes.is_empty())
+                    .then(|| self.probes.remove(&chan))
+                    .flatten()
+            });
             out(Step::Recv(RecvEnd {
                 chan,
                 comm: s.comm,
