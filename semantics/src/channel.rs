@@ -208,11 +208,6 @@ impl<S: Clone, R> Stream<S, R> {
         Some(s)
     }
 
-    /// Whether nothing is left on it: no send unread, no receive waiting.
-    pub fn is_idle(&self) -> bool {
-        self.waiting.is_empty() && (self.keep || self.sends.is_empty())
-    }
-
     /// What is left when the stream closes.
     pub fn into_leftovers(self) -> Leftovers<S, R> {
         let base = self.base;
@@ -236,11 +231,6 @@ impl<S: Clone, R> Stream<S, R> {
     /// Sends no reader took (one reader per stream).
     pub fn unread(&self) -> usize {
         if self.keep { 0 } else { self.sends.len() }
-    }
-
-    /// Receives waiting for their send.
-    pub fn waiting(&self) -> usize {
-        self.waiting.len()
     }
 }
 
@@ -323,11 +313,6 @@ impl<K: Hash + Eq + Copy, S: Clone, R> Channels<K, S, R> {
     pub fn unread(&self) -> usize {
         self.streams.values().map(Stream::unread).sum()
     }
-
-    /// Receives no send met, over all open channels.
-    pub fn waiting(&self) -> usize {
-        self.streams.values().map(Stream::waiting).sum()
-    }
 }
 
 #[cfg(test)]
@@ -391,7 +376,7 @@ mod tests {
         assert!(matches!(c.recv((0, 2), 7), Read::Now(0, 2, 7)));
         assert_eq!(c.unread(), 1);
         assert!(matches!(c.recv((0, 3), 8), Read::Waits(0)));
-        assert_eq!(c.waiting(), 1);
+        assert_eq!(c.close((0, 3)).unwrap().recvs, vec![(0, 8)]);
         let left = c.close((0, 1)).unwrap();
         assert_eq!(left.sends, vec![(0, 1)]);
     }

@@ -40,8 +40,8 @@ use std::ops::Range;
 use compress::{CommCreate, Event, Family, Op, Peer, ReduceOp, Tag, TraceFile};
 
 use crate::channel::{Channel, Channels, Read};
-use crate::comms::{Comms, Map, View, hash_of, world_size};
-use crate::walk::{RecvEnd, SendEnd, Step, Walker};
+use crate::comms::{Comms, Map, View, counted, hash_of, world_size};
+use crate::walk::{RecvEnd, SendEnd, Step, Walker, bytes};
 use serde::Serialize;
 
 /// How many problems a report keeps in full (with the call's raw-log line);
@@ -1032,11 +1032,6 @@ fn is_collective(op: Op) -> bool {
     op.is_collective() || op.family() == Family::CommManagement
 }
 
-/// Bytes of `count` elements of `dsize` bytes, without overflow.
-fn bytes(count: i64, dsize: i64) -> i64 {
-    count.saturating_mul(dsize)
-}
-
 // ----- per-rank state ---------------------------------------------------
 
 /// One rank's walk: its communicators, its receives in post order, and the
@@ -1288,14 +1283,7 @@ impl<'a> Checker<'a> {
                     self.create(st, i, e, world, 0, c);
                 }
             }
-            (
-                Family::Collective
-                | Family::NonblockingCollective
-                | Family::Neighborhood
-                | Family::PersistentCollective
-                | Family::CommManagement,
-                Some(v),
-            ) => {
+            (_, Some(v)) if counted(e.op) => {
                 // Calls on an inter-communicator span both of its groups,
                 // with roots of their own (`MPI_ROOT`, `MPI_PROC_NULL`):
                 // counted, not grouped. `Comm_create_group` is collective

@@ -366,7 +366,7 @@ pub fn world_size(file: &TraceFile) -> i64 {
 
 /// Calls every member of a communicator makes in the same order:
 /// collectives of every kind and the communicator management calls.
-fn counted(op: Op) -> bool {
+pub(crate) fn counted(op: Op) -> bool {
     matches!(
         op.family(),
         Family::Collective

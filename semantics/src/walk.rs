@@ -140,6 +140,12 @@ struct Template {
     recv: Option<Transfer>,
 }
 
+/// Bytes of `count` elements of `dsize` bytes, without overflow (a
+/// corrupt count must not wrap into a small or negative size).
+pub(crate) fn bytes(count: i64, dsize: i64) -> i64 {
+    count.saturating_mul(dsize)
+}
+
 /// One rank's walk (see the module documentation).
 #[derive(Debug)]
 pub struct Walker {
@@ -267,7 +273,7 @@ impl Walker {
             comm: v.id,
             id,
             post: i,
-            bytes: t.count.saturating_mul(t.dsize),
+            bytes: bytes(t.count, t.dsize),
             sync: matches!(op, Op::Ssend | Op::Issend | Op::SsendInit),
         }));
     }
@@ -329,7 +335,7 @@ impl Walker {
             inst: v.inst,
             src,
             tag,
-            posted: Some(t.count.saturating_mul(t.dsize)),
+            posted: Some(bytes(t.count, t.dsize)),
             probe: None,
             completed: !nonblocking,
             settled: false,
@@ -457,7 +463,7 @@ impl Walker {
                 };
                 let req = e.req.filter(|_| e.op == Op::Imrecv);
                 if let Some(s) = self.slot(id) {
-                    s.posted = e.recv.map(|t| t.count.saturating_mul(t.dsize));
+                    s.posted = e.recv.map(|t| bytes(t.count, t.dsize));
                     s.post = i;
                     s.done = i;
                     // An Imrecv completes at its Wait/Test.
