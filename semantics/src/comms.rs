@@ -12,8 +12,8 @@
 //! per node) are not in the trace: such instances are marked ambiguous.
 //!
 //! One rank's [`Comms`] follows that rank's events in order. The check, the
-//! analysis' matching and the OTF2 export all use it, so that they agree on
-//! which calls form one collective.
+//! analysis' matching, the simulator and the OTF2 export all use it, so
+//! that they agree on which calls form one collective.
 
 // Lookups only, never iterated: one or two per event of every rank.
 use rustc_hash::FxHashMap as HashMap;
@@ -48,6 +48,9 @@ struct Comm {
     ambiguous: bool,
     inter: bool,
     remote: Option<i64>,
+    /// An inter-communicator's two groups together, as sorted world ranks,
+    /// where recorded.
+    both: Option<Rc<[i32]>>,
 }
 
 /// What an event needs to know of its communicator.
@@ -101,6 +104,7 @@ impl Comms {
                     ambiguous: false,
                     inter: false,
                     remote: None,
+                    both: None,
                 },
             ),
             (
@@ -113,6 +117,7 @@ impl Comms {
                     ambiguous: false,
                     inter: false,
                     remote: None,
+                    both: None,
                 },
             ),
         ]);
@@ -183,6 +188,13 @@ impl Comms {
         self.comms.get(&id).and_then(|c| c.cart.clone())
     }
 
+    /// Both groups of inter-communicator `id` together, as sorted world
+    /// ranks, where its constructor recorded them: its collectives gather
+    /// every rank of both, each in its place in this list.
+    pub fn both(&self, id: u32) -> Option<Rc<[i32]>> {
+        self.comms.get(&id).and_then(|c| c.both.clone())
+    }
+
     /// Counts `e` among the calls of its communicator that every member
     /// makes in the same order: its position (from 1), or `None` for a
     /// call that is not one (point-to-point, `Comm_create_group`, which is
@@ -228,6 +240,15 @@ impl Comms {
         let dims: Vec<i64> = c.dims.iter().map(|&d| i64::from(d)).collect();
         let parent_cart = self.cart(parent.id);
         let parent_map = self.map(parent.id).cloned().unwrap_or(Map::Unknown);
+        let both = match e.op {
+            op if op.makes_intercomm() => {
+                let mut v: Vec<i32> = c.sources.iter().chain(&c.members).copied().collect();
+                v.sort_unstable();
+                (!v.is_empty()).then(|| v.into())
+            }
+            op if op.is_comm_dup() => self.both(parent.id),
+            _ => None,
+        };
         let (inst, ambiguous) = self.instance(e, parent, seq, c, parent_cart.as_deref(), &dims);
         let keeps_ranks = c.reorder == Some(false);
         let map = match e.op {
@@ -288,6 +309,7 @@ impl Comms {
                     _ => None,
                 },
                 ambiguous: ambiguous || parent.size.is_none(),
+                both,
             },
         );
         // A new communicator's calls are counted from its creation (ids

@@ -20,12 +20,12 @@
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
-use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
 use compress::{ComputeDraws, Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHashMap;
 use semantics::channel::{Read, Stream};
+use semantics::comms::Comms;
 use smallvec::SmallVec;
 
 use crate::coll::{self, Member};
@@ -138,16 +138,6 @@ struct Instance {
     arrived: usize,
 }
 
-#[derive(Clone)]
-struct CommInfo {
-    key: u64,
-    size: u32,
-    dims: Vec<i32>,
-    /// An inter-communicator's two groups, as sorted world ranks: its
-    /// collectives gather both, each rank in its place in this list.
-    both: Vec<i32>,
-}
-
 /// A persistent request's template.
 #[derive(Clone, Copy)]
 struct Template {
@@ -231,11 +221,8 @@ struct RankState<'a> {
     /// Persistent collective requests (MPI 4 `X_init`): each `MPI_Start`
     /// of one arrives at a new instance of the collective it holds.
     coll_templates: FxHashMap<ReqId, Event>,
-    comms: FxHashMap<u32, CommInfo>,
-    seqs: FxHashMap<u32, u64>,
-    /// `Comm_create_group` calls so far by (parent, group, tag): the
-    /// call is collective over the group alone.
-    group_calls: FxHashMap<u64, u64>,
+    /// The communicators the rank knows, as every tool names them.
+    comms: Comms,
     mprobed: FxHashMap<u64, SendRec>,
     /// The streams the rank used last (see [`Engine::chan`]), and the
     /// next entry to replace.
@@ -384,14 +371,6 @@ fn protocol(op: Op, bytes: f64, net: &Params) -> bool {
     }
 }
 
-fn world_key(me: u32) -> impl Fn(u32) -> u64 {
-    move |c| match c {
-        0 => 0,
-        1 => u64::MAX - u64::from(me),
-        c => u64::from(c),
-    }
-}
-
 impl<'a> Engine<'a> {
     /// An engine over every rank's trace, with the recorded timeline of the
     /// ranks that have one (`spans[r]`).
@@ -422,9 +401,7 @@ impl<'a> Engine<'a> {
                 reqs: FxHashMap::default(),
                 templates: FxHashMap::default(),
                 coll_templates: FxHashMap::default(),
-                comms: FxHashMap::default(),
-                seqs: FxHashMap::default(),
-                group_calls: FxHashMap::default(),
+                comms: Comms::new(layout.world[r], i64::from(p)),
                 mprobed: FxHashMap::default(),
                 chan_cache: SmallVec::new(),
                 chan_next: 0,
@@ -1014,9 +991,9 @@ impl<'a> Engine<'a> {
             | Family::NonblockingCollective
             | Family::Neighborhood
             | Family::CommManagement => {
-                if ev.op == Op::CommFree {
-                    self.ranks[r as usize].comms.remove(&comm);
-                } else {
+                // Freeing is collective but synchronises nothing; the
+                // lineage counts a constructor's communicator afresh.
+                if ev.op != Op::CommFree {
                     let cell = self.arrive(r, &ev, enter);
                     if let Some(req) = ev.req {
                         self.ranks[r as usize].reqs.insert(req, cell);
@@ -1268,23 +1245,15 @@ impl<'a> Engine<'a> {
     /// Rank `r` enters a collective (or a communicator constructor);
     /// returns the cell of its completion.
     fn arrive(&mut self, r: u32, ev: &Event, t: Time) -> CellId {
-        let comm = ev.comm.0;
-        let st = &mut self.ranks[r as usize];
-        let info = st.comms.get(&comm).cloned().unwrap_or_else(|| CommInfo {
-            key: world_key(r)(comm),
-            size: match comm {
-                0 => self.p,
-                1 => 1,
-                _ => 0,
-            },
-            dims: Vec::new(),
-            both: Vec::new(),
-        });
+        let comms = &mut self.ranks[r as usize].comms;
+        let view = comms.view(ev.comm.0);
+        let both = comms.both(ev.comm.0);
+        let seq = comms.observe(ev);
         // `Comm_create_group` and the constructors from groups (MPI 4)
-        // synchronise their groups' members only: the instance is the call
-        // (parent, group, tag, how many before), the members the group's
-        // (both groups', as sorted world ranks).
-        let group: Option<(Vec<i32>, Option<i32>)> = ev.create.as_deref().and_then(|c| {
+        // synchronise their groups' members only (both groups', as sorted
+        // world ranks): the instance is the communicator they make, which
+        // the lineage names alike on every member.
+        let group: Option<Vec<i32>> = ev.create.as_deref().and_then(|c| {
             let g = match ev.op {
                 Op::CommCreateGroup | Op::CommCreateFromGroup => c.members.clone(),
                 Op::IntercommCreateFromGroups => {
@@ -1294,103 +1263,22 @@ impl<'a> Engine<'a> {
                 }
                 _ => return None,
             };
-            (!g.is_empty()).then_some((g, c.key))
+            (!g.is_empty()).then_some(g)
         });
-        let k = match &group {
-            Some((members, tag)) => {
-                let mut h = FxHasher::default();
-                ("group", info.key, members, tag).hash(&mut h);
-                let call = h.finish();
-                let n = st.group_calls.entry(call).or_default();
-                *n += 1;
-                (call, *n)
-            }
-            None => {
-                let seq = st.seqs.entry(comm).or_default();
-                let k = (info.key, *seq);
-                *seq += 1;
-                k
-            }
+        let k = match (&group, ev.create.as_deref().and_then(|c| c.new)) {
+            (Some(_), Some(new)) => (comms.view(new.0).inst, 0),
+            _ => (view.inst, seq.unwrap_or(0)),
         };
-        if let Some(c) = ev.create.as_deref()
-            && let Some(new) = c.new
-        {
-            let mut h = FxHasher::default();
-            // One key on both sides of an inter-communicator, whose
-            // parents differ: the pair of groups and the tag; the merge's
-            // members.
-            match ev.op {
-                op if op.makes_intercomm() => {
-                    let (a, b) = (&c.sources, &c.members);
-                    ("inter", a.min(b), a.max(b), c.key).hash(&mut h);
-                }
-                Op::IntercommMerge => ("merge", &c.members).hash(&mut h),
-                _ => info.key.hash(&mut h),
-            }
-            new.0.hash(&mut h);
-            c.color.hash(&mut h);
-            c.split_type.hash(&mut h);
-            if !ev.op.makes_intercomm() && info.both.is_empty() {
-                // (Of an inter-communicator each side names its own group.)
-                c.members.hash(&mut h);
-            }
-            if ev.op == Op::CartSub {
-                // The sub-grid: this rank's coordinates in the dropped
-                // dimensions of the parent grid.
-                let mut rest = ev.comm_rank.max(0);
-                let dims = &info.dims;
-                let mut coords = vec![0; dims.len()];
-                for d in (0..dims.len()).rev() {
-                    let n = dims[d].max(1);
-                    coords[d] = rest % n;
-                    rest /= n;
-                }
-                for (d, &keep) in c.dims.iter().enumerate() {
-                    if keep == 0 {
-                        coords.get(d).hash(&mut h);
-                    }
-                }
-            }
-            let dims = match ev.op {
-                Op::CartCreate => c.dims.clone(),
-                Op::CartSub => info
-                    .dims
-                    .iter()
-                    .zip(&c.dims)
-                    .filter(|&(_, &keep)| keep != 0)
-                    .map(|(&n, _)| n)
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let both = match ev.op {
-                op if op.makes_intercomm() => {
-                    let mut v: Vec<i32> = c.sources.iter().chain(&c.members).copied().collect();
-                    v.sort_unstable();
-                    v
-                }
-                op if op.is_comm_dup() => info.both.clone(),
-                _ => Vec::new(),
-            };
-            st.comms.insert(
-                new.0,
-                CommInfo {
-                    key: h.finish(),
-                    size: c.size.max(0) as u32,
-                    dims,
-                    both,
-                },
-            );
-            st.seqs.remove(&new.0);
-        }
         let me = ev.comm_rank.max(0) as usize;
         let w = self.layout.world[r as usize] as i32;
-        let (mut size, mut slot) = if let Some((members, _)) = &group {
+        let (mut size, mut slot) = if let Some(members) = &group {
             let at = members.iter().position(|&m| m == w).unwrap_or(0);
             (members.len(), at)
-        } else if info.both.is_empty() {
-            ((info.size as usize).max(me + 1), me)
+        } else if let Some(both) = &both {
+            (both.len(), both.binary_search(&w).unwrap_or(0))
         } else {
-            (info.both.len(), info.both.binary_search(&w).unwrap_or(0))
+            let size = view.size.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+            (size.max(me + 1), me)
         };
         if self.layout.classes {
             if size != self.p as usize && self.asymmetric.is_none() {
