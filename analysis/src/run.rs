@@ -346,8 +346,10 @@ impl Run {
                 // Calls recorded without detail (queries, datatypes, ...)
                 // and calls that failed are not communication: the
                 // analysis sees them as part of the computation around
-                // them, as before they were recorded.
-                if ev.op.is_generic() || ev.failed() {
+                // them, as before they were recorded. `MPI_Cancel` is kept:
+                // a cancelled receive takes no message, which matching
+                // must know.
+                if (ev.op.is_generic() && ev.op != Op::Cancel) || ev.failed() {
                     carried = carried
                         .saturating_add(ev.time.compute_ns)
                         .saturating_add(ev.time.dur_ns);
