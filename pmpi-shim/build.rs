@@ -223,6 +223,9 @@ enum Kind {
     Int,
     /// `MPI_Request *`, not an array.
     RequestOut,
+    /// `MPI_Request` by value: a request the call is about
+    /// (`Grequest_complete`, `Request_get_status`).
+    Request,
     /// Anything else.
     Other,
 }
@@ -254,6 +257,7 @@ fn param(p: &str, typedefs: &HashMap<String, String>) -> Result<(String, Kind), 
     }
     match ty.as_str() {
         "MPI_Comm" => return Ok(("MPI_Comm".to_string(), Kind::Comm)),
+        "MPI_Request" => return Ok(("MPI_Request".to_string(), Kind::Request)),
         "MPI_Datatype" => return Ok(("MPI_Datatype".to_string(), Kind::Datatype)),
         _ => {}
     }
@@ -357,7 +361,17 @@ fn wrapper(
         });
     let variant = variant(name);
     let persistent = name.ends_with("_init") || name.ends_with("_init_c");
-    let cancel = name == "Cancel";
+    // The request the call names: `MPI_Cancel`'s (through its pointer)
+    // or one passed by value; read before the call, which may free it.
+    let named = match args.iter().position(|(_, k)| *k == Kind::Request) {
+        _ if name == "Cancel" => {
+            "// SAFETY: `MPI_Cancel`'s argument points to the request it cancels.\n    \
+             let named = unsafe { request_behind(s.tracer(), a0 as *const MPI_Request) };"
+                .to_string()
+        }
+        Some(i) => format!("let named = named_request(s.tracer(), a{i});"),
+        None => "let named = None;".to_string(),
+    };
     let mut s = String::new();
     let _ = write!(
         s,
@@ -375,7 +389,7 @@ pub unsafe extern "C" fn MPI_{name}({decl}) -> {ret_ty} {{
         // own implementation, exactly as without the shim.
         return unsafe {{ PMPI_{name}({pass}) }};
     }};
-    {cancelled}
+    {named}
     // SAFETY: as above.
     let rc = unsafe {{ PMPI_{name}({pass}) }};
     let status: c_int = {ok};
@@ -385,7 +399,7 @@ pub unsafe extern "C" fn MPI_{name}({decl}) -> {ret_ty} {{
         comm: {comm},
         bytes: {bytes},
         persistent: {persistent},
-        cancelled,
+        named,
     }};
     // SAFETY: the request pointer is null or the application's
     // `MPI_Request *` argument, which MPI wrote when the call succeeded.
@@ -393,12 +407,6 @@ pub unsafe extern "C" fn MPI_{name}({decl}) -> {ret_ty} {{
     rc
 }}
 "#,
-        cancelled = if cancel {
-            "// SAFETY: `MPI_Cancel`'s argument points to the request it cancels.\n    \
-             let cancelled = unsafe { cancelled_request(s.tracer(), a0 as *const MPI_Request) };"
-        } else {
-            "let cancelled = None;"
-        },
     );
     Ok(s)
 }

@@ -104,12 +104,7 @@ const SLICE: &[&str] = &[
 /// Programs of the slice that fail a stage today: open tracer gaps of
 /// issue 39, by MPI (`*`: both), label and reason. Each must still fail.
 /// (On Open MPI 4.1 the MPI-4 programs do not build and are not run.)
-const KNOWN: &[(&str, &str, &str)] = &[(
-    "*",
-    "pt2pt/greq1 1",
-    "replay: MPI_Test of a generalized request finds it complete (flag=1) where the \
-         application's found it pending",
-)];
+const KNOWN: &[(&str, &str, &str)] = &[];
 
 /// Seconds a run may take unless its testlist line says `timeLimit=`.
 const TIMEOUT_S: u64 = 60;

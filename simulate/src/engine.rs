@@ -990,22 +990,22 @@ impl<'a> Engine<'a> {
             Family::Collective
             | Family::NonblockingCollective
             | Family::Neighborhood
-            | Family::CommManagement => {
-                // Freeing is collective but synchronises nothing; the
-                // lineage counts a constructor's communicator afresh.
-                if ev.op != Op::CommFree {
-                    let cell = self.arrive(r, &ev, enter);
-                    if let Some(req) = ev.req {
-                        self.ranks[r as usize].reqs.insert(req, cell);
-                        cur.floor += net.overhead;
-                    } else {
-                        cur.cells.push(cell);
-                    }
+            | Family::CommManagement
+                if ev.op != Op::CommFree =>
+            {
+                let cell = self.arrive(r, &ev, enter);
+                if let Some(req) = ev.req {
+                    self.ranks[r as usize].reqs.insert(req, cell);
+                    cur.floor += net.overhead;
+                } else {
+                    cur.cells.push(cell);
                 }
             }
             // Calls recorded without detail (Family::is_generic): local
             // calls of no modelled cost; the command line says how many
-            // the trace holds.
+            // the trace holds. And `Comm_free`: collective, but it
+            // synchronises nothing, and the lineage counts a constructor's
+            // communicator afresh.
             _ => {}
         }
         self.ranks[r as usize].current = Some(cur);

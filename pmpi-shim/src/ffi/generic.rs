@@ -34,8 +34,10 @@ pub(crate) struct Call {
     pub bytes: Option<(i64, MPI_Datatype)>,
     /// Whether a created request is persistent (`*_init`).
     pub persistent: bool,
-    /// The request `MPI_Cancel` named, read before the call.
-    pub cancelled: Option<ReqId>,
+    /// The request the call is about, read before the call: the one
+    /// `MPI_Cancel` cancels, `MPI_Grequest_complete` completes or
+    /// `MPI_Request_get_status` asks of. Replay needs the first two.
+    pub named: Option<ReqId>,
 }
 
 /// Records a generic call.
@@ -63,21 +65,25 @@ pub(crate) unsafe fn record(s: Scope, call: Call, request: *const MPI_Request) {
         // SAFETY: reading an initialised mpi-sys constant.
         let world = unsafe { RSMPI_COMM_WORLD };
         ev.req = new_req(t, created, call.persistent, false, comm_h.unwrap_or(world));
-        ev.reqs.extend(call.cancelled);
+        ev.reqs.extend(call.named);
     });
 }
 
-/// The id of the request `MPI_Cancel` is about to cancel.
+/// The id of the request behind `req` (`MPI_Cancel`'s argument).
 ///
 /// # Safety
 /// `req` must be null or point to a request handle.
-pub(crate) unsafe fn cancelled_request(t: &Tracer, req: *const MPI_Request) -> Option<ReqId> {
+pub(crate) unsafe fn request_behind(t: &Tracer, req: *const MPI_Request) -> Option<ReqId> {
     if req.is_null() {
         return None;
     }
     // SAFETY: guaranteed by the caller.
-    let key = unsafe { *req }.key();
-    t.reqs(&[key]).first().cloned().flatten().map(|r| r.id)
+    named_request(t, unsafe { *req })
+}
+
+/// The id of request `h`, if the tracer made one for it.
+pub(crate) fn named_request(t: &Tracer, h: MPI_Request) -> Option<ReqId> {
+    t.reqs(&[h.key()]).first().cloned().flatten().map(|r| r.id)
 }
 
 include!(concat!(env!("OUT_DIR"), "/generic_wrappers.rs"));

@@ -641,6 +641,8 @@ impl<'o> Replayer<'o> {
             | Op::IntercommCreateFromGroups
             | Op::CommFree => self.comm_op(e).map(|()| 0.0),
             Op::Cancel => self.cancel(e),
+            Op::GrequestStart => self.grequest_start(e),
+            Op::GrequestComplete => self.grequest_complete(e),
             // Recorded without detail: passed over (the note at the start
             // lists them); a request it made is left out of the completion
             // calls that name it.

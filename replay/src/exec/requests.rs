@@ -3,9 +3,9 @@
 //! `Wait*` and `Test*` families), with the checks of their racy outcomes
 //! against the trace.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use compress::{Event, Op, ReqId};
 use mpi_sys::*;
 
@@ -130,6 +130,48 @@ impl Replayer<'_> {
             if let Some(r) = self.reqs.get_mut(&id.0) {
                 r.handle = h;
             }
+        }
+        Ok(0.0)
+    }
+
+    /// `MPI_Grequest_start`: a generalized request of replay's own, whose
+    /// callbacks do nothing, so that the calls that test it find it
+    /// pending until its `MPI_Grequest_complete`, as the application's
+    /// did (the application's callbacks are its own code, not in the
+    /// trace).
+    pub(super) fn grequest_start(&mut self, e: &Event) -> Result<f64> {
+        let mut h = request_null();
+        check(
+            // SAFETY: the callbacks are functions of this module with the
+            // signatures MPI asks for; none reads the extra state (null).
+            unsafe {
+                MPI_Grequest_start(
+                    Some(greq_query),
+                    Some(greq_free),
+                    Some(greq_cancel),
+                    std::ptr::null_mut(),
+                    &mut h,
+                )
+            },
+            "MPI_Grequest_start",
+        )?;
+        self.new_req(e.req, h, Keep::default(), false);
+        Ok(0.0)
+    }
+
+    /// `MPI_Grequest_complete` of the generalized request its event names.
+    pub(super) fn grequest_complete(&mut self, e: &Event) -> Result<f64> {
+        if e.reqs.is_empty() {
+            bail!(
+                "MPI_Grequest_complete does not name its request (a trace taken by an \
+                 older rankscale): trace the program again"
+            );
+        }
+        let ids = self.issued(&e.reqs);
+        for h in self.handles(&ids)? {
+            // SAFETY: `h` is a live generalized request of this replay's
+            // table; completing it does not free it.
+            check(unsafe { MPI_Grequest_complete(h) }, "MPI_Grequest_complete")?;
         }
         Ok(0.0)
     }
@@ -477,4 +519,26 @@ impl Outcome {
             _ => Vec::new(),
         }
     }
+}
+
+/// The status a replayed generalized request completes with: nothing
+/// received, not cancelled.
+unsafe extern "C" fn greq_query(_extra: *mut c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: MPI passes the status it is completing; both calls only
+    // write its fields.
+    unsafe {
+        MPI_Status_set_elements(status, RSMPI_UINT8_T, 0);
+        MPI_Status_set_cancelled(status, 0);
+    }
+    0
+}
+
+/// Nothing to free: a replayed generalized request has no state.
+unsafe extern "C" fn greq_free(_extra: *mut c_void) -> c_int {
+    0
+}
+
+/// Nothing to cancel: a replayed generalized request has no work.
+unsafe extern "C" fn greq_cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
+    0
 }
