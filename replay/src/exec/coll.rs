@@ -242,10 +242,12 @@ impl Replayer<'_> {
                 };
                 // The stand-in operation takes any type: the application's
                 // where the trace names a predefined one (its raw log then
-                // says `int` as the application's did), bytes otherwise.
+                // says `int` as the application's did), else one of its
+                // size, derived where the application's was (its raw log
+                // then says `derived`).
                 let ty = match predefined(t) {
                     Some(ty) => ty,
-                    None => self.dtype(dsize)?,
+                    None => self.dtype_as(dsize, t.dtype == compress::Datatype::DERIVED)?,
                 };
                 (op, ty)
             }
