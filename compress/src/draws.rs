@@ -58,7 +58,7 @@ use crate::codec::{Shape, mix64};
 use crate::rng::SplitMix64;
 use crate::seq::gcd;
 use crate::timing::{Dist, PathTiming};
-use crate::trace::{EventTiming, Expand, PathClass};
+use crate::tree::{EventTiming, Expand, PathClass};
 
 /// 2^64 / φ: the Weyl step of the golden-ratio sequence in 64 bits (the same
 /// constant as SplitMix64's increment).

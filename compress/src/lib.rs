@@ -33,7 +33,7 @@ pub mod seq;
 pub mod series;
 pub mod timeline;
 pub mod timing;
-pub mod trace;
+pub mod tree;
 
 pub use event::{
     CommCreate, CommId, Event, EventSink, Family, Matched, Op, Peer, ReduceOp, ReqId, Tag, Timing,
@@ -59,7 +59,7 @@ pub use timeline::{Span, Timeline};
 pub use timing::{
     Dist, Histogram, PathTiming, Quantity, Reservoir, SlowInstance, Stats, TimeStats,
 };
-pub use trace::{EventTiming, Expand, Leaf, Loop, Node, PathClass, Single, Trace, TraceStats};
+pub use tree::{EventTiming, Expand, Leaf, Loop, Node, PathClass, Single, Trace, TraceStats};
 
 use std::path::{Path, PathBuf};
 

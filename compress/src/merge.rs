@@ -55,7 +55,7 @@ use crate::depth::guarded;
 use crate::ranklist::RankList;
 use crate::seq::ValueSeq;
 use crate::timing::PathTiming;
-use crate::trace::{self, Leaf, Loop, Node, RaggedList, Trace};
+use crate::tree::{self, Leaf, Loop, Node, RaggedList, Trace};
 
 /// One version of a parameter: its values and the ranks that have them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -1314,7 +1314,7 @@ impl MergedTrace {
             n.project(rank, like, &mut nodes)
                 .ok_or(ProjectError::Inconsistent(rank))?;
         }
-        let (leaf_ids, loop_ids) = trace::number(&mut nodes);
+        let (leaf_ids, loop_ids) = tree::number(&mut nodes);
         let spill = self.spills.iter().find(|s| s.rank == rank);
         Ok(Trace {
             rank: rank as i32,
@@ -1699,7 +1699,7 @@ fn per_function(mut counts: Vec<(crate::Op, u64)>) -> Option<(u64, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{EventTiming, PathClass};
+    use crate::tree::{EventTiming, PathClass};
     use crate::{Compressor, Config, Event, Op};
 
     /// The binomial tree, by hand: each rank but 0 sends once, to a rank

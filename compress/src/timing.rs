@@ -1038,9 +1038,9 @@ impl PathTiming {
     /// size.
     pub fn map_dists(
         &self,
-        mut f: impl FnMut(crate::trace::PathClass, Quantity, &Dist) -> Dist,
+        mut f: impl FnMut(crate::tree::PathClass, Quantity, &Dist) -> Dist,
     ) -> PathTiming {
-        use crate::trace::PathClass;
+        use crate::tree::PathClass;
         let mut src = self.clone();
         src.settle();
         let mut map = |class: PathClass, t: &TimeStats| TimeStats {

@@ -645,11 +645,11 @@ fn print_stream_sizes() {
 
 /// Per leaf, in order: executions in the first, steady and last iterations
 /// of its innermost loop, and the positions its reservoir kept.
-fn timing_counts(nodes: &[compress::trace::Node]) -> Vec<(u64, u64, u64, Vec<u64>)> {
-    fn walk(nodes: &[compress::trace::Node], out: &mut Vec<(u64, u64, u64, Vec<u64>)>) {
+fn timing_counts(nodes: &[compress::tree::Node]) -> Vec<(u64, u64, u64, Vec<u64>)> {
+    fn walk(nodes: &[compress::tree::Node], out: &mut Vec<(u64, u64, u64, Vec<u64>)>) {
         for n in nodes {
             match n {
-                compress::trace::Node::Leaf(l) => {
+                compress::tree::Node::Leaf(l) => {
                     let t = l.timing();
                     out.push((
                         t.first().count(),
@@ -658,7 +658,7 @@ fn timing_counts(nodes: &[compress::trace::Node]) -> Vec<(u64, u64, u64, Vec<u64
                         t.slow().slowest().iter().map(|s| s.pos).collect(),
                     ));
                 }
-                compress::trace::Node::Loop(l) => walk(l.body(), out),
+                compress::tree::Node::Loop(l) => walk(l.body(), out),
                 _ => {}
             }
         }

@@ -131,7 +131,7 @@ use crate::Error;
 use crate::codec::{self, mix64};
 use crate::event::{Event, EventSink};
 use crate::seq::ValueSeq;
-use crate::trace::{self, Expand, Leaf, Loop, Node, Single, Trace, TraceStats};
+use crate::tree::{self, Expand, Leaf, Loop, Node, Single, Trace, TraceStats};
 
 mod spec;
 
@@ -494,7 +494,7 @@ impl Compressor {
     pub fn stats(&self) -> TraceStats {
         let mut s = TraceStats::default();
         for it in &self.queue {
-            let one = trace::stats_of(std::slice::from_ref(&it.node));
+            let one = tree::stats_of(std::slice::from_ref(&it.node));
             s.nodes += one.nodes;
             s.leaves += one.leaves;
             s.loops += one.loops;
@@ -584,8 +584,8 @@ impl Compressor {
     /// compressor's rank and losses and the spill `(in-memory bytes, their
     /// events, events written out)`.
     fn assemble(&self, mut nodes: Vec<Node>, spill: (Vec<u8>, u64, u64)) -> Trace {
-        trace::settle(&mut nodes);
-        let (leaf_ids, loop_ids) = trace::number(&mut nodes);
+        tree::settle(&mut nodes);
+        let (leaf_ids, loop_ids) = tree::number(&mut nodes);
         let (spill_mem, spilled_mem, spilled_out) = spill;
         Trace {
             rank: self.rank,
@@ -825,7 +825,7 @@ impl Compressor {
             }
             out.push(it.node);
         }
-        let (leaves, loops) = trace::number(&mut out);
+        let (leaves, loops) = tree::number(&mut out);
         let mut ex = Expand::new(&out, leaves, loops, self.rank);
         match &mut self.spill {
             Spill::Memory { buf, events } => {

@@ -33,7 +33,7 @@ use std::ops::Range;
 
 use crate::codec::Shape;
 use crate::timing::SlowInstance;
-use crate::trace::{Loop, Node, Single};
+use crate::tree::{Loop, Node, Single};
 
 /// Most events one speculative iteration buffers: beyond, the iteration is
 /// handed back to the folding rules (which bound memory on their own).
