@@ -290,9 +290,9 @@ fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<compress::Event>) {
             c.push(&e).unwrap();
         }
         c.push(&Event::new(Op::Finalize)).unwrap();
-        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
+        let t = compress::merge::from_rank(&c.into_trace().unwrap());
         merged = Some(match merged {
-            Some(m) => m.merge(t),
+            Some(m) => compress::merge::traces(m, t),
             None => t,
         });
     }

@@ -180,7 +180,7 @@ fn show_json_and_stats_describe_a_real_trace() {
 
 #[test]
 fn bad_files_get_clear_errors() {
-    use compress::{Compressor, Config, Event, MergedTrace, Op, TraceFile};
+    use compress::{Compressor, Config, Event, Op, TraceFile};
     let dir = scratch("cli-bad");
     let mut c = Compressor::new(0, Config::default());
     for i in 0..100 {
@@ -197,7 +197,7 @@ fn bad_files_get_clear_errors() {
             world_size: 1,
             ..Default::default()
         },
-        trace: MergedTrace::from_rank(&c.into_trace().unwrap()),
+        trace: compress::merge::from_rank(&c.into_trace().unwrap()),
         timelines: Vec::new(),
         series: Vec::new(),
     }

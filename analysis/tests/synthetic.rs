@@ -89,9 +89,9 @@ fn file(ranks: Vec<Vec<Timed>>) -> TraceFile {
             c.push(&e).unwrap();
             tl.push(a, b);
         }
-        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
+        let t = compress::merge::from_rank(&c.into_trace().unwrap());
         merged = Some(match merged {
-            Some(m) => m.merge(t),
+            Some(m) => compress::merge::traces(m, t),
             None => t,
         });
         timelines.push(tl);

@@ -38,8 +38,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::merge::MergedTrace;
-use crate::merge::old::MergedTraceOld;
+use crate::merged::MergedTrace;
+use crate::merged::old::MergedTraceOld;
 
 /// The merged trace of format versions 1 and 2.
 type MergedTraceV2 = MergedTraceOld<crate::timing::PathTimingV2>;
@@ -556,7 +556,7 @@ impl TraceFile {
     }
 
     /// Merges the trace of another, disjoint, set of ranks (see
-    /// [`MergedTrace::merge`]); call sites and partial ranks are united, the
+    /// [`crate::merge::traces`]); call sites and partial ranks are united, the
     /// rest of the metadata is `self`'s.
     pub fn merge(self, other: TraceFile) -> TraceFile {
         let mut meta = self.meta;
@@ -573,7 +573,7 @@ impl TraceFile {
         series.sort_by_key(|s| s.rank);
         TraceFile {
             meta,
-            trace: self.trace.merge(other.trace),
+            trace: crate::merge::traces(self.trace, other.trace),
             timelines,
             series,
         }
@@ -593,10 +593,10 @@ impl TraceFile {
             for e in &events {
                 c.push(e)?;
             }
-            let t = MergedTrace::from_rank(&c.into_trace()?);
+            let t = crate::merge::from_rank(&c.into_trace()?);
             merged = Some(match merged {
                 None => t,
-                Some(m) => m.merge(t),
+                Some(m) => crate::merge::traces(m, t),
             });
         }
         let mut trace = merged.unwrap_or_default();

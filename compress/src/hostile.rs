@@ -10,6 +10,7 @@
 
 use std::io::Write;
 
+use crate::merge::{NodeRewrite, TraceRewrite};
 use crate::{Event, Meta, Op, TraceFile};
 
 /// The ranks of the base trace.

@@ -23,6 +23,7 @@ pub mod import;
 pub mod intra;
 pub mod limits;
 pub mod merge;
+pub mod merged;
 pub mod output;
 pub mod profile;
 pub mod ranklist;
@@ -46,7 +47,7 @@ pub use dtype::Datatype;
 pub use file::{Meta, MpiLibrary, Origin, Packing, PartialRank, TraceFile};
 pub use intra::{Compressor, Config};
 pub use limits::{LimitError, Limits};
-pub use merge::{
+pub use merged::{
     EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Phased, ProjectError, TimingVariant,
     Variant,
 };

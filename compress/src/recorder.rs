@@ -13,7 +13,6 @@ use crate::Error;
 use crate::event::{Event, EventSink};
 use crate::file::{Meta, TraceFile};
 use crate::intra::{Compressor, Config};
-use crate::merge::MergedTrace;
 use crate::series::MpiSeries;
 use crate::timeline::Timeline;
 
@@ -79,7 +78,7 @@ impl RankRecorder {
         let trace = self.comp.into_trace()?;
         Ok(TraceFile {
             meta: Meta::default(),
-            trace: MergedTrace::from_rank(&trace),
+            trace: crate::merge::from_rank(&trace),
             timelines: self.timeline.into_iter().collect(),
             series: self.series.into_iter().collect(),
         })
@@ -92,7 +91,7 @@ impl RankRecorder {
     pub fn snapshot(&self) -> TraceFile {
         TraceFile {
             meta: Meta::default(),
-            trace: MergedTrace::from_rank(&self.comp.snapshot()),
+            trace: crate::merge::from_rank(&self.comp.snapshot()),
             timelines: self.timeline.iter().cloned().collect(),
             series: self.series.iter().cloned().collect(),
         }

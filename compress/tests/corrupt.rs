@@ -21,9 +21,9 @@ fn sample() -> TraceFile {
         for e in synth::stencil(3000).chain(synth::distinct(40 + rank as u64)) {
             c.push(&e).unwrap();
         }
-        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
+        let t = compress::merge::from_rank(&c.into_trace().unwrap());
         merged = Some(match merged {
-            Some(m) => m.merge(t),
+            Some(m) => compress::merge::traces(m, t),
             None => t,
         });
     }

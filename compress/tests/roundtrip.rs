@@ -319,7 +319,7 @@ fn rank_traces(per_rank: &[Vec<Event>]) -> Vec<MergedTrace> {
             for e in evs {
                 c.push(e).unwrap();
             }
-            MergedTrace::from_rank(&c.into_trace().unwrap())
+            compress::merge::from_rank(&c.into_trace().unwrap())
         })
         .collect()
 }
@@ -336,7 +336,7 @@ fn merge_in(mut ts: Vec<MergedTrace>, order: &[usize], tree: bool) -> MergedTrac
             let mut it = list.into_iter();
             while let Some(a) = it.next() {
                 next.push(match it.next() {
-                    Some(b) => a.merge(b),
+                    Some(b) => compress::merge::traces(a, b),
                     None => a,
                 });
             }
@@ -346,7 +346,7 @@ fn merge_in(mut ts: Vec<MergedTrace>, order: &[usize], tree: bool) -> MergedTrac
     } else {
         let mut it = list.into_iter();
         let first = it.next().unwrap();
-        it.fold(first, MergedTrace::merge)
+        it.fold(first, compress::merge::traces)
     }
 }
 
@@ -520,7 +520,7 @@ proptest! {
         }
         let (ta, tb) = (a.into_trace().unwrap(), b.into_trace().unwrap());
         let wire = |t: &compress::Trace| {
-            TraceFile { trace: MergedTrace::from_rank(t), ..TraceFile::default() }.to_wire().unwrap()
+            TraceFile { trace: compress::merge::from_rank(t), ..TraceFile::default() }.to_wire().unwrap()
         };
         prop_assert_eq!(wire(&ta), wire(&tb));
     }

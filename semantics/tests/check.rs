@@ -3,7 +3,7 @@
 //! go through the real compressor and merge, and are checked back. A
 //! consistent exchange passes; each kind of defect is found and named.
 
-use compress::merge::merge_binomial;
+use compress::merge::{self, merge_binomial};
 use compress::{Compressor, Config, Event, MergedTrace, Meta, Op, Peer, TraceFile};
 use semantics::check::{CheckReport, Error, ProblemKind, check, check_ranks};
 
@@ -47,10 +47,10 @@ fn trace(ranks: &[String]) -> TraceFile {
             for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
                 c.push(&event(r as i32, line)).expect("push");
             }
-            MergedTrace::from_rank(&c.into_trace().expect("trace"))
+            merge::from_rank(&c.into_trace().expect("trace"))
         })
         .collect();
-    let mut trace = merge_binomial(parts, MergedTrace::merge).expect("ranks");
+    let mut trace = merge_binomial(parts, merge::traces).expect("ranks");
     trace.normalize();
     TraceFile {
         meta: Meta {
@@ -532,7 +532,7 @@ fn garbage_events_never_panic_the_check() {
                     }
                     c.push(&e).expect("push");
                 }
-                MergedTrace::from_rank(&c.into_trace().expect("trace"))
+                merge::from_rank(&c.into_trace().expect("trace"))
             })
             .collect();
         let f = TraceFile {
@@ -540,7 +540,7 @@ fn garbage_events_never_panic_the_check() {
                 world_size: 4 + round % 3,
                 ..Meta::default()
             },
-            trace: merge_binomial(ranks, MergedTrace::merge).expect("ranks"),
+            trace: merge_binomial(ranks, merge::traces).expect("ranks"),
             timelines: Vec::new(),
             series: Vec::new(),
         };

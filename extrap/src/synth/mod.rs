@@ -1110,12 +1110,12 @@ impl ClassFitting<'_> {
         let targets = self.fit(&cname, &kept, &folded)?;
         let (trace, events) = class_trace(rep, &targets)?;
         self.report.events += events * ranks.len();
-        let group = MergedTrace::from_group(&trace, ranks.clone())
+        let group = compress::merge::from_group(&trace, ranks.clone())
             .ok_or_else(|| Error::Internal(format!("{cname}: the class trace spilled")))?;
         self.report.classes.push((cname, ranks));
         self.merged = Some(match self.merged.take() {
             None => group,
-            Some(m) => m.merge(group),
+            Some(m) => compress::merge::traces(m, group),
         });
         Ok(())
     }
