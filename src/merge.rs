@@ -69,7 +69,7 @@ pub fn merge(dir: &Path, output: &Path) -> Result<()> {
     if parts.is_empty() {
         bail!("no rank file of {} could be read", dir.display());
     }
-    let file = TraceFile::merge_ranks(parts)?;
+    let file = compress::merge::rank_files(parts)?;
     let bytes = file
         .write_output(out)
         .with_context(|| format!("writing {}", output.display()))?;

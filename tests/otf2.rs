@@ -443,7 +443,7 @@ fn bad_archives_and_bad_requests_are_clear_errors() {
             e
         })
         .collect::<Vec<_>>();
-    TraceFile::from_rank_events(vec![events])
+    compress::from_rank_events(vec![events])
         .unwrap()
         .write(&trace)
         .unwrap();

@@ -215,7 +215,7 @@ mod tests {
         let mut rec = compress::RankRecorder::new(0, &compress::Recording::default());
         rec.push(&ev).unwrap();
         let part = rec.finish().unwrap();
-        TraceFile::merge_as_traced(vec![part]).unwrap().unwrap()
+        crate::merge::as_traced(vec![part]).unwrap().unwrap()
     }
 
     fn emulation(bytes_scale: f64) -> Emulation {

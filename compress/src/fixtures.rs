@@ -57,5 +57,5 @@ pub fn ring(p: u32, base: u64, thread: u32) -> TraceFile {
             events
         })
         .collect();
-    TraceFile::from_rank_events(ranks).expect("a ring of at least one rank")
+    crate::from_rank_events(ranks).expect("a ring of at least one rank")
 }

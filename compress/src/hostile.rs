@@ -37,7 +37,7 @@ pub fn base() -> TraceFile {
             v
         })
         .collect();
-    TraceFile::from_rank_events(ranks).expect("the base trace builds")
+    crate::from_rank_events(ranks).expect("the base trace builds")
 }
 
 /// One hostile change to [`base`].

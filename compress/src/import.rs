@@ -1258,7 +1258,7 @@ pub fn convert(ranks: Vec<Vec<Entry>>, dir: &Path) -> Result<TraceFile, ImportEr
     .into_iter()
     .collect::<Result<Vec<_>, _>>()?;
     // Merged as a traced run would be.
-    let mut file = TraceFile::merge_as_traced(parts)
+    let mut file = crate::merge::as_traced(parts)
         .map_err(|error| ImportError::Merge { error })?
         .unwrap_or_default();
     file.trace.normalize();

@@ -47,6 +47,7 @@ pub use dtype::Datatype;
 pub use file::{Meta, MpiLibrary, Origin, Packing, PartialRank, TraceFile};
 pub use intra::{Compressor, Config};
 pub use limits::{LimitError, Limits};
+pub use merge::from_rank_events;
 pub use merged::{
     EventNode, ListParam, LoopNode, MNode, MergedTrace, Param, Phased, ProjectError, TimingVariant,
     Variant,

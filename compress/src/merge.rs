@@ -33,6 +33,8 @@
 
 use std::collections::HashMap;
 
+use crate::Error;
+use crate::file::TraceFile;
 use crate::merged::{
     EventNode, ListParam, LoopNode, MAX_PHASES, MAX_TIMING_VARIANTS, MNode, MergedTrace, Param,
     Phased, Spill, TimingVariant, VARIANT_FLOOR_NS, VARIANT_MIN_NS, VARIANT_MIN_T, VARIANT_RATIO,
@@ -524,6 +526,120 @@ pub fn traces(one: MergedTrace, other: MergedTrace) -> MergedTrace {
         spills,
         lost: a.lost.saturating_add(b.lost),
     }
+}
+
+/// Merges the trace files of two disjoint sets of ranks (the old
+/// `TraceFile::merge`; see [`traces`]); call sites and partial ranks are
+/// united, the rest of the metadata is `one`'s.
+pub fn files(one: TraceFile, other: TraceFile) -> TraceFile {
+    let mut meta = one.meta;
+    meta.sites.extend(other.meta.sites);
+    meta.sites.sort_unstable();
+    meta.sites.dedup_by_key(|s| s.0);
+    meta.partial.extend(other.meta.partial);
+    meta.partial.sort_by_key(|p| p.rank);
+    let mut timelines = one.timelines;
+    timelines.extend(other.timelines);
+    timelines.sort_by_key(|t| t.rank);
+    let mut series = one.series;
+    series.extend(other.series);
+    series.sort_by_key(|s| s.rank);
+    TraceFile {
+        meta,
+        trace: traces(one.trace, other.trace),
+        timelines,
+        series,
+    }
+}
+
+/// Merges the per-rank parts of a whole run (part `r` is rank `r`'s) as
+/// the tracer's reduction at `MPI_Finalize` does: in its binomial order,
+/// each sender's part passing through its wire form, so that its timing
+/// is quantised exactly as it is on the network (the receiver's own part
+/// is not). A trace built outside a run (imported) thus equals a traced
+/// run's of the same events to the last bit. `None` for no parts. (The
+/// old `TraceFile::merge_as_traced`.)
+pub fn as_traced(parts: Vec<TraceFile>) -> Result<Option<TraceFile>, Error> {
+    let parts = parts.into_iter().map(Ok).collect();
+    merge_binomial(parts, |a: Result<TraceFile, Error>, b| {
+        Ok(files(a?, b?.quantised()))
+    })
+    .transpose()
+}
+
+/// The trace file of a job whose rank `r` called `ranks[r]`, built as
+/// the tracer builds it (each rank compressed on its own with the
+/// default configuration, then merged): how tests and tools make
+/// traces of known content without MPI. The caller sets each event as
+/// the tracer would record it (its `comm_rank` on a communicator call,
+/// say). Fails on the first event a rank's compressor rejects. (The old
+/// `TraceFile::from_rank_events`.)
+pub fn from_rank_events(ranks: Vec<Vec<crate::Event>>) -> Result<TraceFile, Error> {
+    let p = ranks.len() as u32;
+    let mut merged: Option<MergedTrace> = None;
+    for (r, events) in ranks.into_iter().enumerate() {
+        let mut c = crate::Compressor::new(r as i32, crate::Config::default());
+        for e in &events {
+            c.push(e)?;
+        }
+        let t = from_rank(&c.into_trace()?);
+        merged = Some(match merged {
+            None => t,
+            Some(m) => traces(m, t),
+        });
+    }
+    let mut trace = merged.unwrap_or_default();
+    trace.normalize();
+    let mut f = TraceFile {
+        trace,
+        ..TraceFile::default()
+    };
+    f.meta.world_size = p;
+    Ok(f)
+}
+
+/// Merges the one-rank files a job's ranks wrote into `TRACE.d` (the
+/// snapshots of a job that died, or the files of ranks that could not
+/// merge at `MPI_Finalize`) into one trace, in the order the tracer's
+/// own merge would use. The files must come from one run: the same
+/// command line and job size, each rank once and inside the job. The
+/// result's [`Meta::partial`](crate::Meta::partial) lists every rank that ends early; its
+/// wall time is the latest part's. (The old `TraceFile::merge_ranks`.)
+pub fn rank_files(parts: Vec<TraceFile>) -> Result<TraceFile, Error> {
+    let Some(first) = parts.first() else {
+        return Err(Error::Corrupt("no rank files to merge".into()));
+    };
+    let (size, command) = (first.meta.world_size, first.meta.command.clone());
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &parts {
+        if p.meta.world_size != size || p.meta.command != command {
+            return Err(Error::Corrupt(format!(
+                "rank files of different runs: {} ranks running `{}`, and {} ranks running `{}`",
+                size,
+                command.join(" "),
+                p.meta.world_size,
+                p.meta.command.join(" ")
+            )));
+        }
+        for r in p.trace.ranks().iter() {
+            if r >= size {
+                return Err(Error::Corrupt(format!(
+                    "a rank file holds rank {r}, outside the job's {size} ranks"
+                )));
+            }
+            if !seen.insert(r) {
+                return Err(Error::Corrupt(format!("rank {r} is in two rank files")));
+            }
+        }
+    }
+    let wall_ns = parts.iter().map(|p| p.meta.wall_ns).max().unwrap_or(0);
+    let mut parts = parts;
+    parts.sort_by_key(|p| p.trace.ranks().min());
+    let mut out = merge_binomial(parts, files)
+        .ok_or_else(|| Error::Corrupt("no rank files to merge".into()))?;
+    out.trace.normalize();
+    out.meta.wall_ns = wall_ns;
+    Ok(out)
 }
 
 /// Mutators for [`crate::hostile`]: well-formed traces with hostile sizes
@@ -1268,6 +1384,48 @@ mod tests {
         let mut bad = node.clone();
         bad.variants.pop();
         assert!(!bad.variants_cover_ranks());
+    }
+
+    /// One rank's file of a loop of Allreduces with timings that vary
+    /// from call to call (as a run's do), recorded as the tracer does.
+    fn timed_rank(rank: u32) -> TraceFile {
+        let what = crate::Recording {
+            timeline_epoch: Some(0),
+            ..crate::Recording::default()
+        };
+        let mut rec = crate::RankRecorder::new(rank, &what);
+        let mut at = 0u64;
+        for i in 0..500u64 {
+            let mut e = crate::Event::new(crate::Op::Allreduce);
+            e.comm_rank = rank as i32;
+            e.send = Some(crate::Transfer::collective(1, 8));
+            let x = (i * 7919 + u64::from(rank) * 104_729) % 1000;
+            e.time = crate::Timing {
+                enter_ns: at + 1000 + x * 37,
+                dur_ns: 500 + x * x,
+                compute_ns: 1000 + x * 37,
+            };
+            rec.push_spanning(&e, (e.time.enter_ns, e.time.enter_ns + e.time.dur_ns))
+                .unwrap();
+            at = e.time.enter_ns + e.time.dur_ns;
+        }
+        rec.finish().unwrap()
+    }
+
+    #[test]
+    fn quantising_in_memory_is_the_wire_round_trip() {
+        let (a, b) = (timed_rank(0), timed_rank(1));
+        let through_wire = files(
+            a.clone(),
+            TraceFile::from_wire(&b.to_wire().unwrap()).unwrap(),
+        );
+        let in_memory = files(a.clone(), b.clone().quantised());
+        assert_eq!(
+            through_wire.to_wire().unwrap(),
+            in_memory.to_wire().unwrap()
+        );
+        // The quantisation matters: merged exact, the file differs.
+        assert_ne!(files(a, b).to_wire().unwrap(), in_memory.to_wire().unwrap());
     }
 
     #[test]

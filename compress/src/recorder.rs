@@ -73,7 +73,7 @@ impl RankRecorder {
     }
 
     /// Ends the recording: the rank's part of a trace file, with empty
-    /// metadata (the merge fills it), ready for [`TraceFile::merge`].
+    /// metadata (the merge fills it), ready for [`crate::merge::files`].
     pub fn finish(self) -> Result<TraceFile, Error> {
         let trace = self.comp.into_trace()?;
         Ok(TraceFile {

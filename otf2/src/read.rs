@@ -785,7 +785,7 @@ pub fn import_with(anchor: &Path, opts: Options) -> Result<Imported, Error> {
             p.ok_or_else(|| Error::Archive(format!("rank {r}'s locations were not read")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut file = TraceFile::merge_as_traced(parts)?.unwrap_or_default();
+    let mut file = compress::merge::as_traced(parts)?.unwrap_or_default();
     file.trace.normalize();
     file.meta = Meta {
         tool: format!("rankscale {}", env!("CARGO_PKG_VERSION")),

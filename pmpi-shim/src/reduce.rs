@@ -83,7 +83,7 @@ pub(crate) fn reduce(
                     match TraceFile::from_wire(payload) {
                         Ok(f) => {
                             acc.file = Some(match acc.file.take() {
-                                Some(a) => a.merge(f),
+                                Some(a) => compress::merge::files(a, f),
                                 None => f,
                             });
                         }

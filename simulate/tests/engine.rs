@@ -71,7 +71,7 @@ fn file(ranks: Vec<Vec<Event>>) -> TraceFile {
             all
         })
         .collect();
-    TraceFile::from_rank_events(ranks).unwrap()
+    compress::from_rank_events(ranks).unwrap()
 }
 
 fn pingpong(k: usize, bytes: i64) -> TraceFile {
