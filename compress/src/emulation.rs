@@ -9,7 +9,7 @@
 //! infinity), and a scaled message count must still fit the C `int` MPI
 //! passes it as.
 
-use crate::{MNode, Param, TraceFile};
+use trace::{MNode, Param, TraceFile};
 
 /// The largest `--compute-scale` and `--bytes-scale`.
 pub const MAX_SCALE: f64 = 1e6;
@@ -175,6 +175,7 @@ fn largest_count(nodes: &[MNode]) -> i64 {
                 }
             }
             MNode::Loop(l) => most = most.max(largest_count(l.body())),
+            _ => {}
         }
     }
     most

@@ -7,7 +7,7 @@
 //! pairwise in a reduction tree ([`traces`], in the order of
 //! [`binomial_step`]); the result is one loop structure whose nodes carry
 //! the ranklist of the ranks that execute them (the model:
-//! [`crate::merged`]).
+//! [`trace::merged`]).
 //!
 //! # Alignment
 //!
@@ -33,16 +33,16 @@
 
 use std::collections::HashMap;
 
-use crate::Error;
-use crate::file::TraceFile;
-use crate::merged::{
+use trace::Error;
+use trace::file::TraceFile;
+use trace::merged::{
     EventNode, ListParam, LoopNode, MAX_PHASES, MAX_TIMING_VARIANTS, MNode, MergedTrace, Param,
     Phased, Spill, TimingVariant, VARIANT_FLOOR_NS, VARIANT_MIN_NS, VARIANT_MIN_T, VARIANT_RATIO,
     Variant,
 };
-use crate::ranklist::RankList;
-use crate::seq::ValueSeq;
-use crate::tree::{Leaf, Node, Trace};
+use trace::ranklist::RankList;
+use trace::seq::ValueSeq;
+use trace::tree::{Leaf, Node, Trace};
 
 /// What the merge does with a [`Variant`] beyond reading it.
 trait VariantMerge {
@@ -169,7 +169,7 @@ impl ParamMerge for Param {
 
 /// How the merge compares the timing of groups of ranks.
 trait TimingVariantMerge {
-    fn compute(&self) -> crate::timing::Stats;
+    fn compute(&self) -> trace::timing::Stats;
     fn mean(&self) -> f64;
     fn per_rank(&self) -> f64;
     fn key(&self) -> f64;
@@ -180,7 +180,7 @@ trait TimingVariantMerge {
 impl TimingVariantMerge for TimingVariant {
     /// The computation before the call over every path class (a variant
     /// holds no pending iteration), without cloning the histograms.
-    fn compute(&self) -> crate::timing::Stats {
+    fn compute(&self) -> trace::timing::Stats {
         let t = &self.timing;
         let mut s = *t.first().compute().stats();
         s.merge(t.steady().compute().stats());
@@ -371,6 +371,7 @@ impl MNodeMerge for MNode {
                     body: l.body.iter().map(|b| MNode::from_node(ranks, b)).collect(),
                 }))
             }
+            _ => unreachable!("a node kind the merge does not know"),
         }
     }
 
@@ -397,10 +398,11 @@ impl MNodeMerge for MNode {
             MNode::Loop(l) => {
                 let mut h = 0x9e37_79b9_7f4a_7c15u64 ^ l.body.len() as u64;
                 for b in &l.body {
-                    h = crate::codec::mix64(h.rotate_left(5) ^ b.key());
+                    h = trace::codec::mix64(h.rotate_left(5) ^ b.key());
                 }
                 h
             }
+            _ => unreachable!("a node kind the merge does not know"),
         }
     }
 
@@ -432,6 +434,7 @@ impl MNodeMerge for MNode {
         let p = match self {
             MNode::Event(e) => e.fixed.first(),
             MNode::Loop(l) => Some(&l.counts),
+            _ => None,
         };
         p.map(|p| p.lengths().map(|(r, n)| (r.clone(), n)).collect())
             .unwrap_or_default()
@@ -442,6 +445,7 @@ impl MNodeMerge for MNode {
         match self {
             MNode::Event(e) => out.push(e.shape.hash64()),
             MNode::Loop(l) => l.body.iter().for_each(|b| b.shapes(out)),
+            _ => {}
         }
     }
 }
@@ -497,6 +501,7 @@ pub fn from_group(t: &Trace, ranks: RankList) -> Option<MergedTrace> {
                 e.timing = e.timing.with_count(total.saturating_mul(k));
             }
             MNode::Loop(l) => l.body.iter_mut().for_each(|b| weigh(b, k)),
+            _ => {}
         }
     }
     nodes.iter_mut().for_each(|n| weigh(n, ranks.len()));
@@ -574,7 +579,7 @@ pub fn as_traced(parts: Vec<TraceFile>) -> Result<Option<TraceFile>, Error> {
 /// the tracer would record it (its `comm_rank` on a communicator call,
 /// say). Fails on the first event a rank's compressor rejects. (The old
 /// `TraceFile::from_rank_events`.)
-pub fn from_rank_events(ranks: Vec<Vec<crate::Event>>) -> Result<TraceFile, Error> {
+pub fn from_rank_events(ranks: Vec<Vec<trace::Event>>) -> Result<TraceFile, Error> {
     let p = ranks.len() as u32;
     let mut merged: Option<MergedTrace> = None;
     for (r, events) in ranks.into_iter().enumerate() {
@@ -603,7 +608,7 @@ pub fn from_rank_events(ranks: Vec<Vec<crate::Event>>) -> Result<TraceFile, Erro
 /// merge at `MPI_Finalize`) into one trace, in the order the tracer's
 /// own merge would use. The files must come from one run: the same
 /// command line and job size, each rank once and inside the job. The
-/// result's [`Meta::partial`](crate::Meta::partial) lists every rank that ends early; its
+/// result's [`Meta::partial`](trace::Meta::partial) lists every rank that ends early; its
 /// wall time is the latest part's. (The old `TraceFile::merge_ranks`.)
 pub fn rank_files(parts: Vec<TraceFile>) -> Result<TraceFile, Error> {
     let Some(first) = parts.first() else {
@@ -690,6 +695,7 @@ impl NodeRewrite for MNode {
                 scale(&mut l.counts, f);
                 l.body.iter_mut().for_each(|b| b.scale_executions(f));
             }
+            _ => {}
         }
     }
 
@@ -1057,8 +1063,9 @@ fn longest_increasing(v: &[(usize, usize)]) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::{EventTiming, PathClass};
-    use crate::{Compressor, Config, Event, Op};
+    use crate::{Compressor, Config};
+    use trace::tree::{EventTiming, PathClass};
+    use trace::{Event, Op};
 
     /// The binomial tree, by hand: each rank but 0 sends once, to a rank
     /// that receives from it in the same round, and rank 0 ends with every
@@ -1284,16 +1291,16 @@ mod tests {
         };
         assert_eq!(groups(&m), groups(&other));
         // The file keeps them.
-        let file = crate::TraceFile {
-            meta: crate::Meta {
+        let file = trace::TraceFile {
+            meta: trace::Meta {
                 world_size: 4,
-                ..crate::Meta::default()
+                ..trace::Meta::default()
             },
             trace: m.clone(),
             timelines: Vec::new(),
             series: Vec::new(),
         };
-        let back = crate::TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
+        let back = trace::TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
         assert_eq!(groups(&back.trace), groups(&m));
         // (The file stores statistics quantised, to 0.1 % here.)
         for r in 0..4u32 {
@@ -1396,11 +1403,11 @@ mod tests {
         let mut rec = crate::RankRecorder::new(rank, &what);
         let mut at = 0u64;
         for i in 0..500u64 {
-            let mut e = crate::Event::new(crate::Op::Allreduce);
+            let mut e = trace::Event::new(trace::Op::Allreduce);
             e.comm_rank = rank as i32;
-            e.send = Some(crate::Transfer::collective(1, 8));
+            e.send = Some(trace::Transfer::collective(1, 8));
             let x = (i * 7919 + u64::from(rank) * 104_729) % 1000;
-            e.time = crate::Timing {
+            e.time = trace::Timing {
                 enter_ns: at + 1000 + x * 37,
                 dur_ns: 500 + x * x,
                 compute_ns: 1000 + x * 37,

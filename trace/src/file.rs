@@ -22,14 +22,14 @@
 //! panic. A file from a newer rankscale is refused with both versions named.
 //!
 //! ```no_run
-//! let f = compress::TraceFile::read(std::path::Path::new("run.trace"))?;
+//! let f = trace::TraceFile::read(std::path::Path::new("run.trace"))?;
 //! for rank in f.trace.ranks().iter() {
 //!     let t = f.trace.rank_trace(rank).expect("consistent trace");
 //!     for ev in t.expand() {
-//!         println!("{}", compress::raw::event_line(&ev));
+//!         println!("{}", trace::raw::event_line(&ev));
 //!     }
 //! }
-//! # Ok::<(), compress::Error>(())
+//! # Ok::<(), trace::Error>(())
 //! ```
 
 use std::io::{Read, Write};
@@ -59,7 +59,7 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// [`Meta::origin`], version 6 the ranks recovered from a job that did not
 /// finish ([`Meta::partial`]), version 7 the timing of events whose ranks
 /// compute differently ([`crate::EventNode::timing_variants`]), version 8
-/// the operations after `Pcontrol` (`compress/mpi-functions.txt`: the
+/// the operations after `Pcontrol` (`trace/mpi-functions.txt`: the
 /// persistent buffered and ready sends and every call recorded without
 /// detail) under the same layout, so that a reader of version 7 refuses
 /// such a file by its version instead of failing on an operation code,

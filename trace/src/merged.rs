@@ -1,10 +1,10 @@
 //! The merged trace of all ranks: Wu and Mueller 2012 §2's inter-node compression.
 //!
 //! Every rank compresses its own calls into a [`Trace`] (the RSD/PRSD queue
-//! of [`crate::intra`]). At `MPI_Finalize` the ranks combine their traces
-//! pairwise in a reduction tree ([`crate::merge::traces`]); the result is one
+//! of `compress::intra`). At `MPI_Finalize` the ranks combine their traces
+//! pairwise in a reduction tree (`compress::merge::traces`); the result is one
 //! loop structure whose nodes carry the [`RankList`] of the ranks that execute
-//! them. This module is the merged trace as a type; [`crate::merge`] builds
+//! them. This module is the merged trace as a type; `compress::merge` builds
 //! it.
 //!
 //! # Model
@@ -47,9 +47,12 @@ use crate::tree::{self, Leaf, Loop, Node, RaggedList, Trace};
 /// One version of a parameter: its values and the ranks that have them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Variant {
-    pub(crate) ranks: RankList,
-    pub(crate) abs: bool,
-    pub(crate) seq: ValueSeq,
+    #[doc(hidden)]
+    pub ranks: RankList,
+    #[doc(hidden)]
+    pub abs: bool,
+    #[doc(hidden)]
+    pub seq: ValueSeq,
 }
 
 impl Variant {
@@ -82,8 +85,10 @@ impl Variant {
 /// disjoint ranklists, and phase-split groups (see [`Phased`]).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Param {
-    pub(crate) variants: Vec<Variant>,
-    pub(crate) phased: Vec<Phased>,
+    #[doc(hidden)]
+    pub variants: Vec<Variant>,
+    #[doc(hidden)]
+    pub phased: Vec<Phased>,
 }
 
 /// The values of a group of ranks kept split by phase: phase `j` holds the
@@ -98,9 +103,11 @@ pub struct Param {
 /// the trace the same size from 4 ranks to any number.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Phased {
-    pub(crate) ranks: RankList,
+    #[doc(hidden)]
+    pub ranks: RankList,
     #[serde(deserialize_with = "guarded")]
-    pub(crate) phases: Vec<Param>,
+    #[doc(hidden)]
+    pub phases: Vec<Param>,
 }
 
 impl Phased {
@@ -115,7 +122,8 @@ impl Phased {
 }
 
 /// The longest rotation that is split by phase.
-pub(crate) const MAX_PHASES: usize = 16;
+#[doc(hidden)]
+pub const MAX_PHASES: usize = 16;
 
 impl Param {
     /// The variants (ranks whose values are kept whole), in order of their
@@ -161,7 +169,8 @@ impl Param {
     /// Per-variant number of values: the executions of the owning node
     /// (for parameters that are never phase-split: the communicator and
     /// loop counts).
-    pub(crate) fn lengths(&self) -> impl Iterator<Item = (&RankList, u64)> {
+    #[doc(hidden)]
+    pub fn lengths(&self) -> impl Iterator<Item = (&RankList, u64)> {
         self.variants.iter().map(|v| (&v.ranks, v.seq.len()))
     }
 
@@ -188,9 +197,12 @@ impl Param {
 /// list length per execution and one column per list position.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ListParam {
-    pub(crate) width: u8,
-    pub(crate) lens: Param,
-    pub(crate) cols: Vec<Param>,
+    #[doc(hidden)]
+    pub width: u8,
+    #[doc(hidden)]
+    pub lens: Param,
+    #[doc(hidden)]
+    pub cols: Vec<Param>,
 }
 
 impl ListParam {
@@ -211,20 +223,28 @@ impl ListParam {
 /// One MPI call of the program with all its executions on all its ranks.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EventNode {
-    pub(crate) ranks: RankList,
-    pub(crate) shape: Shape,
-    pub(crate) fixed: Vec<Param>,
-    pub(crate) lists: Vec<ListParam>,
-    pub(crate) timing: PathTiming,
-    pub(crate) variants: Vec<TimingVariant>,
+    #[doc(hidden)]
+    pub ranks: RankList,
+    #[doc(hidden)]
+    pub shape: Shape,
+    #[doc(hidden)]
+    pub fixed: Vec<Param>,
+    #[doc(hidden)]
+    pub lists: Vec<ListParam>,
+    #[doc(hidden)]
+    pub timing: PathTiming,
+    #[doc(hidden)]
+    pub variants: Vec<TimingVariant>,
 }
 
 /// The timing of an event on a group of its ranks whose computation before
 /// the call differs from the other ranks' (see [`EventNode::timing_variants`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TimingVariant {
-    pub(crate) ranks: RankList,
-    pub(crate) timing: PathTiming,
+    #[doc(hidden)]
+    pub ranks: RankList,
+    #[doc(hidden)]
+    pub timing: PathTiming,
 }
 
 impl TimingVariant {
@@ -306,7 +326,8 @@ impl EventNode {
     }
     /// Whether the timing variants (if any) are disjoint and cover the
     /// node's ranks, as a file must have them.
-    pub(crate) fn variants_cover_ranks(&self) -> bool {
+    #[doc(hidden)]
+    pub fn variants_cover_ranks(&self) -> bool {
         if self.variants.is_empty() {
             return true;
         }
@@ -328,10 +349,13 @@ impl EventNode {
 /// A loop over all the ranks that run it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LoopNode {
-    pub(crate) ranks: RankList,
-    pub(crate) counts: Param,
+    #[doc(hidden)]
+    pub ranks: RankList,
+    #[doc(hidden)]
+    pub counts: Param,
     #[serde(deserialize_with = "guarded")]
-    pub(crate) body: Vec<MNode>,
+    #[doc(hidden)]
+    pub body: Vec<MNode>,
 }
 
 impl LoopNode {
@@ -494,23 +518,30 @@ fn executions(p: &[Param]) -> u64 {
 }
 
 /// Events of one rank that were spilled out of its compression queue (see
-/// [`crate::Config::queue_limit`]), kept verbatim.
+/// `compress::Config::queue_limit`), kept verbatim.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Spill {
-    pub(crate) rank: u32,
-    pub(crate) events: u64,
-    pub(crate) bytes: Vec<u8>,
+    #[doc(hidden)]
+    pub rank: u32,
+    #[doc(hidden)]
+    pub events: u64,
+    #[doc(hidden)]
+    pub bytes: Vec<u8>,
 }
 
 /// The trace of a whole run: every rank's events in one loop structure with
 /// ranklists (see the [module documentation](self)).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct MergedTrace {
-    pub(crate) ranks: RankList,
+    #[doc(hidden)]
+    pub ranks: RankList,
     #[serde(deserialize_with = "guarded")]
-    pub(crate) nodes: Vec<MNode>,
-    pub(crate) spills: Vec<Spill>,
-    pub(crate) lost: u64,
+    #[doc(hidden)]
+    pub nodes: Vec<MNode>,
+    #[doc(hidden)]
+    pub spills: Vec<Spill>,
+    #[doc(hidden)]
+    pub lost: u64,
 }
 
 /// The merged trace as format versions 1 to 6 stored it: the same tree,
@@ -798,7 +829,7 @@ impl MergedTrace {
     }
 
     /// [`MergedTrace::rank_trace`], whose computation draws are dealt one
-    /// rank's accidents as `like`'s would be ([`crate::ComputeDraws`]): the
+    /// rank's accidents as `like`'s would be (`compress::ComputeDraws`): the
     /// simulator's ranks of one position class draw from one stream, so
     /// that the class's representative stands for each of them, and they
     /// deal alike too. `like` should execute what `rank` does; where it
