@@ -204,14 +204,14 @@ mod tests {
 
     /// A one-rank trace of one Send of `count` elements.
     fn trace_of_one_send(count: i64) -> TraceFile {
-        let mut ev = compress::Event::new(compress::Op::Send);
-        ev.comm = compress::CommId::WORLD;
-        ev.send = Some(compress::Transfer {
-            peer: compress::Peer::Rank { world: 0, local: 0 },
-            tag: compress::Tag::Value(0),
+        let mut ev = trace::Event::new(trace::Op::Send);
+        ev.comm = trace::CommId::WORLD;
+        ev.send = Some(trace::Transfer {
+            peer: trace::Peer::Rank { world: 0, local: 0 },
+            tag: trace::Tag::Value(0),
             count,
             dsize: 8,
-            dtype: compress::Datatype::UNKNOWN,
+            dtype: trace::Datatype::UNKNOWN,
         });
         let mut rec = compress::RankRecorder::new(0, &compress::Recording::default());
         rec.push(&ev).unwrap();

@@ -104,11 +104,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::{RankRecorder, Recording};
+use trace::file::PERTEXT;
 use trace::{CommId, Event, Family, Meta, Op, Peer, Tag, Timing, TraceFile, Transfer};
-
-/// The name of the `pertext` format, as `rankscale import --format` takes
-/// it and as the metadata of an imported trace records it.
-pub const PERTEXT: &str = "pertext";
 
 /// The `MPI_Pcontrol` level that every `DEL<n>` line becomes. One level for
 /// all, because `n` is a running count, not a context's name (see the

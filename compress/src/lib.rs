@@ -26,16 +26,3 @@ pub use draws::{ComputeDraws, quantile_start};
 pub use intra::{Compressor, Config};
 pub use merge::from_rank_events;
 pub use recorder::{RankRecorder, Recording};
-
-// Transitional: the model moved to the crate `trace`; its users switch to
-// it in the next commit, which removes these.
-pub use trace::{
-    CommCreate, CommId, Datatype, Dist, Error, Event, EventNode, EventSink, EventTiming, Expand,
-    Family, Histogram, Leaf, LimitError, Limits, ListParam, Loop, LoopNode, MNode, Matched,
-    MergedTrace, Meta, MpiLibrary, MpiSeries, Node, Op, Origin, Packing, Param, PartialRank,
-    PathClass, PathTiming, Peer, Phased, ProjectError, Quantity, RankList, ReduceOp, ReqId,
-    Reservoir, Shape, Single, SlowInstance, Span, SplitMix64, Stats, Tag, TimeStats, Timeline,
-    Timing, TimingVariant, Trace, TraceFile, TraceStats, Transfer, ValueSeq, Variant, codec, event,
-    file, limits, merged, ordinal, output, profile, ranklist, raw, rng, seq, series, timeline,
-    timing, tree,
-};

@@ -23,10 +23,12 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-use compress::{ComputeDraws, Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
+use compress::ComputeDraws;
+
 use rustc_hash::{FxHashMap, FxHasher};
 use semantics::channel::{Read, Stream};
 use smallvec::SmallVec;
+use trace::{Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
 
 use crate::coll::{self, Member};
 use crate::params::Params;
@@ -171,7 +173,7 @@ struct Brief {
 
 impl Brief {
     fn of(e: &Event) -> Brief {
-        let end = |t: Option<compress::Transfer>| {
+        let end = |t: Option<trace::Transfer>| {
             t.and_then(|t| Some((t.peer.world()?, t.tag.value().unwrap_or(-1))))
         };
         Brief {

@@ -219,6 +219,11 @@ pub enum Origin {
     },
 }
 
+/// The name of the `pertext` format, as `rankscale import --format` takes
+/// it and as the metadata of an imported trace records it
+/// ([`Origin::Imported`]).
+pub const PERTEXT: &str = "pertext";
+
 impl Origin {
     /// The origin of a file of format version 4 or older, which had no
     /// field for it: extrapolation named its inputs in the tool string.

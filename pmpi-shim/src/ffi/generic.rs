@@ -6,15 +6,15 @@
 //! A generic event names the function and carries what every such call
 //! can be asked without knowing its semantics: its communicator (the first
 //! `MPI_Comm` argument), the bytes of its first count and datatype
-//! ([`compress::Event::value`]), the request it created (an `MPI_Request *`
+//! ([`trace::Event::value`]), the request it created (an `MPI_Request *`
 //! argument) and its time. So no call passes through the shim in silence,
 //! and a completion call that finishes such a request names it.
 #![allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 
 use std::ffi::{c_int, c_void};
 
-use compress::{Op, ReqId};
 use mpi_sys::*;
+use trace::{Op, ReqId};
 
 use super::c::new_req;
 use super::{Key, comm, consts, dsize};
