@@ -7,7 +7,7 @@
 //! | 8     | magic `RANKSCAL` |
 //! | 4     | format version, little-endian `u32` ([`VERSION`]) |
 //! | 4     | reserved, zero |
-//! | rest  | zlib stream (flate2) of the postcard (serde, varint) encoding of [`TraceFile`] |
+//! | rest  | zlib stream (flate2) of the postcard (serde, varint) encoding of [`TraceFile`]'s wire type (`TraceFileV9`) |
 //!
 //! postcard writes integers as LEB128 varints and structs without field
 //! names, so the payload is small before compression; zlib adds a checksum,
@@ -341,7 +341,11 @@ pub enum Packing {
 }
 
 /// A trace file: metadata, the merged trace, and the optional timelines.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+///
+/// Not serialized itself: a file is written and read through the wire type
+/// of its format version (`TraceFileV9` for the current one), so that a
+/// change to this type cannot change the format unnoticed.
+#[derive(Clone, Debug, Default)]
 pub struct TraceFile {
     /// How the trace was taken.
     pub meta: Meta,
@@ -406,6 +410,50 @@ struct TraceFileV6 {
     series: Vec<MpiSeries>,
 }
 
+/// A file of versions 7 to 9, the current layout ([`VERSION`]), as read.
+/// The current version's wire type is written out like the older ones',
+/// so that the format changes only where this type (or one of the types
+/// it holds) does, never because [`TraceFile`] gained a field.
+#[derive(Deserialize)]
+struct TraceFileV9 {
+    meta: Meta,
+    trace: MergedTrace,
+    timelines: Vec<Timeline>,
+    series: Vec<MpiSeries>,
+}
+
+/// [`TraceFileV9`] as written: the same fields in the same order, borrowed
+/// from the file in memory (postcard encodes a slice as it does a `Vec`).
+#[derive(Serialize)]
+struct TraceFileV9Ref<'a> {
+    meta: &'a Meta,
+    trace: &'a MergedTrace,
+    timelines: &'a [Timeline],
+    series: &'a [MpiSeries],
+}
+
+impl From<TraceFileV9> for TraceFile {
+    fn from(v: TraceFileV9) -> TraceFile {
+        TraceFile {
+            meta: v.meta,
+            trace: v.trace,
+            timelines: v.timelines,
+            series: v.series,
+        }
+    }
+}
+
+impl<'a> From<&'a TraceFile> for TraceFileV9Ref<'a> {
+    fn from(f: &'a TraceFile) -> TraceFileV9Ref<'a> {
+        TraceFileV9Ref {
+            meta: &f.meta,
+            trace: &f.trace,
+            timelines: &f.timelines,
+            series: &f.series,
+        }
+    }
+}
+
 /// Why a payload is not exactly one value of its type.
 enum Whole {
     /// The bytes do not decode.
@@ -452,7 +500,7 @@ impl TraceFile {
     /// payload of the file without header and zlib: cheaper to produce, and
     /// the network does not need the checksum).
     pub fn to_wire(&self) -> Result<Vec<u8>, Error> {
-        postcard::to_stdvec(self).map_err(|e| Error::Corrupt(e.to_string()))
+        postcard::to_stdvec(&TraceFileV9Ref::from(self)).map_err(|e| Error::Corrupt(e.to_string()))
     }
 
     /// Inverse of [`TraceFile::to_wire`], checked like a file.
@@ -500,7 +548,7 @@ impl TraceFile {
                 timelines: v.timelines,
                 series: v.series,
             }),
-            _ => whole::<TraceFile>(bytes),
+            _ => whole::<TraceFileV9>(bytes).map(TraceFile::from),
         };
         let f: TraceFile = decoded.map_err(|e| {
             Error::Corrupt(match e {
