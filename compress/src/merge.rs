@@ -27,9 +27,14 @@
 //! back exactly the events that rank recorded, whatever order the ranks were
 //! merged in.
 //!
-//! The merged trace's types belong to the model; what the merge does with
-//! them beyond reading them is in the private traits below (`ParamMerge`,
-//! `MNodeMerge`, ...).
+//! The same merge joins whole trace files ([`files`]: the tracer's
+//! reduction, [`as_traced`]: a run built outside one, [`rank_files`]: the
+//! snapshots a job left), and [`from_rank_events`] builds a file from each
+//! rank's events as the tracer would.
+//!
+//! The merged trace's types belong to the model (the crate `trace`); what
+//! the merge does with them beyond reading them is in the private traits
+//! below (`ParamMerge`, `MNodeMerge`, ...).
 
 use std::collections::HashMap;
 
@@ -513,9 +518,9 @@ pub fn from_group(t: &Trace, ranks: RankList) -> Option<MergedTrace> {
     })
 }
 
-/// Merges the traces of two disjoint sets of ranks into one (the old
-/// `MergedTrace::merge`). The result expands, for every rank of either side, to exactly that
-/// rank's events, whatever the order of merges.
+/// Merges the traces of two disjoint sets of ranks into one. The result
+/// expands, for every rank of either side, to exactly that rank's events,
+/// whatever the order of merges.
 pub fn traces(one: MergedTrace, other: MergedTrace) -> MergedTrace {
     let (a, b) = if one.ranks.min() <= other.ranks.min() {
         (one, other)
@@ -533,9 +538,9 @@ pub fn traces(one: MergedTrace, other: MergedTrace) -> MergedTrace {
     }
 }
 
-/// Merges the trace files of two disjoint sets of ranks (the old
-/// `TraceFile::merge`; see [`traces`]); call sites and partial ranks are
-/// united, the rest of the metadata is `one`'s.
+/// Merges the trace files of two disjoint sets of ranks (see [`traces`]);
+/// call sites and partial ranks are united, the rest of the metadata is
+/// `one`'s.
 pub fn files(one: TraceFile, other: TraceFile) -> TraceFile {
     let mut meta = one.meta;
     meta.sites.extend(other.meta.sites);
@@ -562,8 +567,7 @@ pub fn files(one: TraceFile, other: TraceFile) -> TraceFile {
 /// each sender's part passing through its wire form, so that its timing
 /// is quantised exactly as it is on the network (the receiver's own part
 /// is not). A trace built outside a run (imported) thus equals a traced
-/// run's of the same events to the last bit. `None` for no parts. (The
-/// old `TraceFile::merge_as_traced`.)
+/// run's of the same events to the last bit. `None` for no parts.
 pub fn as_traced(parts: Vec<TraceFile>) -> Result<Option<TraceFile>, Error> {
     let parts = parts.into_iter().map(Ok).collect();
     merge_binomial(parts, |a: Result<TraceFile, Error>, b| {
@@ -577,8 +581,7 @@ pub fn as_traced(parts: Vec<TraceFile>) -> Result<Option<TraceFile>, Error> {
 /// default configuration, then merged): how tests and tools make
 /// traces of known content without MPI. The caller sets each event as
 /// the tracer would record it (its `comm_rank` on a communicator call,
-/// say). Fails on the first event a rank's compressor rejects. (The old
-/// `TraceFile::from_rank_events`.)
+/// say). Fails on the first event a rank's compressor rejects.
 pub fn from_rank_events(ranks: Vec<Vec<trace::Event>>) -> Result<TraceFile, Error> {
     let p = ranks.len() as u32;
     let mut merged: Option<MergedTrace> = None;
@@ -608,8 +611,8 @@ pub fn from_rank_events(ranks: Vec<Vec<trace::Event>>) -> Result<TraceFile, Erro
 /// merge at `MPI_Finalize`) into one trace, in the order the tracer's
 /// own merge would use. The files must come from one run: the same
 /// command line and job size, each rank once and inside the job. The
-/// result's [`Meta::partial`](trace::Meta::partial) lists every rank that ends early; its
-/// wall time is the latest part's. (The old `TraceFile::merge_ranks`.)
+/// result's [`Meta::partial`](trace::Meta::partial) lists every rank that
+/// ends early; its wall time is the latest part's.
 pub fn rank_files(parts: Vec<TraceFile>) -> Result<TraceFile, Error> {
     let Some(first) = parts.first() else {
         return Err(Error::Corrupt("no rank files to merge".into()));
