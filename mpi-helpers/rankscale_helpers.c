@@ -35,7 +35,7 @@ void rs_neighbor_degrees(MPI_Comm comm, int *indegree, int *outdegree)
 }
 
 /* The predefined datatypes in the order of rankscale's datatype codes
- * (compress/src/dtype.rs, Datatype::NAMES): code = position + 1. The order
+ * (trace/src/dtype.rs, Datatype::NAMES): code = position + 1. The order
  * is part of the trace format; new types are appended. */
 #define RS_TYPES(X)                                                            \
   X(MPI_CHAR) X(MPI_SIGNED_CHAR) X(MPI_UNSIGNED_CHAR) X(MPI_BYTE)              \

@@ -27,7 +27,7 @@ MPI_Datatype rs_type_double_int(void);
 MPI_Datatype rs_type_long_int(void);
 MPI_Datatype rs_type_short_int(void);
 MPI_Datatype rs_type_long_double_int(void);
-/* rankscale's code of a datatype (compress::Datatype): 1.. for the
+/* rankscale's code of a datatype (trace::Datatype): 1.. for the
  * predefined types, 255 for any other (derived) type, 0 for
  * MPI_DATATYPE_NULL. */
 int rs_type_code(MPI_Datatype t);

@@ -3,7 +3,7 @@
 //!
 //! The MPI compiler wrapper (`MPICC`, the one mpi-sys also uses, default
 //! `mpicc.mpich`) preprocesses `#include <mpi.h>`; every prototype it
-//! declares whose function `compress/mpi-functions.txt` lists in a family
+//! declares whose function `trace/mpi-functions.txt` lists in a family
 //! recorded without detail gets a wrapper of the same C signature, which
 //! forwards to `PMPI_*` and records a generic event (`src/ffi/generic.rs`).
 //! Functions with detailed events are hand-written in `src/ffi/c.rs`. The
@@ -14,7 +14,7 @@
 // `Listed::comm` is for the operation codes; the wrappers find the
 // communicator argument in the prototype itself.
 #[allow(dead_code)]
-#[path = "../compress/listed.rs"]
+#[path = "../trace/listed.rs"]
 mod listed;
 
 use std::collections::{BTreeMap, HashMap};
@@ -71,8 +71,8 @@ const REMOVED: &[(&str, &str)] = &[
 fn main() {
     let mpicc = std::env::var("MPICC").unwrap_or_else(|_| "mpicc.mpich".to_string());
     println!("cargo:rerun-if-env-changed=MPICC");
-    println!("cargo:rerun-if-changed=../compress/mpi-functions.txt");
-    println!("cargo:rerun-if-changed=../compress/listed.rs");
+    println!("cargo:rerun-if-changed=../trace/mpi-functions.txt");
+    println!("cargo:rerun-if-changed=../trace/listed.rs");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let show = Command::new(&mpicc)
         .arg("-show")
@@ -114,8 +114,8 @@ fn main() {
         }
     }
 
-    let listed = std::fs::read_to_string("../compress/mpi-functions.txt")
-        .expect("compress/mpi-functions.txt");
+    let listed =
+        std::fs::read_to_string("../trace/mpi-functions.txt").expect("trace/mpi-functions.txt");
     let mut code = String::new();
     let mut skipped = Vec::new();
     for l in listed::parse(&listed) {

@@ -68,9 +68,9 @@ pub fn run(a: &Args) -> Result<()> {
     let f = read(file)?;
     // The call sites' names are all the text needs of the file once the
     // analysis has read it (and dropped it).
-    let meta = compress::Meta {
+    let meta = trace::Meta {
         sites: f.meta.sites.clone(),
-        ..compress::Meta::default()
+        ..trace::Meta::default()
     };
     let mut stages: Vec<(String, f64, Option<u64>)> = vec![(
         "loading".into(),

@@ -7,8 +7,8 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use compress::TraceFile;
 use semantics::check::{CheckReport, DETAIL, check, check_ranks};
+use trace::TraceFile;
 
 /// Up to this many events an extrapolated trace is checked whole (about
 /// 1 µs per event); a larger one (a million ranks) is checked on a sample

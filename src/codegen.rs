@@ -21,7 +21,7 @@ pub struct Args {
 
 /// `rankscale codegen`.
 pub fn run(args: &Args) -> Result<()> {
-    let output = compress::output::Output::create(&args.output, &[&args.file])?;
+    let output = trace::output::Output::create(&args.output, &[&args.file])?;
     let file = crate::show::read(&args.file)?;
     args.emulation.check(&file)?;
     let e = &args.emulation;

@@ -58,7 +58,7 @@ pub fn run(args: &Args) -> Result<()> {
             .transpose()?,
         max_events: args.max_events,
     };
-    let mut out = compress::output::Output::create(&args.output, &[&args.file])?;
+    let mut out = trace::output::Output::create(&args.output, &[&args.file])?;
     let done = analysis::perfetto::write(&file, &opts, &mut out)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     out.commit()?;
@@ -86,14 +86,14 @@ pub fn run(args: &Args) -> Result<()> {
 /// `rankscale export --otf2` without the OTF2 library: never reached
 /// ([`crate::import::otf2_available`] refused first).
 #[cfg(not(feature = "otf2"))]
-fn otf2_archive(_: &compress::TraceFile, _: &std::path::Path) -> Result<()> {
+fn otf2_archive(_: &trace::TraceFile, _: &std::path::Path) -> Result<()> {
     crate::import::otf2_available()
 }
 
 /// `rankscale export --otf2`: the archive in `dir`, removed again when the
 /// export fails half-way.
 #[cfg(feature = "otf2")]
-fn otf2_archive(file: &compress::TraceFile, dir: &std::path::Path) -> Result<()> {
+fn otf2_archive(file: &trace::TraceFile, dir: &std::path::Path) -> Result<()> {
     // The archive is a directory: an existing file (the input trace
     // itself, say) is never replaced by one.
     if let Ok(m) = std::fs::metadata(dir) {

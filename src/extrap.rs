@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
-use compress::TraceFile;
 use extrap::{Input, Method, Options};
+use trace::TraceFile;
 
 /// How timing fields are fitted.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -120,7 +120,7 @@ pub fn run(args: &Args) -> Result<()> {
         .collect();
     // Refused now, not after the extrapolation: an output that is one of
     // the inputs, or a device.
-    let output = compress::output::Output::create(&args.output, &read_paths)?;
+    let output = trace::output::Output::create(&args.output, &read_paths)?;
     let snippet = args.snippet.as_deref().map(read_snippet).transpose()?;
     let plugin = match &args.plugin {
         Some(p) => Some(load_plugin(p, &args.plugin_param, args.ranks)?),
@@ -213,7 +213,7 @@ fn extrapolate_and_write(
     args: &Args,
     inputs: &[Input],
     opts: &Options,
-    output: compress::output::Output,
+    output: trace::output::Output,
 ) -> Result<(extrap::Extrapolated, u64, f64)> {
     let t0 = Instant::now();
     let spin = crate::progress::Progress::spinner(

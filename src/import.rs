@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use compress::import::{PERTEXT, import_pertext};
+use compress::import::import_pertext;
+use trace::file::PERTEXT;
 
 /// The trace formats `rankscale import` reads. A closed set, so that clap
 /// lists the accepted names and refuses any other with them.
@@ -45,7 +46,7 @@ pub fn otf2_available() -> Result<()> {
 
 /// Reads an OTF2 archive (see [`otf2_available`]).
 #[cfg(feature = "otf2")]
-fn read_otf2(anchor: &Path) -> Result<(compress::TraceFile, u64)> {
+fn read_otf2(anchor: &Path) -> Result<(trace::TraceFile, u64)> {
     let got = otf2::import(anchor)?;
     Ok((got.file, got.skipped))
 }
@@ -53,7 +54,7 @@ fn read_otf2(anchor: &Path) -> Result<(compress::TraceFile, u64)> {
 /// Never reached without the OTF2 library ([`otf2_available`] refused
 /// first).
 #[cfg(not(feature = "otf2"))]
-fn read_otf2(_: &Path) -> Result<(compress::TraceFile, u64)> {
+fn read_otf2(_: &Path) -> Result<(trace::TraceFile, u64)> {
     otf2_available().map(|()| unreachable!())
 }
 
@@ -92,7 +93,7 @@ pub fn import(format: Format, dir: &Path, output: &Path) -> Result<()> {
             vec![anchor.with_extension("def"), anchor]
         }
     };
-    let out = compress::output::Output::create(
+    let out = trace::output::Output::create(
         output,
         &read_paths.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
     )?;

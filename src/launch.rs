@@ -128,7 +128,7 @@ pub fn trace(
                 .map(Path::new)
                 .filter(|p| p.is_file())
                 .collect();
-            compress::output::check_target(o, &named)?;
+            trace::output::check_target(o, &named)?;
             // The old trace stays until the tracer renames the new one
             // onto it; its identity tells a stale file from this run's.
             let before = identity(&abs);
@@ -192,9 +192,9 @@ pub fn trace(
                 let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
                 let mut loops = 0u64;
                 let mut calls = 0u64;
-                fn count(n: &compress::MNode, loops: &mut u64, calls: &mut u64) {
+                fn count(n: &trace::MNode, loops: &mut u64, calls: &mut u64) {
                     match n {
-                        compress::MNode::Loop(l) => {
+                        trace::MNode::Loop(l) => {
                             *loops += 1;
                             l.body().iter().for_each(|b| count(b, loops, calls));
                         }

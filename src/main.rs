@@ -48,7 +48,7 @@ struct Cli {
 
 /// A budget given on the command line: a positive size such as 8G.
 fn parse_budget(text: &str) -> Result<u64, String> {
-    compress::limits::parse_size(text).ok_or_else(|| {
+    trace::limits::parse_size(text).ok_or_else(|| {
         format!("`{text}` is not a positive size (a number, optionally with K, M, G or T)")
     })
 }

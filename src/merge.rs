@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use compress::TraceFile;
+use trace::TraceFile;
 
 /// Reads every `rank-N` file of `dir`, merges them and writes `output`,
 /// then says which ranks it holds and up to which event. A rank file that
@@ -51,7 +51,7 @@ pub fn merge(dir: &Path, output: &Path) -> Result<()> {
         );
     }
     let read_paths: Vec<&Path> = names.iter().map(|(_, p)| p.as_path()).collect();
-    let out = compress::output::Output::create(output, &read_paths)?;
+    let out = trace::output::Output::create(output, &read_paths)?;
     let spin = crate::progress::Progress::spinner(
         "merge",
         format!("{} rank files of {}", names.len(), dir.display()),
@@ -69,7 +69,7 @@ pub fn merge(dir: &Path, output: &Path) -> Result<()> {
     if parts.is_empty() {
         bail!("no rank file of {} could be read", dir.display());
     }
-    let file = TraceFile::merge_ranks(parts)?;
+    let file = compress::merge::rank_files(parts)?;
     let bytes = file
         .write_output(out)
         .with_context(|| format!("writing {}", output.display()))?;

@@ -11,7 +11,7 @@ use crate::show::read;
 
 /// Writes the report of `file` to `out`.
 pub fn report(file: &Path, out: &Path) -> Result<()> {
-    let mut output = compress::output::Output::create(out, &[file])?;
+    let mut output = trace::output::Output::create(out, &[file])?;
     let f = read(file)?;
     let (r, data) = {
         let bar = crate::progress::Progress::bar("report");

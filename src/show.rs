@@ -5,10 +5,10 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use compress::{Limits, TraceFile};
 use report::structure::{expand, to_json, write_text};
+use trace::{Limits, TraceFile};
 
-/// The budgets every trace is read under (see [`compress::limits`]).
+/// The budgets every trace is read under (see [`trace::limits`]).
 static LIMITS: std::sync::OnceLock<Limits> = std::sync::OnceLock::new();
 
 /// Sets the budgets from the command line's `--max-memory` and

@@ -202,9 +202,9 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     }
     // Both outputs are checked before the measurement: a device or a
     // directory is refused, and --samples must not overwrite -o.
-    compress::output::check_target(&args.output, &[])?;
+    trace::output::check_target(&args.output, &[])?;
     if let Some(s) = &args.samples {
-        compress::output::check_target(s, &[&args.output])?;
+        trace::output::check_target(s, &[&args.output])?;
     }
     let tool = crate::launch::find_built(&imp, "replay-calibrate", "replay-calibrate", "")?;
     let mut command = args.command.clone();
@@ -235,7 +235,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<()> {
     let samples: Samples =
         serde_json::from_str(&text).context("the measurement's result is not readable")?;
     if let Some(f) = &args.samples {
-        compress::output::write_file(f, text.as_bytes(), &[])?;
+        trace::output::write_file(f, text.as_bytes(), &[])?;
     }
     let (p, notes) = simulate::calibrate::fit(&samples)?;
     let comment = format!(

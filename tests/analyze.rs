@@ -266,7 +266,7 @@ fn the_hand_written_dataset_gives_the_patterns_worked_out_by_hand() {
     assert_eq!(x["last_start"]["rank"], 3);
     // Without its timeline the same trace still gives every pattern and
     // phase, and the report says what needs the timeline.
-    let mut f = compress::TraceFile::read(&t).unwrap();
+    let mut f = trace::TraceFile::read(&t).unwrap();
     f.timelines.clear();
     let bare = dir.join("bare.trace");
     f.write(&bare).unwrap();
@@ -862,7 +862,7 @@ fn probe_wait_case(imp: &str) {
     // Timestamp correction: rank 1's clock 30 ms behind makes its
     // receives end before their sends began; after the correction none
     // does, with few local intervals changed.
-    let mut f = compress::TraceFile::read(&t).unwrap();
+    let mut f = trace::TraceFile::read(&t).unwrap();
     f.timelines[1].epoch_ns -= 30_000_000;
     let shifted = dir.join("shifted.trace");
     f.write(&shifted).unwrap();
@@ -1011,7 +1011,7 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
             &["-t", "chain", "-i", "16", "-d", "100"],
             &t,
         );
-        let f = compress::TraceFile::read(&t).unwrap();
+        let f = trace::TraceFile::read(&t).unwrap();
         let (_, data) =
             analysis::analyze_with_data(&f, &analysis::Options::default(), &mut |_, _, _| {})
                 .unwrap();
@@ -1141,7 +1141,7 @@ fn a_skewed_nonblocking_stencil_is_corrected_within_the_skew() {
         let dir = scratch(&format!("analyze-nb-skew-{imp}"));
         let t = dir.join("stencil.trace");
         trace(imp, 4, "stencil", &["-d", "2", "-i", "200", "-n", "64"], &t);
-        let mut f = compress::TraceFile::read(&t).unwrap();
+        let mut f = trace::TraceFile::read(&t).unwrap();
         let skew: i64 = 30_000_000;
         f.timelines[1].epoch_ns -= skew as u64;
         let shifted = dir.join("shifted.trace");

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::*;
-use compress::Op;
+use trace::Op;
 
 /// Signatures of the Barrier events of every rank, in order.
 fn barrier_sites(imp: &str, depth: &str) -> Vec<Vec<u64>> {

@@ -14,8 +14,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use compress::{MNode, Op, TraceFile};
 use extrap::{Input, Method, Options};
+use trace::{MNode, Op, TraceFile};
 
 /// Ranks in a grid written like `4x4`.
 fn ranks_of(grid: &str) -> usize {
@@ -611,7 +611,7 @@ fn a_million_ranks() {
     );
     let small = TraceFile::read(&files[2]).unwrap(); // 4x4
     let n = 1024i64;
-    let events = |f: &TraceFile, r: u32| -> Vec<compress::Event> {
+    let events = |f: &TraceFile, r: u32| -> Vec<trace::Event> {
         f.trace.rank_trace(r).unwrap().expand().collect()
     };
     // (rank at 1024x1024, the rank in the same position at 4x4)
@@ -647,14 +647,14 @@ fn a_million_ranks() {
             .iter()
             .filter_map(|e| e.send.map(|t| t.peer))
             .filter_map(|p| match p {
-                compress::Peer::Rank { world, .. } => Some(i64::from(world) - rank),
+                trace::Peer::Rank { world, .. } => Some(i64::from(world) - rank),
                 _ => None,
             })
             .collect();
         got.sort();
         got.dedup();
         assert_eq!(got, want, "rank {rank}'s peers");
-        let shape = |v: &[compress::Event]| -> Vec<(Op, Option<i64>)> {
+        let shape = |v: &[trace::Event]| -> Vec<(Op, Option<i64>)> {
             v.iter().map(|e| (e.op, e.send.map(|t| t.count))).collect()
         };
         assert_eq!(

@@ -38,7 +38,7 @@ fn rank_dir(trace: &Path) -> PathBuf {
 
 /// `rankscale merge` of a job's rank files; returns the merged trace and
 /// what the command printed.
-fn merge(trace: &Path) -> (compress::TraceFile, String) {
+fn merge(trace: &Path) -> (trace::TraceFile, String) {
     let out_file = trace.with_extension("merged");
     let d = rank_dir(trace);
     let out = rankscale(&[
@@ -49,7 +49,7 @@ fn merge(trace: &Path) -> (compress::TraceFile, String) {
     ]);
     assert!(out.status.success(), "merge: {}", text(&out.stderr));
     (
-        compress::TraceFile::read(&out_file).unwrap(),
+        trace::TraceFile::read(&out_file).unwrap(),
         text(&out.stdout),
     )
 }
@@ -57,7 +57,7 @@ fn merge(trace: &Path) -> (compress::TraceFile, String) {
 /// Every rank the merged trace holds expands to the first `events` lines
 /// of its raw log, where `events` is what the trace's partial record says
 /// (every rank of a job that died has one). Returns `(rank, events, cause)`.
-fn assert_prefixes(imp: &str, f: &compress::TraceFile, raw: &Path) -> Vec<(u32, u64, String)> {
+fn assert_prefixes(imp: &str, f: &trace::TraceFile, raw: &Path) -> Vec<(u32, u64, String)> {
     let mut out = Vec::new();
     for rank in f.trace.ranks().iter() {
         let p = f
@@ -69,7 +69,7 @@ fn assert_prefixes(imp: &str, f: &compress::TraceFile, raw: &Path) -> Vec<(u32, 
         let got = expansion(f, rank);
         assert_eq!(got.len() as u64, p.events, "{imp} rank {rank}");
         let log =
-            std::fs::read_to_string(raw.join(compress::raw::rank_file_name(rank as i32))).unwrap();
+            std::fs::read_to_string(raw.join(trace::raw::rank_file_name(rank as i32))).unwrap();
         // Whole lines only: a log cut by the kill may end in half a line.
         let lines: Vec<&str> = log.split_inclusive('\n').map(|l| l.trim_end()).collect();
         assert!(
@@ -232,7 +232,7 @@ fn mpi_abort_writes_the_aborting_rank_file() {
         let (opt, trace) = faulty_launch(imp, &dir, "600");
         let job = mpirun(imp, 2, &program(imp, "abort"), &args(&["3"]), &opt);
         assert_ne!(job.code, Some(0), "{imp}");
-        let f = compress::TraceFile::read(&rank_dir(&trace).join("rank-0")).unwrap();
+        let f = trace::TraceFile::read(&rank_dir(&trace).join("rank-0")).unwrap();
         assert_eq!(f.meta.partial.len(), 1, "{imp}");
         assert_eq!(f.meta.partial[0].cause, "MPI_Abort", "{imp}");
         let got = expansion(&f, 0);
@@ -355,7 +355,7 @@ fn a_finished_run_removes_its_snapshots() {
             "{imp}: snapshots were written"
         );
         assert!(!rank_dir(&trace).exists(), "{imp}: TRACE.d is removed");
-        let f = compress::TraceFile::read(&trace).unwrap();
+        let f = trace::TraceFile::read(&trace).unwrap();
         assert!(f.meta.partial.is_empty(), "{imp}");
         for rank in 0..3u32 {
             let got = expansion(&f, rank).join("\n") + "\n";
@@ -407,11 +407,7 @@ fn merge_names_the_entries_that_are_not_rank_files() {
         "{err}"
     );
     assert_eq!(
-        compress::TraceFile::read(&merged)
-            .unwrap()
-            .trace
-            .ranks()
-            .len(),
+        trace::TraceFile::read(&merged).unwrap().trace.ranks().len(),
         4
     );
 

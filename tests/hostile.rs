@@ -211,7 +211,7 @@ fn rank_ranges_and_deep_nesting_never_crash() {
     let deep = loop {
         let h = Hostile::Nesting { depth, count: 1 };
         let bytes = hostile::bytes(h);
-        if compress::TraceFile::from_bytes(&bytes).is_ok() {
+        if trace::TraceFile::from_bytes(&bytes).is_ok() {
             break bytes;
         }
         depth -= 1;
@@ -254,7 +254,7 @@ fn the_structure_aware_generator_finds_nothing_in_a_fixed_time() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
-    let mut rng = compress::SplitMix64::new(0x5eed_0f40_5711_e5aa);
+    let mut rng = trace::SplitMix64::new(0x5eed_0f40_5711_e5aa);
     let t0 = Instant::now();
     let (mut runs, mut accepted) = (0u64, 0u64);
     while t0.elapsed() < Duration::from_secs(secs) {

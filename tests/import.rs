@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use common::{rankscale, text};
-use compress::{Event, Op, Peer, Tag};
+use trace::{Event, Op, Peer, Tag};
 
 fn dataset() -> PathBuf {
     common::root().join("tests/data/pertext/small")
@@ -79,7 +79,7 @@ fn expected(file: &Path) -> Vec<Want> {
 
 /// The transfer of a `Send` or `Recv` with its peer's world rank and its
 /// tag, which must both be concrete.
-fn p2p_side(ev: &Event) -> (compress::Transfer, i32, i32) {
+fn p2p_side(ev: &Event) -> (trace::Transfer, i32, i32) {
     let x = if ev.op == Op::Send { ev.send } else { ev.recv }.unwrap();
     let Peer::Rank { world, .. } = x.peer else {
         panic!("not a concrete peer: {ev:?}")
@@ -142,7 +142,7 @@ fn imported_ranks_expand_to_their_text_files() {
         let got: Vec<Want> = text(&out.stdout)
             .lines()
             .enumerate()
-            .map(|(i, l)| observed(&compress::raw::parse_line(l, i + 1).unwrap()))
+            .map(|(i, l)| observed(&trace::raw::parse_line(l, i + 1).unwrap()))
             .collect();
         let want = expected(&dataset().join(format!("Process{rank}.txt")));
         assert_eq!(want.len(), 11, "the dataset has 11 records per rank");
@@ -315,7 +315,7 @@ fn out_of_range_times_disagreeing_collectives_and_stray_names_are_reported() {
 /// absolute times (`epoch + span`), with message ids that pair the k-th
 /// message from a rank to another on both sides.
 fn render_pertext(
-    file: &compress::TraceFile,
+    file: &trace::TraceFile,
     rank: u32,
     ids: &mut HashMap<(i32, i32), u64>,
 ) -> String {
@@ -361,7 +361,7 @@ fn render_pertext(
 /// loops with their iteration counts, calls with their operation and
 /// executions, in order; what an importer must rebuild from the events
 /// alone.
-fn skeleton(nodes: &[compress::Node], out: &mut Vec<String>) {
+fn skeleton(nodes: &[trace::Node], out: &mut Vec<String>) {
     for n in nodes {
         if let Some(l) = n.as_loop() {
             out.push(format!("loop {:?} {{", l.iterations().collect::<Vec<_>>()));
@@ -390,11 +390,11 @@ struct CallStats {
 /// its ranks and operation. The merge
 /// joins ranks' calls by call site, which the format does not carry, so
 /// only calls that join the same ranks on both sides compare.
-fn mpi_stats(nodes: &[compress::MNode], out: &mut Vec<CallStats>) {
+fn mpi_stats(nodes: &[trace::MNode], out: &mut Vec<CallStats>) {
     for n in nodes {
         match n {
-            compress::MNode::Loop(l) => mpi_stats(l.body(), out),
-            compress::MNode::Event(e)
+            trace::MNode::Loop(l) => mpi_stats(l.body(), out),
+            trace::MNode::Event(e)
                 if e.shape().op() != Op::Pcontrol && !e.shape().op().is_generic() =>
             {
                 let s = *e.timing().total().mpi().stats();
@@ -436,7 +436,7 @@ fn an_imported_rendering_of_a_traced_run_equals_the_trace() {
     o.env.push(("RANKSCALE_TIMELINE", "1".into()));
     let job = common::mpirun(imp, 4, &common::program(imp, "ring"), &["40".into()], &o);
     assert_eq!(job.code, Some(0), "{}", job.stderr);
-    let traced = compress::TraceFile::read(&traced_path).unwrap();
+    let traced = trace::TraceFile::read(&traced_path).unwrap();
 
     let pertext = dir.join("pertext");
     std::fs::create_dir_all(&pertext).unwrap();
@@ -455,7 +455,7 @@ fn an_imported_rendering_of_a_traced_run_equals_the_trace() {
         &path_str(&imported_path),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let imported = compress::TraceFile::read(&imported_path).unwrap();
+    let imported = trace::TraceFile::read(&imported_path).unwrap();
     assert_eq!(imported.meta.world_size, traced.meta.world_size);
     assert_eq!(imported.trace.ranks(), traced.trace.ranks());
     let zero = imported.timeline(0).unwrap().epoch_ns;
@@ -480,13 +480,13 @@ fn an_imported_rendering_of_a_traced_run_equals_the_trace() {
             for x in [&mut ev.send, &mut ev.recv].into_iter().flatten() {
                 x.count *= x.dsize;
                 x.dsize = 1;
-                x.dtype = compress::Datatype::UNKNOWN;
+                x.dtype = trace::Datatype::UNKNOWN;
             }
             if ev.op != Op::Pcontrol {
                 want_spans.push((tl.epoch_ns + s.enter - zero, tl.epoch_ns + s.leave - zero));
             }
             ev.time = Default::default();
-            want.push(compress::raw::event_line(&ev));
+            want.push(trace::raw::event_line(&ev));
         }
         let it = imported.trace.rank_trace(r).unwrap();
         let itl = imported.timeline(r).unwrap();
@@ -498,7 +498,7 @@ fn an_imported_rendering_of_a_traced_run_equals_the_trace() {
                 got_spans.push((s.enter, s.leave));
             }
             ev.time = Default::default();
-            got.push(compress::raw::event_line(&ev));
+            got.push(trace::raw::event_line(&ev));
         }
         assert_eq!(got, want, "rank {r}: the events");
         assert_eq!(got_spans, want_spans, "rank {r}: the enter and leave times");
@@ -667,8 +667,8 @@ type Coll = (Op, Option<i32>, i64, i64, Vec<i64>);
 /// Every rank's collectives of a trace but barriers (which move no
 /// bytes): call, root, and bytes of both buffers and of each per-rank
 /// count.
-fn collectives(file: &compress::TraceFile) -> Vec<Vec<Coll>> {
-    let b = |t: Option<compress::Transfer>| t.map_or(0, |t| t.count * t.dsize);
+fn collectives(file: &trace::TraceFile) -> Vec<Vec<Coll>> {
+    let b = |t: Option<trace::Transfer>| t.map_or(0, |t| t.count * t.dsize);
     file.trace
         .ranks()
         .iter()
@@ -677,7 +677,7 @@ fn collectives(file: &compress::TraceFile) -> Vec<Vec<Coll>> {
                 .rank_trace(r)
                 .unwrap()
                 .expand()
-                .filter(|e| e.op.family() == compress::Family::Collective && e.op != Op::Barrier)
+                .filter(|e| e.op.family() == trace::Family::Collective && e.op != Op::Barrier)
                 .map(|e| {
                     let d = e.recv.map_or(1, |t| t.dsize);
                     let counts = e.recv_counts.iter().map(|&c| i64::from(c) * d).collect();
@@ -725,8 +725,8 @@ fn the_published_otf2_archive_reads_as_its_text_files() {
     let o = rankscale(&["check", &path_str(&a)]);
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let (from_otf2, from_text) = (
-        collectives(&compress::TraceFile::read(&a).unwrap()),
-        collectives(&compress::TraceFile::read(&b).unwrap()),
+        collectives(&trace::TraceFile::read(&a).unwrap()),
+        collectives(&trace::TraceFile::read(&b).unwrap()),
     );
     assert_eq!(from_otf2.len(), 128);
     assert_eq!(from_otf2.len(), from_text.len());

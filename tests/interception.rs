@@ -13,7 +13,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
-use compress::{Family, Op};
+use trace::{Family, Op};
 
 /// What the manifest says of one operation on one rank.
 #[derive(Debug, PartialEq)]

@@ -45,7 +45,7 @@ fn check(
     for rank in 0..np {
         let want = std::fs::read(
             dir.join("raw")
-                .join(compress::raw::rank_file_name(rank as i32)),
+                .join(trace::raw::rank_file_name(rank as i32)),
         )
         .map_err(|e| format!("{imp} {name}: raw log of rank {rank}: {e}"))?;
         let got = expand(&trace, rank)?;

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use common::*;
-use compress::TraceFile;
+use trace::TraceFile;
 
 /// The implementation of the NPB runs (MPICH runs at 4 ranks only: it
 /// busy-polls on the two cores).

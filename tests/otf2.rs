@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use compress::{Op, Peer, TraceFile};
+use trace::{Op, Peer, TraceFile};
 
 /// The programs and arguments the round trip runs, 4 ranks each: blocking
 /// and nonblocking point-to-point, collectives, wildcards, communicators,
@@ -118,7 +118,7 @@ fn check_round_trip(imp: &str, name: &str, args: &[&str]) {
                 | Op::Sendrecv
                 | Op::SendrecvReplace => sends += 1,
                 Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend => sends += 1,
-                op if op.family() == compress::Family::Collective => colls += 1,
+                op if op.family() == trace::Family::Collective => colls += 1,
                 _ => {}
             }
         }
@@ -272,7 +272,7 @@ fn the_standard_mpi_records_alone_give_the_calls_and_their_matching() {
                 }
                 // Blocking collectives' records carry the root
                 // (nonblocking ones have Enter/Leave only).
-                if x.op.family() == compress::Family::Collective {
+                if x.op.family() == trace::Family::Collective {
                     assert_eq!(x.root, y.root, "{name} rank {r}: {x:?}");
                     // Their bytes, turned back from the totals Score-P
                     // records into the call's arguments; not the
@@ -280,8 +280,8 @@ fn the_standard_mpi_records_alone_give_the_calls_and_their_matching() {
                     // them), nor an in-place call (read as the call
                     // its totals fit).
                     if !x.in_place && !matches!(x.op, Op::Alltoallv | Op::Alltoallw) {
-                        let b = |t: Option<compress::Transfer>| t.map(|t| t.count * t.dsize);
-                        let scaled = |c: &[i32], t: Option<compress::Transfer>| {
+                        let b = |t: Option<trace::Transfer>| t.map(|t| t.count * t.dsize);
+                        let scaled = |c: &[i32], t: Option<trace::Transfer>| {
                             let d = t.map_or(1, |t| t.dsize) as i32;
                             c.iter().map(|&c| c * d).collect::<Vec<_>>()
                         };
@@ -432,7 +432,7 @@ fn bad_archives_and_bad_requests_are_clear_errors() {
     let trace = dir.join("t.trace");
     let events = (0..40)
         .map(|i| {
-            let mut e = compress::Event::new(if i % 2 == 0 {
+            let mut e = trace::Event::new(if i % 2 == 0 {
                 Op::Barrier
             } else {
                 Op::Allreduce
@@ -443,7 +443,7 @@ fn bad_archives_and_bad_requests_are_clear_errors() {
             e
         })
         .collect::<Vec<_>>();
-    TraceFile::from_rank_events(vec![events])
+    compress::from_rank_events(vec![events])
         .unwrap()
         .write(&trace)
         .unwrap();

@@ -280,8 +280,9 @@ fn replay_time_matches_the_application_within_five_percent() {
 }
 
 /// A two-rank trace of `calls(rank)` after Init, written to `file`.
-fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<compress::Event>) {
-    use compress::{Compressor, Config, Event, MergedTrace, Meta, Op, TraceFile};
+fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<trace::Event>) {
+    use compress::{Compressor, Config};
+    use trace::{Event, MergedTrace, Meta, Op, TraceFile};
     let mut merged: Option<MergedTrace> = None;
     for rank in 0..2 {
         let mut c = Compressor::new(rank, Config::default());
@@ -290,9 +291,9 @@ fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<compress::Event>) {
             c.push(&e).unwrap();
         }
         c.push(&Event::new(Op::Finalize)).unwrap();
-        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
+        let t = compress::merge::from_rank(&c.into_trace().unwrap());
         merged = Some(match merged {
-            Some(m) => m.merge(t),
+            Some(m) => compress::merge::traces(m, t),
             None => t,
         });
     }
@@ -310,8 +311,8 @@ fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<compress::Event>) {
 }
 
 /// A point-to-point call of `rank` with `peer` on the world.
-fn p2p_event(op: compress::Op, rank: i32, peer: i32, send: bool) -> compress::Event {
-    use compress::{CommId, Event, Peer, Tag, Transfer};
+fn p2p_event(op: trace::Op, rank: i32, peer: i32, send: bool) -> trace::Event {
+    use trace::{CommId, Event, Peer, Tag, Transfer};
     let mut e = Event::new(op);
     e.comm = CommId::WORLD;
     e.comm_rank = rank;
@@ -323,7 +324,7 @@ fn p2p_event(op: compress::Op, rank: i32, peer: i32, send: bool) -> compress::Ev
         tag: Tag::Value(5),
         count: 1,
         dsize: 8,
-        dtype: compress::Datatype::UNKNOWN,
+        dtype: trace::Datatype::UNKNOWN,
     });
     if send {
         e.send = t;
@@ -337,7 +338,7 @@ fn p2p_event(op: compress::Op, rank: i32, peer: i32, send: bool) -> compress::Ev
 /// calls is replayed, on every rank, with the problem named.
 #[test]
 fn an_inconsistent_trace_is_refused_before_replaying() {
-    use compress::Op;
+    use trace::Op;
     let dir = scratch("replay-unmatched");
     let file = dir.join("bad.trace");
     two_rank_trace(&file, |rank| {
@@ -367,7 +368,7 @@ fn an_inconsistent_trace_is_refused_before_replaying() {
 /// every rank says what it waits on and the job ends.
 #[test]
 fn a_deadlocked_trace_ends_in_a_diagnostic_not_a_hang() {
-    use compress::Op;
+    use trace::Op;
     let dir = scratch("replay-deadlock");
     let file = dir.join("deadlock.trace");
     two_rank_trace(&file, |rank| {

@@ -122,7 +122,7 @@ fn multithreaded_program_records_every_event_without_races() {
                 for thread in 0..4u32 {
                     let mine: Vec<_> = events.iter().filter(|e| e.thread == thread).collect();
                     let n = |op| mine.iter().filter(|e| e.op == op).count();
-                    use compress::Op::*;
+                    use trace::Op::*;
                     if thread == 0 {
                         assert_eq!(n(InitThread), 1, "{imp} run {k} rank {rank}");
                     }
@@ -134,7 +134,7 @@ fn multithreaded_program_records_every_event_without_races() {
                     let _ = (Sendrecv, Allreduce);
                 }
                 let per_op = counts(events);
-                use compress::Op::*;
+                use trace::Op::*;
                 for (op, want) in [
                     (Sendrecv, 4 * iters),
                     (Allreduce, 4 * iters),
@@ -222,7 +222,7 @@ fn abort_is_recorded_and_flushed_before_the_job_dies() {
         assert_eq!(traced.code, plain.code, "{imp}: {}", traced.stderr);
         // (stdout is not compared: whether the launcher forwards rank 0's
         // last line before it kills the job is a race, traced or not.)
-        let rank0 = compress::raw::read_log(&dir.join(compress::raw::rank_file_name(0))).unwrap();
+        let rank0 = trace::raw::read_log(&dir.join(trace::raw::rank_file_name(0))).unwrap();
         let ops: Vec<&str> = rank0.iter().map(|e| e.op.name()).collect();
         // MPI_Comm_rank is recorded without detail.
         assert_eq!(ops, ["Init", "Comm_rank", "Barrier", "Abort"], "{imp}");
@@ -273,12 +273,12 @@ fn a_trace_survives_ranks_whose_tracing_failed() {
             "{imp}: {}",
             job.stderr
         );
-        let f = compress::TraceFile::read(&file).unwrap();
+        let f = trace::TraceFile::read(&file).unwrap();
         assert_eq!(f.trace.ranks().to_string(), "<1 0 2 1>", "{imp}");
         for rank in 0..2u32 {
             let mut got = String::new();
             for ev in f.trace.rank_trace(rank).unwrap().expand() {
-                got.push_str(&compress::raw::event_line(&ev));
+                got.push_str(&trace::raw::event_line(&ev));
                 got.push('\n');
             }
             assert_eq!(
@@ -335,7 +335,7 @@ fn unreadable_settings_warn_and_keep_their_defaults() {
                 traced.stderr
             );
         }
-        let f = compress::TraceFile::read(&file).unwrap();
+        let f = trace::TraceFile::read(&file).unwrap();
         assert!(f.timelines.is_empty(), "{imp}: no timeline");
         assert!(f.series.is_empty(), "{imp}: no MPI time series");
         assert!(f.meta.partial.is_empty(), "{imp}: no fault injected");

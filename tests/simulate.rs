@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use compress::{Op, ReqId};
+use trace::{Op, ReqId};
 
 /// Held by every test here that runs MPI jobs, so that they run one at a
 /// time: the prediction test measures wall time, and the manifest's MPICH
@@ -95,7 +95,7 @@ fn calibration_measures_this_machine() {
 
 /// Point-to-point messages the raw logs send (every send to a real peer,
 /// and every start of a persistent send).
-fn sends(events: &[compress::Event]) -> u64 {
+fn sends(events: &[trace::Event]) -> u64 {
     let mut templates: std::collections::HashSet<ReqId> = Default::default();
     let mut n = 0;
     for e in events {

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use std::collections::BTreeMap;
 
-use compress::{Op, TraceFile};
+use trace::{Op, TraceFile};
 
 /// A slice of a Perfetto export: start and duration in microseconds, name.
 type Slice = (f64, f64, String);

@@ -101,13 +101,13 @@ fn stencil_trace_size_is_flat_in_ranks_and_iterations() {
     // position and a time) add at most K entries of a few varints per call
     // node, whatever the ranks and iterations.
     let calls = |p: &PathBuf| {
-        let f = compress::TraceFile::read(p).unwrap();
+        let f = trace::TraceFile::read(p).unwrap();
         let mut n = 0u64;
-        let mut stack: Vec<&compress::MNode> = f.trace.nodes().iter().collect();
+        let mut stack: Vec<&trace::MNode> = f.trace.nodes().iter().collect();
         while let Some(node) = stack.pop() {
             match node {
-                compress::MNode::Event(_) => n += 1,
-                compress::MNode::Loop(l) => stack.extend(l.body()),
+                trace::MNode::Event(_) => n += 1,
+                trace::MNode::Loop(l) => stack.extend(l.body()),
                 _ => {}
             }
         }
@@ -180,7 +180,8 @@ fn show_json_and_stats_describe_a_real_trace() {
 
 #[test]
 fn bad_files_get_clear_errors() {
-    use compress::{Compressor, Config, Event, MergedTrace, Op, TraceFile};
+    use compress::{Compressor, Config};
+    use trace::{Event, Op, TraceFile};
     let dir = scratch("cli-bad");
     let mut c = Compressor::new(0, Config::default());
     for i in 0..100 {
@@ -193,11 +194,11 @@ fn bad_files_get_clear_errors() {
         c.push(&e).unwrap();
     }
     let good = TraceFile {
-        meta: compress::Meta {
+        meta: trace::Meta {
             world_size: 1,
             ..Default::default()
         },
-        trace: MergedTrace::from_rank(&c.into_trace().unwrap()),
+        trace: compress::merge::from_rank(&c.into_trace().unwrap()),
         timelines: Vec::new(),
         series: Vec::new(),
     }
@@ -209,7 +210,7 @@ fn bad_files_get_clear_errors() {
         p.display().to_string()
     };
     let mut newer = good.clone();
-    let next = compress::file::VERSION + 1;
+    let next = trace::file::VERSION + 1;
     newer[8..12].copy_from_slice(&next.to_le_bytes());
     let newer_msg = format!("version {next} is newer");
     let mut flipped = good.clone();

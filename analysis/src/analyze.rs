@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use compress::TraceFile;
 use serde::Serialize;
+use trace::TraceFile;
 
 use crate::clc::{ClcOptions, ClcReport, correct};
 use crate::delay::DelayReport;
@@ -44,7 +44,7 @@ impl Default for Options {
             },
             clock: Some(ClcOptions::default()),
             pattern_key: PatternKey::Ordered,
-            memory: compress::Limits::DEFAULT_MEMORY,
+            memory: trace::Limits::DEFAULT_MEMORY,
         }
     }
 }
@@ -294,7 +294,7 @@ pub struct Report {
 
 /// Ranks as a reader writes them: `0-8`, `0,2,4-6`.
 pub fn ranks_text(ranks: impl IntoIterator<Item = u32>) -> String {
-    compress::ranklist::ranges_text(ranks, ",", "-")
+    trace::ranklist::ranges_text(ranks, ",", "-")
 }
 
 fn cp(i: usize) -> String {

@@ -35,9 +35,9 @@
 
 use std::collections::HashMap;
 
-use compress::Op;
 use rayon::prelude::*;
 use serde::Serialize;
+use trace::Op;
 
 use crate::run::Run;
 use crate::waitstates::WaitState;
@@ -812,7 +812,7 @@ mod tests {
     use super::*;
     use crate::run::RankRun;
     use crate::waitstates::Metric;
-    use compress::{Event, SplitMix64};
+    use trace::{Event, SplitMix64};
 
     /// Where each rank synchronised with whom: the calls of wait states and
     /// the calls they waited for. Only there were two ranks aligned in time (a

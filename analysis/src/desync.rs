@@ -26,9 +26,9 @@
 //! deterministic: the clustering's random seeding uses a fixed-seed
 //! SplitMix64 generator ([`Options::seed`]).
 
-use compress::SplitMix64;
 use nalgebra::DMatrix;
 use serde::Serialize;
+use trace::SplitMix64;
 
 /// The largest magnitude accepted in the input matrix (ns, about 3·10⁸³
 /// years). Beyond it sums of squares over a large matrix could overflow and

@@ -50,7 +50,7 @@ pub use analyze::{
 pub enum Error {
     /// The trace file's data did not decode.
     #[error(transparent)]
-    Trace(#[from] compress::Error),
+    Trace(#[from] trace::Error),
     /// A rank's events could not be projected out of the merged trace.
     #[error("rank {0}: {1}")]
     Project(u32, String),

@@ -26,11 +26,11 @@
 // is (millions of messages went through SipHash).
 use rustc_hash::FxHashMap as HashMap;
 
-use compress::{Family, Op, ReqId};
 use rayon::prelude::*;
 use semantics::channel::{Channel, Channels, Read};
 use semantics::comms::Comms;
 use semantics::walk::{Step, Walker};
+use trace::{Family, Op, ReqId};
 
 use crate::run::{Events, Run};
 

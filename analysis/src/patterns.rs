@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use compress::{Event, Op, Peer};
+use trace::{Event, Op, Peer};
 
 use crate::matching::{End, Matching};
 use crate::run::Run;
@@ -111,7 +111,7 @@ pub fn token(e: &Event) -> String {
 /// without a string of its own for each).
 pub fn write_token(e: &Event, out: &mut String) {
     use std::fmt::Write as _;
-    let peer = |out: &mut String, p: Option<compress::Transfer>| {
+    let peer = |out: &mut String, p: Option<trace::Transfer>| {
         let _ = match p.map(|t| t.peer) {
             Some(Peer::Rank { world, .. }) => write!(out, "{world}"),
             Some(Peer::Any) => match e.matched.first() {
@@ -122,7 +122,7 @@ pub fn write_token(e: &Event, out: &mut String) {
             None => Ok(()),
         };
     };
-    let mut p2p = |prefix: &str, t: Option<compress::Transfer>| {
+    let mut p2p = |prefix: &str, t: Option<trace::Transfer>| {
         out.push_str(prefix);
         peer(out, t);
     };
@@ -392,7 +392,7 @@ pub fn find_keyed(run: &Run, matching: &Matching, key: PatternKey) -> Patterns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use compress::{Datatype, Matched, Tag, Transfer};
+    use trace::{Datatype, Matched, Tag, Transfer};
 
     fn xfer(peer: Peer) -> Option<Transfer> {
         Some(Transfer {

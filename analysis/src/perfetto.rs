@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use compress::TraceFile;
+use trace::TraceFile;
 
 use semantics::timed::{self, Clock, RankEvents};
 
@@ -130,7 +130,7 @@ pub fn write(file: &TraceFile, opts: &Options, out: &mut impl Write) -> Result<E
                 )?;
             }
             line.clear();
-            compress::raw::format_event(&ev, &mut line);
+            trace::raw::format_event(&ev, &mut line);
             let site = labels.get(&ev.site).copied().unwrap_or("");
             sep(out)?;
             write!(

@@ -5,7 +5,7 @@
 //! The compressed structure stays the source of truth: events come from
 //! expanding each rank's projection of the merged trace, and a context is
 //! the event's loop iteration vector without the loops over a single call
-//! ([`compress::Expand::context_path`]). So
+//! ([`trace::Expand::context_path`]). So
 //! one iteration of the innermost loop around a group of calls is one
 //! context, which is how the analysis finds the per-rank repeats that seed
 //! 000 delimits with user-function and `MPI_Waitall` boundaries. An
@@ -20,8 +20,8 @@
 
 use std::collections::HashMap;
 
-use compress::{Event, MNode, MpiSeries, Op, TraceFile};
 use rayon::prelude::*;
+use trace::{Event, MNode, MpiSeries, Op, TraceFile};
 
 use semantics::timed::time_zero;
 
@@ -120,7 +120,7 @@ impl EventsBuilder {
 
     fn push(&mut self, mut e: Event) {
         use std::hash::BuildHasher;
-        e.time = compress::Timing::default();
+        e.time = trace::Timing::default();
         let h = rustc_hash::FxBuildHasher.hash_one(&e);
         let id = match self.ids.get(&h) {
             Some(&id) if self.events.distinct[id as usize] == e => id,
@@ -184,7 +184,7 @@ pub struct StepMatrix {
 }
 
 /// One execution from a call's slow-instance reservoir
-/// ([`compress::Reservoir`]), located in its rank's events: what the compact
+/// ([`trace::Reservoir`]), located in its rank's events: what the compact
 /// trace says about single slow executions when it has no timeline.
 #[derive(Clone, Debug)]
 pub struct SlowCall {
@@ -265,12 +265,12 @@ impl Run {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Run, Error> {
         let total = file.trace.total_events();
-        compress::Limits {
+        trace::Limits {
             memory,
             events: u64::MAX,
         }
         .check_materialised("the analysis's event tables", total, BYTES_PER_EVENT)
-        .map_err(compress::Error::from)?;
+        .map_err(trace::Error::from)?;
         let ranks: Vec<u32> = file.trace.ranks().iter().collect();
         let time_zero = time_zero(file);
         let (timed, zero) = (time_zero.is_some(), time_zero.unwrap_or(0));
@@ -288,7 +288,7 @@ impl Run {
         }
         let delimited = matches!(
             &file.meta.origin,
-            compress::Origin::Imported { format } if format == compress::import::PERTEXT
+            trace::Origin::Imported { format } if format == trace::file::PERTEXT
         );
         let unfold = |rank: u32| -> Result<Unfolded, Error> {
             let t = file
@@ -504,7 +504,7 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use compress::ReqId;
+    use trace::ReqId;
 
     #[test]
     fn events_keep_their_order_and_store_each_distinct_one_once() {
@@ -526,7 +526,7 @@ mod tests {
         assert_eq!(events.distinct(), 2 + 50);
         for (i, (got, want)) in events.iter().zip(&input).enumerate() {
             let mut want = want.clone();
-            want.time = compress::Timing::default();
+            want.time = trace::Timing::default();
             assert_eq!(*got, want, "event {i}");
             assert_eq!(events[i], want, "event {i}");
         }

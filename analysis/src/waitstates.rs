@@ -46,9 +46,9 @@
 
 use std::collections::BTreeMap;
 
-use compress::Op;
 use rayon::prelude::*;
 use serde::Serialize;
+use trace::Op;
 
 use crate::matching::{End, Matching};
 use crate::run::Run;
@@ -172,7 +172,7 @@ impl Calls {
     /// The calls of every rank of `run`.
     pub(crate) fn new(run: &Run) -> Calls {
         let p2p = |op: Op| {
-            use compress::Family::*;
+            use trace::Family::*;
             matches!(
                 op.family(),
                 BlockingP2p | NonblockingP2p | Persistent | Completion | Probe

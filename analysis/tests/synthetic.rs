@@ -11,9 +11,10 @@ use analysis::patterns::find;
 use analysis::run::Run;
 use analysis::slow::{Cause, WaitIndex, blame};
 use analysis::waitstates::{Metric, WaitState, summarize, wait_states};
-use compress::{
-    CommCreate, CommId, Compressor, Config, Event, Matched, MergedTrace, Meta, Op, Peer, ReqId,
-    Tag, Timeline, TraceFile, Transfer,
+use compress::{Compressor, Config};
+use trace::{
+    CommCreate, CommId, Event, Matched, MergedTrace, Meta, Op, Peer, ReqId, Tag, Timeline,
+    TraceFile, Transfer,
 };
 
 /// One event with its enter and leave time (ns).
@@ -25,7 +26,7 @@ fn p2p(peer: Peer, tag: Tag, bytes: i64) -> Transfer {
         tag,
         count: bytes,
         dsize: 1,
-        dtype: compress::Datatype::UNKNOWN,
+        dtype: trace::Datatype::UNKNOWN,
     }
 }
 
@@ -89,9 +90,9 @@ fn file(ranks: Vec<Vec<Timed>>) -> TraceFile {
             c.push(&e).unwrap();
             tl.push(a, b);
         }
-        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
+        let t = compress::merge::from_rank(&c.into_trace().unwrap());
         merged = Some(match merged {
-            Some(m) => m.merge(t),
+            Some(m) => compress::merge::traces(m, t),
             None => t,
         });
         timelines.push(tl);
@@ -162,7 +163,7 @@ fn wildcards_persistent_requests_and_probes_are_matched() {
     ];
     let r2 = vec![send(Op::Send, 2, 0, 7, 8)];
     let f = file(vec![untimed(r0), untimed(r1), untimed(r2)]);
-    let run = Run::from_file(&f, compress::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
+    let run = Run::from_file(&f, trace::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
     let m = match_run(&run);
     assert_eq!((m.unmatched_sends, m.unmatched_recvs), (0, 0));
     let mut got: Vec<(u32, u32, u32, u32, u32, u64, bool)> = m
@@ -216,7 +217,7 @@ fn collectives_of_split_communicators_stay_apart() {
         })
         .collect();
     let f = file(ranks);
-    let run = Run::from_file(&f, compress::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
+    let run = Run::from_file(&f, trace::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
     let m = match_run(&run);
     let mut sizes: Vec<(Op, Vec<usize>)> = m
         .collectives
@@ -255,7 +256,7 @@ fn a_loop_of_exchanges_is_one_pattern_with_one_instance_per_iteration() {
         })
         .collect();
     let f = file(ranks);
-    let run = Run::from_file(&f, compress::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
+    let run = Run::from_file(&f, trace::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
     let m = match_run(&run);
     let p = find(&run, &m);
     assert_eq!(p.patterns.len(), 2);
@@ -294,7 +295,7 @@ fn waits_are_measured_as_defined() {
         (coll(Op::Allreduce, 1, 0), 2600, 2700),
     ];
     let f = file(vec![r0, r1]);
-    let run = Run::from_file(&f, compress::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
+    let run = Run::from_file(&f, trace::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
     assert!(run.timed);
     let m = match_run(&run);
     let p = find(&run, &m);
@@ -344,7 +345,7 @@ fn a_timeline_that_does_not_fit_the_events_is_an_error() {
     let mut short = Timeline::new(0, 0);
     short.push(0, 1);
     f.timelines = vec![short];
-    let e = Run::from_file(&f, compress::Limits::DEFAULT_MEMORY, &mut |_, _| {})
+    let e = Run::from_file(&f, trace::Limits::DEFAULT_MEMORY, &mut |_, _| {})
         .unwrap_err()
         .to_string();
     assert!(e.contains("rank 0"), "{e}");
@@ -356,7 +357,7 @@ type StateRow = (Metric, usize, usize, usize, i64);
 /// The wait states of a synthetic run, also as sorted rows.
 fn states(ranks: Vec<Vec<Timed>>) -> (Run, Vec<WaitState>, Vec<StateRow>) {
     let f = file(ranks);
-    let run = Run::from_file(&f, compress::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
+    let run = Run::from_file(&f, trace::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
     let m = match_run(&run);
     let ws = wait_states(&run, &m);
     let mut v: Vec<_> = ws
@@ -502,7 +503,7 @@ fn collective_wait_states_follow_their_roots() {
 
 /// The run of `f` after the clock correction (latency 0, this `gamma`).
 fn corrected(f: &TraceFile, gamma: f64) -> (Run, analysis::clc::ClcReport) {
-    let mut run = Run::from_file(f, compress::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
+    let mut run = Run::from_file(f, trace::Limits::DEFAULT_MEMORY, &mut |_, _| {}).unwrap();
     let m = match_run(&run);
     let opts = ClcOptions {
         min_latency_ns: 0,
@@ -584,7 +585,7 @@ fn a_rank_with_a_shifted_clock_is_corrected_with_its_intervals_kept() {
         ));
     }
     let f = file(vec![r0, r1]);
-    let before = Run::from_file(&f, compress::Limits::DEFAULT_MEMORY, &mut |_, _| {})
+    let before = Run::from_file(&f, trace::Limits::DEFAULT_MEMORY, &mut |_, _| {})
         .unwrap()
         .ranks[1]
         .spans
@@ -754,7 +755,7 @@ fn overlapping_receive_records_wait_once_from_their_last_post() {
     let r2 = vec![(send(Op::Send, 2, 0, 0, 8), 9_000, 9_100)];
     let run = Run::from_file(
         &file(vec![r0, r1, r2]),
-        compress::Limits::DEFAULT_MEMORY,
+        trace::Limits::DEFAULT_MEMORY,
         &mut |_, _| {},
     )
     .unwrap();

@@ -4,13 +4,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use compress::seq::SeqForm;
-use compress::{Datatype, EventNode, Family, LoopNode, MNode, Op, Param, RankList, ReduceOp};
+use trace::seq::SeqForm;
+use trace::{Datatype, EventNode, Family, LoopNode, MNode, Op, Param, RankList, ReduceOp};
 
 use crate::Error;
 use crate::tables::{Tables, int};
 
-/// The list parameters by position (see [`compress::Shape::list_names`]).
+/// The list parameters by position (see [`trace::Shape::list_names`]).
 const SEND_COUNTS: usize = 0;
 const RECV_COUNTS: usize = 1;
 const SEND_DSIZES: usize = 2;
@@ -529,7 +529,7 @@ impl<'a> Emitter<'a> {
     fn p2p(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
         let shape = *e.shape();
         let send = !matches!(op, Op::Recv | Op::Irecv | Op::RecvInit);
-        let nb = op.family() != compress::Family::BlockingP2p;
+        let nb = op.family() != trace::Family::BlockingP2p;
         let (p, ty) = if send {
             ("s", shape.send_type())
         } else {

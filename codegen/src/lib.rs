@@ -23,7 +23,7 @@ mod tables;
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use compress::{MNode, Op, Origin, TraceFile};
+use trace::{MNode, Op, Origin, TraceFile};
 
 /// The runtime every generated program carries (ranklists, value
 /// sequences, requests, communicators, buffers and computation).
@@ -237,8 +237,8 @@ fn preamble(
         file.meta.wall_ns as f64 * 1e-9
     );
     for &code in types {
-        let dt = compress::Datatype(code);
-        if dt.is_known() && dt != compress::Datatype::DERIVED {
+        let dt = trace::Datatype(code);
+        if dt.is_known() && dt != trace::Datatype::DERIVED {
             let name = format!("MPI_{}", dt.name().to_uppercase());
             let _ = writeln!(
                 out,

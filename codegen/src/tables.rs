@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use compress::{Dist, Param, PathClass, PathTiming, RankList, Shape, ValueSeq};
+use trace::{Dist, Param, PathClass, PathTiming, RankList, Shape, ValueSeq};
 
 /// The tables under construction.
 #[derive(Default)]
@@ -27,7 +27,7 @@ pub(crate) struct Tables {
     /// Word offset of parameter `i` in `pa` (what `rs_next(i)` reads).
     pa_at: Vec<usize>,
     /// Histograms: bins, then per bin `count, min, max, mean` and its
-    /// neighbourhood's samples ([`compress::Histogram::neighbourhood`]).
+    /// neighbourhood's samples ([`trace::Histogram::neighbourhood`]).
     tm: Vec<f64>,
     tm_ids: HashMap<Vec<u64>, usize>,
     /// Per event node, the offsets of its first, steady, last and total

@@ -3,7 +3,7 @@
 //! checked with real MPI in the workspace's `tests/codegen.rs`).
 
 use codegen::{Error, Options, generate};
-use compress::TraceFile;
+use trace::TraceFile;
 
 /// A ring of `p` ranks: 3 iterations of `P / 2` Sendrecvs to the right
 /// neighbour and an Allreduce; the Sendrecvs made by `thread` (0: the main

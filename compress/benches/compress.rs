@@ -11,7 +11,9 @@
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
-use compress::{Compressor, Config, Event};
+use compress::{Compressor, Config};
+
+use trace::Event;
 
 #[path = "../tests/synth/mod.rs"]
 mod synth;
@@ -107,7 +109,7 @@ fn bench(c: &mut Criterion) {
     });
     // As the tracer packs its snapshots (zlib level 1).
     g.bench_function("npb_cg_snapshot_to_bytes_fast", |b| {
-        b.iter(|| black_box(snap.to_bytes_with(compress::Packing::Fast).unwrap().len()))
+        b.iter(|| black_box(snap.to_bytes_with(trace::Packing::Fast).unwrap().len()))
     });
     g.finish();
 }

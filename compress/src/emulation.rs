@@ -9,7 +9,7 @@
 //! infinity), and a scaled message count must still fit the C `int` MPI
 //! passes it as.
 
-use crate::{MNode, Param, TraceFile};
+use trace::{MNode, Param, TraceFile};
 
 /// The largest `--compute-scale` and `--bytes-scale`.
 pub const MAX_SCALE: f64 = 1e6;
@@ -175,6 +175,7 @@ fn largest_count(nodes: &[MNode]) -> i64 {
                 }
             }
             MNode::Loop(l) => most = most.max(largest_count(l.body())),
+            _ => {}
         }
     }
     most
@@ -203,19 +204,19 @@ mod tests {
 
     /// A one-rank trace of one Send of `count` elements.
     fn trace_of_one_send(count: i64) -> TraceFile {
-        let mut ev = compress::Event::new(compress::Op::Send);
-        ev.comm = compress::CommId::WORLD;
-        ev.send = Some(compress::Transfer {
-            peer: compress::Peer::Rank { world: 0, local: 0 },
-            tag: compress::Tag::Value(0),
+        let mut ev = trace::Event::new(trace::Op::Send);
+        ev.comm = trace::CommId::WORLD;
+        ev.send = Some(trace::Transfer {
+            peer: trace::Peer::Rank { world: 0, local: 0 },
+            tag: trace::Tag::Value(0),
             count,
             dsize: 8,
-            dtype: compress::Datatype::UNKNOWN,
+            dtype: trace::Datatype::UNKNOWN,
         });
         let mut rec = compress::RankRecorder::new(0, &compress::Recording::default());
         rec.push(&ev).unwrap();
         let part = rec.finish().unwrap();
-        TraceFile::merge_as_traced(vec![part]).unwrap().unwrap()
+        crate::merge::as_traced(vec![part]).unwrap().unwrap()
     }
 
     fn emulation(bytes_scale: f64) -> Emulation {

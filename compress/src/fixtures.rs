@@ -3,7 +3,7 @@
 //! instead of a copy in each crate's tests. Enabled by the `fixtures`
 //! feature, which only dev-dependencies turn on.
 
-use crate::{Event, Op, Peer, Tag, TraceFile, Transfer};
+use trace::{Event, Op, Peer, Tag, TraceFile, Transfer};
 
 /// A point-to-point transfer of 4 doubles to or from world rank `world`
 /// (the same rank in the communicator), with tag `tag`.
@@ -16,7 +16,7 @@ pub fn transfer(world: u32, tag: i32) -> Transfer {
         tag: Tag::Value(tag),
         count: 4,
         dsize: 8,
-        dtype: crate::Datatype::UNKNOWN,
+        dtype: trace::Datatype::UNKNOWN,
     }
 }
 
@@ -57,5 +57,5 @@ pub fn ring(p: u32, base: u64, thread: u32) -> TraceFile {
             events
         })
         .collect();
-    TraceFile::from_rank_events(ranks).expect("a ring of at least one rank")
+    crate::from_rank_events(ranks).expect("a ring of at least one rank")
 }

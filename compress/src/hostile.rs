@@ -10,7 +10,8 @@
 
 use std::io::Write;
 
-use crate::{Event, Meta, Op, TraceFile};
+use crate::merge::{NodeRewrite, TraceRewrite};
+use trace::{Event, Meta, Op, TraceFile};
 
 /// The ranks of the base trace.
 const RANKS: u32 = 4;
@@ -29,14 +30,14 @@ pub fn base() -> TraceFile {
             }
             let mut e = Event::new(Op::Allreduce);
             e.comm_rank = r as i32;
-            e.send = Some(crate::Transfer::collective(1, 8));
+            e.send = Some(trace::Transfer::collective(1, 8));
             e.site = 2;
             v.push(e);
             v.push(Event::new(Op::Finalize));
             v
         })
         .collect();
-    TraceFile::from_rank_events(ranks).expect("the base trace builds")
+    crate::from_rank_events(ranks).expect("the base trace builds")
 }
 
 /// One hostile change to [`base`].
@@ -116,7 +117,7 @@ pub fn trace(h: Hostile) -> TraceFile {
             let nodes = f.trace.nodes_mut();
             let i = nodes
                 .iter()
-                .position(|n| matches!(n, crate::MNode::Loop(_)))
+                .position(|n| matches!(n, trace::MNode::Loop(_)))
                 .expect("the base trace has a loop");
             let mut n = nodes.remove(i);
             for _ in 0..depth {
@@ -171,8 +172,8 @@ pub fn bytes(h: Hostile) -> Vec<u8> {
 
 /// A file with a valid header and zlib stream around `payload`.
 pub fn file_of(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::from(crate::file::MAGIC);
-    out.extend_from_slice(&crate::file::VERSION.to_le_bytes());
+    let mut out = Vec::from(trace::file::MAGIC);
+    out.extend_from_slice(&trace::file::VERSION.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::fast());
     z.write_all(payload).expect("in memory");
@@ -229,7 +230,7 @@ pub fn exercise(bytes: &[u8]) -> bool {
     for rank in f.trace.ranks().iter().take(64) {
         if let Ok(t) = f.trace.rank_trace(rank) {
             for ev in t.expand().take(10_000) {
-                let _ = crate::raw::event_line(&ev);
+                let _ = trace::raw::event_line(&ev);
             }
         }
     }

@@ -103,14 +103,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::{
-    CommId, Event, Family, Meta, Op, Peer, RankRecorder, Recording, Tag, Timing, TraceFile,
-    Transfer,
-};
-
-/// The name of the `pertext` format, as `rankscale import --format` takes
-/// it and as the metadata of an imported trace records it.
-pub const PERTEXT: &str = "pertext";
+use crate::{RankRecorder, Recording};
+use trace::file::PERTEXT;
+use trace::{CommId, Event, Family, Meta, Op, Peer, Tag, Timing, TraceFile, Transfer};
 
 /// The `MPI_Pcontrol` level that every `DEL<n>` line becomes. One level for
 /// all, because `n` is a running count, not a context's name (see the
@@ -361,7 +356,7 @@ impl fmt::Display for PairError {
             } => write!(
                 f,
                 "{send}: Send to {to} (tag {tag}, {bytes} bytes), the {} such message, has no Recv: Process{to}.txt has only {} Recv from {} with tag {tag}",
-                crate::ordinal(*nth as u64),
+                trace::ordinal(*nth as u64),
                 nth - 1,
                 send.rank
             ),
@@ -374,7 +369,7 @@ impl fmt::Display for PairError {
             } => write!(
                 f,
                 "{recv}: Recv from {from} (tag {tag}, {bytes} bytes), the {} such message, has no Send: Process{from}.txt has only {} Send to {} with tag {tag}",
-                crate::ordinal(*nth as u64),
+                trace::ordinal(*nth as u64),
                 nth - 1,
                 recv.rank
             ),
@@ -388,7 +383,7 @@ impl fmt::Display for PairError {
             } => write!(
                 f,
                 "{send}: Send of {sent} bytes (tag {tag}, the {} such message) is received at {recv} as {received} bytes: the byte counts differ",
-                crate::ordinal(*nth as u64)
+                trace::ordinal(*nth as u64)
             ),
         }
     }
@@ -448,7 +443,7 @@ impl fmt::Display for CollectiveError {
                 first_op.name(),
                 other.rank,
                 other_op.name(),
-                nth = crate::ordinal(*nth as u64),
+                nth = trace::ordinal(*nth as u64),
             ),
             CollectiveError::Missing {
                 nth,
@@ -459,7 +454,7 @@ impl fmt::Display for CollectiveError {
             } => write!(
                 f,
                 "{at}: the {} collective, {}, is not called by rank {rank}: Process{rank}.txt has only {count} collective{}",
-                crate::ordinal(*nth as u64),
+                trace::ordinal(*nth as u64),
                 op.name(),
                 if *count == 1 { "" } else { "s" }
             ),
@@ -549,14 +544,14 @@ pub enum ImportError {
         /// The rank.
         rank: u32,
         /// The trace model's error.
-        error: crate::Error,
+        error: trace::Error,
     },
     /// Merging the ranks' traces failed (a part did not survive its wire
     /// form: a bug, since the recorder built it).
     #[error("merging the ranks' traces: {error}")]
     Merge {
         /// The trace model's error.
-        error: crate::Error,
+        error: trace::Error,
     },
 }
 
@@ -1133,7 +1128,7 @@ fn event_of(record: &Record, rank: i32, meaning: Option<&Meaning>) -> Event {
                 tag: Tag::Value(p.tag),
                 count: p.bytes,
                 dsize: 1,
-                dtype: crate::Datatype::UNKNOWN,
+                dtype: trace::Datatype::UNKNOWN,
             };
             if p.op == Op::Send {
                 ev.send = Some(x);
@@ -1258,7 +1253,7 @@ pub fn convert(ranks: Vec<Vec<Entry>>, dir: &Path) -> Result<TraceFile, ImportEr
     .into_iter()
     .collect::<Result<Vec<_>, _>>()?;
     // Merged as a traced run would be.
-    let mut file = TraceFile::merge_as_traced(parts)
+    let mut file = crate::merge::as_traced(parts)
         .map_err(|error| ImportError::Merge { error })?
         .unwrap_or_default();
     file.trace.normalize();
@@ -1274,7 +1269,7 @@ pub fn convert(ranks: Vec<Vec<Entry>>, dir: &Path) -> Result<TraceFile, ImportEr
         ],
         wall_ns: last.saturating_sub(zero),
         merge_ns: 0,
-        origin: crate::Origin::Imported {
+        origin: trace::Origin::Imported {
             format: PERTEXT.into(),
         },
         ..Meta::default()
@@ -1895,7 +1890,7 @@ mod tests {
         let ev: Vec<Event> = rank_events(0, &parsed[0], &meanings(&parsed)[0], 1000)
             .map(|(e, _)| e)
             .collect();
-        let lines: Vec<String> = ev.iter().map(crate::raw::event_line).collect();
+        let lines: Vec<String> = ev.iter().map(trace::raw::event_line).collect();
         assert_eq!(
             lines,
             [
@@ -1918,7 +1913,7 @@ mod tests {
                 tag: Tag::Value(3),
                 count: 64,
                 dsize: 1,
-                dtype: crate::Datatype::UNKNOWN,
+                dtype: trace::Datatype::UNKNOWN,
             })
         );
         assert!(ev[0].matched.is_empty() && ev[0].send.is_none());
@@ -1973,10 +1968,10 @@ mod tests {
         assert_eq!(file.trace.total_events(), 8);
         for (r, entries) in parsed.iter().enumerate() {
             let want: Vec<String> = rank_events(r as u32, entries, &meanings(&parsed)[r], 700)
-                .map(|(e, _)| crate::raw::event_line(&e))
+                .map(|(e, _)| trace::raw::event_line(&e))
                 .collect();
             let t = file.trace.rank_trace(r as u32).unwrap();
-            let got: Vec<String> = t.expand().map(|e| crate::raw::event_line(&e)).collect();
+            let got: Vec<String> = t.expand().map(|e| trace::raw::event_line(&e)).collect();
             assert_eq!(got, want, "rank {r}");
             let tl = file.timeline(r as u32).unwrap();
             assert_eq!(tl.epoch_ns, 700);
@@ -2022,7 +2017,7 @@ mod tests {
         let m = meanings(&parsed);
         let lines = |r: usize| -> Vec<String> {
             rank_events(r as u32, &parsed[r], &m[r], 0)
-                .map(|(e, _)| crate::raw::event_line(&e))
+                .map(|(e, _)| trace::raw::event_line(&e))
                 .collect()
         };
         assert_eq!(
@@ -2047,7 +2042,7 @@ mod tests {
         let m = meanings(&parsed);
         let scan: Vec<String> = (0..4)
             .map(|r| {
-                crate::raw::event_line(
+                trace::raw::event_line(
                     &rank_events(r, &parsed[r as usize], &m[r as usize], 0)
                         .nth(2)
                         .unwrap()

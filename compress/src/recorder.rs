@@ -9,13 +9,12 @@
 //! a trace built from a foreign format is built as a traced one is, by
 //! construction.
 
-use crate::Error;
-use crate::event::{Event, EventSink};
-use crate::file::{Meta, TraceFile};
 use crate::intra::{Compressor, Config};
-use crate::merge::MergedTrace;
-use crate::series::MpiSeries;
-use crate::timeline::Timeline;
+use trace::Error;
+use trace::event::{Event, EventSink};
+use trace::file::{Meta, TraceFile};
+use trace::series::MpiSeries;
+use trace::timeline::Timeline;
 
 /// What a [`RankRecorder`] keeps besides the compressed trace.
 #[derive(Clone, Debug, Default)]
@@ -57,7 +56,7 @@ impl RankRecorder {
     }
 
     /// Adds an event whose timeline span is `span` (enter, leave; ns from
-    /// time zero) rather than its [`Timing`](crate::Timing)'s: an imported
+    /// time zero) rather than its [`Timing`](trace::Timing)'s: an imported
     /// call that overlaps earlier ones on its rank keeps its whole span on
     /// the timeline, while its timing holds only the time no earlier call
     /// covered, so that a rank's times inside and between calls add up to
@@ -74,12 +73,12 @@ impl RankRecorder {
     }
 
     /// Ends the recording: the rank's part of a trace file, with empty
-    /// metadata (the merge fills it), ready for [`TraceFile::merge`].
+    /// metadata (the merge fills it), ready for [`crate::merge::files`].
     pub fn finish(self) -> Result<TraceFile, Error> {
         let trace = self.comp.into_trace()?;
         Ok(TraceFile {
             meta: Meta::default(),
-            trace: MergedTrace::from_rank(&trace),
+            trace: crate::merge::from_rank(&trace),
             timelines: self.timeline.into_iter().collect(),
             series: self.series.into_iter().collect(),
         })
@@ -92,7 +91,7 @@ impl RankRecorder {
     pub fn snapshot(&self) -> TraceFile {
         TraceFile {
             meta: Meta::default(),
-            trace: MergedTrace::from_rank(&self.comp.snapshot()),
+            trace: crate::merge::from_rank(&self.comp.snapshot()),
             timelines: self.timeline.iter().cloned().collect(),
             series: self.series.iter().cloned().collect(),
         }
@@ -119,7 +118,7 @@ impl EventSink for RankRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Op;
+    use trace::event::Op;
 
     #[test]
     fn the_timeline_and_series_follow_the_compressed_events() {

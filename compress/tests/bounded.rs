@@ -7,13 +7,14 @@ mod synth;
 use std::io::Write;
 use std::time::Instant;
 
-use compress::raw::event_line;
-use compress::{Compressor, Config, TraceStats};
+use compress::{Compressor, Config};
+use trace::TraceStats;
+use trace::raw::event_line;
 
 /// Pushes `events` and samples the compressor's size every `every` events.
 fn run(
     c: &mut Compressor,
-    events: impl Iterator<Item = compress::Event>,
+    events: impl Iterator<Item = trace::Event>,
     every: u64,
 ) -> Vec<TraceStats> {
     let mut samples = Vec::new();
@@ -165,7 +166,7 @@ fn a_million_distinct_events_spill_compactly_to_memory() {
 /// Compresses `events` with and without speculative iterations and checks
 /// that both build the same trace, which expands to `events`; returns the
 /// speculative one. `what` names the stream in failures.
-fn same_trace_with_speculation(events: &[compress::Event], what: &str) -> compress::Trace {
+fn same_trace_with_speculation(events: &[trace::Event], what: &str) -> trace::Trace {
     let build = |speculate: bool| {
         let mut c = Compressor::new(
             synth::RANK,
@@ -181,7 +182,7 @@ fn same_trace_with_speculation(events: &[compress::Event], what: &str) -> compre
     };
     let (on, off) = (build(true), build(false));
     assert_eq!(on.to_string(), off.to_string(), "{what}");
-    let lines = |t: &compress::Trace| t.expand().map(|e| event_line(&e)).collect::<Vec<_>>();
+    let lines = |t: &trace::Trace| t.expand().map(|e| event_line(&e)).collect::<Vec<_>>();
     assert_eq!(
         lines(&on),
         events.iter().map(event_line).collect::<Vec<_>>(),
@@ -196,7 +197,7 @@ fn same_trace_with_speculation(events: &[compress::Event], what: &str) -> compre
 /// builds the very trace the folding rules build, which stays small.
 #[test]
 fn cg_loops_that_run_twice_per_entry_give_the_same_small_trace_with_speculation() {
-    let events: Vec<compress::Event> = synth::cg(200_000).collect();
+    let events: Vec<trace::Event> = synth::cg(200_000).collect();
     let on = same_trace_with_speculation(&events, "NPB CG");
     let s = on.stats();
     assert!(s.nodes <= 48 && s.spilled == 0, "{s:?}\n{on}");
@@ -211,7 +212,7 @@ fn cg_loops_that_run_twice_per_entry_give_the_same_small_trace_with_speculation(
 #[test]
 fn long_inner_loops_give_the_same_trace_with_speculation() {
     for (reps, iters) in [(3, 20_000), (5, 3), (40, 100), (2, 9_000)] {
-        let events: Vec<compress::Event> = synth::pingpong(reps, iters).collect();
+        let events: Vec<trace::Event> = synth::pingpong(reps, iters).collect();
         let on = same_trace_with_speculation(&events, &format!("{reps} x {iters}"));
         assert!(on.stats().nodes <= 6, "{reps} x {iters}: {on}");
     }

@@ -11,8 +11,10 @@ mod synth;
 
 use std::io::Write;
 
-use compress::{Compressor, Config, Error, MergedTrace, TraceFile};
+use compress::{Compressor, Config};
+
 use proptest::prelude::*;
+use trace::{Error, MergedTrace, TraceFile};
 
 fn sample() -> TraceFile {
     let mut merged: Option<MergedTrace> = None;
@@ -21,16 +23,16 @@ fn sample() -> TraceFile {
         for e in synth::stencil(3000).chain(synth::distinct(40 + rank as u64)) {
             c.push(&e).unwrap();
         }
-        let t = MergedTrace::from_rank(&c.into_trace().unwrap());
+        let t = compress::merge::from_rank(&c.into_trace().unwrap());
         merged = Some(match merged {
-            Some(m) => m.merge(t),
+            Some(m) => compress::merge::traces(m, t),
             None => t,
         });
     }
     // Timelines of two ranks, so that damage can hit them too.
     let timelines = (0..2)
         .map(|rank| {
-            let mut t = compress::Timeline::new(rank, 1_700_000_000_000_000_000);
+            let mut t = trace::Timeline::new(rank, 1_700_000_000_000_000_000);
             for i in 0..3000u64 {
                 t.push(i * 2_000 + rank as u64, i * 2_000 + 700);
             }
@@ -39,7 +41,7 @@ fn sample() -> TraceFile {
         .collect();
     let trace = merged.unwrap();
     TraceFile {
-        meta: compress::Meta {
+        meta: trace::Meta {
             world_size: trace.ranks().max().map_or(1, |m| m + 1),
             ..Default::default()
         },
@@ -51,8 +53,8 @@ fn sample() -> TraceFile {
 
 /// A file with a valid header and zlib stream around `payload`.
 fn wrap(payload: &[u8]) -> Vec<u8> {
-    let mut file = Vec::from(compress::file::MAGIC);
-    file.extend_from_slice(&compress::file::VERSION.to_le_bytes());
+    let mut file = Vec::from(trace::file::MAGIC);
+    file.extend_from_slice(&trace::file::VERSION.to_le_bytes());
     file.extend_from_slice(&0u32.to_le_bytes());
     let mut z = flate2::write::ZlibEncoder::new(file, flate2::Compression::fast());
     z.write_all(payload).unwrap();
@@ -65,7 +67,7 @@ fn exercise(bytes: &[u8]) -> Result<(), Error> {
     for rank in f.trace.ranks().iter().take(16) {
         if let Ok(t) = f.trace.rank_trace(rank) {
             for ev in t.expand().take(20_000) {
-                let _ = compress::raw::event_line(&ev);
+                let _ = trace::raw::event_line(&ev);
             }
         }
     }
@@ -97,7 +99,7 @@ fn every_truncation_is_a_clear_error() {
 #[test]
 fn newer_versions_and_foreign_files_are_named_as_such() {
     let mut bytes = sample().to_bytes().unwrap();
-    let newer = compress::file::VERSION + 1;
+    let newer = trace::file::VERSION + 1;
     bytes[8..12].copy_from_slice(&newer.to_le_bytes());
     let e = TraceFile::from_bytes(&bytes).unwrap_err();
     assert!(
@@ -105,7 +107,7 @@ fn newer_versions_and_foreign_files_are_named_as_such() {
             e,
             Error::NewerVersion {
                 found,
-                supported: compress::file::VERSION
+                supported: trace::file::VERSION
             } if found == newer
         ),
         "{e}"

@@ -8,12 +8,13 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use compress::raw::event_line;
-use compress::{
-    CommCreate, CommId, Compressor, Config, Event, EventTiming, Matched, MergedTrace, Op, Peer,
-    ReduceOp, ReqId, SlowInstance, Tag, Timing, TraceFile, Transfer, ValueSeq,
-};
+use compress::{Compressor, Config};
 use proptest::prelude::*;
+use trace::raw::event_line;
+use trace::{
+    CommCreate, CommId, Event, EventTiming, Matched, MergedTrace, Op, Peer, ReduceOp, ReqId,
+    SlowInstance, Tag, Timing, TraceFile, Transfer, ValueSeq,
+};
 
 /// How a parameter changes from one execution of a call to the next.
 #[derive(Clone, Debug)]
@@ -177,14 +178,14 @@ impl Interp {
             },
             count: n,
             dsize: 8,
-            dtype: compress::Datatype::UNKNOWN,
+            dtype: trace::Datatype::UNKNOWN,
         };
         let coll = |count: i64| Transfer {
             peer: Peer::Null,
             tag: Tag::Value(0),
             count,
             dsize: 4,
-            dtype: compress::Datatype::UNKNOWN,
+            dtype: trace::Datatype::UNKNOWN,
         };
         let op = [
             Op::Isend,
@@ -319,7 +320,7 @@ fn rank_traces(per_rank: &[Vec<Event>]) -> Vec<MergedTrace> {
             for e in evs {
                 c.push(e).unwrap();
             }
-            MergedTrace::from_rank(&c.into_trace().unwrap())
+            compress::merge::from_rank(&c.into_trace().unwrap())
         })
         .collect()
 }
@@ -336,7 +337,7 @@ fn merge_in(mut ts: Vec<MergedTrace>, order: &[usize], tree: bool) -> MergedTrac
             let mut it = list.into_iter();
             while let Some(a) = it.next() {
                 next.push(match it.next() {
-                    Some(b) => a.merge(b),
+                    Some(b) => compress::merge::traces(a, b),
                     None => a,
                 });
             }
@@ -346,7 +347,7 @@ fn merge_in(mut ts: Vec<MergedTrace>, order: &[usize], tree: bool) -> MergedTrac
     } else {
         let mut it = list.into_iter();
         let first = it.next().unwrap();
-        it.fold(first, MergedTrace::merge)
+        it.fold(first, compress::merge::traces)
     }
 }
 
@@ -455,7 +456,7 @@ proptest! {
         assert_lossless(&b, &per_rank)?;
         let mut c = merge_in(rank_traces(&per_rank), &order, true);
         c.normalize();
-        let meta = compress::Meta { world_size: ranks as u32, ..Default::default() };
+        let meta = trace::Meta { world_size: ranks as u32, ..Default::default() };
         let file = TraceFile { meta, trace: c, timelines: Vec::new(), series: Vec::new() };
         let back = TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
         assert_lossless(&back.trace, &per_rank)?;
@@ -519,8 +520,8 @@ proptest! {
             }
         }
         let (ta, tb) = (a.into_trace().unwrap(), b.into_trace().unwrap());
-        let wire = |t: &compress::Trace| {
-            TraceFile { trace: MergedTrace::from_rank(t), ..TraceFile::default() }.to_wire().unwrap()
+        let wire = |t: &trace::Trace| {
+            TraceFile { trace: compress::merge::from_rank(t), ..TraceFile::default() }.to_wire().unwrap()
         };
         prop_assert_eq!(wire(&ta), wire(&tb));
     }
@@ -553,7 +554,7 @@ proptest! {
         let (on, off) = (build(true), build(false));
         prop_assert_eq!(on.to_string(), off.to_string());
         prop_assert_eq!(timing_counts(on.nodes()), timing_counts(off.nodes()));
-        let lines = |t: &compress::Trace| t.expand().map(|e| event_line(&e)).collect::<Vec<_>>();
+        let lines = |t: &trace::Trace| t.expand().map(|e| event_line(&e)).collect::<Vec<_>>();
         prop_assert_eq!(lines(&on), lines(&off));
     }
 
@@ -645,11 +646,11 @@ fn print_stream_sizes() {
 
 /// Per leaf, in order: executions in the first, steady and last iterations
 /// of its innermost loop, and the positions its reservoir kept.
-fn timing_counts(nodes: &[compress::trace::Node]) -> Vec<(u64, u64, u64, Vec<u64>)> {
-    fn walk(nodes: &[compress::trace::Node], out: &mut Vec<(u64, u64, u64, Vec<u64>)>) {
+fn timing_counts(nodes: &[trace::tree::Node]) -> Vec<(u64, u64, u64, Vec<u64>)> {
+    fn walk(nodes: &[trace::tree::Node], out: &mut Vec<(u64, u64, u64, Vec<u64>)>) {
         for n in nodes {
             match n {
-                compress::trace::Node::Leaf(l) => {
+                trace::tree::Node::Leaf(l) => {
                     let t = l.timing();
                     out.push((
                         t.first().count(),
@@ -658,7 +659,7 @@ fn timing_counts(nodes: &[compress::trace::Node]) -> Vec<(u64, u64, u64, Vec<u64
                         t.slow().slowest().iter().map(|s| s.pos).collect(),
                     ));
                 }
-                compress::trace::Node::Loop(l) => walk(l.body(), out),
+                trace::tree::Node::Loop(l) => walk(l.body(), out),
                 _ => {}
             }
         }

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::str::FromStr;
 
-use compress::{Family, Op, Shape};
+use trace::{Family, Op, Shape};
 
 /// One step of a snippet: a call and the parameter values it must have.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use compress::{MergedTrace, Op, Peer, RankList, codec};
+use trace::{MergedTrace, Op, Peer, RankList, codec};
 
 use crate::Error;
 

@@ -2,8 +2,8 @@
 //! against the trace the same generator makes at the target size: loops
 //! whose step count changes with the rank count, and errors.
 
-use compress::TraceFile;
 use extrap::{Input, Options};
+use trace::TraceFile;
 
 /// A ring where each rank, per iteration, passes `P / 2` messages to its
 /// right neighbour (a loop whose length grows with P) and then takes part
@@ -23,7 +23,7 @@ fn events(f: &TraceFile, r: u32) -> Vec<String> {
         .rank_trace(r)
         .unwrap()
         .expand()
-        .map(|e| compress::raw::event_line(&e))
+        .map(|e| trace::raw::event_line(&e))
         .collect()
 }
 

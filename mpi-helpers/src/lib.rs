@@ -1,7 +1,7 @@
 //! The C helpers' Rust face: MPI values that are macros or link-time
 //! objects in `mpi.h` (`MPI_IN_PLACE`, `MPI_MAXLOC`, the pair types) and
 //! the table of predefined datatypes by code (the codes of
-//! `compress::Datatype`, `RS_TYPES` in `rankscale_helpers.c`). mpi-sys's bindings cannot
+//! `trace::Datatype`, `RS_TYPES` in `rankscale_helpers.c`). mpi-sys's bindings cannot
 //! name them portably across MPICH (integer handles) and Open MPI
 //! (pointers to globals), so a few lines of C compiled against the same
 //! `mpi.h` return them. Declared once here for the shim and replay, the two
@@ -18,7 +18,7 @@ use mpi_sys::{
 
 /// The MPI library's version string, first line, or empty when the call
 /// fails. The tracer records it in every trace, and the shim and replay
-/// tell Open MPI from MPICH by it (`compress::MpiLibrary::of`), so both
+/// tell Open MPI from MPICH by it (`trace::MpiLibrary::of`), so both
 /// read it the same way. `MPI_Get_library_version` may be called before
 /// `MPI_Init`.
 pub fn library_version() -> String {

@@ -62,5 +62,5 @@ pub enum Error {
     Archive(String),
     /// Building the trace failed.
     #[error("building the trace: {0}")]
-    Trace(#[from] compress::Error),
+    Trace(#[from] trace::Error),
 }

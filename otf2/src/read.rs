@@ -39,10 +39,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use compress::{
-    CommId, Event, Meta, Op, Origin, Peer, RankRecorder, Recording, ReqId, Tag, Timing, TraceFile,
-    Transfer,
-};
+use compress::{RankRecorder, Recording};
+
+use trace::{CommId, Event, Meta, Op, Origin, Peer, ReqId, Tag, Timing, TraceFile, Transfer};
 
 use crate::ffi::{self, AttrKind, Definitions, Handler, Record, UNDEFINED_U32, Values, Wanted};
 use crate::scorep;
@@ -119,7 +118,7 @@ impl Rank {
 
     /// Hands every call to the recorder, in order, and returns the rank's
     /// part of the trace.
-    fn finish(mut self) -> Result<TraceFile, compress::Error> {
+    fn finish(mut self) -> Result<TraceFile, trace::Error> {
         for ev in std::mem::take(&mut self.slots).into_values() {
             self.rec.push(&ev)?;
         }
@@ -211,7 +210,7 @@ fn transfer(c: &Comm, me: i32, peer: u32, tag: u32, len: u64) -> Transfer {
         },
         count: len as i64,
         dsize: 1,
-        dtype: compress::Datatype::UNKNOWN,
+        dtype: trace::Datatype::UNKNOWN,
     }
 }
 
@@ -678,7 +677,7 @@ impl State {
                     tag: Tag::Any,
                     count: 0,
                     dsize: 1,
-                    dtype: compress::Datatype::UNKNOWN,
+                    dtype: trace::Datatype::UNKNOWN,
                 });
                 open.irecvs.push(req);
             }
@@ -785,7 +784,7 @@ pub fn import_with(anchor: &Path, opts: Options) -> Result<Imported, Error> {
             p.ok_or_else(|| Error::Archive(format!("rank {r}'s locations were not read")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut file = TraceFile::merge_as_traced(parts)?.unwrap_or_default();
+    let mut file = compress::merge::as_traced(parts)?.unwrap_or_default();
     file.trace.normalize();
     file.meta = Meta {
         tool: format!("rankscale {}", env!("CARGO_PKG_VERSION")),

@@ -23,7 +23,7 @@
 //! place; an in-place `Gatherv`/`Scatterv` root reads as a root that
 //! contributes no bytes of its own (the bytes moved are the same).
 
-use compress::{Event, Op, Transfer};
+use trace::{Event, Op, Transfer};
 
 /// The collectives whose per-rank counts come from the other members'
 /// records of the same call.

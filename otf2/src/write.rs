@@ -35,9 +35,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use compress::{Event, Family, Op, Peer, ReqId, Tag, TraceFile};
 use semantics::comms::{Comms as Lineage, world_size};
 use semantics::timed::{self, Clock, RankEvents};
+use trace::{Event, Family, Op, Peer, ReqId, Tag, TraceFile};
 
 use crate::ffi::{
     self, AttrKind, AttrValue, AttributeDef, CommDef, Definitions, GroupDef, LocationDef, Record,
@@ -286,7 +286,7 @@ fn location(rank: u32, thread: u32) -> u64 {
 }
 
 /// The peer's rank in the communicator of a transfer that names one.
-fn local_peer(x: Option<compress::Transfer>) -> Option<u32> {
+fn local_peer(x: Option<trace::Transfer>) -> Option<u32> {
     match x.map(|t| t.peer) {
         Some(Peer::Rank { local, .. }) => Some(local as u32),
         _ => None,

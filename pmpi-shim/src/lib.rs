@@ -2,7 +2,7 @@
 //!
 //! Preload it into an unmodified MPI application (`LD_PRELOAD`) and every
 //! MPI call the application makes, from C or Fortran, is recorded as one
-//! [`compress::Event`] and handed to an [`compress::EventSink`]. The shim is
+//! [`trace::Event`] and handed to an [`trace::EventSink`]. The shim is
 //! only a membrane: all ABI knowledge (MPICH `int` handles, Open MPI
 //! pointers, Fortran sentinels and manglings) stays in [`ffi`], and nothing
 //! past it knows which MPI it runs on.

@@ -16,8 +16,8 @@
 //! happened to its own trace (an empty one when it has none), so a rank
 //! whose tracing failed can never make its parent wait forever.
 
-use compress::TraceFile;
 use compress::merge::{BinomialStep, binomial_rounds, binomial_step};
+use trace::TraceFile;
 
 /// A point-to-point byte channel between the ranks of the reduction.
 pub(crate) trait Link {
@@ -83,7 +83,7 @@ pub(crate) fn reduce(
                     match TraceFile::from_wire(payload) {
                         Ok(f) => {
                             acc.file = Some(match acc.file.take() {
-                                Some(a) => a.merge(f),
+                                Some(a) => compress::merge::files(a, f),
                                 None => f,
                             });
                         }
@@ -102,8 +102,9 @@ pub(crate) fn reduce(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use compress::{Event, Op, RankRecorder, Recording};
+    use compress::{RankRecorder, Recording};
     use std::sync::mpsc::{Receiver, Sender, channel};
+    use trace::{Event, Op};
 
     struct Chan {
         me: i32,

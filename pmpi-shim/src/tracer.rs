@@ -18,11 +18,9 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use smallvec::SmallVec;
 
-use compress::raw::RawLogWriter;
-use compress::{
-    CommId, Event, EventSink, Meta, Op, Packing, PartialRank, Peer, RankRecorder, Recording, ReqId,
-    TraceFile,
-};
+use compress::{RankRecorder, Recording};
+use trace::raw::RawLogWriter;
+use trace::{CommId, Event, EventSink, Meta, Op, Packing, PartialRank, Peer, ReqId, TraceFile};
 
 use crate::callsite;
 use crate::config::Config;
@@ -248,7 +246,7 @@ pub(crate) fn install(
                 ..compress::Config::default()
             },
             timeline_epoch: config.timeline.then_some(wall_epoch),
-            series_buckets: config.steps.then_some(compress::series::DEFAULT_BUCKETS),
+            series_buckets: config.steps.then_some(trace::series::DEFAULT_BUCKETS),
         };
         RankRecorder::new(u32::try_from(rank).unwrap_or(0), &what)
     });

@@ -40,8 +40,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use compress::{Event, Family, Op, Peer, ReqId, Tag};
 use semantics::channel::Numbering;
+use trace::{Event, Family, Op, Peer, ReqId, Tag};
 
 /// A message channel as one side sees it: communicator id, the other
 /// rank (world), tag.
@@ -426,12 +426,12 @@ impl Receiver {
 
 /// The receive pattern of `e`'s side `t`: its communicator, and the
 /// source and tag, `None` where a wildcard.
-fn pattern(e: &Event, t: compress::Transfer) -> Pattern {
+fn pattern(e: &Event, t: trace::Transfer) -> Pattern {
     (e.comm.0, t.peer.world(), t.tag.value())
 }
 
 /// The match of a blocking receive or probe (the one without a request).
-fn blocking_match(e: &Event) -> Option<&compress::Matched> {
+fn blocking_match(e: &Event) -> Option<&trace::Matched> {
     e.matched.iter().find(|m| m.req.is_none())
 }
 
@@ -727,7 +727,7 @@ impl SendCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use compress::{Matched, Transfer};
+    use trace::{Matched, Transfer};
 
     fn ev(op: Op) -> Event {
         Event::new(op)
@@ -739,7 +739,7 @@ mod tests {
             tag,
             count: 1,
             dsize: 4,
-            dtype: compress::Datatype::UNKNOWN,
+            dtype: trace::Datatype::UNKNOWN,
         }
     }
 

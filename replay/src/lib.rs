@@ -14,8 +14,8 @@
 pub mod gates;
 
 /// Replay's generator: reproducible draws per rank from one seed
-/// ([`compress::SplitMix64::for_rank`]), not cryptographic ones.
-pub type Rng = compress::SplitMix64;
+/// ([`trace::SplitMix64::for_rank`]), not cryptographic ones.
+pub type Rng = trace::SplitMix64;
 
 /// Writes one line to standard error in a single write. The ranks of a job
 /// share the launcher's stream and often report at the same moment (a

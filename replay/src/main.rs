@@ -64,7 +64,7 @@ fn main() {
     let opts = Opts::parse();
     // The trace is read before MPI starts, so that a bad file is reported
     // the same way on every rank without any MPI call.
-    let file = match compress::TraceFile::read(&opts.file) {
+    let file = match trace::TraceFile::read(&opts.file) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("replay: error: {e}");

@@ -9,9 +9,9 @@ use std::ffi::c_int;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use compress::{Event, ReqId};
 use mpi_sys::*;
 use replay::gates::{Chan, Flow, Gate, SendCounter, Wait, deadlocked, inconsistent, issued};
+use trace::{Event, ReqId};
 
 use crate::exec::check;
 
@@ -56,7 +56,7 @@ impl Gates {
     pub fn new(
         mine: Vec<Gate>,
         events: impl Iterator<Item = Event>,
-        trace: &compress::MergedTrace,
+        trace: &trace::MergedTrace,
         world: MPI_Comm,
         bound: Duration,
     ) -> Result<Gates> {
@@ -298,7 +298,7 @@ fn give_up(
     mine: &[Gate],
     held: &mut HashSet<(Chan, u64)>,
     events: impl Iterator<Item = Event>,
-    trace: &compress::MergedTrace,
+    trace: &trace::MergedTrace,
     comm: MPI_Comm,
     p: usize,
 ) -> Result<u64> {
@@ -413,7 +413,7 @@ fn joined_waits(waits_all: &[Vec<i64>], rel_all: &[Vec<i64>]) -> (Vec<Wait>, Vec
 /// On rank 0: the waits (indices into `waits`) to give up, those against
 /// the causal order of `trace`'s `p` ranks ([`inconsistent`]) or, beyond
 /// [`CAUSALITY_EVENTS`], those that wait on each other ([`deadlocked`]).
-fn impossible_waits(trace: &compress::MergedTrace, p: usize, waits: &[Wait]) -> Vec<usize> {
+fn impossible_waits(trace: &trace::MergedTrace, p: usize, waits: &[Wait]) -> Vec<usize> {
     if waits.is_empty() {
         Vec::new()
     } else if trace.total_events() <= CAUSALITY_EVENTS {

@@ -18,7 +18,7 @@ pub enum Error {
     /// A rank that the trace does not hold, or whose part cannot be taken
     /// out of the merged trace.
     #[error(transparent)]
-    Project(#[from] compress::merge::ProjectError),
+    Project(#[from] trace::merged::ProjectError),
     /// Writing the output failed (a closed pipe, a full disk).
     #[error("writing the output: {0}")]
     Write(#[from] std::io::Error),
@@ -53,6 +53,6 @@ pub enum Error {
         /// The log.
         path: PathBuf,
         /// What is wrong.
-        source: compress::Error,
+        source: trace::Error,
     },
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use analysis::desync;
 use analysis::run::StepMatrix;
 use analysis::{Report, RunData};
-use compress::TraceFile;
+use trace::TraceFile;
 
 use crate::analysis_text::region_text;
 use crate::sites::{site_labels, site_text};

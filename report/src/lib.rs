@@ -3,7 +3,7 @@
 //!
 //! The command line only parses arguments, reads files and picks where the
 //! output goes; what the output says is decided here, as pure code over the
-//! trace model ([`compress`]) and the analysis' report ([`analysis`]), so
+//! trace model ([`trace`]) and the analysis' report ([`analysis`]), so
 //! that it can be tested, and reused by another front end, without the
 //! binary. ripgrep's `grep-printer` is the model: one library that owns the
 //! printing, separate from the search and from the command line.

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use compress::TraceFile;
+use trace::TraceFile;
 
 /// Labels of call sites (`function file:line`, or `symbol+0xoffset` without
 /// debug information), by signature.
@@ -14,5 +14,5 @@ pub fn site_labels(file: &TraceFile) -> HashMap<u64, &str> {
 
 /// A call site's label, or its signature in hex when the trace has none.
 pub fn site_text(labels: &HashMap<u64, &str>, site: u64) -> String {
-    compress::file::site_text(labels, site)
+    trace::file::site_text(labels, site)
 }

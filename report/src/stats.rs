@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use compress::profile::Profile;
-use compress::{MNode, Op, TraceFile};
+use trace::profile::Profile;
+use trace::{MNode, Op, TraceFile};
 
 use crate::Error;
 use crate::sites::{site_labels, site_text};
@@ -77,7 +77,7 @@ struct Expanded {
 /// Expands every rank of `ranks` once (the costly part of the stats) and
 /// collects everything the expansion gives; `p` is the size of the
 /// communication matrix.
-fn expand_ranks(t: &compress::MergedTrace, ranks: &[u32], p: usize) -> Result<Expanded, Error> {
+fn expand_ranks(t: &trace::MergedTrace, ranks: &[u32], p: usize) -> Result<Expanded, Error> {
     let mut total = Profile::new();
     let mut matrix = vec![BTreeMap::<i32, u64>::new(); p];
     let mut raw_bytes = 0u64;
@@ -88,7 +88,7 @@ fn expand_ranks(t: &compress::MergedTrace, ranks: &[u32], p: usize) -> Result<Ex
         let mut ex = rt.expand();
         for ev in &mut ex {
             line.clear();
-            compress::raw::format_event(&ev, &mut line);
+            trace::raw::format_event(&ev, &mut line);
             raw_bytes += line.len() as u64 + 1;
             prof.add(&ev);
             total.add(&ev);
@@ -337,7 +337,7 @@ pub fn write_raw_stats(dir: &Path, out: &mut impl Write) -> Result<(), Error> {
     let mut per_rank = Vec::with_capacity(p);
     for path in &logs {
         let mut prof = Profile::new();
-        for ev in &compress::raw::read_log(path).map_err(|e| Error::RawLog {
+        for ev in &trace::raw::read_log(path).map_err(|e| Error::RawLog {
             path: path.clone(),
             source: e,
         })? {

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
-use compress::codec::{PEER_ANY, PEER_NULL, RANK_SELF, TAG_ANY};
-use compress::seq::SeqForm;
-use compress::{MNode, Origin, Param, PathTiming, Shape, TimeStats, TraceFile, ValueSeq};
 use serde_json::{Value, json};
+use trace::codec::{PEER_ANY, PEER_NULL, RANK_SELF, TAG_ANY};
+use trace::seq::SeqForm;
+use trace::{MNode, Origin, Param, PathTiming, Shape, TimeStats, TraceFile, ValueSeq};
 
 use crate::Error;
 use crate::sites::{site_labels, site_text};
@@ -22,7 +22,7 @@ pub fn expand(file: &TraceFile, rank: u32, out: &mut impl Write) -> Result<(), E
     let mut line = String::with_capacity(128);
     for ev in &mut ex {
         line.clear();
-        compress::raw::format_event(&ev, &mut line);
+        trace::raw::format_event(&ev, &mut line);
         line.push('\n');
         out.write_all(line.as_bytes())?;
     }
@@ -70,7 +70,7 @@ fn seq_text(name: &str, s: &ValueSeq) -> String {
     }
 }
 
-fn param_text(name: &str, p: &Param, node_ranks: &compress::RankList) -> String {
+fn param_text(name: &str, p: &Param, node_ranks: &trace::RankList) -> String {
     let vs = p.variants();
     if vs.len() == 1 && p.phased().is_empty() && vs[0].ranks() == node_ranks {
         let v = &vs[0];
@@ -109,7 +109,7 @@ fn param_text(name: &str, p: &Param, node_ranks: &compress::RankList) -> String 
 /// Whether a parameter is an all-zero constant that says nothing (the
 /// caller's rank offset in `MPI_COMM_WORLD`, a local peer that equals the
 /// world peer).
-fn is_quiet(op: compress::Op, name: &str, p: &Param) -> bool {
+fn is_quiet(op: trace::Op, name: &str, p: &Param) -> bool {
     // Calls without a communicator record none; a collective's transfer
     // has no peer and no tag.
     let absent = (!op.has_comm() && (name == "comm" || name == "comm_rank"))
@@ -187,7 +187,7 @@ fn timing_text(t: &PathTiming) -> String {
 /// The mean computation before the call of each group of ranks that
 /// computes differently (`{<ranks> 13.4ms | <ranks> 0.2us}`), so that a
 /// reader sees rank 0's verification apart from the others' nothing.
-fn variants_text(vs: &[compress::TimingVariant]) -> String {
+fn variants_text(vs: &[trace::TimingVariant]) -> String {
     if vs.is_empty() {
         return String::new();
     }
@@ -237,14 +237,14 @@ pub fn partial_lines(file: &TraceFile) -> Vec<String> {
 
 /// `0-3, 5, 7-8` for sorted ranks.
 fn ranges(v: &[u32]) -> String {
-    compress::ranklist::ranges_text(v.iter().copied(), ", ", "-")
+    trace::ranklist::ranges_text(v.iter().copied(), ", ", "-")
 }
 
 /// Writes the warning that a trace lost events while it was taken (its
 /// queue was full and the spill failed), if it did, and the note of the
 /// calls recorded without detail: `show` and `stats` both say so before
 /// anything else about the events.
-pub(crate) fn write_lost(t: &compress::MergedTrace, out: &mut impl Write) -> Result<(), Error> {
+pub(crate) fn write_lost(t: &trace::MergedTrace, out: &mut impl Write) -> Result<(), Error> {
     if t.lost_events() > 0 {
         writeln!(
             out,
@@ -417,7 +417,7 @@ fn param_json(p: &Param) -> Value {
 }
 
 fn stats_json(t: &TimeStats) -> Value {
-    let dist = |d: &compress::Dist| {
+    let dist = |d: &trace::Dist| {
         let s = d.stats();
         json!({
             "count": s.count(), "min": s.min(), "max": s.max(),
@@ -498,7 +498,7 @@ fn node_json(n: &MNode, labels: &HashMap<u64, &str>) -> Value {
 pub fn to_json(file: &TraceFile) -> Value {
     let labels = site_labels(file);
     json!({
-        "format_version": compress::file::VERSION,
+        "format_version": trace::file::VERSION,
         "meta": file.meta,
         "ranks": file.trace.ranks().to_string(),
         "events": file.trace.total_events(),

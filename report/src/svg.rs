@@ -1051,7 +1051,7 @@ fn label_groups(px: &[(f64, f64)], radius: f64) -> Vec<(usize, Vec<usize>)> {
 
 /// Sorted indices as ranges: `[0, 1, 2, 5, 7, 8]` → `"0–2, 5, 7–8"`.
 fn index_ranges(ix: &[usize]) -> String {
-    compress::ranklist::ranges_text(ix.iter().copied(), ", ", "–")
+    trace::ranklist::ranges_text(ix.iter().copied(), ", ", "–")
 }
 
 /// Where the category labels of a bar chart go: how many px the bottom

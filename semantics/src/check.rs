@@ -26,7 +26,7 @@
 //! on a sample with [`check_ranks`]: the given ranks and their point-to-point
 //! peers, so that both ends of each of their messages are seen.
 //!
-//! Communicator ids are per rank ([`compress::CommId`]); the checker tells
+//! Communicator ids are per rank ([`trace::CommId`]); the checker tells
 //! instances apart by lineage: the parent's instance, the position of the
 //! creating call among the parent's collectives, and the colour (split), the
 //! group (create) or the grid coordinates left out (Cart_sub). The groups of
@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 
-use compress::{CommCreate, Event, Family, Op, Peer, ReduceOp, Tag, TraceFile};
+use trace::{CommCreate, Event, Family, Op, Peer, ReduceOp, Tag, TraceFile};
 
 use crate::channel::{Channel, Channels, Read};
 use crate::comms::{Comms, Map, View, counted, hash_of, world_size};
@@ -182,7 +182,7 @@ impl fmt::Display for Link {
             self.to,
             self.comm,
             self.tag,
-            compress::ordinal(self.nth)
+            trace::ordinal(self.nth)
         )
     }
 }
@@ -880,7 +880,7 @@ pub struct Problem {
     /// The event's index in the rank's sequence (from 0, markers included,
     /// as `rankscale show --expand` numbers lines from 0).
     pub event: Option<u64>,
-    /// The event as `compress::raw::event_line` prints it.
+    /// The event as `trace::raw::event_line` prints it.
     pub call: Option<String>,
     /// What is wrong.
     pub kind: ProblemKind,
@@ -1112,7 +1112,7 @@ impl Sink {
             self.shown.push(Problem {
                 rank,
                 event,
-                call: e.map(compress::raw::event_line),
+                call: e.map(trace::raw::event_line),
                 kind,
             });
         }
@@ -2136,7 +2136,7 @@ fn has_flows(op: Op) -> bool {
 /// must be the same on every member.
 fn block_values(e: &Event) -> Vec<(Side, i64)> {
     let root = e.root.is_some() && e.root == Some(e.comm_rank);
-    let b = |t: &Option<compress::Transfer>| t.map(|t| bytes(t.count, t.dsize));
+    let b = |t: &Option<trace::Transfer>| t.map(|t| bytes(t.count, t.dsize));
     let (send, recv) = match e.op.blocking_form() {
         Op::Bcast | Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
             return b(&e.send)
@@ -2371,7 +2371,7 @@ fn fill_details(file: &TraceFile, shown: &mut [Problem]) {
             continue;
         };
         if p.call.is_none() {
-            p.call = got.get(&(r, i)).map(compress::raw::event_line);
+            p.call = got.get(&(r, i)).map(trace::raw::event_line);
         }
         if let ProblemKind::FlowDisagree {
             from,

@@ -1,7 +1,7 @@
 //! Communicator lineage: which communicator a rank's communicator id
 //! stands for.
 //!
-//! Communicator ids are per rank ([`compress::CommId`]), and the colours of
+//! Communicator ids are per rank ([`trace::CommId`]), and the colours of
 //! one `Comm_split` share an id. Every member of a communicator must still
 //! agree on what it is, and every other communicator must differ, so that
 //! only the members of one colour meet in a collective or on a channel.
@@ -21,7 +21,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
-use compress::{CommCreate, Event, Family, Op, TraceFile};
+use trace::{CommCreate, Event, Family, Op, TraceFile};
 
 /// How a communicator's ranks map to world ranks, where the trace says.
 #[derive(Clone, Debug)]

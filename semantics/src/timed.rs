@@ -10,7 +10,7 @@
 //! statistics, laid end to end from 0. Events are produced one at a time
 //! from the compressed trace, never all at once.
 
-use compress::{Event, EventTiming, Expand, PathClass, Trace, TraceFile};
+use trace::{Event, EventTiming, Expand, PathClass, Trace, TraceFile};
 
 /// What stops the walk over a rank's events.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +52,7 @@ pub struct RankEvents<'a> {
     rank: u32,
     ex: Expand<'a>,
     /// The rank's timeline offset from the common zero and its spans.
-    spans: Option<(u64, Vec<compress::Span>)>,
+    spans: Option<(u64, Vec<trace::Span>)>,
     /// The estimated clock, ns.
     now: f64,
     i: usize,

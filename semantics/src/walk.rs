@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 // is (a walk makes one or two per point-to-point call).
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use compress::{Event, Family, Matched, Op, Peer, ReqId, Tag, Transfer};
+use trace::{Event, Family, Matched, Op, Peer, ReqId, Tag, Transfer};
 
 use crate::channel::Channel;
 use crate::comms::{View, hash_of};

@@ -3,9 +3,10 @@
 //! go through the real compressor and merge, and are checked back. A
 //! consistent exchange passes; each kind of defect is found and named.
 
-use compress::merge::merge_binomial;
-use compress::{Compressor, Config, Event, MergedTrace, Meta, Op, Peer, TraceFile};
+use compress::merge::{self, merge_binomial};
+use compress::{Compressor, Config};
 use semantics::check::{CheckReport, Error, ProblemKind, check, check_ranks};
+use trace::{Event, MergedTrace, Meta, Op, Peer, TraceFile};
 
 /// One event from a raw-log line, plus `me=N`: the caller's rank in a
 /// communicator other than the world (on the world it is the rank, and so
@@ -19,7 +20,7 @@ fn event(rank: i32, line: &str) -> Event {
         .split_whitespace()
         .filter(|t| !t.starts_with("me="))
         .collect();
-    let mut e = compress::raw::parse_line(&text.join(" "), 1).expect("a raw-log line");
+    let mut e = trace::raw::parse_line(&text.join(" "), 1).expect("a raw-log line");
     if e.op.has_comm() {
         e.comm_rank = me.unwrap_or(match e.comm.0 {
             0 => rank,
@@ -47,10 +48,10 @@ fn trace(ranks: &[String]) -> TraceFile {
             for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
                 c.push(&event(r as i32, line)).expect("push");
             }
-            MergedTrace::from_rank(&c.into_trace().expect("trace"))
+            merge::from_rank(&c.into_trace().expect("trace"))
         })
         .collect();
-    let mut trace = merge_binomial(parts, MergedTrace::merge).expect("ranks");
+    let mut trace = merge_binomial(parts, merge::traces).expect("ranks");
     trace.normalize();
     TraceFile {
         meta: Meta {
@@ -484,7 +485,7 @@ fn garbage_events_never_panic_the_check() {
                 for _ in 0..120 {
                     let op = Op::ALL[g.next(Op::ALL.len() as u64) as usize];
                     let mut e = Event::new(op);
-                    e.comm = compress::CommId(g.next(6) as u32);
+                    e.comm = trace::CommId(g.next(6) as u32);
                     e.comm_rank = g.next(9) as i32 - 2;
                     let peer = match g.next(4) {
                         0 => Peer::Any,
@@ -494,7 +495,7 @@ fn garbage_events_never_panic_the_check() {
                             local: g.next(12) as i32 - 3,
                         },
                     };
-                    let mut t = compress::Transfer::collective(g.next(20) - 4, g.next(9) - 1);
+                    let mut t = trace::Transfer::collective(g.next(20) - 4, g.next(9) - 1);
                     t.peer = peer;
                     e.send = (g.next(2) == 0).then_some(t);
                     e.recv = (g.next(2) == 0).then_some(t);
@@ -504,23 +505,23 @@ fn garbage_events_never_panic_the_check() {
                     e.recv_counts = g.list();
                     e.send_dsizes = g.list();
                     e.recv_dsizes = g.list();
-                    e.req = (g.next(2) == 0).then(|| compress::ReqId(g.next(6) as u64));
+                    e.req = (g.next(2) == 0).then(|| trace::ReqId(g.next(6) as u64));
                     e.reqs = (0..g.next(3))
-                        .map(|_| compress::ReqId(g.next(6) as u64))
+                        .map(|_| trace::ReqId(g.next(6) as u64))
                         .collect();
                     e.done = e.reqs.clone();
                     e.message = (g.next(3) == 0).then(|| g.next(3) as u64);
                     e.flag = (g.next(2) == 0).then(|| g.next(2) == 0);
                     if g.next(3) == 0 {
-                        e.matched = vec![compress::Matched {
-                            req: (g.next(2) == 0).then(|| compress::ReqId(g.next(6) as u64)),
+                        e.matched = vec![trace::Matched {
+                            req: (g.next(2) == 0).then(|| trace::ReqId(g.next(6) as u64)),
                             source: g.next(12) as i32 - 3,
                             tag: g.next(5) as i32 - 1,
                         }];
                     }
-                    if op.family() == compress::Family::CommManagement && g.next(2) == 0 {
-                        let mut cc = compress::CommCreate::new(
-                            (g.next(3) > 0).then(|| compress::CommId(g.next(6) as u32)),
+                    if op.family() == trace::Family::CommManagement && g.next(2) == 0 {
+                        let mut cc = trace::CommCreate::new(
+                            (g.next(3) > 0).then(|| trace::CommId(g.next(6) as u32)),
                             g.next(12) as i32 - 3,
                         );
                         cc.dims = g.list();
@@ -532,7 +533,7 @@ fn garbage_events_never_panic_the_check() {
                     }
                     c.push(&e).expect("push");
                 }
-                MergedTrace::from_rank(&c.into_trace().expect("trace"))
+                merge::from_rank(&c.into_trace().expect("trace"))
             })
             .collect();
         let f = TraceFile {
@@ -540,7 +541,7 @@ fn garbage_events_never_panic_the_check() {
                 world_size: 4 + round % 3,
                 ..Meta::default()
             },
-            trace: merge_binomial(ranks, MergedTrace::merge).expect("ranks"),
+            trace: merge_binomial(ranks, merge::traces).expect("ranks"),
             timelines: Vec::new(),
             series: Vec::new(),
         };

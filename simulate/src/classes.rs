@@ -9,7 +9,7 @@
 //! million ranks costs as many rank simulations as it has classes (9 for a
 //! 2D mesh, 27 for a 3D one).
 
-use compress::{MNode, MergedTrace, Param, RankList};
+use trace::{MNode, MergedTrace, Param, RankList};
 
 /// The classes of a trace's ranks.
 pub(crate) struct Classes {

@@ -10,7 +10,7 @@
 //! of other calls does not slow a collective down (no contention between
 //! concurrent operations).
 
-use compress::Op;
+use trace::Op;
 
 use crate::params::Params;
 

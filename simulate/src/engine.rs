@@ -22,11 +22,12 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
 
-use compress::{ComputeDraws, Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
+use compress::ComputeDraws;
 use rustc_hash::FxHashMap;
 use semantics::channel::{Read, Stream};
 use semantics::comms::Comms;
 use smallvec::SmallVec;
+use trace::{Event, Expand, Family, Op, Peer, ReqId, Span, Trace};
 
 use crate::coll::{self, Member};
 use crate::params::Params;
@@ -161,7 +162,7 @@ struct Brief {
 
 impl Brief {
     fn of(e: &Event) -> Brief {
-        let end = |t: Option<compress::Transfer>| {
+        let end = |t: Option<trace::Transfer>| {
             t.and_then(|t| Some((t.peer.world()?, t.tag.value().unwrap_or(-1))))
         };
         Brief {

@@ -31,8 +31,8 @@ pub mod params;
 use std::fmt::Write;
 use std::time::Instant;
 
-use compress::TraceFile;
 use serde::Serialize;
+use trace::TraceFile;
 
 pub use params::Params;
 
@@ -292,7 +292,7 @@ const CLASS_BUDGET: usize = 1024;
 
 /// The distinct peers of `rank`'s events, relative to it, in order of
 /// first use.
-fn peer_offsets(t: &compress::Trace, rank: u32) -> Vec<i64> {
+fn peer_offsets(t: &trace::Trace, rank: u32) -> Vec<i64> {
     let mut out: Vec<i64> = Vec::new();
     for e in t.expand() {
         let matched = e.matched.iter().map(|m| m.source);
@@ -336,20 +336,17 @@ fn partial(file: &TraceFile, e: Error) -> Error {
 /// extrapolated traces (their times are predictions), and without `cores`
 /// or with as many as there are ranks.
 pub fn contended_share(file: &TraceFile, cores: Option<u32>) -> Option<f64> {
-    fn walk(n: &compress::MNode, acc: &mut f64) {
+    fn walk(n: &trace::MNode, acc: &mut f64) {
         match n {
             // The time before MPI_Init is the launch, not the application's
             // (the simulation leaves it out too).
-            compress::MNode::Event(e)
-                if !matches!(
-                    e.shape().op(),
-                    compress::Op::Init | compress::Op::InitThread
-                ) =>
+            trace::MNode::Event(e)
+                if !matches!(e.shape().op(), trace::Op::Init | trace::Op::InitThread) =>
             {
                 let t = e.timing().total();
                 *acc += t.compute().stats().mean() * t.count() as f64;
             }
-            compress::MNode::Loop(l) => l.body().iter().for_each(|b| walk(b, acc)),
+            trace::MNode::Loop(l) => l.body().iter().for_each(|b| walk(b, acc)),
             _ => {}
         }
     }
@@ -474,7 +471,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
             let traces = project(&all)?;
             // Recorded computation where the trace has each rank's timeline
             // (and it covers every event), else draws from the histograms.
-            let spans: Vec<Option<Vec<compress::Span>>> = (0..p)
+            let spans: Vec<Option<Vec<trace::Span>>> = (0..p)
                 .map(|r| {
                     let t = file.timeline(r).filter(|_| opts.timeline)?;
                     let s = t.spans().ok()?;
@@ -523,7 +520,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         .map(|(i, &(site, op))| SiteTime {
             op: op.name(),
             site,
-            location: compress::file::site_text(&labels, site),
+            location: trace::file::site_text(&labels, site),
             calls: out.site_time.get(i).map_or(0, |x| x.0),
             time_ns: out.site_time.get(i).map_or(0.0, |x| x.1),
             critical_ns: out.critical.get(i + 1).copied().unwrap_or(0.0),

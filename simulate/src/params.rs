@@ -108,7 +108,7 @@ impl Params {
 
     /// Writes [`Params::to_toml`] to `path`.
     pub fn save(&self, path: &Path, comment: &str) -> Result<(), Error> {
-        compress::output::write_file(path, self.to_toml(comment).as_bytes(), &[])
+        trace::output::write_file(path, self.to_toml(comment).as_bytes(), &[])
             .map(|_| ())
             .map_err(|e| Error::Params(e.to_string()))
     }

@@ -1,8 +1,8 @@
 //! The simulator on small traces built through the compressor (no MPI),
 //! against times computed by hand from the LogGOPS formulas.
 
-use compress::{Event, Matched, Op, Peer, ReqId, Tag, TraceFile, Transfer};
 use simulate::{Error, Mode, Options, Params, simulate};
+use trace::{Event, Matched, Op, Peer, ReqId, Tag, TraceFile, Transfer};
 
 fn net() -> Params {
     Params {
@@ -24,7 +24,7 @@ fn to(rank: i32, tag: i32, bytes: i64) -> Transfer {
         tag: Tag::Value(tag),
         count: bytes,
         dsize: 1,
-        dtype: compress::Datatype::UNKNOWN,
+        dtype: trace::Datatype::UNKNOWN,
     }
 }
 
@@ -71,7 +71,7 @@ fn file(ranks: Vec<Vec<Event>>) -> TraceFile {
             all
         })
         .collect();
-    TraceFile::from_rank_events(ranks).unwrap()
+    compress::from_rank_events(ranks).unwrap()
 }
 
 fn pingpong(k: usize, bytes: i64) -> TraceFile {
@@ -273,7 +273,7 @@ fn a_job_that_died_is_named_as_such() {
     let mut f = file(vec![vec![recv(1, 8, 1)], vec![]]);
     let p = simulate(&f, &net(), &no_compute());
     assert!(matches!(p, Err(Error::Deadlock(_))));
-    f.meta.partial.push(compress::PartialRank {
+    f.meta.partial.push(trace::PartialRank {
         rank: 1,
         events: 1,
         cause: "killed".into(),
@@ -421,7 +421,7 @@ fn computation_recorded_on_a_shared_core_is_not_shared_twice() {
     assert_eq!(simulate::contended_share(&f, Some(2)), Some(0.25));
     f.meta.wall_ns = 2_000_000;
     assert_eq!(simulate::contended_share(&f, None), None);
-    f.meta.origin = compress::Origin::Extrapolated { inputs: vec![2, 3] };
+    f.meta.origin = trace::Origin::Extrapolated { inputs: vec![2, 3] };
     assert_eq!(simulate::contended_share(&f, Some(1)), None);
 }
 

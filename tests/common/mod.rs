@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use compress::{Event, Op};
+use trace::{Event, Op};
 
 /// `tests/programs/manifest.toml`: the program runs and, for each, the
 /// hand-counted calls per operation and rank (see that file's header).
@@ -323,7 +323,7 @@ pub fn try_raw_logs(dir: &Path, np: usize) -> Result<Vec<Vec<Event>>, String> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    let want: Vec<String> = (0..np as i32).map(compress::raw::rank_file_name).collect();
+    let want: Vec<String> = (0..np as i32).map(trace::raw::rank_file_name).collect();
     if names != want {
         return Err(format!(
             "raw directory {} holds {names:?}, want one file per rank ({np})",
@@ -331,7 +331,7 @@ pub fn try_raw_logs(dir: &Path, np: usize) -> Result<Vec<Vec<Event>>, String> {
         ));
     }
     want.iter()
-        .map(|n| compress::raw::read_log(&dir.join(n)).map_err(|e| e.to_string()))
+        .map(|n| trace::raw::read_log(&dir.join(n)).map_err(|e| e.to_string()))
         .collect()
 }
 
@@ -351,7 +351,7 @@ pub fn counts(events: &[Event]) -> BTreeMap<Op, u64> {
 
 /// The text of one rank's raw log file.
 pub fn raw_text(dir: &Path, rank: i32) -> String {
-    std::fs::read_to_string(dir.join(compress::raw::rank_file_name(rank))).unwrap()
+    std::fs::read_to_string(dir.join(trace::raw::rank_file_name(rank))).unwrap()
 }
 
 /// The launch options for a traced run writing raw logs into `dir`.
@@ -441,16 +441,16 @@ pub fn text(b: &[u8]) -> String {
 
 /// Every event of `rank` in a trace file, one raw-log line each (what
 /// `rankscale show FILE --expand RANK` prints), for comparing traces.
-pub fn expansion(file: &compress::TraceFile, rank: u32) -> Vec<String> {
+pub fn expansion(file: &trace::TraceFile, rank: u32) -> Vec<String> {
     let t = file.trace.rank_trace(rank).unwrap();
     let mut ex = t.expand();
-    let lines: Vec<String> = ex.by_ref().map(|e| compress::raw::event_line(&e)).collect();
+    let lines: Vec<String> = ex.by_ref().map(|e| trace::raw::event_line(&e)).collect();
     assert!(!ex.is_broken(), "rank {rank}'s expansion broke");
     lines
 }
 
 /// A raw log without its calls recorded without detail
-/// ([`compress::Family::is_generic`]), as replay issues it: replay passes
+/// ([`trace::Family::is_generic`]), as replay issues it: replay passes
 /// over those calls and leaves the requests they made out of the completion
 /// calls (its own housekeeping calls go through PMPI and are not
 /// recorded). The other requests are numbered again in creation order,

@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
     for rank in file.trace.ranks().iter().take(8) {
         if let Ok(t) = file.trace.rank_trace(rank) {
             for ev in t.expand().take(10_000) {
-                let _ = compress::raw::event_line(&ev);
+                let _ = trace::raw::event_line(&ev);
             }
         }
     }

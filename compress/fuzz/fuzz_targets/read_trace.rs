@@ -15,8 +15,8 @@ use compress::hostile::exercise;
 
 fuzz_target!(|data: &[u8]| {
     let _ = exercise(data);
-    let mut file = Vec::from(compress::file::MAGIC);
-    file.extend_from_slice(&compress::file::VERSION.to_le_bytes());
+    let mut file = Vec::from(trace::file::MAGIC);
+    file.extend_from_slice(&trace::file::VERSION.to_le_bytes());
     file.extend_from_slice(&0u32.to_le_bytes());
     let mut z = flate2::write::ZlibEncoder::new(file, flate2::Compression::fast());
     if z.write_all(data).is_ok()

@@ -105,7 +105,7 @@
 //! For a loop-structured code, every iteration after the second is merged by
 //! (a), so the queue stays at the size of the loop structure, and the
 //! parameter sequences stay constant-size when the parameters are constant,
-//! strided, periodic or periodic with drift ([`crate::seq`]). For input that
+//! strided, periodic or periodic with drift ([`trace::seq`]). For input that
 //! does not repeat, the queue is capped ([`Config::queue_limit`]): when it
 //! overflows, the oldest half is *spilled*: expanded and written either to a
 //! caller-supplied writer as canonical raw text lines (memory stays bounded),
@@ -117,7 +117,7 @@
 //! # Timing
 //!
 //! Every event's computation and MPI time go into its leaf's
-//! [`crate::timing::PathTiming`], split by first iteration / steady state /
+//! [`trace::timing::PathTiming`], split by first iteration / steady state /
 //! last iteration of its innermost loop (Wu and Mueller 2012 §2 "path sequence ...
 //! within entry/exit paths of a loop").
 
@@ -127,11 +127,11 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
 
-use crate::Error;
-use crate::codec::{self, mix64};
-use crate::event::{Event, EventSink};
-use crate::seq::ValueSeq;
-use crate::trace::{self, Expand, Leaf, Loop, Node, Single, Trace, TraceStats};
+use trace::Error;
+use trace::codec::{self, mix64};
+use trace::event::{Event, EventSink};
+use trace::seq::ValueSeq;
+use trace::tree::{self, Expand, Leaf, Loop, Node, Single, Trace, TraceStats};
 
 mod spec;
 
@@ -288,7 +288,7 @@ impl Compressor {
     }
 
     /// A compressor that writes overflow to `out` as canonical raw text
-    /// lines ([`crate::raw`]), so memory stays bounded whatever the input.
+    /// lines ([`trace::raw`]), so memory stays bounded whatever the input.
     /// The full event sequence is then the lines written to `out` followed by
     /// [`Trace::expand`].
     pub fn with_spill_writer(rank: i32, config: Config, out: Box<dyn Write + Send>) -> Compressor {
@@ -494,7 +494,7 @@ impl Compressor {
     pub fn stats(&self) -> TraceStats {
         let mut s = TraceStats::default();
         for it in &self.queue {
-            let one = trace::stats_of(std::slice::from_ref(&it.node));
+            let one = tree::stats_of(std::slice::from_ref(&it.node));
             s.nodes += one.nodes;
             s.leaves += one.leaves;
             s.loops += one.loops;
@@ -584,8 +584,8 @@ impl Compressor {
     /// compressor's rank and losses and the spill `(in-memory bytes, their
     /// events, events written out)`.
     fn assemble(&self, mut nodes: Vec<Node>, spill: (Vec<u8>, u64, u64)) -> Trace {
-        trace::settle(&mut nodes);
-        let (leaf_ids, loop_ids) = trace::number(&mut nodes);
+        tree::settle(&mut nodes);
+        let (leaf_ids, loop_ids) = tree::number(&mut nodes);
         let (spill_mem, spilled_mem, spilled_out) = spill;
         Trace {
             rank: self.rank,
@@ -825,7 +825,7 @@ impl Compressor {
             }
             out.push(it.node);
         }
-        let (leaves, loops) = trace::number(&mut out);
+        let (leaves, loops) = tree::number(&mut out);
         let mut ex = Expand::new(&out, leaves, loops, self.rank);
         match &mut self.spill {
             Spill::Memory { buf, events } => {
@@ -844,7 +844,7 @@ impl Compressor {
                         continue;
                     }
                     line.clear();
-                    crate::raw::format_event(&ev, &mut line);
+                    trace::raw::format_event(&ev, &mut line);
                     line.push('\n');
                     match out.write_all(line.as_bytes()) {
                         Ok(()) => *events += 1,
@@ -1047,8 +1047,8 @@ fn absorb_execution(kept: &mut Node, other: Node) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Op, Peer, ReqId, Tag, Timing, Transfer};
-    use crate::raw::event_line;
+    use trace::event::{Op, Peer, ReqId, Tag, Timing, Transfer};
+    use trace::raw::event_line;
 
     /// An `Isend` from call site `site` ('A' = 0), with a tag, a peer and a
     /// request id that the tests vary.
@@ -1063,7 +1063,7 @@ mod tests {
             tag: Tag::Value(tag),
             count: 8,
             dsize: 4,
-            dtype: crate::Datatype::UNKNOWN,
+            dtype: trace::Datatype::UNKNOWN,
         });
         e.req = Some(ReqId(req));
         e.time = Timing {
@@ -1362,7 +1362,7 @@ mod tests {
 
     #[test]
     fn every_op_survives_compression() {
-        let ops = crate::codec::tests::every_op();
+        let ops = trace::fixtures::every_op();
         let mut events = Vec::new();
         for _ in 0..3 {
             events.extend(ops.iter().cloned());

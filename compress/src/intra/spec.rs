@@ -31,9 +31,9 @@
 
 use std::ops::Range;
 
-use crate::codec::Shape;
-use crate::timing::SlowInstance;
-use crate::trace::{Loop, Node, Single};
+use trace::codec::Shape;
+use trace::timing::SlowInstance;
+use trace::tree::{Loop, Node, Single};
 
 /// Most events one speculative iteration buffers: beyond, the iteration is
 /// handed back to the folding rules (which bound memory on their own).
@@ -212,6 +212,7 @@ impl Spec {
                 Node::Loop(inner) => self.add_loop(inner, path)?,
                 Node::Leaf(leaf) => self.add_leaf((leaf.hash, leaf.shape), path),
                 Node::Single(_) => return None,
+                _ => return None,
             };
             path.pop();
             kids.push(k);
@@ -437,6 +438,7 @@ pub(super) fn first_leaf(n: &Node) -> Option<(u64, Shape)> {
         Node::Single(s) => Some((s.hash, s.shape)),
         Node::Leaf(l) => Some((l.hash, l.shape)),
         Node::Loop(l) => l.body.first().and_then(first_leaf),
+        _ => None,
     }
 }
 

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use compress::{CommId, Event, Op, Peer, ReduceOp, ReqId, Tag, Timing, Transfer};
+use trace::{CommId, Event, Op, Peer, ReduceOp, ReqId, Tag, Timing, Transfer};
 
 /// World rank used by the synthetic streams: an interior rank of an 8×8 grid.
 pub const RANK: i32 = 27;
@@ -75,7 +75,7 @@ impl Stencil {
                 tag: Tag::Value(d as i32),
                 count: 1024,
                 dsize: 8,
-                dtype: compress::Datatype::from_name("double").unwrap(),
+                dtype: trace::Datatype::from_name("double").unwrap(),
             };
             let mut r = Event::new(Op::Irecv);
             r.site = 0x5101;
@@ -102,7 +102,7 @@ impl Stencil {
                 tag: Tag::Value(0),
                 count: 1,
                 dsize: 8,
-                dtype: compress::Datatype::from_name("double_precision").unwrap(),
+                dtype: trace::Datatype::from_name("double_precision").unwrap(),
             });
             a.redop = Some(ReduceOp::Sum);
             self.queue.push(a);
@@ -159,7 +159,7 @@ pub fn cg(events: u64) -> impl Iterator<Item = Event> {
         tag: Tag::Value(tag),
         count,
         dsize: 8,
-        dtype: compress::Datatype::from_name("double_precision").unwrap(),
+        dtype: trace::Datatype::from_name("double_precision").unwrap(),
     };
     let mut req = 0u64;
     let mut rng = 0x2545_f491_4f6c_dd1du64;
@@ -223,7 +223,7 @@ pub fn distinct(n: u64) -> impl Iterator<Item = Event> {
             tag: Tag::Value((i % 7) as i32),
             count: (i % 4096) as i64,
             dsize: 8,
-            dtype: compress::Datatype::UNKNOWN,
+            dtype: trace::Datatype::UNKNOWN,
         });
         e.time = Timing {
             enter_ns: i,
@@ -252,7 +252,7 @@ pub fn random(n: u64, seed: u64) -> impl Iterator<Item = Event> {
             count: ((r >> 24) % 100_000) as i64,
             dsize: 4,
             // Unknown, predefined and derived types alike.
-            dtype: compress::Datatype([0, 7, 20, 255][((r >> 40) % 4) as usize]),
+            dtype: trace::Datatype([0, 7, 20, 255][((r >> 40) % 4) as usize]),
         };
         if matches!(op, Op::Isend | Op::Send) {
             e.send = Some(t);
@@ -282,7 +282,7 @@ pub fn pingpong(reps: u64, iters: u64) -> impl Iterator<Item = Event> {
         tag: Tag::Value(1),
         count: 8,
         dsize: 1,
-        dtype: compress::Datatype::from_name("char").unwrap(),
+        dtype: trace::Datatype::from_name("char").unwrap(),
     };
     let mut init = Event::new(Op::Init);
     init.site = 0x7000;

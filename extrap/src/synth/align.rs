@@ -712,7 +712,7 @@ pub(super) fn synthesize(
     rank: u64,
     targets: &[Target],
     mut fix: impl FnMut(&Target, &mut Vec<i64>) -> Result<(), Error>,
-) -> Result<(compress::Trace, Vec<Option<PathTiming>>), Error> {
+) -> Result<(trace::Trace, Vec<Option<PathTiming>>), Error> {
     let internal = |what: String| Error::Internal(format!("rank {rank}: {what}"));
     let mut comp = Compressor::new(
         rank as i32,

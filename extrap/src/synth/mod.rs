@@ -4,9 +4,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use compress::{
-    Compressor, Config, Dist, Event, EventTiming, MergedTrace, Meta, Op, PathClass, PathTiming,
-    Quantity, RankList, Shape, TimeStats, Timing, TraceFile, codec,
+use compress::{Compressor, Config};
+
+use trace::{
+    Dist, Event, EventTiming, MergedTrace, Meta, Op, PathClass, PathTiming, Quantity, RankList,
+    Shape, TimeStats, Timing, TraceFile, codec,
 };
 
 use crate::Error;
@@ -60,7 +62,7 @@ pub struct Options {
     /// Write the trace even when a field could not be verified by a spare
     /// input (its model is only as good as an exactly determined fit); the
     /// output's metadata lists every such field
-    /// ([`compress::Meta::unverified`]).
+    /// ([`trace::Meta::unverified`]).
     pub allow_unverified: bool,
     /// In lossy mode, the largest share of any input's events that may be
     /// dropped (0.05 by default): beyond it the dominant pattern is not
@@ -675,8 +677,8 @@ pub(crate) fn first_divergence(file: &TraceFile, r1: u64, r2: u64) -> String {
         Some(i) => format!(
             "event {i} at {}: rank {r1} has `{}`, rank {r2} has `{}`",
             site_label(&file.meta, a[i].site),
-            compress::raw::event_line(&a[i]).trim_end(),
-            compress::raw::event_line(&b[i]).trim_end()
+            trace::raw::event_line(&a[i]).trim_end(),
+            trace::raw::event_line(&b[i]).trim_end()
         ),
         None => format!(
             "rank {r1} has {} events, rank {r2} has {}",
@@ -721,7 +723,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     };
     let dims = target_dims(opts, &observed.tops, &layout)?;
     let target_size: u64 = dims.iter().product();
-    if target_size > u64::from(compress::ranklist::MAX_RANK) {
+    if target_size > u64::from(trace::ranklist::MAX_RANK) {
         return Err(Error::BadDims(format!(
             "{target_size} ranks exceed the largest rank a trace can hold"
         )));
@@ -1110,12 +1112,12 @@ impl ClassFitting<'_> {
         let targets = self.fit(&cname, &kept, &folded)?;
         let (trace, events) = class_trace(rep, &targets)?;
         self.report.events += events * ranks.len();
-        let group = MergedTrace::from_group(&trace, ranks.clone())
+        let group = compress::merge::from_group(&trace, ranks.clone())
             .ok_or_else(|| Error::Internal(format!("{cname}: the class trace spilled")))?;
         self.report.classes.push((cname, ranks));
         self.merged = Some(match self.merged.take() {
             None => group,
-            Some(m) => m.merge(group),
+            Some(m) => compress::merge::traces(m, group),
         });
         Ok(())
     }
@@ -1301,7 +1303,7 @@ impl ClassFitting<'_> {
 /// how many events it has. [`synthesize`] gives the fitted timing event by
 /// event, but the compressed trace keeps timing per leaf: each leaf takes
 /// the timing of the first event that landed in it.
-fn class_trace(rep: u64, targets: &[Target]) -> Result<(compress::Trace, u64), Error> {
+fn class_trace(rep: u64, targets: &[Target]) -> Result<(trace::Trace, u64), Error> {
     let (mut trace, leaf_timing) = synthesize(rep, targets, |_, _| Ok(()))?;
     // Give each leaf the timing fitted for its events.
     let mut by_leaf: HashMap<usize, PathTiming> = HashMap::new();
@@ -1474,7 +1476,7 @@ fn target_meta(
         merge_ns: 0,
         sites: largest.sites.clone(),
         unverified: Vec::new(),
-        origin: compress::Origin::Extrapolated {
+        origin: trace::Origin::Extrapolated {
             inputs: sizes.iter().map(|&s| s as u32).collect(),
         },
         partial: Vec::new(),
@@ -1665,7 +1667,7 @@ mod tests {
             },
         };
         let mut inputs = [input(4), input(9), input(16)];
-        inputs[1].file.meta.partial = vec![compress::PartialRank {
+        inputs[1].file.meta.partial = vec![trace::PartialRank {
             rank: 2,
             events: 77,
             cause: "SIGTERM".into(),

@@ -551,9 +551,9 @@ fn generate_ranks(
             concretize(params, &t.shape, &mut memo)
         })?;
         total += events.len() as u64;
-        traces.push(MergedTrace::from_rank(&t));
+        traces.push(compress::merge::from_rank(&t));
     }
-    let trace = compress::merge::merge_binomial(traces, MergedTrace::merge)
+    let trace = compress::merge::merge_binomial(traces, compress::merge::traces)
         .ok_or_else(|| Error::Internal("no ranks".into()))?;
     Ok((trace, total))
 }

@@ -17,8 +17,8 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use compress::{CommId, Event, Matched, Op, Peer, ReqId, Tag, Transfer};
 use mpi_sys::*;
+use trace::{CommId, Event, Matched, Op, Peer, ReqId, Tag, Transfer};
 
 use super::{
     Key, coll, comm, comm_rank, comm_size, consts, dsize, dtype, group_members, ints, is_inter,
@@ -1627,7 +1627,7 @@ pub(crate) fn fill_create(
     ev: &mut Event,
     parent: MPI_Comm,
     newcomm: MPI_Comm,
-    extra: impl FnOnce(&mut compress::CommCreate),
+    extra: impl FnOnce(&mut trace::CommCreate),
 ) {
     ev.comm = comm(t, parent).id;
     let mut c = new_comm(t, newcomm);
@@ -1670,14 +1670,14 @@ pub(crate) fn fill_comm_idup(
     // `MPI_COMM_NULL`.
     let id = t.reserve_comm();
     let Some(r) = request.filter(|r| r.key() != consts().request_null) else {
-        ev.create = Some(Box::new(compress::CommCreate::new(None, 0)));
+        ev.create = Some(Box::new(trace::CommCreate::new(None, 0)));
         return;
     };
     let mut size: c_int = 0;
     // SAFETY: `parent` is the communicator MPI just accepted; the call only
     // writes its int out-parameter.
     unsafe { PMPI_Comm_size(parent, &mut size) };
-    ev.create = Some(Box::new(compress::CommCreate::new(Some(id), size)));
+    ev.create = Some(Box::new(trace::CommCreate::new(Some(id), size)));
     let pending = PendingComm {
         id,
         to_world: info.to_world.clone(),

@@ -7,8 +7,8 @@ use std::ffi::{c_int, c_void};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use compress::TraceFile;
 use mpi_sys::*;
+use trace::TraceFile;
 
 use crate::reduce::{self, Link};
 use crate::tracer::{self, Tracer, warn};

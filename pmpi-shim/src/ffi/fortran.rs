@@ -47,8 +47,8 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use compress::{Event, MpiLibrary, Op};
 use mpi_sys::*;
+use trace::{Event, MpiLibrary, Op};
 
 use super::c::{
     after_init, any_wildcard, before_abort, before_finalize, cartdim, comm_free_before, completion,

@@ -1,6 +1,6 @@
 //! The FFI membrane: everything that knows the MPI ABI lives below this
 //! module. It turns handles into stable ids, sentinels into flags and calls
-//! into [`compress::Event`]s, then hands the event to the tracer.
+//! into [`trace::Event`]s, then hands the event to the tracer.
 
 pub(crate) mod c;
 pub(crate) mod finalize;
@@ -12,8 +12,8 @@ pub(crate) mod sys;
 use std::ffi::c_int;
 use std::sync::{Arc, OnceLock};
 
-use compress::{CommCreate, CommId, MpiLibrary, ReduceOp, Tag, Transfer};
 use mpi_sys::*;
+use trace::{CommCreate, CommId, MpiLibrary, ReduceOp, Tag, Transfer};
 
 use crate::tracer::{self, CommInfo, Tracer};
 
@@ -169,23 +169,23 @@ pub(crate) fn dsize(dt: MPI_Datatype) -> i64 {
     if rc == 0 { i64::from(s) } else { 0 }
 }
 
-/// Which datatype `dt` is (see [`compress::Datatype`]): compared against
+/// Which datatype `dt` is (see [`trace::Datatype`]): compared against
 /// every predefined handle once per handle and thread, then remembered,
 /// since a call site nearly always passes the same type.
-pub(crate) fn dtype(dt: MPI_Datatype) -> compress::Datatype {
+pub(crate) fn dtype(dt: MPI_Datatype) -> trace::Datatype {
     thread_local! {
         static LAST: std::cell::Cell<(usize, u8)> = const { std::cell::Cell::new((usize::MAX, 0)) };
     }
     let k = dt.key();
     let (last, code) = LAST.with(std::cell::Cell::get);
     if last == k {
-        return compress::Datatype(code);
+        return trace::Datatype(code);
     }
     // SAFETY: rs_type_code only compares `dt` with the predefined handles
     // of mpi.h; it calls no MPI function.
     let code = u8::try_from(unsafe { rs_type_code(dt) }).unwrap_or(255);
     LAST.with(|c| c.set((k, code)));
-    compress::Datatype(code)
+    trace::Datatype(code)
 }
 
 /// The rank → world-rank table of a communicator (`None` for the world
@@ -352,7 +352,7 @@ pub(crate) fn is_inter(comm: MPI_Comm) -> bool {
 }
 
 /// The error class of a call's non-zero return code, which the trace keeps
-/// ([`compress::Event::error`]): codes are the implementation's own, classes
+/// ([`trace::Event::error`]): codes are the implementation's own, classes
 /// are the standard's. A code MPI cannot classify stays as it is.
 pub(crate) fn error_class(rc: c_int) -> i32 {
     let mut class: c_int = rc;

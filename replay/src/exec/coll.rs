@@ -4,12 +4,12 @@
 use std::ffi::{c_int, c_void};
 
 use anyhow::{Result, bail};
-use compress::{Event, Op, ReduceOp, Transfer};
 use mpi_helpers::{
     rs_in_place, rs_op_maxloc, rs_op_minloc, rs_type_2int, rs_type_double_int, rs_type_long_int,
     rs_type_short_int,
 };
 use mpi_sys::*;
+use trace::{Event, Op, ReduceOp, Transfer};
 
 use super::requests::Keep;
 use super::{
@@ -219,7 +219,7 @@ impl Replayer<'_> {
         }
         if op == ReduceOp::Other {
             stand_in_note("a user-defined reduction", dsize);
-        } else if t.dtype == compress::Datatype::DERIVED {
+        } else if t.dtype == trace::Datatype::DERIVED {
             stand_in_note("a reduction over a derived datatype", dsize);
         }
         Ok(match (op, builtin_op(op)) {
@@ -247,7 +247,7 @@ impl Replayer<'_> {
                 // then says `derived`).
                 let ty = match predefined(t) {
                     Some(ty) => ty,
-                    None => self.dtype_as(dsize, t.dtype == compress::Datatype::DERIVED)?,
+                    None => self.dtype_as(dsize, t.dtype == trace::Datatype::DERIVED)?,
                 };
                 (op, ty)
             }

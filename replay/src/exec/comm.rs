@@ -8,8 +8,8 @@ use std::ffi::c_int;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
-use compress::{CommCreate, CommId, Event, Op};
 use mpi_sys::*;
+use trace::{CommCreate, CommId, Event, Op};
 
 use super::{Replayer, check};
 

@@ -69,10 +69,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use compress::{CommId, Datatype, Event, Family, MpiLibrary, Op, Peer, Tag, TraceFile, Transfer};
 use mpi_helpers::{library_version, rs_type_of_code};
 use mpi_sys::*;
 use replay::Rng;
+use trace::{CommId, Datatype, Event, Family, MpiLibrary, Op, Peer, Tag, TraceFile, Transfer};
 
 use self::comm::Comms;
 use self::report::OpStats;
@@ -769,7 +769,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
 /// Starts MPI the way the application did (rank 0's first event:
 /// `MPI_Init_thread` with its required level, else `MPI_Init`). Returns
 /// the thread level MPI provided (0 after `MPI_Init`).
-fn init_as_application(trace: &compress::MergedTrace) -> Result<c_int> {
+fn init_as_application(trace: &trace::MergedTrace) -> Result<c_int> {
     let first = trace.rank_trace(0).ok().and_then(|t| t.expand().next());
     let mut provided: c_int = 0;
     let rc = match first {
@@ -811,7 +811,7 @@ fn wrong_rank_count(opts: &Opts, want: u64, rank: c_int, size: c_int) -> bool {
 
 /// The application threads that called MPI on this rank, by id (one
 /// replay thread each); several need `MPI_THREAD_MULTIPLE` (`provided`).
-fn mpi_threads(rt: &compress::Trace, rank: c_int, provided: c_int) -> Result<Vec<u32>> {
+fn mpi_threads(rt: &trace::Trace, rank: c_int, provided: c_int) -> Result<Vec<u32>> {
     let mut threads = Vec::new();
     threads::threads_of(rt.nodes(), &mut threads);
     threads.sort_unstable();
@@ -833,7 +833,7 @@ fn mpi_threads(rt: &compress::Trace, rank: c_int, provided: c_int) -> Result<Vec
 fn causal_gates(
     opts: &Opts,
     file: &TraceFile,
-    rt: &compress::Trace,
+    rt: &trace::Trace,
     world: MPI_Comm,
     threaded: bool,
 ) -> Result<Gates> {

@@ -7,8 +7,8 @@
 use std::ffi::c_int;
 
 use anyhow::{Result, bail};
-use compress::{Event, Op, Transfer};
 use mpi_sys::*;
+use trace::{Event, Op, Transfer};
 
 use super::coll::InFlight;
 #[cfg(rankscale_mpi4)]

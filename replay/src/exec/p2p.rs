@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
-use compress::{Event, Op, Peer, Tag};
 use mpi_sys::*;
+use trace::{Event, Op, Peer, Tag};
 
 use super::comm::world_to_local;
 use super::requests::Keep;

@@ -14,8 +14,8 @@
 use std::ffi::c_int;
 
 use anyhow::{Context, Result};
-use compress::{Event, Op, Transfer};
 use mpi_sys::*;
+use trace::{Event, Op, Transfer};
 
 use super::coll::info_null;
 use super::requests::Keep;

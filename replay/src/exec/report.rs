@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::ffi::c_int;
 
 use anyhow::Result;
-use compress::{Op, TraceFile};
 use mpi_sys::*;
+use trace::{Op, TraceFile};
 
 use super::Replayer;
 use crate::Opts;
@@ -211,7 +211,7 @@ pub(super) fn report(
         drawn_ns,
     } = counts;
     let labels = file.meta.site_labels();
-    let label = |site: u64| compress::file::site_text(&labels, site);
+    let label = |site: u64| trace::file::site_text(&labels, site);
     let rows: Vec<(Op, f64, f64, f64)> = Op::ALL
         .iter()
         .enumerate()

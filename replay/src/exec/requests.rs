@@ -6,8 +6,8 @@
 use std::ffi::{c_int, c_void};
 
 use anyhow::{Context, Result, anyhow, bail};
-use compress::{Event, Op, ReqId};
 use mpi_sys::*;
+use trace::{Event, Op, ReqId};
 
 use super::comm::world_to_local;
 use super::{Replayer, blank_status, check, request_null};

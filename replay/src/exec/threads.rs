@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use compress::Event;
 use mpi_sys::*;
+use trace::Event;
 
 use super::Replayer;
 use super::report::Summary;
@@ -76,7 +76,7 @@ impl Replayer<'_> {
     /// many it issued.
     fn run_thread(
         &mut self,
-        rt: &compress::Trace,
+        rt: &trace::Trace,
         rank: i32,
         (slot, tid): (usize, u32),
         progress: &Progress,
@@ -100,13 +100,13 @@ impl Replayer<'_> {
             let c = self.draws.compute(&ex);
             self.drawn_ns += c as f64;
             self.sleep(c);
-            if self.threaded && ev.op.family() == compress::Family::CommManagement {
+            if self.threaded && ev.op.family() == trace::Family::CommManagement {
                 progress.await_others(slot, pos);
             }
             if self.opts.timeout > 0.0
                 && let Ok(mut cur) = current.lock()
             {
-                *cur = format!("event {n}: {}", compress::raw::event_line(&ev));
+                *cur = format!("event {n}: {}", trace::raw::event_line(&ev));
             }
             if let Some(mut g) = self.gates.take() {
                 let r = self.pass_gates(&mut g, &ev, pos);
@@ -115,10 +115,7 @@ impl Replayer<'_> {
             }
             let t0 = Instant::now();
             let bytes = self.exec(&ev).with_context(|| {
-                format!(
-                    "rank {rank}, event {n} ({})",
-                    compress::raw::event_line(&ev)
-                )
+                format!("rank {rank}, event {n} ({})", trace::raw::event_line(&ev))
             })?;
             let secs = t0.elapsed().as_secs_f64();
             if let Some(g) = &mut self.gates {
@@ -165,7 +162,7 @@ impl Replayer<'_> {
 pub(super) fn run_all<'o>(
     r: &mut Replayer<'o>,
     new_replayer: &(dyn Fn(usize) -> Replayer<'o> + Sync),
-    rt: &compress::Trace,
+    rt: &trace::Trace,
     rank: i32,
     threads: &[u32],
     progress: &Progress,
@@ -204,11 +201,11 @@ pub(super) fn run_all<'o>(
 
 /// The threads whose calls the compressed structure holds (a walk over its
 /// nodes, not its expansion: start-up stays proportional to trace size).
-pub(super) fn threads_of(nodes: &[compress::Node], out: &mut Vec<u32>) {
+pub(super) fn threads_of(nodes: &[trace::Node], out: &mut Vec<u32>) {
     for n in nodes {
         match n.as_loop() {
             Some(l) => threads_of(l.body(), out),
-            None => out.extend(n.shape().map(compress::Shape::thread)),
+            None => out.extend(n.shape().map(trace::Shape::thread)),
         }
     }
 }

@@ -49,7 +49,7 @@
 //! This is a greedy, row-major grouping: rows of equal length at a constant
 //! stride become a 2D block, equal blocks at a constant stride a 3D block, and
 //! so on (it is the same pair of rules that [`crate::seq`] and
-//! [`crate::intra`] use to fold loops). The interior of a `q × q` grid
+//! `compress::intra` use to fold loops). The interior of a `q × q` grid
 //! becomes `<2 q+1 q-2 q q-2 1>`, its four corners `<2 0 2 q²-q 2 q-1>`. The
 //! form is canonical, not minimal: a set such as `{0, 3, 6, 8, 10}` becomes
 //! `<1 0 3 3> <1 8 2 2>` (the greedy choice) although
@@ -469,7 +469,7 @@ impl RankList {
     /// `len() - 1` for the highest, or `None` when it is not in the set.
     /// It numbers the ranks that share a timing, so that the executions
     /// of one rank's accidents can be dealt to ranks exactly
-    /// ([`crate::ComputeDraws`]) without enumerating a ranklist of 10^6
+    /// (`compress::ComputeDraws`) without enumerating a ranklist of 10^6
     /// ranks: `O(sections + dims)`.
     pub fn index_of(&self, rank: u32) -> Option<u64> {
         let i = self.sections.partition_point(|s| s.start <= rank);

@@ -1,4 +1,4 @@
-//! `mpi-functions.txt` as the build scripts read it (`compress/listed.rs`)
+//! `mpi-functions.txt` as the build scripts read it (`trace/listed.rs`)
 //! agrees with the event model: every listed function is an operation of
 //! its family, in code order after `Pcontrol`, and the families the shim's
 //! generator leaves to hand-written wrappers (`DETAILED`) are exactly the
@@ -7,7 +7,7 @@
 #[path = "../listed.rs"]
 mod listed;
 
-use compress::Op;
+use trace::Op;
 
 #[test]
 fn the_list_and_the_event_model_agree() {

@@ -15,7 +15,7 @@ use listed::{parse, variant};
 fn main() {
     println!("cargo:rerun-if-changed=mpi-functions.txt");
     println!("cargo:rerun-if-changed=listed.rs");
-    let text = std::fs::read_to_string("mpi-functions.txt").expect("compress/mpi-functions.txt");
+    let text = std::fs::read_to_string("mpi-functions.txt").expect("trace/mpi-functions.txt");
     let lines = parse(&text);
     // Groups of consecutive lines of one family, in file order.
     let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();

@@ -338,7 +338,7 @@ impl Dist {
     /// so that the per-bin frequencies, minima, maxima and means of the
     /// trace are honoured. An empty distribution draws 0. Replay, the
     /// simulator and codegen's benchmarks take the bin from a quantile
-    /// that the ranks share instead ([`crate::ComputeDraws`]), with the
+    /// that the ranks share instead (`compress::ComputeDraws`), with the
     /// same placement in it ([`Dist::value_at`]).
     pub fn draw(&self, rng: &mut crate::SplitMix64) -> u64 {
         let u = rng.unit();
@@ -350,7 +350,7 @@ impl Dist {
     /// it, then a value in the bin's `[min, max]` at position `v()`
     /// (uniform in `[0, 1)`, called only when the bin holds two or more
     /// distinct values) whose expectation is the bin's average. This is how
-    /// [`crate::ComputeDraws`] gives ranks at the same step the same bin
+    /// `compress::ComputeDraws` gives ranks at the same step the same bin
     /// and each its own place in it. An empty distribution gives 0.
     pub fn value_at(&self, u: f64, v: impl FnOnce() -> f64) -> u64 {
         match self.bin_at(u) {
@@ -360,7 +360,7 @@ impl Dist {
     }
 
     /// The value for one execution of a distribution that `share` ranks'
-    /// executions make up, as [`crate::ComputeDraws`] draws: a bin that
+    /// executions make up, as `compress::ComputeDraws` draws: a bin that
     /// holds, with the bins of the neighbouring values, fewer samples than
     /// `share` ([`Histogram::neighbourhood`]) is one rank's (not every rank
     /// can have been there), and its samples are dealt: `dealt(total)` gives
@@ -904,7 +904,7 @@ impl Reservoir {
 ///
 /// While the trace is being built the newest iteration is held back in
 /// `pending` until it is known whether another iteration follows (it then
-/// becomes steady) or not (it is the last). [`crate::Compressor::into_trace`]
+/// becomes steady) or not (it is the last). `compress::Compressor::into_trace`
 /// settles it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PathTiming {
@@ -1038,9 +1038,9 @@ impl PathTiming {
     /// size.
     pub fn map_dists(
         &self,
-        mut f: impl FnMut(crate::trace::PathClass, Quantity, &Dist) -> Dist,
+        mut f: impl FnMut(crate::tree::PathClass, Quantity, &Dist) -> Dist,
     ) -> PathTiming {
-        use crate::trace::PathClass;
+        use crate::tree::PathClass;
         let mut src = self.clone();
         src.settle();
         let mut map = |class: PathClass, t: &TimeStats| TimeStats {
@@ -1097,7 +1097,8 @@ impl PathTiming {
 
     /// The event got a new innermost loop (it was wrapped into a loop of one
     /// iteration per execution): every execution is a first iteration now.
-    pub(crate) fn reclassify_as_first(&mut self) {
+    #[doc(hidden)]
+    pub fn reclassify_as_first(&mut self) {
         let mut all = self.total();
         std::mem::swap(&mut self.first, &mut all);
         self.steady = TimeStats::default();

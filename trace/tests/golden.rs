@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use compress::{MNode, TraceFile};
+use trace::{MNode, TraceFile};
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
@@ -17,7 +17,7 @@ fn expansion(f: &TraceFile) -> String {
     let mut out = String::new();
     for r in 0..f.meta.world_size {
         for e in f.trace.rank_trace(r).unwrap().expand() {
-            out.push_str(&format!("{r} {}\n", compress::raw::event_line(&e)));
+            out.push_str(&format!("{r} {}\n", trace::raw::event_line(&e)));
         }
     }
     out
@@ -62,7 +62,7 @@ fn timing_truth() -> (f64, f64, u64) {
 fn every_format_version_reads_as_its_writer_wrote_it() {
     let want = std::fs::read_to_string(dir().join("expand.txt")).unwrap();
     let (compute, mpi, count) = timing_truth();
-    for v in 1..=compress::file::VERSION {
+    for v in 1..=trace::file::VERSION {
         let path = dir().join(format!("v{v}.trace"));
         let f = TraceFile::read(&path).unwrap_or_else(|e| {
             panic!("version {v}: {e} (a new VERSION needs its golden file, see the README)")
@@ -82,7 +82,7 @@ fn every_format_version_reads_as_its_writer_wrote_it() {
             "version {v}"
         );
         assert!(f.meta.unverified.is_empty(), "version {v}");
-        assert_eq!(f.meta.origin, compress::Origin::Traced, "version {v}");
+        assert_eq!(f.meta.origin, trace::Origin::Traced, "version {v}");
         assert!(f.meta.partial.is_empty(), "version {v}: a finished run");
         let (c, m, n) = timing_totals(&f);
         assert_eq!(n, count, "version {v}: timed executions");
@@ -100,7 +100,7 @@ fn every_format_version_reads_as_its_writer_wrote_it() {
 #[test]
 fn a_version_newer_than_the_reader_is_refused() {
     let mut bytes = std::fs::read(dir().join("v1.trace")).unwrap();
-    bytes[8..12].copy_from_slice(&(compress::file::VERSION + 1).to_le_bytes());
+    bytes[8..12].copy_from_slice(&(trace::file::VERSION + 1).to_le_bytes());
     let err = TraceFile::from_bytes(&bytes).unwrap_err().to_string();
     assert!(err.contains("newer"), "{err}");
 }

@@ -31,7 +31,7 @@
 //!
 //! [`ValueSeq::push`] is amortised O(1): a value either extends the open
 //! segment, or closes it; a closed segment is then folded with the same two
-//! rules as events in [`crate::intra`] (extend the repeat block before the
+//! rules as events in `compress::intra` (extend the repeat block before the
 //! tail, or fold two equal runs of blocks), each looking at most
 //! [`MAX_PERIOD`] blocks back and failing fast on the newest block in
 //! practice. Every successful fold removes a block, so the folding steps are
@@ -853,7 +853,8 @@ impl ValueSeq {
     /// checked), so the cost does not grow with the run's length. The
     /// tracer converts a rank's trace this way at every snapshot, which a
     /// long run takes many times.
-    pub(crate) fn repeats(&self, head: &[i64]) -> bool {
+    #[doc(hidden)]
+    pub fn repeats(&self, head: &[i64]) -> bool {
         if head.is_empty() {
             return self.len == 0;
         }
@@ -911,7 +912,8 @@ fn block_repeats(b: &Block, add: i64, pos: &mut u64, head: &[i64]) -> bool {
     true
 }
 
-pub(crate) fn gcd(a: u64, b: u64) -> u64 {
+#[doc(hidden)]
+pub fn gcd(a: u64, b: u64) -> u64 {
     if a == 0 { b } else { gcd(b % a, a) }
 }
 

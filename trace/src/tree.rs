@@ -34,17 +34,25 @@ use crate::timing::{PathTiming, SlowInstance};
 /// One execution of an MPI call that is not inside a loop.
 #[derive(Clone, Debug)]
 pub struct Single {
-    pub(crate) shape: Shape,
-    pub(crate) hash: u64,
-    pub(crate) params: Vec<i64>,
-    pub(crate) compute_ns: u64,
-    pub(crate) mpi_ns: u64,
+    #[doc(hidden)]
+    pub shape: Shape,
+    #[doc(hidden)]
+    pub hash: u64,
+    #[doc(hidden)]
+    pub params: Vec<i64>,
+    #[doc(hidden)]
+    pub compute_ns: u64,
+    #[doc(hidden)]
+    pub mpi_ns: u64,
     /// The world rank and the index of the event in the rank's sequence
     /// (for the slow-instance reservoir).
-    pub(crate) rank: u32,
-    pub(crate) pos: u64,
+    #[doc(hidden)]
+    pub rank: u32,
+    #[doc(hidden)]
+    pub pos: u64,
     /// Size of the reservoir a leaf made from this event gets.
-    pub(crate) keep: u16,
+    #[doc(hidden)]
+    pub keep: u16,
 }
 
 impl Single {
@@ -81,41 +89,55 @@ impl Single {
 /// keeps one strided column per request, and a `Waitsome` whose list shrinks
 /// still compresses per position.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct RaggedList {
-    pub(crate) width: u8,
-    pub(crate) lens: ValueSeq,
-    pub(crate) cols: Vec<ValueSeq>,
+#[doc(hidden)]
+pub struct RaggedList {
+    #[doc(hidden)]
+    pub width: u8,
+    #[doc(hidden)]
+    pub lens: ValueSeq,
+    #[doc(hidden)]
+    pub cols: Vec<ValueSeq>,
 }
 
 /// An MPI call inside a loop nest, with all its executions (an RSD).
 #[derive(Clone, Debug)]
 pub struct Leaf {
-    pub(crate) shape: Shape,
-    pub(crate) hash: u64,
+    #[doc(hidden)]
+    pub shape: Shape,
+    #[doc(hidden)]
+    pub hash: u64,
     pub(crate) execs: u64,
-    pub(crate) fixed: Vec<ValueSeq>,
-    pub(crate) lists: Vec<RaggedList>,
-    pub(crate) timing: Box<PathTiming>,
+    #[doc(hidden)]
+    pub fixed: Vec<ValueSeq>,
+    #[doc(hidden)]
+    pub lists: Vec<RaggedList>,
+    #[doc(hidden)]
+    pub timing: Box<PathTiming>,
     pub(crate) id: u32,
     /// How many ranks' executions the timing holds (1 before the merge):
     /// what tells one rank's accident from a step every rank goes through
-    /// ([`crate::ComputeDraws`]).
+    /// (`compress::ComputeDraws`).
     pub(crate) share: u64,
     /// The rank's place among those `share` ranks (0 before the merge),
     /// by which the accidents are dealt to one rank and step each.
     pub(crate) slot: u64,
 }
 
-/// What [`crate::ComputeDraws`] needs of the leaf of an event: its id (to
+/// What `compress::ComputeDraws` needs of the leaf of an event: its id (to
 /// count its executions), its structural hash (to start its quantiles) and
 /// the ranks its timing holds with the rank's place among them (to deal one
 /// rank's accidents).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct LeafKey {
-    pub(crate) id: u32,
-    pub(crate) hash: u64,
-    pub(crate) share: u64,
-    pub(crate) slot: u64,
+#[doc(hidden)]
+pub struct LeafKey {
+    #[doc(hidden)]
+    pub id: u32,
+    #[doc(hidden)]
+    pub hash: u64,
+    #[doc(hidden)]
+    pub share: u64,
+    #[doc(hidden)]
+    pub slot: u64,
 }
 
 impl Leaf {
@@ -148,7 +170,8 @@ impl Leaf {
         self.lists.get(i).map(|l| (&l.lens, l.cols.as_slice()))
     }
 
-    pub(crate) fn from_single(s: Single) -> Leaf {
+    #[doc(hidden)]
+    pub fn from_single(s: Single) -> Leaf {
         let (nfixed, widths) = s.shape.layout();
         let mut leaf = Leaf {
             shape: s.shape,
@@ -205,26 +228,30 @@ impl Leaf {
     }
 
     /// One more iteration of the innermost enclosing loop's current execution.
-    pub(crate) fn push_iteration(&mut self, s: &Single) {
+    #[doc(hidden)]
+    pub fn push_iteration(&mut self, s: &Single) {
         self.push_iteration_of(&s.params, s.compute_ns, s.slow_instance());
     }
 
     /// [`Leaf::push_iteration`] from an event's parts (the speculative
     /// iteration of `intra` keeps events unboxed).
-    pub(crate) fn push_iteration_of(&mut self, params: &[i64], compute_ns: u64, at: SlowInstance) {
+    #[doc(hidden)]
+    pub fn push_iteration_of(&mut self, params: &[i64], compute_ns: u64, at: SlowInstance) {
         self.push_params(params);
         self.timing.next_iteration(compute_ns, at);
     }
 
     /// The first iteration of a new execution of the innermost enclosing
     /// loop: the same as appending a leaf made of this one event.
-    pub(crate) fn push_execution_of(&mut self, params: &[i64], compute_ns: u64, at: SlowInstance) {
+    #[doc(hidden)]
+    pub fn push_execution_of(&mut self, params: &[i64], compute_ns: u64, at: SlowInstance) {
         self.push_params(params);
         self.timing.start_execution(compute_ns, at);
     }
 
     /// Appends all executions of `o` (later executions of the enclosing loop).
-    pub(crate) fn append(&mut self, o: &Leaf) {
+    #[doc(hidden)]
+    pub fn append(&mut self, o: &Leaf) {
         self.execs = self.execs.wrapping_add(o.execs);
         for (a, b) in self.fixed.iter_mut().zip(&o.fixed) {
             a.append(b);
@@ -264,16 +291,22 @@ impl Leaf {
 /// body holds loops).
 #[derive(Clone, Debug)]
 pub struct Loop {
-    pub(crate) body: Vec<Node>,
+    #[doc(hidden)]
+    pub body: Vec<Node>,
     /// Iteration counts of all executions but the newest.
-    pub(crate) done: ValueSeq,
+    #[doc(hidden)]
+    pub done: ValueSeq,
     /// Iteration count of the newest execution (which may still grow while
     /// the trace is built).
-    pub(crate) cur: u64,
-    pub(crate) hash: u64,
+    #[doc(hidden)]
+    pub cur: u64,
+    #[doc(hidden)]
+    pub hash: u64,
     /// Polynomial hash of the body's item hashes (see `intra`).
-    pub(crate) poly: u64,
-    pub(crate) id: u32,
+    #[doc(hidden)]
+    pub poly: u64,
+    #[doc(hidden)]
+    pub id: u32,
 }
 
 impl Loop {
@@ -313,7 +346,8 @@ pub enum Node {
 impl Node {
     /// The structural hash: equal for nodes that [`Node::same_structure`]
     /// calls equal (a loop with a one-node body hashes like that node).
-    pub(crate) fn hash(&self) -> u64 {
+    #[doc(hidden)]
+    pub fn hash(&self) -> u64 {
         match self {
             Node::Single(s) => s.hash,
             Node::Leaf(l) => l.hash,
@@ -359,7 +393,8 @@ impl Node {
     }
 
     /// Number of one-node loops around the core.
-    pub(crate) fn wrap_depth(&self) -> usize {
+    #[doc(hidden)]
+    pub fn wrap_depth(&self) -> usize {
         let mut n = self;
         let mut d = 0;
         while let Node::Loop(l) = n
@@ -473,7 +508,8 @@ fn outline(f: &mut fmt::Formatter<'_>, nodes: &[Node]) -> fmt::Result {
 
 /// Gives every leaf and loop of `nodes` a dense id (their index into the
 /// expander's cursor tables) and returns (leaves, loops).
-pub(crate) fn number(nodes: &mut [Node]) -> (u32, u32) {
+#[doc(hidden)]
+pub fn number(nodes: &mut [Node]) -> (u32, u32) {
     let (mut leaves, mut loops) = (0u32, 0u32);
     for n in nodes {
         n.visit_mut(&mut |n| match n {
@@ -492,7 +528,8 @@ pub(crate) fn number(nodes: &mut [Node]) -> (u32, u32) {
 }
 
 /// Settles path timing at the end of the run: every loop is over.
-pub(crate) fn settle(nodes: &mut [Node]) {
+#[doc(hidden)]
+pub fn settle(nodes: &mut [Node]) {
     for n in nodes {
         n.visit_mut(&mut |n| {
             if let Node::Leaf(l) = n {
@@ -517,7 +554,7 @@ pub struct TraceStats {
     pub max_depth: usize,
     /// Events represented by the nodes (not counting spilled ones).
     pub events: u64,
-    /// Events spilled out of the queue (see [`crate::Config::queue_limit`]).
+    /// Events spilled out of the queue (see `compress::Config::queue_limit`).
     pub spilled: u64,
     /// Events lost because the spill writer failed.
     pub lost: u64,
@@ -525,7 +562,8 @@ pub struct TraceStats {
     pub heap_bytes: usize,
 }
 
-pub(crate) fn stats_of(nodes: &[Node]) -> TraceStats {
+#[doc(hidden)]
+pub fn stats_of(nodes: &[Node]) -> TraceStats {
     let mut s = TraceStats {
         top_level: nodes.len(),
         ..TraceStats::default()
@@ -557,23 +595,31 @@ pub(crate) fn events_of(n: &Node) -> u64 {
 }
 
 /// The compressed trace of one rank, as produced by
-/// [`crate::Compressor::into_trace`].
+/// `compress::Compressor::into_trace`.
 ///
 /// Read it with [`Trace::expand`] (the exact event sequence) or walk
 /// [`Trace::nodes`] (the loop structure, parameters and timing). It is
 /// immutable: nothing can break the expansion invariant after the fact.
 #[derive(Clone, Debug)]
 pub struct Trace {
-    pub(crate) rank: i32,
-    pub(crate) nodes: Vec<Node>,
-    pub(crate) leaf_ids: u32,
-    pub(crate) loop_ids: u32,
+    #[doc(hidden)]
+    pub rank: i32,
+    #[doc(hidden)]
+    pub nodes: Vec<Node>,
+    #[doc(hidden)]
+    pub leaf_ids: u32,
+    #[doc(hidden)]
+    pub loop_ids: u32,
     /// Events spilled to memory, in the binary form of `codec::write_binary`.
-    pub(crate) spill_mem: Vec<u8>,
-    pub(crate) spilled_mem: u64,
+    #[doc(hidden)]
+    pub spill_mem: Vec<u8>,
+    #[doc(hidden)]
+    pub spilled_mem: u64,
     /// Events spilled to the caller's writer (not in this trace).
-    pub(crate) spilled_out: u64,
-    pub(crate) lost: u64,
+    #[doc(hidden)]
+    pub spilled_out: u64,
+    #[doc(hidden)]
+    pub lost: u64,
 }
 
 /// The outline of the top-level queue (see [`Node`]'s `Display`).
@@ -717,7 +763,8 @@ pub struct Expand<'a> {
 }
 
 impl<'a> Expand<'a> {
-    pub(crate) fn new(nodes: &'a [Node], leaves: u32, loops: u32, rank: i32) -> Expand<'a> {
+    #[doc(hidden)]
+    pub fn new(nodes: &'a [Node], leaves: u32, loops: u32, rank: i32) -> Expand<'a> {
         let mut leaf_tab = Vec::new();
         leaf_tab.resize_with(leaves as usize, || None);
         let mut loop_tab = Vec::new();
@@ -756,9 +803,10 @@ impl<'a> Expand<'a> {
     }
 
     /// The [`LeafKey`] of the leaf of the event last returned (none for an
-    /// exact event or a spilled one): what [`crate::ComputeDraws`] counts
+    /// exact event or a spilled one): what `compress::ComputeDraws` counts
     /// executions by and deals accidents with.
-    pub(crate) fn leaf_key(&self) -> Option<LeafKey> {
+    #[doc(hidden)]
+    pub fn leaf_key(&self) -> Option<LeafKey> {
         self.leaf
     }
 
@@ -796,12 +844,14 @@ impl<'a> Expand<'a> {
     }
 
     /// The parameters of the event last returned by `next_raw`.
-    pub(crate) fn params(&self) -> &[i64] {
+    #[doc(hidden)]
+    pub fn params(&self) -> &[i64] {
         &self.params
     }
 
     /// The next event as shape and parameters (in `self.params`).
-    pub(crate) fn next_raw(&mut self) -> Option<Shape> {
+    #[doc(hidden)]
+    pub fn next_raw(&mut self) -> Option<Shape> {
         if self.broken {
             return None;
         }

@@ -8,9 +8,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use compress::RankList;
-use compress::ranklist::{MAX_RANK, ParseRankListError};
 use proptest::prelude::*;
+use trace::RankList;
+use trace::ranklist::{MAX_RANK, ParseRankListError};
 
 // ---------------------------------------------------------------- helpers
 
@@ -711,7 +711,7 @@ proptest! {
 /// the type.
 #[test]
 fn ranges_text_joins_runs_whatever_the_order() {
-    use compress::ranklist::ranges_text;
+    use trace::ranklist::ranges_text;
     assert_eq!(
         ranges_text([5u32, 0, 2, 1, 1, 7, 8], ", ", "-"),
         "0-2, 5, 7-8"

@@ -1,11 +1,11 @@
-//! `mpi-functions.txt`, read: shared by `compress/build.rs` (the operation
+//! `mpi-functions.txt`, read: shared by `trace/build.rs` (the operation
 //! codes), `pmpi-shim/build.rs` (the generated wrappers) and a test of
-//! `compress` (the families below agree with `Family::is_generic`), each
+//! `trace` (the families below agree with `Family::is_generic`), each
 //! including this file with `#[path]`.
 
 /// One line: `FAMILY NAME [comm]`.
 pub struct Listed<'a> {
-    /// The family, as `compress::Family` names it.
+    /// The family, as `trace::Family` names it.
     pub family: &'a str,
     /// The function without `MPI_`.
     pub name: &'a str,

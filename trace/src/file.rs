@@ -7,7 +7,7 @@
 //! | 8     | magic `RANKSCAL` |
 //! | 4     | format version, little-endian `u32` ([`VERSION`]) |
 //! | 4     | reserved, zero |
-//! | rest  | zlib stream (flate2) of the postcard (serde, varint) encoding of [`TraceFile`] |
+//! | rest  | zlib stream (flate2) of the postcard (serde, varint) encoding of [`TraceFile`]'s wire type (`TraceFileV9`) |
 //!
 //! postcard writes integers as LEB128 varints and structs without field
 //! names, so the payload is small before compression; zlib adds a checksum,
@@ -22,14 +22,14 @@
 //! panic. A file from a newer rankscale is refused with both versions named.
 //!
 //! ```no_run
-//! let f = compress::TraceFile::read(std::path::Path::new("run.trace"))?;
+//! let f = trace::TraceFile::read(std::path::Path::new("run.trace"))?;
 //! for rank in f.trace.ranks().iter() {
 //!     let t = f.trace.rank_trace(rank).expect("consistent trace");
 //!     for ev in t.expand() {
-//!         println!("{}", compress::raw::event_line(&ev));
+//!         println!("{}", trace::raw::event_line(&ev));
 //!     }
 //! }
-//! # Ok::<(), compress::Error>(())
+//! # Ok::<(), trace::Error>(())
 //! ```
 
 use std::io::{Read, Write};
@@ -38,8 +38,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::merge::MergedTrace;
-use crate::merge::old::MergedTraceOld;
+use crate::merged::MergedTrace;
+use crate::merged::old::MergedTraceOld;
 
 /// The merged trace of format versions 1 and 2.
 type MergedTraceV2 = MergedTraceOld<crate::timing::PathTimingV2>;
@@ -59,7 +59,7 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// [`Meta::origin`], version 6 the ranks recovered from a job that did not
 /// finish ([`Meta::partial`]), version 7 the timing of events whose ranks
 /// compute differently ([`crate::EventNode::timing_variants`]), version 8
-/// the operations after `Pcontrol` (`compress/mpi-functions.txt`: the
+/// the operations after `Pcontrol` (`trace/mpi-functions.txt`: the
 /// persistent buffered and ready sends and every call recorded without
 /// detail) under the same layout, so that a reader of version 7 refuses
 /// such a file by its version instead of failing on an operation code,
@@ -219,6 +219,11 @@ pub enum Origin {
     },
 }
 
+/// The name of the `pertext` format, as `rankscale import --format` takes
+/// it and as the metadata of an imported trace records it
+/// ([`Origin::Imported`]).
+pub const PERTEXT: &str = "pertext";
+
 impl Origin {
     /// The origin of a file of format version 4 or older, which had no
     /// field for it: extrapolation named its inputs in the tool string.
@@ -336,7 +341,11 @@ pub enum Packing {
 }
 
 /// A trace file: metadata, the merged trace, and the optional timelines.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+///
+/// Not serialized itself: a file is written and read through the wire type
+/// of its format version (`TraceFileV9` for the current one), so that a
+/// change to this type cannot change the format unnoticed.
+#[derive(Clone, Debug, Default)]
 pub struct TraceFile {
     /// How the trace was taken.
     pub meta: Meta,
@@ -401,6 +410,50 @@ struct TraceFileV6 {
     series: Vec<MpiSeries>,
 }
 
+/// A file of versions 7 to 9, the current layout ([`VERSION`]), as read.
+/// The current version's wire type is written out like the older ones',
+/// so that the format changes only where this type (or one of the types
+/// it holds) does, never because [`TraceFile`] gained a field.
+#[derive(Deserialize)]
+struct TraceFileV9 {
+    meta: Meta,
+    trace: MergedTrace,
+    timelines: Vec<Timeline>,
+    series: Vec<MpiSeries>,
+}
+
+/// [`TraceFileV9`] as written: the same fields in the same order, borrowed
+/// from the file in memory (postcard encodes a slice as it does a `Vec`).
+#[derive(Serialize)]
+struct TraceFileV9Ref<'a> {
+    meta: &'a Meta,
+    trace: &'a MergedTrace,
+    timelines: &'a [Timeline],
+    series: &'a [MpiSeries],
+}
+
+impl From<TraceFileV9> for TraceFile {
+    fn from(v: TraceFileV9) -> TraceFile {
+        TraceFile {
+            meta: v.meta,
+            trace: v.trace,
+            timelines: v.timelines,
+            series: v.series,
+        }
+    }
+}
+
+impl<'a> From<&'a TraceFile> for TraceFileV9Ref<'a> {
+    fn from(f: &'a TraceFile) -> TraceFileV9Ref<'a> {
+        TraceFileV9Ref {
+            meta: &f.meta,
+            trace: &f.trace,
+            timelines: &f.timelines,
+            series: &f.series,
+        }
+    }
+}
+
 /// Why a payload is not exactly one value of its type.
 enum Whole {
     /// The bytes do not decode.
@@ -447,7 +500,7 @@ impl TraceFile {
     /// payload of the file without header and zlib: cheaper to produce, and
     /// the network does not need the checksum).
     pub fn to_wire(&self) -> Result<Vec<u8>, Error> {
-        postcard::to_stdvec(self).map_err(|e| Error::Corrupt(e.to_string()))
+        postcard::to_stdvec(&TraceFileV9Ref::from(self)).map_err(|e| Error::Corrupt(e.to_string()))
     }
 
     /// Inverse of [`TraceFile::to_wire`], checked like a file.
@@ -495,7 +548,7 @@ impl TraceFile {
                 timelines: v.timelines,
                 series: v.series,
             }),
-            _ => whole::<TraceFile>(bytes),
+            _ => whole::<TraceFileV9>(bytes).map(TraceFile::from),
         };
         let f: TraceFile = decoded.map_err(|e| {
             Error::Corrupt(match e {
@@ -531,20 +584,6 @@ impl TraceFile {
         Ok(f)
     }
 
-    /// Merges the per-rank parts of a whole run (part `r` is rank `r`'s) as
-    /// the tracer's reduction at `MPI_Finalize` does: in its binomial order,
-    /// each sender's part passing through its wire form, so that its timing
-    /// is quantised exactly as it is on the network (the receiver's own part
-    /// is not). A trace built outside a run (imported) thus equals a traced
-    /// run's of the same events to the last bit. `None` for no parts.
-    pub fn merge_as_traced(parts: Vec<TraceFile>) -> Result<Option<TraceFile>, Error> {
-        let parts = parts.into_iter().map(Ok).collect();
-        crate::merge::merge_binomial(parts, |a: Result<TraceFile, Error>, b| {
-            Ok(a?.merge(b?.quantised()))
-        })
-        .transpose()
-    }
-
     /// The file as it reads back from its wire form
     /// (`from_wire(&to_wire())`): the only lossy part of the encoding,
     /// the timing distributions' quantisation, applied in memory. Five
@@ -553,104 +592,6 @@ impl TraceFile {
     pub fn quantised(mut self) -> TraceFile {
         self.trace.quantise();
         self
-    }
-
-    /// Merges the trace of another, disjoint, set of ranks (see
-    /// [`MergedTrace::merge`]); call sites and partial ranks are united, the
-    /// rest of the metadata is `self`'s.
-    pub fn merge(self, other: TraceFile) -> TraceFile {
-        let mut meta = self.meta;
-        meta.sites.extend(other.meta.sites);
-        meta.sites.sort_unstable();
-        meta.sites.dedup_by_key(|s| s.0);
-        meta.partial.extend(other.meta.partial);
-        meta.partial.sort_by_key(|p| p.rank);
-        let mut timelines = self.timelines;
-        timelines.extend(other.timelines);
-        timelines.sort_by_key(|t| t.rank);
-        let mut series = self.series;
-        series.extend(other.series);
-        series.sort_by_key(|s| s.rank);
-        TraceFile {
-            meta,
-            trace: self.trace.merge(other.trace),
-            timelines,
-            series,
-        }
-    }
-
-    /// The trace file of a job whose rank `r` called `ranks[r]`, built as
-    /// the tracer builds it (each rank compressed on its own with the
-    /// default configuration, then merged): how tests and tools make
-    /// traces of known content without MPI. The caller sets each event as
-    /// the tracer would record it (its `comm_rank` on a communicator call,
-    /// say). Fails on the first event a rank's compressor rejects.
-    pub fn from_rank_events(ranks: Vec<Vec<crate::Event>>) -> Result<TraceFile, Error> {
-        let p = ranks.len() as u32;
-        let mut merged: Option<MergedTrace> = None;
-        for (r, events) in ranks.into_iter().enumerate() {
-            let mut c = crate::Compressor::new(r as i32, crate::Config::default());
-            for e in &events {
-                c.push(e)?;
-            }
-            let t = MergedTrace::from_rank(&c.into_trace()?);
-            merged = Some(match merged {
-                None => t,
-                Some(m) => m.merge(t),
-            });
-        }
-        let mut trace = merged.unwrap_or_default();
-        trace.normalize();
-        let mut f = TraceFile {
-            trace,
-            ..TraceFile::default()
-        };
-        f.meta.world_size = p;
-        Ok(f)
-    }
-
-    /// Merges the one-rank files a job's ranks wrote into `TRACE.d` (the
-    /// snapshots of a job that died, or the files of ranks that could not
-    /// merge at `MPI_Finalize`) into one trace, in the order the tracer's
-    /// own merge would use. The files must come from one run: the same
-    /// command line and job size, each rank once and inside the job. The
-    /// result's [`Meta::partial`] lists every rank that ends early; its
-    /// wall time is the latest part's.
-    pub fn merge_ranks(parts: Vec<TraceFile>) -> Result<TraceFile, Error> {
-        let Some(first) = parts.first() else {
-            return Err(Error::Corrupt("no rank files to merge".into()));
-        };
-        let (size, command) = (first.meta.world_size, first.meta.command.clone());
-        let mut seen = std::collections::BTreeSet::new();
-        for p in &parts {
-            if p.meta.world_size != size || p.meta.command != command {
-                return Err(Error::Corrupt(format!(
-                    "rank files of different runs: {} ranks running `{}`, and {} ranks running `{}`",
-                    size,
-                    command.join(" "),
-                    p.meta.world_size,
-                    p.meta.command.join(" ")
-                )));
-            }
-            for r in p.trace.ranks().iter() {
-                if r >= size {
-                    return Err(Error::Corrupt(format!(
-                        "a rank file holds rank {r}, outside the job's {size} ranks"
-                    )));
-                }
-                if !seen.insert(r) {
-                    return Err(Error::Corrupt(format!("rank {r} is in two rank files")));
-                }
-            }
-        }
-        let wall_ns = parts.iter().map(|p| p.meta.wall_ns).max().unwrap_or(0);
-        let mut parts = parts;
-        parts.sort_by_key(|p| p.trace.ranks().min());
-        let mut out = crate::merge::merge_binomial(parts, TraceFile::merge)
-            .ok_or_else(|| Error::Corrupt("no rank files to merge".into()))?;
-        out.trace.normalize();
-        out.meta.wall_ns = wall_ns;
-        Ok(out)
     }
 
     /// Writes the file all or nothing (see [`crate::output`]): to a
@@ -808,47 +749,6 @@ mod tests {
             }
         );
         assert_eq!(Origin::legacy("rankscale 0.1.0"), Origin::Traced);
-    }
-
-    /// One rank's file of a loop of Allreduces with timings that vary
-    /// from call to call (as a run's do), recorded as the tracer does.
-    fn timed_rank(rank: u32) -> TraceFile {
-        let what = crate::Recording {
-            timeline_epoch: Some(0),
-            ..crate::Recording::default()
-        };
-        let mut rec = crate::RankRecorder::new(rank, &what);
-        let mut at = 0u64;
-        for i in 0..500u64 {
-            let mut e = crate::Event::new(crate::Op::Allreduce);
-            e.comm_rank = rank as i32;
-            e.send = Some(crate::Transfer::collective(1, 8));
-            let x = (i * 7919 + u64::from(rank) * 104_729) % 1000;
-            e.time = crate::Timing {
-                enter_ns: at + 1000 + x * 37,
-                dur_ns: 500 + x * x,
-                compute_ns: 1000 + x * 37,
-            };
-            rec.push_spanning(&e, (e.time.enter_ns, e.time.enter_ns + e.time.dur_ns))
-                .unwrap();
-            at = e.time.enter_ns + e.time.dur_ns;
-        }
-        rec.finish().unwrap()
-    }
-
-    #[test]
-    fn quantising_in_memory_is_the_wire_round_trip() {
-        let (a, b) = (timed_rank(0), timed_rank(1));
-        let through_wire = a
-            .clone()
-            .merge(TraceFile::from_wire(&b.to_wire().unwrap()).unwrap());
-        let in_memory = a.clone().merge(b.clone().quantised());
-        assert_eq!(
-            through_wire.to_wire().unwrap(),
-            in_memory.to_wire().unwrap()
-        );
-        // The quantisation matters: merged exact, the file differs.
-        assert_ne!(a.merge(b).to_wire().unwrap(), in_memory.to_wire().unwrap());
     }
 
     #[test]
