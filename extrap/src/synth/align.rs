@@ -321,6 +321,10 @@ pub(super) struct Fitter<'a> {
     laws: Option<&'a mut Laws>,
     /// How far the stencil reaches, which bounds a peer's coefficients.
     reach: Option<u32>,
+    /// Whether constants are laws to share too: only a class that one
+    /// input alone has borrows them, and recording every constant field
+    /// of every class costs time where none does.
+    constants: bool,
 }
 
 /// Laws verified per call site and field, with the class that verified
@@ -359,6 +363,7 @@ impl<'a> Fitter<'a> {
             labels,
             laws: None,
             reach: None,
+            constants: false,
         }
     }
 
@@ -366,6 +371,13 @@ impl<'a> Fitter<'a> {
     /// [`fit::fit_within`]).
     pub(super) fn within(mut self, reach: u32) -> Fitter<'a> {
         self.reach = Some(reach);
+        self
+    }
+
+    /// Shares constants as laws too, for classes that one input alone has
+    /// ([`Fitter::one_input`]).
+    pub(super) fn sharing_constants(mut self, yes: bool) -> Fitter<'a> {
+        self.constants = yes;
         self
     }
 
@@ -573,7 +585,7 @@ impl<'a> Fitter<'a> {
             }
             // A constant over inputs that change every dimension is a law
             // of its call site, which a class one input alone has may take.
-            if !fixed {
+            if !fixed && self.constants {
                 self.verified_law(ev, field, fit::Model::Const(v));
             }
             return Ok(v);

@@ -771,6 +771,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         field_seen: BTreeSet::new(),
         laws: align::Laws::new(),
         one_input: BTreeMap::new(),
+        share_constants: false,
         merged: None,
     };
     for class in fitting.order() {
@@ -1098,6 +1099,9 @@ struct ClassFitting<'a> {
     laws: align::Laws,
     /// The classes that one input alone has, by input.
     one_input: BTreeMap<usize, Vec<String>>,
+    /// Whether some class of the target is in one input alone, which then
+    /// borrows constants too.
+    share_constants: bool,
     /// The classes' traces merged so far.
     merged: Option<MergedTrace>,
 }
@@ -1121,17 +1125,18 @@ impl ClassFitting<'_> {
 
 impl ClassFitting<'_> {
     /// The target's classes, those that more inputs have first: they
-    /// verify the laws that classes seen in fewer inputs may borrow.
-    fn order(&self) -> Vec<Vec<Pos>> {
+    /// verify the laws that classes seen in fewer inputs may borrow. Where
+    /// one input alone has some class, constants are shared as laws too.
+    fn order(&mut self) -> Vec<Vec<Pos>> {
+        let inputs_with = |c: &Vec<Pos>| {
+            self.tops
+                .iter()
+                .filter(|t| class_ranks(c, &t.dims, self.layout).is_some())
+                .count()
+        };
         let mut order = classes(self.dims, self.layout);
-        order.sort_by_key(|c| {
-            std::cmp::Reverse(
-                self.tops
-                    .iter()
-                    .filter(|t| class_ranks(c, &t.dims, self.layout).is_some())
-                    .count(),
-            )
-        });
+        order.sort_by_key(|c| std::cmp::Reverse(inputs_with(c)));
+        self.share_constants = order.iter().any(|c| inputs_with(c) == 1);
         order
     }
 
@@ -1328,6 +1333,7 @@ impl ClassFitting<'_> {
             &self.labels,
         )
         .borrowing(&mut self.laws)
+        .sharing_constants(self.share_constants)
         .within(self.reach);
         fit_items(
             &mut fitter,
