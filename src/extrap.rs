@@ -20,6 +20,28 @@ pub enum Timing {
     Auto,
 }
 
+/// The order the sizes of `--dims` are written in.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum DimsOrder {
+    /// rankscale's order: the slowest-varying dimension first, the last
+    /// size contiguous in rank order (as MPI_Cart_create numbers ranks).
+    SlowestFirst,
+    /// The fastest-varying dimension first: x, y, z of an application that
+    /// numbers its ranks x + nx*(y + ny*z), as MPI_Dims_create's result is
+    /// often read (nx, ny, nz).
+    XFastest,
+}
+
+impl DimsOrder {
+    /// The extrap crate's order for this command-line choice.
+    fn order(self) -> extrap::DimsOrder {
+        match self {
+            DimsOrder::SlowestFirst => extrap::DimsOrder::SlowestFirst,
+            DimsOrder::XFastest => extrap::DimsOrder::XFastest,
+        }
+    }
+}
+
 /// Arguments of `rankscale extrap`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,10 +51,18 @@ pub struct Args {
     /// The target rank count.
     #[arg(long)]
     ranks: u64,
-    /// The target grid, slowest dimension first, e.g. 32x32 or 8x8x16
-    /// (default: what the inputs' growth implies).
+    /// The target grid, e.g. 32x32 or 8x8x16, in the order --dims-order
+    /// says (default: what the inputs' growth implies). It must continue
+    /// the grids read from the inputs: a grid written in the other order is
+    /// refused, naming them.
     #[arg(long)]
     dims: Option<String>,
+    /// The order of the sizes of --dims: slowest-first (rankscale's, the
+    /// last size contiguous in rank order, as MPI_Cart_create numbers
+    /// ranks) or x-fastest (the first size varies fastest, as in
+    /// rank = x + nx*(y + ny*z)).
+    #[arg(long, value_enum, default_value = "slowest-first", requires = "dims")]
+    dims_order: DimsOrder,
     /// How timing is extrapolated.
     #[arg(long, value_enum, default_value = "auto")]
     timing: Timing,
@@ -139,6 +169,7 @@ pub fn run(args: &Args) -> Result<()> {
     let opts = Options {
         ranks: args.ranks,
         dims,
+        dims_order: args.dims_order.order(),
         timing: args.timing.method(),
         lossy: args.lossy,
         snippet,
@@ -246,11 +277,17 @@ fn extrapolate_and_write(
 fn print_report(args: &Args, r: &extrap::Report, inputs: &[Input]) -> Result<()> {
     let last = r.topologies.last().context("no topology")?;
     println!("topology of the inputs: {last}");
-    let dims: Vec<String> = r.dims.iter().map(u64::to_string).collect();
+    let mut dims: Vec<String> = r.dims.iter().map(u64::to_string).collect();
+    let slowest_first = dims.join("x");
+    dims.reverse();
+    let order = if dims.len() > 1 {
+        format!(" (slowest dimension first; x fastest {})", dims.join("x"))
+    } else {
+        String::new()
+    };
     println!(
-        "target: {} ranks as {} ({} position classes, {} events)",
+        "target: {} ranks as {slowest_first}{order} ({} position classes, {} events)",
         args.ranks,
-        dims.join("x"),
         r.classes.len(),
         r.events
     );

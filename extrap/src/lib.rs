@@ -40,8 +40,8 @@ pub use lossy::Snippet;
 pub use models::Method;
 pub use plugin::{Plugin, SpecPlugin};
 pub use synth::{
-    Dropped, Extrapolated, FieldFit, Input, Options, Report, TimingChoice, Volume, WallPrediction,
-    extrapolate,
+    DimsOrder, Dropped, Extrapolated, FieldFit, Input, Options, Report, TimingChoice, Volume,
+    WallPrediction, extrapolate,
 };
 pub use topology::{Group, Pos, Topology, detect};
 
@@ -83,7 +83,7 @@ pub enum Error {
     /// Fewer input traces than the topology needs.
     #[error(
         "{got} trace(s) given, but a {dims}D topology needs at least {need} at different sizes \
-         (n+1 traces for n dimensions, as in ScalaExtrap)"
+         ({why})"
     )]
     TooFewTraces {
         /// Traces given.
@@ -92,6 +92,9 @@ pub enum Error {
         need: usize,
         /// Dimensions detected.
         dims: usize,
+        /// Why that many: n+1 for n dimensions (Wu and Mueller 2012), 3
+        /// where the grids read grow together, and those grids.
+        why: String,
     },
     /// Two inputs have the same size.
     #[error("{a} and {b} both have {size} ranks: give each size once")]
@@ -191,6 +194,17 @@ pub enum Error {
         share: f64,
         /// The limit, percent.
         max: f64,
+    },
+    /// A refusal once the inputs' grids are read, with those grids: a grid
+    /// read other than the application has it (ranks numbered x fastest
+    /// read in the other order) shows as a class or field that does not
+    /// fit, and only the grids tell the user so.
+    #[error("{error}\n(the grids read from the inputs: {grids})")]
+    OnGrids {
+        /// The refusal.
+        error: Box<Error>,
+        /// The grids read, by input, slowest dimension first and x fastest.
+        grids: String,
     },
     /// The target sizes given by `--dims` are not usable.
     #[error("{0}")]

@@ -429,32 +429,36 @@ pub(crate) fn detect_with(
     if p == 0 {
         return Err(Error::MissingRank(0));
     }
-    let mut best: Option<(u64, usize, bool, Topology)> = None;
+    let mut best: Option<((u64, usize, usize, bool), Topology)> = None;
     for d in 1..=3usize {
         for dims in factorizations(p, d) {
-            let Some(t) = explain(infos, &dims, min_share) else {
+            let Some((t, directions)) = explain(infos, &dims, min_share) else {
                 continue;
             };
             let score = t.reach.iter().map(|&b| u64::from(b)).sum::<u64>();
-            let is_cart = cart.as_ref() == Some(&dims);
-            let better = match &best {
-                None => true,
-                Some((s, bd, bc, _)) => (score, d, !is_cart) < (*s, *bd, !*bc),
-            };
-            if better {
-                best = Some((score, d, is_cart, t));
+            let not_cart = cart.as_ref() != Some(&dims);
+            let key = (score, d, directions, not_cart);
+            if best.as_ref().is_none_or(|(k, _)| key < *k) {
+                best = Some((key, t));
             }
         }
     }
-    let (_, _, _, mut t) = best.ok_or(Error::NoTopology)?;
+    let (_, mut t) = best.ok_or(Error::NoTopology)?;
     t.cart = cart;
     Ok(t)
 }
 
 /// The topology `dims` gives the ranks, if their position classes decide
 /// their endpoint patterns (leaving out displacements that fewer than
-/// `min_share` of the ranks have).
-fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Option<Topology> {
+/// `min_share` of the ranks have), and how many distinct displacements
+/// its ranks' peers make. A grid whose every dimension is at most
+/// `2 * reach + 1` wide has one rank per class and so explains any
+/// pattern: the true grid is then the one where each peer is the same
+/// step for every rank (6 displacements for a 7-point stencil), where a
+/// grid read in the wrong order turns one step into several (12 ranks
+/// numbered x fastest over 3x2x2, read as row-major 3x2x2 instead of
+/// 2x2x3).
+fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Option<(Topology, usize)> {
     let d = dims.len();
     let mut reach = vec![0u32; d];
     let mut wraps = vec![false; d];
@@ -527,14 +531,18 @@ fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Option<Topology>
         })
         .filter(|_| reach.iter().any(|&b| b > 0))
         .collect();
-    Some(Topology {
-        dims: dims.to_vec(),
-        wraps,
-        reach,
-        groups,
-        critical,
-        cart: None,
-    })
+    let directions = share.values().filter(|&&n| n as f64 >= least).count();
+    Some((
+        Topology {
+            dims: dims.to_vec(),
+            wraps,
+            reach,
+            groups,
+            critical,
+            cart: None,
+        },
+        directions,
+    ))
 }
 
 #[cfg(test)]
@@ -583,6 +591,25 @@ mod tests {
             assert_eq!(t.dims, dims, "torus {torus}");
             assert!(t.wraps.iter().all(|&w| w == torus), "{dims:?}");
             assert!(t.reach.iter().all(|&b| b == 1));
+        }
+    }
+
+    /// Ranks numbered x fastest over `MPI_Dims_create`'s `nx, ny, nz`
+    /// form the row-major grid `nz x ny x nx`. At 12 and 18 ranks no
+    /// dimension is wider than 3, so every rank is a class of its own and
+    /// the row-major `nx x ny x nz` that `MPI_Cart_create` recorded
+    /// explains the peers as well, with as short a reach; its peers are
+    /// not one step each, which decides.
+    #[test]
+    fn x_fastest_grids_are_read_in_their_order() {
+        for (dims, cart) in [
+            (vec![2u64, 2, 3], vec![3u64, 2, 2]),
+            (vec![2, 3, 3], vec![3, 3, 2]),
+            (vec![2, 3, 4], vec![4, 3, 2]),
+        ] {
+            let t = detect_from(&stencil(&dims, false), Some(cart)).unwrap();
+            assert_eq!(t.dims, dims);
+            assert!(t.wraps.iter().all(|&w| !w), "{dims:?}");
         }
     }
 

@@ -321,6 +321,10 @@ pub(super) struct Fitter<'a> {
     laws: Option<&'a mut Laws>,
     /// How far the stencil reaches, which bounds a peer's coefficients.
     reach: Option<u32>,
+    /// Whether constants are laws to share too: only a class that one
+    /// input alone has borrows them, and recording every constant field
+    /// of every class costs time where none does.
+    constants: bool,
 }
 
 /// Laws verified per call site and field, with the class that verified
@@ -359,6 +363,7 @@ impl<'a> Fitter<'a> {
             labels,
             laws: None,
             reach: None,
+            constants: false,
         }
     }
 
@@ -366,6 +371,13 @@ impl<'a> Fitter<'a> {
     /// [`fit::fit_within`]).
     pub(super) fn within(mut self, reach: u32) -> Fitter<'a> {
         self.reach = Some(reach);
+        self
+    }
+
+    /// Shares constants as laws too, for classes that one input alone has
+    /// ([`Fitter::one_input`]).
+    pub(super) fn sharing_constants(mut self, yes: bool) -> Fitter<'a> {
+        self.constants = yes;
         self
     }
 
@@ -377,26 +389,42 @@ impl<'a> Fitter<'a> {
 
     /// The value of a law verified in another class that reproduces
     /// `points`, when every such law agrees at the target.
+    ///
+    /// One value says nothing about the law it follows by itself, so a
+    /// class that one input alone has (the inner plane of a dimension
+    /// that only the largest input makes 3 wide) is held to every law its
+    /// call site verified elsewhere, the constants among them: the laws
+    /// that reproduce its value must all agree at the target, and a value
+    /// that none reproduces stays unverified. With two values or more the
+    /// constants are left out, since they would contradict the law of a
+    /// dimension those inputs never changed (NPB MG's `-(y - 1)*x`).
     fn borrowed(&self, ev: &Ev, field: &str, points: &[(&[u64], i64)]) -> Option<(i64, String)> {
         let key = law_key(ev, field);
-        if points.len() < 2 {
-            // One value says nothing about the law it follows.
-            return None;
-        }
+        let single = match points.len() {
+            0 => return None,
+            n => n == 1,
+        };
         let laws = self.laws.as_deref()?.get(&key)?;
         let d = self.dims.len();
         // Least-squares coefficients carry rounding error: `P - y*x`
         // evaluates to 47.99999999999996 at 4x4x4.
-        let whole = |x: f64| {
-            let r = x.round();
-            ((x - r).abs() <= 1e-6 * r.abs().max(1.0)).then_some(r as i64)
+        // A constant is compared exactly: `MPI_PROC_NULL`'s code has no
+        // exact double.
+        let at = |m: &fit::Model, g: &[u64]| match m {
+            fit::Model::Const(c) => Some(*c),
+            m => {
+                let x = m.eval(g);
+                let r = x.round();
+                ((x - r).abs() <= 1e-6 * r.abs().max(1.0)).then_some(r as i64)
+            }
         };
         let mut fits = laws
             .iter()
-            .filter(|(m, _)| points.iter().all(|&(g, v)| whole(m.eval(g)) == Some(v)));
+            .filter(|(m, _)| single || !matches!(m, fit::Model::Const(_)))
+            .filter(|(m, _)| points.iter().all(|&(g, v)| at(m, g) == Some(v)));
         let (m0, c0) = fits.next()?;
-        let v0 = whole(m0.eval(self.dims))?;
-        if fits.any(|(m, _)| whole(m.eval(self.dims)) != Some(v0)) {
+        let v0 = at(m0, self.dims)?;
+        if fits.any(|(m, _)| at(m, self.dims) != Some(v0)) {
             return None;
         }
         Some((v0, format!("{} (verified at {c0})", m0.describe(d))))
@@ -538,17 +566,15 @@ impl<'a> Fitter<'a> {
             && vals.iter().all(|&x| x == v)
             && kind != fit::Kind::Length
         {
+            let points: Vec<(&[u64], i64)> =
+                grids.iter().copied().zip(vals.iter().copied()).collect();
             if vals.len() < 2 {
-                // One input says nothing about how the value changes.
-                self.record(ev, field, vals, "constant (one input)".into(), v, false);
-                return Ok(v);
+                return Ok(self.one_input(ev, field, v, &points));
             }
             // Inputs that never change a dimension cannot tell a constant
             // from a law in it: NPB MG's wrap-around in y, -(y-1)*x, is -12
             // at 4x4x4 and 8x4x4 alike. A law its call site verified in a
             // class that more inputs have decides then.
-            let points: Vec<(&[u64], i64)> =
-                grids.iter().copied().zip(vals.iter().copied()).collect();
             let fixed = (0..self.dims.len()).any(|j| grids.iter().all(|g| g[j] == grids[0][j]));
             if fixed
                 && let Some((b, model)) = self.borrowed(ev, field, &points)
@@ -556,6 +582,11 @@ impl<'a> Fitter<'a> {
             {
                 self.record(ev, field, vals, model, b, true);
                 return Ok(b);
+            }
+            // A constant over inputs that change every dimension is a law
+            // of its call site, which a class one input alone has may take.
+            if !fixed && self.constants {
+                self.verified_law(ev, field, fit::Model::Const(v));
             }
             return Ok(v);
         }
@@ -614,6 +645,31 @@ impl<'a> Fitter<'a> {
         }
         self.cache.insert(key, (f.value, law));
         Ok(f.value)
+    }
+
+    /// The value at the target of a field that one input alone shows (a
+    /// class that only the largest input has). One value says nothing
+    /// about how it changes, so it takes the law its call site verified in
+    /// the classes that more inputs have, where that reproduces it
+    /// ([`Fitter::borrowed`]). An identifier that counts the rank's own
+    /// creations (a request or communicator id, and the lists of request
+    /// ids) follows from the class's sequence itself, which the target's
+    /// ranks of the class repeat, so it is kept. Anything else is reported
+    /// unverified.
+    fn one_input(&mut self, ev: &Ev, field: &str, v: i64, points: &[(&[u64], i64)]) -> i64 {
+        if let Some((b, model)) = self.borrowed(ev, field, points) {
+            if b != v {
+                self.record(ev, field, &[v], model, b, true);
+            }
+            return b;
+        }
+        let counted = matches!(field, "comm" | "req" | "new_comm")
+            || field.starts_with("reqs[")
+            || field.starts_with("done[");
+        if !counted {
+            self.record(ev, field, &[v], "constant (one input)".into(), v, false);
+        }
+        v
     }
 
     /// Shares a law this class verified for a field with the classes that

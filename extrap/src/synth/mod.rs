@@ -1,7 +1,7 @@
 //! The extrapolation itself: position classes, alignment, fitting and the
 //! synthetic trace (see the [crate documentation](crate)).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use compress::{Compressor, Config};
@@ -19,6 +19,7 @@ use crate::plugin::{Field, Plugin};
 use crate::topology::{self, Layout, Pos, RankInfo, Topology, rank_at};
 
 mod align;
+mod grid;
 mod symbolic;
 mod timefit;
 
@@ -27,6 +28,8 @@ use align::{
 };
 use symbolic::{STEP_MASK, SYMBOL, extrapolate_with_plugin};
 use timefit::{fit_fields, fit_timing};
+
+pub use grid::DimsOrder;
 
 /// One input trace and the name to report it by.
 pub struct Input {
@@ -41,9 +44,13 @@ pub struct Input {
 pub struct Options {
     /// The target rank count.
     pub ranks: u64,
-    /// The target grid, slowest dimension first (`--dims`); by default
-    /// derived from how the inputs' grids grow.
+    /// The target grid (`--dims`), its sizes in the order `dims_order`
+    /// says; by default derived from how the inputs' grids grow.
     pub dims: Option<Vec<u64>>,
+    /// The order `dims` is written in: rankscale's own, slowest dimension
+    /// first, or x fastest as applications that number their ranks
+    /// `x + nx*(y + ny*z)` write it (`--dims-order`).
+    pub dims_order: DimsOrder,
     /// How timing fields are fitted.
     pub timing: Method,
     /// Lossy mode (Wu and Mueller 2012 §3.4): keep what every rank of a class and
@@ -78,6 +85,7 @@ impl Options {
         Options {
             ranks,
             dims: None,
+            dims_order: DimsOrder::SlowestFirst,
             timing: Method::Auto,
             lossy: false,
             snippet: None,
@@ -477,67 +485,22 @@ fn ascending(mut dims: Vec<u64>) -> Vec<u64> {
     dims
 }
 
-/// The target grid: `--dims`, or the grid the inputs' growth implies.
-fn target_dims(opts: &Options, tops: &[Topology], layout: &Layout) -> Result<Vec<u64>, Error> {
+/// The target grid, slowest dimension first: `--dims` (in the order it is
+/// written in, and only where it continues the inputs' grids), or the grid
+/// the inputs' growth implies; with fewer than `d + 1` inputs, one of their
+/// shape. Every dimension must hold its boundary classes and an interior.
+fn target_dims(
+    opts: &Options,
+    inputs: &[Input],
+    tops: &[Topology],
+    layout: &Layout,
+) -> Result<Vec<u64>, Error> {
     let d = layout.lo.len();
-    let n = opts.ranks;
-    let dims = if let Some(dims) = &opts.dims {
-        if dims.len() != d {
-            return Err(Error::BadDims(format!(
-                "--dims has {} dimension(s) but the traces have a {d}D topology",
-                dims.len()
-            )));
-        }
-        if dims.iter().product::<u64>() != n {
-            return Err(Error::BadDims(format!(
-                "--dims {} makes {} ranks, not --ranks {n}",
-                dims.iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join("x"),
-                dims.iter().product::<u64>()
-            )));
-        }
-        dims.clone()
-    } else if d == 1 {
-        vec![n]
-    } else if tops.iter().all(Topology::is_hypercube) {
-        let root = (n as f64).powf(1.0 / d as f64).round() as u64;
-        let side = (root.saturating_sub(1)..=root + 1).find(|s| s.pow(d as u32) == n);
-        match side {
-            Some(s) => vec![s; d],
-            None => {
-                let lo = (n as f64).powf(1.0 / d as f64).floor() as u64;
-                let shape = if d == 2 { "square" } else { "cube" };
-                return Err(Error::Unrealisable(format!(
-                    "{n} ranks cannot be realised: every input is a {d}D {shape} grid, and {n} \
-                     is not a {shape} number; the nearest valid sizes are {} and {} (or give \
-                     --dims to choose another grid)",
-                    lo.pow(d as u32),
-                    (lo + 1).pow(d as u32)
-                )));
-            }
-        }
-    } else if tops.iter().all(|t| dims_create(t.size(), d) == t.dims) {
-        dims_create(n, d)
-    } else if tops
-        .iter()
-        .all(|t| ascending(dims_create(t.size(), d)) == t.dims)
-    {
-        // The same balanced split with the larger sizes in the faster
-        // dimensions, as NPB LU lays out its processor grid.
-        ascending(dims_create(n, d))
-    } else {
-        return Err(Error::Unrealisable(format!(
-            "the inputs' grids ({}) do not grow in a way rankscale can continue (neither \
-             square nor MPI_Dims_create's balanced split, in either order): give the target \
-             grid with --dims",
-            tops.iter()
-                .map(describe_topology)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+    let dims = match &opts.dims {
+        Some(given) => grid::given_dims(opts, given, inputs, tops)?,
+        None => grown_dims(opts.ranks, d, inputs, tops)?,
     };
+    grid::enough_for(inputs, tops, &dims)?;
     for (i, &s) in dims.iter().enumerate() {
         let need = u64::from(layout.lo[i]) + u64::from(layout.hi[i]) + 1;
         if s < need {
@@ -549,6 +512,53 @@ fn target_dims(opts: &Options, tops: &[Topology], layout: &Layout) -> Result<Vec
         }
     }
     Ok(dims)
+}
+
+/// The grid of `n` ranks that continues the inputs' growth: squares or
+/// cubes, one shape scaled, or `MPI_Dims_create`'s balanced split in
+/// either order.
+fn grown_dims(n: u64, d: usize, inputs: &[Input], tops: &[Topology]) -> Result<Vec<u64>, Error> {
+    if d == 1 {
+        return Ok(vec![n]);
+    }
+    if tops.iter().all(Topology::is_hypercube) {
+        return match grid::scaled(&vec![1; d], n) {
+            Some(dims) => Ok(dims),
+            None => {
+                let lo = (n as f64).powf(1.0 / d as f64).floor() as u64;
+                let shape = if d == 2 { "square" } else { "cube" };
+                Err(Error::Unrealisable(format!(
+                    "{n} ranks cannot be realised: every input is a {d}D {shape} grid, and {n} \
+                     is not a {shape} number; the nearest valid sizes are {} and {} (or give \
+                     --dims to choose another grid)",
+                    lo.pow(d as u32),
+                    (lo + 1).pow(d as u32)
+                )))
+            }
+        };
+    }
+    if let Some(dims) = grid::common_shape(tops).and_then(|shape| grid::scaled(&shape, n)) {
+        return Ok(dims);
+    }
+    if tops.iter().all(|t| dims_create(t.size(), d) == t.dims) {
+        Ok(dims_create(n, d))
+    } else if tops
+        .iter()
+        .all(|t| ascending(dims_create(t.size(), d)) == t.dims)
+    {
+        // The same balanced split with the larger sizes in the faster
+        // dimensions, as NPB LU lays out its processor grid, and as an
+        // application numbering its ranks x fastest over `MPI_Dims_create`'s
+        // `nx, ny, nz` has it.
+        Ok(ascending(dims_create(n, d)))
+    } else {
+        Err(Error::Unrealisable(format!(
+            "the inputs' grids do not grow in a way rankscale can continue (neither square, \
+             one shape scaled nor MPI_Dims_create's balanced split, in either order): give the \
+             target grid with --dims. The grids read: {}",
+            grid::grids_read(inputs, tops)
+        )))
+    }
 }
 
 /// The classes present in a grid.
@@ -721,7 +731,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     } else {
         find_layout(&observed.infos, &observed.tops, &reach)
     };
-    let dims = target_dims(opts, &observed.tops, &layout)?;
+    let dims = target_dims(opts, inputs, &observed.tops, &layout)?;
     let target_size: u64 = dims.iter().product();
     if target_size > u64::from(trace::ranklist::MAX_RANK) {
         return Err(Error::BadDims(format!(
@@ -730,14 +740,16 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
     }
     // Every class must behave the same on every rank of an input (lossy
     // mode keeps what they share instead).
+    let on_grids = |error| on_grids(error, inputs, &observed.tops);
     let (class_streams, dropped) = common_sequences(
         observed.rank_streams,
         &observed.rank_lens,
         &observed.tops,
         &layout,
-    )?;
+    )
+    .map_err(on_grids)?;
     if !lossy {
-        refuse_inhomogeneous(inputs, &observed.infos, &observed.tops, &layout)?;
+        refuse_inhomogeneous(inputs, &observed.infos, &observed.tops, &layout).map_err(on_grids)?;
     }
     let ps: Vec<f64> = sizes
         .iter()
@@ -760,11 +772,14 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         tally: HashMap::new(),
         field_seen: BTreeSet::new(),
         laws: align::Laws::new(),
+        one_input: BTreeMap::new(),
+        share_constants: false,
         merged: None,
     };
     for class in fitting.order() {
-        fitting.add_class(&class)?;
+        fitting.add_class(&class).map_err(on_grids)?;
     }
+    fitting.note_one_input_classes();
     let ClassFitting {
         mut report,
         tally,
@@ -778,7 +793,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         report.dropped = dropped_per_input(inputs, &dropped, &observed.rank_lens);
     }
     refuse_excess_loss(&report.dropped, &observed.volumes, opts.max_drop)?;
-    let mut unverified = unverified_fields(&report, opts)?;
+    let mut unverified = unverified_fields(&report, opts).map_err(on_grids)?;
     unverified.extend(observed.volumes.iter().map(Volume::describe));
     report.volumes = observed.volumes;
     Ok(finish(
@@ -791,6 +806,15 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         unverified,
         trace,
     ))
+}
+
+/// A refusal of the fitting stages with the grids the inputs were read
+/// as ([`Error::OnGrids`]).
+fn on_grids(error: Error, inputs: &[Input], tops: &[Topology]) -> Error {
+    Error::OnGrids {
+        error: Box::new(error),
+        grids: grid::grids_read(inputs, tops),
+    }
 }
 
 /// The inputs' rank counts, in their order, once the command line is
@@ -844,6 +868,7 @@ fn input_sizes(inputs: &[Input]) -> Result<Vec<u64>, Error> {
             got: 0,
             need: 2,
             dims: 1,
+            why: grid::N_PLUS_ONE.into(),
         });
     }
     Ok(sizes)
@@ -993,12 +1018,8 @@ fn shared_stencil(inputs: &[Input], tops: &[Topology]) -> Result<(Vec<u32>, Vec<
             });
         }
     }
-    if inputs.len() < d + 1 {
-        return Err(Error::TooFewTraces {
-            got: inputs.len(),
-            need: d + 1,
-            dims: d,
-        });
+    if inputs.len() < grid::inputs_needed(tops) {
+        return Err(grid::too_few(inputs, tops, None));
     }
     Ok((reach, wraps))
 }
@@ -1078,23 +1099,46 @@ struct ClassFitting<'a> {
     field_seen: BTreeSet<(String, String)>,
     /// Laws verified in one class that others may borrow.
     laws: align::Laws,
+    /// The classes that one input alone has, by input.
+    one_input: BTreeMap<usize, Vec<String>>,
+    /// Whether some class of the target is in one input alone, which then
+    /// borrows constants too.
+    share_constants: bool,
     /// The classes' traces merged so far.
     merged: Option<MergedTrace>,
 }
 
 impl ClassFitting<'_> {
+    /// A note per input that alone has some classes: their fields rest
+    /// on the laws other classes verified, which a user should know.
+    fn note_one_input_classes(&mut self) {
+        for (k, classes) in std::mem::take(&mut self.one_input) {
+            self.report.notes.push(format!(
+                "{} class(es) rest on {} alone ({}): each of their fields takes the law its \
+                 call site verified in the classes that more inputs have, where that law \
+                 reproduces its value",
+                classes.len(),
+                self.inputs[k].name,
+                classes.join("; ")
+            ));
+        }
+    }
+}
+
+impl ClassFitting<'_> {
     /// The target's classes, those that more inputs have first: they
-    /// verify the laws that classes seen in fewer inputs may borrow.
-    fn order(&self) -> Vec<Vec<Pos>> {
+    /// verify the laws that classes seen in fewer inputs may borrow. Where
+    /// one input alone has some class, constants are shared as laws too.
+    fn order(&mut self) -> Vec<Vec<Pos>> {
+        let inputs_with = |c: &Vec<Pos>| {
+            self.tops
+                .iter()
+                .filter(|t| class_ranks(c, &t.dims, self.layout).is_some())
+                .count()
+        };
         let mut order = classes(self.dims, self.layout);
-        order.sort_by_key(|c| {
-            std::cmp::Reverse(
-                self.tops
-                    .iter()
-                    .filter(|t| class_ranks(c, &t.dims, self.layout).is_some())
-                    .count(),
-            )
-        });
+        order.sort_by_key(|c| std::cmp::Reverse(inputs_with(c)));
+        self.share_constants = order.iter().any(|c| inputs_with(c) == 1);
         order
     }
 
@@ -1109,6 +1153,11 @@ impl ClassFitting<'_> {
             self.keep_shared_calls(class, &mut present)?;
         }
         let (kept, folded) = self.align(&cname, present)?;
+        if let [(k, _)] = kept.as_slice()
+            && self.inputs.len() > 1
+        {
+            self.one_input.entry(*k).or_default().push(cname.clone());
+        }
         let targets = self.fit(&cname, &kept, &folded)?;
         let (trace, events) = class_trace(rep, &targets)?;
         self.report.events += events * ranks.len();
@@ -1286,6 +1335,7 @@ impl ClassFitting<'_> {
             &self.labels,
         )
         .borrowing(&mut self.laws)
+        .sharing_constants(self.share_constants)
         .within(self.reach);
         fit_items(
             &mut fitter,

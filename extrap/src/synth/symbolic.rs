@@ -329,6 +329,9 @@ pub(super) fn extrapolate_with_plugin(
             got: inputs.len(),
             need: 3,
             dims: 1,
+            why: "a plugin's loops change their length with the size, and two sizes fit any \
+                  one-term law"
+                .into(),
         });
     }
     let mut streams: Vec<Stream> = Vec::with_capacity(inputs.len());
