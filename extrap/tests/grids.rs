@@ -7,6 +7,9 @@
 //! cubes from three inputs. (`tests/extrap.rs` does the same with real
 //! MPI runs.)
 
+mod common;
+
+use common::events;
 use compress::fixtures::transfer;
 use extrap::{DimsOrder, Input, Options};
 use trace::{Event, Op, TraceFile, Transfer};
@@ -122,15 +125,6 @@ fn inputs(sizes: &[u32], how: Numbering, torus: bool) -> Vec<Input> {
             name: format!("st.{p}"),
             file: stencil(p, how, torus),
         })
-        .collect()
-}
-
-fn events(f: &TraceFile, r: u32) -> Vec<String> {
-    f.trace
-        .rank_trace(r)
-        .unwrap()
-        .expand()
-        .map(|e| trace::raw::event_line(&e))
         .collect()
 }
 

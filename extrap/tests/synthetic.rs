@@ -2,6 +2,9 @@
 //! against the trace the same generator makes at the target size: loops
 //! whose step count changes with the rank count, and errors.
 
+mod common;
+
+use common::events;
 use extrap::{Input, Options};
 use trace::TraceFile;
 
@@ -16,15 +19,6 @@ fn ring(p: u32) -> TraceFile {
 /// rebuild without debug information would move them.
 fn ring_at(p: u32, base: u64) -> TraceFile {
     compress::fixtures::ring(p, base, 0)
-}
-
-fn events(f: &TraceFile, r: u32) -> Vec<String> {
-    f.trace
-        .rank_trace(r)
-        .unwrap()
-        .expand()
-        .map(|e| trace::raw::event_line(&e))
-        .collect()
 }
 
 fn opts(ranks: u64) -> Options {
