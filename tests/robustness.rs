@@ -94,6 +94,50 @@ fn a_panic_in_the_tracer_never_crosses_the_ffi_boundary() {
     }
 }
 
+/// Rank 0 takes longer to write the merged trace than the merge's deadline
+/// (injected with `RANKSCALE_FAULT=slow-write@S`, as a loaded node made it:
+/// 125 ranks on two cores). The other ranks wait for its word at
+/// `MPI_Finalize` however long it takes: they gave up once, left the
+/// broadcast pending, and Open MPI 4.1 crashed in `MPI_Finalize` (16 ranks
+/// here) while MPICH's UCX printed warnings on the application's stdout.
+/// The application's output and exit code are unchanged, no rank warns, the
+/// trace is written and the ranks' snapshots are gone.
+#[test]
+fn a_rank_0_slower_than_the_deadline_leaves_the_job_intact() {
+    for imp in mpis() {
+        // 16 ranks: with 4 the broadcast's tree had no inner rank to
+        // forward it, and the crash did not show.
+        let bin = program(imp, "grid3d");
+        let a = args(&["-i", "4", "-k", "2"]);
+        let plain = mpirun(imp, 16, &bin, &a, &untraced());
+        let dir = scratch(&format!("{imp}-slowwrite"));
+        let mut opt = traced_raw(imp, &dir);
+        let file = dir.join("run.trace");
+        opt.env
+            .push(("RANKSCALE_TRACE", file.display().to_string()));
+        opt.env.push(("RANKSCALE_MERGE_TIMEOUT_S", "1".into()));
+        opt.env.push(("RANKSCALE_FLUSH_S", "0.5".into()));
+        opt.env.push(("RANKSCALE_FAULT", "slow-write@4".into()));
+        let traced = mpirun(imp, 16, &bin, &a, &opt);
+        assert_eq!(traced.code, plain.code, "{imp}: {}", traced.stderr);
+        assert_eq!(traced.stdout, plain.stdout, "{imp}");
+        assert!(
+            !traced.stderr.contains("rankscale: warning"),
+            "{imp}: no rank warns:\n{}",
+            traced.stderr
+        );
+        let t = trace::TraceFile::read(&file)
+            .unwrap_or_else(|e| panic!("{imp}: the trace is written: {e}"));
+        assert_eq!(t.trace.ranks().len(), 16, "{imp}");
+        let snapshots = dir.join("run.trace.d");
+        assert!(
+            !snapshots.exists(),
+            "{imp}: the snapshots in {} are removed",
+            snapshots.display()
+        );
+    }
+}
+
 /// `MPI_THREAD_MULTIPLE`: four threads per rank each make point-to-point and
 /// collective calls on their own communicator. Repeated runs must all finish
 /// (no deadlock) with every event recorded (no loss, no race).

@@ -53,6 +53,18 @@ pub(crate) struct Config {
     /// the tracer panics while recording its N-th event. It proves that a
     /// tracer bug cannot cross the FFI boundary into the application.
     pub panic_at: Option<u64>,
+    /// `RANKSCALE_FAULT=slow-write@S`: rank 0 waits S seconds before it
+    /// writes the merged trace, as a loaded node or a slow file system
+    /// makes it wait. It proves that ranks which give up waiting for rank 0
+    /// at `MPI_Finalize` leave MPI in a state it can finalize.
+    pub slow_write_s: f64,
+}
+
+/// A fault `RANKSCALE_FAULT` injects (see [`Config::panic_at`] and
+/// [`Config::slow_write_s`]).
+enum Fault {
+    Panic(u64),
+    SlowWrite(f64),
 }
 
 /// Where a setting's value comes from: the environment in the tracer, a
@@ -138,28 +150,38 @@ impl<L: Lookup> Reader<L> {
         }
     }
 
-    /// `RANKSCALE_FAULT`: `panic@N` (N at least 1) or nothing; anything
-    /// else is ignored with a warning, so that a misspelt fault test does
-    /// not pass for want of a fault.
-    fn fault(&mut self) -> Option<u64> {
+    /// `RANKSCALE_FAULT`: `panic@N` (N at least 1), `slow-write@S` (S
+    /// seconds, at most an hour) or nothing; anything else is ignored with
+    /// a warning, so that a misspelt fault test does not pass for want of a
+    /// fault.
+    fn fault(&mut self) -> Option<Fault> {
         const NAME: &str = "RANKSCALE_FAULT";
         let v = self.text(NAME)?;
-        if v.trim().is_empty() {
+        let t = v.trim();
+        if t.is_empty() {
             return None;
         }
-        let n = v
-            .trim()
+        let panic = t
             .strip_prefix("panic@")
             .and_then(|n| n.parse::<u64>().ok())
-            .filter(|n| *n >= 1);
-        if n.is_none() {
+            .filter(|n| *n >= 1)
+            .map(Fault::Panic);
+        let slow = || {
+            t.strip_prefix("slow-write@")
+                .and_then(|n| n.parse::<f64>().ok())
+                .filter(|s| (0.0..=3600.0).contains(s))
+                .map(Fault::SlowWrite)
+        };
+        let f = panic.or_else(slow);
+        if f.is_none() {
             self.ignore(
                 NAME,
                 &v,
-                "expected panic@N (N >= 1, the event to panic at); no fault injected",
+                "expected panic@N (N >= 1, the event to panic at) or slow-write@S (0 to 3600 \
+                 seconds); no fault injected",
             );
         }
-        n
+        f
     }
 }
 
@@ -229,7 +251,19 @@ impl Config {
             merge_timeout_s: r.number("RANKSCALE_MERGE_TIMEOUT_S", 120.0f64, |s| {
                 (0.0..=1e9).contains(s)
             }),
-            panic_at: r.fault(),
+            panic_at: None,
+            slow_write_s: 0.0,
+        };
+        let config = match r.fault() {
+            Some(Fault::Panic(n)) => Config {
+                panic_at: Some(n),
+                ..config
+            },
+            Some(Fault::SlowWrite(s)) => Config {
+                slow_write_s: s,
+                ..config
+            },
+            None => config,
         };
         (config, r.warnings)
     }
@@ -287,18 +321,29 @@ mod tests {
     #[test]
     fn a_fault_is_panic_at_a_positive_event_or_a_warning() {
         assert_eq!(read(&[("RANKSCALE_FAULT", "panic@7")]).0.panic_at, Some(7));
+        let (c, w) = read(&[("RANKSCALE_FAULT", "slow-write@2.5")]);
+        assert_eq!((c.panic_at, c.slow_write_s, w.len()), (None, 2.5, 0));
         let (c, w) = read(&[("RANKSCALE_FAULT", "")]);
         assert_eq!((c.panic_at, w.len()), (None, 0));
         for bad in [
-            "garbage", "panic@", "panic@0", "panic@-3", "panic@x", "PANIC@5",
+            "garbage",
+            "panic@",
+            "panic@0",
+            "panic@-3",
+            "panic@x",
+            "PANIC@5",
+            "slow-write@",
+            "slow-write@-1",
+            "slow-write@3601",
+            "slow-write@NaN",
         ] {
             let (c, w) = read(&[("RANKSCALE_FAULT", bad)]);
-            assert_eq!(c.panic_at, None, "{bad}");
+            assert_eq!((c.panic_at, c.slow_write_s), (None, 0.0), "{bad}");
             assert_eq!(
                 w,
                 [format!(
                     "ignoring RANKSCALE_FAULT={bad:?}: expected panic@N (N >= 1, the event to \
-                     panic at); no fault injected"
+                     panic at) or slow-write@S (0 to 3600 seconds); no fault injected"
                 )]
             );
         }

@@ -17,9 +17,15 @@ use crate::tracer::{self, Tracer, warn};
 const TAG: c_int = 0x5253;
 /// Largest single message: MPI counts are `int`s.
 const CHUNK: usize = 1 << 30;
-/// Sleep between two tests of a pending receive: the merge must not spin on
-/// an oversubscribed node (MPICH busy-polls inside blocking calls).
+/// First sleep between two tests of a pending request: the merge must not
+/// spin on an oversubscribed node (MPICH busy-polls inside blocking calls).
 const NAP_US: u64 = 20;
+/// Longest sleep between two tests. The sleep doubles while a request stays
+/// pending: with 125 ranks on two cores, every waiting rank testing each
+/// 20 us starved the few ranks that were merging, and rank 0's merge outlived
+/// the 120 s deadline. A merge message waits at most this much longer than
+/// it must.
+const MAX_NAP_US: u64 = 2_000;
 
 /// The merge's messages over the private communicator. Every wait has the
 /// merge's deadline: a partner that never sends or receives (it died, or
@@ -29,6 +35,11 @@ const NAP_US: u64 = 20;
 struct MpiLink {
     comm: MPI_Comm,
     limit: Duration,
+    /// A request of this link was left pending (deadline or failed test):
+    /// the communicator must then never be freed, since Open MPI 4.1
+    /// crashes in `MPI_Finalize` progressing a request whose communicator
+    /// is gone.
+    abandoned: bool,
 }
 
 fn check(rc: c_int, what: &str) -> Result<(), String> {
@@ -42,7 +53,7 @@ fn check(rc: c_int, what: &str) -> Result<(), String> {
 impl MpiLink {
     /// Sends `buf`; `Ok(false)` if the deadline passed first (then `buf`
     /// must never be freed).
-    fn send_raw(&self, buf: &[u8], to: i32) -> Result<bool, String> {
+    fn send_raw(&mut self, buf: &[u8], to: i32) -> Result<bool, String> {
         // SAFETY: reading an initialised mpi-sys constant.
         let mut req = unsafe { RSMPI_REQUEST_NULL };
         // SAFETY: `buf` is a live byte slice of `buf.len() <= CHUNK` bytes
@@ -61,12 +72,12 @@ impl MpiLink {
             )
         };
         check(rc, "MPI_Isend")?;
-        complete_within(&mut req, Some(self.limit))
+        self.settle(&mut req)
     }
 
     /// Receives into `buf`; `Ok(false)` if the deadline passed first (then
     /// `buf` must never be freed).
-    fn recv_raw(&self, buf: &mut [u8], from: i32) -> Result<bool, String> {
+    fn recv_raw(&mut self, buf: &mut [u8], from: i32) -> Result<bool, String> {
         // SAFETY: reading an initialised mpi-sys constant.
         let mut req = unsafe { RSMPI_REQUEST_NULL };
         // SAFETY: `buf` stays alive until the request completes (or is
@@ -84,7 +95,17 @@ impl MpiLink {
             )
         };
         check(rc, "MPI_Irecv")?;
-        complete_within(&mut req, Some(self.limit))
+        self.settle(&mut req)
+    }
+
+    /// Completes a request of this link within the deadline, remembering
+    /// one left pending.
+    fn settle(&mut self, req: &mut MPI_Request) -> Result<bool, String> {
+        let done = complete_within(req, Some(self.limit));
+        if !matches!(done, Ok(true)) {
+            self.abandoned = true;
+        }
+        done
     }
 
     fn late(&self, rank: i32) -> String {
@@ -97,10 +118,11 @@ impl MpiLink {
 
 /// Waits for a request by test-and-sleep (a blocking wait would busy-poll
 /// on MPICH and starve the other ranks of an oversubscribed node), until
-/// `limit`: `Ok(false)` if the request is still pending then (it is left
-/// pending: MPI cannot cancel a collective).
+/// `limit` (`None`: until it completes): `Ok(false)` if the request is
+/// still pending then (it is left pending: MPI cannot cancel a collective).
 fn complete_within(req: &mut MPI_Request, limit: Option<Duration>) -> Result<bool, String> {
     let start = Instant::now();
+    let mut nap = NAP_US;
     loop {
         let mut flag: c_int = 0;
         // SAFETY: `req` is a live request of this module's calls;
@@ -113,7 +135,8 @@ fn complete_within(req: &mut MPI_Request, limit: Option<Duration>) -> Result<boo
         if limit.is_some_and(|l| start.elapsed() >= l) {
             return Ok(false);
         }
-        super::nap(NAP_US);
+        super::nap(nap);
+        nap = (nap * 2).min(MAX_NAP_US);
     }
 }
 
@@ -228,6 +251,7 @@ pub(crate) fn merge_and_write(
     let mut link = MpiLink {
         comm,
         limit: timeout,
+        abandoned: false,
     };
     let out = reduce::reduce(rank, size, mine, &mut link);
     let merge_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -243,13 +267,23 @@ pub(crate) fn merge_and_write(
         }
     };
     // Rank 0 tells every rank whether the file is there; only then do the
-    // snapshots go. (On the heap, leaked if the broadcast misses the
-    // deadline: see the agreement.)
+    // snapshots go. This wait has no deadline, and needs none: once the
+    // agreement has completed every rank is in the merge, and each one
+    // reaches this broadcast (every wait of the reduction has the
+    // deadline), rank 0 last, once it has written the file. Only a rank 0
+    // that died or hangs keeps the others here, and then the job is lost
+    // anyway (the launcher ends a job whose rank died). A deadline here
+    // was harmful: with 125 ranks on two cores rank 0 wrote after the
+    // others had given up, and they left the broadcast pending at
+    // MPI_Finalize (Open MPI 4.1 crashed progressing it; MPICH's UCX
+    // printed warnings on the application's stdout).
+    // On the heap, leaked if a failed test leaves the request pending.
     let mut ok = Box::new(u8::from(written));
     // SAFETY: reading an initialised mpi-sys constant.
     let mut req = Box::new(unsafe { RSMPI_REQUEST_NULL });
-    // SAFETY: one byte on the heap, on the valid duplicate, root 0; both
-    // out-parameters outlive the request (leaked below if it is pending).
+    // SAFETY: one byte on the heap, root 0, on the valid duplicate; both
+    // out-parameters outlive the request (leaked below if it may be
+    // pending).
     let rc = unsafe {
         PMPI_Ibcast(
             std::ptr::from_mut(&mut *ok).cast::<c_void>(),
@@ -260,16 +294,29 @@ pub(crate) fn merge_and_write(
             &mut *req,
         )
     };
-    let told = rc == 0 && complete_within(&mut req, Some(timeout)).unwrap_or(false);
-    let ok = if told {
-        *ok
-    } else {
-        Box::leak(ok);
-        Box::leak(req);
-        0
+    let told = check(rc, "MPI_Ibcast").and_then(|()| complete_within(&mut req, None));
+    let (told, ok) = match told {
+        Ok(done) => (done, *ok),
+        Err(e) => {
+            Box::leak(ok);
+            Box::leak(req);
+            warn(
+                Some(rank),
+                &format!(
+                    "cannot learn whether rank 0 wrote the trace ({e}); this rank's snapshot (if any) is kept in {}",
+                    crate::config::rank_dir(path).display()
+                ),
+            );
+            (false, 0)
+        }
     };
-    // SAFETY: `comm` is the duplicate made above, no longer used.
-    unsafe { PMPI_Comm_free(&mut comm) };
+    if told && !link.abandoned {
+        // SAFETY: `comm` is the duplicate made above; no request on it is
+        // pending (every one completed), and it is no longer used.
+        unsafe { PMPI_Comm_free(&mut comm) };
+    }
+    // Otherwise the communicator is left to MPI_Finalize: freeing it under
+    // a pending request crashed Open MPI 4.1.
     if told && ok == 1 {
         let file = tracer::rank_file(path, rank);
         let _ = std::fs::remove_file(&file);
@@ -319,6 +366,10 @@ fn write_merged(
     size: c_int,
     merge_ns: u64,
 ) -> bool {
+    if let Some(s) = t.map(|t| t.config.slow_write_s).filter(|s| *s > 0.0) {
+        // The injected fault (RANKSCALE_FAULT=slow-write@S).
+        std::thread::sleep(Duration::from_secs_f64(s));
+    }
     for p in &reduced.problems {
         warn(Some(rank), p);
     }
