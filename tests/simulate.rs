@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use trace::{Op, ReqId};
+use trace::{Op, ReqId, TraceFile};
 
 /// Held by every test here that runs MPI jobs, so that they run one at a
 /// time: the prediction test measures wall time, and the manifest's MPICH
@@ -186,7 +186,11 @@ fn predictions_follow_the_traced_runs() {
     let mut bad = Vec::new();
     // A halo exchange with sleeps for computation (so that sharing two
     // cores does not change it), with one rank 60 ms late in iteration 10:
-    // with the recorded timeline, and from the histograms alone.
+    // with the recorded timeline, and from the histograms alone. Within
+    // 15 % of the range of up to three traced runs: here −1.7 to −7.5 %.
+    // (A CI machine once saw −15.9 %: the traced run's wall time then
+    // counted the tracer's merge at MPI_Finalize, 26 ms of a 189 ms run at
+    // 4 ranks once the merge's waits slept longer.)
     let cases: [(&str, usize, &[&str], bool); 4] = [
         (
             "late sender",
@@ -229,20 +233,32 @@ fn predictions_follow_the_traced_runs() {
             v["rank0_ns"].as_f64().unwrap(),
             v["traced_ns"].as_f64().unwrap(),
         );
-        let err = (pred - real) / real;
+        // Another traced run of the same program, when the first misses.
+        let again = || {
+            let t = dir.join(format!("ls.{np}.again.trace"));
+            trace_program(imp, np, "latestencil", args, &t, env);
+            TraceFile::read(&t).unwrap().meta.wall_ns as f64
+        };
+        let (close, runs) = within_real_runs(pred, 0.15, real, again);
+        let runs: Vec<String> = runs.iter().map(|r| format!("{:.1}", r / 1e6)).collect();
         table.push(format!(
-            "{what:<14} {np:>3} ranks  {:>8.1} ms predicted  {:>8.1} ms traced  {:+.1} %  ({})",
+            "{what:<14} {np:>3} ranks  {:>8.1} ms predicted  {:>8.1} ms traced  {:+.1} %  ({}; traced runs: {} ms)",
             pred / 1e6,
             real / 1e6,
-            100.0 * err,
-            v["computation"].as_str().unwrap_or("")
+            100.0 * (pred - real) / real,
+            v["computation"].as_str().unwrap_or(""),
+            runs.join(", ")
         ));
-        if err.abs() > 0.15 {
+        if !close {
             bad.push(table.last().unwrap().clone());
         }
     }
     eprintln!("{}", table.join("\n"));
-    assert!(bad.is_empty(), "more than 15 % off:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "more than 15 % off every traced run:\n{}",
+        bad.join("\n")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -269,10 +285,12 @@ fn one_ranks_single_delay_is_simulated_once_for_every_seed() {
     let dir = scratch("sim-deal");
     let common = ["-i", "60", "-r", "1", "-t", "20", "-d", "60"];
     let mut traces = Vec::new();
+    let mut wall = Vec::new();
     for mode in ["none", "sender"] {
         let trace = dir.join(format!("ls.{mode}.trace"));
         let args: Vec<&str> = common.iter().copied().chain(["-m", mode]).collect();
         trace_program(imp, 4, "latestencil", &args, &trace, &[]);
+        wall.push(TraceFile::read(&trace).unwrap().meta.wall_ns as f64 / 1e6);
         traces.push(trace);
     }
     let predict = |trace: &Path, seed: u32| {
@@ -282,9 +300,15 @@ fn one_ranks_single_delay_is_simulated_once_for_every_seed() {
     let longer: Vec<f64> = (1..=8)
         .map(|seed| predict(&traces[1], seed) - predict(&traces[0], seed))
         .collect();
+    // The truth is what the delay did to the traced runs: about 60 ms, less
+    // where the run without it was itself slowed (a loaded machine once
+    // gave 26 to 40 ms for every seed, the same for all). Dealt zero or two
+    // times, a seed would miss it by 60 ms.
+    let real = wall[1] - wall[0];
     assert!(
-        longer.iter().all(|ms| (40.0..80.0).contains(ms)),
-        "the 60 ms delay, as ms longer than the run without it, seeds 1 to 8: {longer:.1?}"
+        longer.iter().all(|ms| (ms - real).abs() < 30.0),
+        "the 60 ms delay, as ms longer than the run without it, seeds 1 to 8: {longer:.1?}; \
+         in the traced runs: {real:.1} ms"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
