@@ -600,6 +600,11 @@ pub(crate) fn events_of(n: &Node) -> u64 {
 /// Read it with [`Trace::expand`] (the exact event sequence) or walk
 /// [`Trace::nodes`] (the loop structure, parameters and timing). It is
 /// immutable: nothing can break the expansion invariant after the fact.
+///
+/// Its fields are public but hidden from the documentation: they are for
+/// the compressor in crate `compress`, which builds the tree and lives in
+/// another crate since the split (the model here, the algorithms there).
+/// Any other crate reads a `Trace` through its methods.
 #[derive(Clone, Debug)]
 pub struct Trace {
     #[doc(hidden)]
