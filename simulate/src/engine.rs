@@ -1257,11 +1257,11 @@ impl<'a> Engine<'a> {
         let group: Option<Vec<i32>> = ev.create.as_deref().and_then(|c| {
             let g = match ev.op {
                 Op::CommCreateGroup | Op::CommCreateFromGroup => c.members.clone(),
-                Op::IntercommCreateFromGroups => {
-                    let mut g: Vec<i32> = c.sources.iter().chain(&c.members).copied().collect();
-                    g.sort_unstable();
-                    g
-                }
+                Op::IntercommCreateFromGroups => c
+                    .new
+                    .and_then(|n| comms.both(n.0))
+                    .map(|b| b.to_vec())
+                    .unwrap_or_default(),
                 _ => return None,
             };
             (!g.is_empty()).then_some(g)
