@@ -54,11 +54,12 @@
 //! prediction is −7 to +19 % per seed and +1 to +11 % as the mean of the
 //! eight, and the same seeds are high on every trace (docs/SIMULATE.md).
 
+use trace::PathClass;
 use trace::codec::{Shape, mix64};
 use trace::rng::SplitMix64;
 use trace::seq::gcd;
 use trace::timing::{Dist, PathTiming};
-use trace::tree::{EventTiming, Expand, PathClass};
+use trace::tree::{EventTiming, Expand};
 
 /// 2^64 / φ: the Weyl step of the golden-ratio sequence in 64 bits (the same
 /// constant as SplitMix64's increment).

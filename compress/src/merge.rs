@@ -1067,7 +1067,8 @@ fn longest_increasing(v: &[(usize, usize)]) -> Vec<(usize, usize)> {
 mod tests {
     use super::*;
     use crate::{Compressor, Config};
-    use trace::tree::{EventTiming, PathClass};
+    use trace::PathClass;
+    use trace::tree::EventTiming;
     use trace::{Event, Op};
 
     /// The binomial tree, by hand: each rank but 0 sends once, to a rank

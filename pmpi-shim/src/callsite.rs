@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use crate::ffi::sys::{Module, module_of, object_file};
-use crate::tracer::HandleMap;
+use crate::handles::HandleMap;
+use crate::os::sys::{Module, module_of, object_file};
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0100_0000_01b3;

@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::tracer::warn;
+use crate::warn::warn;
 
 /// The tracer's settings.
 #[derive(Debug, Clone)]

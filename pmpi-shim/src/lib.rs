@@ -22,6 +22,9 @@
 mod callsite;
 mod config;
 pub mod ffi;
+mod handles;
+mod os;
 mod reduce;
 mod snapshot;
 mod tracer;
+mod warn;

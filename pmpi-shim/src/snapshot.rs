@@ -13,8 +13,9 @@
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::ffi::signals::{self, Wake};
-use crate::tracer::{Tracer, warn};
+use crate::os::signals::{self, Wake};
+use crate::tracer::Tracer;
+use crate::warn::warn;
 
 /// Installs the signal handlers and starts the thread. `None` (with a
 /// warning) if either cannot be done: tracing goes on without snapshots.

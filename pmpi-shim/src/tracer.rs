@@ -11,7 +11,6 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::c_int;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -24,6 +23,8 @@ use trace::{CommId, Event, EventSink, Meta, Op, Packing, PartialRank, Peer, ReqI
 
 use crate::callsite;
 use crate::config::Config;
+use crate::handles::HandleMap;
+use crate::warn::warn;
 
 /// What the tracer knows about one communicator.
 #[derive(Debug)]
@@ -156,6 +157,10 @@ pub(crate) struct Tracer {
     /// whether writing one failed already (warned once).
     snapshot_events: AtomicU64,
     snapshot_failed: AtomicBool,
+    /// The MPI error class of a non-zero return code: a function of the
+    /// MPI membrane ([`crate::ffi`]), handed in at [`install`] so that the
+    /// tracer never calls into the membrane that calls it.
+    error_class: fn(c_int) -> i32,
 }
 
 /// Where events go: the raw log (`RANKSCALE_RAW`) and the on-the-fly
@@ -212,27 +217,15 @@ impl ThreadState {
     }
 }
 
-/// Prints a warning on stderr, prefixed so that it is clearly the tracer's.
-///
-/// The line goes out in one `write` call: launchers such as Open MPI's
-/// forward each rank's stderr in chunks, and a line written piecemeal could
-/// be interleaved with another rank's.
-pub(crate) fn warn(rank: Option<i32>, msg: &str) {
-    use std::io::Write;
-    let line = match rank {
-        Some(r) => format!("rankscale: warning: rank {r}: {msg}\n"),
-        None => format!("rankscale: warning: {msg}\n"),
-    };
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
-}
-
 /// The tracer whatever its state (for the FFI layer's bookkeeping).
 pub(crate) fn get() -> Option<&'static Tracer> {
     TRACER.get()
 }
 
-/// Installs the tracer after `PMPI_Init` succeeded. Called once; a second
-/// call (MPI forbids a second Init) is ignored.
+/// Installs the tracer after `PMPI_Init` succeeded and returns it. Called
+/// once; a second call (MPI forbids a second Init) is ignored. The caller
+/// starts the snapshot thread ([`Tracer::set_snapshots`]), which reads the
+/// tracer, so that the two modules do not call each other.
 pub(crate) fn install(
     rank: i32,
     job: Job,
@@ -240,10 +233,11 @@ pub(crate) fn install(
     world: CommInfo,
     self_: CommInfo,
     keys: [usize; 2],
-) {
+    error_class: fn(c_int) -> i32,
+) -> Option<&'static Tracer> {
     // Time zero (`now()` counts from here) and the wall clock then, the
     // timeline's epoch, read together.
-    let (mono_epoch, wall_epoch) = crate::ffi::sys::clock_pair();
+    let (mono_epoch, wall_epoch) = crate::os::sys::clock_pair();
     let rec = config.trace_file.as_ref().map(|_| {
         let what = Recording {
             config: compress::Config {
@@ -288,7 +282,6 @@ pub(crate) fn install(
         // of this run.
         let _ = std::fs::remove_file(rank_file(file, rank));
     }
-    let snapshot = sinks.rec.is_some();
     let t = Tracer {
         rank,
         job,
@@ -307,15 +300,11 @@ pub(crate) fn install(
         snapshots: Mutex::new(None),
         snapshot_events: AtomicU64::new(0),
         snapshot_failed: AtomicBool::new(false),
+        error_class,
     };
     let _ = TRACER.set(t);
     install_panic_hook();
-    if snapshot && let Some(t) = TRACER.get() {
-        let h = crate::snapshot::start(t);
-        if let Ok(mut slot) = t.snapshots.lock() {
-            *slot = h;
-        }
-    }
+    TRACER.get()
 }
 
 /// This rank's file in the directory of `trace_file`'s per-rank files.
@@ -370,7 +359,7 @@ thread_local! {
 
 impl Tracer {
     fn now(&self) -> u64 {
-        crate::ffi::sys::monotonic_ns().saturating_sub(self.epoch)
+        crate::os::sys::monotonic_ns().saturating_sub(self.epoch)
     }
 
     /// Turns tracing off for good and says why, once.
@@ -636,6 +625,14 @@ impl Tracer {
         }
     }
 
+    /// Keeps the snapshot thread's handle, so that [`Tracer::finish`] can
+    /// end it.
+    pub(crate) fn set_snapshots(&self, h: Option<std::thread::JoinHandle<()>>) {
+        if let Ok(mut slot) = self.snapshots.lock() {
+            *slot = h;
+        }
+    }
+
     /// Time from `MPI_Init` to the end of tracing (`MPI_Finalize`'s
     /// entry), or to now while tracing runs, ns: the run's wall time as
     /// the trace reports it.
@@ -649,10 +646,10 @@ impl Tracer {
     /// Ends the snapshot thread (and puts the signal actions back), so
     /// that no snapshot is written after the trace is finished.
     fn stop_snapshots(&self) {
-        crate::ffi::signals::uninstall();
+        crate::os::signals::uninstall();
         let h = self.snapshots.lock().ok().and_then(|mut h| h.take());
         if let Some(h) = h {
-            crate::ffi::signals::stop();
+            crate::os::signals::stop();
             let _ = h.join();
         }
     }
@@ -745,45 +742,6 @@ pub(crate) type Reqs = SmallVec<[Option<ReqInfo>; 8]>;
 /// Handle keys of a request array; inline for up to 8 handles.
 pub(crate) type Keys = SmallVec<[usize; 8]>;
 
-/// A hash map keyed by MPI handles, small ids and code addresses, hashed
-/// by [`HandleHasher`]. Every intercepted call looks up its communicator,
-/// its requests and its call site in one, and SipHash (the standard map's
-/// hasher) showed as the shim's costliest own function in a profile of the
-/// traced stencil.
-pub(crate) type HandleMap<K, V> = HashMap<K, V, BuildHasherDefault<HandleHasher>>;
-
-/// A fast hasher for MPI handles (`int`s on MPICH, pointers on Open MPI)
-/// and ids: each word is folded in with a multiply, and `finish` mixes the
-/// state (the splitmix64 finaliser), so that aligned pointers and MPICH's
-/// patterned handles spread over the table's buckets and control bytes.
-/// The keys come from the MPI library, not from an adversary, so there is
-/// no need for SipHash's resistance to chosen collisions.
-#[derive(Default)]
-pub(crate) struct HandleHasher(u64);
-
-impl Hasher for HandleHasher {
-    fn finish(&self) -> u64 {
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(23) ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.write_u64(u64::from(x));
-    }
-    fn write_usize(&mut self, x: usize) {
-        self.write_u64(x as u64);
-    }
-}
-
 /// The thread whose live requests include handle `key`: this thread if it
 /// has one, else any other (a request completed by another thread).
 fn req_owner(m: &ReqMap, key: usize, me: u32) -> Option<u32> {
@@ -850,7 +808,7 @@ impl Scope {
         if !tracer.enabled.load(Ordering::Relaxed) {
             return;
         }
-        let error = (rc != 0).then(|| crate::ffi::error_class(rc));
+        let error = (rc != 0).then(|| (tracer.error_class)(rc));
         let leave = tracer.now();
         let r = catch_unwind(AssertUnwindSafe(|| {
             let n = tracer.events.fetch_add(1, Ordering::Relaxed) + 1;
@@ -944,32 +902,4 @@ pub(crate) fn with_callbacks<R>(f: impl FnOnce() -> R) -> R {
     let r = f();
     BUSY.with(|b| b.set(prev));
     r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::hash::BuildHasher;
-
-    /// Open MPI's handles are 16-byte aligned pointers and MPICH's are
-    /// patterned ints; both must spread over a table's buckets (low bits)
-    /// and over hashbrown's control bytes (top 7 bits), or every lookup
-    /// probes a long chain.
-    #[test]
-    fn handle_hashes_spread_over_buckets_and_control_bytes() {
-        let b = BuildHasherDefault::<HandleHasher>::default();
-        for keys in [
-            (0..1024usize)
-                .map(|i| 0x5555_0000_1000 + 16 * i)
-                .collect::<Vec<_>>(),
-            (0..1024usize).map(|i| 0xac00_0000 + i).collect(),
-        ] {
-            let hashes: Vec<u64> = keys.iter().map(|k| b.hash_one(k)).collect();
-            let low: std::collections::HashSet<u64> = hashes.iter().map(|h| h & 1023).collect();
-            let top: std::collections::HashSet<u64> = hashes.iter().map(|h| h >> 57).collect();
-            // 1024 random draws from 1024 buckets fill about 647 of them.
-            assert!(low.len() > 560, "{} buckets", low.len());
-            assert_eq!(top.len(), 128, "control bytes");
-        }
-    }
 }

@@ -56,9 +56,9 @@ pub use seq::ValueSeq;
 pub use series::MpiSeries;
 pub use timeline::{Span, Timeline};
 pub use timing::{
-    Dist, Histogram, PathTiming, Quantity, Reservoir, SlowInstance, Stats, TimeStats,
+    Dist, Histogram, PathClass, PathTiming, Quantity, Reservoir, SlowInstance, Stats, TimeStats,
 };
-pub use tree::{EventTiming, Expand, Leaf, Loop, Node, PathClass, Single, Trace, TraceStats};
+pub use tree::{EventTiming, Expand, Leaf, Loop, Node, Single, Trace, TraceStats};
 
 use std::path::{Path, PathBuf};
 

@@ -889,6 +889,18 @@ impl Reservoir {
     }
 }
 
+/// Which part of its innermost loop an event execution belongs to (the path
+/// classes of [`PathTiming`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathClass {
+    /// The first iteration (or an event outside any loop).
+    First,
+    /// Neither the first nor the last iteration.
+    Steady,
+    /// The last iteration of a loop execution of two or more iterations.
+    Last,
+}
+
 /// Path-sensitive timing of one event in the compressed trace.
 ///
 /// Classes are relative to the event's *innermost enclosing loop*, per
@@ -1036,11 +1048,7 @@ impl PathTiming {
     /// whose ranks and positions belong to the run it was recorded in. This
     /// is how an extrapolated trace gets the timing fitted for its target
     /// size.
-    pub fn map_dists(
-        &self,
-        mut f: impl FnMut(crate::tree::PathClass, Quantity, &Dist) -> Dist,
-    ) -> PathTiming {
-        use crate::tree::PathClass;
+    pub fn map_dists(&self, mut f: impl FnMut(PathClass, Quantity, &Dist) -> Dist) -> PathTiming {
         let mut src = self.clone();
         src.settle();
         let mut map = |class: PathClass, t: &TimeStats| TimeStats {

@@ -29,7 +29,7 @@ use crate::event::Event;
 use std::fmt;
 
 use crate::seq::{SeqForm, SeqIter, ValueSeq};
-use crate::timing::{PathTiming, SlowInstance};
+use crate::timing::{PathClass, PathTiming, SlowInstance};
 
 /// One execution of an MPI call that is not inside a loop.
 #[derive(Clone, Debug)]
@@ -718,18 +718,6 @@ struct Frame<'a> {
     idx: usize,
     left: u64,
     count: u64,
-}
-
-/// Which part of its innermost loop an event execution belongs to (the path
-/// classes of [`PathTiming`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathClass {
-    /// The first iteration (or an event outside any loop).
-    First,
-    /// Neither the first nor the last iteration.
-    Steady,
-    /// The last iteration of a loop execution of two or more iterations.
-    Last,
 }
 
 /// The timing an expanded event carries: exact for an event outside any

@@ -226,7 +226,7 @@ pub(crate) fn any_wildcard(infos: &[Option<ReqInfo>]) -> bool {
 pub(crate) fn after_init(ret: usize, op: Op, value: Option<i64>) {
     let started = std::panic::catch_unwind(super::start_tracer);
     if started.is_err() {
-        tracer::warn(
+        crate::warn::warn(
             None,
             "could not start the tracer; the application continues untraced",
         );
@@ -307,7 +307,7 @@ pub(crate) fn before_finalize(ret: usize) {
             tracer::untraced(|| super::finalize::merge_and_write(t, trace, &path, timeout));
         }));
         if merged.is_err() {
-            tracer::warn(
+            crate::warn::warn(
                 None,
                 "internal error while merging the trace; no trace file",
             );
@@ -332,7 +332,7 @@ pub(crate) fn before_abort(ret: usize, comm_h: MPI_Comm, code: c_int) {
                 && t.config.trace_file.is_some()
                 && let Err(e) = t.write_rank_file(part, Some("MPI_Abort"))
             {
-                tracer::warn(
+                crate::warn::warn(
                     Some(t.rank),
                     &format!("cannot write this rank's trace ({e})"),
                 );

@@ -11,7 +11,8 @@ use mpi_sys::*;
 use trace::TraceFile;
 
 use crate::reduce::{self, Link};
-use crate::tracer::{self, Tracer, warn};
+use crate::tracer::{self, Tracer};
+use crate::warn::warn;
 
 /// The tag of the merge messages (on the private communicator).
 const TAG: c_int = 0x5253;

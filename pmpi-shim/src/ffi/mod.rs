@@ -6,8 +6,6 @@ pub(crate) mod c;
 pub(crate) mod finalize;
 pub(crate) mod fortran;
 pub(crate) mod generic;
-pub(crate) mod signals;
-pub(crate) mod sys;
 
 use std::ffi::c_int;
 use std::sync::{Arc, OnceLock};
@@ -388,7 +386,7 @@ pub(crate) fn start_tracer() {
         world_size: u32::try_from(size).unwrap_or(0),
         mpi: library_version(),
     };
-    tracer::install(
+    let t = tracer::install(
         rank,
         job,
         crate::config::Config::from_env(),
@@ -401,7 +399,12 @@ pub(crate) fn start_tracer() {
             to_world: self_map,
         },
         [c.comm_world, c.comm_self],
+        error_class,
     );
+    // Snapshots of the compressed trace, when there is one.
+    if let Some(t) = t.filter(|t| t.config.trace_file.is_some()) {
+        t.set_snapshots(crate::snapshot::start(t));
+    }
 }
 
 /// Sleeps between two tests of the yielding wait mode.
