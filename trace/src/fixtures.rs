@@ -63,203 +63,228 @@ pub fn every_op() -> Vec<Event> {
             dur_ns: 2,
             compute_ns: 3,
         };
-        use Op::*;
-        match op {
-            Init | Finalize => {}
-            InitThread => e.value = Some(3 * 16 + 3),
-            Pcontrol => e.value = Some(2),
-            Abort => {
-                e.comm = CommId(0);
-                e.value = Some(17);
-            }
-            Send | Ssend | Bsend | Rsend => e.send = Some(p2p(rank_peer(6, 6), Tag::Value(3))),
-            Isend | Issend | Ibsend | Irsend | SendInit | SsendInit | BsendInit | RsendInit => {
-                e.comm = CommId(3);
-                e.send = Some(p2p(rank_peer(1, 0), Tag::Value(9)));
-                e.req = Some(ReqId(41));
-            }
-            Irecv | RecvInit => {
-                e.recv = Some(p2p(Peer::Any, Tag::Any));
-                e.req = Some(ReqId(42));
-            }
-            Recv => {
-                e.recv = Some(p2p(Peer::Any, Tag::Value(1)));
-                e.matched = vec![Matched {
-                    req: None,
-                    source: 2,
-                    tag: 1,
-                }];
-            }
-            Sendrecv | SendrecvReplace => {
-                e.send = Some(p2p(rank_peer(4, 4), Tag::Value(0)));
-                e.recv = Some(p2p(Peer::Null, Tag::Any));
-            }
-            Start | Startall | RequestFree => e.reqs = vec![ReqId(1), ReqId(2)],
-            Wait | Waitall | Waitany | Waitsome => {
-                e.reqs = vec![ReqId(7), ReqId(8), ReqId(9)];
-                e.done = vec![ReqId(9), ReqId(7)];
-                e.matched = vec![Matched {
-                    req: Some(ReqId(9)),
-                    source: 0,
-                    tag: 5,
-                }];
-            }
-            Test | Testall | Testany | Testsome => {
-                e.reqs = vec![ReqId(u64::MAX)];
-                e.flag = Some(op != Testall);
-                if op != Testall {
-                    e.done = vec![ReqId(u64::MAX)];
-                }
-            }
-            Probe | Iprobe | Mprobe | Improbe => {
-                e.recv = Some(p2p(Peer::Any, Tag::Any));
-                e.matched = vec![Matched {
-                    req: None,
-                    source: 7,
-                    tag: 0,
-                }];
-                if matches!(op, Iprobe | Improbe) {
-                    e.flag = Some(true);
-                }
-                if matches!(op, Mprobe | Improbe) {
-                    e.message = Some(3);
-                }
-            }
-            Mrecv | Imrecv => {
-                e.message = Some(3);
-                e.recv = Some(p2p(rank_peer(7, 7), Tag::Value(0)));
-                if op == Imrecv {
-                    e.req = Some(ReqId(43));
-                }
-            }
-            Barrier | Ibarrier => {}
-            Bcast | Ibcast => {
-                e.root = Some(0);
-                e.send = Some(coll(10));
-            }
-            Reduce | Ireduce | Allreduce | Iallreduce | Scan | Iscan | Exscan | Iexscan => {
-                e.send = Some(coll(1));
-                e.redop = Some(ReduceOp::Sum);
-                e.in_place = matches!(op, Allreduce);
-                if matches!(op, Reduce | Ireduce) {
-                    e.root = Some(2);
-                }
-            }
-            Gather | Igather | Scatter | Iscatter | Allgather | Iallgather | Alltoall
-            | Ialltoall => {
-                e.send = Some(coll(4));
-                e.recv = Some(coll(4));
-            }
-            Gatherv | Igatherv | Allgatherv | Iallgatherv => {
-                e.send = Some(coll(4));
-                e.recv = Some(coll(0));
-                e.recv_counts = vec![4, 4, 4, 4, 4, 4, 4, 5];
-            }
-            Scatterv | Iscatterv => {
-                e.send = Some(coll(0));
-                e.send_counts = vec![1, 2, 3, 4, 5, 6, 7, 8];
-                e.recv = Some(coll(5));
-                e.root = Some(5);
-            }
-            Alltoallv | Ialltoallv => {
-                e.send = Some(coll(0));
-                e.recv = Some(coll(0));
-                e.send_counts = vec![1; 8];
-                e.recv_counts = vec![2; 8];
-            }
-            Alltoallw | Ialltoallw => {
-                e.in_place = true;
-                e.send_counts = vec![1, 2];
-                e.recv_counts = vec![3, 4];
-                e.send_dsizes = vec![4, 8];
-                e.recv_dsizes = vec![8, 4];
-            }
-            ReduceScatter | IreduceScatter => {
-                e.recv = Some(coll(0));
-                e.redop = Some(ReduceOp::Other);
-                e.recv_counts = vec![1; 8];
-            }
-            ReduceScatterBlock | IreduceScatterBlock => {
-                e.recv = Some(coll(3));
-                e.redop = Some(ReduceOp::Maxloc);
-            }
-            CommDup
-            | CommCreate
-            | CommSplit
-            | CommSplitType
-            | CartCreate
-            | CartSub
-            | GraphCreate
-            | DistGraphCreate
-            | DistGraphCreateAdjacent => {
-                e.comm = CommId(2);
-                let mut c = lineage();
-                match op {
-                    CommSplit => {
-                        c.color = None;
-                        c.key = Some(3);
-                        c.new = None;
-                        c.size = 0;
-                    }
-                    CommSplitType => {
-                        c.key = Some(1);
-                        c.split_type = Some(0);
-                    }
-                    CommCreate => c.members = vec![0, 2, 4, 6],
-                    CartCreate => {
-                        c.dims = vec![2, 4];
-                        c.periods = vec![1, 0];
-                        c.reorder = Some(false);
-                    }
-                    CartSub => c.dims = vec![0, 1],
-                    GraphCreate => {
-                        c.dims = vec![1, 2];
-                        c.edges = vec![1, 0];
-                        c.reorder = Some(true);
-                    }
-                    DistGraphCreate | DistGraphCreateAdjacent => {
-                        c.sources = vec![4, 6];
-                        c.edges = vec![6];
-                        c.reorder = Some(false);
-                    }
-                    _ => c.color = Some(1),
-                }
-                e.create = Some(Box::new(c));
-            }
-            CommFree => e.comm = CommId(2),
-            PsendInit | PrecvInit => {
-                e.comm = CommId(3);
-                let t = Some(p2p(rank_peer(1, 0), Tag::Value(9)));
-                if op == PsendInit {
-                    e.send = t;
-                } else {
-                    e.recv = t;
-                }
-                e.value = Some(4);
-                e.req = Some(ReqId(45));
-            }
-            Pready | PreadyRange | PreadyList | Parrived => {
-                e.reqs = vec![ReqId(45)];
-                match op {
-                    PreadyRange => e.send_counts = vec![0, 3],
-                    PreadyList => e.send_counts = vec![2, 0, 3, 1],
-                    _ => e.value = Some(2),
-                }
-                if op == Parrived {
-                    e.flag = Some(false);
-                }
-            }
+        let filled = fill_p2p(op, &mut e) || fill_collective(op, &mut e) || fill_comm(op, &mut e);
+        if !filled {
             // Calls recorded without detail: a communicator where the
             // function has one, bytes, and a created request.
-            _ => {
-                if op.has_comm() {
-                    e.comm = CommId(3);
-                }
-                e.value = Some(4096);
-                e.req = op.name().ends_with("_init").then_some(ReqId(44));
+            if op.has_comm() {
+                e.comm = CommId(3);
             }
+            e.value = Some(4096);
+            e.req = op.name().ends_with("_init").then_some(ReqId(44));
         }
         out.push(e);
     }
     out
+}
+
+/// [`every_op`]'s point-to-point and partitioned calls: whether `op` is one.
+fn fill_p2p(op: Op, e: &mut Event) -> bool {
+    use Op::*;
+    match op {
+        Init | Finalize => {}
+        InitThread => e.value = Some(3 * 16 + 3),
+        Pcontrol => e.value = Some(2),
+        Abort => {
+            e.comm = CommId(0);
+            e.value = Some(17);
+        }
+        Send | Ssend | Bsend | Rsend => e.send = Some(p2p(rank_peer(6, 6), Tag::Value(3))),
+        Isend | Issend | Ibsend | Irsend | SendInit | SsendInit | BsendInit | RsendInit => {
+            e.comm = CommId(3);
+            e.send = Some(p2p(rank_peer(1, 0), Tag::Value(9)));
+            e.req = Some(ReqId(41));
+        }
+        Irecv | RecvInit => {
+            e.recv = Some(p2p(Peer::Any, Tag::Any));
+            e.req = Some(ReqId(42));
+        }
+        Recv => {
+            e.recv = Some(p2p(Peer::Any, Tag::Value(1)));
+            e.matched = vec![Matched {
+                req: None,
+                source: 2,
+                tag: 1,
+            }];
+        }
+        Sendrecv | SendrecvReplace => {
+            e.send = Some(p2p(rank_peer(4, 4), Tag::Value(0)));
+            e.recv = Some(p2p(Peer::Null, Tag::Any));
+        }
+        Start | Startall | RequestFree => e.reqs = vec![ReqId(1), ReqId(2)],
+        Wait | Waitall | Waitany | Waitsome => {
+            e.reqs = vec![ReqId(7), ReqId(8), ReqId(9)];
+            e.done = vec![ReqId(9), ReqId(7)];
+            e.matched = vec![Matched {
+                req: Some(ReqId(9)),
+                source: 0,
+                tag: 5,
+            }];
+        }
+        Test | Testall | Testany | Testsome => {
+            e.reqs = vec![ReqId(u64::MAX)];
+            e.flag = Some(op != Testall);
+            if op != Testall {
+                e.done = vec![ReqId(u64::MAX)];
+            }
+        }
+        Probe | Iprobe | Mprobe | Improbe => {
+            e.recv = Some(p2p(Peer::Any, Tag::Any));
+            e.matched = vec![Matched {
+                req: None,
+                source: 7,
+                tag: 0,
+            }];
+            if matches!(op, Iprobe | Improbe) {
+                e.flag = Some(true);
+            }
+            if matches!(op, Mprobe | Improbe) {
+                e.message = Some(3);
+            }
+        }
+        Mrecv | Imrecv => {
+            e.message = Some(3);
+            e.recv = Some(p2p(rank_peer(7, 7), Tag::Value(0)));
+            if op == Imrecv {
+                e.req = Some(ReqId(43));
+            }
+        }
+        PsendInit | PrecvInit => {
+            e.comm = CommId(3);
+            let t = Some(p2p(rank_peer(1, 0), Tag::Value(9)));
+            if op == PsendInit {
+                e.send = t;
+            } else {
+                e.recv = t;
+            }
+            e.value = Some(4);
+            e.req = Some(ReqId(45));
+        }
+        Pready | PreadyRange | PreadyList | Parrived => {
+            e.reqs = vec![ReqId(45)];
+            match op {
+                PreadyRange => e.send_counts = vec![0, 3],
+                PreadyList => e.send_counts = vec![2, 0, 3, 1],
+                _ => e.value = Some(2),
+            }
+            if op == Parrived {
+                e.flag = Some(false);
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// [`every_op`]'s collectives: whether `op` is one.
+fn fill_collective(op: Op, e: &mut Event) -> bool {
+    use Op::*;
+    match op {
+        Barrier | Ibarrier => {}
+        Bcast | Ibcast => {
+            e.root = Some(0);
+            e.send = Some(coll(10));
+        }
+        Reduce | Ireduce | Allreduce | Iallreduce | Scan | Iscan | Exscan | Iexscan => {
+            e.send = Some(coll(1));
+            e.redop = Some(ReduceOp::Sum);
+            e.in_place = matches!(op, Allreduce);
+            if matches!(op, Reduce | Ireduce) {
+                e.root = Some(2);
+            }
+        }
+        Gather | Igather | Scatter | Iscatter | Allgather | Iallgather | Alltoall | Ialltoall => {
+            e.send = Some(coll(4));
+            e.recv = Some(coll(4));
+        }
+        Gatherv | Igatherv | Allgatherv | Iallgatherv => {
+            e.send = Some(coll(4));
+            e.recv = Some(coll(0));
+            e.recv_counts = vec![4, 4, 4, 4, 4, 4, 4, 5];
+        }
+        Scatterv | Iscatterv => {
+            e.send = Some(coll(0));
+            e.send_counts = vec![1, 2, 3, 4, 5, 6, 7, 8];
+            e.recv = Some(coll(5));
+            e.root = Some(5);
+        }
+        Alltoallv | Ialltoallv => {
+            e.send = Some(coll(0));
+            e.recv = Some(coll(0));
+            e.send_counts = vec![1; 8];
+            e.recv_counts = vec![2; 8];
+        }
+        Alltoallw | Ialltoallw => {
+            e.in_place = true;
+            e.send_counts = vec![1, 2];
+            e.recv_counts = vec![3, 4];
+            e.send_dsizes = vec![4, 8];
+            e.recv_dsizes = vec![8, 4];
+        }
+        ReduceScatter | IreduceScatter => {
+            e.recv = Some(coll(0));
+            e.redop = Some(ReduceOp::Other);
+            e.recv_counts = vec![1; 8];
+        }
+        ReduceScatterBlock | IreduceScatterBlock => {
+            e.recv = Some(coll(3));
+            e.redop = Some(ReduceOp::Maxloc);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// [`every_op`]'s communicator constructors and `Comm_free`: whether `op`
+/// is one.
+fn fill_comm(op: Op, e: &mut Event) -> bool {
+    use Op::*;
+    match op {
+        CommDup
+        | CommCreate
+        | CommSplit
+        | CommSplitType
+        | CartCreate
+        | CartSub
+        | GraphCreate
+        | DistGraphCreate
+        | DistGraphCreateAdjacent => {
+            e.comm = CommId(2);
+            let mut c = lineage();
+            match op {
+                CommSplit => {
+                    c.color = None;
+                    c.key = Some(3);
+                    c.new = None;
+                    c.size = 0;
+                }
+                CommSplitType => {
+                    c.key = Some(1);
+                    c.split_type = Some(0);
+                }
+                CommCreate => c.members = vec![0, 2, 4, 6],
+                CartCreate => {
+                    c.dims = vec![2, 4];
+                    c.periods = vec![1, 0];
+                    c.reorder = Some(false);
+                }
+                CartSub => c.dims = vec![0, 1],
+                GraphCreate => {
+                    c.dims = vec![1, 2];
+                    c.edges = vec![1, 0];
+                    c.reorder = Some(true);
+                }
+                DistGraphCreate | DistGraphCreateAdjacent => {
+                    c.sources = vec![4, 6];
+                    c.edges = vec![6];
+                    c.reorder = Some(false);
+                }
+                _ => c.color = Some(1),
+            }
+            e.create = Some(Box::new(c));
+        }
+        CommFree => e.comm = CommId(2),
+        _ => return false,
+    }
+    true
 }
