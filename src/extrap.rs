@@ -359,6 +359,9 @@ fn print_timing(r: &extrap::Report, verbose: bool) {
 /// left out of a class, and in lossy mode the events dropped and the
 /// all-to-all volumes made uniform.
 fn print_remarks(r: &extrap::Report) {
+    for a in &r.assumptions {
+        println!("assumes: {a}");
+    }
     for n in &r.notes {
         println!("note: {n}");
     }

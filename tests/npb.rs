@@ -404,6 +404,58 @@ fn ft_is_exact_and_replays() {
     codegen_equals(&out, 32, &dir, &dir.join("real-raw"));
 }
 
+/// NPB FT class W from 4, 8 and 16 ranks to 64: the extrapolation rests on
+/// the inputs' 1D layout continuing, which the real run at 64 breaks (FT
+/// moves to a 2D layout once its ranks outnumber the grid's 32 planes, with
+/// calls from sites no input has). No input can show that, so the result
+/// must say what it assumes.
+#[test]
+fn ft_w_beyond_its_planes_states_what_it_assumes() {
+    let Some(bins) = build(IMP, "ft", "W", &[4, 8, 16, 64]) else {
+        return;
+    };
+    let dir = scratch("npb-ft-w-64");
+    let mut files = Vec::new();
+    for (bin, n) in bins.iter().zip([4, 8, 16]) {
+        files.push(shared_trace(IMP, bin, n));
+    }
+    let out = dir.join("ft.W.64.extrap.trace");
+    let report = extrap(&out, 64, &files, &[]).unwrap_or_else(|e| panic!("ft W: {e}"));
+    for said in [
+        "assumes: the code takes the same paths at 64 ranks as at 4, 8, 16 ranks",
+        "assumes: it keeps the decomposition of the inputs",
+        "a code that changes its layout beyond them",
+    ] {
+        assert!(
+            report.contains(said),
+            "ft W -> 64 must say {said:?}:\n{report}"
+        );
+    }
+    // And the assumption is the one that fails here: the real run calls
+    // from sites no input has.
+    let real = dir.join("ft.W.64.real.trace");
+    trace(IMP, &bins[3], 64, &real, None);
+    let sites = |f: &Path| -> std::collections::BTreeSet<String> {
+        TraceFile::read(f)
+            .unwrap()
+            .meta
+            .sites
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect()
+    };
+    let known: std::collections::BTreeSet<String> = files.iter().flat_map(|f| sites(f)).collect();
+    let new: Vec<String> = sites(&real).difference(&known).cloned().collect();
+    eprintln!(
+        "ft W at 64 ranks: {} call sites no input has: {new:?}",
+        new.len()
+    );
+    assert!(
+        !new.is_empty(),
+        "FT W at 64 ranks uses the inputs' call sites only"
+    );
+}
+
 /// NPB BT's and SP's input files: class A's own 64^3 grid, with 5 time
 /// steps instead of 200 and 400 (the same communication per step, a run of
 /// seconds at 100 ranks on two cores). NPB cannot verify a custom run.

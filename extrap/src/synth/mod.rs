@@ -19,6 +19,7 @@ use crate::plugin::{Field, Plugin};
 use crate::topology::{self, Layout, Pos, RankInfo, Topology, rank_at};
 
 mod align;
+mod assume;
 mod grid;
 mod symbolic;
 mod timefit;
@@ -273,6 +274,11 @@ pub struct Report {
     /// The application's run time predicted at the target, where every
     /// input recorded one.
     pub wall: Option<WallPrediction>,
+    /// What the extrapolation takes for granted, one sentence each: the
+    /// same code paths and decomposition at the target, and any limit the
+    /// inputs point at (see `synth/assume.rs`). No input can verify them,
+    /// so they are printed with every result.
+    pub assumptions: Vec<String>,
 }
 
 /// The application's run time at the target: rank 0's wall time in each
@@ -323,6 +329,7 @@ impl Report {
             dropped: Vec::new(),
             volumes: Vec::new(),
             wall: None,
+            assumptions: Vec::new(),
         }
     }
 }
@@ -1444,6 +1451,7 @@ fn finish(
     report.methods = methods;
     let (mut meta, wall) = target_meta(inputs, sizes, target, opts.timing);
     report.wall = wall;
+    report.assumptions = assume::assumptions(&report, sizes, target);
     meta.unverified = unverified;
     if opts.ignore_sites {
         meta.sites.clear();
