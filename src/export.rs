@@ -127,5 +127,12 @@ fn otf2_archive(file: &trace::TraceFile, dir: &std::path::Path) -> Result<()> {
         done.records,
         dir.join("traces.otf2").display()
     );
+    if done.overlapping > 0 {
+        eprintln!(
+            "rankscale: note: {} call(s) lasted past the start of their rank's next call (the trace's records overlap); each ends at that start in the archive, cut by {:.3} ms at most, since OTF2 takes a location's records in time order",
+            done.overlapping,
+            done.max_cut_ns as f64 / 1e6
+        );
+    }
     Ok(())
 }

@@ -59,6 +59,14 @@ pub struct Exported {
     pub records: u64,
     /// Whether the times came from the timeline (else estimated).
     pub timed: bool,
+    /// Calls that lasted past the start of their location's next call
+    /// (imported traces whose records overlap: the published SMG and AMG
+    /// traces time a nonblocking message from its post to its completion)
+    /// and end at that start in the archive, since OTF2 takes a location's
+    /// records in time order, its regions nested.
+    pub overlapping: u64,
+    /// The most such a call was cut by, ns.
+    pub max_cut_ns: u64,
 }
 
 /// The OTF2 collective operation of a blocking collective.
@@ -444,6 +452,8 @@ struct RankCalls {
     posted: HashMap<ReqId, Posted>,
     /// Records per thread of this rank.
     counts: BTreeMap<u32, u64>,
+    /// The end of the last call written per thread of this rank.
+    ends: HashMap<u32, u64>,
 }
 
 /// An export under way: the archive being written and what its
@@ -496,6 +506,8 @@ pub fn export(file: &TraceFile, dir: &Path) -> Result<Exported, Error> {
             calls: 0,
             records: 0,
             timed: clock.timed,
+            overlapping: 0,
+            max_cut_ns: 0,
         },
         line: String::with_capacity(128),
     };
@@ -516,13 +528,29 @@ impl Export<'_> {
             lineage: Lineage::new(rank, world_size(self.file)),
             posted: HashMap::new(),
             counts: BTreeMap::new(),
+            ends: HashMap::new(),
         };
         let group_name = self.strings.id(&format!("rank {rank}"));
         let mut seq = 0u64;
+        // Each call is written once the next is known, so that one lasting
+        // past the next call's start on its thread ends there.
+        let mut pending: Option<(Event, f64, f64)> = None;
         while let Some(next) = events.next_event() {
             let (ev, start, dur) = next?;
-            self.call(&mut r, &ev, (start, dur), seq)?;
-            seq += 1;
+            if let Some((p, p_start, mut p_dur)) = pending.take() {
+                if p.thread == ev.thread && p_start + p_dur > start {
+                    let cut = p_dur - (start - p_start).max(0.0);
+                    self.done.overlapping += 1;
+                    self.done.max_cut_ns = self.done.max_cut_ns.max(cut.round() as u64);
+                    p_dur -= cut;
+                }
+                self.call(&mut r, &p, (p_start, p_dur), seq)?;
+                seq += 1;
+            }
+            pending = Some((ev, start, dur));
+        }
+        if let Some((p, p_start, p_dur)) = pending {
+            self.call(&mut r, &p, (p_start, p_dur), seq)?;
         }
         self.close_locations(rank, r.counts, group_name)?;
         self.done.ranks += 1;
@@ -539,8 +567,12 @@ impl Export<'_> {
         (start, dur): (f64, f64),
         seq: u64,
     ) -> Result<(), Error> {
-        let t0 = self.offset + start.max(0.0).round() as u64;
+        // Never before the end of the thread's last call (rounding, or the
+        // calls of other threads in between).
+        let prev = r.ends.get(&ev.thread).copied().unwrap_or(0);
+        let t0 = (self.offset + start.max(0.0).round() as u64).max(prev);
         let t1 = t0 + dur.max(0.0).round() as u64;
+        r.ends.insert(ev.thread, t1);
         self.last = self.last.max(t1);
         let loc = location(r.rank, ev.thread);
         let n = self.regions.len() as u32;
