@@ -431,6 +431,13 @@ fn ft_w_beyond_its_planes_states_what_it_assumes() {
             "ft W -> 64 must say {said:?}:\n{report}"
         );
     }
+    // The file says so too, for a reader who has only the file.
+    let shown = rankscale(&["show", &out.display().to_string()]);
+    assert!(
+        text(&shown.stdout).contains("assumes: it keeps the decomposition of the inputs"),
+        "{}",
+        text(&shown.stdout)
+    );
     // And the assumption is the one that fails here: the real run calls
     // from sites no input has.
     let real = dir.join("ft.W.64.real.trace");

@@ -291,6 +291,9 @@ pub fn write_text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result
         ),
     };
     writeln!(out, "origin: {origin}")?;
+    for a in &m.assumptions {
+        writeln!(out, "assumes: {a}")?;
+    }
     writeln!(
         out,
         "wall {:.3} s (rank 0), merge {:.1} ms",

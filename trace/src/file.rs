@@ -7,7 +7,7 @@
 //! | 8     | magic `RANKSCAL` |
 //! | 4     | format version, little-endian `u32` ([`VERSION`]) |
 //! | 4     | reserved, zero |
-//! | rest  | zlib stream (flate2) of the postcard (serde, varint) encoding of [`TraceFile`]'s wire type (`TraceFileV9`) |
+//! | rest  | zlib stream (flate2) of the postcard (serde, varint) encoding of [`TraceFile`]'s wire type (`TraceFileV10`) |
 //!
 //! postcard writes integers as LEB128 varints and structs without field
 //! names, so the payload is small before compression; zlib adds a checksum,
@@ -64,8 +64,9 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// detail) under the same layout, so that a reader of version 7 refuses
 /// such a file by its version instead of failing on an operation code,
 /// version 9 the MPI error class of calls that failed ([`crate::Event::error`]),
-/// under the same layout (one more shape flag).
-pub const VERSION: u32 = 9;
+/// under the same layout (one more shape flag), version 10 what an
+/// extrapolation assumes ([`Meta::assumptions`]).
+pub const VERSION: u32 = 10;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
@@ -145,6 +146,13 @@ pub struct Meta {
     /// holds the rank and why it ends there; a rank of `0..world_size` the
     /// trace does not hold at all left nothing. Empty for a finished run.
     pub partial: Vec<PartialRank>,
+    /// For an extrapolated trace: what the extrapolation takes for granted
+    /// and no input can verify (the same code paths and decomposition at
+    /// the target, limits the inputs point at), one sentence each, as
+    /// `extrap` printed them. A reader deciding on a machine from the file
+    /// alone must see them. Empty for every other trace (format version
+    /// 10 on).
+    pub assumptions: Vec<String>,
 }
 
 /// One rank's part of a trace that ends before the rank's `MPI_Finalize`
@@ -195,6 +203,40 @@ impl From<MetaV5> for Meta {
             unverified: m.unverified,
             origin: m.origin,
             partial: Vec::new(),
+            assumptions: Vec::new(),
+        }
+    }
+}
+
+/// The metadata of format versions 6 to 9 (no [`Meta::assumptions`]).
+#[derive(Deserialize)]
+struct MetaV9 {
+    tool: String,
+    mpi: String,
+    world_size: u32,
+    command: Vec<String>,
+    wall_ns: u64,
+    merge_ns: u64,
+    sites: Vec<(u64, String)>,
+    unverified: Vec<String>,
+    origin: Origin,
+    partial: Vec<PartialRank>,
+}
+
+impl From<MetaV9> for Meta {
+    fn from(m: MetaV9) -> Meta {
+        Meta {
+            tool: m.tool,
+            mpi: m.mpi,
+            world_size: m.world_size,
+            command: m.command,
+            wall_ns: m.wall_ns,
+            merge_ns: m.merge_ns,
+            sites: m.sites,
+            unverified: m.unverified,
+            origin: m.origin,
+            partial: m.partial,
+            assumptions: Vec::new(),
         }
     }
 }
@@ -343,7 +385,7 @@ pub enum Packing {
 /// A trace file: metadata, the merged trace, and the optional timelines.
 ///
 /// Not serialized itself: a file is written and read through the wire type
-/// of its format version (`TraceFileV9` for the current one), so that a
+/// of its format version (`TraceFileV10` for the current one), so that a
 /// change to this type cannot change the format unnoticed.
 #[derive(Clone, Debug, Default)]
 pub struct TraceFile {
@@ -404,36 +446,46 @@ struct TraceFileV5 {
 /// A version 6 file: no timing variants at the events.
 #[derive(Deserialize)]
 struct TraceFileV6 {
-    meta: Meta,
+    meta: MetaV9,
     trace: MergedTraceV6,
     timelines: Vec<Timeline>,
     series: Vec<MpiSeries>,
 }
 
-/// A file of versions 7 to 9, the current layout ([`VERSION`]), as read.
-/// The current version's wire type is written out like the older ones',
-/// so that the format changes only where this type (or one of the types
-/// it holds) does, never because [`TraceFile`] gained a field.
+/// A file of versions 7 to 9: no assumptions in the metadata.
 #[derive(Deserialize)]
 struct TraceFileV9 {
+    meta: MetaV9,
+    trace: MergedTrace,
+    timelines: Vec<Timeline>,
+    series: Vec<MpiSeries>,
+}
+
+/// A file of version 10, the current layout ([`VERSION`]), as read. The
+/// current version's wire type is written out like the older ones', so
+/// that the format changes only where this type (or one of the types it
+/// holds) does, never because [`TraceFile`] gained a field.
+#[derive(Deserialize)]
+struct TraceFileV10 {
     meta: Meta,
     trace: MergedTrace,
     timelines: Vec<Timeline>,
     series: Vec<MpiSeries>,
 }
 
-/// [`TraceFileV9`] as written: the same fields in the same order, borrowed
-/// from the file in memory (postcard encodes a slice as it does a `Vec`).
+/// [`TraceFileV10`] as written: the same fields in the same order,
+/// borrowed from the file in memory (postcard encodes a slice as it does a
+/// `Vec`).
 #[derive(Serialize)]
-struct TraceFileV9Ref<'a> {
+struct TraceFileV10Ref<'a> {
     meta: &'a Meta,
     trace: &'a MergedTrace,
     timelines: &'a [Timeline],
     series: &'a [MpiSeries],
 }
 
-impl From<TraceFileV9> for TraceFile {
-    fn from(v: TraceFileV9) -> TraceFile {
+impl From<TraceFileV10> for TraceFile {
+    fn from(v: TraceFileV10) -> TraceFile {
         TraceFile {
             meta: v.meta,
             trace: v.trace,
@@ -443,9 +495,9 @@ impl From<TraceFileV9> for TraceFile {
     }
 }
 
-impl<'a> From<&'a TraceFile> for TraceFileV9Ref<'a> {
-    fn from(f: &'a TraceFile) -> TraceFileV9Ref<'a> {
-        TraceFileV9Ref {
+impl<'a> From<&'a TraceFile> for TraceFileV10Ref<'a> {
+    fn from(f: &'a TraceFile) -> TraceFileV10Ref<'a> {
+        TraceFileV10Ref {
             meta: &f.meta,
             trace: &f.trace,
             timelines: &f.timelines,
@@ -500,7 +552,7 @@ impl TraceFile {
     /// payload of the file without header and zlib: cheaper to produce, and
     /// the network does not need the checksum).
     pub fn to_wire(&self) -> Result<Vec<u8>, Error> {
-        postcard::to_stdvec(&TraceFileV9Ref::from(self)).map_err(|e| Error::Corrupt(e.to_string()))
+        postcard::to_stdvec(&TraceFileV10Ref::from(self)).map_err(|e| Error::Corrupt(e.to_string()))
     }
 
     /// Inverse of [`TraceFile::to_wire`], checked like a file.
@@ -543,12 +595,18 @@ impl TraceFile {
                 series: v.series,
             }),
             6 => whole::<TraceFileV6>(bytes).map(|v| TraceFile {
-                meta: v.meta,
+                meta: v.meta.into(),
                 trace: v.trace.into(),
                 timelines: v.timelines,
                 series: v.series,
             }),
-            _ => whole::<TraceFileV9>(bytes).map(TraceFile::from),
+            7..=9 => whole::<TraceFileV9>(bytes).map(|v| TraceFile {
+                meta: v.meta.into(),
+                trace: v.trace,
+                timelines: v.timelines,
+                series: v.series,
+            }),
+            _ => whole::<TraceFileV10>(bytes).map(TraceFile::from),
         };
         let f: TraceFile = decoded.map_err(|e| {
             Error::Corrupt(match e {

@@ -84,6 +84,10 @@ fn every_format_version_reads_as_its_writer_wrote_it() {
         assert!(f.meta.unverified.is_empty(), "version {v}");
         assert_eq!(f.meta.origin, trace::Origin::Traced, "version {v}");
         assert!(f.meta.partial.is_empty(), "version {v}: a finished run");
+        assert!(
+            f.meta.assumptions.is_empty(),
+            "version {v}: not extrapolated"
+        );
         let (c, m, n) = timing_totals(&f);
         assert_eq!(n, count, "version {v}: timed executions");
         // The file keeps each bin's average on an 8-bit log scale: within

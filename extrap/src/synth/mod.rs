@@ -1452,6 +1452,7 @@ fn finish(
     let (mut meta, wall) = target_meta(inputs, sizes, target, opts.timing);
     report.wall = wall;
     report.assumptions = assume::assumptions(&report, sizes, target);
+    meta.assumptions = report.assumptions.clone();
     meta.unverified = unverified;
     if opts.ignore_sites {
         meta.sites.clear();
@@ -1538,6 +1539,7 @@ fn target_meta(
             inputs: sizes.iter().map(|&s| s as u32).collect(),
         },
         partial: Vec::new(),
+        assumptions: Vec::new(),
     };
     (meta, wall)
 }
