@@ -208,35 +208,21 @@ impl From<MetaV5> for Meta {
     }
 }
 
-/// The metadata of format versions 6 to 9 (no [`Meta::assumptions`]).
+/// The metadata of format versions 6 to 9 (no [`Meta::assumptions`]):
+/// version 5's, then the partial ranks. Postcard encodes a struct as its
+/// fields in order, so the nested struct reads the same bytes as the
+/// fields written out.
 #[derive(Deserialize)]
 struct MetaV9 {
-    tool: String,
-    mpi: String,
-    world_size: u32,
-    command: Vec<String>,
-    wall_ns: u64,
-    merge_ns: u64,
-    sites: Vec<(u64, String)>,
-    unverified: Vec<String>,
-    origin: Origin,
+    v5: MetaV5,
     partial: Vec<PartialRank>,
 }
 
 impl From<MetaV9> for Meta {
     fn from(m: MetaV9) -> Meta {
         Meta {
-            tool: m.tool,
-            mpi: m.mpi,
-            world_size: m.world_size,
-            command: m.command,
-            wall_ns: m.wall_ns,
-            merge_ns: m.merge_ns,
-            sites: m.sites,
-            unverified: m.unverified,
-            origin: m.origin,
             partial: m.partial,
-            assumptions: Vec::new(),
+            ..m.v5.into()
         }
     }
 }
