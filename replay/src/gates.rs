@@ -882,6 +882,49 @@ mod tests {
     }
 
     #[test]
+    fn channels_are_named_by_communicator_instance_on_both_sides() {
+        // Ranks 0, 1 (colour 0) and 2, 3 (colour 1) split the world: every
+        // rank calls its half id 2. Rank 0 polls rank 1 in vain, then
+        // receives from it; ranks 1 and 2 each send on their half.
+        let split = |colour| {
+            let mut e = ev(Op::CommSplit);
+            let mut c = trace::CommCreate::new(Some(trace::CommId(2)), 2);
+            c.color = Some(colour);
+            c.key = Some(0);
+            e.create = Some(Box::new(c));
+            e
+        };
+        let on_half = |mut e: Event| {
+            e.comm = trace::CommId(2);
+            e
+        };
+        let mut poll = ev(Op::Iprobe);
+        poll.recv = Some(to(rank(1), Tag::Value(5)));
+        poll.flag = Some(false);
+        let receiver = vec![
+            split(0),
+            on_half(poll),
+            on_half(recv(rank(1), Tag::Value(5), None)),
+        ];
+        let g = gates(0, 4, receiver.into_iter());
+        assert_eq!(g.len(), 1);
+        let sent = |me: u32, colour, dest| {
+            let mut s = SendCounter::new(me, 4);
+            let mut send = ev(Op::Send);
+            send.send = Some(to(rank(dest), Tag::Value(5)));
+            assert!(s.sends(&split(colour)).is_empty());
+            s.sends(&on_half(send))
+        };
+        // Rank 1 names the held message as rank 0 does; rank 2's message
+        // on its own half (id 2 as well) is another channel.
+        let one = sent(1, 0, 0);
+        assert_eq!(one, vec![((g[0].comm, 0, 5), g[0].k)]);
+        assert_ne!(g[0].comm, 2);
+        let two = sent(2, 1, 3);
+        assert_ne!(two[0].0.0, g[0].comm);
+    }
+
+    #[test]
     fn holds_that_wait_on_each_other_are_given_up_one_at_a_time() {
         let w = |sender, at, receiver, after_event| Wait {
             sender,
