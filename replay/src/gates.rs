@@ -12,14 +12,16 @@
 //! communicator of replay's own.
 //!
 //! Messages are named without any global matching: by non-overtaking, the
-//! `k`-th message a sender sends on a channel (communicator, sender,
-//! receiver, tag) is the one the receiver's `k`-th receive on that channel
-//! takes. The receiver counts its receives per channel, the sender its
-//! sends, and both arrive at the same `k`. So each rank computes the gates
-//! it must open from its own events alone ([`gates`], one streaming pass
-//! that keeps only a few counters per channel), and an all-to-all tells
-//! each sender which of its sends are held ([`SendCounter`] names them as
-//! replay issues them).
+//! `k`-th message a sender sends on a channel (communicator instance,
+//! sender, receiver, tag) is the one the receiver's `k`-th receive on that
+//! channel takes. Both sides walk their own events with the workspace's
+//! one matching engine ([`semantics::walk::Walker`], numbered, over
+//! [`semantics::comms::Comms`]): it places receives in the order MPI
+//! matches them (posting order, wildcards once resolved) and names
+//! communicators by their lineage, the same on every member. So each rank
+//! computes the gates it must open from its own events alone ([`gates`],
+//! one streaming pass), and an all-to-all tells each sender which of its
+//! sends are held ([`SendCounter`] names them as replay issues them).
 //!
 //! A hold on a message applies from the racy call onwards to the first
 //! message of each channel the call could have seen, received after the
@@ -40,12 +42,15 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use semantics::channel::Numbering;
+use semantics::comms::Comms;
+use semantics::walk::{RecvEnd, Step, Walker};
 use trace::{Event, Family, Op, Peer, ReqId, Tag};
 
-/// A message channel as one side sees it: communicator id, the other
-/// rank (world), tag.
-pub type Chan = (u32, i32, i32);
+/// A message channel as one side sees it: communicator instance (see
+/// [`semantics::comms`]: the same on both sides, and distinct for every
+/// other communicator, inter-communicators included), the other rank
+/// (world), tag.
+pub type Chan = (u64, i32, i32);
 
 /// Stages per event position (see [`stage`]).
 const STAGES: u64 = 1 << 16;
@@ -82,8 +87,8 @@ pub struct Gate {
     pub once: Option<ReqId>,
     /// World rank of the sender.
     pub sender: i32,
-    /// Communicator id of the message.
-    pub comm: u32,
+    /// Communicator instance of the message (both sides name it alike).
+    pub comm: u64,
     /// Tag of the message.
     pub tag: i32,
     /// Index of the message on its channel.
@@ -104,22 +109,22 @@ pub fn is_racy(e: &Event) -> bool {
         || wildcard
 }
 
-/// A receive pattern: communicator, source (`None` for any), tag (`None`
-/// for any).
-type Pattern = (u32, Option<i32>, Option<i32>);
+/// A receive pattern: communicator instance, source (`None` for any), tag
+/// (`None` for any).
+type Pattern = (u64, Option<i32>, Option<i32>);
 
-/// The latest holds of one pattern. A hold at a wildcard receive or a
-/// successful wildcard probe excepts the channel it matched; for a channel
-/// `c`, the hold that applies is the latest one not excepting `c`, which
-/// is either the latest hold or the latest one whose exception differs
-/// from the latest's, so two are enough.
+/// The latest holds of one pattern, summarised. A hold at a wildcard
+/// receive or a successful wildcard probe excepts the channel it matched;
+/// for a channel `c`, the hold that applies is the latest one not
+/// excepting `c`, which is either the latest hold or the latest one whose
+/// exception differs from the latest's, so two are enough.
 #[derive(Clone, Copy, Default)]
-struct Holds {
+struct Latest {
     last: Option<(u64, Option<Chan>)>,
     other: Option<(u64, Option<Chan>)>,
 }
 
-impl Holds {
+impl Latest {
     fn add(&mut self, pos: u64, except: Option<Chan>) {
         match self.last {
             Some((_, e)) if e == except => self.last = Some((pos, except)),
@@ -141,67 +146,113 @@ impl Holds {
     }
 }
 
-/// A receive request between its posting and its completion.
-#[derive(Clone, Copy)]
-struct RecvReq {
-    comm: u32,
-    src: Option<i32>,
-    tag: Option<i32>,
-    /// The message, once its channel is known: channel, index, and the
-    /// hold that applied at assignment.
-    msg: Option<(Chan, u64, u64)>,
-    /// The latest racy completion call that must not have completed it.
-    held: u64,
-    /// Where it was posted (it is matched in posting order).
-    posted: u64,
-    active: bool,
-    persistent: bool,
+/// The holds of one pattern. The walk hands a receive on only once every
+/// receive posted before it is placed, so a receive can be asked about
+/// after later holds were made: holds from the oldest position still to
+/// be asked about (`lo`, see [`Walker::pending`]) are kept one by one, in
+/// position order, the older ones summarised ([`Latest`]).
+#[derive(Default)]
+struct Holds {
+    old: Latest,
+    recent: VecDeque<(u64, Option<Chan>)>,
 }
 
-/// The receiver's side of one pass.
-#[derive(Default)]
+impl Holds {
+    /// Summarises the holds before `lo`.
+    fn settle(&mut self, lo: u64) {
+        while let Some(&(p, e)) = self.recent.front()
+            && p < lo
+        {
+            self.old.add(p, e);
+            self.recent.pop_front();
+        }
+    }
+
+    fn add(&mut self, pos: u64, except: Option<Chan>, lo: u64) {
+        self.settle(lo);
+        let i = self.recent.partition_point(|h| h.0 <= pos);
+        self.recent.insert(i, (pos, except));
+    }
+
+    /// The latest hold before `pos` that applies to channel `c` (0 for
+    /// none).
+    fn for_chan(&mut self, c: Chan, pos: u64, lo: u64) -> u64 {
+        self.settle(lo);
+        let below = self.recent.partition_point(|h| h.0 < pos);
+        let recent = self
+            .recent
+            .range(..below)
+            .rev()
+            .find(|&&(_, e)| e != Some(c))
+            .map(|&(p, _)| p);
+        let old = self.old.for_chan(c);
+        recent.unwrap_or(0).max(if old < pos { old } else { 0 })
+    }
+}
+
+/// The receiver's side of one pass: the rank's walk, and the holds and
+/// stages that its receives' messages must respect.
 struct Receiver {
-    /// Messages assigned per channel (the receiver's side of the numbering
-    /// the sender's [`SendCounter`] keeps).
-    assigned: Numbering<Chan>,
-    /// The position of each channel's last assigned message.
+    comms: Comms,
+    walk: Walker,
+    steps: Vec<Step>,
+    /// The position of each channel's latest message taken.
     last: HashMap<Chan, u64>,
     holds: HashMap<Pattern, Holds>,
-    reqs: HashMap<ReqId, RecvReq>,
+    /// No hold will be asked about before this fine position any more.
+    lo: u64,
     /// The request that reaches each stage before an event.
     stages: HashMap<u64, ReqId>,
     out: Vec<Gate>,
     /// Where replay waits for each message: channel, index, fine position.
     arrivals: Vec<(Chan, u64, u64)>,
-    /// Blocking collectives: communicator, and the fine positions before
-    /// and after the call.
-    colls: Vec<(u32, u64, u64)>,
+    /// Blocking collectives: communicator instance, and the fine positions
+    /// before and after the call.
+    colls: Vec<(u64, u64, u64)>,
 }
 
 impl Receiver {
-    /// The next message of channel `c`, assigned at `pos`: its index and
-    /// the latest hold that applies to it.
-    fn assign(&mut self, c: Chan, pos: u64) -> (u64, u64) {
-        let n = self.assigned.take(c);
-        let last = self.last.insert(c, pos).unwrap_or(0);
+    /// The receiver side of world rank `rank` of `world` ranks.
+    fn new(rank: u32, world: i64) -> Receiver {
+        Receiver {
+            comms: Comms::new(rank, world),
+            walk: Walker::new(rank, world).numbered(),
+            steps: Vec::new(),
+            last: HashMap::new(),
+            holds: HashMap::new(),
+            lo: 0,
+            stages: HashMap::new(),
+            out: Vec::new(),
+            arrivals: Vec::new(),
+            colls: Vec::new(),
+        }
+    }
+
+    fn hold(&mut self, p: Pattern, pos: u64, except: Option<Chan>) {
+        let lo = self.lo;
+        self.holds.entry(p).or_default().add(pos, except, lo);
+    }
+
+    /// The latest hold that applies to the message of channel `c` taken
+    /// at `pos`: made after the channel's previous message was taken, and
+    /// before `pos`.
+    fn applies(&mut self, c: Chan, pos: u64) -> u64 {
+        let last = self.last.get(&c).copied().unwrap_or(0);
+        self.last.insert(c, last.max(pos));
         let (comm, src, t) = c;
-        let hold = [
+        let lo = self.lo;
+        let mut hold = 0;
+        for p in [
             (comm, Some(src), Some(t)),
             (comm, None, Some(t)),
             (comm, Some(src), None),
             (comm, None, None),
-        ]
-        .iter()
-        .filter_map(|p| self.holds.get(p))
-        .map(|h| h.for_chan(c))
-        .filter(|&p| p > last && p < pos)
-        .max()
-        .unwrap_or(0);
-        (n, hold)
-    }
-
-    fn hold(&mut self, p: Pattern, pos: u64, except: Option<Chan>) {
-        self.holds.entry(p).or_default().add(pos, except);
+        ] {
+            if let Some(h) = self.holds.get_mut(&p) {
+                hold = hold.max(h.for_chan(c, pos, lo));
+            }
+        }
+        if hold > last { hold } else { 0 }
     }
 
     fn emit(&mut self, c: Chan, k: u64, after: u64) {
@@ -217,232 +268,153 @@ impl Receiver {
         }
     }
 
-    /// A receive whose channel is known now (`c`), completing at `pos`.
-    fn received(&mut self, c: Chan, pos: u64, wildcard: Option<Pattern>) {
-        let (k, hold) = self.assign(c, pos);
-        self.emit(c, k, hold);
-        self.arrivals.push((c, k, pos));
-        if let Some(p) = wildcard {
-            self.hold(p, pos, Some(c));
-        }
-    }
-
-    fn post(&mut self, id: ReqId, pos: u64) {
-        let Some(r) = self.reqs.get(&id).copied() else {
-            return;
-        };
-        let mut r = RecvReq {
-            active: true,
-            held: 0,
-            posted: pos,
-            msg: None,
-            ..r
-        };
-        if let (Some(s), Some(t)) = (r.src, r.tag) {
-            let c = (r.comm, s, t);
-            let (k, hold) = self.assign(c, pos);
-            r.msg = Some((c, k, hold));
-        }
-        self.reqs.insert(id, r);
-    }
-
-    /// Completes request `id` at fine position `pos`; `staged` says that
-    /// `pos` is a stage reached by this request's completion.
-    fn complete(&mut self, id: ReqId, e: &Event, pos: u64, staged: bool) {
-        let Some(r) = self.reqs.get_mut(&id) else {
-            return;
-        };
-        if !r.active {
-            return;
-        }
-        if staged {
-            self.stages.insert(pos, id);
-        }
-        r.active = false;
-        let r = *r;
-        if !r.persistent {
-            self.reqs.remove(&id);
-        }
-        let m = e.matched.iter().find(|m| m.req == Some(id));
-        let (c, k, hold) = match r.msg {
-            Some(msg) => msg,
-            None => {
-                let (Some(s), Some(t)) =
-                    (r.src.or(m.map(|m| m.source)), r.tag.or(m.map(|m| m.tag)))
-                else {
-                    return;
-                };
-                let c = (r.comm, s, t);
-                let (k, hold) = self.assign(c, pos);
-                self.hold((r.comm, r.src, r.tag), pos, Some(c));
-                (c, k, hold)
-            }
-        };
-        self.emit(c, k, hold.max(r.held));
-        self.arrivals.push((c, k, pos));
-    }
-
-    /// The event at position `p`, handed to the stage of its family.
+    /// The event at position `p`: walked, and its probes' holds made.
     fn event(&mut self, e: &Event, p: u64) {
-        if e.failed() {
-            return;
+        let view = self.comms.view(e.comm.0);
+        let steps = &mut self.steps;
+        self.walk
+            .event(p - 1, e, e.op.has_comm().then_some(view), &mut |s| {
+                steps.push(s)
+            });
+        if !e.failed() {
+            match e.op.family() {
+                Family::Probe => self.probe(e, view.inst, issued(p)),
+                Family::Collective => self.colls.push((view.inst, before(p), issued(p))),
+                _ => {}
+            }
         }
-        let pos = issued(p);
-        match e.op.family() {
-            Family::BlockingP2p => self.blocking_receive(e, pos),
-            Family::NonblockingP2p | Family::Persistent => self.receive_request(e, pos),
-            Family::Completion => self.completion(e, p),
-            Family::Probe => self.probe(e, pos),
-            Family::Collective => self.colls.push((e.comm.0, before(p), pos)),
-            _ => {}
-        }
+        self.received();
+        self.comms.observe(e);
+        self.lo = before(self.walk.pending().unwrap_or(p) + 1);
     }
 
-    /// A blocking call that receives (`Recv`, `Sendrecv`...), issued at
-    /// `pos`: its message is known once its source and tag are, recorded
-    /// or (for a wildcard) matched.
-    fn blocking_receive(&mut self, e: &Event, pos: u64) {
-        if let Some(t) = e.recv
-            && t.peer != Peer::Null
-        {
-            let p = pattern(e, t);
-            let blocking = blocking_match(e);
-            let src = p.1.or(blocking.map(|m| m.source));
-            let tg = p.2.or(blocking.map(|m| m.tag));
-            if let (Some(s), Some(tg)) = (src, tg) {
-                let wild = (p.1.is_none() || p.2.is_none()).then_some(p);
-                self.received((e.comm.0, s, tg), pos, wild);
-            }
-        }
+    /// The end of the rank's events: the receives still held back by the
+    /// walk take their messages.
+    fn finish(&mut self) {
+        let steps = &mut self.steps;
+        self.walk.finish(&mut |s| steps.push(s));
+        self.received();
     }
 
-    /// A nonblocking or persistent point-to-point call at `pos`: a receive
-    /// request is entered (and posted, unless persistent), started,
-    /// or freed.
-    fn receive_request(&mut self, e: &Event, pos: u64) {
-        match e.op {
-            Op::Irecv | Op::RecvInit => {
-                let (Some(id), Some(t)) = (e.req, e.recv) else {
-                    return;
-                };
-                if t.peer == Peer::Null {
-                    return;
-                }
-                let p = pattern(e, t);
-                self.reqs.insert(
-                    id,
-                    RecvReq {
-                        comm: e.comm.0,
-                        src: p.1,
-                        tag: p.2,
-                        msg: None,
-                        held: 0,
-                        posted: 0,
-                        active: false,
-                        persistent: e.op == Op::RecvInit,
-                    },
-                );
-                if e.op == Op::Irecv {
-                    self.post(id, pos);
-                }
-            }
-            Op::Start | Op::Startall => {
-                for &id in &e.reqs {
-                    self.post(id, pos);
-                }
-            }
-            Op::RequestFree => {
-                for id in &e.reqs {
-                    self.reqs.remove(id);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// A completion call at position `p`: a racy one holds the receives it
-    /// did not complete; the receives it completed take their messages,
-    /// wildcard ones stage by stage.
-    fn completion(&mut self, e: &Event, p: u64) {
-        let pos = issued(p);
-        if is_racy(e) {
-            for id in e.reqs.iter().filter(|id| !e.done.contains(id)) {
-                if let Some(r) = self.reqs.get_mut(id)
-                    && r.active
-                {
-                    r.held = pos;
-                }
-            }
-        }
-        // Wildcard receives match in posting order: each is a stage of the
-        // call, the rest complete once it is issued.
-        let mut wild: Vec<(u64, ReqId)> = e
-            .done
-            .iter()
-            .filter_map(|id| {
-                let r = self.reqs.get(id)?;
-                (r.active && r.msg.is_none()).then_some((r.posted, *id))
+    /// The receives the walk handed on, in the order they take their
+    /// channels' messages. A wildcard's hold on the other channels (and its
+    /// stage) is made before any of them asks which holds apply, since the
+    /// walk may hand on a receive after a later-posted one completed.
+    fn received(&mut self) {
+        let steps = std::mem::take(&mut self.steps);
+        let recvs = || {
+            steps.iter().filter_map(|s| match s {
+                Step::Recv(x) => Some(x),
+                _ => None,
             })
-            .collect();
-        wild.sort_unstable();
-        let staged = wild.len() > 1;
-        for (j, &(_, id)) in wild.iter().enumerate() {
-            let at = if staged { stage(p, j as u64) } else { pos };
-            self.complete(id, e, at, staged);
+        };
+        for x in recvs() {
+            if let Some(w) = x.wildcard {
+                let (c, pos) = (chan(x), taken(x));
+                let pattern = (
+                    c.0,
+                    (!w.any_source).then_some(c.1),
+                    (!w.any_tag).then_some(c.2),
+                );
+                self.hold(pattern, pos, Some(c));
+                if let Some(r) = x.req.filter(|_| staged(x)) {
+                    self.stages.insert(pos, r);
+                }
+            }
         }
-        for &id in &e.done {
-            self.complete(id, e, pos, false);
+        for x in recvs() {
+            let Some(k) = x.k else { continue };
+            let (c, pos) = (chan(x), taken(x));
+            let hold = self.applies(c, pos);
+            let matched_probe = x.probe == Some(x.event);
+            if x.completed || matched_probe {
+                let missed = match x.missed {
+                    Some(m) if !matched_probe => issued(m + 1),
+                    _ => 0,
+                };
+                self.emit(c, k, hold.max(missed));
+                self.arrivals.push((c, k, arrived(x)));
+            }
+            // A probe before the receive found its message there.
+            if let Some(q) = x.probe.filter(|_| !matched_probe) {
+                self.arrivals.push((c, k, issued(q + 1)));
+            }
         }
+        self.steps = steps;
+        self.steps.clear();
     }
 
-    /// A probe at `pos`: a successful one waits for its message (and a
-    /// matched probe takes it); a wildcard one holds the other channels,
-    /// a failed poll its whole pattern.
-    fn probe(&mut self, e: &Event, pos: u64) {
+    /// A probe (on communicator instance `inst`) at `pos`: a successful
+    /// wildcard one holds the other channels, a failed poll its whole
+    /// pattern. (A matched probe's message is the walk's: it takes it.)
+    fn probe(&mut self, e: &Event, inst: u64, pos: u64) {
         let Some(t) = e.recv else { return };
-        let p = pattern(e, t);
+        let p = (inst, t.peer.world(), t.tag.value());
         let wild = p.1.is_none() || p.2.is_none();
-        let found = blocking_match(e).map(|m| (e.comm.0, m.source, m.tag));
+        let found = e
+            .matched
+            .iter()
+            .find(|m| m.req.is_none())
+            .map(|m| (inst, m.source, m.tag));
         match e.op {
             Op::Probe | Op::Iprobe if e.flag != Some(false) => {
-                if let Some(c) = found {
-                    let k = self.assigned.peek(&c);
-                    self.arrivals.push((c, k, pos));
-                    if wild {
-                        self.hold(p, pos, Some(c));
-                    }
+                if let Some(c) = found
+                    && wild
+                {
+                    self.hold(p, pos, Some(c));
                 }
             }
-            Op::Mprobe | Op::Improbe if e.flag != Some(false) => {
-                if let Some(c) = found {
-                    self.received(c, pos, wild.then_some(p));
-                }
-            }
-            Op::Iprobe | Op::Improbe => self.hold(p, pos, None),
+            Op::Iprobe | Op::Improbe if e.flag == Some(false) => self.hold(p, pos, None),
             _ => {}
         }
     }
 }
 
-/// The receive pattern of `e`'s side `t`: its communicator, and the
-/// source and tag, `None` where a wildcard.
-fn pattern(e: &Event, t: trace::Transfer) -> Pattern {
-    (e.comm.0, t.peer.world(), t.tag.value())
+/// The channel of a receive, as the receiver names it (peer = sender).
+fn chan(x: &RecvEnd) -> Chan {
+    (x.chan.comm, x.chan.from as i32, x.chan.tag)
 }
 
-/// The match of a blocking receive or probe (the one without a request).
-fn blocking_match(e: &Event) -> Option<&trace::Matched> {
-    e.matched.iter().find(|m| m.req.is_none())
+/// Whether a receive is one stage of the call that completed it: one of
+/// several wildcard receives it resolved.
+fn staged(x: &RecvEnd) -> bool {
+    x.probe != Some(x.event) && x.wildcard.is_some_and(|w| w.of > 1)
 }
 
-/// The gates a rank opens, from its own events in recorded order: for
-/// each message it receives that a racy call before must not have seen,
-/// the fine position of the latest such call. Sorted by position.
-pub fn gates(events: impl Iterator<Item = Event>) -> Vec<Gate> {
-    let mut r = Receiver::default();
+/// The fine position at which a receive takes its message: a matched
+/// probe at the probe; a wildcard receive once it matched (its stage of
+/// the call that completed it, or that call); any other at its posting,
+/// where MPI matches it to its channel's next message.
+fn taken(x: &RecvEnd) -> u64 {
+    match x.wildcard {
+        _ if x.probe == Some(x.event) => issued(x.event + 1),
+        Some(w) if w.of > 1 => stage(x.done + 1, u64::from(w.nth)),
+        Some(_) => issued(x.done + 1),
+        None => issued(x.event + 1),
+    }
+}
+
+/// The fine position by which a completed receive's message has arrived:
+/// where replay waits for it (a matched probe's at the probe, a wildcard's
+/// at its stage).
+fn arrived(x: &RecvEnd) -> u64 {
+    match x.wildcard {
+        _ if x.probe == Some(x.event) => issued(x.event + 1),
+        Some(w) if w.of > 1 => stage(x.done + 1, u64::from(w.nth)),
+        _ => issued(x.done + 1),
+    }
+}
+
+/// The gates world rank `rank` (of `world` ranks) opens, from its own
+/// events in recorded order: for each message it receives that a racy
+/// call before must not have seen, the fine position of the latest such
+/// call. Sorted by position.
+pub fn gates(rank: u32, world: i64, events: impl Iterator<Item = Event>) -> Vec<Gate> {
+    let mut r = Receiver::new(rank, world);
     for (i, e) in events.enumerate() {
         r.event(&e, i as u64 + 1);
     }
+    r.finish();
     r.out.sort_by_key(|g| g.after);
     r.out
 }
@@ -457,20 +429,22 @@ pub struct Flow {
     sends: Vec<(Chan, u64, u64)>,
     /// Waits for messages: channel (peer = sender), index, fine position.
     arrivals: Vec<(Chan, u64, u64)>,
-    colls: Vec<(u32, u64, u64)>,
+    colls: Vec<(u64, u64, u64)>,
 }
 
 impl Flow {
-    /// The flow of one rank's events in recorded order.
-    pub fn of(events: impl Iterator<Item = Event>) -> Flow {
-        let mut r = Receiver::default();
-        let mut c = SendCounter::default();
+    /// The flow of world rank `rank`'s (of `world` ranks) events in
+    /// recorded order.
+    pub fn of(rank: u32, world: i64, events: impl Iterator<Item = Event>) -> Flow {
+        let mut r = Receiver::new(rank, world);
+        let mut c = SendCounter::new(rank, world);
         let mut sends = Vec::new();
         for (i, e) in events.enumerate() {
             let p = i as u64 + 1;
             r.event(&e, p);
             sends.extend(c.sends(&e).into_iter().map(|(ch, k)| (ch, k, before(p))));
         }
+        r.finish();
         Flow {
             sends,
             arrivals: r.arrivals,
@@ -504,7 +478,7 @@ pub fn inconsistent(flows: &[Flow], waits: &[Wait]) -> Vec<usize> {
     // instance), by source position.
     let mut out: Vec<std::collections::BTreeMap<u64, Vec<(usize, u64)>>> =
         vec![Default::default(); n];
-    let mut sent: HashMap<(u32, i32, i32, i32, u64), u64> = HashMap::new();
+    let mut sent: HashMap<(u64, i32, i32, i32, u64), u64> = HashMap::new();
     for (s, f) in flows.iter().enumerate() {
         for &((comm, dst, tag), k, at) in &f.sends {
             sent.insert((comm, s as i32, dst, tag, k), at);
@@ -519,12 +493,13 @@ pub fn inconsistent(flows: &[Flow], waits: &[Wait]) -> Vec<usize> {
             }
         }
     }
-    // The k-th collective of each communicator id joins every rank that
-    // makes one (communicators that share an id are joined: more order
-    // than MPI promises, which can only give up more holds).
-    let mut instance: HashMap<(u32, usize), usize> = HashMap::new();
+    // The k-th collective of each communicator instance joins every rank
+    // that makes one (the groups of an ambiguous instance, such as those
+    // of `Comm_split_type`, are joined: more order than MPI promises,
+    // which can only give up more holds).
+    let mut instance: HashMap<(u64, usize), usize> = HashMap::new();
     for (r, f) in flows.iter().enumerate() {
-        let mut seq: HashMap<u32, usize> = HashMap::new();
+        let mut seq: HashMap<u64, usize> = HashMap::new();
         for &(comm, pre, post) in &f.colls {
             let k = seq.entry(comm).or_insert(0);
             let v = *instance.entry((comm, *k)).or_insert_with(|| {
@@ -681,46 +656,42 @@ pub fn deadlocked(waits: &[Wait]) -> Vec<usize> {
 }
 
 /// Names the messages a rank sends as replay issues them: channel and
-/// index, counted like [`gates`] counts receives.
-#[derive(Default)]
+/// index, from the same numbered walk over the same communicator lineage
+/// as [`gates`] names the receives.
 pub struct SendCounter {
-    sent: Numbering<Chan>,
-    persistent: HashMap<ReqId, Chan>,
+    comms: Comms,
+    walk: Walker,
+    /// Events seen (the walk's event index).
+    seen: u64,
 }
 
 impl SendCounter {
-    /// The messages `e` sends, as (communicator, destination world rank,
-    /// tag, index on that channel), and counts them.
+    /// The sends of world rank `rank` of `world` ranks, none counted yet.
+    pub fn new(rank: u32, world: i64) -> SendCounter {
+        SendCounter {
+            comms: Comms::new(rank, world),
+            walk: Walker::new(rank, world).numbered(),
+            seen: 0,
+        }
+    }
+
+    /// The messages `e`, the rank's next event, sends, as (communicator
+    /// instance, destination world rank, tag, index on that channel), and
+    /// counts them.
     pub fn sends(&mut self, e: &Event) -> Vec<(Chan, u64)> {
-        let comm = e.comm.0;
-        let chan = |e: &Event| {
-            let t = e.send?;
-            Some((comm, t.peer.world()?, t.tag.value()?))
-        };
-        let chans: Vec<Chan> = match e.op {
-            Op::SendInit | Op::SsendInit | Op::BsendInit | Op::RsendInit => {
-                if let (Some(id), Some(c)) = (e.req, chan(e)) {
-                    self.persistent.insert(id, c);
+        let view = self.comms.view(e.comm.0);
+        let mut sent = Vec::new();
+        self.walk
+            .event(self.seen, e, e.op.has_comm().then_some(view), &mut |s| {
+                if let Step::Send(x) = s
+                    && let Some(k) = x.k
+                {
+                    sent.push(((x.chan.comm, x.chan.to as i32, x.chan.tag), k));
                 }
-                Vec::new()
-            }
-            Op::Start | Op::Startall => e
-                .reqs
-                .iter()
-                .filter_map(|id| self.persistent.get(id).copied())
-                .collect(),
-            Op::RequestFree => {
-                for id in &e.reqs {
-                    self.persistent.remove(id);
-                }
-                Vec::new()
-            }
-            _ if matches!(e.op.family(), Family::BlockingP2p | Family::NonblockingP2p) => {
-                chan(e).into_iter().collect()
-            }
-            _ => Vec::new(),
-        };
-        chans.into_iter().map(|c| (c, self.sent.take(c))).collect()
+            });
+        self.comms.observe(e);
+        self.seen += 1;
+        sent
     }
 }
 
@@ -779,7 +750,7 @@ mod tests {
             recv(Peer::Any, Tag::Value(5), Some((1, 5))),
             recv(Peer::Any, Tag::Value(5), Some((3, 5))),
         ];
-        let g = gates(evs.into_iter());
+        let g = gates(0, 4, evs.into_iter());
         // 1's first message waits for event 1; 3's for event 2 (the
         // latest wildcard receive before it that did not take it).
         assert_eq!(g, vec![gate(1, 1, 5, 0), gate(2, 3, 5, 0)]);
@@ -798,7 +769,7 @@ mod tests {
             recv(rank(3), Tag::Value(12), None),
             recv(rank(1), Tag::Value(12), None),
         ];
-        let g = gates(evs.into_iter());
+        let g = gates(0, 4, evs.into_iter());
         // The first message from 3 waits for the third failed Iprobe; the
         // second does not (the first is in the way), nor does rank 1's.
         assert_eq!(g, vec![gate(3, 3, 12, 0)]);
@@ -818,10 +789,10 @@ mod tests {
         let mut w2 = ev(Op::Waitany);
         w2.reqs = vec![ReqId(5)];
         w2.done = vec![ReqId(5)];
-        let g = gates(vec![irecv, isend.clone(), w1, w2].into_iter());
+        let g = gates(0, 4, vec![irecv, isend.clone(), w1, w2].into_iter());
         assert_eq!(g, vec![gate(3, 2, 9, 0)]);
-        // The sender names the same message.
-        let mut s = SendCounter::default();
+        // The sender (rank 2) names the same message.
+        let mut s = SendCounter::new(2, 4);
         let mut to2 = isend;
         to2.send = Some(to(rank(0), Tag::Value(9)));
         assert_eq!(s.sends(&to2), vec![((0, 0, 9), 0)]);
@@ -842,7 +813,7 @@ mod tests {
             recv(rank(1), Tag::Value(7), None),
             recv(rank(2), Tag::Value(8), None),
         ];
-        let g = gates(evs.into_iter());
+        let g = gates(0, 4, evs.into_iter());
         assert_eq!(g, vec![gate(1, 2, 8, 0)]);
     }
 
@@ -869,7 +840,7 @@ mod tests {
             })
             .collect();
         evs.push(w);
-        let g = gates(evs.into_iter());
+        let g = gates(0, 4, evs.into_iter());
         let staged = |j, once, sender| Gate {
             after: stage(4, j),
             once: Some(ReqId(once)),
@@ -881,6 +852,76 @@ mod tests {
         // 3's message waits until request 0 took 2's; 1's until request 1
         // took 3's.
         assert_eq!(g, vec![staged(0, 0, 3), staged(1, 1, 1)]);
+    }
+
+    #[test]
+    fn a_wildcard_posted_first_takes_the_first_message_of_its_channel() {
+        // Rank 0 posts an ANY_SOURCE receive (event 1), then one from 2
+        // (event 2); a Testany (event 3) finds neither; a Waitall (event 4)
+        // completes both, the wildcard with 2's message. MPI matched the
+        // wildcard first: it took 2's message 0, which the Testany must
+        // not have seen, and the other receive message 1.
+        let mut any = ev(Op::Irecv);
+        any.recv = Some(to(Peer::Any, Tag::Value(7)));
+        any.req = Some(ReqId(0));
+        let mut two = ev(Op::Irecv);
+        two.recv = Some(to(rank(2), Tag::Value(7)));
+        two.req = Some(ReqId(1));
+        let mut test = ev(Op::Testany);
+        test.reqs = vec![ReqId(0)];
+        let mut all = ev(Op::Waitall);
+        all.reqs = vec![ReqId(0), ReqId(1)];
+        all.done = all.reqs.clone();
+        all.matched = vec![Matched {
+            req: Some(ReqId(0)),
+            source: 2,
+            tag: 7,
+        }];
+        let g = gates(0, 4, vec![any, two, test, all].into_iter());
+        assert_eq!(g, vec![gate(3, 2, 7, 0)]);
+    }
+
+    #[test]
+    fn channels_are_named_by_communicator_instance_on_both_sides() {
+        // Ranks 0, 1 (colour 0) and 2, 3 (colour 1) split the world: every
+        // rank calls its half id 2. Rank 0 polls rank 1 in vain, then
+        // receives from it; ranks 1 and 2 each send on their half.
+        let split = |colour| {
+            let mut e = ev(Op::CommSplit);
+            let mut c = trace::CommCreate::new(Some(trace::CommId(2)), 2);
+            c.color = Some(colour);
+            c.key = Some(0);
+            e.create = Some(Box::new(c));
+            e
+        };
+        let on_half = |mut e: Event| {
+            e.comm = trace::CommId(2);
+            e
+        };
+        let mut poll = ev(Op::Iprobe);
+        poll.recv = Some(to(rank(1), Tag::Value(5)));
+        poll.flag = Some(false);
+        let receiver = vec![
+            split(0),
+            on_half(poll),
+            on_half(recv(rank(1), Tag::Value(5), None)),
+        ];
+        let g = gates(0, 4, receiver.into_iter());
+        assert_eq!(g.len(), 1);
+        let sent = |me: u32, colour, dest| {
+            let mut s = SendCounter::new(me, 4);
+            let mut send = ev(Op::Send);
+            send.send = Some(to(rank(dest), Tag::Value(5)));
+            assert!(s.sends(&split(colour)).is_empty());
+            s.sends(&on_half(send))
+        };
+        // Rank 1 names the held message as rank 0 does; rank 2's message
+        // on its own half (id 2 as well) is another channel.
+        let one = sent(1, 0, 0);
+        assert_eq!(one, vec![((g[0].comm, 0, 5), g[0].k)]);
+        assert_ne!(g[0].comm, 2);
+        let two = sent(2, 1, 3);
+        assert_ne!(two[0].0.0, g[0].comm);
     }
 
     #[test]
@@ -931,8 +972,8 @@ mod tests {
             vec![irecv, isend, any, wait]
         };
         let flows = [
-            Flow::of(rank_events(0, 1).into_iter()),
-            Flow::of(rank_events(1, 0).into_iter()),
+            Flow::of(0, 2, rank_events(0, 1).into_iter()),
+            Flow::of(1, 2, rank_events(1, 0).into_iter()),
         ];
         for (me, f) in flows.iter().enumerate() {
             assert_eq!(f.sends.len(), 1, "rank {me}");

@@ -34,9 +34,9 @@ pub struct Gates {
     /// receiver as peer) and index.
     held: HashSet<(Chan, u64)>,
     counter: SendCounter,
-    /// Tokens received and not used yet: (receiver, communicator id, tag,
-    /// index).
-    tokens: HashSet<(i32, u32, i32, u64)>,
+    /// Tokens received and not used yet: (receiver, communicator
+    /// instance, tag, index).
+    tokens: HashSet<(i32, u64, i32, u64)>,
     /// Tokens in flight and their buffers.
     sent: Vec<(MPI_Request, Box<[i64; 3]>)>,
     /// How long a held message waits for its token before it is sent
@@ -60,9 +60,11 @@ impl Gates {
         world: MPI_Comm,
         bound: Duration,
     ) -> Result<Gates> {
-        let (mut size, comm) = (0 as c_int, own_world(world)?);
+        let (mut size, mut rank, comm) = (0 as c_int, 0 as c_int, own_world(world)?);
         // SAFETY: world is valid.
         check(unsafe { PMPI_Comm_size(world, &mut size) }, "MPI_Comm_size")?;
+        // SAFETY: world is valid.
+        check(unsafe { PMPI_Comm_rank(world, &mut rank) }, "MPI_Comm_rank")?;
         let p = size as usize;
         let mut by_sender: Vec<Vec<i64>> = vec![Vec::new(); p];
         for g in &mine {
@@ -70,7 +72,7 @@ impl Gates {
                 .ok()
                 .and_then(|s| by_sender.get_mut(s))
             {
-                b.extend([i64::from(g.comm), i64::from(g.tag), g.k as i64]);
+                b.extend([g.comm as i64, i64::from(g.tag), g.k as i64]);
             }
         }
         let scounts: Vec<c_int> = by_sender.iter().map(|b| b.len() as c_int).collect();
@@ -114,7 +116,7 @@ impl Gates {
         let mut held = HashSet::new();
         for (receiver, (&n, &d)) in rcounts.iter().zip(&rdispls).enumerate() {
             for t in recvbuf[d as usize..(d + n) as usize].chunks_exact(3) {
-                held.insert(((t[0] as u32, receiver as i32, t[1] as i32), t[2] as u64));
+                held.insert(((t[0] as u64, receiver as i32, t[1] as i32), t[2] as u64));
             }
         }
         let given_up = give_up(&mine, &mut held, events, trace, comm, p)?;
@@ -123,7 +125,7 @@ impl Gates {
             open: mine,
             next: 0,
             held,
-            counter: SendCounter::default(),
+            counter: SendCounter::new(rank as u32, p as i64),
             tokens: HashSet::new(),
             sent: Vec::new(),
             bound,
@@ -144,7 +146,7 @@ impl Gates {
             return Ok(());
         };
         self.next += 1;
-        let buf = Box::new([i64::from(g.comm), i64::from(g.tag), g.k as i64]);
+        let buf = Box::new([g.comm as i64, i64::from(g.tag), g.k as i64]);
         // SAFETY: a null request handle, filled by MPI.
         let mut r: MPI_Request = unsafe { RSMPI_REQUEST_NULL };
         check(
@@ -174,6 +176,10 @@ impl Gates {
     /// the message goes and the replay counts it. `pause` is one pause of
     /// the wait.
     pub fn before(&mut self, e: &Event, mut pause: impl FnMut()) -> Result<()> {
+        // Nothing held (any more): no send needs naming.
+        if self.held.is_empty() {
+            return Ok(());
+        }
         for (c, k) in self.counter.sends(e) {
             if !self.held.remove(&(c, k)) {
                 continue;
@@ -223,7 +229,7 @@ impl Gates {
             "MPI_Recv",
         )?;
         self.tokens
-            .insert((st.MPI_SOURCE, t[0] as u32, t[1] as i32, t[2] as u64));
+            .insert((st.MPI_SOURCE, t[0] as u64, t[1] as i32, t[2] as u64));
         Ok(true)
     }
 
@@ -305,7 +311,7 @@ fn give_up(
     let mut rank: c_int = 0;
     // SAFETY: a valid communicator and out-parameter.
     check(unsafe { PMPI_Comm_rank(comm, &mut rank) }, "MPI_Comm_rank")?;
-    let local = placed_waits(held, events);
+    let local = placed_waits(held, events, rank as u32, p as i64);
     let releases = release_points(mine);
     let waits_all = gather_signed(&local, comm, p, rank)?;
     let rel_all = gather_signed(&releases, comm, p, rank)?;
@@ -320,7 +326,7 @@ fn give_up(
     let mut given_up = 0;
     for v in verdict.chunks_exact(5) {
         if v[0] == i64::from(rank) {
-            held.remove(&((v[1] as u32, v[2] as i32, v[3] as i32), v[4] as u64));
+            held.remove(&((v[1] as u64, v[2] as i32, v[3] as i32), v[4] as u64));
             given_up += 1;
         }
     }
@@ -328,19 +334,25 @@ fn give_up(
 }
 
 /// This rank's waits, five integers each: the position of the send event
-/// (1-based), the receiver, and the message (communicator, tag, index)
-/// of every held send among `events`.
-fn placed_waits(held: &HashSet<(Chan, u64)>, events: impl Iterator<Item = Event>) -> Vec<i64> {
+/// (1-based), the receiver, and the message (communicator instance, tag,
+/// index) of every held send among `events`, those of world rank `rank`
+/// of `world` ranks.
+fn placed_waits(
+    held: &HashSet<(Chan, u64)>,
+    events: impl Iterator<Item = Event>,
+    rank: u32,
+    world: i64,
+) -> Vec<i64> {
     let mut local: Vec<i64> = Vec::new();
     if !held.is_empty() {
-        let mut counter = SendCounter::default();
+        let mut counter = SendCounter::new(rank, world);
         for (i, e) in events.enumerate() {
             for (c, k) in counter.sends(&e) {
                 if held.contains(&(c, k)) {
                     local.extend([
                         i as i64 + 1,
                         i64::from(c.1),
-                        i64::from(c.0),
+                        c.0 as i64,
                         i64::from(c.2),
                         k as i64,
                     ]);
@@ -352,7 +364,8 @@ fn placed_waits(held: &HashSet<(Chan, u64)>, events: impl Iterator<Item = Event>
 }
 
 /// The receiver's release points, which the senders do not know, five
-/// integers each (sender, communicator, tag, index, fine position): each
+/// integers each (sender, communicator instance, tag, index, fine
+/// position): each
 /// receiver's gates travel with the waits they answer, so rank 0 joins
 /// them by message.
 fn release_points(mine: &[Gate]) -> Vec<i64> {
@@ -360,7 +373,7 @@ fn release_points(mine: &[Gate]) -> Vec<i64> {
     for g in mine {
         releases.extend([
             i64::from(g.sender),
-            i64::from(g.comm),
+            g.comm as i64,
             i64::from(g.tag),
             g.k as i64,
             g.after as i64,
@@ -421,7 +434,7 @@ fn impossible_waits(trace: &trace::MergedTrace, p: usize, waits: &[Wait]) -> Vec
             .map(|r| {
                 trace
                     .rank_trace(r)
-                    .map(|t| Flow::of(t.expand()))
+                    .map(|t| Flow::of(r, p as i64, t.expand()))
                     .unwrap_or_default()
             })
             .collect();

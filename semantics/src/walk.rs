@@ -20,7 +20,9 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use trace::{Event, Family, Matched, Op, Peer, ReqId, Tag, Transfer};
 
-use crate::channel::Channel;
+use smallvec::SmallVec;
+
+use crate::channel::{Channel, Numbering};
 use crate::comms::{View, hash_of};
 
 #[cfg(doc)]
@@ -43,6 +45,12 @@ pub struct SendEnd {
     /// A synchronous send (`Ssend`, `Issend`, `Ssend_init`): it cannot
     /// complete before its receive is posted, whatever its size.
     pub sync: bool,
+    /// Its number on its channel (from 0) in a [`Walker::numbered`] walk:
+    /// by non-overtaking the `k`-th send of a channel meets the `k`-th
+    /// receive, so one rank's walk names a message the way its peer's
+    /// does (replay's gates, which see one rank only). `None` otherwise:
+    /// the check and the analysis number on their [`crate::channel::Channels`].
+    pub k: Option<u64>,
 }
 
 /// A receive placed on its channel.
@@ -67,6 +75,40 @@ pub struct RecvEnd {
     /// The probe that first found its message (event index): a successful
     /// `Probe`, `Iprobe`, `Mprobe` or `Improbe`.
     pub probe: Option<u64>,
+    /// Its number on its channel, as [`SendEnd::k`].
+    pub k: Option<u64>,
+    /// The request that posted it, for a nonblocking or persistent
+    /// receive (`Imrecv`: the `Imrecv`'s): what a caller awaits to see it
+    /// matched.
+    pub req: Option<ReqId>,
+    /// How it was posted and resolved, if it was a wildcard receive or
+    /// matched probe.
+    pub wildcard: Option<Wildcard>,
+    /// The latest completion call (event index) that named its request
+    /// and returned without it (`Test*` that found it pending,
+    /// `Waitany`/`Waitsome` that completed others): its message had not
+    /// matched by then, which replay must not let happen earlier.
+    pub missed: Option<u64>,
+}
+
+/// A wildcard receive (or matched probe): which wildcards it was posted
+/// with, and its place among the wildcard receives its completing call
+/// resolved. MPI matches those in posting order, so a caller that must
+/// reproduce which message each took (replay's gates) awaits them one by
+/// one in that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wildcard {
+    /// Posted with `MPI_ANY_SOURCE`.
+    pub any_source: bool,
+    /// Posted with `MPI_ANY_TAG`.
+    pub any_tag: bool,
+    /// Its place (from 0), in posting order, among the wildcard receives
+    /// the call that completed it resolved (0 for a blocking receive or a
+    /// probe).
+    pub nth: u32,
+    /// How many wildcard receives that call resolved (1 for a blocking
+    /// receive or a probe).
+    pub of: u32,
 }
 
 /// What the walk hands on, in order.
@@ -124,6 +166,12 @@ struct Slot {
     tag: Option<i32>,
     posted: Option<i64>,
     probe: Option<u64>,
+    req: Option<ReqId>,
+    /// Posted with `MPI_ANY_SOURCE`, `MPI_ANY_TAG`.
+    any: (bool, bool),
+    /// [`Wildcard::nth`] and [`Wildcard::of`].
+    stage: (u32, u32),
+    missed: Option<u64>,
     completed: bool,
     /// Nothing more will be learnt about it.
     settled: bool,
@@ -167,6 +215,8 @@ pub struct Walker {
     /// Requests an `MPI_Cancel` named: completed without a match, they
     /// were cancelled and take no message.
     cancelled: HashSet<ReqId>,
+    /// Sends and receives numbered per channel ([`Walker::numbered`]).
+    numbers: Option<Box<(Numbering<Channel>, Numbering<Channel>)>>,
 }
 
 impl Walker {
@@ -184,7 +234,24 @@ impl Walker {
             probed: HashMap::default(),
             probes: HashMap::default(),
             cancelled: HashSet::default(),
+            numbers: None,
         }
+    }
+
+    /// This walk with every send and receive numbered on its channel
+    /// ([`SendEnd::k`], [`RecvEnd::k`]), for a caller that sees one rank
+    /// and must name its messages as their other end does.
+    pub fn numbered(mut self) -> Walker {
+        self.numbers = Some(Box::default());
+        self
+    }
+
+    /// The event index of the earliest receive not handed on yet (waiting
+    /// for its completion or for a receive posted before it), if any:
+    /// every [`Step::Recv`] still to come was posted at or after it, so a
+    /// caller that keeps state by position can forget what lies before.
+    pub fn pending(&self) -> Option<u64> {
+        self.slots.front().map(|s| s.event)
     }
 
     /// Follows event `i`, `e`; `view` is its communicator as the rank's
@@ -263,13 +330,15 @@ impl Walker {
         if let Some(r) = req {
             self.sending.insert(r, id);
         }
+        let chan = Channel {
+            from: self.rank,
+            to: to as u32,
+            tag,
+            comm: v.inst,
+        };
         out(Step::Send(SendEnd {
-            chan: Channel {
-                from: self.rank,
-                to: to as u32,
-                tag,
-                comm: v.inst,
-            },
+            chan,
+            k: self.numbers.as_mut().map(|n| n.0.take(chan)),
             comm: v.id,
             id,
             post: i,
@@ -337,6 +406,10 @@ impl Walker {
             tag,
             posted: Some(bytes(t.count, t.dsize)),
             probe: None,
+            req: None,
+            any: (t.peer == Peer::Any, t.tag == Tag::Any),
+            stage: (0, 1),
+            missed: None,
             completed: !nonblocking,
             settled: false,
             dead: false,
@@ -346,7 +419,7 @@ impl Walker {
     /// Queues a receive in the rank's post order.
     fn push_slot(&mut self, s: Slot, req: Option<ReqId>, out: &mut impl FnMut(Step)) {
         let id = self.base + self.slots.len() as u64;
-        self.slots.push_back(s);
+        self.slots.push_back(Slot { req, ..s });
         if let Some(r) = req {
             self.waiting.insert(r, id);
         }
@@ -386,8 +459,20 @@ impl Walker {
         self.flush(out);
     }
 
-    /// `Wait*`, `Test*`: completed sends and receives, wildcards resolved.
+    /// `Wait*`, `Test*`: completed sends and receives, wildcards resolved
+    /// (and numbered in posting order among themselves); the receives it
+    /// named and did not complete missed it.
     fn complete(&mut self, i: u64, e: &Event, out: &mut impl FnMut(Step)) {
+        if e.reqs.len() != e.done.len() {
+            for r in e.reqs.iter().filter(|r| !e.done.contains(r)) {
+                if let Some(&id) = self.waiting.get(r)
+                    && let Some(s) = self.slot(id)
+                {
+                    s.missed = Some(i);
+                }
+            }
+        }
+        let mut resolved: SmallVec<[u64; 4]> = SmallVec::new();
         for r in &e.done {
             if let Some(id) = self.sending.remove(r) {
                 out(Step::SendDone { id, done: i });
@@ -405,6 +490,7 @@ impl Walker {
                 s.dead = true;
                 continue;
             }
+            let wild = s.src.is_none() || s.tag.is_none();
             s.src = s.src.or(src);
             s.tag = s.tag.or(m.map(|m| m.tag));
             if s.src.is_none() || s.tag.is_none() {
@@ -413,6 +499,15 @@ impl Walker {
                     let (op, event) = (s.op, s.event);
                     out(Step::UnresolvedWildcard { op, event });
                 }
+            } else if wild {
+                resolved.push(id);
+            }
+        }
+        resolved.sort_unstable();
+        let of = resolved.len() as u32;
+        for (nth, &id) in resolved.iter().enumerate() {
+            if let Some(s) = self.slot(id) {
+                s.stage = (nth as u32, of);
             }
         }
         self.flush(out);
@@ -466,6 +561,7 @@ impl Walker {
                     s.posted = e.recv.map(|t| bytes(t.count, t.dsize));
                     s.post = i;
                     s.done = i;
+                    s.req = req;
                     // An Imrecv completes at its Wait/Test.
                     s.completed = req.is_none();
                     s.settled = req.is_none();
@@ -507,6 +603,7 @@ impl Walker {
                     .then(|| self.probes.remove(&chan))
                     .flatten()
             });
+            let (any_source, any_tag) = s.any;
             out(Step::Recv(RecvEnd {
                 chan,
                 comm: s.comm,
@@ -516,7 +613,122 @@ impl Walker {
                 posted: s.posted,
                 completed: s.completed,
                 probe,
+                k: self.numbers.as_mut().map(|n| n.1.take(chan)),
+                req: s.req,
+                wildcard: (any_source || any_tag).then_some(Wildcard {
+                    any_source,
+                    any_tag,
+                    nth: s.stage.0,
+                    of: s.stage.1,
+                }),
+                missed: s.missed,
             }));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comms::Comms;
+
+    fn recv(op: Op, peer: Peer, req: u64) -> Event {
+        let mut e = Event::new(op);
+        e.recv = Some(Transfer {
+            peer,
+            tag: Tag::Value(7),
+            count: 1,
+            dsize: 4,
+            dtype: trace::Datatype::UNKNOWN,
+        });
+        e.req = Some(ReqId(req));
+        e
+    }
+
+    /// A completion call `op` that completed `reqs`, the wildcards among
+    /// them with a tag-7 message of the given (request, source).
+    fn completed(op: Op, reqs: &[u64], matched: &[(u64, i32)]) -> Event {
+        let mut e = Event::new(op);
+        e.reqs = reqs.iter().map(|&r| ReqId(r)).collect();
+        e.done = e.reqs.clone();
+        for &(r, source) in matched {
+            e.matched.push(Matched {
+                req: Some(ReqId(r)),
+                source,
+                tag: 7,
+            });
+        }
+        e
+    }
+
+    /// Rank 0's receives of `events`, as handed on by a numbered walk.
+    fn recvs(events: &[Event]) -> Vec<RecvEnd> {
+        let comms = Comms::new(0, 4);
+        let mut walk = Walker::new(0, 4).numbered();
+        let mut out = Vec::new();
+        let mut keep = |s| {
+            if let Step::Recv(x) = s {
+                out.push(x);
+            }
+        };
+        for (i, e) in events.iter().enumerate() {
+            let view = e.op.has_comm().then(|| comms.view(e.comm.0));
+            walk.event(i as u64, e, view, &mut keep);
+        }
+        walk.finish(&mut keep);
+        out
+    }
+
+    #[test]
+    fn a_numbered_walk_numbers_receives_in_posting_order() {
+        // An ANY_SOURCE receive, then one from 2; a Testany misses the
+        // first, a Waitall completes both (the wildcard with 2's message,
+        // so it takes message 0 of the channel: it was posted first).
+        let rank2 = Peer::Rank { world: 2, local: 2 };
+        let mut test = completed(Op::Testany, &[0], &[]);
+        test.done.clear();
+        let events = [
+            recv(Op::Irecv, Peer::Any, 0),
+            recv(Op::Irecv, rank2, 1),
+            test,
+            completed(Op::Waitall, &[0, 1], &[(0, 2)]),
+        ];
+        let r = recvs(&events);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (r[0].k, r[0].req, r[0].missed),
+            (Some(0), Some(ReqId(0)), Some(2))
+        );
+        assert_eq!(
+            r[0].wildcard,
+            Some(Wildcard {
+                any_source: true,
+                any_tag: false,
+                nth: 0,
+                of: 1
+            })
+        );
+        assert_eq!(
+            (r[1].k, r[1].req, r[1].missed),
+            (Some(1), Some(ReqId(1)), None)
+        );
+        assert_eq!(r[1].wildcard, None);
+        assert_eq!(r[0].chan, r[1].chan);
+    }
+
+    #[test]
+    fn wildcards_completed_together_are_placed_in_posting_order() {
+        // Completed in the other order than posted.
+        let events = [
+            recv(Op::Irecv, Peer::Any, 0),
+            recv(Op::Irecv, Peer::Any, 1),
+            completed(Op::Waitall, &[1, 0], &[(0, 3), (1, 1)]),
+        ];
+        let r = recvs(&events);
+        let stages: Vec<_> = r
+            .iter()
+            .map(|x| (x.chan.from, x.wildcard.map(|w| (w.nth, w.of))))
+            .collect();
+        assert_eq!(stages, vec![(3, Some((0, 2))), (1, Some((1, 2)))]);
     }
 }

@@ -739,7 +739,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         threads::watchdog(rank, opts.timeout, current.clone(), finished.clone());
     }
     let new_replayer = |slot: usize| Replayer::new(opts, rank, slot, comms.clone(), threaded);
-    let gates = causal_gates(opts, file, &rt, world, threaded)?;
+    let gates = causal_gates(opts, file, &rt, (world, rank), threaded)?;
     let mut r = new_replayer(0);
     if threaded {
         gates.finish()?;
@@ -825,22 +825,25 @@ fn mpi_threads(rt: &trace::Trace, rank: c_int, provided: c_int) -> Result<Vec<u3
     Ok(threads)
 }
 
-/// Sets up the causal gates of this rank (collective: every rank does,
-/// a `threaded` one with no gates of its own, since it neither holds nor
-/// releases messages and its sends are not placed: it never waits). A
+/// Sets up the causal gates of this rank (`rank` of `world`; collective:
+/// every rank does, a `threaded` one with no gates of its own, since it
+/// neither holds nor releases messages and its sends are not placed: it
+/// never waits). A
 /// held message waits for its token at most one second plus twice the
 /// application's run time.
 fn causal_gates(
     opts: &Opts,
     file: &TraceFile,
     rt: &trace::Trace,
-    world: MPI_Comm,
+    (world, rank): (MPI_Comm, c_int),
     threaded: bool,
 ) -> Result<Gates> {
     let mine = if threaded {
         Vec::new()
     } else {
-        replay::gates::gates(rt.expand())
+        // The world is as large as the trace has ranks (checked before).
+        let size = file.trace.ranks().len() as i64;
+        replay::gates::gates(rank as u32, size, rt.expand())
     };
     let app = if opts.emulation.no_compute {
         0.0
