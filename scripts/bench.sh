@@ -665,7 +665,9 @@ if [[ $part == tools-ab ]]; then
   # The trace-reading tools of this build against another build's
   # (TOOLS_BASELINE=PATH to its rankscale binary), in alternating pairs on
   # the same inputs: the published smg128 and amg64 traces (imported once
-  # by this build). check, analyze and simulate (rank by rank) are the
+  # by the baseline, whose format this build reads too: a trace imported
+  # by a newer build may be a version the baseline refuses, and its run
+  # would time an error). check, analyze and simulate (rank by rank) are the
   # users of the matching engine; the ratio is this build's median wall
   # time over the baseline's, medians of TOOLS_PAIRS (default 5) pairs.
   base="${TOOLS_BASELINE:?tools-ab needs TOOLS_BASELINE=PATH, another build of rankscale}"
@@ -679,7 +681,11 @@ if [[ $part == tools-ab ]]; then
   for set in smg128 amg64; do
     [[ -f $shared/$set.tar.xz ]] || { echo "$set: not found, skipped"; continue; }
     tar xf "$shared/$set.tar.xz" -C "$tmp" "traces/$set"
-    "$rs" import --format pertext "$tmp/traces/$set" -o "$tmp/$set.trace" >/dev/null
+    "$base" import --format pertext "$tmp/traces/$set" -o "$tmp/$set.trace" >/dev/null
+    # Both must read it: a failing tool would be timed as a fast one.
+    for bin in "$base" "$rs"; do
+      "$bin" stats "$tmp/$set.trace" >/dev/null 2>&1 || { echo "$set: $bin cannot read it" >&2; exit 1; }
+    done
     for tool in check analyze simulate; do
       args=("$tool" "$tmp/$set.trace")
       [[ $tool == simulate ]] && args+=(--mode ranks --seed 7)

@@ -13,6 +13,7 @@
 //! computation time drawn from the trace's timing statistics.
 
 mod exec;
+mod rc;
 mod tokens;
 
 use std::path::PathBuf;

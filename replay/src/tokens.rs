@@ -13,7 +13,7 @@ use mpi_sys::*;
 use replay::gates::{Chan, Flow, Gate, SendCounter, Wait, deadlocked, inconsistent, issued};
 use trace::{Event, ReqId};
 
-use crate::exec::check;
+use crate::rc::check;
 
 /// The tag of every token.
 const TOKEN: c_int = 7;

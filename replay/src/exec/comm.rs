@@ -184,7 +184,7 @@ impl Replayer<'_> {
             Some(new) => self.new_creating_req(id, req, new.0, cell),
             // The application's idup made nothing the trace names; its
             // request still completes.
-            None => self.new_req(Some(id), req, super::requests::Keep::default(), false),
+            None => self.new_req(Some(id), req, Default::default(), false),
         }
         Ok(())
     }

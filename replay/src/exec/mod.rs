@@ -79,6 +79,7 @@ use self::report::OpStats;
 use self::requests::Req;
 use self::threads::Progress;
 use crate::Opts;
+pub(crate) use crate::rc::check;
 use crate::tokens::Gates;
 
 /// Checks the trace before any of its calls is issued: this rank's events
@@ -324,17 +325,6 @@ struct Replayer<'o> {
     early_partitions: u64,
     /// The computation drawn so far, ns (before `--compute-scale`).
     drawn_ns: f64,
-}
-
-/// Turns an MPI return code into an error naming the call, so that a
-/// failed call stops the replay with a message instead of going on from a
-/// state the trace does not describe (shared with the causal gates).
-pub(crate) fn check(rc: c_int, what: &str) -> Result<()> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        bail!("{what} failed with MPI error {rc}")
-    }
 }
 
 /// `MPI_REQUEST_NULL`: what a request handle holds before MPI sets it, and
