@@ -118,9 +118,14 @@ fn main() {
         std::fs::read_to_string("../trace/mpi-functions.txt").expect("trace/mpi-functions.txt");
     let mut code = String::new();
     let mut skipped = Vec::new();
-    for l in listed::parse(&listed) {
+    let all = listed::parse(&listed);
+    let family: HashMap<&str, &str> = all.iter().map(|l| (l.name, l.family)).collect();
+    for l in &all {
         let name = l.name;
-        if DETAILED.contains(&l.family) || HAND_WRAPPED.contains(&name) {
+        if DETAILED.contains(&l.family)
+            || HAND_WRAPPED.contains(&name)
+            || large_twin_in_detail(name, &family)
+        {
             continue;
         }
         let c_name = format!("MPI_{name}");
@@ -136,6 +141,16 @@ fn main() {
         println!("cargo:warning=no generic wrapper for {s}");
     }
     std::fs::write(out_dir.join("generic_wrappers.rs"), code).expect("write generic_wrappers.rs");
+}
+
+/// Whether `name` is a large-count (`_c`) function whose `int` twin has a
+/// detailed event: `src/ffi/c.rs` wraps it by hand (`large_twin!`) with
+/// the twin's event. The twin is detailed when the list does not name it
+/// (the hand-written point-to-point and collective calls) or names it in a
+/// detailed family.
+fn large_twin_in_detail(name: &str, family: &HashMap<&str, &str>) -> bool {
+    name.strip_suffix("_c")
+        .is_some_and(|twin| family.get(twin).is_none_or(|f| DETAILED.contains(f)))
 }
 
 /// Removes `__attribute__((...))`, `__asm__(...)` and similar annotations,

@@ -713,7 +713,7 @@ fn collectives(file: &trace::TraceFile) -> Vec<Vec<Coll>> {
                 .filter(|e| e.op.family() == trace::Family::Collective && e.op != Op::Barrier)
                 .map(|e| {
                     let d = e.recv.map_or(1, |t| t.dsize);
-                    let counts = e.recv_counts.iter().map(|&c| i64::from(c) * d).collect();
+                    let counts = e.recv_counts.iter().map(|&c| c * d).collect();
                     (e.op, e.root, b(e.send), b(e.recv), counts)
                 })
                 .collect()

@@ -281,8 +281,8 @@ fn the_standard_mpi_records_alone_give_the_calls_and_their_matching() {
                     // its totals fit).
                     if !x.in_place && !matches!(x.op, Op::Alltoallv | Op::Alltoallw) {
                         let b = |t: Option<trace::Transfer>| t.map(|t| t.count * t.dsize);
-                        let scaled = |c: &[i32], t: Option<trace::Transfer>| {
-                            let d = t.map_or(1, |t| t.dsize) as i32;
+                        let scaled = |c: &[i64], t: Option<trace::Transfer>| {
+                            let d = t.map_or(1, |t| t.dsize);
                             c.iter().map(|&c| c * d).collect::<Vec<_>>()
                         };
                         assert_eq!(b(x.send), b(y.send), "{name} rank {r}: {x:?} {y:?}");

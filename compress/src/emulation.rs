@@ -98,17 +98,24 @@ impl Emulation {
                 return Err(EmulationError::Scale { name, value });
             }
         }
-        if self.bytes_scale > 1.0 {
-            let largest = largest_count(file.trace.nodes());
-            let scaled = (largest as f64 * self.bytes_scale).round();
-            if scaled > MAX_COUNT as f64 {
-                return Err(EmulationError::Count {
-                    scale: self.bytes_scale,
-                    largest,
-                    scaled,
-                    most: (MAX_COUNT as f64 / largest as f64).floor(),
-                });
-            }
+        // At any scale, 1 included: a large-count (`_c`) call records a
+        // count beyond an `int`, which replay and the benchmark would
+        // otherwise clamp in silence.
+        let largest = largest_count(file.trace.nodes());
+        let scaled = (largest as f64 * self.bytes_scale).round();
+        if scaled > MAX_COUNT as f64 {
+            let most = MAX_COUNT as f64 / largest as f64;
+            return Err(EmulationError::Count {
+                scale: self.bytes_scale,
+                largest,
+                scaled,
+                // Whole scales where they reach 1; else six decimals.
+                most: if most >= 1.0 {
+                    most.floor()
+                } else {
+                    (most * 1e6).floor() / 1e6
+                },
+            });
         }
         Ok(())
     }
@@ -245,5 +252,20 @@ mod tests {
         assert!(emulation(f64::NAN).check(&file).is_err());
         assert!(emulation(f64::INFINITY).check(&file).is_err());
         assert!(emulation(2e6).check(&trace_of_one_send(1)).is_err());
+    }
+
+    #[test]
+    fn a_large_count_beyond_an_int_is_refused_at_scale_one() {
+        // `MPI_Send_c` of 2^32 elements: replay and the benchmark issue
+        // `int` counts, and would clamp it.
+        let file = trace_of_one_send(1 << 32);
+        let e = emulation(1.0).check(&file).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--bytes-scale 1 makes the trace's largest message count, 4294967296 elements, \
+             4294967296: more than an MPI count holds (2147483647); at most 0.499999 for this \
+             trace"
+        );
+        emulation(0.499_999).check(&file).unwrap();
     }
 }

@@ -1144,7 +1144,7 @@ fn event_of(record: &Record, rank: i32, meaning: Option<&Meaning>) -> Event {
             if let Some(m) = meaning.filter(|m| m.understood) {
                 ev.send = Some(Transfer::collective(m.send, 1));
                 ev.recv = m.recv.map(|b| Transfer::collective(b, 1));
-                ev.recv_counts = m.recv_counts.clone();
+                ev.recv_counts = m.recv_counts.iter().map(|&c| i64::from(c)).collect();
                 ev.root = m.root;
                 return ev;
             }

@@ -248,8 +248,8 @@ impl Interp {
             Op::Alltoallv => {
                 e.send = Some(coll(0));
                 e.recv = Some(coll(0));
-                e.send_counts = (0..len).map(|i| (a + i as i64) as i32).collect();
-                e.recv_counts = (0..len).map(|i| (b * i as i64) as i32).collect();
+                e.send_counts = (0..len).map(|i| a + i as i64).collect();
+                e.recv_counts = (0..len).map(|i| b * i as i64).collect();
             }
             Op::CommSplit => {
                 self.next_comm += 1;

@@ -43,7 +43,7 @@ fn dsize(x: Option<Transfer>) -> u64 {
 
 /// Sum of per-rank counts times their datatype sizes (`sizes` empty: all
 /// `d`).
-fn weighted(counts: &[i32], sizes: &[i32], d: u64) -> u64 {
+fn weighted(counts: &[i64], sizes: &[i32], d: u64) -> u64 {
     counts
         .iter()
         .enumerate()
@@ -55,7 +55,7 @@ fn weighted(counts: &[i32], sizes: &[i32], d: u64) -> u64 {
 }
 
 /// Entry `me` of per-rank counts times its datatype size.
-fn own(counts: &[i32], sizes: &[i32], d: u64, me: i32) -> u64 {
+fn own(counts: &[i64], sizes: &[i32], d: u64, me: i32) -> u64 {
     let Ok(i) = usize::try_from(me) else {
         return 0;
     };
@@ -67,7 +67,7 @@ fn own(counts: &[i32], sizes: &[i32], d: u64, me: i32) -> u64 {
 
 /// The bytes of all per-rank counts of one datatype size `d`, and of
 /// entry `me`.
-fn split(counts: &[i32], d: u64, me: i32) -> (u64, u64) {
+fn split(counts: &[i64], d: u64, me: i32) -> (u64, u64) {
     (weighted(counts, &[], d), own(counts, &[], d, me))
 }
 
@@ -155,10 +155,10 @@ pub(crate) struct Args {
     /// Whether the call is read as in place.
     pub in_place: bool,
     /// Per-rank send counts (`Scatterv` at its root).
-    pub send_counts: Vec<i32>,
+    pub send_counts: Vec<i64>,
     /// Per-rank receive counts (`Allgatherv`, `Gatherv` at its root,
     /// `Reduce_scatter`).
-    pub recv_counts: Vec<i32>,
+    pub recv_counts: Vec<i64>,
 }
 
 /// `x / by` when it divides exactly.
@@ -170,8 +170,8 @@ fn count(x: u64) -> Option<i64> {
     i64::try_from(x).ok()
 }
 
-fn counts(v: &[u64]) -> Option<Vec<i32>> {
-    v.iter().map(|&c| i32::try_from(c).ok()).collect()
+fn counts(v: &[u64]) -> Option<Vec<i64>> {
+    v.iter().map(|&c| i64::try_from(c).ok()).collect()
 }
 
 /// A call's arguments from its record: `sent` and `recvd` bytes on a

@@ -1339,14 +1339,19 @@ impl<'a> Checker<'a> {
             let tag = t.tag.value().map_or(0, i64::from);
             [("count", t.count), ("datatype size", t.dsize), ("tag", tag)]
         });
-        let lists = [
+        let counts = [
             ("send count", &e.send_counts),
             ("receive count", &e.recv_counts),
+        ]
+        .into_iter()
+        .flat_map(|(what, l)| l.iter().map(move |&v| (what, v)));
+        let sizes = [
             ("send datatype size", &e.send_dsizes),
             ("receive datatype size", &e.recv_dsizes),
         ]
         .into_iter()
         .flat_map(|(what, l)| l.iter().map(move |&v| (what, i64::from(v))));
+        let lists = counts.chain(sizes);
         let tags = e.matched.iter().map(|m| ("matched tag", i64::from(m.tag)));
         let mut all = transfers.chain(lists).chain(tags);
         if let Some((what, value)) = all.find(|(_, v)| *v < 0) {
@@ -1446,12 +1451,12 @@ impl<'a> Checker<'a> {
             };
             self.problem(rank, i, Some(e), kind);
         }
-        for (list, values) in sized_lists(e) {
-            if values.len() as i64 != n {
+        for (list, len) in sized_lists(e) {
+            if len as i64 != n {
                 let kind = ProblemKind::ListLength {
                     op: e.op,
                     list,
-                    len: values.len() as u64,
+                    len: len as u64,
                     comm: v.id,
                     comm_size: n,
                 };
@@ -1543,7 +1548,7 @@ impl<'a> Checker<'a> {
         let me = i64::from(e.comm_rank);
         (0..n).contains(&me)
             && e.root.is_none_or(|r| (0..n).contains(&i64::from(r)))
-            && sized_lists(e).iter().all(|(_, l)| l.len() as i64 == n)
+            && sized_lists(e).iter().all(|&(_, len)| len as i64 == n)
     }
 
     /// Checks a collective whose members are all in (or whose walk is over).
@@ -2092,27 +2097,28 @@ fn deliver(sink: &mut Sink, n: &mut Counts, k: u64, send: SendEnd, recv: RecvEnd
     }
 }
 
-/// The per-member lists a v/w collective must have one entry per member in.
-fn sized_lists(e: &Event) -> Vec<(&'static str, &[i32])> {
+/// The per-member lists a v/w collective must have one entry per member
+/// in, with their lengths.
+fn sized_lists(e: &Event) -> Vec<(&'static str, usize)> {
     let root = e.root.is_some() && e.root == Some(e.comm_rank);
     let send = !e.in_place;
-    let mut v: Vec<(&'static str, &[i32])> = Vec::new();
+    let mut v: Vec<(&'static str, usize)> = Vec::new();
     match e.op.blocking_form() {
         Op::Alltoallv | Op::Alltoallw => {
             if send {
-                v.push(("send counts", &e.send_counts));
+                v.push(("send counts", e.send_counts.len()));
             }
-            v.push(("receive counts", &e.recv_counts));
+            v.push(("receive counts", e.recv_counts.len()));
             if e.op.blocking_form() == Op::Alltoallw {
                 if send {
-                    v.push(("send datatype sizes", &e.send_dsizes));
+                    v.push(("send datatype sizes", e.send_dsizes.len()));
                 }
-                v.push(("receive datatype sizes", &e.recv_dsizes));
+                v.push(("receive datatype sizes", e.recv_dsizes.len()));
             }
         }
-        Op::Allgatherv | Op::ReduceScatter => v.push(("receive counts", &e.recv_counts)),
-        Op::Gatherv if root => v.push(("receive counts", &e.recv_counts)),
-        Op::Scatterv if root => v.push(("send counts", &e.send_counts)),
+        Op::Allgatherv | Op::ReduceScatter => v.push(("receive counts", e.recv_counts.len())),
+        Op::Gatherv if root => v.push(("receive counts", e.recv_counts.len())),
+        Op::Scatterv if root => v.push(("send counts", e.send_counts.len())),
         _ => {}
     }
     v
@@ -2216,17 +2222,17 @@ fn targets(base: Op, send: bool, me: i64, root: i64, n: i64) -> Range<i64> {
 /// Bytes a member `me` of a v-collective sends to (`send`) or expects from
 /// (`!send`) member `k`; `None` when it has nothing for `k`.
 fn flow_bytes(e: &Event, send: bool, me: i64, k: i64) -> Option<i64> {
-    let at = |v: &[i32], k: i64| {
+    fn at<T: Copy + Into<i64>>(v: &[T], k: i64) -> Option<i64> {
         usize::try_from(k)
             .ok()
             .and_then(|k| v.get(k))
-            .map(|&c| i64::from(c))
-    };
+            .map(|&c| c.into())
+    }
     let rd = e.recv.map(|t| t.dsize);
     let sent = e.send.map(|t| bytes(t.count, t.dsize));
     let root = e.root.map_or(-1, i64::from);
     let recv_block = |k: i64| Some(bytes(at(&e.recv_counts, k)?, rd?));
-    let w_block = |c: &[i32], d: &[i32], k: i64| Some(bytes(at(c, k)?, at(d, k)?));
+    let w_block = |c: &[i64], d: &[i32], k: i64| Some(bytes(at(c, k)?, at(d, k)?));
     match (e.op.blocking_form(), send) {
         (Op::Alltoallv, true) if e.in_place => recv_block(k),
         (Op::Alltoallv, true) => Some(bytes(at(&e.send_counts, k)?, e.send?.dsize)),

@@ -501,8 +501,8 @@ fn garbage_events_never_panic_the_check() {
                     e.recv = (g.next(2) == 0).then_some(t);
                     e.root = (g.next(2) == 0).then(|| g.next(8) as i32 - 2);
                     e.in_place = g.next(4) == 0;
-                    e.send_counts = g.list();
-                    e.recv_counts = g.list();
+                    e.send_counts = g.list().into_iter().map(i64::from).collect();
+                    e.recv_counts = g.list().into_iter().map(i64::from).collect();
                     e.send_dsizes = g.list();
                     e.recv_dsizes = g.list();
                     e.req = (g.next(2) == 0).then(|| trace::ReqId(g.next(6) as u64));

@@ -1292,13 +1292,13 @@ impl<'a> Engine<'a> {
             size = self.ranks.len();
             slot = r as usize;
         }
-        let lists = |counts: &[i32], dsizes: &[i32], d: i64| -> Vec<f64> {
+        let lists = |counts: &[i64], dsizes: &[i32], d: i64| -> Vec<f64> {
             counts
                 .iter()
                 .enumerate()
                 .map(|(i, &c)| {
                     let d = dsizes.get(i).map_or(d, |&x| i64::from(x));
-                    self.bytes(i64::from(c) * d)
+                    self.bytes(c.saturating_mul(d))
                 })
                 .collect()
         };

@@ -62,6 +62,9 @@ for src in "${csrc[@]}"; do
   [[ $stem == threads ]] && extra=(-pthread)
   build "$stem" "$CC" "${CFLAGS[@]}" "${extra[@]}" "$src" -lm
 done
+# The large-count program once more with the `int` twins of its calls: the
+# two traces must be the same (tests/interception.rs).
+build large_count_int "$CC" "${CFLAGS[@]}" -DINT_TWINS "$here/c/large_count.c" -lm
 
 # Is the mpi_f08 module usable with this implementation?
 have_f08=0

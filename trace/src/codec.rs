@@ -558,6 +558,9 @@ impl Rd<'_> {
             items => items.iter().map(|&x| i32::try_from(x).ok()).collect(),
         }
     }
+    fn list_i64(&mut self) -> Option<Vec<i64>> {
+        Some(self.items()?.to_vec())
+    }
     fn list_req(&mut self) -> Option<Vec<ReqId>> {
         Some(self.items()?.iter().map(|&x| ReqId(x as u64)).collect())
     }
@@ -639,8 +642,8 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
             members: Vec::new(),
         });
     }
-    ev.send_counts = r.list_i32()?;
-    ev.recv_counts = r.list_i32()?;
+    ev.send_counts = r.list_i64()?;
+    ev.recv_counts = r.list_i64()?;
     ev.send_dsizes = r.list_i32()?;
     ev.recv_dsizes = r.list_i32()?;
     ev.reqs = r.list_req()?;

@@ -736,10 +736,12 @@ pub struct Event {
     pub in_place: bool,
     /// Per-peer send counts of v/w collectives; the partitions that
     /// `Pready_range` (low and high) and `Pready_list` (the list) mark
-    /// ready.
-    pub send_counts: Vec<i32>,
+    /// ready. 64-bit, as the large-count (`_c`) bindings of MPI 4 pass
+    /// them: the same event as the `int` form, so nothing downstream tells
+    /// the two apart.
+    pub send_counts: Vec<i64>,
     /// Per-peer receive counts of v/w collectives (and Reduce_scatter).
-    pub recv_counts: Vec<i32>,
+    pub recv_counts: Vec<i64>,
     /// Per-peer send datatype sizes of Alltoallw.
     pub send_dsizes: Vec<i32>,
     /// Per-peer receive datatype sizes of Alltoallw.
@@ -896,9 +898,11 @@ impl Event {
     /// have grown: an allocation and a free per list and call were a
     /// measurable part of the tracer's cost on NPB CG.
     pub fn renew(&mut self, op: Op) {
-        let mut lists = [
+        let mut counts = [
             std::mem::take(&mut self.send_counts),
             std::mem::take(&mut self.recv_counts),
+        ];
+        let mut dsizes = [
             std::mem::take(&mut self.send_dsizes),
             std::mem::take(&mut self.recv_dsizes),
         ];
@@ -907,11 +911,13 @@ impl Event {
             std::mem::take(&mut self.done),
             std::mem::take(&mut self.matched),
         );
-        lists.iter_mut().for_each(Vec::clear);
+        counts.iter_mut().for_each(Vec::clear);
+        dsizes.iter_mut().for_each(Vec::clear);
         reqs.clear();
         done.clear();
         matched.clear();
-        let [send_counts, recv_counts, send_dsizes, recv_dsizes] = lists;
+        let [send_counts, recv_counts] = counts;
+        let [send_dsizes, recv_dsizes] = dsizes;
         *self = Event {
             send_counts,
             recv_counts,
@@ -944,12 +950,12 @@ impl Event {
                 .send_counts
                 .iter()
                 .zip(&self.send_dsizes)
-                .map(|(&c, &d)| i64::from(c) * i64::from(d))
+                .map(|(&c, &d)| c * i64::from(d))
                 .sum();
         }
         if !self.send_counts.is_empty() {
             let dsize = self.send.map_or(0, |t| t.dsize);
-            return self.send_counts.iter().map(|&c| i64::from(c)).sum::<i64>() * dsize;
+            return self.send_counts.iter().sum::<i64>() * dsize;
         }
         base
     }

@@ -21,8 +21,8 @@ use mpi_sys::*;
 use trace::{CommId, Event, Matched, Op, Peer, ReqId, Tag, Transfer};
 
 use super::{
-    Key, coll, comm, comm_rank, comm_size, consts, dsize, dtype, group_members, ints, is_inter,
-    is_wildcard, nap, new_comm, redop, world_map, xfer,
+    Count, Key, coll, comm, comm_rank, comm_size, consts, counts, dsize, dtype, group_members,
+    ints, is_inter, is_wildcard, nap, new_comm, redop, world_map, xfer,
 };
 use crate::return_address;
 use crate::tracer::{self, CommInfo, Keys, PendingComm, ReqInfo, Scope, Tracer};
@@ -365,7 +365,7 @@ pub unsafe extern "C" fn MPI_Abort(comm_h: MPI_Comm, code: c_int) -> c_int {
 pub(crate) fn fill_send(
     t: &Tracer,
     ev: &mut Event,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -381,7 +381,7 @@ pub(crate) fn fill_send(
 pub(crate) fn fill_isend(
     t: &Tracer,
     ev: &mut Event,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -398,7 +398,7 @@ pub(crate) fn fill_isend(
 pub(crate) fn fill_irecv(
     t: &Tracer,
     ev: &mut Event,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     source: c_int,
     tag: c_int,
@@ -418,7 +418,7 @@ pub(crate) fn fill_irecv(
 pub(crate) fn fill_recv(
     t: &Tracer,
     ev: &mut Event,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     source: c_int,
     tag: c_int,
@@ -437,11 +437,11 @@ pub(crate) fn fill_recv(
 pub(crate) fn fill_sendrecv(
     t: &Tracer,
     ev: &mut Event,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     dest: c_int,
     sendtag: c_int,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     source: c_int,
     recvtag: c_int,
@@ -467,9 +467,36 @@ unsafe fn wild_status<'a>(wild: bool, rc: c_int, st: *const MPI_Status) -> Optio
     (wild && rc == 0).then(|| unsafe { &*st })
 }
 
+/// The count type of the `int` bindings. Argument lists written with it
+/// are emitted a second time by `with_large_twin!` with MPI 4's types.
+type Cnt = c_int;
+/// Displacements of v-collectives in the `int` bindings.
+type Disp = c_int;
+
+/// Emits the entry points a `$forms` macro defines, and once more for
+/// MPI 4's large-count bindings, where the MPI has them (MPICH 4; not Open MPI
+/// 4.1): every name before the `;` gets `_c`, and `Cnt` and `Disp` in the
+/// argument lists become `MPI_Count` and `MPI_Aint`. The other arguments
+/// and the recorded operation stay those of the `int` twin: a `_c` call
+/// records the same event, with its 64-bit counts kept whole.
+macro_rules! with_large_twin {
+    ($forms:ident! { $($name:ident),+ ; $($rest:tt)* }) => {
+        $forms!($($name),+ ; $($rest)*);
+        #[cfg(rankscale_mpi4)]
+        const _: () = {
+            // Each twin uses the aliases its argument list names.
+            #[allow(dead_code)]
+            type Cnt = MPI_Count;
+            #[allow(dead_code)]
+            type Disp = MPI_Aint;
+            paste::paste! { $forms!($([<$name _c>]),+ ; $($rest)*); }
+        };
+    };
+}
+
 macro_rules! blocking_send {
-    ($name:ident, $pmpi:ident, $ipmpi:ident, $op:expr) => {
-        entry!($name, $pmpi, (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm), |s| {
+    ($name:ident, $pmpi:ident, $ipmpi:ident; $op:expr) => {
+        entry!($name, $pmpi, (buf: *const c_void, count: Cnt, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm), |s| {
             let rc = if s.tracer().config.yield_wait {
                 let mut r = null_req();
                 let rc = $ipmpi(buf, count, datatype, dest, tag, comm_h, &mut r);
@@ -482,11 +509,11 @@ macro_rules! blocking_send {
         });
     };
 }
-blocking_send!(MPI_Send, PMPI_Send, PMPI_Isend, Op::Send);
-blocking_send!(MPI_Ssend, PMPI_Ssend, PMPI_Issend, Op::Ssend);
-blocking_send!(MPI_Rsend, PMPI_Rsend, PMPI_Irsend, Op::Rsend);
+with_large_twin!(blocking_send! { MPI_Send, PMPI_Send, PMPI_Isend; Op::Send });
+with_large_twin!(blocking_send! { MPI_Ssend, PMPI_Ssend, PMPI_Issend; Op::Ssend });
+with_large_twin!(blocking_send! { MPI_Rsend, PMPI_Rsend, PMPI_Irsend; Op::Rsend });
 // Bsend is local: it never waits for the receiver, so it needs no yielding.
-blocking_send!(MPI_Bsend, PMPI_Bsend, PMPI_Ibsend, Op::Bsend);
+with_large_twin!(blocking_send! { MPI_Bsend, PMPI_Bsend, PMPI_Ibsend; Op::Bsend });
 
 // MPI_Pcontrol is variadic in C (`int MPI_Pcontrol(const int level, ...)`).
 // Only `level` is read: on the C ABIs MPI runs on, a callee that ignores the
@@ -498,8 +525,8 @@ entry!(MPI_Pcontrol, PMPI_Pcontrol, (level: c_int), |s| {
 });
 
 macro_rules! nonblocking_send {
-    ($name:ident, $pmpi:ident, $op:expr, $persistent:expr) => {
-        entry!($name, $pmpi, (buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
+    ($name:ident, $pmpi:ident; $op:expr, $persistent:expr) => {
+        entry!($name, $pmpi, (buf: *const c_void, count: Cnt, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
             let rc = $pmpi(buf, count, datatype, dest, tag, comm_h, request);
             s.record($op, rc, |t, ev| {
                 fill_isend(t, ev, count, datatype, dest, tag, comm_h, (rc == 0).then(|| *request), $persistent);
@@ -508,18 +535,18 @@ macro_rules! nonblocking_send {
         });
     };
 }
-nonblocking_send!(MPI_Isend, PMPI_Isend, Op::Isend, false);
-nonblocking_send!(MPI_Issend, PMPI_Issend, Op::Issend, false);
-nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, Op::Ibsend, false);
-nonblocking_send!(MPI_Irsend, PMPI_Irsend, Op::Irsend, false);
-nonblocking_send!(MPI_Send_init, PMPI_Send_init, Op::SendInit, true);
-nonblocking_send!(MPI_Ssend_init, PMPI_Ssend_init, Op::SsendInit, true);
-nonblocking_send!(MPI_Bsend_init, PMPI_Bsend_init, Op::BsendInit, true);
-nonblocking_send!(MPI_Rsend_init, PMPI_Rsend_init, Op::RsendInit, true);
+with_large_twin!(nonblocking_send! { MPI_Isend, PMPI_Isend; Op::Isend, false });
+with_large_twin!(nonblocking_send! { MPI_Issend, PMPI_Issend; Op::Issend, false });
+with_large_twin!(nonblocking_send! { MPI_Ibsend, PMPI_Ibsend; Op::Ibsend, false });
+with_large_twin!(nonblocking_send! { MPI_Irsend, PMPI_Irsend; Op::Irsend, false });
+with_large_twin!(nonblocking_send! { MPI_Send_init, PMPI_Send_init; Op::SendInit, true });
+with_large_twin!(nonblocking_send! { MPI_Ssend_init, PMPI_Ssend_init; Op::SsendInit, true });
+with_large_twin!(nonblocking_send! { MPI_Bsend_init, PMPI_Bsend_init; Op::BsendInit, true });
+with_large_twin!(nonblocking_send! { MPI_Rsend_init, PMPI_Rsend_init; Op::RsendInit, true });
 
 macro_rules! nonblocking_recv {
-    ($name:ident, $pmpi:ident, $op:expr, $persistent:expr) => {
-        entry!($name, $pmpi, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
+    ($name:ident, $pmpi:ident; $op:expr, $persistent:expr) => {
+        entry!($name, $pmpi, (buf: *mut c_void, count: Cnt, datatype: MPI_Datatype, source: c_int, tag: c_int, comm_h: MPI_Comm, request: *mut MPI_Request), |s| {
             let rc = $pmpi(buf, count, datatype, source, tag, comm_h, request);
             s.record($op, rc, |t, ev| {
                 fill_irecv(t, ev, count, datatype, source, tag, comm_h, (rc == 0).then(|| *request), $persistent);
@@ -528,67 +555,85 @@ macro_rules! nonblocking_recv {
         });
     };
 }
-nonblocking_recv!(MPI_Irecv, PMPI_Irecv, Op::Irecv, false);
-nonblocking_recv!(MPI_Recv_init, PMPI_Recv_init, Op::RecvInit, true);
+with_large_twin!(nonblocking_recv! { MPI_Irecv, PMPI_Irecv; Op::Irecv, false });
+with_large_twin!(nonblocking_recv! { MPI_Recv_init, PMPI_Recv_init; Op::RecvInit, true });
 
-entry!(MPI_Recv, PMPI_Recv, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
-    let wild = is_wildcard(source, tag);
-    let mut local = zero_status();
-    let st = status_for(status, wild, &mut local);
-    // From MPI_PROC_NULL the blocking call returns at once; through
-    // Irecv and Test, MPICH would leave the status without the
-    // MPI_PROC_NULL source and MPI_ANY_TAG the application must see.
-    let rc = if s.tracer().config.yield_wait && source != consts().proc_null {
-        let mut r = null_req();
-        let rc = PMPI_Irecv(buf, count, datatype, source, tag, comm_h, &mut r);
-        if rc == 0 { wait_yield(s.tracer(), &mut r, st) } else { rc }
-    } else {
-        PMPI_Recv(buf, count, datatype, source, tag, comm_h, st)
+/// Defines `MPI_Recv` (and its large-count twin, by `with_large_twin!`).
+macro_rules! recv_entry {
+    ($name:ident, $pmpi:ident, $ipmpi:ident $(;)?) => {
+        entry!($name, $pmpi, (buf: *mut c_void, count: Cnt, datatype: MPI_Datatype, source: c_int, tag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
+            let wild = is_wildcard(source, tag);
+            let mut local = zero_status();
+            let st = status_for(status, wild, &mut local);
+            // From MPI_PROC_NULL the blocking call returns at once; through
+            // Irecv and Test, MPICH would leave the status without the
+            // MPI_PROC_NULL source and MPI_ANY_TAG the application must see.
+            let rc = if s.tracer().config.yield_wait && source != consts().proc_null {
+                let mut r = null_req();
+                let rc = $ipmpi(buf, count, datatype, source, tag, comm_h, &mut r);
+                if rc == 0 { wait_yield(s.tracer(), &mut r, st) } else { rc }
+            } else {
+                $pmpi(buf, count, datatype, source, tag, comm_h, st)
+            };
+            s.record(Op::Recv, rc, |t, ev| {
+                fill_recv(t, ev, count, datatype, source, tag, comm_h, wild_status(wild, rc, st));
+            });
+            rc
+        });
     };
-    s.record(Op::Recv, rc, |t, ev| {
-        fill_recv(t, ev, count, datatype, source, tag, comm_h, wild_status(wild, rc, st));
-    });
-    rc
-});
+}
+with_large_twin!(recv_entry! { MPI_Recv, PMPI_Recv, PMPI_Irecv; });
 
-entry!(MPI_Sendrecv, PMPI_Sendrecv, (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
-    let wild = is_wildcard(source, recvtag);
-    let mut local = zero_status();
-    let st = status_for(status, wild, &mut local);
-    // As in MPI_Recv: a receive from MPI_PROC_NULL keeps its status.
-    let rc = if s.tracer().config.yield_wait && source != consts().proc_null {
-        let mut r = [null_req(), null_req()];
-        let mut sts = [zero_status(), zero_status()];
-        let mut rc = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm_h, &mut r[0]);
-        if rc == 0 {
-            rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm_h, &mut r[1]);
-        }
-        if rc == 0 {
-            rc = yield_all(s.tracer(), 2, r.as_mut_ptr(), sts.as_mut_ptr());
-            if st as usize != consts().status_ignore {
-                *st = sts[0];
-            }
-        }
-        rc
-    } else {
-        PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm_h, st)
+/// Defines `MPI_Sendrecv` (and its large-count twin).
+macro_rules! sendrecv_entry {
+    ($name:ident, $pmpi:ident, $ipmpi:ident, $ispmpi:ident $(;)?) => {
+        entry!($name, $pmpi, (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
+            let wild = is_wildcard(source, recvtag);
+            let mut local = zero_status();
+            let st = status_for(status, wild, &mut local);
+            // As in MPI_Recv: a receive from MPI_PROC_NULL keeps its status.
+            let rc = if s.tracer().config.yield_wait && source != consts().proc_null {
+                let mut r = [null_req(), null_req()];
+                let mut sts = [zero_status(), zero_status()];
+                let mut rc = $ipmpi(recvbuf, recvcount, recvtype, source, recvtag, comm_h, &mut r[0]);
+                if rc == 0 {
+                    rc = $ispmpi(sendbuf, sendcount, sendtype, dest, sendtag, comm_h, &mut r[1]);
+                }
+                if rc == 0 {
+                    rc = yield_all(s.tracer(), 2, r.as_mut_ptr(), sts.as_mut_ptr());
+                    if st as usize != consts().status_ignore {
+                        *st = sts[0];
+                    }
+                }
+                rc
+            } else {
+                $pmpi(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm_h, st)
+            };
+            s.record(Op::Sendrecv, rc, |t, ev| {
+                fill_sendrecv(t, ev, sendcount, sendtype, dest, sendtag, recvcount, recvtype, source, recvtag, comm_h, wild_status(wild, rc, st));
+            });
+            rc
+        });
     };
-    s.record(Op::Sendrecv, rc, |t, ev| {
-        fill_sendrecv(t, ev, sendcount, sendtype, dest, sendtag, recvcount, recvtype, source, recvtag, comm_h, wild_status(wild, rc, st));
-    });
-    rc
-});
+}
+with_large_twin!(sendrecv_entry! { MPI_Sendrecv, PMPI_Sendrecv, PMPI_Irecv, PMPI_Isend; });
 
-entry!(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
-    let wild = is_wildcard(source, recvtag);
-    let mut local = zero_status();
-    let st = status_for(status, wild, &mut local);
-    let rc = PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm_h, st);
-    s.record(Op::SendrecvReplace, rc, |t, ev| {
-        fill_sendrecv(t, ev, count, datatype, dest, sendtag, count, datatype, source, recvtag, comm_h, wild_status(wild, rc, st));
-    });
-    rc
-});
+/// Defines `MPI_Sendrecv_replace` (and its large-count twin).
+macro_rules! sendrecv_replace_entry {
+    ($name:ident, $pmpi:ident $(;)?) => {
+        entry!($name, $pmpi, (buf: *mut c_void, count: Cnt, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm_h: MPI_Comm, status: *mut MPI_Status), |s| {
+            let wild = is_wildcard(source, recvtag);
+            let mut local = zero_status();
+            let st = status_for(status, wild, &mut local);
+            let rc = $pmpi(buf, count, datatype, dest, sendtag, source, recvtag, comm_h, st);
+            s.record(Op::SendrecvReplace, rc, |t, ev| {
+                fill_sendrecv(t, ev, count, datatype, dest, sendtag, count, datatype, source, recvtag, comm_h, wild_status(wild, rc, st));
+            });
+            rc
+        });
+    };
+}
+with_large_twin!(sendrecv_replace_entry! { MPI_Sendrecv_replace, PMPI_Sendrecv_replace; });
 
 // ------------------------------------------------------------ persistent
 
@@ -966,7 +1011,7 @@ pub(crate) fn fill_mrecv(
     t: &Tracer,
     ev: &mut Event,
     key: usize,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
 ) -> Option<Arc<CommInfo>> {
     let msg = t.take_msg(key);
@@ -987,7 +1032,7 @@ pub(crate) fn fill_mrecv(
     ev.recv = Some(Transfer {
         peer,
         tag,
-        count: i64::from(count),
+        count: count.wide(),
         dsize: dsize(datatype),
         dtype: dtype(datatype),
     });
@@ -1000,7 +1045,7 @@ pub(crate) fn fill_imrecv(
     t: &Tracer,
     ev: &mut Event,
     key: usize,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     request: Option<MPI_Request>,
 ) {
@@ -1013,28 +1058,40 @@ pub(crate) fn fill_imrecv(
     }
 }
 
-entry!(MPI_Mrecv, PMPI_Mrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status), |s| {
-    let key = (*message).key();
-    let t = s.tracer();
-    let rc = if t.config.yield_wait {
-        let mut r = null_req();
-        let rc = PMPI_Imrecv(buf, count, datatype, message, &mut r);
-        if rc == 0 { wait_yield(t, &mut r, status) } else { rc }
-    } else {
-        PMPI_Mrecv(buf, count, datatype, message, status)
+/// Defines `MPI_Mrecv` (and its large-count twin).
+macro_rules! mrecv_entry {
+    ($name:ident, $pmpi:ident, $ipmpi:ident $(;)?) => {
+        entry!($name, $pmpi, (buf: *mut c_void, count: Cnt, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status), |s| {
+            let key = (*message).key();
+            let t = s.tracer();
+            let rc = if t.config.yield_wait {
+                let mut r = null_req();
+                let rc = $ipmpi(buf, count, datatype, message, &mut r);
+                if rc == 0 { wait_yield(t, &mut r, status) } else { rc }
+            } else {
+                $pmpi(buf, count, datatype, message, status)
+            };
+            s.record(Op::Mrecv, rc, |t, ev| {
+                fill_mrecv(t, ev, key, count, datatype);
+            });
+            rc
+        });
     };
-    s.record(Op::Mrecv, rc, |t, ev| {
-        fill_mrecv(t, ev, key, count, datatype);
-    });
-    rc
-});
+}
+with_large_twin!(mrecv_entry! { MPI_Mrecv, PMPI_Mrecv, PMPI_Imrecv; });
 
-entry!(MPI_Imrecv, PMPI_Imrecv, (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request), |s| {
-    let key = (*message).key();
-    let rc = PMPI_Imrecv(buf, count, datatype, message, request);
-    s.record(Op::Imrecv, rc, |t, ev| fill_imrecv(t, ev, key, count, datatype, (rc == 0).then(|| *request)));
-    rc
-});
+/// Defines `MPI_Imrecv` (and its large-count twin).
+macro_rules! imrecv_entry {
+    ($name:ident, $pmpi:ident $(;)?) => {
+        entry!($name, $pmpi, (buf: *mut c_void, count: Cnt, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request), |s| {
+            let key = (*message).key();
+            let rc = $pmpi(buf, count, datatype, message, request);
+            s.record(Op::Imrecv, rc, |t, ev| fill_imrecv(t, ev, key, count, datatype, (rc == 0).then(|| *request)));
+            rc
+        });
+    };
+}
+with_large_twin!(imrecv_entry! { MPI_Imrecv, PMPI_Imrecv; });
 
 // ------------------------------------------------------------ collectives
 
@@ -1070,7 +1127,7 @@ pub(crate) unsafe fn fill_bcast(
     t: &Tracer,
     ev: &mut Event,
     _buf: *mut c_void,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     root: c_int,
     comm_h: MPI_Comm,
@@ -1084,7 +1141,7 @@ pub(crate) unsafe fn fill_reduce(
     ev: &mut Event,
     sendbuf: *const c_void,
     _recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
@@ -1102,7 +1159,7 @@ pub(crate) unsafe fn fill_allreduce(
     ev: &mut Event,
     sendbuf: *const c_void,
     _recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm_h: MPI_Comm,
@@ -1117,10 +1174,10 @@ pub(crate) unsafe fn fill_gather(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     _recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm_h: MPI_Comm,
@@ -1139,10 +1196,10 @@ pub(crate) unsafe fn fill_scatter(
     t: &Tracer,
     ev: &mut Event,
     _sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm_h: MPI_Comm,
@@ -1162,10 +1219,10 @@ pub(crate) unsafe fn fill_allgather(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     _recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     comm_h: MPI_Comm,
 ) {
@@ -1177,15 +1234,15 @@ pub(crate) unsafe fn fill_allgather(
     ev.recv = Some(coll(recvcount, recvtype));
 }
 
-pub(crate) unsafe fn fill_gatherv(
+pub(crate) unsafe fn fill_gatherv<C: Count, D>(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     _recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    _displs: *const c_int,
+    recvcounts: *const C,
+    _displs: *const D,
     recvtype: MPI_Datatype,
     root: c_int,
     comm_h: MPI_Comm,
@@ -1198,19 +1255,19 @@ pub(crate) unsafe fn fill_gatherv(
     if is_root {
         ev.recv = Some(coll(0, recvtype));
         // SAFETY: at the root, recvcounts has one entry per rank.
-        ev.recv_counts = unsafe { ints(recvcounts, comm_size(comm_h)) };
+        ev.recv_counts = unsafe { counts(recvcounts, comm_size(comm_h)) };
     }
 }
 
-pub(crate) unsafe fn fill_scatterv(
+pub(crate) unsafe fn fill_scatterv<C: Count, D>(
     t: &Tracer,
     ev: &mut Event,
     _sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    _displs: *const c_int,
+    sendcounts: *const C,
+    _displs: *const D,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm_h: MPI_Comm,
@@ -1219,7 +1276,7 @@ pub(crate) unsafe fn fill_scatterv(
     if is_root {
         ev.send = Some(coll(0, sendtype));
         // SAFETY: at the root, sendcounts has one entry per rank.
-        ev.send_counts = unsafe { ints(sendcounts, comm_size(comm_h)) };
+        ev.send_counts = unsafe { counts(sendcounts, comm_size(comm_h)) };
     }
     ev.in_place = is_root && in_place(recvbuf);
     if !ev.in_place {
@@ -1227,15 +1284,15 @@ pub(crate) unsafe fn fill_scatterv(
     }
 }
 
-pub(crate) unsafe fn fill_allgatherv(
+pub(crate) unsafe fn fill_allgatherv<C: Count, D>(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     _recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    _displs: *const c_int,
+    recvcounts: *const C,
+    _displs: *const D,
     recvtype: MPI_Datatype,
     comm_h: MPI_Comm,
 ) {
@@ -1246,7 +1303,7 @@ pub(crate) unsafe fn fill_allgatherv(
     }
     ev.recv = Some(coll(0, recvtype));
     // SAFETY: recvcounts has one entry per rank (per in-neighbour).
-    ev.recv_counts = unsafe { ints(recvcounts, list_lens(ev.op, comm_h).1) };
+    ev.recv_counts = unsafe { counts(recvcounts, list_lens(ev.op, comm_h).1) };
 }
 
 /// The lengths of a v/w collective's send and receive lists: one entry per
@@ -1263,16 +1320,16 @@ fn list_lens(op: Op, comm_h: MPI_Comm) -> (c_int, c_int) {
     }
 }
 
-pub(crate) unsafe fn fill_alltoallv(
+pub(crate) unsafe fn fill_alltoallv<C: Count, D>(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    _sdispls: *const c_int,
+    sendcounts: *const C,
+    _sdispls: *const D,
     sendtype: MPI_Datatype,
     _recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    _rdispls: *const c_int,
+    recvcounts: *const C,
+    _rdispls: *const D,
     recvtype: MPI_Datatype,
     comm_h: MPI_Comm,
 ) {
@@ -1283,11 +1340,11 @@ pub(crate) unsafe fn fill_alltoallv(
         ev.send = Some(coll(0, sendtype));
         // SAFETY: sendcounts has one entry per rank (per out-neighbour)
         // when not in place.
-        ev.send_counts = unsafe { ints(sendcounts, ns) };
+        ev.send_counts = unsafe { counts(sendcounts, ns) };
     }
     ev.recv = Some(coll(0, recvtype));
     // SAFETY: recvcounts has one entry per rank (per in-neighbour).
-    ev.recv_counts = unsafe { ints(recvcounts, nr) };
+    ev.recv_counts = unsafe { counts(recvcounts, nr) };
 }
 
 /// Datatype sizes of an Alltoallw type array.
@@ -1308,15 +1365,15 @@ unsafe fn type_sizes(types: *const MPI_Datatype, n: c_int) -> Vec<i32> {
 
 /// Fills Alltoallw and Neighbor_alltoallw, whose displacements are `int`
 /// and `MPI_Aint` (`D`): they are not recorded.
-pub(crate) unsafe fn fill_alltoallw<D>(
+pub(crate) unsafe fn fill_alltoallw<C: Count, D>(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
+    sendcounts: *const C,
     _sdispls: *const D,
     sendtypes: *const MPI_Datatype,
     _recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     _rdispls: *const D,
     recvtypes: *const MPI_Datatype,
     comm_h: MPI_Comm,
@@ -1328,20 +1385,20 @@ pub(crate) unsafe fn fill_alltoallw<D>(
     // in-neighbour (send side when not in place).
     unsafe {
         if !ev.in_place {
-            ev.send_counts = ints(sendcounts, ns);
+            ev.send_counts = counts(sendcounts, ns);
             ev.send_dsizes = type_sizes(sendtypes, ns);
         }
-        ev.recv_counts = ints(recvcounts, nr);
+        ev.recv_counts = counts(recvcounts, nr);
         ev.recv_dsizes = type_sizes(recvtypes, nr);
     }
 }
 
-pub(crate) unsafe fn fill_reduce_scatter(
+pub(crate) unsafe fn fill_reduce_scatter<C: Count>(
     t: &Tracer,
     ev: &mut Event,
     sendbuf: *const c_void,
     _recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const C,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm_h: MPI_Comm,
@@ -1359,7 +1416,7 @@ pub(crate) unsafe fn fill_reduce_scatter(
     // only writes its int out-parameter.
     unsafe { PMPI_Comm_size(comm_h, &mut n) };
     // SAFETY: recvcounts has one entry per rank of the local group.
-    ev.recv_counts = unsafe { ints(recvcounts, n) };
+    ev.recv_counts = unsafe { counts(recvcounts, n) };
 }
 
 pub(crate) unsafe fn fill_reduce_scatter_block(
@@ -1367,7 +1424,7 @@ pub(crate) unsafe fn fill_reduce_scatter_block(
     ev: &mut Event,
     sendbuf: *const c_void,
     _recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm_h: MPI_Comm,
@@ -1383,7 +1440,7 @@ pub(crate) unsafe fn fill_reduce_scatter_block(
 /// is issued as the `I` form plus a test-and-sleep wait (not on Open MPI,
 /// see [`super::yield_collectives`]).
 macro_rules! collective {
-    ($fill:ident: $name:ident, $pmpi:ident, $op:expr; $iname:ident, $ipmpi:ident, $iop:expr; $c:ident; ($($a:ident : $t:ty),* $(,)?)) => {
+    ($name:ident, $pmpi:ident, $iname:ident, $ipmpi:ident; $fill:ident, $op:expr, $iop:expr, $c:ident, ($($a:ident : $t:ty),* $(,)?)) => {
         entry!($name, $pmpi, ($($a: $t),*), |s| {
             let rc = if crate::ffi::yield_collectives(s.tracer()) {
                 let mut r = null_req();
@@ -1406,59 +1463,101 @@ macro_rules! collective {
     };
 }
 
-collective!(fill_barrier: MPI_Barrier, PMPI_Barrier, Op::Barrier; MPI_Ibarrier, PMPI_Ibarrier, Op::Ibarrier; comm_h; (comm_h: MPI_Comm));
-collective!(fill_bcast: MPI_Bcast, PMPI_Bcast, Op::Bcast; MPI_Ibcast, PMPI_Ibcast, Op::Ibcast; comm_h;
-    (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-collective!(fill_reduce: MPI_Reduce, PMPI_Reduce, Op::Reduce; MPI_Ireduce, PMPI_Ireduce, Op::Ireduce; comm_h;
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm_h: MPI_Comm));
-collective!(fill_allreduce: MPI_Allreduce, PMPI_Allreduce, Op::Allreduce; MPI_Iallreduce, PMPI_Iallreduce, Op::Iallreduce; comm_h;
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
-collective!(fill_allreduce: MPI_Scan, PMPI_Scan, Op::Scan; MPI_Iscan, PMPI_Iscan, Op::Iscan; comm_h;
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
-collective!(fill_allreduce: MPI_Exscan, PMPI_Exscan, Op::Exscan; MPI_Iexscan, PMPI_Iexscan, Op::Iexscan; comm_h;
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
-collective!(fill_gather: MPI_Gather, PMPI_Gather, Op::Gather; MPI_Igather, PMPI_Igather, Op::Igather; comm_h;
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-collective!(fill_scatter: MPI_Scatter, PMPI_Scatter, Op::Scatter; MPI_Iscatter, PMPI_Iscatter, Op::Iscatter; comm_h;
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-collective!(fill_allgather: MPI_Allgather, PMPI_Allgather, Op::Allgather; MPI_Iallgather, PMPI_Iallgather, Op::Iallgather; comm_h;
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-collective!(fill_allgather: MPI_Alltoall, PMPI_Alltoall, Op::Alltoall; MPI_Ialltoall, PMPI_Ialltoall, Op::Ialltoall; comm_h;
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-collective!(fill_gatherv: MPI_Gatherv, PMPI_Gatherv, Op::Gatherv; MPI_Igatherv, PMPI_Igatherv, Op::Igatherv; comm_h;
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-collective!(fill_scatterv: MPI_Scatterv, PMPI_Scatterv, Op::Scatterv; MPI_Iscatterv, PMPI_Iscatterv, Op::Iscatterv; comm_h;
-    (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-collective!(fill_allgatherv: MPI_Allgatherv, PMPI_Allgatherv, Op::Allgatherv; MPI_Iallgatherv, PMPI_Iallgatherv, Op::Iallgatherv; comm_h;
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-collective!(fill_alltoallv: MPI_Alltoallv, PMPI_Alltoallv, Op::Alltoallv; MPI_Ialltoallv, PMPI_Ialltoallv, Op::Ialltoallv; comm_h;
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-collective!(fill_alltoallw: MPI_Alltoallw, PMPI_Alltoallw, Op::Alltoallw; MPI_Ialltoallw, PMPI_Ialltoallw, Op::Ialltoallw; comm_h;
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
-collective!(fill_reduce_scatter: MPI_Reduce_scatter, PMPI_Reduce_scatter, Op::ReduceScatter; MPI_Ireduce_scatter, PMPI_Ireduce_scatter, Op::IreduceScatter; comm_h;
-    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
-collective!(fill_reduce_scatter_block: MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, Op::ReduceScatterBlock; MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block, Op::IreduceScatterBlock; comm_h;
-    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
+collective!(MPI_Barrier, PMPI_Barrier, MPI_Ibarrier, PMPI_Ibarrier; fill_barrier, Op::Barrier, Op::Ibarrier, comm_h, (comm_h: MPI_Comm));
+with_large_twin!(
+    collective! { MPI_Bcast, PMPI_Bcast, MPI_Ibcast, PMPI_Ibcast; fill_bcast, Op::Bcast, Op::Ibcast, comm_h,
+    (buf: *mut c_void, count: Cnt, datatype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Reduce, PMPI_Reduce, MPI_Ireduce, PMPI_Ireduce; fill_reduce, Op::Reduce, Op::Ireduce, comm_h,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Cnt, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce; fill_allreduce, Op::Allreduce, Op::Iallreduce, comm_h,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Scan, PMPI_Scan, MPI_Iscan, PMPI_Iscan; fill_allreduce, Op::Scan, Op::Iscan, comm_h,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan; fill_allreduce, Op::Exscan, Op::Iexscan, comm_h,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Gather, PMPI_Gather, MPI_Igather, PMPI_Igather; fill_gather, Op::Gather, Op::Igather, comm_h,
+    (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter; fill_scatter, Op::Scatter, Op::Iscatter, comm_h,
+    (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Allgather, PMPI_Allgather, MPI_Iallgather, PMPI_Iallgather; fill_allgather, Op::Allgather, Op::Iallgather, comm_h,
+    (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall; fill_allgather, Op::Alltoall, Op::Ialltoall, comm_h,
+    (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Gatherv, PMPI_Gatherv, MPI_Igatherv, PMPI_Igatherv; fill_gatherv, Op::Gatherv, Op::Igatherv, comm_h,
+    (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Scatterv, PMPI_Scatterv, MPI_Iscatterv, PMPI_Iscatterv; fill_scatterv, Op::Scatterv, Op::Iscatterv, comm_h,
+    (sendbuf: *const c_void, sendcounts: *const Cnt, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Allgatherv, PMPI_Allgatherv, MPI_Iallgatherv, PMPI_Iallgatherv; fill_allgatherv, Op::Allgatherv, Op::Iallgatherv, comm_h,
+    (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, displs: *const Disp, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Alltoallv, PMPI_Alltoallv, MPI_Ialltoallv, PMPI_Ialltoallv; fill_alltoallv, Op::Alltoallv, Op::Ialltoallv, comm_h,
+    (sendbuf: *const c_void, sendcounts: *const Cnt, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, rdispls: *const Disp, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Alltoallw, PMPI_Alltoallw, MPI_Ialltoallw, PMPI_Ialltoallw; fill_alltoallw, Op::Alltoallw, Op::Ialltoallw, comm_h,
+    (sendbuf: *const c_void, sendcounts: *const Cnt, sdispls: *const Disp, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, rdispls: *const Disp, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Reduce_scatter, PMPI_Reduce_scatter, MPI_Ireduce_scatter, PMPI_Ireduce_scatter; fill_reduce_scatter, Op::ReduceScatter, Op::IreduceScatter, comm_h,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block; fill_reduce_scatter_block, Op::ReduceScatterBlock, Op::IreduceScatterBlock, comm_h,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+);
 
 // Neighbourhood collectives: the same events as their global twins, with
 // lists of one entry per neighbour.
-collective!(fill_allgather: MPI_Neighbor_allgather, PMPI_Neighbor_allgather, Op::NeighborAllgather; MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather, Op::IneighborAllgather; comm_h;
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-collective!(fill_allgather: MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall, Op::NeighborAlltoall; MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall, Op::IneighborAlltoall; comm_h;
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-collective!(fill_allgatherv: MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv, Op::NeighborAllgatherv; MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv, Op::IneighborAllgatherv; comm_h;
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-collective!(fill_alltoallv: MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv, Op::NeighborAlltoallv; MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv, Op::IneighborAlltoallv; comm_h;
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-collective!(fill_alltoallw: MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw, Op::NeighborAlltoallw; MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw, Op::IneighborAlltoallw; comm_h;
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
+with_large_twin!(
+    collective! { MPI_Neighbor_allgather, PMPI_Neighbor_allgather, MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather; fill_allgather, Op::NeighborAllgather, Op::IneighborAllgather, comm_h,
+    (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall; fill_allgather, Op::NeighborAlltoall, Op::IneighborAlltoall, comm_h,
+    (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv; fill_allgatherv, Op::NeighborAllgatherv, Op::IneighborAllgatherv, comm_h,
+    (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, displs: *const Disp, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv; fill_alltoallv, Op::NeighborAlltoallv, Op::IneighborAlltoallv, comm_h,
+    (sendbuf: *const c_void, sendcounts: *const Cnt, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, rdispls: *const Disp, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+);
+with_large_twin!(
+    collective! { MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw; fill_alltoallw, Op::NeighborAlltoallw, Op::IneighborAlltoallw, comm_h,
+    (sendbuf: *const c_void, sendcounts: *const Cnt, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm) }
+);
 
 /// Defines an MPI 4 persistent collective (`X_init`) from the argument list
 /// and fill function of its blocking form: the event of its `I` form, with
 /// a persistent request that each `MPI_Start` runs.
 #[cfg(rankscale_mpi4)]
 macro_rules! persistent_collective {
-    ($fill:ident: $name:ident, $pmpi:ident, $op:expr; $c:ident; ($($a:ident : $t:ty),* $(,)?)) => {
+    ($name:ident, $pmpi:ident; $fill:ident, $op:expr, $c:ident, ($($a:ident : $t:ty),* $(,)?)) => {
         entry!($name, $pmpi, ($($a: $t,)* info: MPI_Info, request: *mut MPI_Request), |s| {
             let rc = $pmpi($($a,)* info, request);
             s.record($op, rc, |t, ev| {
@@ -1476,50 +1575,92 @@ macro_rules! persistent_collective {
 mod persistent_collectives {
     use super::*;
 
-    persistent_collective!(fill_barrier: MPI_Barrier_init, PMPI_Barrier_init, Op::BarrierInit; comm_h;
+    persistent_collective!(MPI_Barrier_init, PMPI_Barrier_init; fill_barrier, Op::BarrierInit, comm_h,
         (comm_h: MPI_Comm));
-    persistent_collective!(fill_bcast: MPI_Bcast_init, PMPI_Bcast_init, Op::BcastInit; comm_h;
-        (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-    persistent_collective!(fill_reduce: MPI_Reduce_init, PMPI_Reduce_init, Op::ReduceInit; comm_h;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm_h: MPI_Comm));
-    persistent_collective!(fill_allreduce: MPI_Allreduce_init, PMPI_Allreduce_init, Op::AllreduceInit; comm_h;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
-    persistent_collective!(fill_allreduce: MPI_Scan_init, PMPI_Scan_init, Op::ScanInit; comm_h;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
-    persistent_collective!(fill_allreduce: MPI_Exscan_init, PMPI_Exscan_init, Op::ExscanInit; comm_h;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
-    persistent_collective!(fill_gather: MPI_Gather_init, PMPI_Gather_init, Op::GatherInit; comm_h;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-    persistent_collective!(fill_scatter: MPI_Scatter_init, PMPI_Scatter_init, Op::ScatterInit; comm_h;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-    persistent_collective!(fill_allgather: MPI_Allgather_init, PMPI_Allgather_init, Op::AllgatherInit; comm_h;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-    persistent_collective!(fill_allgather: MPI_Alltoall_init, PMPI_Alltoall_init, Op::AlltoallInit; comm_h;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-    persistent_collective!(fill_gatherv: MPI_Gatherv_init, PMPI_Gatherv_init, Op::GathervInit; comm_h;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-    persistent_collective!(fill_scatterv: MPI_Scatterv_init, PMPI_Scatterv_init, Op::ScattervInit; comm_h;
-        (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm));
-    persistent_collective!(fill_allgatherv: MPI_Allgatherv_init, PMPI_Allgatherv_init, Op::AllgathervInit; comm_h;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-    persistent_collective!(fill_alltoallv: MPI_Alltoallv_init, PMPI_Alltoallv_init, Op::AlltoallvInit; comm_h;
-        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-    persistent_collective!(fill_alltoallw: MPI_Alltoallw_init, PMPI_Alltoallw_init, Op::AlltoallwInit; comm_h;
-        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
-    persistent_collective!(fill_reduce_scatter: MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init, Op::ReduceScatterInit; comm_h;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
-    persistent_collective!(fill_reduce_scatter_block: MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init, Op::ReduceScatterBlockInit; comm_h;
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm));
-    persistent_collective!(fill_allgather: MPI_Neighbor_allgather_init, PMPI_Neighbor_allgather_init, Op::NeighborAllgatherInit; comm_h;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-    persistent_collective!(fill_allgather: MPI_Neighbor_alltoall_init, PMPI_Neighbor_alltoall_init, Op::NeighborAlltoallInit; comm_h;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-    persistent_collective!(fill_allgatherv: MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init, Op::NeighborAllgathervInit; comm_h;
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-    persistent_collective!(fill_alltoallv: MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init, Op::NeighborAlltoallvInit; comm_h;
-        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm_h: MPI_Comm));
-    persistent_collective!(fill_alltoallw: MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init, Op::NeighborAlltoallwInit; comm_h;
-        (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm));
+    with_large_twin!(
+        persistent_collective! { MPI_Bcast_init, PMPI_Bcast_init; fill_bcast, Op::BcastInit, comm_h,
+        (buf: *mut c_void, count: Cnt, datatype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Reduce_init, PMPI_Reduce_init; fill_reduce, Op::ReduceInit, comm_h,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Cnt, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Allreduce_init, PMPI_Allreduce_init; fill_allreduce, Op::AllreduceInit, comm_h,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Scan_init, PMPI_Scan_init; fill_allreduce, Op::ScanInit, comm_h,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Exscan_init, PMPI_Exscan_init; fill_allreduce, Op::ExscanInit, comm_h,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Gather_init, PMPI_Gather_init; fill_gather, Op::GatherInit, comm_h,
+        (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Scatter_init, PMPI_Scatter_init; fill_scatter, Op::ScatterInit, comm_h,
+        (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Allgather_init, PMPI_Allgather_init; fill_allgather, Op::AllgatherInit, comm_h,
+        (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Alltoall_init, PMPI_Alltoall_init; fill_allgather, Op::AlltoallInit, comm_h,
+        (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Gatherv_init, PMPI_Gatherv_init; fill_gatherv, Op::GathervInit, comm_h,
+        (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, displs: *const Disp, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Scatterv_init, PMPI_Scatterv_init; fill_scatterv, Op::ScattervInit, comm_h,
+        (sendbuf: *const c_void, sendcounts: *const Cnt, displs: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, root: c_int, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Allgatherv_init, PMPI_Allgatherv_init; fill_allgatherv, Op::AllgathervInit, comm_h,
+        (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, displs: *const Disp, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Alltoallv_init, PMPI_Alltoallv_init; fill_alltoallv, Op::AlltoallvInit, comm_h,
+        (sendbuf: *const c_void, sendcounts: *const Cnt, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, rdispls: *const Disp, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Alltoallw_init, PMPI_Alltoallw_init; fill_alltoallw, Op::AlltoallwInit, comm_h,
+        (sendbuf: *const c_void, sendcounts: *const Cnt, sdispls: *const Disp, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, rdispls: *const Disp, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init; fill_reduce_scatter, Op::ReduceScatterInit, comm_h,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init; fill_reduce_scatter_block, Op::ReduceScatterBlockInit, comm_h,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Cnt, datatype: MPI_Datatype, op: MPI_Op, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Neighbor_allgather_init, PMPI_Neighbor_allgather_init; fill_allgather, Op::NeighborAllgatherInit, comm_h,
+        (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Neighbor_alltoall_init, PMPI_Neighbor_alltoall_init; fill_allgather, Op::NeighborAlltoallInit, comm_h,
+        (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Cnt, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init; fill_allgatherv, Op::NeighborAllgathervInit, comm_h,
+        (sendbuf: *const c_void, sendcount: Cnt, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, displs: *const Disp, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init; fill_alltoallv, Op::NeighborAlltoallvInit, comm_h,
+        (sendbuf: *const c_void, sendcounts: *const Cnt, sdispls: *const Disp, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, rdispls: *const Disp, recvtype: MPI_Datatype, comm_h: MPI_Comm) }
+    );
+    with_large_twin!(
+        persistent_collective! { MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init; fill_alltoallw, Op::NeighborAlltoallwInit, comm_h,
+        (sendbuf: *const c_void, sendcounts: *const Cnt, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Cnt, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm_h: MPI_Comm) }
+    );
 }
 
 /// MPI 4 partitioned point-to-point, where the MPI has it (MPICH 4; not
@@ -1588,7 +1729,7 @@ mod partitioned {
         let rc = PMPI_Pready_range(low, high, request);
         s.record(Op::PreadyRange, rc, |t, ev| {
             name_reqs(t, ev, &[request.key()]);
-            ev.send_counts = vec![low, high];
+            ev.send_counts = vec![i64::from(low), i64::from(high)];
         });
         rc
     });
@@ -1597,11 +1738,9 @@ mod partitioned {
         let rc = PMPI_Pready_list(length, partitions, request);
         s.record(Op::PreadyList, rc, |t, ev| {
             name_reqs(t, ev, &[request.key()]);
-            let n = usize::try_from(length).unwrap_or(0);
-            if !partitions.is_null() && n > 0 {
-                // SAFETY: MPI read `length` partitions from this array.
-                ev.send_counts = unsafe { std::slice::from_raw_parts(partitions, n) }.to_vec();
-            }
+            // SAFETY: MPI read `length` partitions from this array (or it
+            // is null).
+            ev.send_counts = unsafe { counts(partitions.cast_const(), length) };
         });
         rc
     });

@@ -275,12 +275,35 @@ pub(crate) fn group_members(group: MPI_Group) -> Vec<i32> {
     }
 }
 
+/// A count as an MPI binding passes it: `int` in the classic bindings,
+/// `MPI_Count` in MPI 4's large-count (`_c`) ones. One trait, so that a
+/// `_c` function is filled by the same code as its `int` twin and records
+/// the same event, with its 64-bit counts kept whole.
+pub(crate) trait Count: Copy {
+    /// The count, widened to the event model's 64 bits.
+    fn wide(self) -> i64;
+}
+
+impl Count for c_int {
+    fn wide(self) -> i64 {
+        i64::from(self)
+    }
+}
+
+/// `MPI_Count` (and `MPI_Aint`), `long long` and `long` in C: both `i64`
+/// on the 64-bit platforms the shim builds for.
+impl Count for i64 {
+    fn wide(self) -> i64 {
+        self
+    }
+}
+
 /// A transfer descriptor for a point-to-point argument list.
 pub(crate) fn xfer(
     info: &CommInfo,
     peer: c_int,
     tag: c_int,
-    count: c_int,
+    count: impl Count,
     dt: MPI_Datatype,
 ) -> Transfer {
     let c = consts();
@@ -291,15 +314,15 @@ pub(crate) fn xfer(
         } else {
             Tag::Value(tag)
         },
-        count: i64::from(count),
+        count: count.wide(),
         dsize: dsize(dt),
         dtype: dtype(dt),
     }
 }
 
 /// A transfer descriptor for a collective buffer (no peer, no tag).
-pub(crate) fn coll(count: c_int, dt: MPI_Datatype) -> Transfer {
-    Transfer::collective(i64::from(count), dsize(dt)).typed(dtype(dt))
+pub(crate) fn coll(count: impl Count, dt: MPI_Datatype) -> Transfer {
+    Transfer::collective(count.wide(), dsize(dt)).typed(dtype(dt))
 }
 
 /// Whether a receive posted with these arguments is a wildcard whose
@@ -321,6 +344,23 @@ pub(crate) unsafe fn ints(p: *const c_int, n: c_int) -> Vec<i32> {
     }
     // SAFETY: guaranteed by the caller.
     unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
+}
+
+/// Copies `n` counts (`int` or `MPI_Count`) from a C array, widened;
+/// empty for a null pointer or a negative n.
+///
+/// # Safety
+/// `p` must be null or point to at least `n` readable counts.
+pub(crate) unsafe fn counts<C: Count>(p: *const C, n: c_int) -> Vec<i64> {
+    let n = usize::try_from(n).unwrap_or(0);
+    if p.is_null() || n == 0 {
+        return Vec::new();
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(p, n) }
+        .iter()
+        .map(|c| c.wide())
+        .collect()
 }
 
 /// The size of a communicator (the length of v-collective count arrays).

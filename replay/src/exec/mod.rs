@@ -413,8 +413,8 @@ impl<'o> Replayer<'o> {
 
     /// Recorded per-rank (or per-neighbour) element counts, each scaled
     /// as [`Replayer::count`] scales one.
-    fn counts(&self, v: &[i32]) -> Vec<c_int> {
-        v.iter().map(|&x| self.count(i64::from(x))).collect()
+    fn counts(&self, v: &[i64]) -> Vec<c_int> {
+        v.iter().map(|&x| self.count(x)).collect()
     }
 
     /// A buffer of `n` random-looking bytes (a repeated random block; at

@@ -106,14 +106,19 @@ impl Replayer<'_> {
                 Op::Pready => unsafe { MPI_Pready(partition(e)?, h) },
                 Op::PreadyRange => {
                     let (lo, hi) = match e.send_counts[..] {
-                        [lo, hi] => (lo, hi),
+                        [lo, hi] => (c_int::try_from(lo)?, c_int::try_from(hi)?),
                         _ => anyhow::bail!("Pready_range without its two partitions"),
                     };
                     // SAFETY: as for Pready.
                     unsafe { MPI_Pready_range(lo, hi, h) }
                 }
                 _ => {
-                    let mut list = e.send_counts.clone();
+                    let mut list = e
+                        .send_counts
+                        .iter()
+                        .map(|&p| c_int::try_from(p))
+                        .collect::<Result<Vec<c_int>, _>>()
+                        .context("Pready_list partition beyond int")?;
                     let n = c_int::try_from(list.len()).context("Pready_list too long")?;
                     // SAFETY: `list` holds `n` partitions and outlives the
                     // call; `h` as for Pready.
