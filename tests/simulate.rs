@@ -104,7 +104,13 @@ fn sends(events: &[trace::Event]) -> u64 {
             op if real && op.is_persistent_init() && op.is_send() => {
                 templates.extend(e.req);
             }
-            op if real && (op.is_send() || matches!(op, Op::Sendrecv | Op::SendrecvReplace)) => {
+            op if real
+                && (op.is_send()
+                    || matches!(
+                        op,
+                        Op::Sendrecv | Op::SendrecvReplace | Op::Isendrecv | Op::IsendrecvReplace
+                    )) =>
+            {
                 n += 1;
             }
             Op::Start | Op::Startall => {

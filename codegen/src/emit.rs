@@ -359,6 +359,7 @@ impl<'a> Emitter<'a> {
                 self.p2p(e, op)?
             }
             Op::Sendrecv | Op::SendrecvReplace => self.sendrecv(e, op)?,
+            Op::Isendrecv | Op::IsendrecvReplace => self.isendrecv(e, op)?,
             op if op.family() == Family::Completion
                 || matches!(op, Op::Start | Op::Startall | Op::RequestFree | Op::Cancel) =>
             {
@@ -404,16 +405,35 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
-    /// `Sendrecv` and `Sendrecv_replace`: both sides with their peers and
-    /// tags; the replacing one on a single buffer large enough for either
-    /// message.
-    fn sendrecv(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+    /// Closes an `#if MPI_VERSION >= 4` block of call `op`: built against
+    /// an older `mpi.h`, the benchmark stops there and says why.
+    fn end_mpi4(&mut self, op: Op) {
+        self.line("#else");
+        self.line(&format!(
+            "rs_fail(\"MPI_{} needs an MPI 4 library (this mpi.h is older)\", 0, 0);",
+            op.name()
+        ));
+        self.line("#endif");
+    }
+
+    /// The communicator `c`, and the send and receive sides with their
+    /// peers and tags (`s_peer`, `s_tag`, `r_peer`, `r_tag`), of a call
+    /// that both sends and receives.
+    fn both_sides(&mut self, e: &EventNode) -> Result<(Side, Side), Error> {
         let shape = *e.shape();
         self.comm(e, true)?;
         let s = self.side(e, "s", shape.send_type())?;
         self.endpoint(e, "s")?;
         let r = self.side(e, "r", shape.recv_type())?;
         self.endpoint(e, "r")?;
+        Ok((s, r))
+    }
+
+    /// `Sendrecv` and `Sendrecv_replace`: both sides with their peers and
+    /// tags; the replacing one on a single buffer large enough for either
+    /// message.
+    fn sendrecv(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let (s, r) = self.both_sides(e)?;
         if op == Op::Sendrecv {
             self.line(&format!(
                 "MPI_Sendrecv(rs_buf(0, {sn}, {st}), {sn}, {st}, s_peer, s_tag, rs_buf(1, {rn}, \
@@ -432,6 +452,38 @@ impl<'a> Emitter<'a> {
                 rn = r.count,
             ));
         }
+        Ok(())
+    }
+
+    /// MPI 4's `Isendrecv` and `Isendrecv_replace`: one request buffer
+    /// for both halves (the receive's after the send's; the replacing
+    /// one's large enough for either message), kept until the request
+    /// completes. Compiled where `mpi.h` is MPI 4, as partitioned calls.
+    fn isendrecv(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let (s, r) = self.both_sides(e)?;
+        self.new_request(e)?;
+        let (sn, st, rn, rt) = (s.count, s.dtype, r.count, r.dtype);
+        self.line("#if MPI_VERSION >= 4");
+        self.line(&format!(
+            "const int64_t sb = (int64_t)({sn}) * (int64_t)rs_span({st});"
+        ));
+        self.line(&format!(
+            "const int64_t rb = (int64_t)({rn}) * (int64_t)rs_span({rt});"
+        ));
+        if op == Op::Isendrecv {
+            self.line("char *b = rs_rqbuf(rq, sb + rb, MPI_BYTE);");
+            self.line(&format!(
+                "MPI_Isendrecv(b, {sn}, {st}, s_peer, s_tag, b + sb, {rn}, {rt}, r_peer, r_tag, \
+                 c, rs_req(rq));"
+            ));
+        } else {
+            self.line("void *b = rs_rqbuf(rq, sb > rb ? sb : rb, MPI_BYTE);");
+            self.line(&format!(
+                "MPI_Isendrecv_replace(b, {sn}, {st}, s_peer, s_tag, r_peer, r_tag, c, \
+                 rs_req(rq));"
+            ));
+        }
+        self.end_mpi4(op);
         Ok(())
     }
 
@@ -609,11 +661,7 @@ impl<'a> Emitter<'a> {
                 }
             }
         }
-        self.line("#else");
-        self.line(&format!(
-            "rs_fail(\"MPI_{name} needs an MPI 4 library (this mpi.h is older)\", 0, 0);"
-        ));
-        self.line("#endif");
+        self.end_mpi4(op);
         Ok(())
     }
 
@@ -656,12 +704,7 @@ impl<'a> Emitter<'a> {
             self.line("MPI_Group_free(&g0);");
             self.line("MPI_Group_free(&g1);");
         }
-        self.line("#else");
-        self.line(&format!(
-            "rs_fail(\"MPI_{} needs an MPI 4 library (this mpi.h is older)\", 0, 0);",
-            op.name()
-        ));
-        self.line("#endif");
+        self.end_mpi4(op);
         Ok(())
     }
 

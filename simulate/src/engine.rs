@@ -218,6 +218,9 @@ struct RankState<'a> {
     /// `split` as shared since its last change.
     shared: Option<Split>,
     reqs: FxHashMap<ReqId, CellId>,
+    /// The send half of an `Isendrecv` request (its receive half is in
+    /// `reqs`): the request completes when both have.
+    send_halves: FxHashMap<ReqId, CellId>,
     templates: FxHashMap<ReqId, Template>,
     /// Persistent collective requests (MPI 4 `X_init`): each `MPI_Start`
     /// of one arrives at a new instance of the collective it holds.
@@ -400,6 +403,7 @@ impl<'a> Engine<'a> {
                 split: vec![0.0],
                 shared: None,
                 reqs: FxHashMap::default(),
+                send_halves: FxHashMap::default(),
                 templates: FxHashMap::default(),
                 coll_templates: FxHashMap::default(),
                 comms: Comms::new(layout.world[r], i64::from(p)),
@@ -960,6 +964,7 @@ impl<'a> Engine<'a> {
                         st.templates.remove(req);
                         st.coll_templates.remove(req);
                         st.reqs.remove(req);
+                        st.send_halves.remove(req);
                     }
                 }
             },
@@ -977,6 +982,9 @@ impl<'a> Engine<'a> {
                 let st = &mut self.ranks[r as usize];
                 for req in &ev.done {
                     if let Some(c) = st.reqs.remove(req) {
+                        cur.cells.push(c);
+                    }
+                    if let Some(c) = st.send_halves.remove(req) {
                         cur.cells.push(c);
                     }
                 }
@@ -1139,22 +1147,22 @@ impl<'a> Engine<'a> {
     /// Posts a nonblocking send or receive; returns its CPU cost.
     fn post_nonblocking(&mut self, r: u32, op: Op, comm: u32, ev: &Event, t: Time) -> f64 {
         let Some(req) = ev.req else { return 0.0 };
+        if matches!(op, Op::Isendrecv | Op::IsendrecvReplace) {
+            // Both halves under one request: the send's cell apart, the
+            // receive's where a receive's goes.
+            let Some(s) = ev.send else { return 0.0 };
+            let (cost, cell) = self.post_isend_half(r, Op::Isend, comm, s, t);
+            self.ranks[r as usize].send_halves.insert(req, cell);
+            let mut recv_only = ev.clone();
+            recv_only.op = Op::Irecv;
+            recv_only.send = None;
+            return cost + self.post_nonblocking(r, Op::Irecv, comm, &recv_only, t);
+        }
         if op.is_send() {
             let Some(s) = ev.send else { return 0.0 };
-            let (Some(dst), Some(tag)) = (s.peer.world(), s.tag.value()) else {
-                // To MPI_PROC_NULL: complete at once.
-                let c = self.done_cell(r, t);
-                self.ranks[r as usize].reqs.insert(req, c);
-                return 0.0;
-            };
-            let bytes = self.bytes(s.bytes());
-            let (free, cell) = self.post_send(r, op, comm, dst as u32, tag, bytes, t);
-            let cell = match cell {
-                Some(c) => c,
-                None => self.done_cell(r, free),
-            };
+            let (cost, cell) = self.post_isend_half(r, op, comm, s, t);
             self.ranks[r as usize].reqs.insert(req, cell);
-            free - t
+            cost
         } else {
             let Some(x) = ev.recv else { return 0.0 };
             if matches!(x.peer, Peer::Null) {
@@ -1177,6 +1185,29 @@ impl<'a> Engine<'a> {
             }
             0.0
         }
+    }
+
+    /// A nonblocking send `s` of rank `r` posted at `t`: its cost to the
+    /// caller and the cell its request completes with (at once to
+    /// `MPI_PROC_NULL`).
+    fn post_isend_half(
+        &mut self,
+        r: u32,
+        op: Op,
+        comm: u32,
+        s: trace::Transfer,
+        t: Time,
+    ) -> (f64, CellId) {
+        let (Some(dst), Some(tag)) = (s.peer.world(), s.tag.value()) else {
+            return (0.0, self.done_cell(r, t));
+        };
+        let bytes = self.bytes(s.bytes());
+        let (free, cell) = self.post_send(r, op, comm, dst as u32, tag, bytes, t);
+        let cell = match cell {
+            Some(c) => c,
+            None => self.done_cell(r, free),
+        };
+        (free - t, cell)
     }
 
     /// Probes (and matched probes, and their receives). A probe that finds

@@ -131,8 +131,6 @@ pub enum Family {
     // communicator where it has one, the bytes of its first buffer, the
     // request it created and its time. Issues that give a family its
     // detailed event move its functions to a detailed family.
-    /// Point-to-point calls of MPI 4 (`Isendrecv`, `Isendrecv_replace`).
-    GenericP2p,
     /// Request queries and cancellation (`Cancel`, `Test_cancelled`,
     /// `Request_get_status`, generalized requests).
     Request,
@@ -180,7 +178,6 @@ impl Family {
             Family::NonblockingCollective => "collective-nonblocking",
             Family::CommManagement => "communicator",
             Family::Profiling => "profiling",
-            Family::GenericP2p => "p2p-mpi4",
             Family::Request => "request",
             Family::CommConstruct => "communicator-other",
             Family::CommQuery => "communicator-query",

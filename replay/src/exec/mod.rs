@@ -45,7 +45,7 @@ macro_rules! mpi4 {
     ($call:expr) => {
         return Err(anyhow::anyhow!(
             "the trace holds MPI 4 calls (persistent collectives, partitioned \
-             communication, Comm_idup_with_info, constructors from groups), which \
+             communication, Isendrecv, Comm_idup_with_info, constructors from groups), which \
              this MPI library lacks (Open MPI 4.1 has none of them): replay it with \
              an MPI 4 library (MPICH 4)"
         ))
@@ -600,6 +600,7 @@ impl<'o> Replayer<'o> {
             Op::Recv => self.recv(e),
             Op::Sendrecv => self.sendrecv(e),
             Op::SendrecvReplace => self.sendrecv_replace(e),
+            Op::Isendrecv | Op::IsendrecvReplace => mpi4!(self.isendrecv(e)),
             op if op.family() == Family::Partitioned => mpi4!(self.partitioned(e)),
             // The other sends: nonblocking and persistent, in any mode.
             op if op.is_send() => self.isend(e),

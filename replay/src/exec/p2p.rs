@@ -179,6 +179,75 @@ impl Replayer<'_> {
         Ok(bytes)
     }
 
+    /// MPI 4's `Isendrecv` and `Isendrecv_replace`: one request for both
+    /// halves, which keeps both buffers (one for the `_replace` form) and,
+    /// like an `Irecv`'s, its communicator. Returns the bytes sent.
+    #[cfg(rankscale_mpi4)]
+    pub(super) fn isendrecv(&mut self, e: &Event) -> Result<f64> {
+        let (s, r) = (
+            e.send.context("send side")?,
+            e.recv.context("receive side")?,
+        );
+        let (sn, sty, mut sb) = self.side(&s)?;
+        let bytes = elements(sn, s.dsize) as f64;
+        let c = self.comm(e.comm)?;
+        let (dest, stag) = (Self::peer(s.peer), Self::tag(s.tag));
+        let (src, rtag) = (Self::peer(r.peer), Self::tag(r.tag));
+        let mut h = request_null();
+        let keep = if e.op == Op::IsendrecvReplace {
+            // SAFETY: `sb` holds `sn` elements of `sty`; it moves into the
+            // request table with the request `h` (its heap block stays in
+            // place), so it outlives every use MPI makes of it; `c` comes
+            // from this replay's table.
+            let rc = unsafe {
+                MPI_Isendrecv_replace(
+                    sb.as_mut_ptr().cast(),
+                    sn,
+                    sty,
+                    dest,
+                    stag,
+                    src,
+                    rtag,
+                    c,
+                    &mut h,
+                )
+            };
+            check(rc, e.op.name())?;
+            Keep::buffer(sb)
+        } else {
+            let (rn, rty, mut rb) = self.side(&r)?;
+            // SAFETY: `sb` holds `sn` elements of `sty` and `rb` has room
+            // for `rn` of `rty`; both move into the request table with `h`
+            // (their heap blocks stay in place); `c` as above.
+            let rc = unsafe {
+                MPI_Isendrecv(
+                    sb.as_ptr().cast(),
+                    sn,
+                    sty,
+                    dest,
+                    stag,
+                    rb.as_mut_ptr().cast(),
+                    rn,
+                    rty,
+                    src,
+                    rtag,
+                    c,
+                    &mut h,
+                )
+            };
+            check(rc, e.op.name())?;
+            Keep {
+                bytes: vec![sb, rb],
+                ..Keep::default()
+            }
+        };
+        self.new_req(e.req, h, keep, false);
+        if let Some(q) = e.req.and_then(|id| self.reqs.get_mut(&id.0)) {
+            q.comm = Some(c);
+        }
+        Ok(bytes)
+    }
+
     /// The nonblocking sends and the persistent send requests; the buffer
     /// goes into the request table with the request. Returns the bytes
     /// sent.
