@@ -24,10 +24,13 @@ use std::process::Command;
 
 use listed::{DETAILED, variant};
 
-/// Listed functions with a hand-written wrapper that does not record:
-/// `MPI_Query_thread` fixes a thread's index on its rank, and replay issues
-/// it on its own threads for that (see `src/ffi/c.rs`).
-const HAND_WRAPPED: &[&str] = &["Query_thread"];
+/// Listed functions with a hand-written wrapper: `MPI_Query_thread` does
+/// not record (it fixes a thread's index on its rank, and replay issues it
+/// on its own threads for that, see `src/ffi/c.rs`); `MPI_Session_init`
+/// and `MPI_Session_finalize` record as generic calls do, and start and end
+/// the tracer of a program without `MPI_Init` (`src/ffi/session.rs`; MPI 4
+/// only: an MPI without sessions declares neither).
+const HAND_WRAPPED: &[&str] = &["Query_thread", "Session_init", "Session_finalize"];
 
 /// Prototypes of MPI-1 functions that MPI 3.0 removed: Open MPI 4.1 still
 /// exports them for old binaries but no longer declares them.

@@ -99,6 +99,8 @@ const SLICE: &[&str] = &[
     "part/nonblocking_pready 2",
     "init/version 1",
     "init/finalized 1",
+    "init/session 4",
+    "init/session_self 1",
 ];
 
 /// Programs of the slice that fail a stage today: open tracer gaps of

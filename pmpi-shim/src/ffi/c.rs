@@ -280,8 +280,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
     rc
 }
 
-/// Records Finalize and flushes the trace while MPI is still usable.
-pub(crate) fn before_finalize(ret: usize) {
+/// Records `op` (`Finalize`, or the `Session_finalize` that ends a
+/// sessions-only program) and flushes the trace while MPI is still usable.
+pub(crate) fn before_finalize(ret: usize, op: Op) {
     // A Fortran MPI_FINALIZE may reach the C MPI_Finalize too: finish once.
     static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
@@ -290,7 +291,7 @@ pub(crate) fn before_finalize(ret: usize) {
     if let Some(s) = Scope::enter(ret) {
         // Recorded before the call, which cannot return to report a failure
         // the trace could still hold.
-        s.record(Op::Finalize, 0, |_, _| {});
+        s.record(op, 0, |_, _| {});
     }
     let t = tracer::get();
     let trace = t.and_then(|t| std::panic::catch_unwind(|| t.finish()).ok().flatten());
@@ -345,7 +346,7 @@ pub(crate) fn before_abort(ret: usize, comm_h: MPI_Comm, code: c_int) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     let ret = return_address!();
-    before_finalize(ret);
+    before_finalize(ret, Op::Finalize);
     // SAFETY: no arguments; the library's own Finalize.
     tracer::untraced(|| unsafe { PMPI_Finalize() })
 }
@@ -2166,10 +2167,7 @@ mod from_groups {
         h as i32
     }
 
-    fn world() -> MPI_Comm {
-        // SAFETY: reading an initialised mpi-sys constant.
-        unsafe { RSMPI_COMM_WORLD }
-    }
+    use crate::ffi::world;
 
     entry!(MPI_Comm_create_from_group, PMPI_Comm_create_from_group, (group: MPI_Group, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newcomm: *mut MPI_Comm), |s| {
         let rc = PMPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm);

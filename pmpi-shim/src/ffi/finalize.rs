@@ -204,8 +204,25 @@ pub(crate) fn merge_and_write(
     timeout: Duration,
 ) {
     let start = Instant::now();
-    // SAFETY: reading an initialised mpi-sys constant.
-    let world = unsafe { RSMPI_COMM_WORLD };
+    let world = super::world();
+    let mut world_size: c_int = 0;
+    // SAFETY: the tracer's valid world; writes the int out-param only.
+    unsafe { PMPI_Comm_size(world, &mut world_size) };
+    if world_size == 1 {
+        // One rank merges with no one: no communication at all. MPICH
+        // 4.0.2 crashed progressing a request (in `ucp_worker_progress`)
+        // in a one-process job started by a session.
+        let mut link = MpiLink {
+            comm: world,
+            limit: timeout,
+            abandoned: false,
+        };
+        let out = reduce::reduce(0, 1, with_sites(trace), &mut link);
+        if written(t, out, path, 0, 1, start) {
+            remove_snapshot(path, 0);
+        }
+        return;
+    }
     // On the heap: if the agreement times out, MPI may still complete the
     // duplicate later and write both, so they are leaked then.
     // SAFETY: reading an initialised mpi-sys constant.
@@ -245,28 +262,13 @@ pub(crate) fn merge_and_write(
     let mut size: c_int = 0;
     // SAFETY: `comm` is the valid duplicate made above.
     unsafe { PMPI_Comm_size(comm, &mut size) };
-    let mine = trace.map(|mut part| {
-        part.meta.sites = crate::callsite::sites();
-        part
-    });
     let mut link = MpiLink {
         comm,
         limit: timeout,
         abandoned: false,
     };
-    let out = reduce::reduce(rank, size, mine, &mut link);
-    let merge_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    let written = match out {
-        Ok(Some(r)) => write_merged(t, r, path, rank, size, merge_ns),
-        Ok(None) => false,
-        Err(e) => {
-            warn(
-                Some(rank),
-                &format!("the trace merge failed ({e}); no trace file"),
-            );
-            false
-        }
-    };
+    let out = reduce::reduce(rank, size, with_sites(trace), &mut link);
+    let written = written(t, out, path, rank, size, start);
     // Rank 0 tells every rank whether the file is there; only then do the
     // snapshots go. This wait has no deadline, and needs none: once the
     // agreement has completed every rank is in the merge, and each one
@@ -319,12 +321,50 @@ pub(crate) fn merge_and_write(
     // Otherwise the communicator is left to MPI_Finalize: freeing it under
     // a pending request crashed Open MPI 4.1.
     if told && ok == 1 {
-        let file = tracer::rank_file(path, rank);
-        let _ = std::fs::remove_file(&file);
-        if let Some(dir) = file.parent() {
-            // Succeeds for whichever rank removes the last file.
-            let _ = std::fs::remove_dir(dir);
+        remove_snapshot(path, rank);
+    }
+}
+
+/// This rank's trace with the call sites it knows, for the merge.
+fn with_sites(trace: Option<TraceFile>) -> Option<TraceFile> {
+    trace.map(|mut part| {
+        part.meta.sites = crate::callsite::sites();
+        part
+    })
+}
+
+/// Writes the merged trace on rank 0 (`out` is its reduction); whether the
+/// file was written. A failed reduction is said on the rank that saw it.
+fn written(
+    t: Option<&Tracer>,
+    out: Result<Option<reduce::Reduced>, String>,
+    path: &Path,
+    rank: c_int,
+    size: c_int,
+    start: Instant,
+) -> bool {
+    let merge_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    match out {
+        Ok(Some(r)) => write_merged(t, r, path, rank, size, merge_ns),
+        Ok(None) => false,
+        Err(e) => {
+            warn(
+                Some(rank),
+                &format!("the trace merge failed ({e}); no trace file"),
+            );
+            false
         }
+    }
+}
+
+/// Removes this rank's snapshot file (and their directory, after the
+/// last one) once the merged trace is written.
+fn remove_snapshot(path: &Path, rank: c_int) {
+    let file = tracer::rank_file(path, rank);
+    let _ = std::fs::remove_file(&file);
+    if let Some(dir) = file.parent() {
+        // Succeeds for whichever rank removes the last file.
+        let _ = std::fs::remove_dir(dir);
     }
 }
 

@@ -802,7 +802,7 @@ fortran!(raw init_thread, "MPI_INIT_THREAD", (required, provided, ierror), |ret,
 });
 
 fortran!(raw finalize, "MPI_FINALIZE", (ierror), |ret, c| {
-    before_finalize(ret);
+    before_finalize(ret, Op::Finalize);
     c.forward();
 });
 

@@ -62,9 +62,13 @@ pub(crate) unsafe fn record(s: Scope, call: Call, request: *const MPI_Request) {
         if let Some((n, dt)) = call.bytes {
             ev.value = Some(n.saturating_mul(dsize(dt)));
         }
-        // SAFETY: reading an initialised mpi-sys constant.
-        let world = unsafe { RSMPI_COMM_WORLD };
-        ev.req = new_req(t, created, call.persistent, false, comm_h.unwrap_or(world));
+        ev.req = new_req(
+            t,
+            created,
+            call.persistent,
+            false,
+            comm_h.unwrap_or(super::world()),
+        );
         ev.reqs.extend(call.named);
     });
 }

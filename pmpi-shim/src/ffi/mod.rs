@@ -6,6 +6,8 @@ pub(crate) mod c;
 pub(crate) mod finalize;
 pub(crate) mod fortran;
 pub(crate) mod generic;
+#[cfg(rankscale_mpi4)]
+pub(crate) mod session;
 
 use std::ffi::c_int;
 use std::sync::{Arc, OnceLock};
@@ -86,7 +88,6 @@ pub(crate) struct Consts {
     pub root: c_int,
     pub undefined: c_int,
     pub comm_null: usize,
-    pub comm_world: usize,
     pub comm_self: usize,
     pub request_null: usize,
     pub message_null: usize,
@@ -117,7 +118,6 @@ pub(crate) fn consts() -> &'static Consts {
                 root: rs_root(),
                 undefined: RSMPI_UNDEFINED,
                 comm_null: RSMPI_COMM_NULL.key(),
-                comm_world: RSMPI_COMM_WORLD.key(),
                 comm_self: RSMPI_COMM_SELF.key(),
                 request_null: RSMPI_REQUEST_NULL.key(),
                 message_null: RSMPI_MESSAGE_NULL.key(),
@@ -189,8 +189,7 @@ pub(crate) fn dtype(dt: MPI_Datatype) -> trace::Datatype {
 /// The rank → world-rank table of a communicator (`None` for the world
 /// itself). For an inter-communicator, peers are ranks of the remote group.
 fn world_map(comm: MPI_Comm) -> Option<Box<[i32]>> {
-    let c = consts();
-    if comm.key() == c.comm_world {
+    if comm.key() == world().key() {
         return None;
     }
     // SAFETY: `comm` is a valid communicator (just created by MPI or given
@@ -206,7 +205,7 @@ fn world_map(comm: MPI_Comm) -> Option<Box<[i32]>> {
             PMPI_Comm_group(comm, &mut group);
         }
         let mut world_group = RSMPI_GROUP_NULL;
-        PMPI_Comm_group(RSMPI_COMM_WORLD, &mut world_group);
+        PMPI_Comm_group(world(), &mut world_group);
         let mut n: c_int = 0;
         PMPI_Group_size(group, &mut n);
         let ranks: Vec<c_int> = (0..n).collect();
@@ -266,7 +265,7 @@ pub(crate) fn group_members(group: MPI_Group) -> Vec<i32> {
             return Vec::new();
         }
         let mut world_group = RSMPI_GROUP_NULL;
-        PMPI_Comm_group(RSMPI_COMM_WORLD, &mut world_group);
+        PMPI_Comm_group(world(), &mut world_group);
         let ranks: Vec<c_int> = (0..n).collect();
         let mut out = vec![0 as c_int; ranks.len()];
         PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), world_group, out.as_mut_ptr());
@@ -410,26 +409,52 @@ pub(crate) fn comm_rank(comm: MPI_Comm) -> c_int {
     r
 }
 
-/// Installs the tracer after a successful `PMPI_Init`/`PMPI_Init_thread`.
+/// The tracer's world: `MPI_COMM_WORLD`, or in a program that never calls
+/// `MPI_Init` (MPI 4 sessions) the tracer's own communicator over the
+/// `mpi://WORLD` process set ([`session`]). World ranks are ranks in it.
+pub(crate) fn world() -> MPI_Comm {
+    #[cfg(rankscale_mpi4)]
+    if let Some(w) = session::world() {
+        return w;
+    }
+    // SAFETY: reading an initialised mpi-sys constant.
+    unsafe { RSMPI_COMM_WORLD }
+}
+
+/// Installs the tracer after a successful `PMPI_Init`/`PMPI_Init_thread`
+/// (or the first `MPI_Session_init` of a program without it).
 pub(crate) fn start_tracer() {
     let c = consts();
-    let rank = comm_rank(
+    let rank = comm_rank(world());
+    // `MPI_COMM_SELF` exists only after `MPI_Init`: a sessions-only
+    // program's rank is alone in it all the same.
+    #[cfg(rankscale_mpi4)]
+    let self_map = if session::world().is_some() {
+        Some(vec![rank].into_boxed_slice())
+    } else {
         // SAFETY: reading an initialised mpi-sys constant.
-        unsafe { RSMPI_COMM_WORLD },
-    );
+        world_map(unsafe { RSMPI_COMM_SELF })
+    };
     // SAFETY: reading an initialised mpi-sys constant.
+    #[cfg(not(rankscale_mpi4))]
     let self_map = world_map(unsafe { RSMPI_COMM_SELF });
     let mut size: c_int = 0;
     // SAFETY: a valid communicator; writes the int out-param only.
-    unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
+    unsafe { PMPI_Comm_size(world(), &mut size) };
     let job = tracer::Job {
         world_size: u32::try_from(size).unwrap_or(0),
         mpi: library_version(),
     };
+    let mut config = crate::config::Config::from_env();
+    // Yielding keeps ranks that share cores from busy-polling against one
+    // another: a job of one rank has no other. (And MPICH 4.0.2 crashes in
+    // `MPI_Test` in a one-process job that a session started, where
+    // blocking calls do not.)
+    config.yield_wait &= size > 1;
     let t = tracer::install(
         rank,
         job,
-        crate::config::Config::from_env(),
+        config,
         CommInfo {
             id: CommId::WORLD,
             to_world: None,
@@ -438,7 +463,7 @@ pub(crate) fn start_tracer() {
             id: CommId::SELF,
             to_world: self_map,
         },
-        [c.comm_world, c.comm_self],
+        [world().key(), c.comm_self],
         error_class,
     );
     // Snapshots of the compressed trace, when there is one.

@@ -60,6 +60,8 @@ mod p2p;
 mod partitioned;
 mod report;
 mod requests;
+#[cfg(rankscale_mpi4)]
+mod session;
 mod threads;
 
 use std::collections::{HashMap, HashSet};
@@ -634,6 +636,10 @@ impl<'o> Replayer<'o> {
             Op::Cancel => self.cancel(e),
             Op::GrequestStart => self.grequest_start(e),
             Op::GrequestComplete => self.grequest_complete(e),
+            // The sessions the application opened: a program without
+            // MPI_Init is traced from its first (see `init_as_application`).
+            Op::SessionInit => mpi4!(session::open()),
+            Op::SessionFinalize => mpi4!(session::close()),
             // Recorded without detail: passed over (the note at the start
             // lists them); a request it made is left out of the completion
             // calls that name it.
@@ -759,11 +765,19 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
 
 /// Starts MPI the way the application did (rank 0's first event:
 /// `MPI_Init_thread` with its required level, else `MPI_Init`). Returns
-/// the thread level MPI provided (0 after `MPI_Init`).
+/// the thread level MPI provided (0 after `MPI_Init`). A program that
+/// never called `MPI_Init` (MPI 4 sessions: its first event is
+/// `MPI_Session_init`) is replayed on an MPI started through `PMPI_Init`,
+/// which a tracer preloaded into the replay does not see: it follows the
+/// replay from its `MPI_Session_init`, as it followed the application.
 fn init_as_application(trace: &trace::MergedTrace) -> Result<c_int> {
     let first = trace.rank_trace(0).ok().and_then(|t| t.expand().next());
     let mut provided: c_int = 0;
     let rc = match first {
+        // SAFETY: MPI is initialised once, with no arguments.
+        Some(ev) if ev.op == Op::SessionInit => unsafe {
+            PMPI_Init(std::ptr::null_mut(), std::ptr::null_mut())
+        },
         Some(ev) if ev.op == Op::InitThread => {
             let required = ev.value.unwrap_or(0) / 16;
             // SAFETY: MPI is initialised once, with no arguments;
