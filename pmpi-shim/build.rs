@@ -120,6 +120,7 @@ fn main() {
     let listed =
         std::fs::read_to_string("../trace/mpi-functions.txt").expect("trace/mpi-functions.txt");
     let mut code = String::new();
+    let mut fortran = String::new();
     let mut skipped = Vec::new();
     let all = listed::parse(&listed);
     let family: HashMap<&str, &str> = all.iter().map(|l| (l.name, l.family)).collect();
@@ -139,11 +140,21 @@ fn main() {
             Ok(w) => code.push_str(&w),
             Err(why) => skipped.push(format!("{c_name}: {why}")),
         }
+        // Open MPI's Fortran bindings call `PMPI_*` directly, so the C
+        // wrapper never sees a Fortran call: each function gets Fortran
+        // entry points of its own. MPICH's `mpif.h` and `use mpi` reach the
+        // C wrapper, and so do its `use mpi_f08` buffer routines
+        // (`_f08ts_`), but not its other `use mpi_f08` routines (`_f08_`).
+        let interfaces = if imp == "openmpi" { "all" } else { "f08" };
+        if let Some(w) = fortran_wrapper(name, ret, params, &typedefs, interfaces) {
+            fortran.push_str(&w);
+        }
     }
     for s in &skipped {
         println!("cargo:warning=no generic wrapper for {s}");
     }
     std::fs::write(out_dir.join("generic_wrappers.rs"), code).expect("write generic_wrappers.rs");
+    std::fs::write(out_dir.join("fortran_generic.rs"), fortran).expect("write fortran_generic.rs");
 }
 
 /// Whether `name` is a large-count (`_c`) function whose `int` twin has a
@@ -321,6 +332,72 @@ fn scalar(ty: &str, typedefs: &HashMap<String, String>, depth: u32) -> Result<St
         }
     };
     Ok(base.to_string())
+}
+
+/// The Fortran entry points of one function recorded without detail (an
+/// invocation of `fortran_generic!` in `src/ffi/fortran.rs`: `all`
+/// interfaces, or `f08` alone), or `None`
+/// for a function that returns no error code (`MPI_Aint_add`: a Fortran
+/// function, not a subroutine) or whose prototype the C wrapper refused
+/// too. The Fortran binding passes every C argument by reference in the
+/// same order, then `ierror`, then one hidden length per `CHARACTER`
+/// argument (a C `char` pointer); the entry points take that many
+/// pointer-sized arguments and forward them unchanged. What the record
+/// needs is read through the argument indices: the first communicator,
+/// the first count and datatype, the request made (`MPI_Request *`) and
+/// the request the call is about.
+fn fortran_wrapper(
+    name: &str,
+    ret: &str,
+    params: &str,
+    typedefs: &HashMap<String, String>,
+    interfaces: &str,
+) -> Option<String> {
+    if scalar(ret, typedefs, 0).ok()? != "c_int" {
+        return None;
+    }
+    let mut args: Vec<(String, Kind)> = Vec::new();
+    let mut strings = 0;
+    if params != "void" {
+        for p in params.split(',') {
+            if p.trim() == "..." {
+                return None;
+            }
+            if p.contains("char") && (p.contains('*') || p.contains('[')) {
+                strings += 1;
+            }
+            args.push(param(p, typedefs).ok()?);
+        }
+    }
+    let ierr = args.len();
+    let n = ierr + 1 + strings;
+    let opt = |i: Option<usize>| i.map_or("None".to_string(), |i| format!("Some({i})"));
+    let comm = opt(args.iter().position(|(_, k)| *k == Kind::Comm));
+    let bytes = args
+        .windows(2)
+        .position(|w| w[0].1 == Kind::Int && w[1].1 == Kind::Datatype)
+        .map_or("None".to_string(), |i| {
+            format!("Some(({i}, {}, {}))", args[i].0 == "i64", i + 1)
+        });
+    let request = opt(args
+        .iter()
+        .position(|(_, k)| *k == Kind::RequestOut && name != "Cancel"));
+    let named = opt(if name == "Cancel" {
+        Some(0)
+    } else {
+        args.iter().position(|(_, k)| *k == Kind::Request)
+    });
+    let persistent = name.ends_with("_init");
+    let lower = name.to_ascii_lowercase();
+    let upper = format!("MPI_{}", name.to_ascii_uppercase());
+    let names: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
+    Some(format!(
+        "fortran_generic!({interfaces} {lower}, \"{upper}\", FSpec {{ op: Op::{}, comm: {comm}, \
+         bytes: {bytes}, request: {request}, named: {named}, persistent: {persistent}, \
+         ierr: {ierr} }}, ({}));\n",
+        variant(name),
+        names.join(", ")
+    ))
 }
 
 /// The Rust source of one wrapper.

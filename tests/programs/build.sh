@@ -98,4 +98,13 @@ for src in "${fsrc[@]}"; do
   build "$stem" "$FC" "${flags[@]}" "$src"
 done
 
+# One source, two interfaces: the calls without detail from `use mpi` and
+# from `use mpi_f08` (tests/interception.rs).
+build generic_f "$FC" "${FFLAGS[@]}" "${F77FLAGS[@]}" -J "$moddir" "$here/fortran/generic_f.F90"
+if [[ $have_f08 -eq 1 ]]; then
+  build generic_f08 "$FC" "${FFLAGS[@]}" -DF08 -J "$moddir" "$here/fortran/generic_f.F90"
+else
+  echo "  SKIPPING generic_f08: the mpi_f08 module is not available with $impl" >&2
+fi
+
 echo "done: $(find "$outdir" -maxdepth 1 -type f -perm -u+x | wc -l) executables in $outdir"
