@@ -334,6 +334,60 @@ fn scalar(ty: &str, typedefs: &HashMap<String, String>, depth: u32) -> Result<St
     Ok(base.to_string())
 }
 
+/// The parameters of a prototype, typed; `None` for a variadic one.
+fn params_of(
+    params: &str,
+    typedefs: &HashMap<String, String>,
+) -> Result<Vec<(String, Kind)>, String> {
+    if params == "void" {
+        return Ok(Vec::new());
+    }
+    params
+        .split(',')
+        .map(|p| {
+            if p.trim() == "..." {
+                Err("variadic".to_string())
+            } else {
+                param(p, typedefs)
+            }
+        })
+        .collect()
+}
+
+/// Which arguments a record without detail reads, as indices: the same
+/// for the C and the Fortran wrappers of a function.
+struct Roles {
+    /// The first communicator.
+    comm: Option<usize>,
+    /// The first count followed by a datatype (the datatype is next).
+    count: Option<usize>,
+    /// The request the call makes (`MPI_Request *`; not `MPI_Cancel`'s,
+    /// which is an argument, not a result).
+    request: Option<usize>,
+    /// The request the call is about: `MPI_Cancel`'s (through its
+    /// pointer) or one passed by value.
+    named: Option<usize>,
+    /// Whether the request it makes is persistent (`*_init`).
+    persistent: bool,
+}
+
+fn roles(name: &str, args: &[(String, Kind)]) -> Roles {
+    let first = |kind: Kind| args.iter().position(|(_, k)| *k == kind);
+    Roles {
+        comm: first(Kind::Comm),
+        count: args
+            .windows(2)
+            .position(|w| w[0].1 == Kind::Int && w[1].1 == Kind::Datatype),
+        request: first(Kind::RequestOut).filter(|_| name != "Cancel"),
+        named: if name == "Cancel" {
+            Some(0)
+        } else {
+            first(Kind::Request)
+        },
+        persistent: name.ends_with("_init") || name.ends_with("_init_c"),
+    }
+}
+
 /// The Fortran entry points of one function recorded without detail (an
 /// invocation of `fortran_generic!` in `src/ffi/fortran.rs`: `all`
 /// interfaces, or `f08` alone), or `None`
@@ -356,38 +410,24 @@ fn fortran_wrapper(
     if scalar(ret, typedefs, 0).ok()? != "c_int" {
         return None;
     }
-    let mut args: Vec<(String, Kind)> = Vec::new();
-    let mut strings = 0;
-    if params != "void" {
-        for p in params.split(',') {
-            if p.trim() == "..." {
-                return None;
-            }
-            if p.contains("char") && (p.contains('*') || p.contains('[')) {
-                strings += 1;
-            }
-            args.push(param(p, typedefs).ok()?);
-        }
-    }
+    let args = params_of(params, typedefs).ok()?;
+    let strings = if params == "void" {
+        0
+    } else {
+        params
+            .split(',')
+            .filter(|p| p.contains("char") && (p.contains('*') || p.contains('[')))
+            .count()
+    };
     let ierr = args.len();
     let n = ierr + 1 + strings;
+    let r = roles(name, &args);
     let opt = |i: Option<usize>| i.map_or("None".to_string(), |i| format!("Some({i})"));
-    let comm = opt(args.iter().position(|(_, k)| *k == Kind::Comm));
-    let bytes = args
-        .windows(2)
-        .position(|w| w[0].1 == Kind::Int && w[1].1 == Kind::Datatype)
-        .map_or("None".to_string(), |i| {
-            format!("Some(({i}, {}, {}))", args[i].0 == "i64", i + 1)
-        });
-    let request = opt(args
-        .iter()
-        .position(|(_, k)| *k == Kind::RequestOut && name != "Cancel"));
-    let named = opt(if name == "Cancel" {
-        Some(0)
-    } else {
-        args.iter().position(|(_, k)| *k == Kind::Request)
+    let (comm, request, named) = (opt(r.comm), opt(r.request), opt(r.named));
+    let bytes = r.count.map_or("None".to_string(), |i| {
+        format!("Some(({i}, {}, {}))", args[i].0 == "i64", i + 1)
     });
-    let persistent = name.ends_with("_init");
+    let persistent = r.persistent;
     let lower = name.to_ascii_lowercase();
     let upper = format!("MPI_{}", name.to_ascii_uppercase());
     let names: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
@@ -415,15 +455,7 @@ fn wrapper(
         "i64" => "0",
         other => return Err(format!("return type {other}")),
     };
-    let mut args: Vec<(String, Kind)> = Vec::new();
-    if params != "void" {
-        for p in params.split(',') {
-            if p.trim() == "..." {
-                return Err("variadic".into());
-            }
-            args.push(param(p, typedefs)?);
-        }
-    }
+    let args = params_of(params, typedefs)?;
     let names: Vec<String> = (0..args.len()).map(|i| format!("a{i}")).collect();
     let decl: String = args
         .iter()
@@ -432,38 +464,27 @@ fn wrapper(
         .collect::<Vec<_>>()
         .join(", ");
     let pass = names.join(", ");
-    let comm = args
-        .iter()
-        .position(|(_, k)| *k == Kind::Comm)
-        .map_or("None".to_string(), |i| format!("Some(a{i})"));
-    let bytes = args
-        .windows(2)
-        .position(|w| w[0].1 == Kind::Int && w[1].1 == Kind::Datatype)
-        .map_or("None".to_string(), |i| {
-            let count = if args[i].0 == "i64" {
-                format!("a{i}")
-            } else {
-                format!("i64::from(a{i})")
-            };
-            format!("Some(({count}, a{}))", i + 1)
-        });
-    // `MPI_Cancel`'s request is an argument, not a result.
-    let request = args
-        .iter()
-        .position(|(_, k)| *k == Kind::RequestOut && name != "Cancel")
-        .map_or("std::ptr::null()".to_string(), |i| {
-            format!("a{i} as *const MPI_Request")
-        });
+    let r = roles(name, &args);
+    let comm = r.comm.map_or("None".to_string(), |i| format!("Some(a{i})"));
+    let bytes = r.count.map_or("None".to_string(), |i| {
+        let count = if args[i].0 == "i64" {
+            format!("a{i}")
+        } else {
+            format!("i64::from(a{i})")
+        };
+        format!("Some(({count}, a{}))", i + 1)
+    });
+    let request = r.request.map_or("std::ptr::null()".to_string(), |i| {
+        format!("a{i} as *const MPI_Request")
+    });
     let variant = variant(name);
-    let persistent = name.ends_with("_init") || name.ends_with("_init_c");
-    // The request the call names: `MPI_Cancel`'s (through its pointer)
-    // or one passed by value; read before the call, which may free it.
-    let named = match args.iter().position(|(_, k)| *k == Kind::Request) {
-        _ if name == "Cancel" => {
+    let persistent = r.persistent;
+    // The request the call names, read before the call, which may free it.
+    let named = match r.named {
+        Some(i) if name == "Cancel" => format!(
             "// SAFETY: `MPI_Cancel`'s argument points to the request it cancels.\n    \
-             let named = unsafe { request_behind(s.tracer(), a0 as *const MPI_Request) };"
-                .to_string()
-        }
+             let named = unsafe {{ request_behind(s.tracer(), a{i} as *const MPI_Request) }};"
+        ),
         Some(i) => format!("let named = named_request(s.tracer(), a{i});"),
         None => "let named = None;".to_string(),
     };
