@@ -21,8 +21,8 @@ use mpi_sys::*;
 use trace::{CommId, Event, Matched, Op, Peer, ReqId, Tag, Transfer};
 
 use super::{
-    Count, Key, coll, comm, comm_rank, comm_size, consts, counts, dsize, dtype, group_members,
-    ints, is_inter, is_wildcard, nap, new_comm, redop, world_map, xfer,
+    Count, Key, c_array, coll, comm, comm_rank, comm_size, consts, counts, dsize, dtype,
+    group_members, ints, is_inter, is_wildcard, nap, new_comm, redop, world_map, xfer,
 };
 use crate::return_address;
 use crate::tracer::{self, CommInfo, Keys, PendingComm, ReqInfo, Scope, Tracer};
@@ -157,12 +157,8 @@ pub(crate) fn new_req(
 /// # Safety
 /// `reqs` must point to `n` requests.
 unsafe fn req_keys(reqs: *const MPI_Request, n: c_int) -> Keys {
-    let n = usize::try_from(n).unwrap_or(0);
-    if reqs.is_null() || n == 0 {
-        return Keys::new();
-    }
     // SAFETY: guaranteed by the caller.
-    unsafe { std::slice::from_raw_parts(reqs, n) }
+    unsafe { c_array(reqs, n) }
         .iter()
         .map(|r| r.key())
         .collect()
@@ -1392,12 +1388,8 @@ pub(crate) unsafe fn fill_alltoallv<C: Count, D>(
 /// # Safety
 /// `types` must point to `n` datatypes.
 unsafe fn type_sizes(types: *const MPI_Datatype, n: c_int) -> Vec<i32> {
-    let n = usize::try_from(n).unwrap_or(0);
-    if types.is_null() || n == 0 {
-        return Vec::new();
-    }
     // SAFETY: guaranteed by the caller.
-    unsafe { std::slice::from_raw_parts(types, n) }
+    unsafe { c_array(types, n) }
         .iter()
         .map(|&d| i32::try_from(dsize(d)).unwrap_or(i32::MAX))
         .collect()

@@ -332,17 +332,28 @@ pub(crate) fn is_wildcard(source: c_int, tag: c_int) -> bool {
     source != c.proc_null && (source == c.any_source || tag == c.any_tag)
 }
 
+/// A C array argument as a slice: empty for a null pointer or a count
+/// that is not positive (MPI ignores the array then).
+///
+/// # Safety
+/// `p` must be null or point to at least `n` readable elements that stay
+/// valid and unchanged while the slice lives.
+pub(crate) unsafe fn c_array<'a, T>(p: *const T, n: c_int) -> &'a [T] {
+    let n = usize::try_from(n).unwrap_or(0);
+    if p.is_null() || n == 0 {
+        return &[];
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(p, n) }
+}
+
 /// Copies `n` ints from a C array; empty for a null pointer or a negative n.
 ///
 /// # Safety
 /// `p` must be null or point to at least `n` readable ints.
 pub(crate) unsafe fn ints(p: *const c_int, n: c_int) -> Vec<i32> {
-    let n = usize::try_from(n).unwrap_or(0);
-    if p.is_null() || n == 0 {
-        return Vec::new();
-    }
     // SAFETY: guaranteed by the caller.
-    unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
+    unsafe { c_array(p, n) }.to_vec()
 }
 
 /// Copies `n` counts (`int` or `MPI_Count`) from a C array, widened;
@@ -351,15 +362,8 @@ pub(crate) unsafe fn ints(p: *const c_int, n: c_int) -> Vec<i32> {
 /// # Safety
 /// `p` must be null or point to at least `n` readable counts.
 pub(crate) unsafe fn counts<C: Count>(p: *const C, n: c_int) -> Vec<i64> {
-    let n = usize::try_from(n).unwrap_or(0);
-    if p.is_null() || n == 0 {
-        return Vec::new();
-    }
     // SAFETY: guaranteed by the caller.
-    unsafe { std::slice::from_raw_parts(p, n) }
-        .iter()
-        .map(|c| c.wide())
-        .collect()
+    unsafe { c_array(p, n) }.iter().map(|c| c.wide()).collect()
 }
 
 /// The size of a communicator (the length of v-collective count arrays).
