@@ -1151,12 +1151,10 @@ impl<'a> Engine<'a> {
             // Both halves under one request: the send's cell apart, the
             // receive's where a receive's goes.
             let Some(s) = ev.send else { return 0.0 };
+            // The receive branch reads only `ev.req` and `ev.recv`.
             let (cost, cell) = self.post_isend_half(r, Op::Isend, comm, s, t);
             self.ranks[r as usize].send_halves.insert(req, cell);
-            let mut recv_only = ev.clone();
-            recv_only.op = Op::Irecv;
-            recv_only.send = None;
-            return cost + self.post_nonblocking(r, Op::Irecv, comm, &recv_only, t);
+            return cost + self.post_nonblocking(r, Op::Irecv, comm, ev, t);
         }
         if op.is_send() {
             let Some(s) = ev.send else { return 0.0 };

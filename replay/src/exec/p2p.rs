@@ -120,10 +120,7 @@ impl Replayer<'_> {
 
     /// `Sendrecv`. Returns the bytes sent.
     pub(super) fn sendrecv(&mut self, e: &Event) -> Result<f64> {
-        let (s, r) = (
-            e.send.context("send side")?,
-            e.recv.context("receive side")?,
-        );
+        let (s, r) = both_sides(e)?;
         let (sn, sty, sb) = self.side(&s)?;
         let (rn, rty, mut rb) = self.side(&r)?;
         let bytes = elements(sn, s.dsize) as f64;
@@ -153,10 +150,7 @@ impl Replayer<'_> {
 
     /// `Sendrecv_replace`. Returns the bytes sent.
     pub(super) fn sendrecv_replace(&mut self, e: &Event) -> Result<f64> {
-        let (s, r) = (
-            e.send.context("send side")?,
-            e.recv.context("receive side")?,
-        );
+        let (s, r) = both_sides(e)?;
         let (n, ty, mut b) = self.side(&s)?;
         let bytes = elements(n, s.dsize) as f64;
         let c = self.comm(e.comm)?;
@@ -184,10 +178,7 @@ impl Replayer<'_> {
     /// like an `Irecv`'s, its communicator. Returns the bytes sent.
     #[cfg(rankscale_mpi4)]
     pub(super) fn isendrecv(&mut self, e: &Event) -> Result<f64> {
-        let (s, r) = (
-            e.send.context("send side")?,
-            e.recv.context("receive side")?,
-        );
+        let (s, r) = both_sides(e)?;
         let (sn, sty, mut sb) = self.side(&s)?;
         let bytes = elements(sn, s.dsize) as f64;
         let c = self.comm(e.comm)?;
@@ -551,4 +542,13 @@ impl Replayer<'_> {
         }
         Ok(())
     }
+}
+
+/// The send and receive sides of a call that does both (`Sendrecv` and
+/// its forms).
+fn both_sides(e: &Event) -> Result<(trace::Transfer, trace::Transfer)> {
+    Ok((
+        e.send.context("send side")?,
+        e.recv.context("receive side")?,
+    ))
 }
