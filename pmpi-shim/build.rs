@@ -32,6 +32,14 @@ use listed::{DETAILED, variant};
 /// only: an MPI without sessions declares neither).
 const HAND_WRAPPED: &[&str] = &["Query_thread", "Session_init", "Session_finalize"];
 
+/// The calls of which Open MPI's Fortran bindings have a `_cptr` form.
+const CPTR: &[&str] = &[
+    "Alloc_mem",
+    "Win_allocate",
+    "Win_allocate_shared",
+    "Win_shared_query",
+];
+
 /// Prototypes of MPI-1 functions that MPI 3.0 removed: Open MPI 4.1 still
 /// exports them for old binaries but no longer declares them.
 const REMOVED: &[(&str, &str)] = &[
@@ -146,8 +154,16 @@ fn main() {
         // C wrapper, and so do its `use mpi_f08` buffer routines
         // (`_f08ts_`), but not its other `use mpi_f08` routines (`_f08_`).
         let interfaces = if imp == "openmpi" { "all" } else { "f08" };
-        if let Some(w) = fortran_wrapper(name, ret, params, &typedefs, interfaces) {
+        if let Some(w) = fortran_wrapper(name, "", ret, params, &typedefs, interfaces) {
             fortran.push_str(&w);
+        }
+        // Open MPI's `mpif.h` and `use mpi` also have `TYPE(C_PTR)` forms
+        // of the calls that return memory (`MPI_ALLOC_MEM_CPTR`, ...):
+        // the same arguments, the same record.
+        if imp == "openmpi" && CPTR.contains(&name) {
+            fortran.extend(fortran_wrapper(
+                name, "_cptr", ret, params, &typedefs, "all",
+            ));
         }
     }
     for s in &skipped {
@@ -388,7 +404,8 @@ fn roles(name: &str, args: &[(String, Kind)]) -> Roles {
     }
 }
 
-/// The Fortran entry points of one function recorded without detail (an
+/// The Fortran entry points of one function recorded without detail, named
+/// `mpi_NAME{suffix}` (an
 /// invocation of `fortran_generic!` in `src/ffi/fortran.rs`: `all`
 /// interfaces, or `f08` alone), or `None`
 /// for a function that returns no error code (`MPI_Aint_add`: a Fortran
@@ -402,6 +419,7 @@ fn roles(name: &str, args: &[(String, Kind)]) -> Roles {
 /// the request the call is about.
 fn fortran_wrapper(
     name: &str,
+    suffix: &str,
     ret: &str,
     params: &str,
     typedefs: &HashMap<String, String>,
@@ -428,8 +446,8 @@ fn fortran_wrapper(
         format!("Some(({i}, {}, {}))", args[i].0 == "i64", i + 1)
     });
     let persistent = r.persistent;
-    let lower = name.to_ascii_lowercase();
-    let upper = format!("MPI_{}", name.to_ascii_uppercase());
+    let lower = format!("{}{suffix}", name.to_ascii_lowercase());
+    let upper = format!("MPI_{}", lower.to_ascii_uppercase());
     let names: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
     Some(format!(
         "fortran_generic!({interfaces} {lower}, \"{upper}\", FSpec {{ op: Op::{}, comm: {comm}, \

@@ -31,6 +31,8 @@ const RACY: &[&str] = &[
     "coverage_usempi",
     "coverage_f08",
     "partitioned",
+    "detail_f_mpi4",
+    "detail_f08_mpi4",
 ];
 
 /// Outcomes of racy calls, and the call site.

@@ -46,7 +46,7 @@ fn fortran_interface(binary: &str) -> Option<&'static str> {
         Some("mpif.h")
     } else if binary.contains("f08") {
         Some("use mpi_f08")
-    } else if binary.contains("usempi") || binary == "stencil2d" {
+    } else if binary.contains("usempi") || binary == "stencil2d" || binary == "detail_f" {
         Some("use mpi")
     } else {
         None
@@ -143,24 +143,27 @@ fn every_family_is_intercepted_once_per_call_from_c_and_fortran() {
                 failures.push(format!("{imp}: no C test program recorded {}", op.name()));
             }
         }
-        // Persistent collectives and partitioned communication are MPI 4
-        // (MPICH only), and their Fortran entry points are not wrapped
-        // yet: C only.
+        // Families of the operations this MPI has. Persistent collectives
+        // and partitioned communication (MPI 4, MPICH only) are called
+        // from `use mpi` and `use mpi_f08` (detail_f), not from `mpif.h`
+        // (whose MPICH entry points are `use mpi`'s).
         let families: BTreeSet<Family> = Op::ALL
             .iter()
+            .filter(|o| wrapped.contains(&format!("MPI_{}", o.name())))
             .map(|o| o.family())
-            .filter(|f| {
-                !f.is_generic() && !matches!(f, Family::PersistentCollective | Family::Partitioned)
-            })
+            .filter(|f| !f.is_generic())
             .collect();
         for lang in ["mpif.h", "use mpi", "use mpi_f08"] {
+            let families = families.iter().filter(|f| {
+                lang != "mpif.h" || !matches!(f, Family::PersistentCollective | Family::Partitioned)
+            });
             let fams: BTreeSet<Family> = seen
                 .get(lang)
                 .into_iter()
                 .flatten()
                 .map(|o| o.family())
                 .collect();
-            for f in &families {
+            for f in families {
                 if !fams.contains(f) {
                     failures.push(format!(
                         "{imp}: Fortran `{lang}` recorded no call of family {f:?}"
@@ -201,9 +204,9 @@ fn allowed_unwrapped(name: &str) -> Option<&'static str> {
     }
 }
 
-/// Function symbols (`T`, `W`, `i`) with the `MPI_` prefix that a shared
-/// object exports, by `nm -D --defined-only`.
-fn exported_mpi_functions(lib: &std::path::Path) -> BTreeSet<String> {
+/// Function symbols (`T`, `W`, `i`) that a shared object exports and
+/// `keep` accepts, by `nm -D --defined-only`.
+fn exported_symbols(lib: &std::path::Path, keep: impl Fn(&str) -> bool) -> BTreeSet<String> {
     let out = std::process::Command::new("nm")
         .args(["-D", "--defined-only"])
         .arg(lib)
@@ -215,9 +218,14 @@ fn exported_mpi_functions(lib: &std::path::Path) -> BTreeSet<String> {
         .filter_map(|l| {
             let mut w = l.split_whitespace().skip(1);
             let (kind, name) = (w.next()?, w.next()?);
-            (matches!(kind, "T" | "W" | "i") && name.starts_with("MPI_")).then(|| name.to_string())
+            (matches!(kind, "T" | "W" | "i") && keep(name)).then(|| name.to_string())
         })
         .collect()
+}
+
+/// Function symbols with the `MPI_` prefix that a shared object exports.
+fn exported_mpi_functions(lib: &std::path::Path) -> BTreeSet<String> {
+    exported_symbols(lib, |n| n.starts_with("MPI_"))
 }
 
 /// The MPI library a test program of `imp` loads, by `ldd`.
@@ -295,6 +303,115 @@ fn every_exported_mpi_function_is_wrapped_or_allow_listed() {
             eprintln!("  {:<24} {n}", f.slug());
         }
         eprintln!("  {:<24} {large_in_detail}", "large-count in detail");
+    }
+}
+
+/// Why a Fortran entry point (`stem`: its name without `mpi_` and the
+/// interface's suffix, in lower case) may pass through the shim
+/// unrecorded, or `None` when it must be wrapped.
+fn allowed_unwrapped_fortran(stem: &str) -> Option<&'static str> {
+    let c = format!("MPI_{stem}");
+    if let Some(why) = allowed_unwrapped(&c) {
+        return Some(why);
+    }
+    if matches!(stem, "wtime" | "wtick") {
+        Some("clock reads: no communication, and called in timing loops")
+    } else if stem.starts_with("t_") {
+        Some("the tools information interface (MPI_T), for tools, not communication")
+    } else if stem.ends_with("_fn") || stem == "conversion_fn_null" {
+        Some("a predefined callback that MPI itself calls (attribute copy/delete)")
+    } else if stem.starts_with("sizeof_") {
+        Some("MPI_SIZEOF: the size of a Fortran variable, answered without communication")
+    } else if stem == "f_sync_reg" {
+        Some("MPI_F_SYNC_REG: a no-op that keeps the compiler from moving a buffer's accesses")
+    } else if matches!(stem, "aint_add" | "aint_diff") {
+        Some("address arithmetic, a Fortran FUNCTION with no error code: no communication")
+    } else if stem.starts_with("delete_error_") {
+        Some("MPICH's `use mpi_f08` form of MPIX_Delete_error_*, an extension (MPIX_ in C)")
+    } else {
+        None
+    }
+}
+
+/// The shared objects a program of `imp` loads whose names start with one
+/// of `prefixes`, by `ldd`.
+fn linked_libraries(imp: &str, binary: &str, prefixes: &[&str]) -> Vec<std::path::PathBuf> {
+    let out = std::process::Command::new("ldd")
+        .arg(program(imp, binary))
+        .output()
+        .expect("ldd");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.trim().split_once(" => ")?;
+            prefixes
+                .iter()
+                .any(|p| name.starts_with(p))
+                .then(|| rest.split_whitespace().next().map(std::path::PathBuf::from))?
+        })
+        .collect()
+}
+
+/// Every Fortran entry point that reaches MPI without passing through the
+/// C `MPI_*` symbols is wrapped by the shim, or named with its reason by
+/// [`allowed_unwrapped_fortran`]. Those are, for Open MPI, every routine of
+/// `mpif.h` and `use mpi` (`libmpi_mpifh`: `mpi_x_`; the shim's wrappers
+/// export the other manglings with it) and of `use mpi_f08`
+/// (`libmpi_usempif08`: `mpi_x_f08_`), which call `PMPI_*`; for MPICH,
+/// the `use mpi_f08` routines without a choice buffer (`libmpichfort`:
+/// `mpi_x_f08_`). MPICH's `mpif.h`, `use mpi` and buffer (`_f08ts_`)
+/// routines call the C `MPI_*`, which the C symbol test covers.
+#[test]
+fn every_fortran_entry_point_is_wrapped_or_allow_listed() {
+    for imp in mpis() {
+        let shim_syms = exported_symbols(&shim(imp), |_| true);
+        let libs = if imp == "openmpi" {
+            linked_libraries(imp, "coverage_f08", &["libmpi_mpifh", "libmpi_usempif08"])
+        } else {
+            linked_libraries(imp, "coverage_f08", &["libmpichfort"])
+        };
+        assert!(
+            !libs.is_empty(),
+            "{imp}: no Fortran MPI library in ldd of coverage_f08"
+        );
+        let mut checked = 0;
+        let mut missing = Vec::new();
+        for lib in &libs {
+            let syms = exported_symbols(lib, |n| n.starts_with("mpi_"));
+            for sym in &syms {
+                let stem = if let Some(s) = sym.strip_suffix("_f08_") {
+                    s
+                } else if imp == "openmpi" && !sym.ends_with("__") && !sym.contains("_f08") {
+                    match sym.strip_suffix('_') {
+                        Some(s) => s,
+                        None => continue,
+                    }
+                } else {
+                    continue;
+                };
+                let stem = &stem["mpi_".len()..];
+                checked += 1;
+                if !shim_syms.contains(sym) && allowed_unwrapped_fortran(stem).is_none() {
+                    missing.push(sym.clone());
+                }
+            }
+        }
+        eprintln!(
+            "{imp}: {checked} Fortran entry points that bypass the C symbols, in {}",
+            libs.iter()
+                .map(|l| l.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        assert!(
+            checked > 200,
+            "{imp}: only {checked} Fortran entry points found"
+        );
+        assert!(
+            missing.is_empty(),
+            "{imp}: {} Fortran entry points are neither wrapped nor allow-listed: {missing:?}",
+            missing.len()
+        );
     }
 }
 

@@ -92,6 +92,9 @@ pub(crate) struct PendingComm {
     pub me: i32,
     /// The address of the application's `newcomm` argument.
     pub slot: usize,
+    /// Whether that argument is a Fortran INTEGER handle (a call from
+    /// Fortran), converted by `MPI_Comm_f2c` when read.
+    pub fortran: bool,
 }
 
 /// A matched message of `MPI_Mprobe` / `MPI_Improbe`.

@@ -201,10 +201,17 @@ pub(crate) fn completion(
 /// handle MPI wrote (`MPI_COMM_NULL`: nothing to register).
 fn bind_pending(t: &Tracer, p: &PendingComm) {
     // SAFETY: `slot` is the `newcomm` argument of the application's
-    // MPI_Comm_idup, which the standard requires to stay valid until the
-    // request completes; it completed in the call being recorded, so the
-    // handle MPI wrote is there to read.
-    let handle = unsafe { *(p.slot as *const MPI_Comm) };
+    // MPI_Comm_idup (a C handle, or a Fortran INTEGER one), which the
+    // standard requires to stay valid until the request completes; it
+    // completed in the call being recorded, so the handle MPI wrote is
+    // there to read. MPI_Comm_f2c accepts any value.
+    let handle = unsafe {
+        if p.fortran {
+            RSMPI_Comm_f2c(*(p.slot as *const c_int))
+        } else {
+            *(p.slot as *const MPI_Comm)
+        }
+    };
     if handle.key() != consts().comm_null {
         t.bind_comm(handle.key(), p.id, p.to_world.clone(), p.me);
     }
@@ -730,7 +737,12 @@ entry!(MPI_Request_free, PMPI_Request_free, (request: *mut MPI_Request), |s| {
 ///
 /// # Safety
 /// As for `MPI_Waitall`.
-unsafe fn yield_all(t: &Tracer, n: c_int, reqs: *mut MPI_Request, sts: *mut MPI_Status) -> c_int {
+pub(crate) unsafe fn yield_all(
+    t: &Tracer,
+    n: c_int,
+    reqs: *mut MPI_Request,
+    sts: *mut MPI_Status,
+) -> c_int {
     let n = usize::try_from(n).unwrap_or(0);
     let ignore_all = sts as usize == consts().statuses_ignore;
     let mut done = vec![false; n];
@@ -1346,7 +1358,7 @@ pub(crate) unsafe fn fill_allgatherv<C: Count, D>(
 /// rank of the communicator (of its remote group, for an
 /// inter-communicator), or for a neighbourhood collective one per out- and
 /// per in-neighbour of its virtual topology.
-fn list_lens(op: Op, comm_h: MPI_Comm) -> (c_int, c_int) {
+pub(crate) fn list_lens(op: Op, comm_h: MPI_Comm) -> (c_int, c_int) {
     if op.is_neighborhood() {
         let (indegree, outdegree) = mpi_helpers::neighbor_degrees(comm_h);
         (outdegree, indegree)
@@ -1701,7 +1713,7 @@ mod persistent_collectives {
 /// the partitions in [`Event::value`]); `Pready*` and `Parrived` name the
 /// request and the partitions they act on.
 #[cfg(rankscale_mpi4)]
-mod partitioned {
+pub(crate) mod partitioned {
     use super::*;
 
     /// Fills `Psend_init` (`send`) or `Precv_init`. MPICH 4.0 declares
@@ -1748,20 +1760,40 @@ mod partitioned {
         rc
     });
 
+    /// Fills `Pready`, `Pready_range` (`partitions`: low and high) and
+    /// `Pready_list` (the list) of the request with handle key `key`.
+    pub(crate) fn fill_pready(t: &Tracer, ev: &mut Event, key: usize, partitions: Vec<i64>) {
+        name_reqs(t, ev, &[key]);
+        if ev.op == Op::Pready {
+            ev.value = partitions.first().copied();
+        } else {
+            ev.send_counts = partitions;
+        }
+    }
+
+    /// Fills `Parrived` of the request with handle key `key`.
+    pub(crate) fn fill_parrived(
+        t: &Tracer,
+        ev: &mut Event,
+        key: usize,
+        partition: c_int,
+        flag: bool,
+    ) {
+        name_reqs(t, ev, &[key]);
+        ev.value = Some(i64::from(partition));
+        ev.flag = Some(flag);
+    }
+
     entry!(MPI_Pready, PMPI_Pready, (partition: c_int, request: MPI_Request), |s| {
         let rc = PMPI_Pready(partition, request);
-        s.record(Op::Pready, rc, |t, ev| {
-            name_reqs(t, ev, &[request.key()]);
-            ev.value = Some(i64::from(partition));
-        });
+        s.record(Op::Pready, rc, |t, ev| fill_pready(t, ev, request.key(), vec![i64::from(partition)]));
         rc
     });
 
     entry!(MPI_Pready_range, PMPI_Pready_range, (low: c_int, high: c_int, request: MPI_Request), |s| {
         let rc = PMPI_Pready_range(low, high, request);
         s.record(Op::PreadyRange, rc, |t, ev| {
-            name_reqs(t, ev, &[request.key()]);
-            ev.send_counts = vec![i64::from(low), i64::from(high)];
+            fill_pready(t, ev, request.key(), vec![i64::from(low), i64::from(high)])
         });
         rc
     });
@@ -1769,21 +1801,16 @@ mod partitioned {
     entry!(MPI_Pready_list, PMPI_Pready_list, (length: c_int, partitions: *mut c_int, request: MPI_Request), |s| {
         let rc = PMPI_Pready_list(length, partitions, request);
         s.record(Op::PreadyList, rc, |t, ev| {
-            name_reqs(t, ev, &[request.key()]);
             // SAFETY: MPI read `length` partitions from this array (or it
             // is null).
-            ev.send_counts = unsafe { counts(partitions.cast_const(), length) };
+            fill_pready(t, ev, request.key(), unsafe { counts(partitions.cast_const(), length) })
         });
         rc
     });
 
     entry!(MPI_Parrived, PMPI_Parrived, (request: MPI_Request, partition: c_int, flag: *mut c_int), |s| {
         let rc = PMPI_Parrived(request, partition, flag);
-        s.record(Op::Parrived, rc, |t, ev| {
-            name_reqs(t, ev, &[request.key()]);
-            ev.value = Some(i64::from(partition));
-            ev.flag = Some(*flag != 0);
-        });
+        s.record(Op::Parrived, rc, |t, ev| fill_parrived(t, ev, request.key(), partition, *flag != 0));
         rc
     });
 }
@@ -1827,12 +1854,15 @@ pub(crate) fn fill_comm_dup(t: &Tracer, ev: &mut Event, parent: MPI_Comm, newcom
 
 /// Fills Comm_idup: the new communicator's id is taken now (creation
 /// order), its handle registered when the request completes. It has the
-/// parent's group, so the parent's rank table and size.
+/// parent's group, so the parent's rank table and size. `newcomm` is the
+/// address of the application's handle: a C `MPI_Comm`, or a Fortran
+/// INTEGER when `fortran`.
 pub(crate) fn fill_comm_idup(
     t: &Tracer,
     ev: &mut Event,
     parent: MPI_Comm,
-    newcomm: *mut MPI_Comm,
+    newcomm: usize,
+    fortran: bool,
     request: Option<MPI_Request>,
 ) {
     let info = comm(t, parent);
@@ -1853,7 +1883,8 @@ pub(crate) fn fill_comm_idup(
         id,
         to_world: info.to_world.clone(),
         me: t.comm_rank(info.id),
-        slot: newcomm as usize,
+        slot: newcomm,
+        fortran,
     };
     ev.req = Some(t.add_creating_req(r.key(), info, pending));
 }
@@ -2123,7 +2154,7 @@ entry!(MPI_Comm_dup, PMPI_Comm_dup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm), 
 entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request), |s| {
     let rc = PMPI_Comm_idup(comm_h, newcomm, request);
     s.record(Op::CommIdup, rc, |t, ev| {
-        fill_comm_idup(t, ev, comm_h, newcomm, (rc == 0).then(|| *request))
+        fill_comm_idup(t, ev, comm_h, newcomm as usize, false, (rc == 0).then(|| *request))
     });
     rc
 });
@@ -2133,19 +2164,16 @@ entry!(MPI_Comm_idup, PMPI_Comm_idup, (comm_h: MPI_Comm, newcomm: *mut MPI_Comm,
 /// ranks the groups are given in), the groups as world ranks and the
 /// string tag as its hash in `key`.
 #[cfg(rankscale_mpi4)]
-mod from_groups {
+pub(crate) mod from_groups {
     use super::*;
 
     /// The key of a string tag: a 32-bit FNV-1a hash of it, what every
     /// member of the call agrees on. Replay and codegen issue the tag
     /// `rankscale-KEY` for a recorded key, which is read back as KEY, so
-    /// that a replay's trace names the application's keys.
-    fn tag_key(tag: *const c_char) -> i32 {
-        if tag.is_null() {
-            return 0;
-        }
-        // SAFETY: MPI just accepted `tag` as a NUL-terminated string.
-        let bytes = unsafe { std::ffi::CStr::from_ptr(tag) }.to_bytes();
+    /// that a replay's trace names the application's keys. From Fortran
+    /// the tag is the CHARACTER argument without its trailing blanks, as
+    /// MPI reads it.
+    pub(crate) fn tag_key(bytes: &[u8]) -> i32 {
         if let Some(k) = std::str::from_utf8(bytes)
             .ok()
             .and_then(|s| s.strip_prefix("rankscale-"))
@@ -2159,15 +2187,55 @@ mod from_groups {
         h as i32
     }
 
+    /// The key of a C string tag (none: 0).
+    fn c_tag_key(tag: *const c_char) -> i32 {
+        if tag.is_null() {
+            return 0;
+        }
+        // SAFETY: MPI just accepted `tag` as a NUL-terminated string.
+        tag_key(unsafe { std::ffi::CStr::from_ptr(tag) }.to_bytes())
+    }
+
     use crate::ffi::world;
+
+    /// Fills `Comm_create_from_group` (`key`: the string tag's).
+    pub(crate) fn fill_comm_create_from_group(
+        t: &Tracer,
+        ev: &mut Event,
+        group: MPI_Group,
+        key: i32,
+        newcomm: MPI_Comm,
+    ) {
+        fill_create(t, ev, world(), newcomm, |c| {
+            c.members = group_members(group);
+            c.key = Some(key);
+        })
+    }
+
+    /// Fills `Intercomm_create_from_groups` (`key`: the string tag's).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fill_intercomm_create_from_groups(
+        t: &Tracer,
+        ev: &mut Event,
+        local_group: MPI_Group,
+        local_leader: c_int,
+        remote_group: MPI_Group,
+        remote_leader: c_int,
+        key: i32,
+        newintercomm: MPI_Comm,
+    ) {
+        fill_create(t, ev, world(), newintercomm, |c| {
+            c.dims = vec![local_leader, remote_leader];
+            c.key = Some(key);
+            c.sources = group_members(local_group);
+            c.members = group_members(remote_group);
+        })
+    }
 
     entry!(MPI_Comm_create_from_group, PMPI_Comm_create_from_group, (group: MPI_Group, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newcomm: *mut MPI_Comm), |s| {
         let rc = PMPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm);
         s.record(Op::CommCreateFromGroup, rc, |t, ev| {
-            fill_create(t, ev, world(), created(rc, newcomm), |c| {
-                c.members = group_members(group);
-                c.key = Some(tag_key(stringtag));
-            })
+            fill_comm_create_from_group(t, ev, group, c_tag_key(stringtag), created(rc, newcomm))
         });
         rc
     });
@@ -2175,12 +2243,7 @@ mod from_groups {
     entry!(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups, (local_group: MPI_Group, local_leader: c_int, remote_group: MPI_Group, remote_leader: c_int, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newintercomm: *mut MPI_Comm), |s| {
         let rc = PMPI_Intercomm_create_from_groups(local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm);
         s.record(Op::IntercommCreateFromGroups, rc, |t, ev| {
-            fill_create(t, ev, world(), created(rc, newintercomm), |c| {
-                c.dims = vec![local_leader, remote_leader];
-                c.key = Some(tag_key(stringtag));
-                c.sources = group_members(local_group);
-                c.members = group_members(remote_group);
-            })
+            fill_intercomm_create_from_groups(t, ev, local_group, local_leader, remote_group, remote_leader, c_tag_key(stringtag), created(rc, newintercomm))
         });
         rc
     });
@@ -2195,7 +2258,7 @@ mod comm_idup_with_info {
     entry!(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info, (comm_h: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request), |s| {
         let rc = PMPI_Comm_idup_with_info(comm_h, info, newcomm, request);
         s.record(Op::CommIdupWithInfo, rc, |t, ev| {
-            fill_comm_idup(t, ev, comm_h, newcomm, (rc == 0).then(|| *request))
+            fill_comm_idup(t, ev, comm_h, newcomm as usize, false, (rc == 0).then(|| *request))
         });
         rc
     });
@@ -2225,14 +2288,24 @@ entry!(MPI_Comm_create, PMPI_Comm_create, (comm_h: MPI_Comm, group: MPI_Group, n
     rc
 });
 
+/// Fills Comm_create_group: the group's members and the tag.
+pub(crate) fn fill_comm_create_group(
+    t: &Tracer,
+    ev: &mut Event,
+    parent: MPI_Comm,
+    group: MPI_Group,
+    tag: c_int,
+    newcomm: MPI_Comm,
+) {
+    fill_create(t, ev, parent, newcomm, |c| {
+        c.members = group_members(group);
+        c.key = Some(tag);
+    })
+}
+
 entry!(MPI_Comm_create_group, PMPI_Comm_create_group, (comm_h: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm), |s| {
     let rc = PMPI_Comm_create_group(comm_h, group, tag, newcomm);
-    s.record(Op::CommCreateGroup, rc, |t, ev| {
-        fill_create(t, ev, comm_h, created(rc, newcomm), |c| {
-            c.members = group_members(group);
-            c.key = Some(tag);
-        })
-    });
+    s.record(Op::CommCreateGroup, rc, |t, ev| fill_comm_create_group(t, ev, comm_h, group, tag, created(rc, newcomm)));
     rc
 });
 

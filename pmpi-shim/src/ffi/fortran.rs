@@ -65,9 +65,10 @@ use super::c::{
     fill_gather, fill_gatherv, fill_graph_create, fill_imrecv, fill_intercomm_create,
     fill_intercomm_merge, fill_irecv, fill_isend, fill_mprobe, fill_mrecv, fill_probe, fill_recv,
     fill_reduce, fill_reduce_scatter, fill_reduce_scatter_block, fill_request_free, fill_scatter,
-    fill_scatterv, fill_send, fill_sendrecv, fill_start, new_req,
+    fill_scatterv, fill_send, fill_sendrecv, fill_start, list_lens, new_req, yield_all,
 };
-use super::{Key, comm_size, consts, generic, is_wildcard, nap};
+use super::c::{fill_comm_create_group, fill_comm_idup};
+use super::{Key, consts, generic, is_wildcard, nap};
 use crate::tracer::{self, Scope, Tracer};
 
 /// Every Fortran argument is a pointer.
@@ -192,21 +193,22 @@ unsafe fn call(f: P, a: &[P]) {
     }
 }
 
-/// Calls a Fortran routine whose last argument is `ierror`, and returns
-/// the error code. A NULL `ierror` (omitted in `use mpi_f08`) is replaced
-/// by a local one.
+/// Calls a Fortran routine whose argument `ierr` is `ierror` (the last one,
+/// unless hidden `CHARACTER` lengths follow it), and returns the error
+/// code. A NULL `ierror` (omitted in `use mpi_f08`) is replaced by a local
+/// one.
 ///
 /// # Safety
-/// As for [`call`].
-unsafe fn call_rc(f: P, a: &mut [P]) -> c_int {
+/// As for [`call`]; `ierr` must index `a`.
+unsafe fn call_rc(f: P, a: &mut [P], ierr: usize) -> c_int {
     let mut local: c_int = 0;
-    let Some(last) = a.last_mut() else {
+    let Some(slot) = a.get_mut(ierr) else {
         return 0;
     };
-    if last.is_null() {
-        *last = (&raw mut local).cast();
+    if slot.is_null() {
+        *slot = (&raw mut local).cast();
     }
-    let ierr = *last;
+    let ierr = *slot;
     // SAFETY: guaranteed by the caller; `ierr` is a valid INTEGER.
     unsafe {
         call(f, a);
@@ -501,6 +503,8 @@ pub(crate) struct FCall<const N: usize> {
     /// The arguments, forwarded as they are here (a wrapper may replace a
     /// `STATUS_IGNORE` by a local status it can read).
     args: [P; N],
+    /// The position of `ierror` (hidden `CHARACTER` lengths follow it).
+    ierr: usize,
     iface: Iface,
     target: P,
     tracer: &'static Tracer,
@@ -515,7 +519,7 @@ impl<const N: usize> FCall<N> {
     unsafe fn forward(&mut self) -> c_int {
         let mut a = self.args;
         // SAFETY: guaranteed by the caller.
-        unsafe { call_rc(self.target, &mut a) }
+        unsafe { call_rc(self.target, &mut a, self.ierr) }
     }
 
     /// Records the event (once) of the call that returned `rc` (see
@@ -537,11 +541,12 @@ impl<const N: usize> FCall<N> {
     /// # Safety
     /// `a` must be valid arguments of `fwds`'s routine.
     unsafe fn other(&self, fwds: &'static Fwds, iface: Iface, a: &mut [P]) -> c_int {
+        let ierr = a.len().saturating_sub(1);
         if let Some(last) = a.last_mut() {
             *last = std::ptr::null_mut();
         }
         // SAFETY: guaranteed by the caller.
-        unsafe { call_rc(fwds.get(iface), a) }
+        unsafe { call_rc(fwds.get(iface), a, ierr) }
     }
 
     /// Calls a test-like routine until it fails or `*flag` becomes nonzero,
@@ -591,7 +596,7 @@ impl<const N: usize> FCall<N> {
     /// # Safety
     /// `ierror` must be NULL or point to an INTEGER.
     unsafe fn set_ierror(&self, rc: c_int) -> c_int {
-        let ierr = self.args[N - 1];
+        let ierr = self.args[self.ierr];
         if !ierr.is_null() {
             // SAFETY: guaranteed by the caller.
             unsafe { *ierr.cast::<c_int>() = rc };
@@ -626,6 +631,40 @@ impl<const N: usize> FCall<N> {
         unsafe { self.set_ierror(r) }
     }
 
+    /// The yielding form of Waitall on `n` requests with statuses `sts`:
+    /// the C wrapper's ([`yield_all`]: each request tested in turn, since
+    /// MPICH 4.0.2's `MPI_Testall` aborts on partitioned and persistent
+    /// neighbourhood requests, from Fortran too) on the requests'
+    /// C handles, which are written back. A Fortran status has the C
+    /// layout (see [`read_status`]).
+    ///
+    /// # Safety
+    /// `requests` must hold `n` INTEGER requests and `sts` room for `n`
+    /// statuses unless it is this interface's `MPI_STATUSES_IGNORE`.
+    unsafe fn waitall_yield(&self, requests: P, n: c_int, sts: P) -> c_int {
+        // SAFETY: guaranteed by the caller; MPI_Request_f2c accepts any
+        // value.
+        let mut creqs: Vec<MPI_Request> = unsafe { fints(requests, n) }
+            .into_iter()
+            .map(|h| unsafe { RSMPI_Request_f2c(h) })
+            .collect();
+        let csts: *mut MPI_Status = if self.iface.statuses_ignored(sts) {
+            consts().statuses_ignore as *mut MPI_Status
+        } else {
+            sts.cast()
+        };
+        // SAFETY: `creqs` holds `n` requests, `csts` room for `n` statuses
+        // or is MPI_STATUSES_IGNORE.
+        let rc = unsafe { yield_all(self.tracer, n, creqs.as_mut_ptr(), csts) };
+        for (i, r) in creqs.iter().enumerate() {
+            // SAFETY: `requests` holds `n` INTEGERs (guaranteed by the
+            // caller); MPI_Request_c2f accepts any handle.
+            unsafe { *requests.cast::<c_int>().add(i) = RSMPI_Request_c2f(*r) };
+        }
+        // SAFETY: the application's ierror argument.
+        unsafe { self.set_ierror(rc) }
+    }
+
     /// The yielding form of a blocking call: its nonblocking form (the
     /// first `keep` arguments, then a request), then test-and-sleep, with
     /// `status` (or NULL) as the status of the test.
@@ -652,12 +691,14 @@ impl<const N: usize> FCall<N> {
 /// off or it is nested in another wrapper, else runs `body`.
 ///
 /// # Safety
-/// `args` must be the application's arguments of the routine `fwds` names.
+/// `args` must be the application's arguments of the routine `fwds` names,
+/// `ierror` at `ierr`.
 unsafe fn run<const N: usize>(
     ret: usize,
     iface: Iface,
     fwds: &'static Fwds,
     args: [P; N],
+    ierr: usize,
     body: unsafe fn(&mut FCall<N>),
 ) {
     let target = fwds.get(iface);
@@ -669,6 +710,7 @@ unsafe fn run<const N: usize>(
     };
     let mut c = FCall {
         args,
+        ierr,
         iface,
         target,
         tracer: scope.tracer(),
@@ -693,8 +735,9 @@ impl<const N: usize> FRaw<N> {
     /// `self.args` must be valid arguments of the target.
     unsafe fn forward(&self) -> c_int {
         let mut a = self.args;
+        let ierr = N.saturating_sub(1);
         // SAFETY: guaranteed by the caller.
-        tracer::untraced(|| unsafe { call_rc(self.target, &mut a) })
+        tracer::untraced(|| unsafe { call_rc(self.target, &mut a, ierr) })
     }
 }
 
@@ -710,28 +753,35 @@ impl<const N: usize> FRaw<N> {
 /// gets an [`FRaw`] and the return address `ret` and runs even untraced.
 macro_rules! fortran {
     ($name:ident, $upper:literal, $ts:ident, ($($a:ident),+ $(,)?), |$c:ident| $body:block) => {
+        fortran!($name, $upper, $ts, ($($a),+), hidden(), |$c| $body);
+    };
+    ($name:ident, $upper:literal, $ts:ident, ($($a:ident),+ $(,)?), hidden($($h:ident),*), |$c:ident| $body:block) => {
         pub(crate) mod $name {
             #[allow(unused_imports)]
             use super::*;
             fortran!(@fwd $name);
-            const N: usize = [$(stringify!($a)),+].len();
+            const N: usize = [$(stringify!($a)),+ $(, stringify!($h))*].len();
+            /// `ierror`: the last argument before the hidden lengths.
+            const IERR: usize = [$(stringify!($a)),+].len() - 1;
             #[allow(unused_variables)]
             unsafe fn body($c: &mut FCall<N>) {
-                let [$($a),+] = $c.args;
+                let [$($a,)+ $($h),*] = $c.args;
                 #[allow(unused_unsafe)]
                 // SAFETY: the arguments are the application's, by
-                // reference, in the order of the MPI binding; the body reads
-                // only those the standard makes significant, before or
-                // after the call as MPI allows, and forwards them unchanged
-                // (apart from a local status in place of STATUS_IGNORE).
+                // reference, in the order of the MPI binding (hidden
+                // `CHARACTER` lengths by value after `ierror`); the body
+                // reads only those the standard makes significant, before
+                // or after the call as MPI allows, and forwards them
+                // unchanged (apart from a local status in place of
+                // STATUS_IGNORE).
                 unsafe { $body }
             }
             #[inline(always)]
             unsafe fn enter(ret: usize, iface: Iface, args: [P; N]) {
                 // SAFETY: the application's arguments of this routine.
-                unsafe { run(ret, iface, &FWD, args, body) }
+                unsafe { run(ret, iface, &FWD, args, IERR, body) }
             }
-            fortran!(@exports $name, $upper, $ts, ($($a),+));
+            fortran!(@exports $name, $upper, $ts, ($($a),+ $(, $h)*));
         }
     };
     (raw $name:ident, $upper:literal, ($($a:ident),+ $(,)?), |$ret:ident, $c:ident| $body:block) => {
@@ -848,17 +898,8 @@ unsafe fn generic_call<const N: usize>(
             .and_then(|i| generic::named_request(scope.tracer(), f_req(args[i])));
         (comm, bytes, named)
     };
-    // `ierror` is OPTIONAL in `use mpi_f08`: a local one stands in.
-    let mut local: c_int = 0;
-    if args[spec.ierr].is_null() {
-        args[spec.ierr] = (&raw mut local).cast();
-    }
-    let ierr = args[spec.ierr];
-    // SAFETY: guaranteed by the caller; `ierr` points to an INTEGER.
-    let rc = unsafe {
-        call(target, &args);
-        *ierr.cast::<c_int>()
-    };
+    // SAFETY: guaranteed by the caller (`ierror` at `spec.ierr`).
+    let rc = unsafe { call_rc(target, &mut args, spec.ierr) };
     // SAFETY: the request argument is an INTEGER MPI wrote on success.
     let made = spec
         .request
@@ -944,6 +985,12 @@ fortran!(raw abort, "MPI_ABORT", (comm, errorcode, ierror), |ret, c| {
     if tracer::get().is_some() {
         before_abort(ret, f_comm(comm), int(errorcode));
     }
+    c.forward();
+});
+
+// Not recorded: fixes the calling thread's index, as the C wrapper does.
+fortran!(raw query_thread, "MPI_QUERY_THREAD", (provided, ierror), |ret, c| {
+    tracer::claim_thread_index();
     c.forward();
 });
 
@@ -1297,9 +1344,11 @@ fortran!(
             &mut local,
         );
         c.args[2] = sts;
-        let rc = c.forward_or_poll(&testall::FWD, |flag| {
-            [count, requests, flag, sts, std::ptr::null_mut()]
-        });
+        let rc = if c.yielding() {
+            c.waitall_yield(requests, n, sts)
+        } else {
+            c.forward()
+        };
         let all: Vec<usize> = if rc == 0 {
             (0..keys.len()).collect()
         } else {
@@ -1654,9 +1703,7 @@ collective!(fill_allgatherv: allgatherv "MPI_ALLGATHERV" Op::Allgatherv; iallgat
 collective!(fill_alltoallv: alltoallv "MPI_ALLTOALLV" Op::Alltoallv; ialltoallv "MPI_IALLTOALLV" Op::Ialltoallv; ts; comm;
     (sendbuf: Buf, sendcounts: Ints, sdispls: Ints, sendtype: Dt, recvbuf: Buf, recvcounts: Ints, rdispls: Ints, recvtype: Dt, comm: Comm));
 // Neighbourhood collectives (their count lists sized by the topology's
-// degrees, as in C). `Neighbor_alltoallw`'s `MPI_ADDRESS_KIND`
-// displacements are left to the C entry point (MPICH's Fortran binding
-// reaches it; Open MPI's does not).
+// degrees, as in C; `Neighbor_alltoallw` with `alltoallw!` below).
 collective!(fill_allgather: neighbor_allgather "MPI_NEIGHBOR_ALLGATHER" Op::NeighborAllgather; ineighbor_allgather "MPI_INEIGHBOR_ALLGATHER" Op::IneighborAllgather; ts; comm;
     (sendbuf: Buf, sendcount: Int, sendtype: Dt, recvbuf: Buf, recvcount: Int, recvtype: Dt, comm: Comm));
 collective!(fill_allgather: neighbor_alltoall "MPI_NEIGHBOR_ALLTOALL" Op::NeighborAlltoall; ineighbor_alltoall "MPI_INEIGHBOR_ALLTOALL" Op::IneighborAlltoall; ts; comm;
@@ -1687,9 +1734,11 @@ unsafe fn f_types(p: P, n: c_int, significant: bool) -> Vec<MPI_Datatype> {
         .collect()
 }
 
-/// Alltoallw and Ialltoallw: the fill reads the datatype arrays, so they
+/// Alltoallw, Neighbor_alltoallw and their `I` forms: the fill reads the
+/// datatype arrays (one per rank, or per out- and in-neighbour), so they
 /// are converted (the send side only when it is significant, i.e. not
-/// `MPI_IN_PLACE`).
+/// `MPI_IN_PLACE`). The displacements (`INTEGER`, or
+/// `INTEGER(MPI_ADDRESS_KIND)` for the neighbourhood form) are not read.
 ///
 /// Alltoallw has no yielding form: Open MPI 4.1's Fortran MPI_IALLTOALLW
 /// frees its converted datatype arrays before the operation completes,
@@ -1699,9 +1748,9 @@ macro_rules! alltoallw {
         fortran!($name, $upper, ts, (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, $($request,)? ierror), |c| {
             let iface = c.iface;
             let (sb, rb, cm) = (iface.buf(sendbuf), iface.buf(recvbuf), f_comm(comm));
-            let n = comm_size(cm);
-            let sts = f_types(sendtypes, n, sb as usize != consts().in_place);
-            let rts = f_types(recvtypes, n, true);
+            let (ns, nr) = list_lens($op, cm);
+            let sts = f_types(sendtypes, ns, sb as usize != consts().in_place);
+            let rts = f_types(recvtypes, nr, true);
             let rc = c.forward();
             let req: Option<Option<MPI_Request>> = None $(.or(Some((rc == 0).then(|| f_req($request)))))?;
             c.record($op, rc, |t, ev| {
@@ -1715,6 +1764,18 @@ macro_rules! alltoallw {
 }
 alltoallw!(alltoallw, "MPI_ALLTOALLW", Op::Alltoallw, ());
 alltoallw!(ialltoallw, "MPI_IALLTOALLW", Op::Ialltoallw, (request));
+alltoallw!(
+    neighbor_alltoallw,
+    "MPI_NEIGHBOR_ALLTOALLW",
+    Op::NeighborAlltoallw,
+    ()
+);
+alltoallw!(
+    ineighbor_alltoallw,
+    "MPI_INEIGHBOR_ALLTOALLW",
+    Op::IneighborAlltoallw,
+    (request)
+);
 
 // ------------------------------------------- communicators and topologies
 
@@ -1728,6 +1789,51 @@ fortran!(
         let rc = c.forward();
         let nc = f_created(rc, newcomm);
         c.record(Op::CommDup, rc, |t, ev| fill_comm_dup(t, ev, cm, nc));
+    }
+);
+
+fortran!(
+    comm_dup_with_info,
+    "MPI_COMM_DUP_WITH_INFO",
+    plain,
+    (comm, info, newcomm, ierror),
+    |c| {
+        let cm = f_comm(comm);
+        let rc = c.forward();
+        let nc = f_created(rc, newcomm);
+        c.record(Op::CommDupWithInfo, rc, |t, ev| {
+            fill_comm_dup(t, ev, cm, nc)
+        });
+    }
+);
+
+fortran!(
+    comm_idup,
+    "MPI_COMM_IDUP",
+    plain,
+    (comm, newcomm, request, ierror),
+    |c| {
+        let cm = f_comm(comm);
+        let rc = c.forward();
+        let req = (rc == 0).then(|| f_req(request));
+        c.record(Op::CommIdup, rc, |t, ev| {
+            fill_comm_idup(t, ev, cm, newcomm as usize, true, req)
+        });
+    }
+);
+
+fortran!(
+    comm_create_group,
+    "MPI_COMM_CREATE_GROUP",
+    plain,
+    (comm, group, tag, newcomm, ierror),
+    |c| {
+        let (cm, g, tg) = (f_comm(comm), f_group(group), int(tag));
+        let rc = c.forward();
+        let nc = f_created(rc, newcomm);
+        c.record(Op::CommCreateGroup, rc, |t, ev| {
+            fill_comm_create_group(t, ev, cm, g, tg, nc)
+        });
     }
 );
 
@@ -1950,3 +2056,183 @@ fortran!(
         });
     }
 );
+
+/// The calls of MPI 4 recorded in detail whose `use mpi_f08` routines in
+/// MPICH reach MPI without the C wrappers (their buffer routines, the
+/// `_f08ts_` ones, do reach them; Open MPI 4.1 has none of these calls).
+/// From `mpif.h` and `use mpi` the entry points here record the call and
+/// the C wrapper that MPICH's binding then reaches records nothing twice.
+#[cfg(rankscale_mpi4)]
+mod mpi4 {
+    use super::*;
+    use crate::ffi::c::from_groups::{
+        fill_comm_create_from_group, fill_intercomm_create_from_groups, tag_key,
+    };
+    use crate::ffi::c::partitioned::{fill_parrived, fill_pready};
+
+    /// The key of a Fortran `CHARACTER` string tag of `len` bytes (its
+    /// trailing blanks are not part of it).
+    ///
+    /// # Safety
+    /// `p` must point to `len` bytes.
+    unsafe fn f_tag_key(p: P, len: P) -> i32 {
+        let len = len as usize;
+        if p.is_null() {
+            return 0;
+        }
+        // SAFETY: guaranteed by the caller.
+        let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>().cast_const(), len) };
+        let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+        tag_key(&bytes[..end])
+    }
+
+    fortran!(
+        barrier_init,
+        "MPI_BARRIER_INIT",
+        plain,
+        (comm, info, request, ierror),
+        |c| {
+            let cm = f_comm(comm);
+            let rc = c.forward();
+            let req = (rc == 0).then(|| f_req(request));
+            c.record(Op::BarrierInit, rc, |t, ev| {
+                fill_barrier(t, ev, cm);
+                ev.req = new_req(t, req, true, false, cm);
+            });
+        }
+    );
+
+    fortran!(
+        comm_idup_with_info,
+        "MPI_COMM_IDUP_WITH_INFO",
+        plain,
+        (comm, info, newcomm, request, ierror),
+        |c| {
+            let cm = f_comm(comm);
+            let rc = c.forward();
+            let req = (rc == 0).then(|| f_req(request));
+            c.record(Op::CommIdupWithInfo, rc, |t, ev| {
+                fill_comm_idup(t, ev, cm, newcomm as usize, true, req)
+            });
+        }
+    );
+
+    fortran!(
+        comm_create_from_group,
+        "MPI_COMM_CREATE_FROM_GROUP",
+        plain,
+        (group, stringtag, info, errhandler, newcomm, ierror),
+        hidden(taglen),
+        |c| {
+            let (g, key) = (f_group(group), f_tag_key(stringtag, taglen));
+            let rc = c.forward();
+            let nc = f_created(rc, newcomm);
+            c.record(Op::CommCreateFromGroup, rc, |t, ev| {
+                fill_comm_create_from_group(t, ev, g, key, nc)
+            });
+        }
+    );
+
+    fortran!(
+        intercomm_create_from_groups,
+        "MPI_INTERCOMM_CREATE_FROM_GROUPS",
+        plain,
+        (
+            local_group,
+            local_leader,
+            remote_group,
+            remote_leader,
+            stringtag,
+            info,
+            errhandler,
+            newintercomm,
+            ierror
+        ),
+        hidden(taglen),
+        |c| {
+            let (lg, ll, rg, rl) = (
+                f_group(local_group),
+                int(local_leader),
+                f_group(remote_group),
+                int(remote_leader),
+            );
+            let key = f_tag_key(stringtag, taglen);
+            let rc = c.forward();
+            let nc = f_created(rc, newintercomm);
+            c.record(Op::IntercommCreateFromGroups, rc, |t, ev| {
+                fill_intercomm_create_from_groups(t, ev, lg, ll, rg, rl, key, nc)
+            });
+        }
+    );
+
+    fortran!(
+        pready,
+        "MPI_PREADY",
+        plain,
+        (partition, request, ierror),
+        |c| {
+            let (p, key) = (int(partition), f_req(request).key());
+            let rc = c.forward();
+            c.record(Op::Pready, rc, |t, ev| {
+                fill_pready(t, ev, key, vec![i64::from(p)])
+            });
+        }
+    );
+
+    fortran!(
+        pready_range,
+        "MPI_PREADY_RANGE",
+        plain,
+        (partition_low, partition_high, request, ierror),
+        |c| {
+            let (low, high) = (int(partition_low), int(partition_high));
+            let key = f_req(request).key();
+            let rc = c.forward();
+            c.record(Op::PreadyRange, rc, |t, ev| {
+                fill_pready(t, ev, key, vec![i64::from(low), i64::from(high)])
+            });
+        }
+    );
+
+    fortran!(
+        pready_list,
+        "MPI_PREADY_LIST",
+        plain,
+        (length, array_of_partitions, request, ierror),
+        |c| {
+            let list: Vec<i64> = fints(array_of_partitions, int(length))
+                .into_iter()
+                .map(i64::from)
+                .collect();
+            let key = f_req(request).key();
+            let rc = c.forward();
+            c.record(Op::PreadyList, rc, |t, ev| fill_pready(t, ev, key, list));
+        }
+    );
+
+    fortran!(
+        parrived,
+        "MPI_PARRIVED",
+        plain,
+        (request, partition, flag, ierror),
+        |c| {
+            let (key, p) = (f_req(request).key(), int(partition));
+            let rc = c.forward();
+            let arrived = rc == 0 && int(flag) != 0;
+            c.record(Op::Parrived, rc, |t, ev| {
+                fill_parrived(t, ev, key, p, arrived)
+            });
+        }
+    );
+
+    // Sessions: forwarded untraced, then as the C wrappers
+    // (`src/ffi/session.rs`).
+    fortran!(raw session_init, "MPI_SESSION_INIT", (info, errhandler, session, ierror), |ret, c| {
+        let rc = c.forward();
+        crate::ffi::session::after_session_init(ret, rc);
+    });
+
+    fortran!(raw session_finalize, "MPI_SESSION_FINALIZE", (session, ierror), |ret, c| {
+        crate::ffi::session::session_finalize(ret, || c.forward());
+    });
+}

@@ -103,28 +103,23 @@ fn close_own() {
     }
 }
 
-/// Interposes `MPI_Session_init`. The first of a program that has not
-/// called `MPI_Init` starts the tracer (above); every one is recorded.
-///
-/// # Safety
-/// As for `MPI_Session_init`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Session_init(
-    info: MPI_Info,
-    errhandler: MPI_Errhandler,
-    session: *mut MPI_Session,
-) -> c_int {
-    let ret = return_address!();
-    // SAFETY: the application's arguments go unchanged to the library.
-    let rc = tracer::untraced(|| unsafe { PMPI_Session_init(info, errhandler, session) });
+/// After the application's `MPI_Session_init` (from C or Fortran)
+/// returned `rc`: the first of a program that has not called `MPI_Init`
+/// starts the tracer (above); every one is recorded. Nested in another
+/// wrapper (the C call that MPICH's Fortran binding makes) it does nothing:
+/// the outer wrapper counts and records the call.
+pub(crate) fn after_session_init(ret: usize, rc: c_int) {
+    if tracer::nested() {
+        return;
+    }
     if rc != 0 {
         if let Some(s) = Scope::enter(ret) {
             s.record(Op::SessionInit, rc, |_, _| {});
         }
-        return rc;
+        return;
     }
     OPEN.fetch_add(1, Ordering::SeqCst);
-    if tracer::get().is_none() && OWN.get().is_none() && !tracer::nested() {
+    if tracer::get().is_none() && OWN.get().is_none() {
         match tracer::untraced(open_own) {
             Ok((s, w)) => {
                 let _ = OWN.set((Own(s), Own(w)));
@@ -141,17 +136,15 @@ pub unsafe extern "C" fn MPI_Session_init(
     } else if let Some(s) = Scope::enter(ret) {
         s.record(Op::SessionInit, 0, |_, _| {});
     }
-    rc
 }
 
-/// Interposes `MPI_Session_finalize`. The one that closes the last session
+/// Runs the application's `MPI_Session_finalize` (`forward`, from C or
+/// Fortran, untraced) and records it. The one that closes the last session
 /// of a program the tracer followed from a session writes the trace first.
-///
-/// # Safety
-/// As for `MPI_Session_finalize`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
-    let ret = return_address!();
+pub(crate) fn session_finalize(ret: usize, forward: impl FnOnce() -> c_int) -> c_int {
+    if tracer::nested() {
+        return forward();
+    }
     // The application's last open session: an erroneous call (a null or
     // unknown session) while one is open is taken for its closing.
     let last = OPEN.fetch_sub(1, Ordering::SeqCst) == 1;
@@ -159,13 +152,39 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_in
         // Recorded before the call, as MPI_Finalize is.
         before_finalize(ret, Op::SessionFinalize);
         tracer::untraced(close_own);
-        // SAFETY: the application's argument goes unchanged to the library.
-        return tracer::untraced(|| unsafe { PMPI_Session_finalize(session) });
+        return tracer::untraced(forward);
     }
-    // SAFETY: the application's argument goes unchanged to the library.
-    let rc = tracer::untraced(|| unsafe { PMPI_Session_finalize(session) });
+    let rc = tracer::untraced(forward);
     if let Some(s) = Scope::enter(ret) {
         s.record(Op::SessionFinalize, rc, |_, _| {});
     }
     rc
+}
+
+/// Interposes `MPI_Session_init` ([`after_session_init`]).
+///
+/// # Safety
+/// As for `MPI_Session_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_init(
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    session: *mut MPI_Session,
+) -> c_int {
+    let ret = return_address!();
+    // SAFETY: the application's arguments go unchanged to the library.
+    let rc = tracer::untraced(|| unsafe { PMPI_Session_init(info, errhandler, session) });
+    after_session_init(ret, rc);
+    rc
+}
+
+/// Interposes `MPI_Session_finalize` ([`session_finalize`]).
+///
+/// # Safety
+/// As for `MPI_Session_finalize`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_int {
+    let ret = return_address!();
+    // SAFETY: the application's argument goes unchanged to the library.
+    session_finalize(ret, || unsafe { PMPI_Session_finalize(session) })
 }
