@@ -12,7 +12,7 @@ use compress::{Compressor, Config};
 use proptest::prelude::*;
 use trace::raw::event_line;
 use trace::{
-    CommCreate, CommId, Event, EventTiming, Matched, MergedTrace, Op, Peer, ReduceOp, ReqId,
+    CommCreate, CommId, Event, EventTiming, Matched, MergedTrace, Op, Peer, ReduceOp, ReqId, Rma,
     SlowInstance, Tag, Timing, TraceFile, Transfer, ValueSeq,
 };
 
@@ -58,7 +58,7 @@ fn count_pat() -> impl Strategy<Value = Pat> {
 }
 
 fn call() -> impl Strategy<Value = Call> {
-    (0u8..10, 0u8..10, pat(), pat(), pat()).prop_map(|(site, kind, a, b, c)| Call {
+    (0u8..10, 0u8..13, pat(), pat(), pat()).prop_map(|(site, kind, a, b, c)| Call {
         site,
         kind,
         a,
@@ -198,6 +198,9 @@ impl Interp {
             Op::Recv,
             Op::Barrier,
             Op::Waitsome,
+            Op::Put,
+            Op::WinPost,
+            Op::WinLock,
         ][usize::from(c.kind)];
         let mut e = Event::new(op);
         e.site = 0xabc0_0000_0000_0000 | u64::from(c.site) << 8 | u64::from(c.kind);
@@ -265,6 +268,44 @@ impl Interp {
                     sources: vec![],
                     members: (0..len as i32).collect(),
                     reorder: None,
+                }));
+            }
+            // One-sided calls on window 9 (at window rank = world rank):
+            // targets, displacements, groups and locks vary as peers and
+            // counts do.
+            Op::Put => {
+                e.comm = CommId(9);
+                e.comm_rank = self.rank;
+                e.send = Some(xfer(self.peer(a), 0));
+                e.rma = Some(Box::new(Rma::Target {
+                    disp: b,
+                    count: n,
+                    dsize: 8,
+                    dtype: trace::Datatype::UNKNOWN,
+                }));
+            }
+            Op::WinPost => {
+                e.comm = CommId(9);
+                e.comm_rank = self.rank;
+                e.rma = Some(Box::new(Rma::Sync {
+                    assert: (b.rem_euclid(4)) as i32,
+                    group: (0..len as i32).map(|i| self.rank + i * a as i32).collect(),
+                }));
+            }
+            Op::WinLock => {
+                e.comm = CommId(9);
+                e.comm_rank = self.rank;
+                let peer = match self.peer(a) {
+                    Peer::Rank { world, .. } => Peer::Rank {
+                        world,
+                        local: world,
+                    },
+                    p => p,
+                };
+                e.rma = Some(Box::new(Rma::Lock {
+                    peer,
+                    exclusive: Some(b % 2 == 0),
+                    assert: 0,
                 }));
             }
             Op::Recv => {

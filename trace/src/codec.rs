@@ -43,7 +43,7 @@
 
 use crate::Datatype;
 use crate::event::{
-    CommCreate, CommId, Event, Matched, Op, Peer, ReduceOp, ReqId, Tag, Timing, Transfer,
+    CommCreate, CommId, Event, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag, Timing, Transfer,
 };
 
 /// The parameter value of `MPI_ANY_SOURCE` (no relative peer can take it: a
@@ -57,36 +57,49 @@ pub const TAG_ANY: i64 = i64::MIN;
 /// rank in the parent communicator.
 pub const RANK_SELF: i64 = i64::MIN + 2;
 
-const SEND: u16 = 1;
-const RECV: u16 = 1 << 1;
-const ROOT: u16 = 1 << 2;
-const IN_PLACE: u16 = 1 << 3;
-const REQ: u16 = 1 << 4;
-const FLAG: u16 = 1 << 5;
-const MSG: u16 = 1 << 6;
-const VALUE: u16 = 1 << 7;
-const CREATE: u16 = 1 << 8;
-const C_NEW: u16 = 1 << 9;
-const C_COLOR: u16 = 1 << 10;
-const C_KEY: u16 = 1 << 11;
-const C_STYPE: u16 = 1 << 12;
-const C_REORDER: u16 = 1 << 13;
+const SEND: u32 = 1;
+const RECV: u32 = 1 << 1;
+const ROOT: u32 = 1 << 2;
+const IN_PLACE: u32 = 1 << 3;
+const REQ: u32 = 1 << 4;
+const FLAG: u32 = 1 << 5;
+const MSG: u32 = 1 << 6;
+const VALUE: u32 = 1 << 7;
+const CREATE: u32 = 1 << 8;
+const C_NEW: u32 = 1 << 9;
+const C_COLOR: u32 = 1 << 10;
+const C_KEY: u32 = 1 << 11;
+const C_STYPE: u32 = 1 << 12;
+const C_REORDER: u32 = 1 << 13;
 /// A split's colour or key equal to the caller's rank in the parent
 /// communicator is stored as [`RANK_SELF`], so that `key = rank` (and
 /// `color = rank`) is the same parameter on every rank and SPMD ranks merge,
 /// and extrapolate, as one, while `key = 0` stays 0. Traces written before
 /// this flag existed store every value as it is; the flag keeps both
 /// readable.
-const C_REL: u16 = 1 << 14;
+const C_REL: u32 = 1 << 14;
 /// The call returned an error ([`Event::error`]); its class follows the
 /// value parameter (files of format version 9 on).
-const ERROR: u16 = 1 << 15;
+const ERROR: u32 = 1 << 15;
+/// One-sided details ([`Rma`], format version 11 on): which variant.
+const RMA_WINDOW: u32 = 1 << 16;
+const RMA_TARGET: u32 = 1 << 17;
+const RMA_SYNC: u32 = 1 << 18;
+const RMA_LOCK: u32 = 1 << 19;
+/// A lock's type is set (`Win_lock`).
+const RMA_EXCL: u32 = 1 << 20;
+/// Every flag a shape may carry.
+const ALL_FLAGS: u32 = (1 << 21) - 1;
 
 /// Items per entry of each list parameter, in encoding order:
 /// scounts, rcounts, sdsizes, rdsizes, reqs, done, match (req?, req, src, tag).
 const BASE_LISTS: [u8; 7] = [1, 1, 1, 1, 1, 1, 4];
 /// The same plus the lineage lists: dims, periods, edges, sources, members.
 const CREATE_LISTS: [u8; 12] = [1, 1, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1];
+/// The base lists plus a one-sided synchronisation's group.
+const SYNC_LISTS: [u8; 8] = [1, 1, 1, 1, 1, 1, 4, 1];
+/// The lineage lists plus a one-sided synchronisation's group.
+const CREATE_SYNC_LISTS: [u8; 13] = [1, 1, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1, 1];
 
 /// What two executions of an event must share to be the same event of a loop:
 /// operation, call site, thread, and the presence of every optional field.
@@ -103,7 +116,7 @@ const CREATE_LISTS: [u8; 12] = [1, 1, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1];
 pub struct Shape {
     op: Op,
     redop: u8,
-    flags: u16,
+    flags: u32,
     /// The thread index, saturated at 65,535 (threads beyond share it).
     thread: u16,
     stype: Datatype,
@@ -131,6 +144,11 @@ impl Shape {
     pub fn op(&self) -> Op {
         self.op
     }
+    /// Whether the calls of this shape name a communicator, or a window
+    /// (see [`Event::names_comm`]).
+    pub fn names_comm(&self) -> bool {
+        self.op.has_comm() || self.flags & (RMA_WINDOW | RMA_TARGET | RMA_SYNC | RMA_LOCK) != 0
+    }
     /// Whether the calls of this shape returned an error ([`Event::error`]).
     pub fn failed(&self) -> bool {
         self.has(ERROR)
@@ -157,15 +175,17 @@ impl Shape {
             | (u64::from(self.thread) << 8)
             | (u64::from(self.stype.0) << 24)
             | (u64::from(self.rtype.0) << 32)
-            | (u64::from(self.flags) << 40)
+            | (u64::from(self.flags as u16) << 40)
             | (u64::from(self.redop) << 56)
             // Codes past 255 (the listed functions) keep their high bits
             // apart from the reduction operation's.
             | ((self.op as u64) >> 8 << 62);
-        mix64(self.site ^ mix64(packed))
+        // The one-sided flags (above bit 15) mixed in apart: zero for
+        // every other call, so their hashes are as before.
+        mix64(self.site ^ mix64(packed) ^ u64::from(self.flags >> 16))
     }
 
-    fn has(&self, f: u16) -> bool {
+    fn has(&self, f: u32) -> bool {
         self.flags & f != 0
     }
 
@@ -187,10 +207,38 @@ impl Shape {
             for f in [C_NEW, C_COLOR, C_KEY, C_STYPE, C_REORDER] {
                 n += usize::from(self.has(f));
             }
+        }
+        n += self.rma_params();
+        if self.has(CREATE) && self.has(RMA_SYNC) {
+            (n, &CREATE_SYNC_LISTS)
+        } else if self.has(CREATE) {
             (n, &CREATE_LISTS)
+        } else if self.has(RMA_SYNC) {
+            (n, &SYNC_LISTS)
         } else {
             (n, &BASE_LISTS)
         }
+    }
+
+    /// The number of one-sided fixed parameters (see [`encode`]).
+    fn rma_params(&self) -> usize {
+        if self.has(RMA_WINDOW) {
+            2
+        } else if self.has(RMA_TARGET) {
+            4
+        } else if self.has(RMA_SYNC) {
+            1
+        } else if self.has(RMA_LOCK) {
+            3 + usize::from(self.has(RMA_EXCL))
+        } else {
+            0
+        }
+    }
+
+    /// The index of a lock's target peer among the fixed parameters.
+    fn lock_peer_param(&self) -> Option<usize> {
+        self.has(RMA_LOCK)
+            .then(|| self.layout().0 - self.rma_params())
     }
 
     /// The names of the fixed parameters, in encoding order, for display
@@ -245,12 +293,30 @@ impl Shape {
                 }
             }
         }
+        if self.has(RMA_WINDOW) {
+            v.extend(["win.size", "win.disp_unit"]);
+        } else if self.has(RMA_TARGET) {
+            v.extend([
+                "target.disp",
+                "target.count",
+                "target.dsize",
+                "target.dtype",
+            ]);
+        } else if self.has(RMA_SYNC) {
+            v.push("assert");
+        } else if self.has(RMA_LOCK) {
+            v.extend(["lock.peer", "lock.local"]);
+            if self.has(RMA_EXCL) {
+                v.push("lock.exclusive");
+            }
+            v.push("assert");
+        }
         v
     }
 
     /// The names of the list parameters, in encoding order.
     pub fn list_names(&self) -> &'static [&'static str] {
-        const NAMES: [&str; 12] = [
+        const NAMES: [&str; 13] = [
             "send_counts",
             "recv_counts",
             "send_dsizes",
@@ -263,7 +329,21 @@ impl Shape {
             "edges",
             "sources",
             "members",
+            "group",
         ];
+        if self.has(RMA_SYNC) && !self.has(CREATE) {
+            const SYNC: [&str; 8] = [
+                "send_counts",
+                "recv_counts",
+                "send_dsizes",
+                "recv_dsizes",
+                "reqs",
+                "done",
+                "matched",
+                "group",
+            ];
+            return &SYNC;
+        }
         &NAMES[..self.layout().1.len()]
     }
 
@@ -289,7 +369,9 @@ impl Shape {
     #[doc(hidden)]
     pub fn is_peer_param(&self, i: usize) -> bool {
         let send = self.has(SEND);
-        (send && i == 2) || (self.has(RECV) && i == 2 + 5 * usize::from(send))
+        (send && i == 2)
+            || (self.has(RECV) && i == 2 + 5 * usize::from(send))
+            || self.lock_peer_param() == Some(i)
     }
 
     /// Whether fixed parameter `i` names a peer, as a world rank or as a
@@ -334,8 +416,16 @@ impl Shape {
         if !stype.is_valid() || !rtype.is_valid() {
             return None;
         }
-        // Every bit of the 16 is a flag now: a wider word is refused.
-        let flags = u16::try_from(w[2]).ok()?;
+        let flags = u32::try_from(w[2]).ok().filter(|f| f & !ALL_FLAGS == 0)?;
+        // At most one one-sided variant, and a lock type only on a lock.
+        let variants = [RMA_WINDOW, RMA_TARGET, RMA_SYNC, RMA_LOCK]
+            .iter()
+            .filter(|&&f| flags & f != 0)
+            .count();
+        if variants > 1 || (flags & RMA_EXCL != 0 && flags & RMA_LOCK == 0) {
+            return None;
+        }
+
         Some(Shape {
             op,
             redop,
@@ -402,8 +492,8 @@ fn push_list<T: Copy>(out: &mut Vec<i64>, items: &[T], f: impl Fn(T) -> i64) {
 /// is cleared first). `rank` is the recording rank's world rank.
 pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
     out.clear();
-    let mut flags = 0u16;
-    let mut set = |cond: bool, f: u16| {
+    let mut flags = 0u32;
+    let mut set = |cond: bool, f: u32| {
         if cond {
             flags |= f;
         }
@@ -426,6 +516,16 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
         set(c.reorder.is_some(), C_REORDER);
         set(true, C_REL);
     }
+    match ev.rma.as_deref() {
+        Some(Rma::Window { .. }) => set(true, RMA_WINDOW),
+        Some(Rma::Target { .. }) => set(true, RMA_TARGET),
+        Some(Rma::Sync { .. }) => set(true, RMA_SYNC),
+        Some(Rma::Lock { exclusive, .. }) => {
+            set(true, RMA_LOCK);
+            set(exclusive.is_some(), RMA_EXCL);
+        }
+        None => {}
+    }
     let redop = ev.redop.map_or(0, |r| {
         ReduceOp::ALL
             .iter()
@@ -436,7 +536,7 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
     out.push(i64::from(ev.comm.0));
     // Relative to the world rank where the call has a communicator (0 on
     // every rank in MPI_COMM_WORLD); as recorded (0) where it has none.
-    let base = if ev.op.has_comm() { i64::from(rank) } else { 0 };
+    let base = if ev.names_comm() { i64::from(rank) } else { 0 };
     out.push(i64::from(ev.comm_rank) - base);
     if let Some(t) = &ev.send {
         push_xfer(out, t, rank, ev.comm_rank);
@@ -465,6 +565,30 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
         out.extend(c.split_type.map(i64::from));
         out.extend(c.reorder.map(i64::from));
     }
+    let mut group: &[i32] = &[];
+    match ev.rma.as_deref() {
+        Some(Rma::Window { size, disp_unit }) => out.extend([*size, i64::from(*disp_unit)]),
+        Some(Rma::Target {
+            disp,
+            count,
+            dsize,
+            dtype,
+        }) => out.extend([*disp, *count, *dsize, i64::from(dtype.0)]),
+        Some(Rma::Sync { assert, group: g }) => {
+            out.push(i64::from(*assert));
+            group = g;
+        }
+        Some(Rma::Lock {
+            peer,
+            exclusive,
+            assert,
+        }) => {
+            push_peer(out, *peer, rank, ev.comm_rank);
+            out.extend(exclusive.map(i64::from));
+            out.push(i64::from(*assert));
+        }
+        None => {}
+    }
     push_list(out, &ev.send_counts, i64::from);
     push_list(out, &ev.recv_counts, i64::from);
     push_list(out, &ev.send_dsizes, i64::from);
@@ -486,6 +610,11 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
         push_list(out, &c.edges, i64::from);
         push_list(out, &c.sources, i64::from);
         push_list(out, &c.members, i64::from);
+    }
+    if flags & RMA_SYNC != 0 {
+        // Relative to the caller's rank in the window, so that a ring's
+        // neighbours are the same numbers on every rank.
+        push_list(out, group, |g| i64::from(g) - i64::from(ev.comm_rank));
     }
     Shape {
         op: ev.op,
@@ -602,7 +731,7 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
     ev.site = s.site;
     ev.thread = u32::from(s.thread);
     ev.comm = CommId(u32::try_from(r.next()?).ok()?);
-    let base = if s.op.has_comm() { i64::from(rank) } else { 0 };
+    let base = if s.names_comm() { i64::from(rank) } else { 0 };
     ev.comm_rank = i32::try_from(r.next()?.checked_add(base)?).ok()?;
     let cr = ev.comm_rank;
     ev.send = r
@@ -642,6 +771,35 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
             members: Vec::new(),
         });
     }
+    let mut rma = if s.has(RMA_WINDOW) {
+        Some(Rma::Window {
+            size: r.next()?,
+            disp_unit: r.i32()?,
+        })
+    } else if s.has(RMA_TARGET) {
+        Some(Rma::Target {
+            disp: r.next()?,
+            count: r.next()?,
+            dsize: r.next()?,
+            dtype: u8::try_from(r.next()?)
+                .ok()
+                .map(Datatype)
+                .filter(|d| d.is_valid())?,
+        })
+    } else if s.has(RMA_SYNC) {
+        Some(Rma::Sync {
+            assert: r.i32()?,
+            group: Vec::new(),
+        })
+    } else if s.has(RMA_LOCK) {
+        Some(Rma::Lock {
+            peer: r.peer(rank, cr)?,
+            exclusive: r.opt(s.has(RMA_EXCL), Rd::bool)?,
+            assert: r.i32()?,
+        })
+    } else {
+        None
+    };
     ev.send_counts = r.list_i64()?;
     ev.recv_counts = r.list_i64()?;
     ev.send_dsizes = r.list_i32()?;
@@ -669,7 +827,15 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
         c.sources = r.list_i32()?;
         c.members = r.list_i32()?;
     }
+    if let Some(Rma::Sync { group, .. }) = &mut rma {
+        *group = r
+            .items()?
+            .iter()
+            .map(|&g| i32::try_from(g.checked_add(i64::from(cr))?).ok())
+            .collect::<Option<_>>()?;
+    }
     ev.create = create.map(Box::new);
+    ev.rma = rma.map(Box::new);
     ev.time = Timing::default();
     (r.i == params.len()).then_some(ev)
 }
@@ -747,6 +913,86 @@ mod tests {
         let mut e = e.clone();
         e.time = Timing::default();
         e
+    }
+
+    /// Every one-sided detail round-trips, at its recording rank and at
+    /// another (targets and groups are relative), and its layout and
+    /// parameter names describe the parameters.
+    #[test]
+    fn one_sided_details_round_trip_exactly() {
+        let mut params = Vec::new();
+        for e in crate::fixtures::rma_events() {
+            let shape = encode(&e, 5, &mut params);
+            let back = decode(&shape, &params, 5).expect("decodes");
+            assert_eq!(back, untimed(&e), "{}", event_line(&e));
+            let (fixed, lists) = shape.layout();
+            assert_eq!(shape.param_names().len(), fixed, "{}", event_line(&e));
+            assert_eq!(shape.list_names().len(), lists.len());
+            let mut i = fixed;
+            for w in lists {
+                i += 1 + params[i] as usize * usize::from(*w);
+            }
+            assert_eq!(i, params.len(), "{}", event_line(&e));
+            // The shape survives its serialized words.
+            assert_eq!(Shape::from_words(shape.to_words()), Some(shape));
+            // A lock's target is a peer parameter, as a send's is.
+            if let Some(Rma::Lock { .. }) = e.rma.as_deref() {
+                let p = shape
+                    .param_names()
+                    .iter()
+                    .position(|n| *n == "lock.peer")
+                    .expect("lock.peer");
+                assert!(shape.is_peer_param(p));
+            }
+        }
+        // The same calls of the ring neighbours of two ranks encode the
+        // same parameters: targets and PSCW groups are relative.
+        let at = |world: i32, local: i32, op: Op| {
+            let mut e = Event::new(op);
+            e.comm = CommId(7);
+            e.comm_rank = local;
+            match op {
+                Op::Put => {
+                    e.send = Some(p2p(rank_peer(world + 1, local + 1), Tag::Value(0)));
+                    e.rma = Some(Box::new(Rma::Target {
+                        disp: 3,
+                        count: 1,
+                        dsize: 8,
+                        dtype: Datatype::UNKNOWN,
+                    }));
+                }
+                _ => {
+                    e.rma = Some(Box::new(Rma::Sync {
+                        assert: 0,
+                        group: vec![local - 1, local + 1],
+                    }))
+                }
+            }
+            let mut p = Vec::new();
+            let s = encode(&e, world, &mut p);
+            (s, p)
+        };
+        for op in [Op::Put, Op::WinPost] {
+            assert_eq!(at(3, 2, op), at(6, 5, op));
+        }
+    }
+
+    /// A shape word with two one-sided variants, or a lock type without a
+    /// lock, or a flag no build writes, is refused.
+    #[test]
+    fn impossible_one_sided_shapes_are_refused() {
+        let mut params = Vec::new();
+        let e = &crate::fixtures::rma_events()[0];
+        let mut w = encode(e, 5, &mut params).to_words();
+        let ok = w[2];
+        for bad in [
+            ok | u64::from(RMA_TARGET),
+            ok | 1 << 30,
+            u64::from(RMA_EXCL),
+        ] {
+            w[2] = bad;
+            assert_eq!(Shape::from_words(w), None, "flags {bad:#x}");
+        }
     }
 
     #[test]
@@ -864,7 +1110,7 @@ mod tests {
         bad[1] = i64::MAX; // list length
         assert!(decode(&shape, &bad, 5).is_none());
         assert!(Shape::from_words([999, 0, 0, 0, 0]).is_none());
-        assert!(Shape::from_words([0, 0, 1 << 16, 0, 0]).is_none());
+        assert!(Shape::from_words([0, 0, 1 << 21, 0, 0]).is_none());
         let mut pos = 0;
         assert!(read_binary(&[0xff; 3], &mut pos, &mut params).is_none());
     }

@@ -757,8 +757,11 @@ pub struct Event {
     pub matched: Vec<Matched>,
     /// Message handle id of Mprobe/Improbe (created) and Mrecv/Imrecv (used).
     pub message: Option<u64>,
-    /// Communicator construction details.
+    /// Communicator construction details (of a window too, see [`Rma`]).
     pub create: Option<Box<CommCreate>>,
+    /// One-sided details: the window's memory, an operation's target side,
+    /// a synchronisation's assert and group, a lock.
+    pub rma: Option<Box<Rma>>,
     /// Free-form integer argument: Init_thread (required, provided) packed as
     /// `required * 16 + provided`, Abort error code, the partitions of
     /// `Psend_init`/`Precv_init`, the partition of `Pready`/`Parrived`,
@@ -774,6 +777,74 @@ pub struct Event {
     pub error: Option<i32>,
     /// Timing, never part of the raw log.
     pub time: Timing,
+}
+
+/// What a one-sided call records beyond its window, its origin buffer and
+/// its target rank (issue 36).
+///
+/// A window lives in the communicators' id space: its constructor
+/// (`Win_create`, `Win_allocate`, `Win_allocate_shared`,
+/// `Win_create_dynamic`) is recorded as a communicator constructor over its
+/// communicator's group ([`Event::create`]), and every later call on it
+/// names it in [`Event::comm`]. Target ranks are therefore ranks in that
+/// group, and they translate to world ranks, merge as relative peers and
+/// extrapolate exactly as point-to-point peers do: an operation's target is
+/// the peer of its origin transfer ([`Event::send`] for `Put` and the
+/// accumulates, [`Event::recv`] for `Get` and the results of
+/// `Get_accumulate`, `Fetch_and_op` and `Compare_and_swap`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Rma {
+    /// A window constructor, `Win_attach` or `Win_detach`: the memory this
+    /// rank exposes, in bytes (0 for a dynamic window, which attaches its
+    /// memory later), and the window's displacement unit (1 for
+    /// attach/detach and dynamic windows, whose displacements are
+    /// addresses).
+    Window {
+        /// Bytes of memory.
+        size: i64,
+        /// The displacement unit in bytes.
+        disp_unit: i32,
+    },
+    /// A communication call (`Put`, `Get`, the accumulates, `Fetch_and_op`,
+    /// `Compare_and_swap` and their request forms): where in the target's
+    /// window the data lands, and the target datatype.
+    Target {
+        /// The target displacement, in the window's displacement units
+        /// (of a dynamic window: an address on the target, made relative to
+        /// the first address attached there, so that it is the same number
+        /// from run to run).
+        disp: i64,
+        /// The target count.
+        count: i64,
+        /// The target datatype's size in bytes.
+        dsize: i64,
+        /// The target datatype, when it is predefined.
+        dtype: crate::Datatype,
+    },
+    /// Active-target synchronisation (`Win_fence`, `Win_post`, `Win_start`,
+    /// `Win_complete`, `Win_wait`, `Win_test`) and the calls of a whole
+    /// window (`Win_lock_all`, `Win_unlock_all`, `Win_flush_all`,
+    /// `Win_flush_local_all`, `Win_sync`, `Win_free`): the `assert`
+    /// argument (0 where the call has none), and for `Win_post` and
+    /// `Win_start` the group, as ranks in the window's group.
+    Sync {
+        /// The `assert` argument (`MPI_MODE_NOCHECK`, ...).
+        assert: i32,
+        /// The exposure or access group of `Win_post` / `Win_start`.
+        group: Vec<i32>,
+    },
+    /// Passive-target calls on one target (`Win_lock`, `Win_unlock`,
+    /// `Win_flush`, `Win_flush_local`): the target, and for `Win_lock` the
+    /// lock type and `assert`.
+    Lock {
+        /// The target rank.
+        peer: Peer,
+        /// `Win_lock`'s lock type: exclusive or shared (`None` for the
+        /// other calls).
+        exclusive: Option<bool>,
+        /// `Win_lock`'s `assert` (0 for the other calls).
+        assert: i32,
+    },
 }
 
 /// Field by field, as a derived `PartialEq` would, but lists are compared
@@ -808,6 +879,7 @@ impl PartialEq for Event {
             matched,
             message,
             create,
+            rma,
             value,
             error,
             time,
@@ -833,6 +905,7 @@ impl PartialEq for Event {
             && same(matched, &other.matched)
             && *message == other.message
             && *create == other.create
+            && *rma == other.rma
             && *value == other.value
             && *error == other.error
             && *time == other.time
@@ -876,6 +949,7 @@ impl Event {
             matched: Vec::new(),
             message: None,
             create: None,
+            rma: None,
             value: None,
             error: None,
             time: Timing::default(),
@@ -887,6 +961,14 @@ impl Event {
     /// codegen) passes over it as it passes over a call without detail.
     pub fn failed(&self) -> bool {
         self.error.is_some()
+    }
+
+    /// Whether the call names a communicator, or a window ([`Rma`]: windows
+    /// live in the communicators' id space): then [`Event::comm`] and
+    /// [`Event::comm_rank`] are set, the raw log prints `comm=`, and the
+    /// codec keeps the caller's rank relative to its world rank.
+    pub fn names_comm(&self) -> bool {
+        self.op.has_comm() || self.rma.is_some()
     }
 
     /// Turns this event into [`Event::new`]`(op)` but keeps the heap blocks

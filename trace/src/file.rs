@@ -65,8 +65,10 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// such a file by its version instead of failing on an operation code,
 /// version 9 the MPI error class of calls that failed ([`crate::Event::error`]),
 /// under the same layout (one more shape flag), version 10 what an
-/// extrapolation assumes ([`Meta::assumptions`]).
-pub const VERSION: u32 = 10;
+/// extrapolation assumes ([`Meta::assumptions`]), version 11 the details of
+/// one-sided calls ([`crate::Rma`]: shape flags above the sixteenth bit, so
+/// that a reader of version 10 refuses such a file by its version).
+pub const VERSION: u32 = 11;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;

@@ -4,7 +4,7 @@
 //! on.
 
 use crate::event::{
-    CommCreate, CommId, Event, Matched, Op, Peer, ReduceOp, ReqId, Tag, Timing, Transfer,
+    CommCreate, CommId, Event, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag, Timing, Transfer,
 };
 
 pub(crate) fn rank_peer(world: i32, local: i32) -> Peer {
@@ -75,6 +75,104 @@ pub fn every_op() -> Vec<Event> {
         }
         out.push(e);
     }
+    out
+}
+
+/// One-sided calls with their [`Rma`] details, one of each kind: a window
+/// made over a communicator, operations of every form on relative targets
+/// (with `MPI_PROC_NULL` among them), fence, PSCW with groups, and
+/// passive-target calls of both lock types. Recorded by world rank 5 at
+/// window rank 2.
+pub fn rma_events() -> Vec<Event> {
+    use Op::*;
+    let target = |disp, count, dsize| Rma::Target {
+        disp,
+        count,
+        dsize,
+        dtype: crate::Datatype::from_name("double").unwrap_or(crate::Datatype::UNKNOWN),
+    };
+    let sync = |assert, group: Vec<i32>| Rma::Sync { assert, group };
+    let lock = |peer, exclusive, assert| Rma::Lock {
+        peer,
+        exclusive,
+        assert,
+    };
+    let mut out = Vec::new();
+    let mut push = |op: Op, f: &dyn Fn(&mut Event)| {
+        let mut e = Event::new(op);
+        e.site = 0x0bad_cafe ^ (op as u64);
+        e.comm = CommId(7);
+        e.comm_rank = 2;
+        f(&mut e);
+        out.push(e);
+    };
+    for op in [WinCreate, WinAllocate, WinAllocateShared, WinCreateDynamic] {
+        push(op, &|e| {
+            e.comm = CommId(0);
+            e.comm_rank = 5;
+            e.create = Some(Box::new(crate::event::CommCreate::new(Some(CommId(7)), 8)));
+            e.rma = Some(Box::new(Rma::Window {
+                size: if op == WinCreateDynamic { 0 } else { 8 * 100 },
+                disp_unit: if op == WinCreateDynamic { 1 } else { 8 },
+            }));
+        });
+    }
+    for op in [WinAttach, WinDetach] {
+        push(op, &|e| {
+            e.rma = Some(Box::new(Rma::Window {
+                size: 4096,
+                disp_unit: 1,
+            }))
+        });
+    }
+    push(Put, &|e| {
+        e.send = Some(p2p(rank_peer(6, 3), Tag::Value(0)));
+        e.rma = Some(Box::new(target(11, 4, 8)));
+    });
+    push(Rput, &|e| {
+        e.send = Some(p2p(Peer::Null, Tag::Value(0)));
+        e.rma = Some(Box::new(target(0, 4, 8)));
+        e.req = Some(ReqId(3));
+    });
+    push(Get, &|e| {
+        e.recv = Some(p2p(rank_peer(4, 1), Tag::Value(0)));
+        e.rma = Some(Box::new(target(-1, 1, 40)));
+    });
+    push(Accumulate, &|e| {
+        e.send = Some(p2p(rank_peer(6, 3), Tag::Value(0)));
+        e.redop = Some(ReduceOp::Sum);
+        e.rma = Some(Box::new(target(9, 4, 8)));
+    });
+    push(GetAccumulate, &|e| {
+        e.send = Some(p2p(rank_peer(6, 3), Tag::Value(0)));
+        e.recv = Some(p2p(rank_peer(6, 3), Tag::Value(0)));
+        e.redop = Some(ReduceOp::Sum);
+        e.rma = Some(Box::new(target(9, 4, 8)));
+    });
+    push(CompareAndSwap, &|e| {
+        e.send = Some(p2p(rank_peer(0, 0), Tag::Value(0)));
+        e.recv = Some(p2p(rank_peer(0, 0), Tag::Value(0)));
+        e.rma = Some(Box::new(target(0, 1, 8)));
+    });
+    push(WinFence, &|e| e.rma = Some(Box::new(sync(0, Vec::new()))));
+    push(WinPost, &|e| e.rma = Some(Box::new(sync(4, vec![1, 3]))));
+    push(WinStart, &|e| e.rma = Some(Box::new(sync(0, vec![1, 3]))));
+    push(WinComplete, &|e| {
+        e.rma = Some(Box::new(sync(0, Vec::new())))
+    });
+    push(WinLock, &|e| {
+        e.rma = Some(Box::new(lock(rank_peer(6, 3), Some(true), 0)))
+    });
+    push(WinLock, &|e| {
+        e.rma = Some(Box::new(lock(rank_peer(5, 2), Some(false), 4)))
+    });
+    push(WinUnlock, &|e| {
+        e.rma = Some(Box::new(lock(rank_peer(6, 3), None, 0)))
+    });
+    push(WinFlush, &|e| {
+        e.rma = Some(Box::new(lock(Peer::Null, None, 0)))
+    });
+    push(WinLockAll, &|e| e.rma = Some(Box::new(sync(4, Vec::new()))));
     out
 }
 

@@ -38,8 +38,8 @@ pub mod timing;
 pub mod tree;
 
 pub use event::{
-    CommCreate, CommId, Event, EventSink, Family, Matched, Op, Peer, ReduceOp, ReqId, Tag, Timing,
-    Transfer,
+    CommCreate, CommId, Event, EventSink, Family, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag,
+    Timing, Transfer,
 };
 
 pub use codec::Shape;

@@ -15,7 +15,10 @@
 //!          | "match=" m {"," m} | "msg=" N | "new=" (N|"null") " size=" N
 //!          | "color=" (N|"undef") | "key=" N | "stype=" N | "dims=" list
 //!          | "periods=" list | "edges=" list | "sources=" list | "members=" list
-//!          | "reorder=" 0|1 | "value=" N | "error=" CLASS
+//!          | "reorder=" 0|1 | "win=" SIZE "/" DISP_UNIT
+//!          | "target=" DISP "/" COUNT "/" DSIZE [":" TYPE] | "assert=" N
+//!          | "group=" list | "lock=" peer "/" ("shared"|"exclusive"|"none") "/" N
+//!          | "value=" N | "error=" CLASS
 //! xfer     = peer "/" tag "/" COUNT "/" DSIZE [":" TYPE]  (point-to-point, probes)
 //!          | COUNT "/" DSIZE [":" TYPE]           (collectives: no peer, no tag)
 //! TYPE     = a predefined datatype's name (`double_complex`) or "derived"
@@ -34,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::event::{
-    CommCreate, CommId, Event, EventSink, Matched, Op, Peer, ReduceOp, ReqId, Tag, Transfer,
+    CommCreate, CommId, Event, EventSink, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag, Transfer,
 };
 
 /// The file name of rank `rank`'s raw log inside the raw directory.
@@ -105,7 +108,7 @@ pub fn format_event(ev: &Event, out: &mut String) {
     }
     // A failed call's communicator is not recorded (its arguments are not
     // read): no `comm=`, which would name the world.
-    if ev.op.has_comm() && !ev.failed() {
+    if ev.names_comm() && !ev.failed() {
         let _ = write!(out, " comm={}", ev.comm.0);
     }
     if let Some(t) = &ev.send {
@@ -183,11 +186,56 @@ pub fn format_event(ev: &Event, out: &mut String) {
             let _ = write!(out, " reorder={}", u8::from(r));
         }
     }
+    if let Some(r) = ev.rma.as_deref() {
+        write_rma(out, r);
+    }
     if let Some(v) = ev.value {
         let _ = write!(out, " value={v}");
     }
     if let Some(c) = ev.error {
         let _ = write!(out, " error={c}");
+    }
+}
+
+/// The one-sided fields ([`Rma`]): `win=` of a window's memory, `target=`
+/// of an operation's target side, `assert=` and `group=` of a
+/// synchronisation (`assert=` always, so that a `Sync` with assert 0 is
+/// spelled), `lock=` of a passive-target call.
+fn write_rma(out: &mut String, r: &Rma) {
+    match r {
+        Rma::Window { size, disp_unit } => {
+            let _ = write!(out, " win={size}/{disp_unit}");
+        }
+        Rma::Target {
+            disp,
+            count,
+            dsize,
+            dtype,
+        } => {
+            let _ = write!(out, " target={disp}/{count}/{dsize}");
+            if dtype.is_known() {
+                out.push(':');
+                out.push_str(dtype.name());
+            }
+        }
+        Rma::Sync { assert, group } => {
+            let _ = write!(out, " assert={assert}");
+            write_list(out, "group", group);
+        }
+        Rma::Lock {
+            peer,
+            exclusive,
+            assert,
+        } => {
+            out.push_str(" lock=");
+            write_peer(out, *peer);
+            let kind = match exclusive {
+                Some(true) => "exclusive",
+                Some(false) => "shared",
+                None => "none",
+            };
+            let _ = write!(out, "/{kind}/{assert}");
+        }
     }
 }
 
@@ -339,6 +387,63 @@ pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
             "msg" => ev.message = Some(num(l, k, v)?),
             "value" => ev.value = Some(num(l, k, v)?),
             "error" => ev.error = Some(num(l, k, v)?),
+            "win" => {
+                let (size, unit) = v
+                    .split_once('/')
+                    .ok_or_else(|| bad(l, "field `win` needs size/disp_unit"))?;
+                ev.rma = Some(Box::new(Rma::Window {
+                    size: num(l, k, size)?,
+                    disp_unit: num(l, k, unit)?,
+                }));
+            }
+            "target" => {
+                let (v, dtype) = match v.split_once(':') {
+                    Some((v, name)) => (
+                        v,
+                        crate::Datatype::from_name(name).ok_or_else(|| {
+                            bad(l, format!("field `target`: unknown datatype `{name}`"))
+                        })?,
+                    ),
+                    None => (v, crate::Datatype::UNKNOWN),
+                };
+                let parts: Vec<&str> = v.split('/').collect();
+                let [disp, count, dsize] = parts[..] else {
+                    return Err(bad(l, "field `target` needs disp/count/dsize"));
+                };
+                ev.rma = Some(Box::new(Rma::Target {
+                    disp: num(l, k, disp)?,
+                    count: num(l, k, count)?,
+                    dsize: num(l, k, dsize)?,
+                    dtype,
+                }));
+            }
+            "assert" => {
+                ev.rma = Some(Box::new(Rma::Sync {
+                    assert: num(l, k, v)?,
+                    group: Vec::new(),
+                }))
+            }
+            "group" => match ev.rma.as_deref_mut() {
+                Some(Rma::Sync { group, .. }) => *group = list(l, k, v)?,
+                _ => return Err(bad(l, "field `group` before `assert=`")),
+            },
+            "lock" => {
+                let parts: Vec<&str> = v.split('/').collect();
+                let [peer, kind, assert] = parts[..] else {
+                    return Err(bad(l, "field `lock` needs peer/type/assert"));
+                };
+                let exclusive = match kind {
+                    "exclusive" => Some(true),
+                    "shared" => Some(false),
+                    "none" => None,
+                    _ => return Err(bad(l, format!("field `lock`: unknown lock type `{kind}`"))),
+                };
+                ev.rma = Some(Box::new(Rma::Lock {
+                    peer: parse_peer(l, peer)?,
+                    exclusive,
+                    assert: num(l, k, assert)?,
+                }));
+            }
             "new" => {
                 let new = if v == "null" {
                     None
@@ -525,6 +630,59 @@ mod tests {
             lines[4],
             "Recv site=none comm=0 recv=any/any/1/4 match=-:2:9"
         );
+    }
+
+    /// The one-sided fields print and parse back, spelled as the grammar
+    /// says.
+    #[cfg(feature = "fixtures")]
+    #[test]
+    fn one_sided_fields_round_trip_through_the_parser() {
+        let events = crate::fixtures::rma_events();
+        for ev in &events {
+            let line = event_line(ev);
+            let back = parse_line(&line, 1).unwrap();
+            assert_eq!(event_line(&back), line);
+            assert_eq!(
+                back.rma,
+                ev.rma.as_ref().map(|r| {
+                    // The raw form is absolute: a lock's local rank is not in it.
+                    let mut r = (**r).clone();
+                    if let Rma::Lock {
+                        peer: Peer::Rank { local, .. },
+                        ..
+                    } = &mut r
+                    {
+                        *local = -1;
+                    }
+                    Box::new(r)
+                })
+            );
+        }
+        let lines: Vec<String> = events.iter().map(event_line).collect();
+        let find = |op: &str| {
+            lines
+                .iter()
+                .find(|l| l.starts_with(&format!("{op} ")))
+                .unwrap_or_else(|| panic!("no {op}"))
+                .split_once(' ')
+                .map(|(_, rest)| rest.split_once(' ').map_or("", |(_, r)| r).to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(find("Win_create"), "comm=0 new=7 size=8 win=800/8");
+        assert_eq!(find("Put"), "comm=7 send=6/0/1024/8 target=11/4/8:double");
+        assert_eq!(find("Win_post"), "comm=7 assert=4 group=1,3");
+        assert_eq!(find("Win_fence"), "comm=7 assert=0");
+        assert_eq!(find("Win_lock"), "comm=7 lock=6/exclusive/0");
+        assert_eq!(find("Win_flush"), "comm=7 lock=null/none/0");
+        for bad in [
+            "Put target=1/2",
+            "Win_create win=8",
+            "Win_post group=1",
+            "Win_lock lock=1/open/0",
+            "Win_lock lock=1/shared",
+        ] {
+            assert!(parse_line(bad, 1).is_err(), "{bad:?} should fail");
+        }
     }
 
     #[test]
