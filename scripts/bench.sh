@@ -79,6 +79,16 @@
 #     of `all`): check, analyze and simulate of this build against another
 #     build's rankscale on the published smg128 and amg64, alternating
 #     pairs; the ratio is this build's median time over the baseline's.
+# 17. instructions (`scripts/bench.sh instructions`, not part of `all`): the
+#     tracer's cost per call in instructions, which a shared machine's
+#     noise does not move: benches/mpi/selfloop (Irecv, Send, Wait to
+#     itself, one rank, no mpirun) under callgrind at 1,000 and 11,000
+#     iterations, untraced and traced (and with SHIM_BASELINE=DIR traced
+#     by that build's shim too); instructions per call = the difference
+#     of the two runs / 30,000 calls; the ratio is traced against
+#     untraced (and this shim against the baseline's). Under valgrind the
+#     clock reads are emulated, so the traced figure is higher than on
+#     the bare machine: compare builds with it, not with the ping-pong.
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -155,6 +165,30 @@ pair() { # pair R CMD...: runs CMD untraced and traced, prints "untraced traced"
   echo "$u $t"
 }
 pingpong_ns() { launch "$1" 2 "$2" pingpong "$iters" 8 3 2>/dev/null | awk '/roundtrip_ns/ {print $2}'; }
+
+if [[ $part == instructions ]]; then
+  command -v valgrind >/dev/null || { echo "bench: valgrind is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+  # ir IMP SHIM N: the instructions of selfloop N (SHIM empty: untraced).
+  ir() {
+    env ${2:+LD_PRELOAD=$2} RANKSCALE_TRACE="$tmp/selfloop.trace" \
+      valgrind --tool=callgrind --callgrind-out-file=/dev/null "target/programs/$1/selfloop" "$3" 2>&1 |
+      awk '/Collected/ { print $4 }'
+  }
+  per_call() { echo $(( ($(ir "$1" "$2" 11000) - $(ir "$1" "$2" 1000)) / 30000 )); }
+  echo "instructions per call: selfloop (Irecv, Send, Wait to itself, one rank) under callgrind, (11,000 - 1,000 iterations) / 30,000 calls"
+  printf '%-8s %10s %10s %10s %14s %12s\n' MPI untraced traced added baseline-traced "this/base"
+  for imp in mpich openmpi; do
+    none=$(per_call "$imp" "")
+    this=$(per_call "$imp" "$root/target/$imp/release/libpmpi_shim.so")
+    base="-" ratio="-"
+    if [[ -n ${SHIM_BASELINE:-} ]]; then
+      base=$(per_call "$imp" "$SHIM_BASELINE/target/$imp/release/libpmpi_shim.so")
+      ratio=$(awk -v a="$this" -v b="$base" -v u="$none" 'BEGIN { printf "%.3f", (a - u) / (b - u) }')
+    fi
+    printf '%-8s %10s %10s %10s %14s %12s\n' "$imp" "$none" "$this" "$((this - none))" "$base" "$ratio"
+  done
+  exit 0
+fi
 
 if [[ $part == mpich-suite ]]; then
   status=0

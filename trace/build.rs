@@ -46,7 +46,7 @@ fn main() {
     let _ = write!(
         out,
         "/// Whether a listed operation names a communicator argument.\n\
-         fn listed_has_comm(op: Op) -> bool {{\n    {}\n}}\n",
+         const fn listed_has_comm(op: Op) -> bool {{\n    {}\n}}\n",
         if arms.is_empty() {
             "false".to_string()
         } else {
