@@ -101,6 +101,43 @@ const SYNC_LISTS: [u8; 8] = [1, 1, 1, 1, 1, 1, 4, 1];
 /// The lineage lists plus a one-sided synchronisation's group.
 const CREATE_SYNC_LISTS: [u8; 13] = [1, 1, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1, 1];
 
+/// The names of the base lists ([`BASE_LISTS`]).
+const BASE_LIST_NAMES: [&str; 7] = [
+    "send_counts",
+    "recv_counts",
+    "send_dsizes",
+    "recv_dsizes",
+    "reqs",
+    "done",
+    "matched",
+];
+/// The names of every list, in encoding order ([`CREATE_SYNC_LISTS`]).
+const LIST_NAMES: [&str; 13] = join(
+    BASE_LIST_NAMES,
+    ["dims", "periods", "edges", "sources", "members", "group"],
+);
+/// The names of a synchronisation's lists ([`SYNC_LISTS`]).
+const SYNC_LIST_NAMES: [&str; 8] = join(BASE_LIST_NAMES, ["group"]);
+
+/// `a` then `b`, in an array of their joint length `C`.
+const fn join<const A: usize, const B: usize, const C: usize>(
+    a: [&'static str; A],
+    b: [&'static str; B],
+) -> [&'static str; C] {
+    assert!(A + B == C);
+    let mut out = [""; C];
+    let mut i = 0;
+    while i < A {
+        out[i] = a[i];
+        i += 1;
+    }
+    while i < C {
+        out[i] = b[i - A];
+        i += 1;
+    }
+    out
+}
+
 /// What two executions of an event must share to be the same event of a loop:
 /// operation, call site, thread, and the presence of every optional field.
 ///
@@ -316,35 +353,10 @@ impl Shape {
 
     /// The names of the list parameters, in encoding order.
     pub fn list_names(&self) -> &'static [&'static str] {
-        const NAMES: [&str; 13] = [
-            "send_counts",
-            "recv_counts",
-            "send_dsizes",
-            "recv_dsizes",
-            "reqs",
-            "done",
-            "matched",
-            "dims",
-            "periods",
-            "edges",
-            "sources",
-            "members",
-            "group",
-        ];
         if self.has(RMA_SYNC) && !self.has(CREATE) {
-            const SYNC: [&str; 8] = [
-                "send_counts",
-                "recv_counts",
-                "send_dsizes",
-                "recv_dsizes",
-                "reqs",
-                "done",
-                "matched",
-                "group",
-            ];
-            return &SYNC;
+            return &SYNC_LIST_NAMES;
         }
-        &NAMES[..self.layout().1.len()]
+        &LIST_NAMES[..self.layout().1.len()]
     }
 
     /// The send buffer's datatype ([`Datatype::UNKNOWN`] without a send

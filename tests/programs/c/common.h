@@ -51,6 +51,19 @@ static inline uint64_t dbits(double d)
         }                                                                       \
     } while (0)
 
+/* Checks an MPI-IO return code: files return errors by default
+ * (MPI_ERRORS_RETURN), so a failing call would go unnoticed. */
+#define IO(call)                                                                   \
+    do {                                                                           \
+        int rc_ = (call);                                                          \
+        if (rc_ != MPI_SUCCESS) {                                                  \
+            char s_[MPI_MAX_ERROR_STRING];                                         \
+            int l_ = 0;                                                            \
+            MPI_Error_string(rc_, s_, &l_);                                        \
+            CHECK(rc_ == MPI_SUCCESS, "%s: %s", #call, s_);                        \
+        }                                                                          \
+    } while (0)
+
 /* Parse a strictly positive (or non-negative if allow_zero) integer argument. */
 static inline int parse_int(const char *s, const char *what, int allow_zero)
 {

@@ -41,18 +41,6 @@ static inline int val(int r, int block, int it, int i)
     return ((r * block + i) * 3 + 7 * it + 1);
 }
 
-/* Checks an MPI-IO return code (files return errors by default). */
-#define IO(call)                                                                   \
-    do {                                                                           \
-        int rc_ = (call);                                                          \
-        if (rc_ != MPI_SUCCESS) {                                                  \
-            char s_[MPI_MAX_ERROR_STRING];                                         \
-            int l_ = 0;                                                            \
-            MPI_Error_string(rc_, s_, &l_);                                        \
-            CHECK(rc_ == MPI_SUCCESS, "%s: %s", #call, s_);                        \
-        }                                                                          \
-    } while (0)
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);

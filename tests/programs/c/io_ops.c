@@ -98,18 +98,6 @@
 #define K 8
 #define NREG 14
 
-/* Checks an MPI-IO return code (files return errors by default). */
-#define IO(call)                                                                   \
-    do {                                                                           \
-        int rc_ = (call);                                                          \
-        if (rc_ != MPI_SUCCESS) {                                                  \
-            char s_[MPI_MAX_ERROR_STRING];                                         \
-            int l_ = 0;                                                            \
-            MPI_Error_string(rc_, s_, &l_);                                        \
-            CHECK(rc_ == MPI_SUCCESS, "%s: %s", #call, s_);                        \
-        }                                                                          \
-    } while (0)
-
 static int np, rank;
 
 static inline int val(int g, int r, int i) { return 1 + 1000000 * g + 1000 * r + i; }
