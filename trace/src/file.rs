@@ -449,7 +449,8 @@ struct TraceFileV9 {
     series: Vec<MpiSeries>,
 }
 
-/// A file of version 10, the current layout ([`VERSION`]), as read. The
+/// A file of version 10 or 11, the current layout ([`VERSION`]; version 11
+/// only lets shapes carry the one-sided flags), as read. The
 /// current version's wire type is written out like the older ones', so
 /// that the format changes only where this type (or one of the types it
 /// holds) does, never because [`TraceFile`] gained a field.
