@@ -86,6 +86,8 @@ const RMA_WINDOW: u32 = 1 << 16;
 const RMA_TARGET: u32 = 1 << 17;
 const RMA_SYNC: u32 = 1 << 18;
 const RMA_LOCK: u32 = 1 << 19;
+/// Any one-sided variant.
+const RMA_VARIANTS: u32 = RMA_WINDOW | RMA_TARGET | RMA_SYNC | RMA_LOCK;
 /// A lock's type is set (`Win_lock`).
 const RMA_EXCL: u32 = 1 << 20;
 /// Every flag a shape may carry.
@@ -184,7 +186,7 @@ impl Shape {
     /// Whether the calls of this shape name a communicator, or a window
     /// (see [`Event::names_comm`]).
     pub fn names_comm(&self) -> bool {
-        self.op.has_comm() || self.flags & (RMA_WINDOW | RMA_TARGET | RMA_SYNC | RMA_LOCK) != 0
+        self.op.has_comm() || self.flags & RMA_VARIANTS != 0
     }
     /// Whether the calls of this shape returned an error ([`Event::error`]).
     pub fn failed(&self) -> bool {
@@ -430,11 +432,9 @@ impl Shape {
         }
         let flags = u32::try_from(w[2]).ok().filter(|f| f & !ALL_FLAGS == 0)?;
         // At most one one-sided variant, and a lock type only on a lock.
-        let variants = [RMA_WINDOW, RMA_TARGET, RMA_SYNC, RMA_LOCK]
-            .iter()
-            .filter(|&&f| flags & f != 0)
-            .count();
-        if variants > 1 || (flags & RMA_EXCL != 0 && flags & RMA_LOCK == 0) {
+        if (flags & RMA_VARIANTS).count_ones() > 1
+            || (flags & RMA_EXCL != 0 && flags & RMA_LOCK == 0)
+        {
             return None;
         }
 

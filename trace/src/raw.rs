@@ -73,7 +73,7 @@ fn write_xfer(out: &mut String, key: &str, t: &Transfer, collective: bool) {
     if collective {
         // Collectives have no peer and no tag: only count and datatype size.
         let _ = write!(out, "{}/{}", t.count, t.dsize);
-        write_type(out, t);
+        write_type(out, t.dtype);
         return;
     }
     write_peer(out, t.peer);
@@ -84,14 +84,14 @@ fn write_xfer(out: &mut String, key: &str, t: &Transfer, collective: bool) {
         Tag::Any => out.push_str("/any"),
     }
     let _ = write!(out, "/{}/{}", t.count, t.dsize);
-    write_type(out, t);
+    write_type(out, t.dtype);
 }
 
 /// The datatype's name after the size, when it was recorded.
-fn write_type(out: &mut String, t: &Transfer) {
-    if t.dtype.is_known() {
+fn write_type(out: &mut String, dtype: crate::Datatype) {
+    if dtype.is_known() {
         out.push(':');
-        out.push_str(t.dtype.name());
+        out.push_str(dtype.name());
     }
 }
 
@@ -213,10 +213,7 @@ fn write_rma(out: &mut String, r: &Rma) {
             dtype,
         } => {
             let _ = write!(out, " target={disp}/{count}/{dsize}");
-            if dtype.is_known() {
-                out.push(':');
-                out.push_str(dtype.name());
-            }
+            write_type(out, *dtype);
         }
         Rma::Sync { assert, group } => {
             let _ = write!(out, " assert={assert}");
@@ -274,15 +271,21 @@ fn parse_peer(line: usize, v: &str) -> Result<Peer, Error> {
     })
 }
 
-fn parse_xfer(line: usize, key: &str, v: &str) -> Result<Transfer, Error> {
-    let (v, dtype) = match v.split_once(':') {
+/// A field's value without its `:TYPE` suffix, and that datatype
+/// (unknown when there is none).
+fn split_type<'a>(line: usize, key: &str, v: &'a str) -> Result<(&'a str, crate::Datatype), Error> {
+    Ok(match v.split_once(':') {
         Some((v, name)) => (
             v,
             crate::Datatype::from_name(name)
                 .ok_or_else(|| bad(line, format!("field `{key}`: unknown datatype `{name}`")))?,
         ),
         None => (v, crate::Datatype::UNKNOWN),
-    };
+    })
+}
+
+fn parse_xfer(line: usize, key: &str, v: &str) -> Result<Transfer, Error> {
+    let (v, dtype) = split_type(line, key, v)?;
     let parts: Vec<&str> = v.split('/').collect();
     if let [count, dsize] = parts[..] {
         // The collective form (see `write_xfer`).
@@ -397,15 +400,7 @@ pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
                 }));
             }
             "target" => {
-                let (v, dtype) = match v.split_once(':') {
-                    Some((v, name)) => (
-                        v,
-                        crate::Datatype::from_name(name).ok_or_else(|| {
-                            bad(l, format!("field `target`: unknown datatype `{name}`"))
-                        })?,
-                    ),
-                    None => (v, crate::Datatype::UNKNOWN),
-                };
+                let (v, dtype) = split_type(l, k, v)?;
                 let parts: Vec<&str> = v.split('/').collect();
                 let [disp, count, dsize] = parts[..] else {
                     return Err(bad(l, "field `target` needs disp/count/dsize"));
