@@ -6,6 +6,8 @@ void *rs_in_place(void) { return MPI_IN_PLACE; }
 void *rs_bottom(void) { return MPI_BOTTOM; }
 MPI_Op rs_op_maxloc(void) { return MPI_MAXLOC; }
 MPI_Op rs_op_minloc(void) { return MPI_MINLOC; }
+MPI_Op rs_op_replace(void) { return MPI_REPLACE; }
+MPI_Op rs_op_no_op(void) { return MPI_NO_OP; }
 int rs_root(void) { return MPI_ROOT; }
 int rs_f_status_size(void) { return (int)(sizeof(MPI_Status) / sizeof(MPI_Fint)); }
 MPI_Datatype rs_type_2int(void) { return MPI_2INT; }

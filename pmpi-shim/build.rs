@@ -33,12 +33,9 @@ use listed::{DETAILED, variant};
 const HAND_WRAPPED: &[&str] = &["Query_thread", "Session_init", "Session_finalize"];
 
 /// The calls of which Open MPI's Fortran bindings have a `_cptr` form.
-const CPTR: &[&str] = &[
-    "Alloc_mem",
-    "Win_allocate",
-    "Win_allocate_shared",
-    "Win_shared_query",
-];
+/// (`Win_allocate`'s and `Win_allocate_shared`'s, in detail, are written by
+/// hand in `src/ffi/fortran/onesided.rs`.)
+const CPTR: &[&str] = &["Alloc_mem", "Win_shared_query"];
 
 /// Prototypes of MPI-1 functions that MPI 3.0 removed: Open MPI 4.1 still
 /// exports them for old binaries but no longer declares them.

@@ -29,6 +29,7 @@ pub const DETAILED: &[&str] = &[
     "Neighborhood",
     "PersistentCollective",
     "Partitioned",
+    "OneSided",
 ];
 
 /// The lines of the list, in code order (blank lines and `#` comments

@@ -52,6 +52,42 @@ pub fn neighbor_degrees(comm: MPI_Comm) -> (c_int, c_int) {
     (indegree, outdegree)
 }
 
+/// This library's `MPI_MODE_*` assert bits of one-sided synchronisation,
+/// beside the trace's ([`trace::Rma::MODES`]): MPICH and Open MPI number
+/// them differently, so the tracer records the trace's bits and replay
+/// passes the replaying library's.
+const MODES: [(u32, i32); 5] = [
+    (mpi_sys::MPI_MODE_NOCHECK, trace::Rma::MODE_NOCHECK),
+    (mpi_sys::MPI_MODE_NOPRECEDE, trace::Rma::MODE_NOPRECEDE),
+    (mpi_sys::MPI_MODE_NOPUT, trace::Rma::MODE_NOPUT),
+    (mpi_sys::MPI_MODE_NOSTORE, trace::Rma::MODE_NOSTORE),
+    (mpi_sys::MPI_MODE_NOSUCCEED, trace::Rma::MODE_NOSUCCEED),
+];
+
+/// An `assert` argument as the trace records it: each of this library's
+/// `MPI_MODE_*` bits as the trace's. Bits that are no known mode are
+/// dropped (MPI would reject them).
+pub fn assert_to_trace(assert: c_int) -> i32 {
+    MODES
+        .iter()
+        .filter(|(lib, _)| assert as u32 & lib != 0)
+        .fold(0, |acc, (_, bit)| acc | bit)
+}
+
+/// The inverse of [`assert_to_trace`]: the trace's bits as this library's.
+pub fn assert_from_trace(bits: i32) -> c_int {
+    MODES
+        .iter()
+        .filter(|(_, bit)| bits & bit != 0)
+        .fold(0, |acc, (lib, _)| acc | *lib as c_int)
+}
+
+/// `MPI_LOCK_EXCLUSIVE` and `MPI_LOCK_SHARED` of this library, for
+/// `Win_lock`'s lock type.
+pub const LOCK_EXCLUSIVE: c_int = mpi_sys::MPI_LOCK_EXCLUSIVE as c_int;
+/// See [`LOCK_EXCLUSIVE`].
+pub const LOCK_SHARED: c_int = mpi_sys::MPI_LOCK_SHARED as c_int;
+
 unsafe extern "C" {
     /// `MPI_IN_PLACE`.
     pub fn rs_in_place() -> *mut c_void;
@@ -61,6 +97,10 @@ unsafe extern "C" {
     pub fn rs_op_maxloc() -> MPI_Op;
     /// `MPI_MINLOC`.
     pub fn rs_op_minloc() -> MPI_Op;
+    /// `MPI_REPLACE` (one-sided accumulates).
+    pub fn rs_op_replace() -> MPI_Op;
+    /// `MPI_NO_OP` (one-sided accumulates).
+    pub fn rs_op_no_op() -> MPI_Op;
     /// The size of an `MPI_Status` in Fortran integers.
     pub fn rs_f_status_size() -> c_int;
     /// `MPI_ROOT`: the root argument of an inter-communicator collective

@@ -33,6 +33,10 @@ pub(crate) struct CommInfo {
     pub id: CommId,
     /// Local rank → world rank; `None` for `MPI_COMM_WORLD` itself.
     pub to_world: Option<Box<[i32]>>,
+    /// A window made by `MPI_Win_create_dynamic`: its target displacements
+    /// are addresses on the target, which the trace does not keep (see
+    /// [`crate::ffi::onesided`]).
+    pub dynamic_window: bool,
 }
 
 impl CommInfo {
@@ -142,6 +146,9 @@ pub(crate) struct Tracer {
     /// than its creator is found by a scan.
     reqs: Mutex<ReqMap>,
     msgs: Mutex<HandleMap<usize, MsgInfo>>,
+    /// Memory attached to dynamic windows: (window key, base address,
+    /// bytes). Few entries, touched by `Win_attach` and `Win_detach` only.
+    attached: Mutex<Vec<(usize, usize, i64)>>,
     next_thread: AtomicU32,
     events: AtomicU64,
     sinks: Mutex<Sinks>,
@@ -294,6 +301,7 @@ pub(crate) fn install(
         next_comm: AtomicU32::new(CommId::FIRST_CREATED),
         reqs: Mutex::new(ReqMap::default()),
         msgs: Mutex::new(HandleMap::default()),
+        attached: Mutex::new(Vec::new()),
         next_thread: AtomicU32::new(0),
         events: AtomicU64::new(0),
         sinks: Mutex::new(sinks),
@@ -403,8 +411,23 @@ impl Tracer {
 
     /// Registers communicator `id` under handle key `key`.
     pub fn bind_comm(&self, key: usize, id: CommId, to_world: Option<Box<[i32]>>, me: i32) {
+        self.bind(
+            key,
+            me,
+            CommInfo {
+                id,
+                to_world,
+                dynamic_window: false,
+            },
+        );
+    }
+
+    /// Registers a communicator or window under handle key `key`, with
+    /// this process's rank in it.
+    pub fn bind(&self, key: usize, me: i32, info: CommInfo) {
+        let id = info.id;
         if let Ok(mut m) = self.comms.write() {
-            m.insert(key, Arc::new(CommInfo { id, to_world }));
+            m.insert(key, Arc::new(info));
         }
         if let Ok(mut r) = self.comm_ranks.write() {
             r.insert(id, me);
@@ -420,10 +443,34 @@ impl Tracer {
             .unwrap_or(-1)
     }
 
-    /// Forgets a freed communicator.
+    /// Forgets a freed communicator (or window, with what it had
+    /// attached).
     pub fn remove_comm(&self, key: usize) {
         if let Ok(mut m) = self.comms.write() {
             m.remove(&key);
+        }
+        if let Ok(mut a) = self.attached.lock() {
+            a.retain(|(w, _, _)| *w != key);
+        }
+    }
+
+    /// Notes the memory `Win_attach` attached to a dynamic window, so
+    /// that its `Win_detach` can record the same size.
+    pub fn attach(&self, win: usize, base: usize, size: i64) {
+        if let Ok(mut a) = self.attached.lock() {
+            a.push((win, base, size));
+        }
+    }
+
+    /// The size of the memory attached at `base`, forgotten now (0 when
+    /// none was).
+    pub fn detach(&self, win: usize, base: usize) -> i64 {
+        let Ok(mut a) = self.attached.lock() else {
+            return 0;
+        };
+        match a.iter().position(|&(w, b, _)| w == win && b == base) {
+            Some(i) => a.swap_remove(i).2,
+            None => 0,
         }
     }
 
@@ -825,7 +872,7 @@ impl Scope {
                     Some(class) => ev.error = Some(class),
                 }
                 ev.site = callsite::signature(self.ret, tracer.config.depth);
-                if ev.op.has_comm() {
+                if ev.names_comm() {
                     ev.comm_rank = tracer.comm_rank(ev.comm);
                 }
                 THREAD.with(|ts| {

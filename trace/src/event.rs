@@ -126,6 +126,13 @@ pub enum Family {
     /// request whose buffer the sender marks ready partition by partition
     /// and the receiver can poll partition by partition.
     Partitioned,
+    /// One-sided communication (issue 36): window constructors,
+    /// `Win_attach`/`Win_detach` and `Win_free`; the communication calls
+    /// (`Put`, `Get`, the accumulates, `Fetch_and_op`, `Compare_and_swap`
+    /// and their request forms); active-target synchronisation (fence and
+    /// PSCW) and passive-target locks and flushes. Each records its
+    /// [`Rma`] detail.
+    OneSided,
     // The families below are recorded without detail (see
     // [`Family::is_generic`]): the event names the function, its
     // communicator where it has one, the bytes of its first buffer, the
@@ -147,9 +154,6 @@ pub enum Family {
     /// Neighbourhood collectives, blocking and nonblocking
     /// (`Neighbor_alltoall`, `Ineighbor_allgatherv`, ...).
     Neighborhood,
-    /// One-sided communication: windows, puts, gets, accumulates,
-    /// synchronisation.
-    OneSided,
     /// MPI-IO.
     Io,
     /// Dynamic processes: spawn, ports, connect and accept.
@@ -161,6 +165,10 @@ pub enum Family {
     Environment,
     /// The large-count (`_c`) forms of MPI 4.
     LargeCount,
+    /// Window queries and settings: attributes, names, info, error
+    /// handlers, the group, `Win_shared_query`. (Last, as the variants'
+    /// order is their serialised index.)
+    WinQuery,
 }
 
 impl Family {
@@ -192,6 +200,7 @@ impl Family {
             Family::Session => "session",
             Family::Environment => "environment",
             Family::LargeCount => "large-count",
+            Family::WinQuery => "one-sided-query",
         }
     }
 
@@ -217,6 +226,7 @@ impl Family {
                 | Family::Neighborhood
                 | Family::PersistentCollective
                 | Family::Partitioned
+                | Family::OneSided
         )
     }
 }
@@ -247,7 +257,12 @@ impl Op {
 
     /// [`Op::has_comm`], computed (once per operation, at compile time).
     const fn names_a_comm(self) -> bool {
-        if self.is_generic() {
+        // A one-sided call names its window, not a communicator: the
+        // event's `comm` holds the window only where it records its
+        // [`Rma`] detail (see [`Event::names_comm`]), so that an event an
+        // earlier tracer wrote without detail decodes as it was written.
+        // The window constructors take a communicator (listed `comm`).
+        if self.is_generic() || matches!(self.family(), Family::OneSided) {
             return listed_has_comm(self);
         }
         !matches!(
@@ -615,13 +630,18 @@ pub enum ReduceOp {
     Maxloc,
     /// MPI_MINLOC.
     Minloc,
-    /// MPI_REPLACE, MPI_NO_OP or a user-defined operation.
+    /// A user-defined operation.
     Other,
+    /// `MPI_REPLACE` (one-sided accumulates; traces before issue 36 have
+    /// it as [`ReduceOp::Other`]).
+    Replace,
+    /// `MPI_NO_OP` (`Get_accumulate` and `Fetch_and_op` as an atomic read).
+    NoOp,
 }
 
 impl ReduceOp {
     /// Every reduction op, in raw-log name order.
-    pub const ALL: [ReduceOp; 13] = [
+    pub const ALL: [ReduceOp; 15] = [
         ReduceOp::Max,
         ReduceOp::Min,
         ReduceOp::Sum,
@@ -635,6 +655,8 @@ impl ReduceOp {
         ReduceOp::Maxloc,
         ReduceOp::Minloc,
         ReduceOp::Other,
+        ReduceOp::Replace,
+        ReduceOp::NoOp,
     ];
 
     /// Raw-log spelling, e.g. `sum`.
@@ -653,6 +675,8 @@ impl ReduceOp {
             ReduceOp::Maxloc => "maxloc",
             ReduceOp::Minloc => "minloc",
             ReduceOp::Other => "other",
+            ReduceOp::Replace => "replace",
+            ReduceOp::NoOp => "no_op",
         }
     }
 }
@@ -849,7 +873,7 @@ pub enum Rma {
     /// argument (0 where the call has none), and for `Win_post` and
     /// `Win_start` the group, as ranks in the window's group.
     Sync {
-        /// The `assert` argument (`MPI_MODE_NOCHECK`, ...).
+        /// The `assert` argument, in the trace's bits ([`Rma::MODES`]).
         assert: i32,
         /// The exposure or access group of `Win_post` / `Win_start`.
         group: Vec<i32>,
@@ -863,9 +887,34 @@ pub enum Rma {
         /// `Win_lock`'s lock type: exclusive or shared (`None` for the
         /// other calls).
         exclusive: Option<bool>,
-        /// `Win_lock`'s `assert` (0 for the other calls).
+        /// `Win_lock`'s `assert` in the trace's bits ([`Rma::MODES`]; 0
+        /// for the other calls).
         assert: i32,
     },
+}
+
+impl Rma {
+    /// `MPI_MODE_NOCHECK` as the trace records an `assert`. The MPI
+    /// libraries number the assert bits differently (MPICH's `NOCHECK` is
+    /// 1024, Open MPI's 1), so the tracer translates them into these bits
+    /// and replay back into the replaying library's.
+    pub const MODE_NOCHECK: i32 = 1;
+    /// `MPI_MODE_NOPRECEDE` (see [`Rma::MODE_NOCHECK`]).
+    pub const MODE_NOPRECEDE: i32 = 2;
+    /// `MPI_MODE_NOPUT` (see [`Rma::MODE_NOCHECK`]).
+    pub const MODE_NOPUT: i32 = 4;
+    /// `MPI_MODE_NOSTORE` (see [`Rma::MODE_NOCHECK`]).
+    pub const MODE_NOSTORE: i32 = 8;
+    /// `MPI_MODE_NOSUCCEED` (see [`Rma::MODE_NOCHECK`]).
+    pub const MODE_NOSUCCEED: i32 = 16;
+    /// Every assert bit, in the order of the constants above.
+    pub const MODES: [i32; 5] = [
+        Rma::MODE_NOCHECK,
+        Rma::MODE_NOPRECEDE,
+        Rma::MODE_NOPUT,
+        Rma::MODE_NOSTORE,
+        Rma::MODE_NOSUCCEED,
+    ];
 }
 
 /// Field by field, as a derived `PartialEq` would, but lists are compared

@@ -2236,3 +2236,5 @@ mod mpi4 {
         crate::ffi::session::session_finalize(ret, || c.forward());
     });
 }
+
+mod onesided;

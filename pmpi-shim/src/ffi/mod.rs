@@ -6,6 +6,7 @@ pub(crate) mod c;
 pub(crate) mod finalize;
 pub(crate) mod fortran;
 pub(crate) mod generic;
+pub(crate) mod onesided;
 #[cfg(rankscale_mpi4)]
 pub(crate) mod session;
 
@@ -18,8 +19,8 @@ use trace::{CommCreate, CommId, MpiLibrary, ReduceOp, Tag, Transfer};
 use crate::tracer::{self, CommInfo, Tracer};
 
 pub(crate) use mpi_helpers::{
-    library_version, rs_bottom, rs_f_status_size, rs_in_place, rs_op_maxloc, rs_op_minloc, rs_root,
-    rs_type_code,
+    library_version, rs_bottom, rs_f_status_size, rs_in_place, rs_op_maxloc, rs_op_minloc,
+    rs_op_no_op, rs_op_replace, rs_root, rs_type_code,
 };
 
 /// Whether yield mode issues a blocking collective in its nonblocking form.
@@ -69,6 +70,7 @@ macro_rules! impl_key {
 }
 impl_key!(
     MPI_Comm,
+    MPI_Win,
     MPI_Request,
     MPI_Message,
     MPI_Datatype,
@@ -98,7 +100,7 @@ pub(crate) struct Consts {
     /// `MPI_STATUS_SIZE`: the INTEGERs of a Fortran status, which has the
     /// layout of `MPI_Status` on both implementations.
     pub f_status_size: usize,
-    ops: [(usize, ReduceOp); 12],
+    ops: [(usize, ReduceOp); 14],
 }
 
 /// The MPI constants.
@@ -139,6 +141,8 @@ pub(crate) fn consts() -> &'static Consts {
                     (RSMPI_BXOR.key(), ReduceOp::Bxor),
                     (rs_op_maxloc().key(), ReduceOp::Maxloc),
                     (rs_op_minloc().key(), ReduceOp::Minloc),
+                    (rs_op_replace().key(), ReduceOp::Replace),
+                    (rs_op_no_op().key(), ReduceOp::NoOp),
                 ],
             }
         }
@@ -193,9 +197,9 @@ fn world_map(comm: MPI_Comm) -> Option<Box<[i32]>> {
         return None;
     }
     // SAFETY: `comm` is a valid communicator (just created by MPI or given
-    // by the application to an MPI call that accepted it). The group handles
-    // are created and freed here; the arrays are sized by the group size.
-    unsafe {
+    // by the application to an MPI call that accepted it); the group it
+    // returns is freed by `take_group_map`.
+    let group = unsafe {
         let mut inter: c_int = 0;
         PMPI_Comm_test_inter(comm, &mut inter);
         let mut group = RSMPI_GROUP_NULL;
@@ -204,17 +208,18 @@ fn world_map(comm: MPI_Comm) -> Option<Box<[i32]>> {
         } else {
             PMPI_Comm_group(comm, &mut group);
         }
-        let mut world_group = RSMPI_GROUP_NULL;
-        PMPI_Comm_group(world(), &mut world_group);
-        let mut n: c_int = 0;
-        PMPI_Group_size(group, &mut n);
-        let ranks: Vec<c_int> = (0..n).collect();
-        let mut out = vec![0 as c_int; ranks.len()];
-        PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), world_group, out.as_mut_ptr());
-        PMPI_Group_free(&mut group);
-        PMPI_Group_free(&mut world_group);
-        Some(out.into_boxed_slice())
-    }
+        group
+    };
+    Some(take_group_map(group))
+}
+
+/// The world ranks of a group's members in rank order, and frees the
+/// group (a window's, or a communicator's).
+pub(crate) fn take_group_map(mut group: MPI_Group) -> Box<[i32]> {
+    let out = group_members(group);
+    // SAFETY: a group MPI just returned to the shim, freed once.
+    unsafe { PMPI_Group_free(&mut group) };
+    out.into_boxed_slice()
 }
 
 /// The tracer's view of a communicator handle. A communicator created by a
@@ -230,6 +235,7 @@ pub(crate) fn comm(t: &Tracer, comm: MPI_Comm) -> Arc<CommInfo> {
         Arc::new(CommInfo {
             id: CommId(u32::MAX),
             to_world: None,
+            dynamic_window: false,
         })
     })
 }
@@ -462,10 +468,12 @@ pub(crate) fn start_tracer() {
         CommInfo {
             id: CommId::WORLD,
             to_world: None,
+            dynamic_window: false,
         },
         CommInfo {
             id: CommId::SELF,
             to_world: self_map,
+            dynamic_window: false,
         },
         [world().key(), c.comm_self],
         error_class,

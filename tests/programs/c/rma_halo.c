@@ -33,7 +33,7 @@
  * SPMD: every rank makes the same calls, at every np.
  * Per-rank calls:
  *   detailed: Init 1, Finalize 1, Cart_create 1, Comm_free 1, Allreduce 1;
- *   one-sided (no detail yet): Win_create 1, Win_fence 2*ITERS,
+ *   one-sided: Win_create 1, Win_fence 2*ITERS,
  *     Put 4*ITERS, Win_free 1;
  *   without detail: Comm_rank 1, Comm_size 1, Dims_create 1,
  *     Cart_coords 1, Cart_shift 2, Type_vector 1, Type_commit 1,

@@ -72,7 +72,7 @@
  *   detailed: Init 1, Finalize 1, Barrier 4 (3 world, 1 node),
  *     Allgather 2, Allreduce 1, Comm_split_type 1, Comm_free 1, Wait 2,
  *     Waitall 1;
- *   one-sided (no detail yet): Win_create 1, Win_allocate 1,
+ *   one-sided: Win_create 1, Win_allocate 1,
  *     Win_allocate_shared 1, Win_create_dynamic 1, Win_free 4,
  *     Win_shared_query 1, Win_attach 1, Win_detach 1, Win_fence 4,
  *     Win_post 2, Win_start 2, Win_complete 2, Win_wait 1, Win_test >= 1,
