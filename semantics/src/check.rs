@@ -41,6 +41,7 @@ use trace::{CommCreate, Event, Family, Op, Peer, ReduceOp, Tag, TraceFile};
 
 use crate::channel::{Channel, Channels, Read};
 use crate::comms::{Comms, Map, View, counted, hash_of, world_size};
+use crate::epochs::{Bounds, Broken, Pairing, RankEpochs};
 use crate::walk::{RecvEnd, SendEnd, Step, Walker, bytes};
 use serde::Serialize;
 
@@ -463,6 +464,56 @@ pub enum ProblemKind {
         /// What that one gives.
         first: Aspect,
     },
+    /// A one-sided communication call outside every access epoch on its
+    /// target (no fence epoch, no `Win_start` naming it, no lock on it).
+    RmaOutsideEpoch {
+        /// The call.
+        op: Op,
+        /// The window (this rank's id).
+        window: u32,
+        /// The target (world rank).
+        target: i64,
+    },
+    /// A one-sided synchronisation call out of place (a `Win_complete`
+    /// without `Win_start`, an unlock without a lock, ...).
+    RmaSync {
+        /// The call.
+        op: Op,
+        /// The window (this rank's id).
+        window: u32,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// An epoch or lock still open when the window is freed or the rank
+    /// ends.
+    RmaLeftOpen {
+        /// The window (this rank's id).
+        window: Option<u32>,
+        /// What is open.
+        what: String,
+    },
+    /// `Win_start` epochs of an origin naming a target and `Win_post`
+    /// epochs of the target naming the origin do not pair up.
+    RmaUnpaired {
+        /// The origin (world rank).
+        origin: i64,
+        /// The target (world rank).
+        target: i64,
+        /// Start epochs less post epochs.
+        excess: i64,
+    },
+    /// A one-sided access that reaches beyond the memory its target
+    /// exposed in the window.
+    RmaOutOfWindow {
+        /// The call.
+        op: Op,
+        /// The target (world rank).
+        target: i64,
+        /// The byte the access ends at.
+        end: i64,
+        /// The bytes the target exposed.
+        size: i64,
+    },
     /// What one member of a v-collective sends another is not what that
     /// one expects from it.
     FlowDisagree {
@@ -526,6 +577,11 @@ impl ProblemKind {
                 Aspect::Bytes(..) => "collective sizes disagree",
             },
             ProblemKind::FlowDisagree { .. } => "v-collective counts disagree",
+            ProblemKind::RmaOutsideEpoch { .. } => "one-sided call outside an epoch",
+            ProblemKind::RmaSync { .. } => "one-sided synchronisation out of place",
+            ProblemKind::RmaLeftOpen { .. } => "one-sided epoch left open",
+            ProblemKind::RmaUnpaired { .. } => "Win_start and Win_post do not pair",
+            ProblemKind::RmaOutOfWindow { .. } => "one-sided access outside the window",
         }
     }
 }
@@ -561,6 +617,11 @@ impl fmt::Display for ProblemKind {
             | K::CollectiveDuplicate { .. }
             | K::Disagree { .. }
             | K::FlowDisagree { .. } => self.fmt_collectives(f),
+            K::RmaOutsideEpoch { .. }
+            | K::RmaSync { .. }
+            | K::RmaLeftOpen { .. }
+            | K::RmaUnpaired { .. }
+            | K::RmaOutOfWindow { .. } => self.fmt_rma(f),
         }
     }
 }
@@ -871,6 +932,56 @@ impl ProblemKind {
     }
 }
 
+impl ProblemKind {
+    /// One-sided epochs, pairs and bounds.
+    fn fmt_rma(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ProblemKind as K;
+        match self {
+            K::RmaOutsideEpoch { op, window, target } => write!(
+                f,
+                "{} to rank {target} on window {window} outside every access epoch on that rank (no fence epoch, no Win_start naming it, no lock on it)",
+                op.name(),
+            ),
+            K::RmaSync { op, window, why } => {
+                write!(f, "{} on window {window}: {why}", op.name())
+            }
+            K::RmaLeftOpen { window, what } => match window {
+                Some(w) => write!(f, "Win_free of window {w} leaves {what}"),
+                None => write!(f, "the rank ends with {what}"),
+            },
+            K::RmaUnpaired {
+                origin,
+                target,
+                excess,
+            } => {
+                if *excess > 0 {
+                    write!(
+                        f,
+                        "rank {origin}'s Win_start epochs naming rank {target} outnumber rank {target}'s Win_post epochs naming rank {origin} by {excess}"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "rank {target}'s Win_post epochs naming rank {origin} outnumber rank {origin}'s Win_start epochs naming rank {target} by {}",
+                        -excess
+                    )
+                }
+            }
+            K::RmaOutOfWindow {
+                op,
+                target,
+                end,
+                size,
+            } => write!(
+                f,
+                "{} reaches byte {end} of rank {target}'s window, which exposes {size} bytes",
+                op.name()
+            ),
+            _ => unreachable!("{self:?} is formatted by another group"),
+        }
+    }
+}
+
 /// One problem: where it is and what is wrong.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Problem {
@@ -1027,9 +1138,31 @@ fn peers_of(file: &TraceFile, rank: u32, world: i64, set: &mut BTreeSet<u32>) {
 }
 
 /// Collectives in the checker's sense: every member of the communicator
-/// takes part, constructors and `Comm_free` included.
+/// takes part, constructors and `Comm_free` included, and the collective
+/// calls of windows.
 fn is_collective(op: Op) -> bool {
-    op.is_collective() || op.family() == Family::CommManagement
+    op.is_collective() || op.family() == Family::CommManagement || op.is_window_collective()
+}
+
+/// A broken epoch rule as the report names it.
+fn rma_problem(e: &Event, b: Broken) -> ProblemKind {
+    let window = e.comm.0;
+    match b {
+        Broken::Outside { target } => ProblemKind::RmaOutsideEpoch {
+            op: e.op,
+            window,
+            target,
+        },
+        Broken::Sync { why } => ProblemKind::RmaSync {
+            op: e.op,
+            window,
+            why,
+        },
+        Broken::LeftOpen { what } => ProblemKind::RmaLeftOpen {
+            window: Some(window),
+            what,
+        },
+    }
 }
 
 // ----- per-rank state ---------------------------------------------------
@@ -1042,6 +1175,8 @@ struct Rank {
     walk: Walker,
     /// The channels this rank's walk used.
     touched: HashSet<Channel>,
+    /// Its windows' epochs.
+    epochs: RankEpochs,
 }
 
 impl Rank {
@@ -1051,6 +1186,7 @@ impl Rank {
             comms: Comms::new(rank, world),
             walk: Walker::new(rank, world),
             touched: HashSet::new(),
+            epochs: RankEpochs::default(),
         }
     }
 }
@@ -1146,6 +1282,10 @@ struct Checker<'a> {
     colls: HashMap<(u64, u64), Coll>,
     /// (rank, instance) pairs whose collectives are out of step.
     desynced: HashSet<(u32, u64)>,
+    /// PSCW epochs, to pair across ranks.
+    pairing: Pairing,
+    /// Windows' memory and the accesses that reach furthest.
+    bounds: Bounds,
     sink: Sink,
     n: Counts,
 }
@@ -1160,6 +1300,8 @@ impl<'a> Checker<'a> {
             steps: Vec::new(),
             colls: HashMap::new(),
             desynced: HashSet::new(),
+            pairing: Pairing::default(),
+            bounds: Bounds::default(),
             sink: Sink::default(),
             n: Counts::default(),
         }
@@ -1235,6 +1377,12 @@ impl<'a> Checker<'a> {
         }
         self.steps = steps;
         self.close_channels(&mut st);
+        for b in st.epochs.finish() {
+            if let Broken::LeftOpen { what } = b {
+                let kind = ProblemKind::RmaLeftOpen { window: None, what };
+                self.sink.add(Some(rank), None, None, kind);
+            }
+        }
     }
 
     fn event(&mut self, st: &mut Rank, i: u64, e: &Event) {
@@ -1242,7 +1390,7 @@ impl<'a> Checker<'a> {
         if e.failed() {
             return;
         }
-        let view = e.op.has_comm().then(|| st.comms.view(e.comm.0));
+        let view = e.names_comm().then(|| st.comms.view(e.comm.0));
         self.values(st.rank, i, e);
         if let Some(v) = view {
             if v.size.is_none() {
@@ -1299,6 +1447,22 @@ impl<'a> Checker<'a> {
                 }
             }
             _ => {}
+        }
+        if e.op.family() == Family::OneSided {
+            let mut broken = Vec::new();
+            st.epochs.event(
+                st.rank,
+                i,
+                e,
+                &st.comms,
+                &mut self.pairing,
+                &mut self.bounds,
+                &mut broken,
+            );
+            for b in broken {
+                let kind = rma_problem(e, b);
+                self.problem(st.rank, i, Some(e), kind);
+            }
         }
     }
 
@@ -1741,6 +1905,7 @@ impl<'a> Checker<'a> {
         for k in keys {
             self.close_channel(k);
         }
+        self.rma_across_ranks();
         fill_details(self.file, &mut self.sink.shown);
         let notes = self.notes(&requested, peers);
         CheckReport {
@@ -1761,6 +1926,32 @@ impl<'a> Checker<'a> {
                 .map(|(k, v)| (k.to_string(), v))
                 .collect(),
             notes,
+        }
+    }
+
+    /// The one-sided rules between ranks: PSCW epochs pair up (when every
+    /// rank was walked) and accesses lie inside their targets' windows
+    /// (where the target was walked).
+    fn rma_across_ranks(&mut self) {
+        if self.sample.is_none() {
+            for (_, origin, target, excess) in self.pairing.unpaired() {
+                let kind = ProblemKind::RmaUnpaired {
+                    origin,
+                    target,
+                    excess,
+                };
+                self.sink.add(None, None, None, kind);
+            }
+        }
+        for o in self.bounds.overflows() {
+            let kind = ProblemKind::RmaOutOfWindow {
+                op: o.at.op,
+                target: o.target,
+                end: o.end,
+                size: o.size,
+            };
+            self.sink
+                .add(Some(o.at.origin), Some(o.at.event), None, kind);
         }
     }
 

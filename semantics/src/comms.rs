@@ -200,7 +200,7 @@ impl Comms {
     /// call that is not one (point-to-point, `Comm_create_group`, which is
     /// collective over its group only, a failed call).
     pub fn count(&mut self, e: &Event) -> Option<u64> {
-        if e.failed() || !e.op.has_comm() || !counted(e.op) || e.op == Op::CommCreateGroup {
+        if e.failed() || !e.names_comm() || !counted(e.op) || e.op == Op::CommCreateGroup {
             return None;
         }
         let s = self.seqs.entry(e.comm.0).or_default();
@@ -252,7 +252,8 @@ impl Comms {
         let (inst, ambiguous) = self.instance(e, parent, seq, c, parent_cart.as_deref(), &dims);
         let keeps_ranks = c.reorder == Some(false);
         let map = match e.op {
-            op if op.is_comm_dup() => parent_map,
+            // A window has its communicator's group.
+            op if op.is_comm_dup() || op.makes_window() => parent_map,
             // Made of an inter-communicator: one whose remote group the
             // lineage does not give.
             Op::CommCreate | Op::CommSplit | Op::CommSplitType if parent.inter => Map::Unknown,
@@ -387,7 +388,9 @@ pub fn world_size(file: &TraceFile) -> i64 {
 }
 
 /// Calls every member of a communicator makes in the same order:
-/// collectives of every kind and the communicator management calls.
+/// collectives of every kind, the communicator management calls, and the
+/// collective calls of windows (their constructors on the communicator,
+/// `Win_fence` and `Win_free` on the window).
 pub(crate) fn counted(op: Op) -> bool {
     matches!(
         op.family(),
@@ -396,7 +399,7 @@ pub(crate) fn counted(op: Op) -> bool {
             | Family::Neighborhood
             | Family::PersistentCollective
             | Family::CommManagement
-    )
+    ) || op.is_window_collective()
 }
 
 /// A stable hash of `parts` (instance ids and fingerprints; `DefaultHasher`

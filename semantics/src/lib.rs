@@ -8,7 +8,8 @@
 //! * [`walk`]: one rank's point-to-point calls as the sends and receives
 //!   they put on their channels (wildcards resolved, persistent requests,
 //!   matched probes, cancelled requests);
-//! * [`check`]: `rankscale check`, which proves that a trace can run;
+//! * [`check`]: `rankscale check`, which proves that a trace can run (with
+//!   the one-sided epoch rules of a private module, `epochs`);
 //! * [`timed`]: every event of a rank with its time on the trace's common
 //!   time base, for the timeline exports.
 //!
@@ -22,5 +23,6 @@
 pub mod channel;
 pub mod check;
 pub mod comms;
+mod epochs;
 pub mod timed;
 pub mod walk;

@@ -21,7 +21,7 @@ fn event(rank: i32, line: &str) -> Event {
         .filter(|t| !t.starts_with("me="))
         .collect();
     let mut e = trace::raw::parse_line(&text.join(" "), 1).expect("a raw-log line");
-    if e.op.has_comm() {
+    if e.names_comm() {
         e.comm_rank = me.unwrap_or(match e.comm.0 {
             0 => rank,
             1 => 0,
@@ -633,4 +633,146 @@ fn constructor_lists_their_other_arguments_contradict_are_named() {
         ],
         "rank 3, event 0: Dist_graph_create has 1 destinations but the sum of its degrees gives 2",
     );
+}
+
+/// Rank r of 4 on two windows over the world (ids 2 and 3): a fence epoch
+/// with puts to both neighbours inside a window of 100 doubles, two PSCW
+/// rounds with the right neighbour (each rank exposes to its left one), a
+/// passive-target epoch with a lock, a flush and a get, then both windows
+/// freed. `edit` rewrites the text (to break one rule).
+fn epochs(r: usize, edit: impl Fn(String) -> String) -> String {
+    let p = 4;
+    let (left, right) = ((r + p - 1) % p, (r + 1) % p);
+    edit(format!(
+        "Init
+        Win_create comm=0 new=2 size=4 win=800/8
+        Win_fence comm=2 assert=0 me={r}
+        Put comm=2 send={right}/0/8/8:double target=91/8/8:double me={r}
+        Put comm=2 send={left}/0/8/8:double target=1/8/8:double me={r}
+        Win_fence comm=2 assert=16 me={r}
+        Win_post comm=2 assert=0 group={left} me={r}
+        Win_start comm=2 assert=0 group={right} me={r}
+        Get comm=2 recv={right}/0/1/8:double target=3/1/8:double me={r}
+        Win_complete comm=2 assert=0 me={r}
+        Win_wait comm=2 assert=0 me={r}
+        Win_post comm=2 assert=0 group={left} me={r}
+        Win_start comm=2 assert=0 group={right} me={r}
+        Accumulate comm=2 send={right}/0/1/8:double redop=sum target=4/1/8:double me={r}
+        Win_complete comm=2 assert=0 me={r}
+        Win_test comm=2 flag=0 assert=0 me={r}
+        Win_test comm=2 flag=1 assert=0 me={r}
+        Win_allocate comm=0 new=3 size=4 win=64/8
+        Win_lock comm=3 lock={right}/exclusive/0 me={r}
+        Get comm=3 recv={right}/0/1/8:double target=7/1/8:double me={r}
+        Win_flush comm=3 lock={right}/none/0 me={r}
+        Win_unlock comm=3 lock={right}/none/0 me={r}
+        Win_free comm=3 assert=0 me={r}
+        Win_free comm=2 assert=0 me={r}
+        Finalize"
+    ))
+}
+
+#[test]
+fn consistent_fence_pscw_and_lock_epochs_pass() {
+    let f = trace(&ranks(4, |r| epochs(r, |s| s)));
+    let r = check(&f).unwrap();
+    assert!(r.is_consistent(), "{:#?}", messages(&r));
+    // The two constructors and frees, and window 2's two fences.
+    assert_eq!(r.collectives, 6, "{r:?}");
+}
+
+#[test]
+fn a_put_after_the_closing_fence_is_outside_every_epoch() {
+    let f = trace(&ranks(4, |r| {
+        epochs(r, |s| {
+            if r != 2 {
+                return s;
+            }
+            s.replace(
+                "Win_fence comm=2 assert=16 me=2",
+                "Win_fence comm=2 assert=16 me=2\nPut comm=2 send=3/0/1/8:double target=0/1/8:double me=2",
+            )
+        })
+    }));
+    let rep = check_finds(
+        &f,
+        1,
+        "Put to rank 3 on window 2 outside every access epoch",
+    );
+    assert_eq!(rep.problems[0].rank, Some(2));
+}
+
+#[test]
+fn a_lock_never_released_is_named_at_win_free() {
+    let f = trace(&ranks(4, |r| {
+        epochs(r, |s| {
+            if r != 1 {
+                return s;
+            }
+            s.replace("Win_unlock comm=3 lock=2/none/0 me=1", "")
+        })
+    }));
+    check_finds(
+        &f,
+        1,
+        "Win_free of window 3 leaves a Win_lock of rank 2 without its Win_unlock",
+    );
+}
+
+#[test]
+fn a_missing_win_post_leaves_its_win_start_unpaired() {
+    // Rank 3 exposes to rank 2 once only: rank 2 starts on it twice.
+    let f = trace(&ranks(4, |r| {
+        epochs(r, |s| {
+            if r != 3 {
+                return s;
+            }
+            s.replacen("Win_post comm=2 assert=0 group=2 me=3", "", 1)
+                .replacen("Win_wait comm=2 assert=0 me=3", "", 1)
+        })
+    }));
+    check_finds(
+        &f,
+        1,
+        "rank 2's Win_start epochs naming rank 3 outnumber rank 3's Win_post epochs naming rank 2 by 1",
+    );
+}
+
+#[test]
+fn an_access_beyond_the_targets_window_is_named_with_its_bytes() {
+    // 8 doubles from displacement 93 reach byte 808 of 800.
+    let f = trace(&ranks(4, |r| {
+        epochs(r, |s| {
+            s.replace(
+                "target=91/8/8:double",
+                if r == 0 {
+                    "target=93/8/8:double"
+                } else {
+                    "target=91/8/8:double"
+                },
+            )
+        })
+    }));
+    let rep = check_finds(
+        &f,
+        1,
+        "Put reaches byte 808 of rank 1's window, which exposes 800 bytes",
+    );
+    assert_eq!(
+        (rep.problems[0].rank, rep.problems[0].event),
+        (Some(0), Some(3))
+    );
+}
+
+#[test]
+fn a_fence_missing_on_one_rank_leaves_its_collective_incomplete() {
+    let f = trace(&ranks(4, |r| {
+        epochs(r, |s| {
+            if r != 0 {
+                return s;
+            }
+            s.replace("Win_fence comm=2 assert=16 me=0", "")
+        })
+    }));
+    check_finds(&f, 4, "rank 1 calls Win_fence where rank 0 calls Win_free");
 }

@@ -29,6 +29,10 @@ pub(crate) struct Member {
     pub recvs: Vec<f64>,
 }
 
+/// The bytes each member of a new window contributes: its base address,
+/// size and displacement unit.
+const WINDOW_RECORD: f64 = 24.0;
+
 /// MPICH's thresholds (its CVAR defaults).
 const BCAST_SHORT: f64 = 12288.0;
 const BCAST_LONG: f64 = 524_288.0;
@@ -380,6 +384,14 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
         | GraphCreate
         | DistGraphCreate
         | DistGraphCreateAdjacent => allreduce(&mut s, CONTEXT_MASK),
+        // A window: a context id, then every member's base, size and
+        // displacement unit.
+        WinCreate | WinAllocate | WinAllocateShared | WinCreateDynamic => {
+            allreduce(&mut s, CONTEXT_MASK);
+            allgather(&mut s, WINDOW_RECORD);
+        }
+        // The window's barrier (its operations arrived before it).
+        WinFence | WinFree => s.bruck(|_| 0.0),
         _ => {}
     }
     s.t

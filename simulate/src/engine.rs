@@ -18,6 +18,8 @@
 //! whose call was held up by another takes that rank's split at the moment
 //! it sent (or entered the collective), plus the transfer.
 
+mod rma;
+
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
@@ -225,6 +227,13 @@ struct RankState<'a> {
     /// Persistent collective requests (MPI 4 `X_init`): each `MPI_Start`
     /// of one arrives at a new instance of the collective it holds.
     coll_templates: FxHashMap<ReqId, Event>,
+    /// When the one-sided operations this rank has issued since its last
+    /// closing synchronisation have all completed (see `rma.rs`).
+    rma_done: Time,
+    /// Per window: the targets of the open `Win_start` epoch and the
+    /// origins of the open `Win_post` epoch (world ranks).
+    accessing: FxHashMap<u32, Vec<u32>>,
+    exposed: FxHashMap<u32, Vec<u32>>,
     /// The communicators the rank knows, as every tool names them.
     comms: Comms,
     mprobed: FxHashMap<u64, SendRec>,
@@ -304,6 +313,7 @@ pub(crate) struct Outcome {
     pub critical: Vec<f64>,
     pub messages: u64,
     pub collectives: u64,
+    pub one_sided: u64,
 }
 
 /// Which ranks the engine runs and how the others map onto them.
@@ -360,6 +370,8 @@ pub(crate) struct Engine<'a> {
     site_time: Vec<(u64, f64)>,
     messages: u64,
     collectives: u64,
+    /// One-sided calls modelled (weighted, as messages are).
+    one_sided: u64,
     lookahead: usize,
     /// Events expanded at a time per rank (see [`PULL_BATCH`]).
     pull_batch: usize,
@@ -406,6 +418,9 @@ impl<'a> Engine<'a> {
                 send_halves: FxHashMap::default(),
                 templates: FxHashMap::default(),
                 coll_templates: FxHashMap::default(),
+                rma_done: 0.0,
+                accessing: FxHashMap::default(),
+                exposed: FxHashMap::default(),
                 comms: Comms::new(layout.world[r], i64::from(p)),
                 mprobed: FxHashMap::default(),
                 chan_cache: SmallVec::new(),
@@ -447,6 +462,7 @@ impl<'a> Engine<'a> {
             site_time: Vec::new(),
             messages: 0,
             collectives: 0,
+            one_sided: 0,
             lookahead: 1 << 20,
             pull_batch: (BATCH_BYTES / (traces.len().max(1) * size_of::<(Event, f64)>()))
                 .clamp(1, PULL_BATCH),
@@ -509,6 +525,7 @@ impl<'a> Engine<'a> {
             critical: last,
             messages: self.messages,
             collectives: self.collectives,
+            one_sided: self.one_sided,
         })
     }
 
@@ -996,6 +1013,7 @@ impl<'a> Engine<'a> {
                 self.start_probe(r, cur, ev);
                 return;
             }
+            Family::OneSided => self.one_sided(r, &ev, enter, &mut cur),
             Family::Collective
             | Family::NonblockingCollective
             | Family::Neighborhood

@@ -267,6 +267,9 @@ pub struct Prediction {
     pub messages: u64,
     /// Collective operations (each counted once, not per member).
     pub collectives: u64,
+    /// One-sided calls modelled (see the approximations in
+    /// [`Prediction::to_text`] and docs/SIMULATE.md).
+    pub one_sided: u64,
     /// The simulation's own wall time, s.
     pub elapsed_s: f64,
     /// Per rank.
@@ -551,6 +554,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         simulated_events: per_rank.iter().map(|r| r.events).sum(),
         messages: out.messages,
         collectives: out.collectives,
+        one_sided: out.one_sided,
         elapsed_s,
         per_rank,
         sites,
@@ -737,6 +741,15 @@ impl Prediction {
             self.elapsed_s,
             self.simulated_events as f64 / self.elapsed_s.max(1e-9) / 1e6
         );
+        if self.one_sided > 0 {
+            let _ = writeln!(
+                s,
+                "one-sided: {} calls modelled as messages that need no receive, completed at their \
+                 epoch's closing call (fences as the window's barrier, PSCW as notices, locks as \
+                 round trips that never contend; the target's CPU takes no part)",
+                self.one_sided
+            );
+        }
         let c = &self.critical;
         let share = |x: f64| 100.0 * x / c.length_ns.max(1e-9);
         let _ = writeln!(

@@ -391,6 +391,26 @@ impl Op {
         }
     }
 
+    /// Whether the call makes a window (`Win_create`, `Win_allocate`,
+    /// `Win_allocate_shared`, `Win_create_dynamic`): collective over its
+    /// communicator, it makes a window of the same group, recorded like a
+    /// communicator ([`Rma`]).
+    pub fn makes_window(self) -> bool {
+        matches!(
+            self,
+            Op::WinCreate | Op::WinAllocate | Op::WinAllocateShared | Op::WinCreateDynamic
+        )
+    }
+
+    /// Whether every member of the communicator or window makes the call,
+    /// in the same order as its other such calls: the window constructors
+    /// (on their communicator), `Win_fence` and `Win_free` (on the
+    /// window). The other one-sided synchronisation involves only the
+    /// ranks it names.
+    pub fn is_window_collective(self) -> bool {
+        self.makes_window() || matches!(self, Op::WinFence | Op::WinFree)
+    }
+
     /// Whether the call acts on one partition of a live partitioned
     /// request (`Pready`, `Pready_range`, `Pready_list`, `Parrived`): it
     /// names the request in [`Event::reqs`] and no communicator.
