@@ -360,6 +360,25 @@ fn wavefront_extrapolates_exactly() {
     }
 }
 
+/// `rma_halo`: a 2D periodic halo exchange written with `MPI_Put` in
+/// `MPI_Win_fence` epochs (issue 36), its targets and displacements
+/// continued like point-to-point peers: traced at 2x2, 3x3 and 4x4,
+/// extrapolated to 5x5 and compared with a real 25-rank run, rank by rank.
+#[test]
+fn one_sided_halo_extrapolates_exactly() {
+    for imp in mpis() {
+        let a = |_: &str| vec!["10".to_string(), "8".to_string()];
+        exact(
+            imp,
+            "rma_halo",
+            "rma_halo",
+            &a,
+            &["4", "9", "16"],
+            "25",
+        );
+    }
+}
+
 /// The collectives program: every blocking and nonblocking collective,
 /// roots that rotate (rank `it` is the root in iteration `it`, with
 /// `MPI_IN_PLACE` there), counts of `rank % 2`, `rank % 3` and `rank % 4`

@@ -17,11 +17,10 @@
  *     Start ITERS, Startall ITERS, Barrier ITERS, Waitall ITERS,
  *     Request_free 4, Cart_create 1, Comm_dup_with_info 1, Comm_free 2,
  *     Wait 1, Bcast 1, Reduce 1, Neighbor_alltoall 1,
- *     Ineighbor_allgather 1;
+ *     Ineighbor_allgather 1, Win_create 1, Win_fence 2, Put 1, Win_free 1;
  *   without detail: Comm_rank 1, Comm_size 1, Buffer_attach 1,
  *     Buffer_detach 1, Type_vector 1, Type_commit 1, Type_size 1,
- *     Type_free 1, Dims_create 1, Win_create 1, Win_fence 2, Put 1, Win_free 1,
- *     File_open 1, File_write_at_all 1, File_close 1, Comm_group 1,
+ *     Type_free 1, Dims_create 1, File_open 1, File_write_at_all 1, File_close 1, Comm_group 1,
  *     Group_size 1, Group_free 1, Info_create 1, Info_set 1, Info_free 1.
  * MPI_Wtime is called once and not recorded (allow-listed).
  */

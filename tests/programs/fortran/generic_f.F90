@@ -1,5 +1,6 @@
-! generic_f: calls that rankscale records without detail, made from
-! Fortran, on a ring of np >= 2 ranks. Built twice (tests/programs/build.sh):
+! generic_f: calls that rankscale records without detail, and the
+! one-sided calls it records in detail (issue 36), made from Fortran, on a
+! ring of np >= 2 ranks. Built twice (tests/programs/build.sh):
 ! generic_f with `use mpi`, generic_f08 (-DF08) with `use mpi_f08`. On MPICH they reach the
 ! C wrappers; Open MPI's Fortran bindings call PMPI_* directly, so there the
 ! shim's generated Fortran entry points record them. Both must record the
@@ -8,10 +9,10 @@
 !
 ! Per-rank calls, once each unless said:
 !   detailed: Init, Finalize, Irecv, Wait 2 (the cancelled receive, the
-!     Rput), Barrier 3;
+!     Rput), Barrier 3, Win_create, Win_fence 2, Put, Win_lock_all, Rput,
+!     Win_unlock_all, Win_free;
 !   without detail: Comm_rank, Comm_size, Comm_set_name, Comm_get_name,
-!     Type_vector, Type_commit, Type_size, Type_free, Win_create,
-!     Win_fence 2, Put, Win_lock_all, Rput, Win_unlock_all, Win_free, Comm_group, Group_size, Group_free,
+!     Type_vector, Type_commit, Type_size, Type_free, Comm_group, Group_size, Group_free,
 !     Info_create, Info_set, Info_free, File_open, File_write_at_all,
 !     File_close, Cancel, Test_cancelled.
 program generic_f
