@@ -79,6 +79,11 @@
 #     of `all`): check, analyze and simulate of this build against another
 #     build's rankscale on the published smg128 and amg64, alternating
 #     pairs; the ratio is this build's median time over the baseline's.
+# 18. one-sided (`scripts/bench.sh onesided`, not part of `all`): the
+#     tracer's cost per one-sided call on benches/mpi/rmaloop (MPI_Put and
+#     MPI_Win_flush in a passive-target epoch): ns per call traced against
+#     untraced, 2 ranks, alternating pairs; and instructions per call under
+#     callgrind on one rank, untraced and traced (the ratio).
 # 17. instructions (`scripts/bench.sh instructions`, not part of `all`): the
 #     tracer's cost per call in instructions, which a shared machine's
 #     noise does not move: benches/mpi/selfloop (Irecv, Send, Wait to
@@ -165,6 +170,39 @@ pair() { # pair R CMD...: runs CMD untraced and traced, prints "untraced traced"
   echo "$u $t"
 }
 pingpong_ns() { launch "$1" 2 "$2" pingpong "$iters" 8 3 2>/dev/null | awk '/roundtrip_ns/ {print $2}'; }
+
+if [[ $part == onesided ]]; then
+  # The tracer's cost per one-sided call (issue 36): benches/mpi/rmaloop
+  # (MPI_Put of 8 bytes and MPI_Win_flush, two calls an iteration, in one
+  # passive-target epoch), 2 ranks, untraced and traced in alternating
+  # pairs; and its instructions per call under callgrind, one rank putting
+  # into its own window, as the instructions part counts them.
+  rma_iters="${RMA_ITERS:-20000}"
+  rmaloop_ns() { launch "$1" 2 "$2" rmaloop "$rma_iters" 3 2>/dev/null | awk '/iteration_ns/ {print $2}'; }
+  echo "one-sided: rmaloop (Put + Win_flush, 2 ranks); added ns per intercepted call = (traced - untraced iteration) / 2"
+  printf '%-8s %14s %14s %12s %16s\n' MPI "untraced(ns)" "traced(ns)" "ns/call" "quartiles"
+  for imp in mpich openmpi; do
+    for ((r = 0; r < ${PINGPONG_PAIRS:-9}; r++)); do pair "$r" rmaloop_ns "$imp"; done |
+      awk '{ print $1, $2, ($2 - $1) / 2 }' | pairs_report "$imp"
+  done
+  if command -v valgrind >/dev/null; then
+    rma_ir() { # rma_ir IMP SHIM N: the instructions of rmaloop N on one rank (SHIM empty: untraced)
+      env ${2:+LD_PRELOAD=$2} RANKSCALE_TRACE="$tmp/rmaloop.trace" \
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null "target/programs/$1/rmaloop" "$3" 1 2>&1 |
+        awk '/Collected/ { print $4 }'
+    }
+    rma_per_call() { echo $(( ($(rma_ir "$1" "$2" 11000) - $(rma_ir "$1" "$2" 1000)) / 20000 )); }
+    echo "one-sided instructions per call: rmaloop on one rank under callgrind, (11,000 - 1,000 iterations) / 20,000 calls"
+    printf '%-8s %10s %10s %10s %10s\n' MPI untraced traced added ratio
+    for imp in mpich openmpi; do
+      none=$(rma_per_call "$imp" "")
+      this=$(rma_per_call "$imp" "$root/target/$imp/release/libpmpi_shim.so")
+      printf '%-8s %10s %10s %10s %10s\n' "$imp" "$none" "$this" "$((this - none))" \
+        "$(awk -v a="$this" -v u="$none" 'BEGIN { printf "%.2f", a / u }')"
+    done
+  fi
+  exit 0
+fi
 
 if [[ $part == instructions ]]; then
   command -v valgrind >/dev/null || { echo "bench: valgrind is missing (scripts/setup.sh installs it)" >&2; exit 1; }

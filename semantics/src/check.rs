@@ -471,7 +471,7 @@ pub enum ProblemKind {
         op: Op,
         /// The window (this rank's id).
         window: u32,
-        /// The target (world rank).
+        /// The target (rank in the window).
         target: i64,
     },
     /// A one-sided synchronisation call out of place (a `Win_complete`
@@ -495,9 +495,9 @@ pub enum ProblemKind {
     /// `Win_start` epochs of an origin naming a target and `Win_post`
     /// epochs of the target naming the origin do not pair up.
     RmaUnpaired {
-        /// The origin (world rank).
+        /// The origin (rank in the window).
         origin: i64,
-        /// The target (world rank).
+        /// The target (rank in the window).
         target: i64,
         /// Start epochs less post epochs.
         excess: i64,
@@ -507,7 +507,7 @@ pub enum ProblemKind {
     RmaOutOfWindow {
         /// The call.
         op: Op,
-        /// The target (world rank).
+        /// The target (rank in the window).
         target: i64,
         /// The byte the access ends at.
         end: i64,
@@ -939,7 +939,7 @@ impl ProblemKind {
         match self {
             K::RmaOutsideEpoch { op, window, target } => write!(
                 f,
-                "{} to rank {target} on window {window} outside every access epoch on that rank (no fence epoch, no Win_start naming it, no lock on it)",
+                "{} to window rank {target} on window {window} outside every access epoch on that rank (no fence epoch, no Win_start naming it, no lock on it)",
                 op.name(),
             ),
             K::RmaSync { op, window, why } => {
@@ -957,12 +957,12 @@ impl ProblemKind {
                 if *excess > 0 {
                     write!(
                         f,
-                        "rank {origin}'s Win_start epochs naming rank {target} outnumber rank {target}'s Win_post epochs naming rank {origin} by {excess}"
+                        "window rank {origin}'s Win_start epochs naming window rank {target} outnumber window rank {target}'s Win_post epochs naming window rank {origin} by {excess}"
                     )
                 } else {
                     write!(
                         f,
-                        "rank {target}'s Win_post epochs naming rank {origin} outnumber rank {origin}'s Win_start epochs naming rank {target} by {}",
+                        "window rank {target}'s Win_post epochs naming window rank {origin} outnumber window rank {origin}'s Win_start epochs naming window rank {target} by {}",
                         -excess
                     )
                 }
@@ -974,7 +974,7 @@ impl ProblemKind {
                 size,
             } => write!(
                 f,
-                "{} reaches byte {end} of rank {target}'s window, which exposes {size} bytes",
+                "{} reaches byte {end} of window rank {target}'s memory, which exposes {size} bytes",
                 op.name()
             ),
             _ => unreachable!("{self:?} is formatted by another group"),

@@ -15,7 +15,13 @@
 //!   kind is open, and a fence does not come inside a PSCW or lock epoch;
 //! - nothing is left open at `Win_free` or at the rank's end.
 //!
-//! Across ranks ([`Pairing`], [`Bounds`]):
+//! Ranks are the window's own (its group's), as the calls name them: they
+//! need no translation to world ranks, which the trace does not pin down
+//! for every communicator (a `Comm_split`'s groups).
+//!
+//! Across ranks ([`Pairing`], [`Bounds`]), by window instance (the same on
+//! every member; instances that may stand for several groups, such as a
+//! `Comm_split_type`'s, are not compared across ranks):
 //! - every `Win_start` epoch of an origin that names a target meets a
 //!   `Win_post` epoch of that target that names the origin, as many times;
 //! - every target displacement lies inside the target's window: its
@@ -37,7 +43,7 @@ use crate::comms::Comms;
 pub(crate) enum Broken {
     /// A communication call outside every access epoch on its target.
     Outside {
-        /// The target (world rank).
+        /// The target (rank in the window).
         target: i64,
     },
     /// A synchronisation call out of place.
@@ -59,11 +65,14 @@ struct Win {
     inst: u64,
     /// A fence epoch is open.
     fence: bool,
-    /// The targets of the open `Win_start` epoch (world ranks).
+    /// Whether the instance may stand for several groups (then nothing is
+    /// compared across ranks).
+    ambiguous: bool,
+    /// The targets of the open `Win_start` epoch (ranks in the window).
     start: Option<Vec<i64>>,
-    /// The origins of the open `Win_post` epoch (world ranks).
+    /// The origins of the open `Win_post` epoch (ranks in the window).
     post: Option<Vec<i64>>,
-    /// The targets this rank holds a `Win_lock` on (world ranks).
+    /// The targets this rank holds a `Win_lock` on (ranks in the window).
     locks: Vec<i64>,
     /// A `Win_lock_all` is open.
     lock_all: bool,
@@ -83,7 +92,9 @@ impl Win {
             out.push("an exposure epoch of Win_post without its Win_wait".to_string());
         }
         for t in &self.locks {
-            out.push(format!("a Win_lock of rank {t} without its Win_unlock"));
+            out.push(format!(
+                "a Win_lock of window rank {t} without its Win_unlock"
+            ));
         }
         if self.lock_all {
             out.push("a Win_lock_all without its Win_unlock_all".to_string());
@@ -113,7 +124,7 @@ pub(crate) struct Access {
     pub disp: i64,
     /// The bytes the target datatype holds.
     pub bytes: i64,
-    /// The origin (world rank) and its event index.
+    /// The origin (world rank).
     pub origin: u32,
     /// The event index on the origin.
     pub event: u64,
@@ -136,7 +147,7 @@ pub(crate) struct Bounds {
 pub(crate) struct Overflow {
     /// The access.
     pub at: Access,
-    /// The target (world rank).
+    /// The target (rank in the window).
     pub target: i64,
     /// The byte the access ends at.
     pub end: i64,
@@ -208,14 +219,6 @@ impl Pairing {
     }
 }
 
-/// The world ranks of a group recorded as ranks in window `id`.
-fn world_group(comms: &Comms, id: u32, group: &[i32]) -> Vec<i64> {
-    group
-        .iter()
-        .filter_map(|&l| comms.world_of(id, i64::from(l)))
-        .collect()
-}
-
 impl RankEpochs {
     /// Follows one detailed one-sided event of rank `me` (world rank), at
     /// index `i`, after `comms` has followed it (so that a new window is
@@ -234,20 +237,25 @@ impl RankEpochs {
         let Some(rma) = e.rma.as_deref() else {
             return;
         };
+        // This rank's rank in the window (a constructor's caller has the
+        // same rank in the window as in its communicator).
+        let mine = i64::from(e.comm_rank);
         if e.op.makes_window() {
             let Some(new) = e.create.as_ref().and_then(|c| c.new) else {
                 return;
             };
-            let inst = comms.view(new.0).inst;
+            let view = comms.view(new.0);
             if let Rma::Window { size, disp_unit } = *rma
                 && e.op != Op::WinCreateDynamic
+                && !view.ambiguous
             {
-                bounds.expose(inst, i64::from(me), size, i64::from(disp_unit));
+                bounds.expose(view.inst, mine, size, i64::from(disp_unit));
             }
             self.wins.insert(
                 new.0,
                 Win {
-                    inst,
+                    inst: view.inst,
+                    ambiguous: view.ambiguous,
                     dynamic: e.op == Op::WinCreateDynamic,
                     ..Win::default()
                 },
@@ -255,12 +263,19 @@ impl RankEpochs {
             return;
         }
         let id = e.comm.0;
-        let inst = comms.view(id).inst;
+        let view = comms.view(id);
         let w = self.wins.entry(id).or_insert_with(|| Win {
-            inst,
+            inst: view.inst,
+            ambiguous: true,
             ..Win::default()
         });
+        let across = !w.ambiguous;
         let mut sync = |why: &'static str| out.push(Broken::Sync { why });
+        let local = |p: &Peer| match p {
+            Peer::Rank { local, .. } if *local >= 0 => Some(i64::from(*local)),
+            _ => None,
+        };
+        let group = |g: &[i32]| g.iter().map(|&l| i64::from(l)).collect::<Vec<i64>>();
         match (e.op, rma) {
             (
                 _,
@@ -271,9 +286,9 @@ impl RankEpochs {
                 let target = [e.send, e.recv]
                     .into_iter()
                     .flatten()
-                    .find_map(|t| t.peer.world());
-                let Some(target) = target.map(i64::from) else {
-                    return; // MPI_PROC_NULL
+                    .find_map(|t| local(&t.peer));
+                let Some(target) = target else {
+                    return; // MPI_PROC_NULL, or a rank the trace does not give
                 };
                 let open = w.fence
                     || w.lock_all
@@ -282,7 +297,7 @@ impl RankEpochs {
                 if !open {
                     out.push(Broken::Outside { target });
                 }
-                if !w.dynamic {
+                if !w.dynamic && across {
                     let a = Access {
                         disp: *disp,
                         bytes: count.saturating_mul(*dsize),
@@ -299,16 +314,15 @@ impl RankEpochs {
                 }
                 w.fence = assert & Rma::MODE_NOSUCCEED == 0;
             }
-            (Op::WinStart, Rma::Sync { group, .. }) => {
+            (Op::WinStart, Rma::Sync { group: g, .. }) => {
                 if w.start.is_some() {
                     sync("Win_start while an access epoch of Win_start is open");
                 }
-                let g = world_group(comms, id, group);
-                for &t in &g {
-                    *pairing
-                        .balance
-                        .entry((w.inst, i64::from(me), t))
-                        .or_default() += 1;
+                let g = group(g);
+                if across {
+                    for &t in &g {
+                        *pairing.balance.entry((w.inst, mine, t)).or_default() += 1;
+                    }
                 }
                 w.start = Some(g);
                 w.fence = false;
@@ -318,16 +332,15 @@ impl RankEpochs {
                     sync("Win_complete without a Win_start");
                 }
             }
-            (Op::WinPost, Rma::Sync { group, .. }) => {
+            (Op::WinPost, Rma::Sync { group: g, .. }) => {
                 if w.post.is_some() {
                     sync("Win_post while an exposure epoch of Win_post is open");
                 }
-                let g = world_group(comms, id, group);
-                for &o in &g {
-                    *pairing
-                        .balance
-                        .entry((w.inst, o, i64::from(me)))
-                        .or_default() -= 1;
+                let g = group(g);
+                if across {
+                    for &o in &g {
+                        *pairing.balance.entry((w.inst, o, mine)).or_default() -= 1;
+                    }
                 }
                 w.post = Some(g);
                 w.fence = false;
@@ -345,7 +358,7 @@ impl RankEpochs {
                 }
             }
             (Op::WinLock, Rma::Lock { peer, .. }) => {
-                if let Some(t) = peer.world().map(i64::from) {
+                if let Some(t) = local(peer) {
                     if w.lock_all || w.locks.contains(&t) {
                         sync("Win_lock of a target this rank holds a lock on already");
                     } else {
@@ -354,7 +367,7 @@ impl RankEpochs {
                 }
             }
             (Op::WinUnlock, Rma::Lock { peer, .. }) => {
-                if let Some(t) = peer.world().map(i64::from) {
+                if let Some(t) = local(peer) {
                     match w.locks.iter().position(|&x| x == t) {
                         Some(k) => {
                             w.locks.swap_remove(k);
@@ -364,8 +377,8 @@ impl RankEpochs {
                 }
             }
             (Op::WinFlush | Op::WinFlushLocal, Rma::Lock { peer, .. }) => {
-                if let Peer::Rank { world, .. } = peer
-                    && !(w.lock_all || w.locks.contains(&i64::from(*world)))
+                if let Some(t) = local(peer)
+                    && !(w.lock_all || w.locks.contains(&t))
                 {
                     sync("a flush of a target outside a passive-target epoch on it");
                 }

@@ -28,12 +28,21 @@ fn event(rank: i32, line: &str) -> Event {
             _ => -1,
         });
     }
-    if e.comm.0 == 0 && !e.op.is_collective() {
+    // Peers on the world, and on the windows of these tests (all over the
+    // world), have their world rank as their rank there.
+    if (e.comm.0 == 0 && !e.op.is_collective()) || e.rma.is_some() {
         for t in [&mut e.send, &mut e.recv].into_iter().flatten() {
             if let Peer::Rank { world, local } = &mut t.peer {
                 *local = *world;
             }
         }
+    }
+    if let Some(trace::Rma::Lock {
+        peer: Peer::Rank { world, local },
+        ..
+    }) = e.rma.as_deref_mut()
+    {
+        *local = *world;
     }
     e
 }
@@ -697,7 +706,7 @@ fn a_put_after_the_closing_fence_is_outside_every_epoch() {
     let rep = check_finds(
         &f,
         1,
-        "Put to rank 3 on window 2 outside every access epoch",
+        "Put to window rank 3 on window 2 outside every access epoch",
     );
     assert_eq!(rep.problems[0].rank, Some(2));
 }
@@ -715,7 +724,7 @@ fn a_lock_never_released_is_named_at_win_free() {
     check_finds(
         &f,
         1,
-        "Win_free of window 3 leaves a Win_lock of rank 2 without its Win_unlock",
+        "Win_free of window 3 leaves a Win_lock of window rank 2 without its Win_unlock",
     );
 }
 
@@ -734,7 +743,7 @@ fn a_missing_win_post_leaves_its_win_start_unpaired() {
     check_finds(
         &f,
         1,
-        "rank 2's Win_start epochs naming rank 3 outnumber rank 3's Win_post epochs naming rank 2 by 1",
+        "window rank 2's Win_start epochs naming window rank 3 outnumber window rank 3's Win_post epochs naming window rank 2 by 1",
     );
 }
 
@@ -756,7 +765,7 @@ fn an_access_beyond_the_targets_window_is_named_with_its_bytes() {
     let rep = check_finds(
         &f,
         1,
-        "Put reaches byte 808 of rank 1's window, which exposes 800 bytes",
+        "Put reaches byte 808 of window rank 1's memory, which exposes 800 bytes",
     );
     assert_eq!(
         (rep.problems[0].rank, rep.problems[0].event),

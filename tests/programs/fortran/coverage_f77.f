@@ -15,7 +15,11 @@ C       Comm_dup 1, Comm_split 1, Comm_split_type 1, Comm_create 1,
 C       Intercomm_create 1, Intercomm_merge 1 (Comm_free 2 more),
 C       Cart_create 1, Neighbor_allgather 1, Cart_sub 1,
 C       Graph_create 1, Dist_graph_create 1,
-C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
+C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks),
+C       Win_create 1, Win_fence 2, Put 1, Win_post 1, Win_start 1,
+C       Accumulate 1, Win_complete 1, Win_wait 1, Win_lock 1, Get 1,
+C       Win_unlock 1, Win_free 1 (and the window groups' Comm_group 1,
+C       Group_incl 2, Group_free 3, recorded without detail).
       program covf77
       implicit none
       include 'mpif.h'
@@ -50,6 +54,10 @@ C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
       integer gindex(16), gedges(32), nnb, isrc(1), idst(1), ideg(1)
       integer indeg, outdeg, iw1(1), iw2(1), nbrs(4)
       logical weighted
+      double precision win(8), wput(2), wacc, wget
+      common /rma/ win, wput, wacc, wget
+      integer wh, glft, grgt
+      integer(kind=MPI_ADDRESS_KIND) wsize, tdisp
 
       call MPI_INIT(ierr)
       call MPI_COMM_RANK(MPI_COMM_WORLD, me, ierr)
@@ -462,6 +470,55 @@ C     The two halves of split (even and odd ranks) joined and merged.
       call MPI_COMM_FREE(dg, ierr)
       call MPI_COMM_FREE(dga, ierr)
       call chk(dga .eq. MPI_COMM_NULL, 'comm_free handle')
+
+C     ---------------- one-sided communication ----------------
+C     The window (in a common block, so that the compiler reloads it
+C     after the synchronisation calls) holds 8 doubles.
+      do i = 1, 8
+         win(i) = 0.0d0
+      end do
+      wsize = 64
+      call MPI_WIN_CREATE(win, wsize, 8, MPI_INFO_NULL,
+     &                    MPI_COMM_WORLD, wh, ierr)
+C     Fence epoch: Put 2 doubles to the right neighbour's win(1:2)
+      call MPI_WIN_FENCE(0, wh, ierr)
+      wput(1) = dble(me + 1)
+      wput(2) = dble(me + 2)
+      tdisp = 0
+      call MPI_PUT(wput, 2, MPI_DOUBLE_PRECISION, right, tdisp, 2,
+     &             MPI_DOUBLE_PRECISION, wh, ierr)
+      call MPI_WIN_FENCE(0, wh, ierr)
+      call chk(win(1) .eq. dble(left + 1) .and.
+     &         win(2) .eq. dble(left + 2), 'put/fence')
+C     PSCW epoch: exposed to the left, accessing the right neighbour;
+C     Accumulate (MPI_SUM) rank into the right neighbour's win(3)
+      call MPI_COMM_GROUP(MPI_COMM_WORLD, wgrp, ierr)
+      isrc(1) = left
+      call MPI_GROUP_INCL(wgrp, 1, isrc, glft, ierr)
+      idst(1) = right
+      call MPI_GROUP_INCL(wgrp, 1, idst, grgt, ierr)
+      call MPI_WIN_POST(glft, 0, wh, ierr)
+      call MPI_WIN_START(grgt, 0, wh, ierr)
+      wacc = dble(me)
+      tdisp = 2
+      call MPI_ACCUMULATE(wacc, 1, MPI_DOUBLE_PRECISION, right, tdisp,
+     &     1, MPI_DOUBLE_PRECISION, MPI_SUM, wh, ierr)
+      call MPI_WIN_COMPLETE(wh, ierr)
+      call MPI_WIN_WAIT(wh, ierr)
+      call chk(win(3) .eq. dble(left), 'accumulate/pscw')
+      call MPI_GROUP_FREE(glft, ierr)
+      call MPI_GROUP_FREE(grgt, ierr)
+      call MPI_GROUP_FREE(wgrp, ierr)
+C     Passive target: Get back what this rank put in the fence epoch
+      wget = -1.0d0
+      tdisp = 0
+      call MPI_WIN_LOCK(MPI_LOCK_SHARED, right, 0, wh, ierr)
+      call MPI_GET(wget, 1, MPI_DOUBLE_PRECISION, right, tdisp, 1,
+     &             MPI_DOUBLE_PRECISION, wh, ierr)
+      call MPI_WIN_UNLOCK(right, wh, ierr)
+      call chk(wget .eq. dble(me + 1), 'get/lock')
+      call MPI_WIN_FREE(wh, ierr)
+      call chk(wh .eq. MPI_WIN_NULL, 'win_free handle')
 
       call MPI_BUFFER_DETACH(bbuf, n, ierr)
       hsum = 0

@@ -16,7 +16,11 @@
 !   Intercomm_create 1, Intercomm_merge 1 (Comm_free 2 more),
 !   Cart_create 1, Neighbor_allgather 1, Cart_sub 1, Graph_create 1,
 !   Dist_graph_create 1,
-!   Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks).
+!   Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks),
+!   Win_create 1, Win_fence 2, Put 1, Win_post 1, Win_start 1, Accumulate 1,
+!   Win_complete 1, Win_wait 1, Win_lock 1, Get 1, Win_unlock 1, Win_free 1
+!   (and the window groups' Comm_group 1, Group_incl 2, Group_free 3,
+!   recorded without detail).
 module cov_state
   use mpi
   implicit none
@@ -30,6 +34,8 @@ module cov_state
   ! MPI_BOTTOM struct members (accessed by MPI through absolute addresses)
   integer, volatile :: ival(3), rival(3)
   double precision, volatile :: dval(2), rdval(2)
+  ! one-sided window and origin buffers (accessed by MPI between calls)
+  double precision, asynchronous :: win(8), wput(2), wacc, wget
 contains
   integer function val(a, b, c)
     integer, intent(in) :: a, b, c
@@ -417,6 +423,8 @@ program coverage_usempi
   integer :: gindex(16), gedges(32), nnb, isrc(1), idst(1), ideg(1), nbrs(4)
   integer :: indeg, outdeg, iw1(1), iw2(1)
   logical :: weighted
+  integer :: wh, glft, grgt
+  integer(kind=MPI_ADDRESS_KIND) :: wsize, tdisp
 
   call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
@@ -741,6 +749,44 @@ program coverage_usempi
   call MPI_Comm_free(dg, ierr)
   call MPI_Comm_free(dga, ierr)
   call chk(dga == MPI_COMM_NULL, 'comm_free handle')
+
+  ! ---------------- one-sided communication ----------------
+  win = 0.0d0
+  wsize = 64
+  call MPI_Win_create(win, wsize, 8, MPI_INFO_NULL, MPI_COMM_WORLD, wh, ierr)
+  ! Fence epoch: Put 2 doubles to the right neighbour's win(1:2)
+  call MPI_Win_fence(0, wh, ierr)
+  wput = [dble(me + 1), dble(me + 2)]
+  tdisp = 0
+  call MPI_Put(wput, 2, MPI_DOUBLE_PRECISION, right, tdisp, 2, MPI_DOUBLE_PRECISION, wh, ierr)
+  call MPI_Win_fence(0, wh, ierr)
+  call chk(win(1) == dble(left + 1) .and. win(2) == dble(left + 2), 'put/fence')
+  ! PSCW epoch: exposed to the left, accessing the right neighbour;
+  ! Accumulate (MPI_SUM) rank into the right neighbour's win(3)
+  call MPI_Comm_group(MPI_COMM_WORLD, wgrp, ierr)
+  call MPI_Group_incl(wgrp, 1, [left], glft, ierr)
+  call MPI_Group_incl(wgrp, 1, [right], grgt, ierr)
+  call MPI_Win_post(glft, 0, wh, ierr)
+  call MPI_Win_start(grgt, 0, wh, ierr)
+  wacc = dble(me)
+  tdisp = 2
+  call MPI_Accumulate(wacc, 1, MPI_DOUBLE_PRECISION, right, tdisp, 1, MPI_DOUBLE_PRECISION, &
+                      MPI_SUM, wh, ierr)
+  call MPI_Win_complete(wh, ierr)
+  call MPI_Win_wait(wh, ierr)
+  call chk(win(3) == dble(left), 'accumulate/pscw')
+  call MPI_Group_free(glft, ierr)
+  call MPI_Group_free(grgt, ierr)
+  call MPI_Group_free(wgrp, ierr)
+  ! Passive target: Get back what this rank put in the fence epoch
+  wget = -1.0d0
+  tdisp = 0
+  call MPI_Win_lock(MPI_LOCK_SHARED, right, 0, wh, ierr)
+  call MPI_Get(wget, 1, MPI_DOUBLE_PRECISION, right, tdisp, 1, MPI_DOUBLE_PRECISION, wh, ierr)
+  call MPI_Win_unlock(right, wh, ierr)
+  call chk(wget == dble(me + 1), 'get/lock')
+  call MPI_Win_free(wh, ierr)
+  call chk(wh == MPI_WIN_NULL, 'win_free handle')
 
   call MPI_Buffer_detach(bbuf, n, ierr)
   hsum = 0
