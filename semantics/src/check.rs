@@ -2,7 +2,7 @@
 //! events, so that no tool (above all the extrapolator) hands a user a trace
 //! that deadlocks, truncates a message or breaks a collective on replay.
 //!
-//! It proves five things:
+//! It proves six things:
 //!
 //! 1. every concrete peer, root and matched source names a rank that exists,
 //!    in the world and in the call's communicator;
@@ -17,7 +17,13 @@
 //!    gets;
 //! 5. every collective has all its members, in the same order on each, with
 //!    the same operation, root, reduction and sizes, and what each member of
-//!    a v-collective sends to another is what that one expects.
+//!    a v-collective sends to another is what that one expects (window
+//!    constructors, `Win_fence` and `Win_free` among them);
+//! 6. one-sided calls keep MPI's epoch rules (the private module `epochs`):
+//!    every put, get and accumulate lies in an access epoch on its target,
+//!    PSCW epochs and locks open and close in order and pair up across
+//!    ranks, nothing is left open at `Win_free`, and every access lies
+//!    inside the memory its target exposed.
 //!
 //! Ranks are walked one at a time and never kept: memory is one rank's
 //! expansion cursor, the messages not matched yet (in flight between ranks
