@@ -10,6 +10,7 @@
 //! and datatypes, and hands each event to its concern: [`p2p`] (sends,
 //! receives, probes), [`requests`] (the request table and the completion
 //! calls), [`coll`] (collectives and reductions), [`comm`] (communicators),
+//! [`rma`] (windows and one-sided communication),
 //! [`threads`] (a rank's replay threads and their order) and [`report`]
 //! (the totals and the printed profile).
 
@@ -60,6 +61,7 @@ mod p2p;
 mod partitioned;
 mod report;
 mod requests;
+mod rma;
 #[cfg(rankscale_mpi4)]
 mod session;
 mod threads;
@@ -286,6 +288,9 @@ struct Replayer<'o> {
     /// The computation draws (see [`compress::ComputeDraws`]).
     draws: compress::ComputeDraws,
     comms: Comms,
+    /// The windows this thread made, by trace id (windows live in the
+    /// communicators' id space).
+    wins: rma::Windows,
     /// Whether other threads replay other parts of this rank: a
     /// communicator that is not there yet is then awaited (another thread
     /// creates it) instead of being an error.
@@ -364,6 +369,7 @@ impl<'o> Replayer<'o> {
             yield_colls: yield_collectives(opts),
             draws,
             comms,
+            wins: rma::Windows::default(),
             threaded,
             types: HashMap::new(),
             owned_types: Vec::new(),
@@ -598,6 +604,7 @@ impl<'o> Replayer<'o> {
                 unsafe { MPI_Pcontrol(level) };
                 Ok(0.0)
             }
+            op if op.family() == Family::OneSided => self.one_sided(e),
             Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => self.send(e),
             Op::Recv => self.recv(e),
             Op::Sendrecv => self.sendrecv(e),
