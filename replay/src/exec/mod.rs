@@ -291,6 +291,12 @@ struct Replayer<'o> {
     /// The windows this thread made, by trace id (windows live in the
     /// communicators' id space).
     wins: rma::Windows,
+    /// The exposure epochs of this rank's windows ([`rma::exposures`];
+    /// the main thread of an unthreaded rank only).
+    exposures: rma::Exposures,
+    /// How long an origin's `Win_complete` is held for a target's tests
+    /// at most (the causal gates' timeout).
+    hold_timeout: Duration,
     /// Whether other threads replay other parts of this rank: a
     /// communicator that is not there yet is then awaited (another thread
     /// creates it) instead of being an error.
@@ -370,6 +376,8 @@ impl<'o> Replayer<'o> {
             draws,
             comms,
             wins: rma::Windows::default(),
+            exposures: rma::Exposures::new(),
+            hold_timeout: Duration::from_secs(1),
             threaded,
             types: HashMap::new(),
             owned_types: Vec::new(),
@@ -749,6 +757,8 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         gates.finish()?;
     } else {
         r.gates = Some(gates);
+        r.exposures = rma::exposures(rt.expand());
+        r.hold_timeout = hold_timeout(opts, file);
     }
     // SAFETY: a barrier on the world communicator, outside the traced API.
     unsafe { PMPI_Barrier(world) };
@@ -857,23 +867,23 @@ fn causal_gates(
         let size = file.trace.ranks().len() as i64;
         replay::gates::gates(rank as u32, size, rt.expand())
     };
-    let app = if opts.emulation.no_compute {
-        0.0
-    } else {
-        file.meta.wall_ns as f64 * 1e-9 * opts.emulation.compute_scale
-    };
     let placed: Box<dyn Iterator<Item = Event>> = if threaded {
         Box::new(std::iter::empty())
     } else {
         Box::new(rt.expand())
     };
-    Gates::new(
-        mine,
-        placed,
-        &file.trace,
-        world,
-        Duration::from_secs_f64(1.0 + 2.0 * app),
-    )
+    Gates::new(mine, placed, &file.trace, world, hold_timeout(opts, file))
+}
+
+/// How long a held message or `Win_complete` waits for its release at
+/// most: one second plus twice the application's run time (as emulated).
+fn hold_timeout(opts: &Opts, file: &TraceFile) -> Duration {
+    let app = if opts.emulation.no_compute {
+        0.0
+    } else {
+        file.meta.wall_ns as f64 * 1e-9 * opts.emulation.compute_scale
+    };
+    Duration::from_secs_f64(1.0 + 2.0 * app)
 }
 
 impl Replayer<'_> {

@@ -12,26 +12,36 @@
 //! those of the request forms live with their request in the request table,
 //! so that `Wait`, `Waitall` and `Test` on them work as on any request.
 //!
-//! `Win_test` cannot be forced the way a `Test` is ([`crate::gates`]): a
-//! `Win_test` that returns true ends the exposure epoch, so no later call
-//! may be issued on it, and holding an origin's `Win_complete` back until
-//! the target's last false test deadlocks a ring of ranks that each expose
-//! to one neighbour and access the other (every `Win_complete` would wait
-//! for a test that comes after its own rank's `Win_complete`). So each
-//! origin, once its `Win_complete` returned, sends each target of its
-//! access epoch a token outside the traced API (on a duplicate of the
-//! window's communicator), and a target awaits the tokens of its exposure
-//! group before the `Win_test` the trace says returned true: every origin
-//! has then completed, and that test comes back true unless the library's
-//! completion message is still in flight, in which case replay ends the
-//! epoch with an untraced `Win_wait` and counts a latency race (the raw log
-//! then differs in `flag=` only). A `Win_test` the trace says returned
-//! false but that returns true in the replay (the origins were faster) is a
-//! latency race too; the tests the trace has after it in the same epoch
-//! cannot be issued (the epoch is over) and are left out, counted as well.
+//! `Win_test` is forced as far as it safely can be, with messages outside
+//! the traced API on a duplicate of the window's communicator (the window's
+//! ranks). A `Win_test` that returns true ends the exposure epoch, so no
+//! later call may be issued on it: the tests the trace says came back
+//! false must stay false, which only holding the origins' `Win_complete`
+//! back ensures. At its `Win_post` a target tells each origin of its
+//! exposure group whether its epoch has tests that came back false (from a
+//! pass over the rank's events before the replay, [`exposures`]); an
+//! origin told so waits before its `Win_complete` until the target has
+//! issued the last of them and releases it. Such holds can form a cycle
+//! (a ring of ranks that each expose to one neighbour and access the
+//! other, every one of whose tests missed its origin at first in the
+//! application: every `Win_complete` would then wait for a test that
+//! comes after its own rank's `Win_complete`), which no order of calls
+//! resolves; an origin therefore gives a hold up after the causal gates'
+//! timeout and counts a latency race. Once its `Win_complete` returned, an
+//! origin sends each target of its access epoch a token, and a target
+//! awaits the tokens of its exposure group before the `Win_test` the trace
+//! says returned true: every origin has then completed, and that test
+//! comes back true unless the library's completion message is still in
+//! flight, in which case replay ends the epoch with an untraced `Win_wait`
+//! and counts a latency race (the raw log then differs in `flag=` only). A
+//! `Win_test` the trace says returned false but that returns true in the
+//! replay (a hold given up) is a latency race too; the tests the trace has
+//! after it in the same epoch cannot be issued (the epoch is over) and are
+//! left out, counted as well.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_int, c_void};
+use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 use mpi_helpers::{LOCK_EXCLUSIVE, LOCK_SHARED, assert_from_trace, rs_op_no_op, rs_op_replace};
@@ -44,6 +54,40 @@ use super::{Buf, Replayer, check, elements, request_null, span};
 
 /// The tag of the tokens that say an origin's `Win_complete` returned.
 const TOKEN_TAG: c_int = 36;
+/// The tag of a target's notice at `Win_post`: one `int`, 1 if the origin
+/// must wait for [`RELEASE_TAG`] before its `Win_complete`.
+const NOTICE_TAG: c_int = 37;
+/// The tag of a target's release of a held `Win_complete`.
+const RELEASE_TAG: c_int = 38;
+/// The payloads of the notices (statics: MPI reads them after the
+/// nonblocking send returned).
+static HOLD: c_int = 1;
+/// See [`HOLD`].
+static FREE: c_int = 0;
+
+/// The exposure epochs of a rank's windows, by window id, in `Win_post`
+/// order: how many `Win_test` calls of each came back false.
+pub(super) type Exposures = HashMap<u32, VecDeque<u32>>;
+
+/// [`Exposures`] of a rank's events (one pass, in recorded order).
+pub(super) fn exposures(events: impl Iterator<Item = Event>) -> Exposures {
+    let mut out = Exposures::new();
+    for e in events {
+        if e.rma.is_none() || e.failed() {
+            continue;
+        }
+        match (e.op, e.flag) {
+            (Op::WinPost, _) => out.entry(e.comm.0).or_default().push_back(0),
+            (Op::WinTest, Some(false)) => {
+                if let Some(n) = out.get_mut(&e.comm.0).and_then(|v| v.back_mut()) {
+                    *n += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
 
 /// One window of the replay.
 pub(super) struct Window {
@@ -65,6 +109,11 @@ pub(super) struct Window {
     /// The origins of the open exposure epoch (`Win_post`'s group);
     /// `None` once the epoch ended (a `Win_test` came back true).
     exposure: Option<Vec<c_int>>,
+    /// The tests of the open exposure epoch still to come back false
+    /// before the origins are released (see the module documentation).
+    false_tests: u32,
+    /// Releases of given-up holds still to arrive, by target.
+    owed: HashMap<c_int, u32>,
     /// Origin buffers of operations without a request, by target, until
     /// a synchronisation completes them.
     pending: Vec<(c_int, Buf)>,
@@ -247,6 +296,8 @@ impl Replayer<'_> {
                 tokens,
                 access: Vec::new(),
                 exposure: None,
+                false_tests: 0,
+                owed: HashMap::new(),
                 pending: Vec::new(),
             },
         );
@@ -461,14 +512,24 @@ impl Replayer<'_> {
                 // own reference for the epoch.
                 unsafe { PMPI_Group_free(&mut g) };
                 check(rc, name)?;
-                let w = self.win(e)?;
                 if e.op == Op::WinPost {
+                    let n = self
+                        .exposures
+                        .get_mut(&e.comm.0)
+                        .and_then(|v| v.pop_front())
+                        .unwrap_or(0);
+                    let w = self.win(e)?;
                     w.exposure = Some(group.to_vec());
+                    w.false_tests = n;
+                    for &o in group {
+                        notify(w.tokens, o, if n > 0 { &HOLD } else { &FREE })?;
+                    }
                 } else {
-                    w.access = group.to_vec();
+                    self.win(e)?.access = group.to_vec();
                 }
             }
             Op::WinComplete => {
+                self.await_release(e)?;
                 // SAFETY: a live window of this replay, the recorded arguments.
                 check(unsafe { MPI_Win_complete(win) }, name)?;
                 let w = self.win(e)?;
@@ -528,6 +589,93 @@ impl Replayer<'_> {
         Ok(())
     }
 
+    /// Before `Win_complete`: the notice of each target of the access
+    /// epoch, and the release of those that hold it (each given up after
+    /// the gates' timeout, see the module documentation).
+    fn await_release(&mut self, e: &Event) -> Result<()> {
+        let timeout = self.hold_timeout;
+        let (tokens, targets) = {
+            let w = self.win(e)?;
+            (w.tokens, w.access.clone())
+        };
+        for t in targets {
+            let mut hold: c_int = 0;
+            let mut r = receive(tokens, t, NOTICE_TAG, (&raw mut hold).cast(), 1)?;
+            self.await_request(&mut r)?;
+            if hold == 0 {
+                continue;
+            }
+            let owed = self.win(e)?.owed.remove(&t).unwrap_or(0);
+            for _ in 0..=owed {
+                let mut r = receive(tokens, t, RELEASE_TAG, std::ptr::null_mut(), 0)?;
+                if !self.await_until(&mut r, Instant::now() + timeout)? {
+                    // SAFETY: `r` is the pending receive just made; it is
+                    // cancelled and completed before this scope ends.
+                    unsafe {
+                        PMPI_Cancel(&mut r);
+                        PMPI_Wait(&mut r, RSMPI_STATUS_IGNORE);
+                    }
+                    self.latency += 1;
+                    *self.win(e)?.owed.entry(t).or_default() += 1;
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Polls request `r` of replay's own until it completes (true) or
+    /// `until` passes (false, the request still pending).
+    fn await_until(&self, r: &mut MPI_Request, until: Instant) -> Result<bool> {
+        let mut backoff = self.backoff();
+        loop {
+            let mut f: c_int = 0;
+            check(
+                // SAFETY: `r` is a live request made by this replay.
+                unsafe { PMPI_Test(r, &mut f, RSMPI_STATUS_IGNORE) },
+                "MPI_Test",
+            )?;
+            if f != 0 {
+                return Ok(true);
+            }
+            if Instant::now() >= until {
+                return Ok(false);
+            }
+            backoff.pause();
+        }
+    }
+
+    /// After a `Win_test` the trace says came back false: once the
+    /// epoch's last one, the origins' release.
+    fn count_false_test(&mut self, e: &Event) -> Result<()> {
+        let w = self.win(e)?;
+        if w.false_tests == 0 {
+            return Ok(());
+        }
+        w.false_tests -= 1;
+        if w.false_tests == 0 {
+            for &o in w.exposure.as_deref().unwrap_or(&[]) {
+                release(w.tokens, o)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An exposure epoch that ended before its last false test: its
+    /// origins' releases go out now, so that those who gave their holds
+    /// up and count the release as owed receive it. `origins` is the
+    /// epoch's exposure group.
+    fn released_anyway(&mut self, e: &Event, origins: &[c_int]) -> Result<()> {
+        let w = self.win(e)?;
+        if w.false_tests > 0 {
+            w.false_tests = 0;
+            for &o in origins {
+                release(w.tokens, o)?;
+            }
+        }
+        Ok(())
+    }
+
     /// `Win_test`: see the module documentation for what can be forced.
     fn win_test(&mut self, e: &Event, win: MPI_Win) -> Result<()> {
         let Some(origins) = self.win(e)?.exposure.clone() else {
@@ -547,6 +695,7 @@ impl Replayer<'_> {
             (true, true) => self.win(e)?.exposure = None,
             (true, false) => {
                 self.latency += 1;
+                self.released_anyway(e, &origins)?;
                 self.end_exposure(e)?;
             }
             (false, true) => {
@@ -557,7 +706,7 @@ impl Replayer<'_> {
                 check(unsafe { PMPI_Win_wait(win) }, "MPI_Win_wait")?;
                 self.win(e)?.exposure = None;
             }
-            (false, false) => {}
+            (false, false) => self.count_false_test(e)?,
         }
         Ok(())
     }
@@ -729,6 +878,72 @@ fn send_token(comm: MPI_Comm, t: c_int) -> Result<()> {
     )?;
     // SAFETY: `r` is the request just made; freeing it lets the send
     // complete on its own.
+    check(unsafe { PMPI_Request_free(&mut r) }, "MPI_Request_free")
+}
+
+/// A receive of replay's own from `src` on `comm` with `tag`, into `n`
+/// `int`s at `buf` (which must outlive the returned request).
+fn receive(
+    comm: MPI_Comm,
+    src: c_int,
+    tag: c_int,
+    buf: *mut c_void,
+    n: c_int,
+) -> Result<MPI_Request> {
+    let mut r = request_null();
+    check(
+        // SAFETY: the caller keeps `buf` (room for `n` ints) alive until
+        // the request completes; `comm` is replay's own.
+        unsafe { PMPI_Irecv(buf, n, RSMPI_INT32_T, src, tag, comm, &mut r) },
+        "MPI_Irecv",
+    )?;
+    Ok(r)
+}
+
+/// The notice of a `Win_post` to origin `o` (see [`NOTICE_TAG`]).
+fn notify(comm: MPI_Comm, o: c_int, what: &'static c_int) -> Result<()> {
+    let mut r = request_null();
+    check(
+        // SAFETY: `what` is a static, alive for as long as MPI reads it;
+        // `comm` is replay's own; the request is freed at once and
+        // completes by itself.
+        unsafe {
+            PMPI_Isend(
+                std::ptr::from_ref(what).cast(),
+                1,
+                RSMPI_INT32_T,
+                o,
+                NOTICE_TAG,
+                comm,
+                &mut r,
+            )
+        },
+        "MPI_Isend",
+    )?;
+    // SAFETY: `r` is the request just made.
+    check(unsafe { PMPI_Request_free(&mut r) }, "MPI_Request_free")
+}
+
+/// The release of origin `o`'s held `Win_complete`: zero bytes.
+fn release(comm: MPI_Comm, o: c_int) -> Result<()> {
+    let mut r = request_null();
+    check(
+        // SAFETY: a zero-byte send on replay's own communicator; the
+        // request is freed at once and completes by itself.
+        unsafe {
+            PMPI_Isend(
+                std::ptr::null(),
+                0,
+                RSMPI_INT32_T,
+                o,
+                RELEASE_TAG,
+                comm,
+                &mut r,
+            )
+        },
+        "MPI_Isend",
+    )?;
+    // SAFETY: `r` is the request just made.
     check(unsafe { PMPI_Request_free(&mut r) }, "MPI_Request_free")
 }
 
