@@ -36,7 +36,7 @@ pub enum Error {
     #[error(
         "MPI_{op} (at {site}) is not supported by codegen yet; supported are point-to-point, \
          persistent requests, completions, every collective, Comm_dup/split/split_type/free, \
-         Cart_create and Pcontrol"
+         Cart_create, one-sided communication and Pcontrol"
     )]
     Unsupported {
         /// The operation's name without `MPI_`.

@@ -757,7 +757,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         gates.finish()?;
     } else {
         r.gates = Some(gates);
-        r.exposures = rma::exposures(rt.expand());
+        r.exposures = rma::exposures(&rt);
         r.hold_timeout = hold_timeout(opts, file);
     }
     // SAFETY: a barrier on the world communicator, outside the traced API.

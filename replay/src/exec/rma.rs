@@ -69,9 +69,23 @@ static FREE: c_int = 0;
 /// order: how many `Win_test` calls of each came back false.
 pub(super) type Exposures = HashMap<u32, VecDeque<u32>>;
 
-/// [`Exposures`] of a rank's events (one pass, in recorded order).
-pub(super) fn exposures(events: impl Iterator<Item = Event>) -> Exposures {
+/// Whether the compressed structure `nodes` holds a `Win_post`: only then
+/// are a rank's events expanded for [`exposures`].
+fn has_post(nodes: &[trace::Node]) -> bool {
+    nodes.iter().any(|n| match n.as_loop() {
+        Some(l) => has_post(l.body()),
+        None => n.shape().is_some_and(|s| s.op() == Op::WinPost),
+    })
+}
+
+/// [`Exposures`] of a rank's trace (one pass over its events, in recorded
+/// order, when it has `Win_post` calls at all).
+pub(super) fn exposures(rt: &trace::Trace) -> Exposures {
     let mut out = Exposures::new();
+    if !has_post(rt.nodes()) {
+        return out;
+    }
+    let events = rt.expand();
     for e in events {
         if e.rma.is_none() || e.failed() {
             continue;
@@ -280,9 +294,8 @@ impl Replayer<'_> {
         };
         // SAFETY: reading an initialised mpi-sys constant.
         let mut tokens = unsafe { RSMPI_COMM_NULL };
-        // SAFETY: collective over `parent` like the constructor before it;
-        // `tokens` is a valid out-parameter.
         check(
+            // SAFETY: collective over `parent` like the constructor before it; `tokens` is a valid out-parameter.
             unsafe { PMPI_Comm_dup(parent, &mut tokens) },
             "MPI_Comm_dup",
         )?;
@@ -561,6 +574,7 @@ impl Replayer<'_> {
                     Op::WinUnlock => unsafe { MPI_Win_unlock(rank, win) },
                     // SAFETY: a live window of this replay, the recorded arguments.
                     Op::WinFlush => unsafe { MPI_Win_flush(rank, win) },
+                    // SAFETY: a live window of this replay, the recorded arguments.
                     _ => unsafe { MPI_Win_flush_local(rank, win) },
                 };
                 check(rc, name)?;
@@ -574,6 +588,7 @@ impl Replayer<'_> {
                     Op::WinUnlockAll => unsafe { MPI_Win_unlock_all(win) },
                     // SAFETY: a live window of this replay, the recorded arguments.
                     Op::WinFlushAll => unsafe { MPI_Win_flush_all(win) },
+                    // SAFETY: a live window of this replay.
                     _ => unsafe { MPI_Win_flush_local_all(win) },
                 };
                 check(rc, name)?;
@@ -771,9 +786,8 @@ impl Replayer<'_> {
         )?;
         if let Some((board, slot)) = w.board.as_mut() {
             let mut me: c_int = 0;
-            // SAFETY: `tokens` has the window's ranks; `me` is a valid
-            // out-parameter.
             check(
+                // SAFETY: `tokens` has the window's ranks; `me` is a valid out-parameter.
                 unsafe { PMPI_Comm_rank(w.tokens, &mut me) },
                 "MPI_Comm_rank",
             )?;
@@ -841,8 +855,8 @@ impl Replayer<'_> {
 fn window_group(win: MPI_Win, ranks: &[c_int]) -> Result<MPI_Group> {
     // SAFETY: reading an initialised mpi-sys constant.
     let (mut all, mut g) = unsafe { (RSMPI_GROUP_NULL, RSMPI_GROUP_NULL) };
-    // SAFETY: `win` is live; `all` is a valid out-parameter.
     check(
+        // SAFETY: `win` is live; `all` is a valid out-parameter.
         unsafe { PMPI_Win_get_group(win, &mut all) },
         "MPI_Win_get_group",
     )?;
