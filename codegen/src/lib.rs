@@ -173,27 +173,28 @@ fn pscw_table(out: &mut String, file: &TraceFile) {
             let Ok(rt) = file.trace.rank_trace(r) else {
                 continue;
             };
-            let mut post = -1i64;
-            let mut falses = 0i64;
+            // The rank's Win_post ordinal of each window's open epoch, and
+            // the false tests of each epoch by that ordinal.
+            let (mut posts, mut open) = (0i64, HashMap::new());
+            let mut falses: std::collections::BTreeMap<i64, i64> = Default::default();
             for e in rt.expand() {
                 if e.rma.is_none() || e.failed() {
                     continue;
                 }
                 match (e.op, e.flag) {
                     (Op::WinPost, _) => {
-                        if falses > 0 {
-                            rows.push([i64::from(r), post, falses]);
-                        }
-                        post += 1;
-                        falses = 0;
+                        open.insert(e.comm.0, posts);
+                        posts += 1;
                     }
-                    (Op::WinTest, Some(false)) => falses += 1,
+                    (Op::WinTest, Some(false)) => {
+                        if let Some(&k) = open.get(&e.comm.0) {
+                            *falses.entry(k).or_default() += 1;
+                        }
+                    }
                     _ => {}
                 }
             }
-            if falses > 0 {
-                rows.push([i64::from(r), post, falses]);
-            }
+            rows.extend(falses.into_iter().map(|(k, n)| [i64::from(r), k, n]));
         }
     }
     let words: Vec<String> = rows.iter().flatten().map(i64::to_string).collect();

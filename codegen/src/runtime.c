@@ -1014,13 +1014,19 @@ static inline MPI_Group rs_wgroup(rs_window *w, const int64_t *rel, int64_t n, i
     return g;
 }
 
-/* How many tests of this rank's next exposure epoch came back false. */
+/* How many tests of this rank's next exposure epoch came back false
+ * (RS_PSCW's rows are sorted by rank and ordinal: a cursor walks them). */
+static int64_t rs_pscw_at;
 static inline int rs_pscw_next(void)
 {
     int64_t k = rs_posts++;
-    for (int64_t i = 0; i < RS_NPSCW; i++)
-        if (RS_PSCW[3 * i] == rs_rank && RS_PSCW[3 * i + 1] == k)
-            return (int)RS_PSCW[3 * i + 2];
+    while (rs_pscw_at < RS_NPSCW &&
+           (RS_PSCW[3 * rs_pscw_at] < rs_rank ||
+            (RS_PSCW[3 * rs_pscw_at] == rs_rank && RS_PSCW[3 * rs_pscw_at + 1] < k)))
+        rs_pscw_at++;
+    if (rs_pscw_at < RS_NPSCW && RS_PSCW[3 * rs_pscw_at] == rs_rank &&
+        RS_PSCW[3 * rs_pscw_at + 1] == k)
+        return (int)RS_PSCW[3 * rs_pscw_at + 2];
     return 0;
 }
 
