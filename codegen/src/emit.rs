@@ -226,14 +226,7 @@ impl<'a> Emitter<'a> {
         let peer = self.need(e, &format!("{dir}.peer"))?;
         let local = self.need(e, &format!("{dir}.local"))?;
         let tag = self.need(e, &format!("{dir}.tag"))?;
-        let peer_c = match (peer.parse::<i64>(), local.parse::<i64>()) {
-            _ if peer == "INT64_MIN" => "MPI_ANY_SOURCE".to_string(),
-            (Ok(v), _) if v == i64::MIN + 1 => "MPI_PROC_NULL".to_string(),
-            (Ok(_), Ok(0)) => "(int)cr".to_string(),
-            (Ok(_), Ok(l)) if l > 0 => format!("(int)(cr + {l})"),
-            (Ok(_), Ok(l)) => format!("(int)(cr - {})", l.unsigned_abs()),
-            _ => format!("rs_peer({peer}, {local}, cr)"),
-        };
+        let peer_c = peer_expr(&peer, &local);
         let tag_c = match tag.parse::<i64>() {
             _ if tag == "INT64_MIN" => "MPI_ANY_TAG".to_string(),
             Ok(t) => t.to_string(),
@@ -353,6 +346,8 @@ impl<'a> Emitter<'a> {
                 let v = self.field(e, "value").unwrap_or_else(|| "0".into());
                 self.line(&format!("MPI_Pcontrol((int)({v}));"));
             }
+            // Before the sends: `Put` and its kin send too.
+            op if op.family() == Family::OneSided => self.one_sided(e, op)?,
             // Before the sends: `Psend_init` is one too.
             op if op.family() == Family::Partitioned => self.partitioned(e, op)?,
             op if op.is_send() || matches!(op, Op::Recv | Op::Irecv | Op::RecvInit) => {
@@ -888,6 +883,213 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// One-sided calls (see the runtime's one-sided part): windows of the
+    /// recorded sizes, operations with the recorded target displacement,
+    /// count and datatype, synchronisation with the recorded asserts,
+    /// groups and lock types. An event without its one-sided detail (an
+    /// older tracer's) is not issued, as calls without detail are not.
+    fn one_sided(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let name = op.name();
+        let names = e.shape().param_names();
+        if !names
+            .iter()
+            .any(|n| matches!(*n, "win.size" | "target.disp" | "assert"))
+        {
+            self.line(&format!(
+                "/* MPI_{name}: recorded without detail, not issued */"
+            ));
+            return Ok(());
+        }
+        if matches!(
+            op,
+            Op::WinCreate | Op::WinAllocate | Op::WinAllocateShared | Op::WinCreateDynamic
+        ) {
+            self.comm(e, false)?;
+            let new = self.need(e, "new_comm")?;
+            let size = self.need(e, "win.size")?;
+            let unit = self.need(e, "win.disp_unit")?;
+            let kind = match op {
+                Op::WinCreate => 0,
+                Op::WinAllocate => 1,
+                Op::WinAllocateShared => 2,
+                _ => 3,
+            };
+            self.line(&format!(
+                "rs_win_create({kind}, {new}, {size}, (int)({unit}), c);"
+            ));
+            return Ok(());
+        }
+        let w = self.need(e, "comm")?;
+        if op == Op::WinFree {
+            self.line(&format!("rs_win_free({w});"));
+            return Ok(());
+        }
+        self.line(&format!("rs_window *w = rs_win({w});"));
+        let off = self.need(e, "comm_rank")?;
+        self.line(&format!("const int64_t cr = rs_rank + {off};"));
+        self.line("(void)cr;");
+        match op {
+            Op::Put | Op::Rput | Op::Accumulate | Op::Raccumulate | Op::Get | Op::Rget => {
+                let (p, ty) = if matches!(op, Op::Get | Op::Rget) {
+                    ("r", e.shape().recv_type())
+                } else {
+                    ("s", e.shape().send_type())
+                };
+                let x = self.side(e, p, ty)?;
+                self.endpoint(e, p)?;
+                self.line(&format!("(void){p}_tag;"));
+                self.target(e, p)?;
+                let (n, t) = (x.count, x.dtype);
+                let red = if matches!(op, Op::Accumulate | Op::Raccumulate) {
+                    format!(", {}", self.reduction(e))
+                } else {
+                    String::new()
+                };
+                let args = format!("{n}, {t}, {p}_peer, t_d, t_n, t_t{red}, w->win");
+                if matches!(op, Op::Rput | Op::Raccumulate | Op::Rget) {
+                    self.new_request(e)?;
+                    self.line(&format!("void *b = rs_rqbuf(rq, {n}, {t});"));
+                    self.line(&format!("MPI_{name}(b, {args}, rs_req(rq));"));
+                } else {
+                    self.line(&format!("void *b = rs_wbuf(w, {p}_peer, {n}, {t});"));
+                    self.line(&format!("MPI_{name}(b, {args});"));
+                }
+            }
+            Op::GetAccumulate | Op::RgetAccumulate | Op::FetchAndOp | Op::CompareAndSwap => {
+                let shape = *e.shape();
+                let s = self.side(e, "s", shape.send_type())?;
+                let r = self.side(e, "r", shape.recv_type())?;
+                self.endpoint(e, "r")?;
+                self.line("(void)r_tag;");
+                self.target(e, "r")?;
+                let (sn, st, rn, rt) = (s.count, s.dtype, r.count, r.dtype);
+                if op == Op::RgetAccumulate {
+                    self.new_request(e)?;
+                    self.line(&format!("void *b = rs_rqbuf(rq, {sn}, {st});"));
+                    self.line(&format!(
+                        "void *rb = rs_keep(rq, rs_buf(1, {rn}, {rt}), (size_t)({rn} < 1 ? 1 : \
+                         {rn}) * rs_span({rt}));"
+                    ));
+                } else {
+                    self.line(&format!("void *b = rs_wbuf(w, r_peer, {sn}, {st});"));
+                    self.line(&format!("void *rb = rs_wbuf(w, r_peer, {rn}, {rt});"));
+                }
+                let red = self.reduction(e);
+                let call = match op {
+                    Op::GetAccumulate => format!(
+                        "MPI_Get_accumulate(b, {sn}, {st}, rb, {rn}, {rt}, r_peer, t_d, t_n, \
+                         t_t, {red}, w->win)"
+                    ),
+                    Op::RgetAccumulate => format!(
+                        "MPI_Rget_accumulate(b, {sn}, {st}, rb, {rn}, {rt}, r_peer, t_d, t_n, \
+                         t_t, {red}, w->win, rs_req(rq))"
+                    ),
+                    Op::FetchAndOp => {
+                        format!("MPI_Fetch_and_op(b, rb, {st}, r_peer, t_d, {red}, w->win)")
+                    }
+                    _ => {
+                        self.line(&format!("void *cb = rs_wbuf(w, r_peer, 1, {st});"));
+                        format!("MPI_Compare_and_swap(b, cb, rb, {st}, r_peer, t_d, w->win)")
+                    }
+                };
+                self.line(&format!("{call};"));
+            }
+            Op::WinFence | Op::WinLockAll => {
+                let a = self.need(e, "assert")?;
+                self.line(&format!("MPI_{name}(rs_assert({a}), w->win);"));
+                if op == Op::WinFence {
+                    self.line("rs_wdone(w, -1);");
+                }
+            }
+            Op::WinPost | Op::WinStart => {
+                let a = self.need(e, "assert")?;
+                let n = self.list(e, 7, 0);
+                self.line(&format!("const int64_t ng = {n};"));
+                let (keep, f) = if op == Op::WinPost {
+                    ("exposure", "rs_post")
+                } else {
+                    ("access", "rs_start")
+                };
+                self.line(&format!(
+                    "MPI_Group g = rs_wgroup(w, rs_lists[0], ng, cr, &w->{keep});"
+                ));
+                self.line(&format!("{f}(w, g, rs_assert({a}), ng);"));
+            }
+            Op::WinComplete => self.line("rs_complete(w);"),
+            Op::WinWait => self.line("rs_wait(w);"),
+            Op::WinTest => {
+                let f = self.need(e, "flag")?;
+                self.line(&format!("rs_test(w, {f});"));
+            }
+            Op::WinLock | Op::WinUnlock | Op::WinFlush | Op::WinFlushLocal => {
+                let peer = self.need(e, "lock.peer")?;
+                let local = self.need(e, "lock.local")?;
+                self.line(&format!("const int l_peer = {};", peer_expr(&peer, &local)));
+                if op == Op::WinLock {
+                    let a = self.need(e, "assert")?;
+                    let x = self
+                        .field(e, "lock.exclusive")
+                        .unwrap_or_else(|| "0".into());
+                    self.line(&format!(
+                        "MPI_Win_lock(({x}) ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, l_peer, \
+                         rs_assert({a}), w->win);"
+                    ));
+                } else {
+                    self.line(&format!("MPI_{name}(l_peer, w->win);"));
+                    self.line("rs_wdone(w, l_peer);");
+                }
+            }
+            Op::WinUnlockAll | Op::WinFlushAll | Op::WinFlushLocalAll | Op::WinSync => {
+                self.line(&format!("MPI_{name}(w->win);"));
+                if op != Op::WinSync {
+                    self.line("rs_wdone(w, -1);");
+                }
+            }
+            Op::WinAttach | Op::WinDetach => {
+                let size = self.need(e, "win.size")?;
+                let f = if op == Op::WinAttach {
+                    "rs_attach"
+                } else {
+                    "rs_detach"
+                };
+                self.line(&format!("{f}(w, {size});"));
+            }
+            _ => {
+                return Err(Error::Malformed {
+                    op: name,
+                    what: "a one-sided call codegen does not know".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Declares an operation's target displacement, count and datatype
+    /// (`t_d`, `t_n`, `t_t`) for target `{p}_peer`.
+    fn target(&mut self, e: &EventNode, p: &str) -> Result<(), Error> {
+        let disp = self.need(e, "target.disp")?;
+        let count = self.need(e, "target.count")?;
+        let dsize = self.need(e, "target.dsize")?;
+        let code = self
+            .field(e, "target.dtype")
+            .and_then(|c| c.parse::<u8>().ok())
+            .map(Datatype)
+            .filter(|d| d.is_known())
+            .map_or(0, |d| d.0);
+        self.types.insert(code);
+        self.line(&format!("const int t_n = rs_count({count});"));
+        self.line(&format!(
+            "const MPI_Datatype t_t = rs_dt(RS_T{code}, {dsize});"
+        ));
+        self.line(&format!(
+            "const MPI_Aint t_d = rs_disp(w, {p}_peer, {disp});"
+        ));
+        // Fetch_and_op and Compare_and_swap take no target count or type.
+        self.line("(void)t_n;");
+        self.line("(void)t_t;");
+        Ok(())
+    }
+
     /// Blocking, nonblocking and persistent collectives.
     fn collective(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
         let shape = *e.shape();
@@ -1231,6 +1433,19 @@ impl<'a> Emitter<'a> {
 /// The value and absoluteness of a parameter that every rank of `ranks`
 /// has as the same constant (however many variants the merge kept: one
 /// per position class, say), or `None`.
+/// The C expression of a peer argument from the expressions of its
+/// recorded world peer and local offset (`cr` is the caller's rank).
+fn peer_expr(peer: &str, local: &str) -> String {
+    match (peer.parse::<i64>(), local.parse::<i64>()) {
+        _ if peer == "INT64_MIN" => "MPI_ANY_SOURCE".to_string(),
+        (Ok(v), _) if v == i64::MIN + 1 => "MPI_PROC_NULL".to_string(),
+        (Ok(_), Ok(0)) => "(int)cr".to_string(),
+        (Ok(_), Ok(l)) if l > 0 => format!("(int)(cr + {l})"),
+        (Ok(_), Ok(l)) => format!("(int)(cr - {})", l.unsigned_abs()),
+        _ => format!("rs_peer({peer}, {local}, cr)"),
+    }
+}
+
 fn constant(p: &Param, ranks: &RankList) -> Option<(i64, bool)> {
     if !p.phased().is_empty() {
         return None;

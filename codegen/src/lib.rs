@@ -36,7 +36,7 @@ pub enum Error {
     #[error(
         "MPI_{op} (at {site}) is not supported by codegen yet; supported are point-to-point, \
          persistent requests, completions, every collective, Comm_dup/split/split_type/free, \
-         Cart_create and Pcontrol"
+         Cart_create, one-sided communication and Pcontrol"
     )]
     Unsupported {
         /// The operation's name without `MPI_`.
@@ -141,6 +141,7 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
     preamble(&mut out, file, opts, ranks, &em.types);
     let _ = writeln!(out, "\n/* The trace's tables. */");
     em.tables.write_c(&mut out);
+    pscw_table(&mut out, file);
     out.push('\n');
     out.push_str(RUNTIME);
     main_function(&mut out, &init, &em, ends);
@@ -149,6 +150,65 @@ pub fn generate(file: &TraceFile, source: &str, opts: &Options) -> Result<Benchm
         calls: em.events,
         table_words: em.tables.words(),
     })
+}
+
+/// Whether any event node among `nodes` (loops included) is a `Win_post`.
+fn has_post(nodes: &[MNode]) -> bool {
+    nodes.iter().any(|n| match n {
+        MNode::Event(e) => e.shape().op() == Op::WinPost,
+        MNode::Loop(l) => has_post(l.body()),
+        _ => false,
+    })
+}
+
+/// `RS_PSCW`, what forces `Win_test`'s outcomes (see the runtime's
+/// one-sided part): for each exposure epoch whose `Win_test` calls came
+/// back false before one came back true, (rank, the rank's `Win_post`
+/// ordinal, how many). Only epochs with such tests are listed, and a trace
+/// without `Win_post` has none (its ranks are not expanded for it).
+fn pscw_table(out: &mut String, file: &TraceFile) {
+    let mut rows: Vec<[i64; 3]> = Vec::new();
+    if has_post(file.trace.nodes()) {
+        for r in file.trace.ranks().iter() {
+            let Ok(rt) = file.trace.rank_trace(r) else {
+                continue;
+            };
+            // The rank's Win_post ordinal of each window's open epoch, and
+            // the false tests of each epoch by that ordinal.
+            let (mut posts, mut open) = (0i64, HashMap::new());
+            let mut falses: std::collections::BTreeMap<i64, i64> = Default::default();
+            for e in rt.expand() {
+                if e.rma.is_none() || e.failed() {
+                    continue;
+                }
+                match (e.op, e.flag) {
+                    (Op::WinPost, _) => {
+                        open.insert(e.comm.0, posts);
+                        posts += 1;
+                    }
+                    (Op::WinTest, Some(false)) => {
+                        if let Some(&k) = open.get(&e.comm.0) {
+                            *falses.entry(k).or_default() += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            rows.extend(falses.into_iter().map(|(k, n)| [i64::from(r), k, n]));
+        }
+    }
+    let words: Vec<String> = rows.iter().flatten().map(i64::to_string).collect();
+    let _ = writeln!(
+        out,
+        "#define RS_NPSCW {}
+static const int64_t RS_PSCW[] = {{{}}};",
+        rows.len(),
+        if words.is_empty() {
+            "0".to_string()
+        } else {
+            words.join(", ")
+        }
+    );
 }
 
 /// Refuses what cannot be a benchmark before anything is written: a

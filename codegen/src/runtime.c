@@ -849,3 +849,368 @@ static inline void rs_setup(int argc, char **argv)
     PMPI_Barrier(MPI_COMM_WORLD);
     rs_t0 = MPI_Wtime();
 }
+
+/* ------------------------------------------------------------------------
+ * One-sided communication: windows by their trace id (in the
+ * communicators' id space), with the memory the benchmark exposes, and the
+ * messages (outside the traced API, on a duplicate of the window's
+ * communicator) that force Win_test's outcomes as replay forces them
+ * (replay/src/exec/rma.rs): at Win_post a target tells each origin whether
+ * its epoch has tests that came back false (RS_PSCW, from the trace); an
+ * origin told so holds its Win_complete until the target has issued the
+ * last of them (giving up after 1 s plus twice the application's time: a
+ * cycle of holds cannot be kept); after its Win_complete an origin sends
+ * each target a token, which the target awaits before the test that came
+ * back true. A test that still comes out otherwise is counted in
+ * rs_drift; tests after one that ended the epoch early are not issued.
+ * ------------------------------------------------------------------------ */
+enum { RS_TOKEN = 36, RS_NOTICE = 37, RS_RELEASE = 38 };
+typedef struct rs_pend {
+    struct rs_pend *next;
+    int target;
+    char data[];
+} rs_pend;
+typedef struct {
+    MPI_Win win;
+    void *mem;
+    void *att[16];
+    MPI_Aint attsz[16];
+    int natt;
+    MPI_Win board; /* of a dynamic window: each rank's attached address */
+    MPI_Aint *slot;
+    MPI_Comm tokens;
+    int *access, naccess;
+    int *exposure, nexposure, open, false_tests;
+    int *owed; /* releases of given-up holds still to come, by rank */
+    rs_pend *pending;
+} rs_window;
+static rs_window **rs_wins;
+static int64_t rs_nwins;
+static int64_t rs_posts; /* this rank's Win_post calls so far */
+static const int rs_hold = 1, rs_free_ = 0;
+
+static inline rs_window *rs_win(int64_t id)
+{
+    if (id < 0 || id >= rs_nwins || !rs_wins[id])
+        rs_fail("a window the trace has not created", id, rs_nwins);
+    return rs_wins[id];
+}
+
+/* The trace's assert bits (trace::Rma::MODE_*) as this library's. */
+static inline int rs_assert(int64_t bits)
+{
+    return (bits & 1 ? MPI_MODE_NOCHECK : 0) | (bits & 2 ? MPI_MODE_NOPRECEDE : 0) |
+           (bits & 4 ? MPI_MODE_NOPUT : 0) | (bits & 8 ? MPI_MODE_NOSTORE : 0) |
+           (bits & 16 ? MPI_MODE_NOSUCCEED : 0);
+}
+
+/* A window constructor (kind 0 Win_create, 1 Win_allocate, 2
+ * Win_allocate_shared, 3 Win_create_dynamic) of `size` bytes. */
+static inline void rs_win_create(int kind, int64_t id, int64_t size, int disp_unit, MPI_Comm c)
+{
+    if (id < 2)
+        rs_fail("a window with a reserved id", id, 0);
+    if (id >= rs_nwins) {
+        int64_t n = id + 16;
+        rs_wins = realloc(rs_wins, sizeof(rs_window *) * (size_t)n);
+        if (!rs_wins)
+            rs_fail("out of memory for windows", id, 0);
+        for (int64_t i = rs_nwins; i < n; i++)
+            rs_wins[i] = NULL;
+        rs_nwins = n;
+    }
+    rs_window *w = calloc(1, sizeof *w);
+    if (!w)
+        rs_fail("out of memory for a window", id, 0);
+    if (rs_bytes_scale > 1.0)
+        size = (int64_t)ceil((double)size * rs_bytes_scale);
+    if (size < 0)
+        size = 0;
+    void *base = NULL;
+    if (kind == 0) {
+        w->mem = calloc((size_t)(size < 1 ? 1 : size), 1);
+        if (!w->mem)
+            rs_fail("out of memory for a window", id, size);
+        MPI_Win_create(w->mem, (MPI_Aint)size, disp_unit, MPI_INFO_NULL, c, &w->win);
+    } else if (kind == 1) {
+        MPI_Win_allocate((MPI_Aint)size, disp_unit, MPI_INFO_NULL, c, &base, &w->win);
+    } else if (kind == 2) {
+        MPI_Win_allocate_shared((MPI_Aint)size, disp_unit, MPI_INFO_NULL, c, &base, &w->win);
+    } else {
+        MPI_Win_create_dynamic(MPI_INFO_NULL, c, &w->win);
+        w->slot = calloc(1, sizeof(MPI_Aint));
+        if (!w->slot)
+            rs_fail("out of memory for a window", id, 0);
+        PMPI_Win_create(w->slot, (MPI_Aint)sizeof(MPI_Aint), (int)sizeof(MPI_Aint),
+                        MPI_INFO_NULL, c, &w->board);
+    }
+    PMPI_Comm_dup(c, &w->tokens);
+    int n = 0;
+    PMPI_Comm_size(c, &n);
+    w->owed = calloc((size_t)(n < 1 ? 1 : n), sizeof(int));
+    if (!w->owed)
+        rs_fail("out of memory for a window", id, n);
+    rs_wins[id] = w;
+}
+
+/* A target displacement: of a dynamic window, the target's attached
+ * address (published on the window's board) plus the recorded offset. */
+static inline MPI_Aint rs_disp(rs_window *w, int target, int64_t disp)
+{
+    if (!w->slot || target == MPI_PROC_NULL)
+        return (MPI_Aint)disp;
+    MPI_Aint a = 0;
+    PMPI_Win_lock(MPI_LOCK_SHARED, target, 0, w->board);
+    PMPI_Get(&a, 1, MPI_AINT, target, 0, 1, MPI_AINT, w->board);
+    PMPI_Win_unlock(target, w->board);
+    return a + (MPI_Aint)disp;
+}
+
+/* An origin buffer of an operation without a request, kept until a
+ * synchronisation completes it. */
+static inline void *rs_wbuf(rs_window *w, int target, int64_t count, MPI_Datatype t)
+{
+    size_t bytes = (size_t)(count < 1 ? 1 : count) * rs_span(t);
+    rs_pend *p = calloc(1, sizeof(rs_pend) + bytes);
+    if (!p)
+        rs_fail("out of memory for a one-sided buffer", count, (long long)bytes);
+    p->target = target;
+    p->next = w->pending;
+    w->pending = p;
+    return p->data;
+}
+
+/* After a synchronisation: the buffers of the operations it completed
+ * (on `target`, or on all for -1). */
+static inline void rs_wdone(rs_window *w, int target)
+{
+    rs_pend **pp = &w->pending;
+    while (*pp) {
+        rs_pend *p = *pp;
+        if (target < 0 || p->target == target) {
+            *pp = p->next;
+            free(p);
+        } else {
+            pp = &p->next;
+        }
+    }
+}
+
+/* The ranks cr + rel[i] of the window's group, as a group. */
+static inline MPI_Group rs_wgroup(rs_window *w, const int64_t *rel, int64_t n, int64_t cr,
+                                  int **keep)
+{
+    MPI_Group all, g;
+    int *ranks = malloc(sizeof(int) * (size_t)(n < 1 ? 1 : n));
+    if (!ranks)
+        rs_fail("out of memory for a group", n, 0);
+    for (int64_t i = 0; i < n; i++)
+        ranks[i] = (int)(cr + rel[i]);
+    PMPI_Win_get_group(w->win, &all);
+    PMPI_Group_incl(all, (int)n, ranks, &g);
+    PMPI_Group_free(&all);
+    free(*keep);
+    *keep = ranks;
+    return g;
+}
+
+/* How many tests of this rank's next exposure epoch came back false
+ * (RS_PSCW's rows are sorted by rank and ordinal: a cursor walks them). */
+static int64_t rs_pscw_at;
+static inline int rs_pscw_next(void)
+{
+    int64_t k = rs_posts++;
+    while (rs_pscw_at < RS_NPSCW &&
+           (RS_PSCW[3 * rs_pscw_at] < rs_rank ||
+            (RS_PSCW[3 * rs_pscw_at] == rs_rank && RS_PSCW[3 * rs_pscw_at + 1] < k)))
+        rs_pscw_at++;
+    if (rs_pscw_at < RS_NPSCW && RS_PSCW[3 * rs_pscw_at] == rs_rank &&
+        RS_PSCW[3 * rs_pscw_at + 1] == k)
+        return (int)RS_PSCW[3 * rs_pscw_at + 2];
+    return 0;
+}
+
+static inline void rs_post(rs_window *w, MPI_Group g, int assert_, int64_t n)
+{
+    MPI_Win_post(g, assert_, w->win);
+    PMPI_Group_free(&g);
+    w->nexposure = (int)n;
+    w->open = 1;
+    w->false_tests = rs_pscw_next();
+    for (int i = 0; i < w->nexposure; i++) {
+        MPI_Request r;
+        PMPI_Isend(w->false_tests > 0 ? &rs_hold : &rs_free_, 1, MPI_INT, w->exposure[i],
+                   RS_NOTICE, w->tokens, &r);
+        PMPI_Request_free(&r);
+    }
+}
+
+static inline void rs_start(rs_window *w, MPI_Group g, int assert_, int64_t n)
+{
+    MPI_Win_start(g, assert_, w->win);
+    PMPI_Group_free(&g);
+    w->naccess = (int)n;
+}
+
+/* Polls r until it completes (1) or `until` (MPI_Wtime) passes (0). */
+static inline int rs_await(MPI_Request *r, double until)
+{
+    for (;;) {
+        int f = 0;
+        PMPI_Test(r, &f, MPI_STATUS_IGNORE);
+        if (f)
+            return 1;
+        if (until > 0 && MPI_Wtime() >= until)
+            return 0;
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static inline void rs_complete(rs_window *w)
+{
+    for (int i = 0; i < w->naccess; i++) {
+        int t = w->access[i], hold = 0;
+        MPI_Request r;
+        PMPI_Irecv(&hold, 1, MPI_INT, t, RS_NOTICE, w->tokens, &r);
+        rs_await(&r, 0);
+        if (!hold)
+            continue;
+        int owed = w->owed[t];
+        w->owed[t] = 0;
+        for (int k = 0; k <= owed; k++) {
+            PMPI_Irecv(NULL, 0, MPI_INT, t, RS_RELEASE, w->tokens, &r);
+            if (!rs_await(&r, MPI_Wtime() + 1.0 + 2.0 * RS_APP_S * rs_compute_scale)) {
+                PMPI_Cancel(&r);
+                PMPI_Wait(&r, MPI_STATUS_IGNORE);
+                w->owed[t]++;
+                rs_drift++;
+                break;
+            }
+        }
+    }
+    MPI_Win_complete(w->win);
+    rs_wdone(w, -1);
+    for (int i = 0; i < w->naccess; i++) {
+        MPI_Request r;
+        PMPI_Isend(NULL, 0, MPI_INT, w->access[i], RS_TOKEN, w->tokens, &r);
+        PMPI_Request_free(&r);
+    }
+    w->naccess = 0;
+}
+
+static inline void rs_release(rs_window *w)
+{
+    for (int i = 0; i < w->nexposure; i++) {
+        MPI_Request r;
+        PMPI_Isend(NULL, 0, MPI_INT, w->exposure[i], RS_RELEASE, w->tokens, &r);
+        PMPI_Request_free(&r);
+    }
+}
+
+/* The tokens of the exposure epoch's origins (their Win_complete
+ * returned). */
+static inline void rs_tokens(rs_window *w)
+{
+    for (int i = 0; i < w->nexposure; i++) {
+        MPI_Request r;
+        PMPI_Irecv(NULL, 0, MPI_INT, w->exposure[i], RS_TOKEN, w->tokens, &r);
+        rs_await(&r, 0);
+    }
+}
+
+static inline void rs_wait(rs_window *w)
+{
+    MPI_Win_wait(w->win);
+    if (w->open)
+        rs_tokens(w);
+    w->open = 0;
+}
+
+/* Win_test, which the trace says returned `flag`. */
+static inline void rs_test(rs_window *w, int64_t flag)
+{
+    if (!w->open) { /* ended at an earlier test: cannot be issued */
+        rs_drift++;
+        return;
+    }
+    if (flag)
+        rs_tokens(w);
+    int f = 0;
+    MPI_Win_test(w->win, &f);
+    if (f && !flag) {
+        rs_drift++;
+        if (w->false_tests > 0) {
+            w->false_tests = 0;
+            rs_release(w);
+        }
+        rs_tokens(w);
+        w->open = 0;
+    } else if (f) {
+        w->open = 0;
+    } else if (flag) {
+        rs_drift++;
+        PMPI_Win_wait(w->win);
+        w->open = 0;
+    } else if (w->false_tests > 0 && --w->false_tests == 0) {
+        rs_release(w);
+    }
+}
+
+static inline void rs_attach(rs_window *w, int64_t size)
+{
+    if (rs_bytes_scale > 1.0)
+        size = (int64_t)ceil((double)size * rs_bytes_scale);
+    if (w->natt == 16)
+        rs_fail("more than 16 attached memory regions", size, 0);
+    void *m = calloc((size_t)(size < 1 ? 1 : size), 1);
+    if (!m)
+        rs_fail("out of memory for attached memory", size, 0);
+    MPI_Win_attach(w->win, m, (MPI_Aint)(size < 0 ? 0 : size));
+    w->att[w->natt] = m;
+    w->attsz[w->natt++] = (MPI_Aint)size;
+    if (w->slot) {
+        int me = 0;
+        PMPI_Comm_rank(w->tokens, &me);
+        PMPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, w->board);
+        *w->slot = (MPI_Aint)(uintptr_t)m;
+        PMPI_Win_unlock(me, w->board);
+    }
+}
+
+static inline void rs_detach(rs_window *w, int64_t size)
+{
+    if (w->natt == 0)
+        rs_fail("Win_detach with no memory attached", size, 0);
+    int i = 0;
+    while (i < w->natt && w->attsz[i] != (MPI_Aint)size)
+        i++;
+    if (i == w->natt)
+        i = 0;
+    MPI_Win_detach(w->win, w->att[i]);
+    free(w->att[i]);
+    for (int j = i + 1; j < w->natt; j++) {
+        w->att[j - 1] = w->att[j];
+        w->attsz[j - 1] = w->attsz[j];
+    }
+    w->natt--;
+}
+
+static inline void rs_win_free(int64_t id)
+{
+    rs_window *w = rs_win(id);
+    MPI_Win_free(&w->win);
+    if (w->slot)
+        PMPI_Win_free(&w->board);
+    PMPI_Comm_free(&w->tokens);
+    rs_wdone(w, -1);
+    for (int i = 0; i < w->natt; i++)
+        free(w->att[i]);
+    free(w->mem);
+    free(w->slot);
+    free(w->access);
+    free(w->exposure);
+    free(w->owed);
+    free(w);
+    rs_wins[id] = NULL;
+}

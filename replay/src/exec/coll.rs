@@ -53,7 +53,7 @@ pub(super) fn info_null() -> MPI_Info {
 }
 
 /// The handle of a built-in reduction operation.
-fn builtin_op(op: ReduceOp) -> Option<MPI_Op> {
+pub(super) fn builtin_op(op: ReduceOp) -> Option<MPI_Op> {
     // SAFETY: reading initialised constants (mpi-sys statics and the C
     // helpers' macro values).
     unsafe {

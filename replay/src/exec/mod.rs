@@ -10,6 +10,7 @@
 //! and datatypes, and hands each event to its concern: [`p2p`] (sends,
 //! receives, probes), [`requests`] (the request table and the completion
 //! calls), [`coll`] (collectives and reductions), [`comm`] (communicators),
+//! [`rma`] (windows and one-sided communication),
 //! [`threads`] (a rank's replay threads and their order) and [`report`]
 //! (the totals and the printed profile).
 
@@ -60,6 +61,7 @@ mod p2p;
 mod partitioned;
 mod report;
 mod requests;
+mod rma;
 #[cfg(rankscale_mpi4)]
 mod session;
 mod threads;
@@ -286,6 +288,15 @@ struct Replayer<'o> {
     /// The computation draws (see [`compress::ComputeDraws`]).
     draws: compress::ComputeDraws,
     comms: Comms,
+    /// The windows this thread made, by trace id (windows live in the
+    /// communicators' id space).
+    wins: rma::Windows,
+    /// The exposure epochs of this rank's windows ([`rma::exposures`];
+    /// the main thread of an unthreaded rank only).
+    exposures: rma::Exposures,
+    /// How long an origin's `Win_complete` is held for a target's tests
+    /// at most (the causal gates' timeout).
+    hold_timeout: Duration,
     /// Whether other threads replay other parts of this rank: a
     /// communicator that is not there yet is then awaited (another thread
     /// creates it) instead of being an error.
@@ -364,6 +375,9 @@ impl<'o> Replayer<'o> {
             yield_colls: yield_collectives(opts),
             draws,
             comms,
+            wins: rma::Windows::default(),
+            exposures: rma::Exposures::new(),
+            hold_timeout: Duration::from_secs(1),
             threaded,
             types: HashMap::new(),
             owned_types: Vec::new(),
@@ -598,6 +612,7 @@ impl<'o> Replayer<'o> {
                 unsafe { MPI_Pcontrol(level) };
                 Ok(0.0)
             }
+            op if op.family() == Family::OneSided => self.one_sided(e),
             Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => self.send(e),
             Op::Recv => self.recv(e),
             Op::Sendrecv => self.sendrecv(e),
@@ -742,6 +757,8 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
         gates.finish()?;
     } else {
         r.gates = Some(gates);
+        r.exposures = rma::exposures(&rt);
+        r.hold_timeout = hold_timeout(opts, file);
     }
     // SAFETY: a barrier on the world communicator, outside the traced API.
     unsafe { PMPI_Barrier(world) };
@@ -850,23 +867,23 @@ fn causal_gates(
         let size = file.trace.ranks().len() as i64;
         replay::gates::gates(rank as u32, size, rt.expand())
     };
-    let app = if opts.emulation.no_compute {
-        0.0
-    } else {
-        file.meta.wall_ns as f64 * 1e-9 * opts.emulation.compute_scale
-    };
     let placed: Box<dyn Iterator<Item = Event>> = if threaded {
         Box::new(std::iter::empty())
     } else {
         Box::new(rt.expand())
     };
-    Gates::new(
-        mine,
-        placed,
-        &file.trace,
-        world,
-        Duration::from_secs_f64(1.0 + 2.0 * app),
-    )
+    Gates::new(mine, placed, &file.trace, world, hold_timeout(opts, file))
+}
+
+/// How long a held message or `Win_complete` waits for its release at
+/// most: one second plus twice the application's run time (as emulated).
+fn hold_timeout(opts: &Opts, file: &TraceFile) -> Duration {
+    let app = if opts.emulation.no_compute {
+        0.0
+    } else {
+        file.meta.wall_ns as f64 * 1e-9 * opts.emulation.compute_scale
+    };
+    Duration::from_secs_f64(1.0 + 2.0 * app)
 }
 
 impl Replayer<'_> {
