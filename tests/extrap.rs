@@ -368,14 +368,7 @@ fn wavefront_extrapolates_exactly() {
 fn one_sided_halo_extrapolates_exactly() {
     for imp in mpis() {
         let a = |_: &str| vec!["10".to_string(), "8".to_string()];
-        exact(
-            imp,
-            "rma_halo",
-            "rma_halo",
-            &a,
-            &["4", "9", "16"],
-            "25",
-        );
+        exact(imp, "rma_halo", "rma_halo", &a, &["4", "9", "16"], "25");
     }
 }
 

@@ -554,7 +554,10 @@ fn calls_without_detail_carry_communicator_bytes_and_requests() {
                     .unwrap_or_else(|| panic!("{imp} rank {rank}: no {k} in {l}"))
             };
             let put = line("Put");
-            assert_eq!(field(&put, "send="), format!("{}/0/8/8:double", (rank + 1) % 4));
+            assert_eq!(
+                field(&put, "send="),
+                format!("{}/0/8/8:double", (rank + 1) % 4)
+            );
             assert!(!put.contains("value="), "{imp}: in detail: {put}");
             assert_eq!(field(&line("File_write_at_all"), "value="), "32", "{imp}");
             let n = line("Neighbor_alltoall");
