@@ -19,6 +19,18 @@
 
 #![warn(missing_docs)]
 
+/// The tracer's Rust allocations come from a heap of their own (mimalloc's
+/// segments, mapped apart from the C heap), never from the application's
+/// `malloc` heap, so that tracing does not change where the application's
+/// own allocations land. It matters: Open MPI's dynamic windows merge
+/// attached regions that share a page and allow 64 of them, and a traced
+/// linked-list benchmark (MPICH's test suite, rma/linked_list_bench_lock_all)
+/// whose 16-byte elements the tracer's small allocations had spread over
+/// more pages failed in `MPI_Win_attach`. The application's `malloc`
+/// itself is untouched (mimalloc's `override` feature is off).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod callsite;
 mod config;
 pub mod ffi;

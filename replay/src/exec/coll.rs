@@ -77,7 +77,7 @@ pub(super) fn builtin_op(op: ReduceOp) -> Option<MPI_Op> {
 
 /// The predefined (value, int) pair type of `d` bytes that MAXLOC and
 /// MINLOC take.
-fn pair_type(d: i64) -> Result<MPI_Datatype> {
+pub(super) fn pair_type(d: i64) -> Result<MPI_Datatype> {
     let f: unsafe extern "C" fn() -> MPI_Datatype = match d {
         6 => rs_type_short_int,
         8 => rs_type_2int,

@@ -302,7 +302,12 @@ struct Replayer<'o> {
     /// creates it) instead of being an error.
     threaded: bool,
     types: HashMap<(i64, bool), MPI_Datatype>,
-    /// The derived datatypes among `types`, freed at the end.
+    /// Stand-ins of derived datatypes made of one predefined type (the
+    /// accumulates need both sides made of the same one), by size and the
+    /// predefined type's code.
+    elem_types: HashMap<(i64, u8), MPI_Datatype>,
+    /// The derived datatypes among `types` and `elem_types`, freed at the
+    /// end.
     owned_types: Vec<MPI_Datatype>,
     reqs: HashMap<u64, Req>,
     /// Requests of calls recorded without detail, which replay does not
@@ -380,6 +385,7 @@ impl<'o> Replayer<'o> {
             hold_timeout: Duration::from_secs(1),
             threaded,
             types: HashMap::new(),
+            elem_types: HashMap::new(),
             owned_types: Vec::new(),
             reqs: HashMap::new(),
             passed: HashSet::new(),
@@ -508,6 +514,47 @@ impl<'o> Replayer<'o> {
             t
         };
         self.types.insert((dsize, derived), t);
+        Ok(t)
+    }
+
+    /// A stand-in of `dsize` bytes for a derived datatype made of the
+    /// predefined datatype `of` (an accumulate's other side): a contiguous
+    /// type of that element, so that both sides of the accumulate are made
+    /// of one predefined type as MPI requires; the usual stand-in when the
+    /// size is not a whole number of elements.
+    fn derived_of(&mut self, dsize: i64, of: &Transfer) -> Result<MPI_Datatype> {
+        match predefined(of).filter(|_| of.dsize > 0 && dsize % of.dsize == 0) {
+            Some(elem) => self.contiguous_of(dsize, elem, of.dsize, of.dtype.0),
+            None => self.dtype_as(dsize, true),
+        }
+    }
+
+    /// A contiguous stand-in of `dsize` bytes made of the predefined
+    /// datatype `elem` of `esize` bytes (`code` tells stand-ins of one size
+    /// apart: the element's trace code).
+    fn contiguous_of(
+        &mut self,
+        dsize: i64,
+        elem: MPI_Datatype,
+        esize: i64,
+        code: u8,
+    ) -> Result<MPI_Datatype> {
+        if let Some(&t) = self.elem_types.get(&(dsize, code)) {
+            return Ok(t);
+        }
+        stand_in_note("a derived datatype", dsize);
+        let n = c_int::try_from(dsize / esize.max(1)).context("datatype size")?;
+        // SAFETY: reading an initialised mpi-sys constant.
+        let mut t = unsafe { RSMPI_DATATYPE_NULL };
+        check(
+            // SAFETY: `t` is a valid out-parameter; `elem` a predefined type.
+            unsafe { PMPI_Type_contiguous(n, elem, &mut t) },
+            "MPI_Type_contiguous",
+        )?;
+        // SAFETY: `t` was just created.
+        check(unsafe { PMPI_Type_commit(&mut t) }, "MPI_Type_commit")?;
+        self.owned_types.push(t);
+        self.elem_types.insert((dsize, code), t);
         Ok(t)
     }
 

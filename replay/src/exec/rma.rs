@@ -46,9 +46,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow, bail};
 use mpi_helpers::{LOCK_EXCLUSIVE, LOCK_SHARED, assert_from_trace, rs_op_no_op, rs_op_replace};
 use mpi_sys::*;
-use trace::{Event, Op, Peer, ReduceOp, Rma, Tag, Transfer};
+use trace::{Datatype, Event, Op, Peer, ReduceOp, Rma, Tag, Transfer};
 
-use super::coll::builtin_op;
+use super::coll::{builtin_op, pair_type};
 use super::requests::Keep;
 use super::{Buf, Replayer, check, elements, request_null, span};
 
@@ -68,6 +68,39 @@ static FREE: c_int = 0;
 /// The exposure epochs of a rank's windows, by window id, in `Win_post`
 /// order: how many `Win_test` calls of each came back false.
 pub(super) type Exposures = HashMap<u32, VecDeque<u32>>;
+
+/// Whether `op` combines its data with the target's (the accumulates and
+/// the atomics): both sides must then be made of one predefined datatype.
+fn accumulates(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Accumulate
+            | Op::Raccumulate
+            | Op::GetAccumulate
+            | Op::RgetAccumulate
+            | Op::FetchAndOp
+            | Op::CompareAndSwap
+    )
+}
+
+/// The stand-in code of derived datatypes made of (value, int) pairs.
+const PAIR_CODE: u8 = 254;
+
+/// For a `MAXLOC` or `MINLOC` accumulate over a derived datatype of
+/// `dsize` bytes: the predefined pair type its stand-in is made of (the
+/// first of `MPI_DOUBLE_INT`, `MPI_2INT`, `MPI_SHORT_INT` whose size
+/// divides it) and its size. The trace keeps the derived type's size, not
+/// its pair type (MPICH's `acc_pairtype` accumulates vectors of
+/// `MPI_LONG_DOUBLE_INT`).
+fn pairs_of(e: &Event, dsize: i64) -> Option<(MPI_Datatype, i64)> {
+    if !matches!(e.redop, Some(ReduceOp::Maxloc | ReduceOp::Minloc)) {
+        return None;
+    }
+    [12, 8, 6]
+        .into_iter()
+        .filter(|d| dsize > 0 && dsize % d == 0)
+        .find_map(|d| pair_type(d).ok().map(|t| (t, d)))
+}
 
 /// Whether the compressed structure `nodes` holds a `Win_post`: only then
 /// are a rank's events expanded for [`exposures`].
@@ -109,11 +142,19 @@ pub(super) struct Window {
     /// The memory of a `Win_create` window (a moved `Vec` keeps its heap
     /// block in place), kept until `Win_free`.
     _mem: Vec<u8>,
-    /// The memory attached to a dynamic window, by attach order.
-    attached: Vec<Vec<u8>>,
+    /// The memory attached to a dynamic window, by attach order: address
+    /// and bytes, carved from `arena`.
+    attached: Vec<(usize, i64)>,
+    /// The blocks the attached memory comes from (see
+    /// [`Replayer::attach_memory`]), and the bytes used of the last one.
+    arena: Vec<Vec<u8>>,
+    arena_used: usize,
+    /// Of a dynamic window: replay's landing region (see [`LANDING`]).
+    landing: Vec<u8>,
     /// Of a dynamic window: the board through which each rank publishes
-    /// the address of its attached memory (a window of one `MPI_Aint` per
-    /// rank, outside the traced API), and this rank's slot in it.
+    /// the address of the memory it attached last (at first its landing
+    /// region; a window of one `MPI_Aint` per rank, outside the traced
+    /// API), and this rank's slot in it.
     board: Option<(MPI_Win, Box<MPI_Aint>)>,
     /// A duplicate of the parent communicator for the `Win_complete`
     /// tokens (see the module documentation); same ranks as the window.
@@ -270,8 +311,23 @@ impl Replayer<'_> {
                 check(rc, name)?;
             }
         }
+        let mut landing = Vec::new();
         let board = if e.op == Op::WinCreateDynamic {
-            let mut slot = Box::new(0 as MPI_Aint);
+            // The landing region: replay's own memory, attached outside
+            // the traced API before anything else, where operations on this
+            // rank's memory land until it attaches memory of its own (see
+            // [`LANDING`]).
+            landing = vec![0u8; LANDING];
+            check(
+                // SAFETY: `landing` lives in the window table until
+                // Win_free, which detaches it first; `handle` is the
+                // dynamic window just made.
+                unsafe {
+                    PMPI_Win_attach(handle, landing.as_mut_ptr().cast(), LANDING as MPI_Aint)
+                },
+                "MPI_Win_attach (replay's landing region)",
+            )?;
+            let mut slot = Box::new(landing.as_ptr() as MPI_Aint);
             let mut b = win_null();
             let unit = std::mem::size_of::<MPI_Aint>();
             // SAFETY: `slot` is one MPI_Aint that lives in the window table
@@ -304,7 +360,10 @@ impl Replayer<'_> {
             Window {
                 handle,
                 _mem: mem,
+                landing,
                 attached: Vec::new(),
+                arena: Vec::new(),
+                arena_used: 0,
                 board,
                 tokens,
                 access: Vec::new(),
@@ -319,8 +378,8 @@ impl Replayer<'_> {
 
     /// The target rank, displacement, count and datatype of an operation
     /// whose origin transfer is `t`: a dynamic window's displacement is
-    /// the target's attached address (which the trace does not keep) plus
-    /// the recorded offset.
+    /// the start of the memory the target attached last (or of its landing
+    /// region, [`LANDING`]) plus the recorded offset.
     fn target(
         &mut self,
         e: &Event,
@@ -344,7 +403,14 @@ impl Replayer<'_> {
             dsize,
             dtype,
         };
-        let ty = self.typed(&tt)?;
+        let ty = if accumulates(e.op) && dtype == Datatype::DERIVED {
+            match pairs_of(e, dsize) {
+                Some((pair, size)) => self.contiguous_of(dsize, pair, size, PAIR_CODE)?,
+                None => self.derived_of(dsize, t)?,
+            }
+        } else {
+            self.typed(&tt)?
+        };
         let n = self.count(count);
         let mut at = aint(disp)?;
         let w = self.win(e)?;
@@ -354,10 +420,32 @@ impl Replayer<'_> {
         Ok((rank, at, n, ty))
     }
 
+    /// The origin (or result) side of an operation, as `side` makes it,
+    /// but for the accumulates a derived datatype made of the target's
+    /// predefined type (MPI wants both sides of an accumulate made of the
+    /// same predefined type; MPICH's `lockopts` accumulates a vector of
+    /// ints into `MPI_INT`s).
+    fn origin(&mut self, e: &Event, t: &Transfer, rma: &Rma) -> Result<(c_int, MPI_Datatype, Buf)> {
+        let target = match *rma {
+            Rma::Target { dsize, dtype, .. }
+                if accumulates(e.op) && t.dtype == Datatype::DERIVED =>
+            {
+                Transfer { dsize, dtype, ..*t }
+            }
+            _ => return self.side(t),
+        };
+        let n = self.count(t.count);
+        let ty = match pairs_of(e, t.dsize) {
+            Some((pair, size)) => self.contiguous_of(t.dsize, pair, size, PAIR_CODE)?,
+            None => self.derived_of(t.dsize, &target)?,
+        };
+        Ok((n, ty, self.buf(elements(n, span(ty, t.dsize)))))
+    }
+
     /// `Put`, `Accumulate` and their request forms.
     fn put(&mut self, e: &Event, rma: &Rma) -> Result<f64> {
         let t = e.send.context("origin side missing")?;
-        let (n, ty, b) = self.side(&t)?;
+        let (n, ty, b) = self.origin(e, &t, rma)?;
         let bytes = elements(n, t.dsize) as f64;
         let (rank, disp, tn, tty) = self.target(e, &t, rma)?;
         let win = self.win(e)?.handle;
@@ -419,8 +507,8 @@ impl Replayer<'_> {
     fn fetch(&mut self, e: &Event, rma: &Rma) -> Result<f64> {
         let s = e.send.context("origin side missing")?;
         let r = e.recv.context("result side missing")?;
-        let (n, ty, b) = self.side(&s)?;
-        let (rn, rty, mut rb) = self.side(&r)?;
+        let (n, ty, b) = self.origin(e, &s, rma)?;
+        let (rn, rty, mut rb) = self.origin(e, &r, rma)?;
         let bytes = elements(n, s.dsize) as f64;
         let (rank, disp, tn, tty) = self.target(e, &r, rma)?;
         let win = self.win(e)?.handle;
@@ -775,13 +863,14 @@ impl Replayer<'_> {
         } else {
             size
         };
-        let mut mem = vec![0u8; usize::try_from(scaled.max(1)).context("attached size")?];
+        let bytes = usize::try_from(scaled.max(1)).context("attached size")?;
         let w = self.win(e)?;
+        let mem = attach_memory(w, bytes);
         check(
-            // SAFETY: `mem` holds `size` bytes and stays in the window's
-            // table (its heap block in place) until its Win_detach or the
-            // window's Win_free.
-            unsafe { MPI_Win_attach(w.handle, mem.as_mut_ptr().cast(), aint(scaled.max(0))?) },
+            // SAFETY: `mem` points to `bytes` bytes of the window's arena,
+            // which stays in the window's table (its heap blocks in place)
+            // until the window's Win_free.
+            unsafe { MPI_Win_attach(w.handle, mem.cast(), aint(scaled.max(0))?) },
             "MPI_Win_attach",
         )?;
         if let Some((board, slot)) = w.board.as_mut() {
@@ -795,11 +884,11 @@ impl Replayer<'_> {
             // window of replay's own; the store happens inside it.
             unsafe {
                 check(PMPI_Win_lock(LOCK_EXCLUSIVE, me, 0, *board), "MPI_Win_lock")?;
-                **slot = mem.as_ptr() as MPI_Aint;
+                **slot = mem as MPI_Aint;
                 check(PMPI_Win_unlock(me, *board), "MPI_Win_unlock")?;
             }
         }
-        w.attached.push(mem);
+        w.attached.push((mem as usize, scaled));
         Ok(())
     }
 
@@ -811,17 +900,14 @@ impl Replayer<'_> {
             _ => -1,
         };
         let w = self.win(e)?;
-        let i = w
-            .attached
-            .iter()
-            .position(|m| m.len() as i64 == size)
-            .unwrap_or(0);
+        let i = w.attached.iter().position(|m| m.1 == size).unwrap_or(0);
         if i >= w.attached.len() {
             bail!("Win_detach on a window with no memory attached");
         }
+        let at = w.attached[i].0 as *const c_void;
         check(
             // SAFETY: the memory was attached to this live window.
-            unsafe { MPI_Win_detach(w.handle, w.attached[i].as_ptr().cast()) },
+            unsafe { MPI_Win_detach(w.handle, at) },
             "MPI_Win_detach",
         )?;
         w.attached.remove(i);
@@ -835,6 +921,14 @@ impl Replayer<'_> {
             .0
             .remove(&e.comm.0)
             .ok_or_else(|| anyhow!("window {} is not known at this point", e.comm.0))?;
+        if w.board.is_some() {
+            check(
+                // SAFETY: the landing region attached at the window's
+                // creation, still in the window's table.
+                unsafe { PMPI_Win_detach(w.handle, w.landing.as_ptr().cast()) },
+                "MPI_Win_detach (replay's landing region)",
+            )?;
+        }
         // SAFETY: a live window of this replay; every epoch on it ended,
         // as the application's had (Win_free is collective).
         check(unsafe { MPI_Win_free(&mut w.handle) }, "MPI_Win_free")?;
@@ -959,6 +1053,45 @@ fn release(comm: MPI_Comm, o: c_int) -> Result<()> {
     )?;
     // SAFETY: `r` is the request just made.
     check(unsafe { PMPI_Request_free(&mut r) }, "MPI_Request_free")
+}
+
+/// Bytes of a dynamic window's landing region. The trace does not keep a
+/// dynamic window's target addresses (they differ in every run), so an
+/// operation on a rank's memory lands at the start of the memory that rank
+/// attached last, which it publishes on the window's board; before it has
+/// attached any, at the start of a region replay attached there when the
+/// window was made (outside the traced API): the application's origins
+/// learnt their targets' addresses from data, which replay does not carry,
+/// so an origin can reach a rank before that rank has attached anything.
+const LANDING: usize = 1 << 16;
+
+/// Bytes of the blocks small attached regions are carved from.
+const ARENA_BLOCK: usize = 1 << 16;
+
+/// Memory of `bytes` bytes to attach to dynamic window `w`: carved, 16-byte
+/// aligned, from the window's current block when it is small, so that
+/// consecutive small regions share pages as the application's `malloc`
+/// gave them. Open MPI merges attached regions that share a page and
+/// allows 64 regions; a linked list of 16-byte elements, each in a heap
+/// block of its own, failed in `MPI_Win_attach` (MPICH's test suite,
+/// rma/linked_list_bench_lock_all).
+fn attach_memory(w: &mut Window, bytes: usize) -> *mut u8 {
+    let need = bytes.div_ceil(16) * 16;
+    if need > ARENA_BLOCK / 4 {
+        w.arena.push(vec![0u8; bytes]);
+        let last = w.arena.len() - 1;
+        // A block of its own; the carving goes on in a fresh block.
+        w.arena_used = ARENA_BLOCK;
+        return w.arena[last].as_mut_ptr();
+    }
+    if w.arena.is_empty() || w.arena_used + need > ARENA_BLOCK {
+        w.arena.push(vec![0u8; ARENA_BLOCK]);
+        w.arena_used = 0;
+    }
+    let last = w.arena.len() - 1;
+    let at = w.arena_used;
+    w.arena_used += need;
+    w.arena[last][at..].as_mut_ptr()
 }
 
 /// The address of the memory rank `t` attached to a dynamic window, from
