@@ -13,7 +13,7 @@
 //!   `Win_start` waits for the notice of each target; `Win_complete` sends
 //!   each target a notice that `Win_wait` (or a `Win_test` that returned
 //!   true) waits for. The notices are zero-byte messages on channels of
-//!   their own, counted with the messages;
+//!   their own, not counted with the application's messages;
 //! - `Win_lock` and `Win_unlock` cost a round trip to the target; locks
 //!   never contend (an exclusive lock does not wait for another holder);
 //! - the window constructors are an allreduce of a context id and an
@@ -79,8 +79,7 @@ impl Engine<'_> {
                 let mut t = enter;
                 let group = self.group(r, win, rma);
                 for &o in &group {
-                    let (free, _) = self.post_send(r, Op::Send, chan, o, TAG_POSTED, 0.0, t);
-                    t = free;
+                    t = self.notice(r, chan, o, TAG_POSTED, t);
                 }
                 self.ranks[r as usize].exposed.insert(win, group);
                 cur.floor = cur.floor.max(t);
@@ -100,9 +99,7 @@ impl Engine<'_> {
                     .remove(&win)
                     .unwrap_or_default();
                 for target in group {
-                    let (free, _) =
-                        self.post_send(r, Op::Send, chan, target, TAG_COMPLETED, 0.0, t);
-                    t = free;
+                    t = self.notice(r, chan, target, TAG_COMPLETED, t);
                 }
                 cur.floor = cur.floor.max(t);
             }
@@ -138,6 +135,16 @@ impl Engine<'_> {
             // libraries take lazily), a Win_test that found the epoch open.
             _ => cur.floor += net.overhead,
         }
+    }
+
+    /// Sends a PSCW notice from rank `r` to world rank `to` at `t`; returns
+    /// when the CPU is free again. Notices are not the application's
+    /// messages: they are not counted with them.
+    fn notice(&mut self, r: u32, chan: u32, to: u32, tag: i32, t: Time) -> Time {
+        let counted = self.messages;
+        let (free, _) = self.post_send(r, Op::Send, chan, to, tag, 0.0, t);
+        self.messages = counted;
+        free
     }
 
     /// The world ranks of a `Win_post`/`Win_start` group (recorded as
