@@ -171,6 +171,16 @@ pair() { # pair R CMD...: runs CMD untraced and traced, prints "untraced traced"
 }
 pingpong_ns() { launch "$1" 2 "$2" pingpong "$iters" 8 3 2>/dev/null | awk '/roundtrip_ns/ {print $2}'; }
 
+# ir IMP SHIM PROGRAM ARGS...: the instructions of a one-rank run of a
+# benchmark program under callgrind (SHIM empty: untraced).
+ir() {
+  local imp=$1 shim=$2 prog=$3
+  shift 3
+  env ${shim:+LD_PRELOAD=$shim} RANKSCALE_TRACE="$tmp/ir.trace" \
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "target/programs/$imp/$prog" "$@" 2>&1 |
+    awk '/Collected/ { print $4 }'
+}
+
 if [[ $part == onesided ]]; then
   # The tracer's cost per one-sided call (issue 36): benches/mpi/rmaloop
   # (MPI_Put of 8 bytes and MPI_Win_flush, two calls an iteration, in one
@@ -186,12 +196,7 @@ if [[ $part == onesided ]]; then
       awk '{ print $1, $2, ($2 - $1) / 2 }' | pairs_report "$imp"
   done
   if command -v valgrind >/dev/null; then
-    rma_ir() { # rma_ir IMP SHIM N: the instructions of rmaloop N on one rank (SHIM empty: untraced)
-      env ${2:+LD_PRELOAD=$2} RANKSCALE_TRACE="$tmp/rmaloop.trace" \
-        valgrind --tool=callgrind --callgrind-out-file=/dev/null "target/programs/$1/rmaloop" "$3" 1 2>&1 |
-        awk '/Collected/ { print $4 }'
-    }
-    rma_per_call() { echo $(( ($(rma_ir "$1" "$2" 11000) - $(rma_ir "$1" "$2" 1000)) / 20000 )); }
+    rma_per_call() { echo $(( ($(ir "$1" "$2" rmaloop 11000 1) - $(ir "$1" "$2" rmaloop 1000 1)) / 20000 )); }
     echo "one-sided instructions per call: rmaloop on one rank under callgrind, (11,000 - 1,000 iterations) / 20,000 calls"
     printf '%-8s %10s %10s %10s %10s\n' MPI untraced traced added ratio
     for imp in mpich openmpi; do
@@ -206,13 +211,7 @@ fi
 
 if [[ $part == instructions ]]; then
   command -v valgrind >/dev/null || { echo "bench: valgrind is missing (scripts/setup.sh installs it)" >&2; exit 1; }
-  # ir IMP SHIM N: the instructions of selfloop N (SHIM empty: untraced).
-  ir() {
-    env ${2:+LD_PRELOAD=$2} RANKSCALE_TRACE="$tmp/selfloop.trace" \
-      valgrind --tool=callgrind --callgrind-out-file=/dev/null "target/programs/$1/selfloop" "$3" 2>&1 |
-      awk '/Collected/ { print $4 }'
-  }
-  per_call() { echo $(( ($(ir "$1" "$2" 11000) - $(ir "$1" "$2" 1000)) / 30000 )); }
+  per_call() { echo $(( ($(ir "$1" "$2" selfloop 11000) - $(ir "$1" "$2" selfloop 1000)) / 30000 )); }
   echo "instructions per call: selfloop (Irecv, Send, Wait to itself, one rank) under callgrind, (11,000 - 1,000 iterations) / 30,000 calls"
   printf '%-8s %10s %10s %10s %14s %12s\n' MPI untraced traced added baseline-traced "this/base"
   for imp in mpich openmpi; do

@@ -327,10 +327,9 @@ impl RankEpochs {
                 w.start = Some(g);
                 w.fence = false;
             }
-            (Op::WinComplete, _) => {
-                if w.start.take().is_none() {
-                    sync("Win_complete without a Win_start");
-                }
+            // The guards close the epoch they find open (`take`).
+            (Op::WinComplete, _) if w.start.take().is_none() => {
+                sync("Win_complete without a Win_start");
             }
             (Op::WinPost, Rma::Sync { group: g, .. }) => {
                 if w.post.is_some() {
@@ -345,10 +344,8 @@ impl RankEpochs {
                 w.post = Some(g);
                 w.fence = false;
             }
-            (Op::WinWait, _) => {
-                if w.post.take().is_none() {
-                    sync("Win_wait without a Win_post");
-                }
+            (Op::WinWait, _) if w.post.take().is_none() => {
+                sync("Win_wait without a Win_post");
             }
             (Op::WinTest, _) => {
                 if w.post.is_none() {
@@ -395,10 +392,8 @@ impl RankEpochs {
                 }
                 w.lock_all = false;
             }
-            (Op::WinFlushAll | Op::WinFlushLocalAll, _) => {
-                if !w.lock_all && w.locks.is_empty() {
-                    sync("a flush outside every passive-target epoch");
-                }
+            (Op::WinFlushAll | Op::WinFlushLocalAll, _) if !w.lock_all && w.locks.is_empty() => {
+                sync("a flush outside every passive-target epoch");
             }
             (Op::WinFree, _) => {
                 let open = w.open();

@@ -27,29 +27,6 @@ use super::{
 use crate::return_address;
 use crate::tracer::{self, CommInfo, Keys, PendingComm, ReqInfo, Scope, Tracer};
 
-/// Defines one C entry point. `$body` runs only when the call is traced; it
-/// must call PMPI with the same arguments and record the event.
-macro_rules! entry {
-    ($name:ident, $pmpi:ident, ($($a:ident : $t:ty),* $(,)?), |$s:ident| $body:block) => {
-        #[doc = concat!("Interposes `", stringify!($name), "`: records the call, then forwards to `", stringify!($pmpi), "`.")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name($($a: $t),*) -> c_int {
-            let ret = return_address!();
-            let Some($s) = Scope::enter(ret) else {
-                // SAFETY: the application's arguments go unchanged to the
-                // library's own implementation, exactly as without the shim.
-                return unsafe { $pmpi($($a),*) };
-            };
-            #[allow(unused_unsafe)]
-            // SAFETY: the body forwards the application's arguments
-            // unchanged to PMPI and reads only the arguments the standard
-            // says are significant for this call, after or before the call
-            // as MPI allows (see the module documentation).
-            unsafe { $body }
-        }
-    };
-}
-
 // ---------------------------------------------------------------- helpers
 
 fn null_req() -> MPI_Request {
@@ -476,27 +453,6 @@ unsafe fn wild_status<'a>(wild: bool, rc: c_int, st: *const MPI_Status) -> Optio
 type Cnt = c_int;
 /// Displacements of v-collectives in the `int` bindings.
 type Disp = c_int;
-
-/// Emits the entry points a `$forms` macro defines, and once more for
-/// MPI 4's large-count bindings, where the MPI has them (MPICH 4; not Open MPI
-/// 4.1): every name before the `;` gets `_c`, and `Cnt` and `Disp` in the
-/// argument lists become `MPI_Count` and `MPI_Aint`. The other arguments
-/// and the recorded operation stay those of the `int` twin: a `_c` call
-/// records the same event, with its 64-bit counts kept whole.
-macro_rules! with_large_twin {
-    ($forms:ident! { $($name:ident),+ ; $($rest:tt)* }) => {
-        $forms!($($name),+ ; $($rest)*);
-        #[cfg(rankscale_mpi4)]
-        const _: () = {
-            // Each twin uses the aliases its argument list names.
-            #[allow(dead_code)]
-            type Cnt = MPI_Count;
-            #[allow(dead_code)]
-            type Disp = MPI_Aint;
-            paste::paste! { $forms!($([<$name _c>]),+ ; $($rest)*); }
-        };
-    };
-}
 
 macro_rules! blocking_send {
     ($name:ident, $pmpi:ident, $ipmpi:ident; $op:expr) => {

@@ -2,6 +2,53 @@
 //! module. It turns handles into stable ids, sentinels into flags and calls
 //! into [`trace::Event`]s, then hands the event to the tracer.
 
+// The entry-point macros of the C wrappers (`c`, `onesided`), defined
+// before the modules that use them.
+
+/// Defines one C entry point. `$body` runs only when the call is traced; it
+/// must call PMPI with the same arguments and record the event.
+macro_rules! entry {
+    ($name:ident, $pmpi:ident, ($($a:ident : $t:ty),* $(,)?), |$s:ident| $body:block) => {
+        #[doc = concat!("Interposes `", stringify!($name), "`: records the call, then forwards to `", stringify!($pmpi), "`.")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> c_int {
+            let ret = return_address!();
+            let Some($s) = Scope::enter(ret) else {
+                // SAFETY: the application's arguments go unchanged to the
+                // library's own implementation, exactly as without the shim.
+                return unsafe { $pmpi($($a),*) };
+            };
+            #[allow(unused_unsafe)]
+            // SAFETY: the body forwards the application's arguments
+            // unchanged to PMPI and reads only the arguments the standard
+            // says are significant for this call, after or before the call
+            // as MPI allows (see the module documentation).
+            unsafe { $body }
+        }
+    };
+}
+
+/// Emits the entry points a `$forms` macro defines, and once more for
+/// MPI 4's large-count bindings, where the MPI has them (MPICH 4; not Open MPI
+/// 4.1): every name before the `;` gets `_c`, and `Cnt` and `Disp` in the
+/// argument lists become `MPI_Count` and `MPI_Aint`. The other arguments
+/// and the recorded operation stay those of the `int` twin: a `_c` call
+/// records the same event, with its 64-bit counts kept whole.
+macro_rules! with_large_twin {
+    ($forms:ident! { $($name:ident),+ ; $($rest:tt)* }) => {
+        $forms!($($name),+ ; $($rest)*);
+        #[cfg(rankscale_mpi4)]
+        const _: () = {
+            // Each twin uses the aliases its argument list names.
+            #[allow(dead_code)]
+            type Cnt = MPI_Count;
+            #[allow(dead_code)]
+            type Disp = MPI_Aint;
+            paste::paste! { $forms!($([<$name _c>]),+ ; $($rest)*); }
+        };
+    };
+}
+
 pub(crate) mod c;
 pub(crate) mod finalize;
 pub(crate) mod fortran;

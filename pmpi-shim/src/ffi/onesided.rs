@@ -247,45 +247,9 @@ pub(crate) fn fill_lock(
 
 // ------------------------------------------------------------ C entries
 
-/// Defines one C entry point (as `c.rs`'s `entry!`).
-macro_rules! entry {
-    ($name:ident, $pmpi:ident, ($($a:ident : $t:ty),* $(,)?), |$s:ident| $body:block) => {
-        #[doc = concat!("Interposes `", stringify!($name), "`: records the call, then forwards to `", stringify!($pmpi), "`.")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name($($a: $t),*) -> c_int {
-            let ret = return_address!();
-            let Some($s) = Scope::enter(ret) else {
-                // SAFETY: the application's arguments go unchanged to the
-                // library's own implementation, exactly as without the shim.
-                return unsafe { $pmpi($($a),*) };
-            };
-            #[allow(unused_unsafe)]
-            // SAFETY: the body forwards the application's arguments
-            // unchanged to PMPI and reads only the arguments the standard
-            // says are significant for this call, after or before the call
-            // as MPI allows.
-            unsafe { $body }
-        }
-    };
-}
-
-/// The count type of the `int` bindings (see `c.rs`'s `with_large_twin!`).
+/// The count type of the `int` bindings (see `with_large_twin!` in
+/// `ffi/mod.rs`).
 type Cnt = c_int;
-
-/// Emits the entry points a `$forms` macro defines, and once more with
-/// MPI 4's large-count types where the MPI has them (as `c.rs`'s).
-macro_rules! with_large_twin {
-    ($forms:ident! { $($name:ident),+ ; $($rest:tt)* }) => {
-        $forms!($($name),+ ; $($rest)*);
-        #[cfg(rankscale_mpi4)]
-        const _: () = {
-            #[allow(unused_imports)]
-            use super::*;
-            type Cnt = MPI_Count;
-            paste::paste! { $forms!($([<$name _c>]),+ ; $($rest)*); }
-        };
-    };
-}
 
 macro_rules! win_create {
     ($name:ident, $pmpi:ident ;) => {

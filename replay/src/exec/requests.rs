@@ -4,6 +4,7 @@
 //! against the trace.
 
 use std::ffi::{c_int, c_void};
+use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 use mpi_sys::*;
@@ -366,6 +367,13 @@ impl Replayer<'_> {
     /// Completes a request of replay's own (outside the traced API) by
     /// test-and-pause.
     pub(super) fn await_request(&self, r: &mut MPI_Request) -> Result<()> {
+        self.await_until(r, None).map(|_| ())
+    }
+
+    /// Polls request `r` of replay's own (outside the traced API) until it
+    /// completes (true) or `until` passes (false, the request still
+    /// pending; never without a deadline).
+    pub(super) fn await_until(&self, r: &mut MPI_Request, until: Option<Instant>) -> Result<bool> {
         let mut backoff = self.backoff();
         loop {
             let mut f: c_int = 0;
@@ -375,7 +383,10 @@ impl Replayer<'_> {
                 "MPI_Test",
             )?;
             if f != 0 {
-                return Ok(());
+                return Ok(true);
+            }
+            if until.is_some_and(|u| Instant::now() >= u) {
+                return Ok(false);
             }
             backoff.pause();
         }

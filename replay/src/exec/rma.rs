@@ -711,7 +711,7 @@ impl Replayer<'_> {
             let owed = self.win(e)?.owed.remove(&t).unwrap_or(0);
             for _ in 0..=owed {
                 let mut r = receive(tokens, t, RELEASE_TAG, std::ptr::null_mut(), 0)?;
-                if !self.await_until(&mut r, Instant::now() + timeout)? {
+                if !self.await_until(&mut r, Some(Instant::now() + timeout))? {
                     // SAFETY: `r` is the pending receive just made; it is
                     // cancelled and completed before this scope ends.
                     unsafe {
@@ -725,27 +725,6 @@ impl Replayer<'_> {
             }
         }
         Ok(())
-    }
-
-    /// Polls request `r` of replay's own until it completes (true) or
-    /// `until` passes (false, the request still pending).
-    fn await_until(&self, r: &mut MPI_Request, until: Instant) -> Result<bool> {
-        let mut backoff = self.backoff();
-        loop {
-            let mut f: c_int = 0;
-            check(
-                // SAFETY: `r` is a live request made by this replay.
-                unsafe { PMPI_Test(r, &mut f, RSMPI_STATUS_IGNORE) },
-                "MPI_Test",
-            )?;
-            if f != 0 {
-                return Ok(true);
-            }
-            if Instant::now() >= until {
-                return Ok(false);
-            }
-            backoff.pause();
-        }
     }
 
     /// After a `Win_test` the trace says came back false: once the
