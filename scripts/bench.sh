@@ -79,11 +79,6 @@
 #     of `all`): check, analyze and simulate of this build against another
 #     build's rankscale on the published smg128 and amg64, alternating
 #     pairs; the ratio is this build's median time over the baseline's.
-# 18. one-sided (`scripts/bench.sh onesided`, not part of `all`): the
-#     tracer's cost per one-sided call on benches/mpi/rmaloop (MPI_Put and
-#     MPI_Win_flush in a passive-target epoch): ns per call traced against
-#     untraced, 2 ranks, alternating pairs; and instructions per call under
-#     callgrind on one rank, untraced and traced (the ratio).
 # 17. instructions (`scripts/bench.sh instructions`, not part of `all`): the
 #     tracer's cost per call in instructions, which a shared machine's
 #     noise does not move: benches/mpi/selfloop (Irecv, Send, Wait to
@@ -94,6 +89,11 @@
 #     untraced (and this shim against the baseline's). Under valgrind the
 #     clock reads are emulated, so the traced figure is higher than on
 #     the bare machine: compare builds with it, not with the ping-pong.
+# 18. one-sided (`scripts/bench.sh onesided`, not part of `all`): the
+#     tracer's cost per one-sided call on benches/mpi/rmaloop (MPI_Put and
+#     MPI_Win_flush in a passive-target epoch): ns per call traced against
+#     untraced, 2 ranks, alternating pairs; and instructions per call under
+#     callgrind on one rank, untraced and traced (the ratio).
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
