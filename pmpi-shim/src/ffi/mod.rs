@@ -310,19 +310,33 @@ pub(crate) fn new_comm(t: &Tracer, newcomm: MPI_Comm) -> CommCreate {
 
 /// World ranks of a group's members (for `MPI_Comm_create`).
 pub(crate) fn group_members(group: MPI_Group) -> Vec<i32> {
-    // SAFETY: `group` is the group the application passed to
-    // MPI_Comm_create, which MPI accepted; arrays are sized by its size.
+    // SAFETY: the world's group, handed to `ranks_in`, which frees it.
+    let world_group = unsafe {
+        let mut g = RSMPI_GROUP_NULL;
+        PMPI_Comm_group(world(), &mut g);
+        g
+    };
+    ranks_in(group, world_group)
+}
+
+/// The ranks in `into` of `group`'s members, in `group`'s rank order
+/// (empty for an empty or invalid group); frees `into`, a group the shim
+/// made for the question (the world's, a window's).
+pub(crate) fn ranks_in(group: MPI_Group, mut into: MPI_Group) -> Vec<i32> {
+    // SAFETY: `group` is a group the application passed to a call MPI
+    // accepted and `into` a valid group of the shim's own, freed once;
+    // arrays are sized by `group`'s size.
     unsafe {
         let mut n: c_int = 0;
-        if PMPI_Group_size(group, &mut n) != 0 || n <= 0 {
-            return Vec::new();
-        }
-        let mut world_group = RSMPI_GROUP_NULL;
-        PMPI_Comm_group(world(), &mut world_group);
-        let ranks: Vec<c_int> = (0..n).collect();
-        let mut out = vec![0 as c_int; ranks.len()];
-        PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), world_group, out.as_mut_ptr());
-        PMPI_Group_free(&mut world_group);
+        let out = if PMPI_Group_size(group, &mut n) != 0 || n <= 0 {
+            Vec::new()
+        } else {
+            let ranks: Vec<c_int> = (0..n).collect();
+            let mut out = vec![0 as c_int; ranks.len()];
+            PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), into, out.as_mut_ptr());
+            out
+        };
+        PMPI_Group_free(&mut into);
         out
     }
 }

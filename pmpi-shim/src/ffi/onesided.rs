@@ -26,7 +26,7 @@ use mpi_helpers::{LOCK_EXCLUSIVE, assert_to_trace};
 use mpi_sys::*;
 use trace::{CommCreate, CommId, Event, Op, Peer, Rma};
 
-use super::{Count, Key, comm, consts, dsize, dtype, redop, take_group_map, xfer};
+use super::{Count, Key, comm, consts, dsize, dtype, ranks_in, redop, take_group_map, xfer};
 use crate::return_address;
 use crate::tracer::{CommInfo, Scope, Tracer};
 
@@ -206,22 +206,14 @@ pub(crate) fn fill_sync(
 
 /// The ranks of `group`'s members in the window's group.
 fn ranks_in_window(group: MPI_Group, w: MPI_Win) -> Vec<i32> {
-    let mut n: c_int = 0;
-    // SAFETY: `group` and `w` are the handles the application passed to a
-    // call MPI accepted; the arrays are sized by the group's size and the
-    // window's group is freed here.
-    unsafe {
-        let mut wg = RSMPI_GROUP_NULL;
-        if PMPI_Group_size(group, &mut n) != 0 || n <= 0 {
-            return Vec::new();
-        }
-        PMPI_Win_get_group(w, &mut wg);
-        let ranks: Vec<c_int> = (0..n).collect();
-        let mut out = vec![0 as c_int; ranks.len()];
-        PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), wg, out.as_mut_ptr());
-        PMPI_Group_free(&mut wg);
-        out
-    }
+    // SAFETY: `w` is the window the application passed to a call MPI
+    // accepted; its group goes to `ranks_in`, which frees it.
+    let wg = unsafe {
+        let mut g = RSMPI_GROUP_NULL;
+        PMPI_Win_get_group(w, &mut g);
+        g
+    };
+    ranks_in(group, wg)
 }
 
 /// Fills a passive-target call on one target (`Win_lock`, `Win_unlock`,
