@@ -818,9 +818,11 @@ fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
 /// waited at every exchange for the larger of two, +34 to +47 % on this
 /// machine. With the bins common to the ranks at one step, 8 traces × 8
 /// seeds (2026-12-05) gave −7 to +19 % per seed and +1 to +11 % as the
-/// eight seeds' mean; the seed, not the trace, decides most of the spread,
-/// so one seed's bound must be wider than the mean's. The traced run is the
-/// truth here (rank 0's `MPI_Init` to `MPI_Finalize`).
+/// eight seeds' mean, and CI once +27 % for one seed. With the bins' places
+/// stratified and shared in coarsened bins (2026-12-06), 6 traces × 8 seeds
+/// gave −14 to +15 % per seed and −9 to +8 % as a trace's mean; the trace
+/// (its run's own noise) now decides most of the spread. The traced run is
+/// the truth here (rank 0's `MPI_Init` to `MPI_Finalize`).
 #[test]
 fn npb_mg_simulates_within_15_percent_with_a_core_per_rank() {
     let Some(bins) = build(IMP, "mg", "W", &[2]) else {

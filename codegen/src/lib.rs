@@ -281,7 +281,7 @@ fn preamble(
 ) {
     let _ = writeln!(out, "#define _POSIX_C_SOURCE 200809L");
     for inc in [
-        "mpi.h", "math.h", "stdint.h", "stdio.h", "stdlib.h", "string.h", "time.h",
+        "mpi.h", "float.h", "math.h", "stdint.h", "stdio.h", "stdlib.h", "string.h", "time.h",
     ] {
         let _ = writeln!(out, "#include <{inc}>");
     }

@@ -19,7 +19,6 @@ static int rs_no_compute = RS_NO_COMPUTE;
 static int rs_report_compute;
 static double rs_drawn_ns;
 static long long rs_draws;
-static uint64_t rs_rng_state;
 static char rs_in[RS_NRL]; /* whether this rank is in each ranklist */
 static MPI_Status *volatile rs_statuses_ignore; /* MPI_STATUSES_IGNORE, see rs_unweighted */
 
@@ -668,14 +667,20 @@ static MPI_Op rs_user_op = MPI_OP_NULL;
 
 /* Computation, drawn as replay and the simulator draw it (compress's
  * ComputeDraws): the k-th execution of an event node in a path class takes
- * the histogram bin at quantile frac(start + k * phi), the golden-ratio
- * sequence, the same bin on every rank at the same step; the value in the
- * bin, whose expectation is the bin's mean, comes from the rank's own
- * SplitMix64 stream. */
-static uint64_t rs_tm_k[3 * RS_NTM];
+ * the histogram bin at the k-th quantile of the golden-ratio sequence
+ * (stratified over each round of the executions per rank), the same bin on
+ * every rank at the same step; the place in the bin, whose expectation is
+ * the bin's mean, is stratified over the rank's executions in that bin,
+ * from an offset of the rank's own (a bin of one log2 class) or shared by
+ * the ranks and moved by the rank's own up to 1/width either way (a
+ * coarsened bin). */
+/* Per event node and path class, 6 words: the executions so far, then the
+ * executions each of the histogram's (at most 5) bins took. */
+static uint64_t rs_tm_k[18 * RS_NTM];
 /* Per event node, this rank's place among the ranks that compute by its
  * timing. */
 static uint64_t rs_tm_slot[RS_NTM];
+#define RS_GOLDEN 0x9e3779b97f4a7c15ULL
 static inline uint64_t rs_mix64(uint64_t x)
 {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -708,24 +713,66 @@ static inline uint64_t rs_dealt(uint64_t start, uint64_t p, uint64_t total)
     __extension__ typedef unsigned __int128 rs_u128;
     return (uint64_t)(((rs_u128)a * p + b) % total);
 }
-static inline double rs_unit(void)
+static inline double rs_unit64(uint64_t x)
 {
-    uint64_t z = rs_mix64(rs_rng_state += 0x9e3779b97f4a7c15ULL);
-    return (double)(z >> 11) / 9007199254740992.0;
+    return (double)(x >> 11) / 9007199254740992.0;
+}
+/* The executions per rank of `total` samples that `share` ranks made,
+ * rounded, at least 1 (compress's draws `per_rank`). */
+static inline uint64_t rs_per_rank(uint64_t total, uint64_t share)
+{
+    if (share < 1)
+        share = 1;
+    uint64_t m = (total + share / 2) / share;
+    return m < 1 ? 1 : m;
+}
+/* The k-th quantile from `start` of a rank that executes m times in a
+ * round: the golden-ratio point, moved into its stratum of the round for m
+ * up to 64 (compress's draws `quantile`). */
+static inline double rs_quantile(uint64_t start, uint64_t k, uint64_t m)
+{
+    uint64_t x = start + k * RS_GOLDEN;
+    if (m > 64 || m <= 1)
+        return rs_unit64(x);
+    uint64_t round = k - k % m, below = 0;
+    for (uint64_t j = round; j < round + m; j++)
+        below += start + j * RS_GOLDEN < x;
+    double offset = rs_unit64((start + round * RS_GOLDEN) ^ 0x94d049bb133111ebULL);
+    return ((double)below + offset) / (double)m;
+}
+/* The place in its bin of this rank's j-th execution there, of m per rank,
+ * in a histogram of bins `width` log2 classes wide (compress's draws
+ * `within_place`). */
+static inline double rs_place(uint64_t start, uint64_t j, uint64_t m, uint64_t width)
+{
+    const uint64_t own_key = 0xbf58476d1ce4e5b9ULL;
+    double own = rs_quantile(rs_mix64(start ^ own_key ^ ((uint64_t)rs_rank + 1) * RS_GOLDEN), j, m);
+    if (width <= 1)
+        return own;
+    double v = rs_quantile(rs_mix64(start ^ own_key), j, m) + 2.0 * (own - 0.5) / (double)width;
+    if (v < 0)
+        return -v;
+    if (v >= 1.0) {
+        v = 2.0 - v;
+        return v < 1.0 - DBL_EPSILON ? v : 1.0 - DBL_EPSILON;
+    }
+    return v;
 }
 /* The bin that holds sample `at` among the rank's own bins (own != 0: those
  * whose neighbourhood holds fewer samples than `share`) or the others; the
- * last of them past their end. A bin is 5 words: count, min, max, mean,
- * its neighbourhood's samples. */
+ * last of them past their end. A histogram is its bins and width in log2
+ * classes, then 5 words a bin: count, min, max, mean, its neighbourhood's
+ * samples. */
+#define RS_BIN(d, b, w) ((d)[2 + 5 * (b) + (w)])
 static inline int rs_tm_bin(const double *d, double at, double share, int own)
 {
     int n = (int)d[0], last = n - 1;
     for (int b = 0; b < n; b++) {
-        if ((d[5 + 5 * b] < share) != (own != 0))
+        if ((RS_BIN(d, b, 4) < share) != (own != 0))
             continue;
-        if (at < d[1 + 5 * b])
+        if (at < RS_BIN(d, b, 0))
             return b;
-        at -= d[1 + 5 * b];
+        at -= RS_BIN(d, b, 0);
         last = b;
     }
     return last;
@@ -734,36 +781,40 @@ static inline int rs_tm_bin(const double *d, double at, double share, int own)
  * histogram (`share`) is one rank's, and its samples are dealt: execution k
  * of the rank at place `slot` is place k * share + slot of the deal, and the
  * places below the count of such samples take them; the other bins are
- * taken at the quantile the ranks share. */
-static inline double rs_draw(const double *d, uint64_t start, uint64_t k, double share,
+ * taken at the quantile the ranks share. `steps` are the rank's draws of
+ * the node and class so far. */
+static inline double rs_draw(const double *d, uint64_t start, uint64_t *steps, double share,
                              uint64_t slot)
 {
     int n = (int)d[0];
     double total = 0, rare = 0;
     for (int b = 0; b < n; b++) {
-        total += d[1 + 5 * b];
-        if (d[5 + 5 * b] < share)
-            rare += d[1 + 5 * b];
+        total += RS_BIN(d, b, 0);
+        if (RS_BIN(d, b, 4) < share)
+            rare += RS_BIN(d, b, 0);
     }
     if (total <= 0)
         return 0;
+    uint64_t k = steps[0]++, sh = share < 1 ? 1 : (uint64_t)share;
     int b = -1;
     if (rare > 0) {
-        uint64_t at = rs_dealt(start, k * (uint64_t)share + slot, (uint64_t)total);
+        uint64_t at = rs_dealt(start, k * sh + slot, (uint64_t)total);
         if ((double)at < rare)
             b = rs_tm_bin(d, (double)at, share, 1);
     }
     if (b < 0) {
-        uint64_t x = start + k * 0x9e3779b97f4a7c15ULL;
-        b = rs_tm_bin(d, floor((double)(x >> 11) / 9007199254740992.0 * (total - rare)), share, 0);
+        double u = rs_quantile(start, k, rs_per_rank((uint64_t)total, sh));
+        b = rs_tm_bin(d, floor(u * (total - rare)), share, 0);
     }
-    double lo = d[2 + 5 * b], hi = d[3 + 5 * b], avg = d[4 + 5 * b];
+    double lo = RS_BIN(d, b, 1), hi = RS_BIN(d, b, 2), avg = RS_BIN(d, b, 3);
     if (hi <= lo || avg <= lo)
         return lo;
     double k_ = (hi - lo) / (avg - lo) - 1.0;
     if (k_ < 0)
         k_ = 0;
-    return floor(lo + (hi - lo) * pow(rs_unit(), k_) + 0.5);
+    uint64_t j = b < 5 ? steps[1 + b]++ : k;
+    double v = rs_place(start, j, rs_per_rank((uint64_t)RS_BIN(d, b, 0), sh), (uint64_t)d[1]);
+    return floor(lo + (hi - lo) * pow(v, k_) + 0.5);
 }
 static inline double rs_now(void)
 {
@@ -780,8 +831,8 @@ static inline void rs_compute(int node, int cls)
     const double *d = RS_TM + RS_TM_AT[4 * node + cls];
     if (d[0] == 0)
         d = RS_TM + RS_TM_AT[4 * node + 3];
-    double drawn = rs_draw(d, RS_TM_Q[3 * node + cls], rs_tm_k[3 * node + cls]++, RS_TM_SHARE[node],
-                           rs_tm_slot[node]);
+    double drawn = rs_draw(d, RS_TM_Q[3 * node + cls], rs_tm_k + 6 * (3 * node + cls),
+                           RS_TM_SHARE[node], rs_tm_slot[node]);
     rs_drawn_ns += drawn;
     rs_draws++;
     double ns = drawn * rs_compute_scale;
@@ -836,7 +887,6 @@ static inline void rs_setup(int argc, char **argv)
         int64_t place = rs_rl_index(RS_RL + RS_RL_AT[RS_TM_RL[i]], rs_rank);
         rs_tm_slot[i] = place < 0 ? 0 : (uint64_t)place;
     }
-    rs_rng_state = (uint64_t)RS_SEED ^ ((uint64_t)rs_rank + 1) * 0x9e3779b97f4a7c15ULL;
     rs_null_comm = MPI_COMM_NULL;
     rs_null_msg = MPI_MESSAGE_NULL;
     rs_no_proc_msg = MPI_MESSAGE_NO_PROC;

@@ -26,8 +26,10 @@ pub(crate) struct Tables {
     pa: Vec<i64>,
     /// Word offset of parameter `i` in `pa` (what `rs_next(i)` reads).
     pa_at: Vec<usize>,
-    /// Histograms: bins, then per bin `count, min, max, mean` and its
-    /// neighbourhood's samples ([`trace::Histogram::neighbourhood`]).
+    /// Histograms: bins and their width in log2 classes
+    /// ([`trace::Histogram::width`]), then per bin `count, min, max, mean`
+    /// and its neighbourhood's samples
+    /// ([`trace::Histogram::neighbourhood`]).
     tm: Vec<f64>,
     tm_ids: HashMap<Vec<u64>, usize>,
     /// Per event node, the offsets of its first, steady, last and total
@@ -104,10 +106,8 @@ impl Tables {
     fn dist(&mut self, d: &Dist) -> usize {
         let h = d.histogram();
         let bins = h.bins();
-        let key: Vec<u64> = bins
-            .iter()
-            .enumerate()
-            .flat_map(|(i, b)| {
+        let key: Vec<u64> = std::iter::once(u64::from(h.width()))
+            .chain(bins.iter().enumerate().flat_map(|(i, b)| {
                 [
                     b.count(),
                     b.min(),
@@ -115,13 +115,13 @@ impl Tables {
                     b.avg().to_bits(),
                     h.neighbourhood(i),
                 ]
-            })
+            }))
             .collect();
         if let Some(&at) = self.tm_ids.get(&key) {
             return at;
         }
         let at = self.tm.len();
-        self.tm.push(bins.len() as f64);
+        self.tm.extend([bins.len() as f64, f64::from(h.width())]);
         for (i, b) in bins.iter().enumerate() {
             self.tm.extend([
                 b.count() as f64,

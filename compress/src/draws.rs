@@ -26,13 +26,22 @@
 //! rank at the same execution picks the same bin, and any `n` consecutive
 //! executions cover the bins in proportion to their counts (the sequence's
 //! discrepancy is `O(log n / n)`), so the bins' shares of the sum hold for
-//! every seed. The value *within* the bin (a factor of two at most, the
-//! histogram's log2 bins) is each rank's own draw from its own stream:
-//! variation within a factor of two is noise that differs between
-//! ranks, and independent draws keep the waits it causes. What is lost is
-//! variation by more than a factor of two that differs between ranks at the
-//! same step and is not persistent (ranks that compute differently
-//! throughout keep their own distributions: timing variants).
+//! every seed. Where a rank executes the event at most 64 times per round
+//! of the recorded count, each point moves into its own stratum of the
+//! round (see [`quantile`]): a few points of the sequence can crowd.
+//!
+//! The place *within* the bin is stratified too, over the rank's own
+//! executions in that bin, so that a bin's share of the run's time holds
+//! whatever the seed. Its offset is each rank's own in a bin of one log2
+//! class (a factor of two): variation within a factor of two is noise that
+//! differs between ranks, and own places keep the waits it causes. A
+//! histogram that coarsens to bins of several classes ([`MAX_BINS`]) holds
+//! phases in one bin as well (MG's levels), and there the ranks at one step
+//! share the place, each moved by its own offset by up to one class's share
+//! of the bin. What is lost is variation by more than a factor of two that
+//! differs between ranks at the same step and is not persistent (ranks
+//! that compute differently throughout keep their own distributions:
+//! timing variants).
 //!
 //! One exception keeps single accidents: a bin that holds, with the bins of
 //! the neighbouring values, fewer samples than the ranks whose executions
@@ -50,15 +59,16 @@
 //! two ranks are two bins of one sample): without them NPB MG W at 2 ranks
 //! is predicted +10 to +19 % instead of −7 to +7 %.
 //!
-//! What remains is the seed's own spread: over 8 traces × 8 seeds the
-//! prediction is −7 to +19 % per seed and +1 to +11 % as the mean of the
-//! eight, and the same seeds are high on every trace (docs/SIMULATE.md).
+//! What remains is the seed's own spread: over 6 traces × 8 seeds of NPB
+//! MG W at 2 ranks the prediction is −14 to +15 % per seed, −1.3 % as the
+//! mean (standard deviation 6.9); with independent places in each bin and
+//! unstratified quantiles it was −13 to +22 %, +2.3 % (standard deviation
+//! 9.4; docs/SIMULATE.md, docs/BENCHMARKS.md).
 
 use trace::PathClass;
 use trace::codec::{Shape, mix64};
-use trace::rng::SplitMix64;
 use trace::seq::gcd;
-use trace::timing::{Dist, PathTiming};
+use trace::timing::{Dist, MAX_BINS, PathTiming};
 use trace::tree::{EventTiming, Expand};
 
 /// 2^64 / φ: the Weyl step of the golden-ratio sequence in 64 bits (the same
@@ -71,10 +81,11 @@ const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 #[derive(Clone, Debug)]
 pub struct ComputeDraws {
     seed: u64,
-    /// The rank's own stream: each value's place within its bin.
-    own: SplitMix64,
-    /// Per leaf id, the executions drawn so far in each path class.
-    next: Vec<[u64; 3]>,
+    /// The rank whose places within the bins these draws take.
+    rank: u32,
+    /// Per leaf id and path class, the executions drawn so far and, after
+    /// it, how many of them each bin of the class's histogram took.
+    next: Vec<[Steps; 3]>,
 }
 
 impl ComputeDraws {
@@ -84,7 +95,7 @@ impl ComputeDraws {
     pub fn new(seed: u64, rank: u32) -> ComputeDraws {
         ComputeDraws {
             seed,
-            own: SplitMix64::for_rank(seed, rank),
+            rank,
             next: Vec::new(),
         }
     }
@@ -99,23 +110,42 @@ impl ComputeDraws {
             (Some(EventTiming::Stats(pt, class)), Some(key)) => {
                 let id = key.id as usize;
                 if self.next.len() <= id {
-                    self.next.resize(id + 1, [0; 3]);
+                    self.next.resize(id + 1, [[0; 1 + MAX_BINS]; 3]);
                 }
-                let k = &mut self.next[id][class as usize];
+                let steps = &mut self.next[id][class as usize];
                 let s = start(self.seed, key.hash, class);
-                let u = quantile(s, *k);
-                let place = k
-                    .checked_mul(key.share)
-                    .and_then(|p| p.checked_add(key.slot));
-                *k += 1;
-                let own = &mut self.own;
-                class_dist(pt, class, |d| {
-                    d.value_shared(u, key.share, |total| dealt(s, place?, total), || own.unit())
-                })
+                let rank = self.rank;
+                class_dist(pt, class, |d| draw(d, s, rank, key.share, key.slot, steps))
             }
             _ => 0,
         }
     }
+}
+
+/// The next execution of `rank`, at place `slot` among the `share` ranks
+/// whose executions `d` holds, of the event and path class whose quantiles
+/// start at `s`, with its draws so far in `steps`.
+fn draw(d: &Dist, s: u64, rank: u32, share: u64, slot: u64, steps: &mut Steps) -> u64 {
+    let step = steps[0];
+    steps[0] += 1;
+    let place = step.checked_mul(share).and_then(|p| p.checked_add(slot));
+    let bins = d.histogram().bins();
+    let total = bins.iter().map(|b| b.count()).sum();
+    let u = quantile(s, step, per_rank(total, share));
+    let width = d.histogram().width();
+    d.value_shared(
+        u,
+        share,
+        |total| dealt(s, place?, total),
+        |bin| {
+            let j = steps.get_mut(1 + bin).map_or(step, |j| {
+                *j += 1;
+                *j - 1
+            });
+            let m = bins.get(bin).map_or(1, |b| per_rank(b.count(), share));
+            within_place(s, rank, j, m, width)
+        },
+    )
 }
 
 /// Where the quantiles of an event's path class start, for `seed`: codegen
@@ -129,10 +159,103 @@ fn start(seed: u64, hash: u64, class: PathClass) -> u64 {
     mix64(seed ^ hash ^ (class as u64).wrapping_mul(GOLDEN))
 }
 
-/// The `k`-th quantile from `start`: `frac(start / 2^64 + k·φ)` to 53 bits.
-fn quantile(start: u64, k: u64) -> f64 {
-    let x = start.wrapping_add(k.wrapping_mul(GOLDEN));
-    (x >> 11) as f64 / (1u64 << 53) as f64
+/// The executions per rank of a distribution of `total` samples that
+/// `share` ranks' executions make up, rounded, at least 1.
+fn per_rank(total: u64, share: u64) -> u64 {
+    let share = share.max(1);
+    ((total + share / 2) / share).max(1)
+}
+
+/// The `k`-th quantile from `start` of a rank that executes the event `m`
+/// times in a round, as the ranks share it.
+///
+/// The golden-ratio sequence `frac(start / 2^64 + k·φ)` covers `[0, 1)`
+/// evenly in every prefix, but `m` of its points do not cover `m` equal
+/// strata once each: at 2 executions per rank the two can fall in one half
+/// in a quarter of the seeds, and a histogram of 2 ms and 20 µs halves then
+/// gives the run both long computations or neither. For `m` up to
+/// [`STRATIFY`] the point is therefore moved into its stratum: the `i`-th
+/// smallest of the round's `m` points takes `(i + o) / m`, at one offset
+/// `o` of the round, so any round takes every stratum once (each bin gets
+/// its count's share to one execution, whatever the seed) and its prefixes
+/// keep the sequence's order. Beyond [`STRATIFY`] executions the sequence's
+/// discrepancy, `O(log m / m)`, is below a stratum's width anyway.
+fn quantile(start: u64, k: u64, m: u64) -> f64 {
+    let point = |j: u64| start.wrapping_add(j.wrapping_mul(GOLDEN));
+    let unit = |x: u64| (x >> 11) as f64 / (1u64 << 53) as f64;
+    if m > STRATIFY || m <= 1 {
+        return unit(point(k));
+    }
+    let round = k - k % m;
+    let x = point(k);
+    let below = (round..round + m).filter(|&j| point(j) < x).count();
+    let offset = unit(point(round) ^ STRATA);
+    (below as f64 + offset) / m as f64
+}
+
+/// Up to how many executions per rank a round's quantiles are stratified.
+const STRATIFY: u64 = 64;
+
+/// The place within its bin of `rank`'s `j`-th execution in that bin,
+/// for the event and path class whose quantiles start at `start`, in a
+/// histogram whose bins span `width` log2 classes.
+///
+/// The places of one rank's `m` executions in a bin (its share of the
+/// bin's count) are stratified as the bins are ([`quantile`]), from a start
+/// `o`, so that they spread over it evenly and the bin's share of the
+/// run's time holds whatever the seed: independent places spread the sum (NPB MG W's
+/// histograms coarsen to a bin from 0.57 to 7.1 ms, mean 2.8 ms, and rank
+/// 0's 16 executions in it summed to 35 to 63 ms over eight seeds).
+///
+/// Within a factor of two (a bin of one log2 class) a place is noise that
+/// differs between ranks: each rank has its own offset `o`. A coarsened bin
+/// of `width` classes holds phases as well (MG's levels, 0.6 and 3 ms):
+/// there the ranks at one step share the place, which puts them in one
+/// class, and each rank's own offset moves it by up to `1 / width` either
+/// way, one class's share of the bin. Own places across a wide bin made two
+/// ranks that compute alike wait for each other by milliseconds at every
+/// exchange (MG W at 2 ranks: +7 % on average over 6 traces × 8 seeds, up
+/// to +28.5 % for one seed); moves of half these, −4.7 %; these, −1.3 %.
+fn within_place(start: u64, rank: u32, j: u64, m: u64, width: u32) -> f64 {
+    let own = quantile(
+        mix64(start ^ OWN ^ u64::from(rank).wrapping_add(1).wrapping_mul(GOLDEN)),
+        j,
+        m,
+    );
+    if width <= 1 {
+        return own;
+    }
+    let shared = quantile(mix64(start ^ OWN), j, m);
+    let v = shared + 2.0 * (own - 0.5) / f64::from(width);
+    // Reflected at the bin's ends, which keeps the places uniform.
+    if v < 0.0 {
+        -v
+    } else if v >= 1.0 {
+        (2.0 - v).min(1.0 - f64::EPSILON)
+    } else {
+        v
+    }
+}
+
+/// A rank's draws of one event in one path class: the executions so far,
+/// then each histogram bin's.
+type Steps = [u64; 1 + MAX_BINS];
+
+/// What sets a rank's place offset apart from the quantiles' start.
+const OWN: u64 = 0xbf58_476d_1ce4_e5b9;
+
+/// What sets a round's stratum offset apart from its points.
+const STRATA: u64 = 0x94d0_49bb_1331_11eb;
+
+/// Place `p` of `0..total` in the permutation `(a·p + b) mod total` that
+/// `key` chooses (`a` prime to `total`).
+fn permute(key: u64, p: u64, total: u64) -> u64 {
+    let b = mix64(key) % total;
+    let mut a = (key % total).max(1);
+    while gcd(a, total) != 1 {
+        a = a % (total - 1) + 1;
+    }
+    ((u128::from(a) * u128::from(p) + u128::from(b)) % u128::from(total)) as u64
 }
 
 /// The place of execution `p` among `total` in the deal of the event and
@@ -148,13 +271,7 @@ fn dealt(start: u64, p: u64, total: u64) -> Option<u64> {
     if p >= total {
         return None;
     }
-    let key = mix64(start ^ DEAL);
-    let b = mix64(key) % total;
-    let mut a = (key % total).max(1);
-    while gcd(a, total) != 1 {
-        a = a % (total - 1) + 1;
-    }
-    Some(((u128::from(a) * u128::from(p) + u128::from(b)) % u128::from(total)) as u64)
+    Some(permute(mix64(start ^ DEAL), p, total))
 }
 
 /// What sets the deal's key apart from the quantiles' start.
@@ -178,6 +295,7 @@ fn class_dist<R>(pt: &PathTiming, class: PathClass, f: impl FnOnce(&Dist) -> R) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use trace::rng::SplitMix64;
 
     /// A distribution of `n` samples at each of `levels`, a factor of ten
     /// apart, each level spread by ±10 %.
@@ -195,28 +313,23 @@ mod tests {
         64 - x.leading_zeros()
     }
 
-    /// Execution `k` of the rank at place `slot` among `share`, as
-    /// [`ComputeDraws::compute`] draws it from the quantiles at `s`.
-    fn draw_at(d: &Dist, s: u64, k: u64, share: u64, slot: u64, own: &mut SplitMix64) -> u64 {
-        d.value_shared(
-            quantile(s, k),
-            share,
-            |total| dealt(s, k * share + slot, total),
-            || own.unit(),
-        )
+    /// The next execution of the rank at place `slot` among `share`, as
+    /// [`ComputeDraws::compute`] draws it from the quantiles at `s`, with
+    /// the rank's draws so far in `steps`.
+    fn draw_at(d: &Dist, s: u64, share: u64, slot: u64, steps: &mut Steps) -> u64 {
+        draw(d, s, slot as u32, share, slot, steps)
     }
+
+    const NONE: Steps = [0; 1 + MAX_BINS];
 
     #[test]
     fn ranks_at_one_step_share_the_bin_and_not_the_place_in_it() {
         let d = levels(&[1_000, 10_000, 100_000], 50);
         let s = start(7, 0xabcd, PathClass::Steady);
-        let (mut a, mut b) = (SplitMix64::for_rank(7, 0), SplitMix64::for_rank(7, 1));
         let mut differ = 0;
+        let (mut a, mut b) = (NONE, NONE);
         for k in 0..300 {
-            let (x, y) = (
-                draw_at(&d, s, k, 2, 0, &mut a),
-                draw_at(&d, s, k, 2, 1, &mut b),
-            );
+            let (x, y) = (draw_at(&d, s, 2, 0, &mut a), draw_at(&d, s, 2, 1, &mut b));
             assert_eq!(bin_of(x), bin_of(y), "step {k}: {x} and {y}");
             differ += usize::from(x != y);
         }
@@ -232,10 +345,8 @@ mod tests {
         let (mut worst_q, mut worst_i) = (0f64, 0f64);
         for seed in 0..200u64 {
             let s = start(seed, 0x1234, PathClass::Steady);
-            let mut own = SplitMix64::for_rank(seed, 0);
-            let q: u64 = (0..n)
-                .map(|k| d.value_at(quantile(s, k), || own.unit()))
-                .sum();
+            let mut steps = NONE;
+            let q: u64 = (0..n).map(|_| draw_at(&d, s, 1, 0, &mut steps)).sum();
             let mut rng = SplitMix64::for_rank(seed, 0);
             let i: u64 = (0..n).map(|_| d.draw(&mut rng)).sum();
             let err = |sum: u64| (sum as f64 / (n as f64 * mean) - 1.0).abs();
@@ -270,9 +381,9 @@ mod tests {
             let s = start(seed, 0x99, PathClass::Steady);
             let mut hits = Vec::new();
             for r in 0..4u64 {
-                let mut own = SplitMix64::for_rank(seed, r as u32);
+                let mut steps = NONE;
                 for k in 0..160 {
-                    if draw_at(&d, s, k, 4, r, &mut own) > 1_000_000 {
+                    if draw_at(&d, s, 4, r, &mut steps) > 1_000_000 {
                         hits.push((r, k));
                     }
                 }
@@ -292,8 +403,8 @@ mod tests {
         let shared = (0..400u64)
             .filter(|&seed| {
                 let s = start(seed, 0x99, PathClass::Steady);
-                let mut own = SplitMix64::for_rank(seed, 0);
-                (0..160).any(|k| draw_at(&d, s, k, 1, 0, &mut own) > 1_000_000)
+                let mut steps = NONE;
+                (0..160).any(|_| draw_at(&d, s, 1, 0, &mut steps) > 1_000_000)
             })
             .count();
         assert!((60..160).contains(&shared), "{shared} of 400 runs");
@@ -320,9 +431,9 @@ mod tests {
             let s = start(seed, 0x42, PathClass::First);
             let mut got: Vec<u64> = (0..3u64)
                 .flat_map(|r| {
-                    let mut own = SplitMix64::for_rank(seed, r as u32);
+                    let mut steps = NONE;
                     (0..50)
-                        .map(|k| draw_at(&d, s, k, 3, r, &mut own))
+                        .map(|_| draw_at(&d, s, 3, r, &mut steps))
                         .collect::<Vec<_>>()
                 })
                 .filter(|&x| x > 1_000_000)
@@ -367,13 +478,10 @@ mod tests {
         d.add(8_500_000);
         assert_eq!(d.histogram().bins().len(), 3);
         let s = start(5, 0x77, PathClass::Steady);
-        let (mut a, mut b) = (SplitMix64::for_rank(5, 0), SplitMix64::for_rank(5, 1));
         let mut long = 0;
+        let (mut a, mut b) = (NONE, NONE);
         for k in 0..400 {
-            let (x, y) = (
-                draw_at(&d, s, k, 2, 0, &mut a),
-                draw_at(&d, s, k, 2, 1, &mut b),
-            );
+            let (x, y) = (draw_at(&d, s, 2, 0, &mut a), draw_at(&d, s, 2, 1, &mut b));
             assert_eq!(x > 1_000_000, y > 1_000_000, "step {k}: {x} and {y}");
             long += usize::from(x > 1_000_000);
         }
@@ -386,6 +494,6 @@ mod tests {
         assert_ne!(a, start(1, 10, PathClass::Steady));
         assert_ne!(a, start(1, 11, PathClass::First));
         assert_ne!(a, start(2, 10, PathClass::First));
-        assert!((0..1000).all(|k| (0.0..1.0).contains(&quantile(a, k))));
+        assert!((0..1000).all(|k| (0.0..1.0).contains(&quantile(a, k, 7))));
     }
 }

@@ -370,14 +370,17 @@ impl Dist {
     /// them, each its own, so that a run holds every accident exactly as
     /// often as the trace recorded it. The other bins are taken at the
     /// quantile `u` the ranks share, in proportion to their counts. The
-    /// place in the bin is `v`'s, as in [`Dist::value_at`] (`v` is called
-    /// once, for a bin of two or more distinct values).
+    /// place in the bin is `v(i)`'s, as in [`Dist::value_at`], for the bin
+    /// at position `i` of [`Histogram::bins`] (`v` is called once, for a
+    /// bin of two or more distinct values): the caller can then spread the
+    /// places of each bin's executions evenly, so that the bin's share of
+    /// the run's time holds whatever the seed.
     pub fn value_shared(
         &self,
         u: f64,
         share: u64,
         dealt: impl FnOnce(u64) -> Option<u64>,
-        v: impl FnOnce() -> f64,
+        v: impl FnOnce(usize) -> f64,
     ) -> u64 {
         let h = &self.hist;
         let total: u64 = h.bins.iter().map(|b| b.count()).sum();
@@ -393,10 +396,12 @@ impl Dist {
             && let Some(place) = dealt(total)
             && place < rare
         {
-            return within(pick(&h.bins, place, own), v);
+            let (i, bin) = pick(&h.bins, place, own);
+            return within(bin, || v(i));
         }
         let at = (u.clamp(0.0, 1.0) * (total - rare) as f64) as u64;
-        within(pick(&h.bins, at, |i| !own(i)), v)
+        let (i, bin) = pick(&h.bins, at, |i| !own(i));
+        within(bin, || v(i))
     }
 
     /// The bin at quantile `u`, or `None` for an empty distribution.
@@ -407,21 +412,21 @@ impl Dist {
             return None;
         }
         let at = (u.clamp(0.0, 1.0) * total as f64) as u64;
-        Some(pick(bins, at, |_| true))
+        Some(pick(bins, at, |_| true).1)
     }
 }
 
 /// The bin that holds sample `at` (from 0) among the bins whose position
-/// `keep` keeps, in order; the last of them past their end. At least one
-/// bin is kept.
-fn pick(bins: &[Bin], mut at: u64, keep: impl Fn(usize) -> bool) -> &Bin {
-    let mut last = &bins[bins.len() - 1];
-    for (_, b) in bins.iter().enumerate().filter(|&(i, _)| keep(i)) {
+/// `keep` keeps, in order, with its position; the last of them past their
+/// end. At least one bin is kept.
+fn pick(bins: &[Bin], mut at: u64, keep: impl Fn(usize) -> bool) -> (usize, &Bin) {
+    let mut last = (bins.len() - 1, &bins[bins.len() - 1]);
+    for (i, b) in bins.iter().enumerate().filter(|&(i, _)| keep(i)) {
         if at < b.count() {
-            return b;
+            return (i, b);
         }
         at -= b.count();
-        last = b;
+        last = (i, b);
     }
     last
 }
