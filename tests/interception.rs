@@ -422,8 +422,9 @@ fn every_fortran_entry_point_is_wrapped_or_allow_listed() {
 /// and `use mpi` reach the C wrappers. The truth: the calls
 /// `tests/programs/fortran/generic_f.F90` makes, read off its source: its
 /// window of 16 doubles, its `MPI_Put` of 8 doubles to the right
-/// neighbour at displacement 0 and `MPI_Rput` at 8, the bytes of its
-/// `MPI_File_write_at_all` (8 integers), the requests its `MPI_Rput` makes
+/// neighbour at displacement 0 and `MPI_Rput` at 8, its file and
+/// `MPI_File_write_at_all` of 8 integers at byte `32 * rank` (MPI-IO is
+/// detailed too, issue 36), the requests its `MPI_Rput` makes
 /// and its `MPI_Cancel` names. Built with `use mpi` (`generic_f`) and
 /// `use mpi_f08` (`generic_f08`), it must record the same raw log through
 /// either interface, on either MPI (call sites aside).
@@ -507,10 +508,26 @@ fn fortran_calls_without_detail_are_recorded_as_c_calls_are() {
                 );
                 assert_eq!(line("Wait"), Some("Wait reqs=0 done=0"), "{imp} {bin}");
                 assert_eq!(line("Cancel"), Some("Cancel reqs=1"), "{imp} {bin}");
-                assert_eq!(line("File_open"), Some("File_open comm=0"), "{imp} {bin}");
+                // CREATE | WRONLY | DELETE_ON_CLOSE in the trace's bits.
+                let open = format!(
+                    "File_open comm=0 new=3 size=4 file=42/{:x}",
+                    trace::Io::path_hash(b"generic_f.tmp")
+                );
+                assert_eq!(line("File_open"), Some(open.as_str()), "{imp} {bin}");
                 assert_eq!(
                     line("File_write_at_all"),
-                    Some("File_write_at_all value=32"),
+                    Some(
+                        format!(
+                            "File_write_at_all comm=3 send=8/4:integer offset={}",
+                            32 * rank
+                        )
+                        .as_str()
+                    ),
+                    "{imp} {bin}"
+                );
+                assert_eq!(
+                    line("File_close"),
+                    Some("File_close comm=3 file"),
                     "{imp} {bin}"
                 );
             }
@@ -526,9 +543,9 @@ fn fortran_calls_without_detail_are_recorded_as_c_calls_are() {
 /// The calls recorded without detail carry what they can: the communicator,
 /// the bytes of their first count and datatype, the request they made
 /// (which the completion call then names), and `show` and `check` count
-/// them. The truth is `tests/programs/c/generic.c`: `MPI_File_write_at_all`
-/// of 8 ints (its `MPI_Put` of 8 doubles is recorded in detail since issue
-/// 36); beside them the
+/// them. The truth is `tests/programs/c/generic.c`: its `MPI_Put` of 8
+/// doubles and `MPI_File_write_at_all` of 8 ints at byte `32 * rank` are
+/// recorded in detail since issue 36; beside them the
 /// neighbourhood collectives, recorded in detail: `MPI_Neighbor_alltoall`
 /// of one int per neighbour on the Cartesian communicator (id 2).
 #[test]
@@ -559,7 +576,12 @@ fn calls_without_detail_carry_communicator_bytes_and_requests() {
                 format!("{}/0/8/8:double", (rank + 1) % 4)
             );
             assert!(!put.contains("value="), "{imp}: in detail: {put}");
-            assert_eq!(field(&line("File_write_at_all"), "value="), "32", "{imp}");
+            // MPI-IO is recorded in detail since issue 36: 8 ints at the
+            // rank's own byte offset (etypes of the default byte view).
+            let w = line("File_write_at_all");
+            assert_eq!(field(&w, "send="), "8/4:int", "{imp}: {w}");
+            assert_eq!(field(&w, "offset="), (32 * rank).to_string(), "{imp}: {w}");
+            assert!(!w.contains("value="), "{imp}: in detail: {w}");
             let n = line("Neighbor_alltoall");
             assert_eq!(field(&n, "comm="), "2", "{imp}: {n}");
             assert_eq!(field(&n, "send="), "1/4:int", "{imp}: {n}");
@@ -578,15 +600,15 @@ fn calls_without_detail_carry_communicator_bytes_and_requests() {
             "{imp}: {out}{}",
             text(&check.stderr)
         );
-        // 18 functions, 18 calls per rank (the window's 5 calls are in
-        // detail).
+        // 15 functions, 15 calls per rank (the window's 5 calls and the
+        // file's 3 are in detail).
         assert!(
-            out.contains("72 calls of 18 MPI functions recorded without detail"),
+            out.contains("60 calls of 15 MPI functions recorded without detail"),
             "{imp}: {out}"
         );
         let show = rankscale(&["show", &t]);
         assert!(
-            text(&show.stdout).contains("72 calls of 18 MPI functions recorded without detail"),
+            text(&show.stdout).contains("60 calls of 15 MPI functions recorded without detail"),
             "{imp}"
         );
         let _ = std::fs::remove_dir_all(&dir);

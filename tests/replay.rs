@@ -5,7 +5,10 @@
 //! original's.
 //!
 //! Ignored in the comparison, and only this: the call-site signatures
-//! (`site=`), which name replay's own code instead of the application's.
+//! (`site=`), which name replay's own code instead of the application's,
+//! and the path hashes of files (`File_open`'s `file=`, whose access mode
+//! is compared, and `File_delete`'s `value=`), which name replay's scratch
+//! files instead of the application's.
 //! Outcomes of racy calls (`reqs=`, `done=`, `match=`, `flag=`, `msg=` of
 //! wildcard receives, probes, tests, Waitany/Waitsome) are compared too:
 //! replay forces them with causal gates (`replay::gates`).

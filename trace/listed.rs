@@ -30,6 +30,7 @@ pub const DETAILED: &[&str] = &[
     "PersistentCollective",
     "Partitioned",
     "OneSided",
+    "Io",
 ];
 
 /// The lines of the list, in code order (blank lines and `#` comments

@@ -28,7 +28,7 @@
 //! discrepancy is `O(log n / n)`), so the bins' shares of the sum hold for
 //! every seed. Where a rank executes the event at most 64 times per round
 //! of the recorded count, each point moves into its own stratum of the
-//! round (see [`quantile`]): a few points of the sequence can crowd.
+//! round: a few points of the sequence can crowd (`quantile`).
 //!
 //! The place *within* the bin is stratified too, over the rank's own
 //! executions in that bin, so that a bin's share of the run's time holds
@@ -90,8 +90,8 @@ pub struct ComputeDraws {
 
 impl ComputeDraws {
     /// The draws of `rank` for `seed`: every rank of one run takes the same
-    /// seed, and `rank` only chooses the places within the bins (the
-    /// stream of [`SplitMix64::for_rank`]).
+    /// seed, and `rank` only chooses the places within the bins (its
+    /// offset within each bin; see the module documentation).
     pub fn new(seed: u64, rank: u32) -> ComputeDraws {
         ComputeDraws {
             seed,

@@ -64,22 +64,81 @@ const MODES: [(u32, i32); 5] = [
     (mpi_sys::MPI_MODE_NOSUCCEED, trace::Rma::MODE_NOSUCCEED),
 ];
 
+/// This library's file access-mode bits beside the trace's
+/// ([`trace::Io::MODES`]), for the same reason as [`MODES`].
+const AMODES: [(u32, i32); 9] = [
+    (mpi_sys::MPI_MODE_RDONLY, trace::Io::MODE_RDONLY),
+    (mpi_sys::MPI_MODE_WRONLY, trace::Io::MODE_WRONLY),
+    (mpi_sys::MPI_MODE_RDWR, trace::Io::MODE_RDWR),
+    (mpi_sys::MPI_MODE_CREATE, trace::Io::MODE_CREATE),
+    (mpi_sys::MPI_MODE_EXCL, trace::Io::MODE_EXCL),
+    (
+        mpi_sys::MPI_MODE_DELETE_ON_CLOSE,
+        trace::Io::MODE_DELETE_ON_CLOSE,
+    ),
+    (mpi_sys::MPI_MODE_UNIQUE_OPEN, trace::Io::MODE_UNIQUE_OPEN),
+    (mpi_sys::MPI_MODE_SEQUENTIAL, trace::Io::MODE_SEQUENTIAL),
+    (mpi_sys::MPI_MODE_APPEND, trace::Io::MODE_APPEND),
+];
+
+/// Library bits as the trace's, from a `(library, trace)` table; bits
+/// that are no known mode are dropped (MPI would reject them).
+fn bits_to_trace(table: &[(u32, i32)], bits: c_int) -> i32 {
+    table
+        .iter()
+        .filter(|(lib, _)| bits as u32 & lib != 0)
+        .fold(0, |acc, (_, bit)| acc | bit)
+}
+
+/// The inverse of [`bits_to_trace`].
+fn bits_from_trace(table: &[(u32, i32)], bits: i32) -> c_int {
+    table
+        .iter()
+        .filter(|(_, bit)| bits & bit != 0)
+        .fold(0, |acc, (lib, _)| acc | *lib as c_int)
+}
+
 /// An `assert` argument as the trace records it: each of this library's
 /// `MPI_MODE_*` bits as the trace's. Bits that are no known mode are
 /// dropped (MPI would reject them).
 pub fn assert_to_trace(assert: c_int) -> i32 {
-    MODES
-        .iter()
-        .filter(|(lib, _)| assert as u32 & lib != 0)
-        .fold(0, |acc, (_, bit)| acc | bit)
+    bits_to_trace(&MODES, assert)
 }
 
 /// The inverse of [`assert_to_trace`]: the trace's bits as this library's.
 pub fn assert_from_trace(bits: i32) -> c_int {
-    MODES
-        .iter()
-        .filter(|(_, bit)| bits & bit != 0)
-        .fold(0, |acc, (lib, _)| acc | *lib as c_int)
+    bits_from_trace(&MODES, bits)
+}
+
+/// A file's access mode (`File_open`'s `amode`) as the trace records it.
+pub fn amode_to_trace(amode: c_int) -> i32 {
+    bits_to_trace(&AMODES, amode)
+}
+
+/// The inverse of [`amode_to_trace`]: the trace's bits as this library's.
+pub fn amode_from_trace(bits: i32) -> c_int {
+    bits_from_trace(&AMODES, bits)
+}
+
+/// `File_seek`'s `whence` as the trace records it ([`trace::Io::SEEK_SET`]
+/// and the others); an unknown value is recorded as it is.
+pub fn whence_to_trace(whence: c_int) -> i32 {
+    match whence as u32 {
+        mpi_sys::MPI_SEEK_SET => trace::Io::SEEK_SET,
+        mpi_sys::MPI_SEEK_CUR => trace::Io::SEEK_CUR,
+        mpi_sys::MPI_SEEK_END => trace::Io::SEEK_END,
+        _ => whence,
+    }
+}
+
+/// The inverse of [`whence_to_trace`].
+pub fn whence_from_trace(whence: i32) -> c_int {
+    match whence {
+        trace::Io::SEEK_SET => mpi_sys::MPI_SEEK_SET as c_int,
+        trace::Io::SEEK_CUR => mpi_sys::MPI_SEEK_CUR as c_int,
+        trace::Io::SEEK_END => mpi_sys::MPI_SEEK_END as c_int,
+        w => w,
+    }
 }
 
 /// `MPI_LOCK_EXCLUSIVE` and `MPI_LOCK_SHARED` of this library, for

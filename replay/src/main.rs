@@ -1,7 +1,7 @@
 //! `replay`: re-issues a rankscale trace on a real MPI machine.
 //!
 //! ```text
-//! mpirun -n P replay FILE [--no-compute] [--compute-scale F] [--bytes-scale F] [--seed N] [--json]
+//! mpirun -n P replay FILE [--no-compute] [--compute-scale F] [--bytes-scale F] [--seed N] [--json] [--iodir DIR]
 //! ```
 //!
 //! Every rank reads the file, checks that `P` is the trace's rank count,
@@ -52,6 +52,15 @@ pub struct Opts {
     /// complete). 0 waits forever.
     #[arg(long, default_value_t = 0.0, value_name = "S", value_parser = parse_timeout)]
     pub timeout: f64,
+    /// The directory MPI-IO is replayed in (else RANKSCALE_REPLAY_IODIR):
+    /// it must exist, and replay creates and deletes only files named
+    /// `rankscale-<hash of the application's path>` in it and never
+    /// removes it. Without either, rank 0 makes a fresh directory in
+    /// $TMPDIR (else /tmp) for a trace with MPI-IO and removes it after
+    /// the replay; a job on several nodes needs a directory on a shared
+    /// file system.
+    #[arg(long, value_name = "DIR")]
+    pub iodir: Option<PathBuf>,
 }
 
 /// `--timeout`: a finite number of seconds of at least 0.

@@ -1145,9 +1145,12 @@ fn peers_of(file: &TraceFile, rank: u32, world: i64, set: &mut BTreeSet<u32>) {
 
 /// Collectives in the checker's sense: every member of the communicator
 /// takes part, constructors and `Comm_free` included, and the collective
-/// calls of windows.
+/// calls of windows and files.
 fn is_collective(op: Op) -> bool {
-    op.is_collective() || op.family() == Family::CommManagement || op.is_window_collective()
+    op.is_collective()
+        || op.family() == Family::CommManagement
+        || op.is_window_collective()
+        || op.is_file_collective()
 }
 
 /// A broken epoch rule as the report names it.

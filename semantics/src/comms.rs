@@ -252,8 +252,8 @@ impl Comms {
         let (inst, ambiguous) = self.instance(e, parent, seq, c, parent_cart.as_deref(), &dims);
         let keeps_ranks = c.reorder == Some(false);
         let map = match e.op {
-            // A window has its communicator's group.
-            op if op.is_comm_dup() || op.makes_window() => parent_map,
+            // A window and a file have their communicator's group.
+            op if op.is_comm_dup() || op.makes_window() || op.opens_file() => parent_map,
             // Made of an inter-communicator: one whose remote group the
             // lineage does not give.
             Op::CommCreate | Op::CommSplit | Op::CommSplitType if parent.inter => Map::Unknown,
@@ -390,7 +390,8 @@ pub fn world_size(file: &TraceFile) -> i64 {
 /// Calls every member of a communicator makes in the same order:
 /// collectives of every kind, the communicator management calls, and the
 /// collective calls of windows (their constructors on the communicator,
-/// `Win_fence` and `Win_free` on the window).
+/// `Win_fence` and `Win_free` on the window) and of files (`File_open` on
+/// the communicator, the others on the file: [`Op::is_file_collective`]).
 pub(crate) fn counted(op: Op) -> bool {
     matches!(
         op.family(),
@@ -400,6 +401,7 @@ pub(crate) fn counted(op: Op) -> bool {
             | Family::PersistentCollective
             | Family::CommManagement
     ) || op.is_window_collective()
+        || op.is_file_collective()
 }
 
 /// A stable hash of `parts` (instance ids and fingerprints; `DefaultHasher`

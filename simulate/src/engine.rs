@@ -314,6 +314,7 @@ pub(crate) struct Outcome {
     pub messages: u64,
     pub collectives: u64,
     pub one_sided: u64,
+    pub io: u64,
 }
 
 /// Which ranks the engine runs and how the others map onto them.
@@ -372,6 +373,8 @@ pub(crate) struct Engine<'a> {
     collectives: u64,
     /// One-sided calls modelled (weighted, as messages are).
     one_sided: u64,
+    /// MPI-IO calls, taken as local calls of no cost (weighted).
+    io: u64,
     lookahead: usize,
     /// Events expanded at a time per rank (see [`PULL_BATCH`]).
     pull_batch: usize,
@@ -463,6 +466,7 @@ impl<'a> Engine<'a> {
             messages: 0,
             collectives: 0,
             one_sided: 0,
+            io: 0,
             lookahead: 1 << 20,
             pull_batch: (BATCH_BYTES / (traces.len().max(1) * size_of::<(Event, f64)>()))
                 .clamp(1, PULL_BATCH),
@@ -526,6 +530,7 @@ impl<'a> Engine<'a> {
             messages: self.messages,
             collectives: self.collectives,
             one_sided: self.one_sided,
+            io: self.io,
         })
     }
 
@@ -1014,6 +1019,9 @@ impl<'a> Engine<'a> {
                 return;
             }
             Family::OneSided => self.one_sided(r, &ev, enter, &mut cur),
+            // No file system is modelled yet: the prediction says how many
+            // MPI-IO calls it took as free.
+            Family::Io => self.io += self.layout.weight[r as usize],
             Family::Collective
             | Family::NonblockingCollective
             | Family::Neighborhood

@@ -270,6 +270,9 @@ pub struct Prediction {
     /// One-sided calls modelled (see the approximations in
     /// [`Prediction::to_text`] and docs/SIMULATE.md).
     pub one_sided: u64,
+    /// MPI-IO calls, taken as local calls of no cost: no file system is
+    /// modelled yet.
+    pub io: u64,
     /// The simulation's own wall time, s.
     pub elapsed_s: f64,
     /// Per rank.
@@ -555,6 +558,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         messages: out.messages,
         collectives: out.collectives,
         one_sided: out.one_sided,
+        io: out.io,
         elapsed_s,
         per_rank,
         sites,
@@ -748,6 +752,14 @@ impl Prediction {
                  epoch's closing call (fences as the window's barrier, PSCW as notices, locks as \
                  round trips that never contend; the target's CPU takes no part)",
                 self.one_sided
+            );
+        }
+        if self.io > 0 {
+            let _ = writeln!(
+                s,
+                "MPI-IO: {} calls taken as local calls of no cost (no file system is modelled: \
+                 their time is not in the prediction)",
+                self.io
             );
         }
         let c = &self.critical;

@@ -450,7 +450,7 @@ pub fn expansion(file: &trace::TraceFile, rank: u32) -> Vec<String> {
 }
 
 /// A raw log without its calls recorded without detail
-/// ([`trace::Family::is_generic`]), as replay issues it: replay passes
+/// ([`trace::Event::without_detail`]), as replay issues it: replay passes
 /// over those calls and leaves the requests they made out of the completion
 /// calls (its own housekeeping calls go through PMPI and are not
 /// recorded). The other requests are numbered again in creation order,
@@ -459,10 +459,7 @@ pub fn expansion(file: &trace::TraceFile, rank: u32) -> Vec<String> {
 /// them (they made no request).
 pub fn detailed(text: &str) -> String {
     let generic = |l: &str| {
-        l.split(' ')
-            .next()
-            .and_then(Op::from_name)
-            .is_some_and(|op| op.is_generic())
+        trace::raw::parse_line(l, 1).is_ok_and(|e| e.without_detail())
             || l.split(' ').any(|f| f.starts_with("error="))
     };
     // Ids the passed-over calls took; every other id moves down by the
@@ -515,6 +512,30 @@ pub fn detailed(text: &str) -> String {
         out.push(fields.join(" "));
     }
     out.join("\n")
+}
+
+/// A raw log without the path hashes of its files (`File_open`'s
+/// `file=AMODE/HASH` keeps its access mode; `File_delete`'s `value=` goes):
+/// replay makes its files in a scratch directory under names of its own
+/// (`replay/src/exec/io.rs`), so the paths a tracer sees in a replay are
+/// not the application's.
+pub fn unnamed(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let delete = l.starts_with("File_delete ");
+            l.split(' ')
+                .filter(|f| !(delete && f.starts_with("value=")))
+                .map(
+                    |f| match f.strip_prefix("file=").and_then(|v| v.split_once('/')) {
+                        Some((amode, _)) => format!("file={amode}/-"),
+                        None => f.to_string(),
+                    },
+                )
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .map(|l| l + "\n")
+        .collect()
 }
 
 /// A raw log without the fields named in `ignored`. When `flag=` is
@@ -571,8 +592,8 @@ pub fn by_thread(text: &str) -> String {
 /// beyond the fields in `ignored` (threads compared each in its order).
 pub fn first_raw_difference(a: &Path, b: &Path, np: usize, ignored: &[&str]) -> Option<String> {
     (0..np as i32).find_map(|rank| {
-        let x = by_thread(&without(&detailed(&raw_text(a, rank)), ignored));
-        let y = by_thread(&without(&detailed(&raw_text(b, rank)), ignored));
+        let x = by_thread(&without(&unnamed(&detailed(&raw_text(a, rank))), ignored));
+        let y = by_thread(&without(&unnamed(&detailed(&raw_text(b, rank))), ignored));
         (x != y).then(|| {
             let first = x.lines().zip(y.lines()).position(|(p, q)| p != q);
             let line = first.and_then(|i| Some((x.lines().nth(i)?, y.lines().nth(i)?)));

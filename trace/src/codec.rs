@@ -43,7 +43,7 @@
 
 use crate::Datatype;
 use crate::event::{
-    CommCreate, CommId, Event, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag, Timing, Transfer,
+    CommCreate, CommId, Event, Io, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag, Timing, Transfer,
 };
 
 /// The parameter value of `MPI_ANY_SOURCE` (no relative peer can take it: a
@@ -90,8 +90,16 @@ const RMA_LOCK: u32 = 1 << 19;
 const RMA_VARIANTS: u32 = RMA_WINDOW | RMA_TARGET | RMA_SYNC | RMA_LOCK;
 /// A lock's type is set (`Win_lock`).
 const RMA_EXCL: u32 = 1 << 20;
+/// MPI-IO details ([`Io`], format version 12 on): which variant.
+const IO_OPEN: u32 = 1 << 21;
+const IO_VIEW: u32 = 1 << 22;
+const IO_ACCESS: u32 = 1 << 23;
+const IO_SEEK: u32 = 1 << 24;
+const IO_HANDLE: u32 = 1 << 25;
+/// Any MPI-IO variant.
+const IO_VARIANTS: u32 = IO_OPEN | IO_VIEW | IO_ACCESS | IO_SEEK | IO_HANDLE;
 /// Every flag a shape may carry.
-const ALL_FLAGS: u32 = (1 << 21) - 1;
+const ALL_FLAGS: u32 = (1 << 26) - 1;
 
 /// Items per entry of each list parameter, in encoding order:
 /// scounts, rcounts, sdsizes, rdsizes, reqs, done, match (req?, req, src, tag).
@@ -183,10 +191,10 @@ impl Shape {
     pub fn op(&self) -> Op {
         self.op
     }
-    /// Whether the calls of this shape name a communicator, or a window
-    /// (see [`Event::names_comm`]).
+    /// Whether the calls of this shape name a communicator, a window or a
+    /// file (see [`Event::names_comm`]).
     pub fn names_comm(&self) -> bool {
-        self.op.has_comm() || self.flags & RMA_VARIANTS != 0
+        self.op.has_comm() || self.flags & (RMA_VARIANTS | IO_VARIANTS) != 0
     }
     /// Whether the calls of this shape returned an error ([`Event::error`]).
     pub fn failed(&self) -> bool {
@@ -247,7 +255,7 @@ impl Shape {
                 n += usize::from(self.has(f));
             }
         }
-        n += self.rma_params();
+        n += self.rma_params() + self.io_params();
         if self.has(CREATE) && self.has(RMA_SYNC) {
             (n, &CREATE_SYNC_LISTS)
         } else if self.has(CREATE) {
@@ -274,10 +282,21 @@ impl Shape {
         }
     }
 
+    /// The number of MPI-IO fixed parameters (see [`encode`]).
+    fn io_params(&self) -> usize {
+        if self.has(IO_OPEN) || self.has(IO_SEEK) {
+            2
+        } else if self.has(IO_VIEW) {
+            4
+        } else {
+            usize::from(self.has(IO_ACCESS))
+        }
+    }
+
     /// The index of a lock's target peer among the fixed parameters.
     fn lock_peer_param(&self) -> Option<usize> {
         self.has(RMA_LOCK)
-            .then(|| self.layout().0 - self.rma_params())
+            .then(|| self.layout().0 - self.rma_params() - self.io_params())
     }
 
     /// The names of the fixed parameters, in encoding order, for display
@@ -349,6 +368,15 @@ impl Shape {
                 v.push("lock.exclusive");
             }
             v.push("assert");
+        }
+        if self.has(IO_OPEN) {
+            v.extend(["file.amode", "file.path"]);
+        } else if self.has(IO_VIEW) {
+            v.extend(["view.disp", "view.etype", "view.filetype", "view.extent"]);
+        } else if self.has(IO_ACCESS) {
+            v.push("offset");
+        } else if self.has(IO_SEEK) {
+            v.extend(["seek.offset", "seek.whence"]);
         }
         v
     }
@@ -431,9 +459,12 @@ impl Shape {
             return None;
         }
         let flags = u32::try_from(w[2]).ok().filter(|f| f & !ALL_FLAGS == 0)?;
-        // At most one one-sided variant, and a lock type only on a lock.
+        // At most one one-sided variant, a lock type only on a lock, and
+        // at most one MPI-IO variant, never beside a one-sided one.
         if (flags & RMA_VARIANTS).count_ones() > 1
             || (flags & RMA_EXCL != 0 && flags & RMA_LOCK == 0)
+            || (flags & IO_VARIANTS).count_ones() > 1
+            || (flags & IO_VARIANTS != 0 && flags & RMA_VARIANTS != 0)
         {
             return None;
         }
@@ -538,6 +569,14 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
         }
         None => {}
     }
+    match ev.io.as_deref() {
+        Some(Io::Open { .. }) => set(true, IO_OPEN),
+        Some(Io::View { .. }) => set(true, IO_VIEW),
+        Some(Io::Access { .. }) => set(true, IO_ACCESS),
+        Some(Io::Seek { .. }) => set(true, IO_SEEK),
+        Some(Io::Handle) => set(true, IO_HANDLE),
+        None => {}
+    }
     let redop = ev.redop.map_or(0, |r| {
         ReduceOp::ALL
             .iter()
@@ -600,6 +639,19 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
             out.push(i64::from(*assert));
         }
         None => {}
+    }
+    match ev.io.as_deref() {
+        // The hash as its 64 bits: a parameter is an i64.
+        Some(Io::Open { amode, path }) => out.extend([i64::from(*amode), *path as i64]),
+        Some(Io::View {
+            disp,
+            etype,
+            filetype,
+            extent,
+        }) => out.extend([*disp, *etype, *filetype, *extent]),
+        Some(Io::Access { offset }) => out.push(*offset),
+        Some(Io::Seek { offset, whence }) => out.extend([*offset, i64::from(*whence)]),
+        Some(Io::Handle) | None => {}
     }
     push_list(out, &ev.send_counts, i64::from);
     push_list(out, &ev.recv_counts, i64::from);
@@ -812,6 +864,31 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
     } else {
         None
     };
+    ev.io = if s.has(IO_OPEN) {
+        Some(Io::Open {
+            amode: r.i32()?,
+            path: r.next()? as u64,
+        })
+    } else if s.has(IO_VIEW) {
+        Some(Io::View {
+            disp: r.next()?,
+            etype: r.next()?,
+            filetype: r.next()?,
+            extent: r.next()?,
+        })
+    } else if s.has(IO_ACCESS) {
+        Some(Io::Access { offset: r.next()? })
+    } else if s.has(IO_SEEK) {
+        Some(Io::Seek {
+            offset: r.next()?,
+            whence: r.i32()?,
+        })
+    } else if s.has(IO_HANDLE) {
+        Some(Io::Handle)
+    } else {
+        None
+    }
+    .map(Box::new);
     ev.send_counts = r.list_i64()?;
     ev.recv_counts = r.list_i64()?;
     ev.send_dsizes = r.list_i32()?;
@@ -989,6 +1066,56 @@ mod tests {
         }
     }
 
+    /// Every MPI-IO detail round-trips, at its recording rank and at
+    /// another, and its layout and parameter names describe the
+    /// parameters; the same write of two ranks at offsets a block apart
+    /// differs in the offset alone.
+    #[test]
+    fn io_details_round_trip_exactly() {
+        let mut params = Vec::new();
+        for e in crate::fixtures::io_events() {
+            for rank in [5, 0] {
+                let shape = encode(&e, rank, &mut params);
+                let back = decode(&shape, &params, rank).expect("decodes");
+                assert_eq!(back, untimed(&e), "{}", event_line(&e));
+                let (fixed, lists) = shape.layout();
+                assert_eq!(shape.param_names().len(), fixed, "{}", event_line(&e));
+                assert_eq!(shape.list_names().len(), lists.len());
+                assert!(shape.names_comm(), "{}", event_line(&e));
+                assert_eq!(Shape::from_words(shape.to_words()), Some(shape));
+            }
+        }
+        let write = |offset| {
+            let mut e = crate::fixtures::io_events()[2].clone();
+            e.io = Some(Box::new(Io::Access { offset }));
+            let mut p = Vec::new();
+            (encode(&e, 3, &mut p), p)
+        };
+        let ((s1, p1), (s2, p2)) = (write(0), write(4096));
+        assert_eq!(s1, s2);
+        let at = s1
+            .param_names()
+            .iter()
+            .position(|n| *n == "offset")
+            .unwrap();
+        assert_eq!((p1[at], p2[at]), (0, 4096));
+        assert_eq!(p1[..at], p2[..at]);
+    }
+
+    /// A shape word with two MPI-IO variants, or with an MPI-IO and a
+    /// one-sided variant, is refused.
+    #[test]
+    fn impossible_io_shapes_are_refused() {
+        let mut params = Vec::new();
+        let e = &crate::fixtures::io_events()[2];
+        let mut w = encode(e, 5, &mut params).to_words();
+        let ok = w[2];
+        for bad in [ok | u64::from(IO_VIEW), ok | u64::from(RMA_TARGET)] {
+            w[2] = bad;
+            assert_eq!(Shape::from_words(w), None, "{bad:#x}");
+        }
+    }
+
     /// A shape word with two one-sided variants, or a lock type without a
     /// lock, or a flag no build writes, is refused.
     #[test]
@@ -1122,7 +1249,7 @@ mod tests {
         bad[1] = i64::MAX; // list length
         assert!(decode(&shape, &bad, 5).is_none());
         assert!(Shape::from_words([999, 0, 0, 0, 0]).is_none());
-        assert!(Shape::from_words([0, 0, 1 << 21, 0, 0]).is_none());
+        assert!(Shape::from_words([0, 0, 1 << 26, 0, 0]).is_none());
         let mut pos = 0;
         assert!(read_binary(&[0xff; 3], &mut pos, &mut params).is_none());
     }

@@ -134,7 +134,9 @@ pub enum Family {
     /// [`Rma`] detail.
     OneSided,
     // The families below are recorded without detail (see
-    // [`Family::is_generic`]): the event names the function, its
+    // [`Family::is_generic`]), but for `Io`, which became detailed in its
+    // place (the variants' order is their serialised index).
+    // A generic call's event names the function, its
     // communicator where it has one, the bytes of its first buffer, the
     // request it created and its time. Issues that give a family its
     // detailed event move its functions to a detailed family.
@@ -154,7 +156,10 @@ pub enum Family {
     /// Neighbourhood collectives, blocking and nonblocking
     /// (`Neighbor_alltoall`, `Ineighbor_allgatherv`, ...).
     Neighborhood,
-    /// MPI-IO.
+    /// MPI-IO (issue 36): files (`File_open`, `File_close`, `File_delete`,
+    /// sizes, `File_sync`), views, seeks, and data access in every form
+    /// (explicit offsets, individual and shared file pointers, collective,
+    /// split collective and nonblocking). Each records its [`Io`] detail.
     Io,
     /// Dynamic processes: spawn, ports, connect and accept.
     DynamicProcess,
@@ -166,9 +171,12 @@ pub enum Family {
     /// The large-count (`_c`) forms of MPI 4.
     LargeCount,
     /// Window queries and settings: attributes, names, info, error
-    /// handlers, the group, `Win_shared_query`. (Last, as the variants'
-    /// order is their serialised index.)
+    /// handlers, the group, `Win_shared_query`.
     WinQuery,
+    /// File queries and settings: the file's size, position, view, group,
+    /// amode, info, atomicity and error handlers. (Last, as the variants'
+    /// order is their serialised index.)
+    IoQuery,
 }
 
 impl Family {
@@ -201,6 +209,7 @@ impl Family {
             Family::Environment => "environment",
             Family::LargeCount => "large-count",
             Family::WinQuery => "one-sided-query",
+            Family::IoQuery => "io-query",
         }
     }
 
@@ -227,6 +236,7 @@ impl Family {
                 | Family::PersistentCollective
                 | Family::Partitioned
                 | Family::OneSided
+                | Family::Io
         )
     }
 }
@@ -262,7 +272,7 @@ impl Op {
         // [`Rma`] detail (see [`Event::names_comm`]), so that an event an
         // earlier tracer wrote without detail decodes as it was written.
         // The window constructors take a communicator (listed `comm`).
-        if self.is_generic() || matches!(self.family(), Family::OneSided) {
+        if self.is_generic() || matches!(self.family(), Family::OneSided | Family::Io) {
             return listed_has_comm(self);
         }
         !matches!(
@@ -409,6 +419,49 @@ impl Op {
     /// ranks it names.
     pub fn is_window_collective(self) -> bool {
         self.makes_window() || matches!(self, Op::WinFence | Op::WinFree)
+    }
+
+    /// Whether the call opens a file (`File_open`): a constructor over its
+    /// communicator, whose new id is the file ([`Io`]).
+    pub fn opens_file(self) -> bool {
+        self == Op::FileOpen
+    }
+
+    /// Whether every rank that opened the file makes the call, in the same
+    /// order as its other such calls: `File_open` (on its communicator),
+    /// `File_close`, `File_set_view`, `File_set_size`, `File_preallocate`,
+    /// `File_sync`, `File_seek_shared`, and the collective data accesses
+    /// (`_all`, `_at_all`, `_ordered`, their split `_begin` and
+    /// nonblocking forms; a split collective's `_end` completes its
+    /// `_begin` and is not counted again).
+    pub fn is_file_collective(self) -> bool {
+        use Op::*;
+        matches!(
+            self,
+            FileOpen
+                | FileClose
+                | FileSetView
+                | FileSetSize
+                | FilePreallocate
+                | FileSync
+                | FileSeekShared
+                | FileReadAll
+                | FileWriteAll
+                | FileReadAtAll
+                | FileWriteAtAll
+                | FileReadOrdered
+                | FileWriteOrdered
+                | FileReadAllBegin
+                | FileWriteAllBegin
+                | FileReadAtAllBegin
+                | FileWriteAtAllBegin
+                | FileReadOrderedBegin
+                | FileWriteOrderedBegin
+                | FileIreadAll
+                | FileIwriteAll
+                | FileIreadAtAll
+                | FileIwriteAtAll
+        )
     }
 
     /// Whether the call acts on one partition of a live partitioned
@@ -827,6 +880,9 @@ pub struct Event {
     /// One-sided details: the window's memory, an operation's target side,
     /// a synchronisation's assert and group, a lock.
     pub rma: Option<Box<Rma>>,
+    /// MPI-IO details: a file's access mode, a view, where a data access
+    /// starts, a seek or a size.
+    pub io: Option<Box<Io>>,
     /// Free-form integer argument: Init_thread (required, provided) packed as
     /// `required * 16 + provided`, Abort error code, the partitions of
     /// `Psend_init`/`Precv_init`, the partition of `Pready`/`Parrived`,
@@ -913,6 +969,118 @@ pub enum Rma {
     },
 }
 
+/// What an MPI-IO call records beyond its file and its data (issue 36).
+///
+/// A file lives in the communicators' id space, as a window does:
+/// `File_open` is recorded as a constructor over its communicator's group
+/// ([`Event::create`], whose `new` is the file), and every later call on
+/// the file names it in [`Event::comm`], so that the collective file calls
+/// are collectives of the file and a rank's place in it is its rank in the
+/// opening communicator. A data access records its data as a transfer to
+/// no peer ([`Peer::Null`]): [`Event::send`] for a write, [`Event::recv`]
+/// for a read, with the memory side's count and datatype, so that bytes
+/// are counted, folded and extrapolated as message sizes are.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Io {
+    /// `File_open`: the access mode in the trace's bits ([`Io::MODES`]),
+    /// and which file: a hash of its path (FNV-1a of the bytes), the same
+    /// on every rank and run for the same path, which says which opens
+    /// name one file without keeping the path, which can be private.
+    Open {
+        /// The access mode in the trace's bits.
+        amode: i32,
+        /// FNV-1a of the path.
+        path: u64,
+    },
+    /// `File_set_view`: the displacement in bytes, and the bytes of data
+    /// of one etype, of one filetype, and the filetype's extent (a
+    /// filetype with holes, a strided view, has more extent than data).
+    View {
+        /// The view's displacement in bytes.
+        disp: i64,
+        /// Bytes of one etype (`MPI_Type_size`).
+        etype: i64,
+        /// Bytes of data of one filetype (`MPI_Type_size`).
+        filetype: i64,
+        /// The filetype's extent in bytes.
+        extent: i64,
+    },
+    /// A data access: where it starts, in etypes of the view: the
+    /// explicit offset of the `_at` forms, the individual file pointer's
+    /// position before the call for the others, and [`Io::SHARED`] for the
+    /// shared file pointer's accesses (`_shared`, `_ordered`), whose
+    /// position another rank's access decides.
+    Access {
+        /// The offset in etypes, or [`Io::SHARED`].
+        offset: i64,
+    },
+    /// A call on the file with nothing more to record: `File_close`,
+    /// `File_sync`, a split collective's `_end` (its data is its
+    /// `_begin`'s).
+    Handle,
+    /// `File_seek`, `File_seek_shared` (an offset in etypes and where it
+    /// counts from), `File_set_size` and `File_preallocate` (a size in
+    /// bytes, `whence` 0).
+    Seek {
+        /// The offset or the size.
+        offset: i64,
+        /// [`Io::SEEK_SET`], [`Io::SEEK_CUR`] or [`Io::SEEK_END`].
+        whence: i32,
+    },
+}
+
+impl Io {
+    /// `MPI_MODE_RDONLY` as the trace records an access mode. MPICH and
+    /// Open MPI happen to share their values; the trace keeps its own, as
+    /// it does for one-sided asserts, so that a third library cannot change
+    /// what a trace means.
+    pub const MODE_RDONLY: i32 = 1;
+    /// `MPI_MODE_WRONLY` (see [`Io::MODE_RDONLY`]).
+    pub const MODE_WRONLY: i32 = 2;
+    /// `MPI_MODE_RDWR` (see [`Io::MODE_RDONLY`]).
+    pub const MODE_RDWR: i32 = 4;
+    /// `MPI_MODE_CREATE` (see [`Io::MODE_RDONLY`]).
+    pub const MODE_CREATE: i32 = 8;
+    /// `MPI_MODE_EXCL` (see [`Io::MODE_RDONLY`]).
+    pub const MODE_EXCL: i32 = 16;
+    /// `MPI_MODE_DELETE_ON_CLOSE` (see [`Io::MODE_RDONLY`]).
+    pub const MODE_DELETE_ON_CLOSE: i32 = 32;
+    /// `MPI_MODE_UNIQUE_OPEN` (see [`Io::MODE_RDONLY`]).
+    pub const MODE_UNIQUE_OPEN: i32 = 64;
+    /// `MPI_MODE_SEQUENTIAL` (see [`Io::MODE_RDONLY`]).
+    pub const MODE_SEQUENTIAL: i32 = 128;
+    /// `MPI_MODE_APPEND` (see [`Io::MODE_RDONLY`]).
+    pub const MODE_APPEND: i32 = 256;
+    /// Every access-mode bit, in the order of the constants above.
+    pub const MODES: [i32; 9] = [
+        Io::MODE_RDONLY,
+        Io::MODE_WRONLY,
+        Io::MODE_RDWR,
+        Io::MODE_CREATE,
+        Io::MODE_EXCL,
+        Io::MODE_DELETE_ON_CLOSE,
+        Io::MODE_UNIQUE_OPEN,
+        Io::MODE_SEQUENTIAL,
+        Io::MODE_APPEND,
+    ];
+    /// The offset of an access through the shared file pointer.
+    pub const SHARED: i64 = -1;
+    /// `MPI_SEEK_SET`.
+    pub const SEEK_SET: i32 = 0;
+    /// `MPI_SEEK_CUR`.
+    pub const SEEK_CUR: i32 = 1;
+    /// `MPI_SEEK_END`.
+    pub const SEEK_END: i32 = 2;
+
+    /// The path hash [`Io::Open`] records: 64-bit FNV-1a, which needs no
+    /// key, so the hash of a path is the same in every run and tool.
+    pub fn path_hash(path: &[u8]) -> u64 {
+        path.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+}
+
 impl Rma {
     /// `MPI_MODE_NOCHECK` as the trace records an `assert`. The MPI
     /// libraries number the assert bits differently (MPICH's `NOCHECK` is
@@ -970,6 +1138,7 @@ impl PartialEq for Event {
             message,
             create,
             rma,
+            io,
             value,
             error,
             time,
@@ -996,6 +1165,7 @@ impl PartialEq for Event {
             && *message == other.message
             && *create == other.create
             && *rma == other.rma
+            && *io == other.io
             && *value == other.value
             && *error == other.error
             && *time == other.time
@@ -1040,10 +1210,22 @@ impl Event {
             message: None,
             create: None,
             rma: None,
+            io: None,
             value: None,
             error: None,
             time: Timing::default(),
         }
+    }
+
+    /// Whether the call was recorded without detail: a call of a family
+    /// without detail ([`Family::is_generic`]), or a one-sided or MPI-IO
+    /// call whose detail is missing (an earlier tracer's one-sided calls;
+    /// Open MPI's Fortran MPI-IO calls, which reach no C entry point).
+    /// Replay, simulation and code generation pass over such calls.
+    pub fn without_detail(&self) -> bool {
+        self.op.is_generic()
+            || (self.op.family() == Family::OneSided && self.rma.is_none())
+            || (self.op.family() == Family::Io && self.io.is_none() && self.op != Op::FileDelete)
     }
 
     /// Whether the call returned an error: it did nothing, so everything
@@ -1053,12 +1235,13 @@ impl Event {
         self.error.is_some()
     }
 
-    /// Whether the call names a communicator, or a window ([`Rma`]: windows
-    /// live in the communicators' id space): then [`Event::comm`] and
+    /// Whether the call names a communicator, a window ([`Rma`]) or a file
+    /// ([`Io`]; windows and files live in the communicators' id space):
+    /// then [`Event::comm`] and
     /// [`Event::comm_rank`] are set, the raw log prints `comm=`, and the
     /// codec keeps the caller's rank relative to its world rank.
     pub fn names_comm(&self) -> bool {
-        self.op.has_comm() || self.rma.is_some()
+        self.op.has_comm() || self.rma.is_some() || self.io.is_some()
     }
 
     /// Turns this event into [`Event::new`]`(op)` but keeps the heap blocks

@@ -67,8 +67,10 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// under the same layout (one more shape flag), version 10 what an
 /// extrapolation assumes ([`Meta::assumptions`]), version 11 the details of
 /// one-sided calls ([`crate::Rma`]: shape flags above the sixteenth bit, so
-/// that a reader of version 10 refuses such a file by its version).
-pub const VERSION: u32 = 11;
+/// that a reader of version 10 refuses such a file by its version), version
+/// 12 the details of MPI-IO calls ([`crate::Io`]: shape flags above the
+/// twentieth bit, likewise).
+pub const VERSION: u32 = 12;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
@@ -449,8 +451,9 @@ struct TraceFileV9 {
     series: Vec<MpiSeries>,
 }
 
-/// A file of version 10 or 11, the current layout ([`VERSION`]; version 11
-/// only lets shapes carry the one-sided flags), as read. The
+/// A file of version 10 to 12, the current layout ([`VERSION`]; versions
+/// 11 and 12 only let shapes carry the one-sided and MPI-IO flags), as
+/// read. The
 /// current version's wire type is written out like the older ones', so
 /// that the format changes only where this type (or one of the types it
 /// holds) does, never because [`TraceFile`] gained a field.

@@ -4,7 +4,7 @@
 //! on.
 
 use crate::event::{
-    CommCreate, CommId, Event, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag, Timing, Transfer,
+    CommCreate, CommId, Event, Io, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag, Timing, Transfer,
 };
 
 pub(crate) fn rank_peer(world: i32, local: i32) -> Peer {
@@ -173,6 +173,75 @@ pub fn rma_events() -> Vec<Event> {
         e.rma = Some(Box::new(lock(Peer::Null, None, 0)))
     });
     push(WinLockAll, &|e| e.rma = Some(Box::new(sync(4, Vec::new()))));
+    out
+}
+
+/// MPI-IO calls with their [`Io`] details, one of each kind: an open over
+/// a communicator, a view with holes, writes and reads at explicit offsets
+/// and through both file pointers (blocking, collective, nonblocking), a
+/// seek and a size. Recorded by world rank 5 at rank 2 of the file.
+pub fn io_events() -> Vec<Event> {
+    use Op::*;
+    let data = |count| {
+        Transfer::collective(count, 4)
+            .typed(crate::Datatype::from_name("int").unwrap_or(crate::Datatype::UNKNOWN))
+    };
+    let mut out = Vec::new();
+    let mut push = |op: Op, f: &dyn Fn(&mut Event)| {
+        let mut e = Event::new(op);
+        e.site = 0x0f11_e000 ^ (op as u64);
+        e.comm = CommId(9);
+        e.comm_rank = 2;
+        f(&mut e);
+        out.push(e);
+    };
+    push(FileOpen, &|e| {
+        e.comm = CommId(0);
+        e.comm_rank = 5;
+        e.create = Some(Box::new(crate::event::CommCreate::new(Some(CommId(9)), 8)));
+        e.io = Some(Box::new(Io::Open {
+            amode: Io::MODE_CREATE | Io::MODE_WRONLY,
+            path: Io::path_hash(b"checkpoint.dat"),
+        }));
+    });
+    push(FileSetView, &|e| {
+        e.io = Some(Box::new(Io::View {
+            disp: 4096,
+            etype: 4,
+            filetype: 32,
+            extent: 256,
+        }))
+    });
+    push(FileWriteAtAll, &|e| {
+        e.send = Some(data(1024));
+        e.io = Some(Box::new(Io::Access { offset: 2048 }));
+    });
+    push(FileWrite, &|e| {
+        e.send = Some(data(8));
+        e.io = Some(Box::new(Io::Access { offset: 0 }));
+    });
+    push(FileIreadAt, &|e| {
+        e.recv = Some(data(8));
+        e.req = Some(ReqId(12));
+        e.io = Some(Box::new(Io::Access { offset: 16 }));
+    });
+    push(FileReadOrdered, &|e| {
+        e.recv = Some(data(8));
+        e.io = Some(Box::new(Io::Access { offset: Io::SHARED }));
+    });
+    push(FileSeek, &|e| {
+        e.io = Some(Box::new(Io::Seek {
+            offset: -8,
+            whence: Io::SEEK_CUR,
+        }))
+    });
+    push(FileClose, &|e| e.io = Some(Box::new(Io::Handle)));
+    push(FileSetSize, &|e| {
+        e.io = Some(Box::new(Io::Seek {
+            offset: 1 << 40,
+            whence: Io::SEEK_SET,
+        }))
+    });
     out
 }
 

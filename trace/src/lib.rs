@@ -38,7 +38,7 @@ pub mod timing;
 pub mod tree;
 
 pub use event::{
-    CommCreate, CommId, Event, EventSink, Family, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag,
+    CommCreate, CommId, Event, EventSink, Family, Io, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag,
     Timing, Transfer,
 };
 

@@ -18,9 +18,11 @@
 //!          | "reorder=" 0|1 | "win=" SIZE "/" DISP_UNIT
 //!          | "target=" DISP "/" COUNT "/" DSIZE [":" TYPE] | "assert=" N
 //!          | "group=" list | "lock=" peer "/" ("shared"|"exclusive"|"none") "/" N
+//!          | "file=" AMODE "/" PATH_HASH_HEX | "view=" DISP "/" ETYPE "/" FILETYPE "/" EXTENT
+//!          | "offset=" (N | "shared") | "seek=" OFFSET "/" WHENCE | "file"
 //!          | "value=" N | "error=" CLASS
 //! xfer     = peer "/" tag "/" COUNT "/" DSIZE [":" TYPE]  (point-to-point, probes)
-//!          | COUNT "/" DSIZE [":" TYPE]           (collectives: no peer, no tag)
+//!          | COUNT "/" DSIZE [":" TYPE]           (collectives, MPI-IO: no peer, no tag)
 //! TYPE     = a predefined datatype's name (`double_complex`) or "derived"
 //! peer     = WORLD_RANK | "any" | "null"
 //! tag      = N | "any"                            m    = (REQ | "-") ":" SRC ":" TAG
@@ -37,7 +39,8 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 use crate::event::{
-    CommCreate, CommId, Event, EventSink, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag, Transfer,
+    CommCreate, CommId, Event, EventSink, Io, Matched, Op, Peer, ReduceOp, ReqId, Rma, Tag,
+    Transfer,
 };
 
 /// The file name of rank `rank`'s raw log inside the raw directory.
@@ -112,10 +115,10 @@ pub fn format_event(ev: &Event, out: &mut String) {
         let _ = write!(out, " comm={}", ev.comm.0);
     }
     if let Some(t) = &ev.send {
-        write_xfer(out, "send", t, ev.op.is_collective());
+        write_xfer(out, "send", t, ev.op.is_collective() || ev.io.is_some());
     }
     if let Some(t) = &ev.recv {
-        write_xfer(out, "recv", t, ev.op.is_collective());
+        write_xfer(out, "recv", t, ev.op.is_collective() || ev.io.is_some());
     }
     if let Some(r) = ev.root {
         let _ = write!(out, " root={r}");
@@ -189,6 +192,9 @@ pub fn format_event(ev: &Event, out: &mut String) {
     if let Some(r) = ev.rma.as_deref() {
         write_rma(out, r);
     }
+    if let Some(io) = ev.io.as_deref() {
+        write_io(out, io);
+    }
     if let Some(v) = ev.value {
         let _ = write!(out, " value={v}");
     }
@@ -234,6 +240,26 @@ fn write_rma(out: &mut String, r: &Rma) {
             let _ = write!(out, "/{kind}/{assert}");
         }
     }
+}
+
+/// The MPI-IO fields ([`Io`]): `file=` of an open (the access mode in the
+/// trace's bits and the path's hash in hex), `view=` of a view, `offset=`
+/// of a data access (`shared` for the shared file pointer), `seek=` of a
+/// seek or a size, a bare `file` for a call on the file with nothing more.
+fn write_io(out: &mut String, io: &Io) {
+    let _ = match io {
+        Io::Open { amode, path } => write!(out, " file={amode}/{path:x}"),
+        Io::View {
+            disp,
+            etype,
+            filetype,
+            extent,
+        } => write!(out, " view={disp}/{etype}/{filetype}/{extent}"),
+        Io::Access { offset } if *offset == Io::SHARED => write!(out, " offset=shared"),
+        Io::Access { offset } => write!(out, " offset={offset}"),
+        Io::Seek { offset, whence } => write!(out, " seek={offset}/{whence}"),
+        Io::Handle => write!(out, " file"),
+    };
 }
 
 /// The canonical line for `ev`, without the newline.
@@ -355,6 +381,10 @@ pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
             ev.in_place = true;
             continue;
         }
+        if tok == "file" {
+            ev.io = Some(Box::new(Io::Handle));
+            continue;
+        }
         let (k, v) = tok
             .split_once('=')
             .ok_or_else(|| bad(line_no, format!("`{tok}` is not key=value")))?;
@@ -437,6 +467,46 @@ pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
                     peer: parse_peer(l, peer)?,
                     exclusive,
                     assert: num(l, k, assert)?,
+                }));
+            }
+            "file" => {
+                let (amode, path) = v
+                    .split_once('/')
+                    .ok_or_else(|| bad(l, "field `file` needs amode/path"))?;
+                let path = u64::from_str_radix(path, 16)
+                    .map_err(|_| bad(l, format!("field `file`: path `{path}` is not hex")))?;
+                ev.io = Some(Box::new(Io::Open {
+                    amode: num(l, k, amode)?,
+                    path,
+                }));
+            }
+            "view" => {
+                let parts: Vec<&str> = v.split('/').collect();
+                let [disp, etype, filetype, extent] = parts[..] else {
+                    return Err(bad(l, "field `view` needs disp/etype/filetype/extent"));
+                };
+                ev.io = Some(Box::new(Io::View {
+                    disp: num(l, k, disp)?,
+                    etype: num(l, k, etype)?,
+                    filetype: num(l, k, filetype)?,
+                    extent: num(l, k, extent)?,
+                }));
+            }
+            "offset" => {
+                let offset = if v == "shared" {
+                    Io::SHARED
+                } else {
+                    num(l, k, v)?
+                };
+                ev.io = Some(Box::new(Io::Access { offset }));
+            }
+            "seek" => {
+                let (offset, whence) = v
+                    .split_once('/')
+                    .ok_or_else(|| bad(l, "field `seek` needs offset/whence"))?;
+                ev.io = Some(Box::new(Io::Seek {
+                    offset: num(l, k, offset)?,
+                    whence: num(l, k, whence)?,
                 }));
             }
             "new" => {
@@ -625,6 +695,33 @@ mod tests {
             lines[4],
             "Recv site=none comm=0 recv=any/any/1/4 match=-:2:9"
         );
+    }
+
+    /// The MPI-IO fields print and parse back, spelled as the grammar says.
+    #[cfg(feature = "fixtures")]
+    #[test]
+    fn io_fields_round_trip_through_the_parser() {
+        let events = crate::fixtures::io_events();
+        let lines: Vec<String> = events.iter().map(event_line).collect();
+        for (ev, line) in events.iter().zip(&lines) {
+            let back = parse_line(line, 1).unwrap();
+            assert_eq!(&event_line(&back), line);
+            assert_eq!(back.io, ev.io);
+        }
+        assert!(lines[0].contains(" file=10/"), "{}", lines[0]);
+        assert!(lines[1].ends_with(" view=4096/4/32/256"), "{}", lines[1]);
+        assert!(
+            lines[2].contains(" send=1024/4:int") && lines[2].ends_with(" offset=2048"),
+            "{}",
+            lines[2]
+        );
+        assert!(lines[5].ends_with(" offset=shared"), "{}", lines[5]);
+        assert!(lines[6].ends_with(" seek=-8/1"), "{}", lines[6]);
+        assert!(lines[7].ends_with(" file"), "{}", lines[7]);
+        for bad in ["file=1", "file=1/xyz", "view=1/2/3", "seek=4", "offset=x"] {
+            let line = format!("File_seek site=none comm=9 {bad}");
+            assert!(parse_line(&line, 1).is_err(), "{line}");
+        }
     }
 
     /// The one-sided fields print and parse back, spelled as the grammar

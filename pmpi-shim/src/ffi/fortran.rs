@@ -2237,4 +2237,5 @@ mod mpi4 {
     });
 }
 
+mod io;
 mod onesided;

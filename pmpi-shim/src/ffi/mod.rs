@@ -53,6 +53,7 @@ pub(crate) mod c;
 pub(crate) mod finalize;
 pub(crate) mod fortran;
 pub(crate) mod generic;
+pub(crate) mod io;
 pub(crate) mod onesided;
 #[cfg(rankscale_mpi4)]
 pub(crate) mod session;
@@ -118,6 +119,7 @@ macro_rules! impl_key {
 impl_key!(
     MPI_Comm,
     MPI_Win,
+    MPI_File,
     MPI_Request,
     MPI_Message,
     MPI_Datatype,
@@ -267,6 +269,65 @@ pub(crate) fn take_group_map(mut group: MPI_Group) -> Box<[i32]> {
     // SAFETY: a group MPI just returned to the shim, freed once.
     unsafe { PMPI_Group_free(&mut group) };
     out.into_boxed_slice()
+}
+
+/// The tracer's view of a window or file handle `key`: registered at its
+/// constructor, or on first use for one made before tracing started, from
+/// `group` (its group as world ranks in rank order, and this process's
+/// rank in it).
+pub(crate) fn handle_info(
+    t: &Tracer,
+    key: usize,
+    group: impl FnOnce() -> (Box<[i32]>, i32),
+) -> Arc<CommInfo> {
+    if let Some(info) = t.comm(key) {
+        return info;
+    }
+    let (map, me) = group();
+    let id = t.reserve_comm();
+    t.bind(
+        key,
+        me,
+        CommInfo {
+            id,
+            to_world: Some(map),
+            dynamic_window: false,
+        },
+    );
+    t.comm(key).unwrap_or_else(|| {
+        Arc::new(CommInfo {
+            id: CommId(u32::MAX),
+            to_world: None,
+            dynamic_window: false,
+        })
+    })
+}
+
+/// Registers the window or file `key` a constructor made over `comm_h`
+/// (its group is the communicator's): the constructor's event names the
+/// communicator and creates the new id, of the communicator's size.
+pub(crate) fn bind_made_over(
+    t: &Tracer,
+    ev: &mut trace::Event,
+    comm_h: MPI_Comm,
+    key: usize,
+    dynamic_window: bool,
+) {
+    let info = comm(t, comm_h);
+    ev.comm = info.id;
+    let me = t.comm_rank(info.id);
+    let id = t.reserve_comm();
+    let n = comm_size(comm_h);
+    t.bind(
+        key,
+        me,
+        CommInfo {
+            id,
+            to_world: info.to_world.clone(),
+            dynamic_window,
+        },
+    );
+    ev.create = Some(Box::new(CommCreate::new(Some(id), n)));
 }
 
 /// The tracer's view of a communicator handle. A communicator created by a

@@ -24,9 +24,12 @@ use std::sync::Arc;
 
 use mpi_helpers::{LOCK_EXCLUSIVE, assert_to_trace};
 use mpi_sys::*;
-use trace::{CommCreate, CommId, Event, Op, Peer, Rma};
+use trace::{Event, Op, Peer, Rma};
 
-use super::{Count, Key, comm, consts, dsize, dtype, ranks_in, redop, take_group_map, xfer};
+use super::{
+    Count, Key, bind_made_over, consts, dsize, dtype, handle_info, ranks_in, redop, take_group_map,
+    xfer,
+};
 use crate::return_address;
 use crate::tracer::{CommInfo, Scope, Tracer};
 
@@ -41,28 +44,7 @@ fn wide(a: MPI_Aint) -> i64 {
 /// or on first use for a window made before tracing started (from its
 /// group).
 pub(crate) fn win(t: &Tracer, w: MPI_Win) -> Arc<CommInfo> {
-    let k = w.key();
-    if let Some(info) = t.comm(k) {
-        return info;
-    }
-    let (map, me) = win_group(w);
-    let id = t.reserve_comm();
-    t.bind(
-        k,
-        me,
-        CommInfo {
-            id,
-            to_world: Some(map),
-            dynamic_window: false,
-        },
-    );
-    t.comm(k).unwrap_or_else(|| {
-        Arc::new(CommInfo {
-            id: CommId(u32::MAX),
-            to_world: None,
-            dynamic_window: false,
-        })
-    })
+    handle_info(t, w.key(), || win_group(w))
 }
 
 /// A window's group as world ranks in rank order, and this process's rank
@@ -93,21 +75,7 @@ pub(crate) fn fill_win_new(
     disp_unit: impl Count,
     dynamic: bool,
 ) {
-    let info = comm(t, comm_h);
-    ev.comm = info.id;
-    let me = t.comm_rank(info.id);
-    let id = t.reserve_comm();
-    let n = super::comm_size(comm_h);
-    t.bind(
-        w.key(),
-        me,
-        CommInfo {
-            id,
-            to_world: info.to_world.clone(),
-            dynamic_window: dynamic,
-        },
-    );
-    ev.create = Some(Box::new(CommCreate::new(Some(id), n)));
+    bind_made_over(t, ev, comm_h, w.key(), dynamic);
     ev.rma = Some(Box::new(Rma::Window {
         size: size.wide(),
         disp_unit: i32::try_from(disp_unit.wide()).unwrap_or(i32::MAX),

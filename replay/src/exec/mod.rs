@@ -10,7 +10,8 @@
 //! and datatypes, and hands each event to its concern: [`p2p`] (sends,
 //! receives, probes), [`requests`] (the request table and the completion
 //! calls), [`coll`] (collectives and reductions), [`comm`] (communicators),
-//! [`rma`] (windows and one-sided communication),
+//! [`rma`] (windows and one-sided communication), [`io`] (MPI-IO, in a
+//! scratch directory),
 //! [`threads`] (a rank's replay threads and their order) and [`report`]
 //! (the totals and the printed profile).
 
@@ -55,6 +56,7 @@ macro_rules! mpi4 {
 
 mod coll;
 mod comm;
+mod io;
 mod neighbor;
 mod p2p;
 #[cfg(rankscale_mpi4)]
@@ -294,6 +296,9 @@ struct Replayer<'o> {
     /// The exposure epochs of this rank's windows ([`rma::exposures`];
     /// the main thread of an unthreaded rank only).
     exposures: rma::Exposures,
+    /// The files this thread opened, by trace id (files live in the
+    /// communicators' id space), and the bytes its I/O moved.
+    files: io::Files,
     /// How long an origin's `Win_complete` is held for a target's tests
     /// at most (the causal gates' timeout).
     hold_timeout: Duration,
@@ -361,7 +366,14 @@ fn blank_status() -> MPI_Status {
 
 impl<'o> Replayer<'o> {
     /// The replayer of one thread (`slot`) of `rank`.
-    fn new(opts: &'o Opts, rank: i32, slot: usize, comms: Comms, threaded: bool) -> Self {
+    fn new(
+        opts: &'o Opts,
+        rank: i32,
+        slot: usize,
+        comms: Comms,
+        threaded: bool,
+        iodir: Option<Arc<std::path::PathBuf>>,
+    ) -> Self {
         // The payload pattern has a generator of its own, so that the
         // computation draws are the stream `rankscale codegen`'s benchmark
         // draws (seed and rank alone): the two then sleep the same times.
@@ -382,6 +394,7 @@ impl<'o> Replayer<'o> {
             comms,
             wins: rma::Windows::default(),
             exposures: rma::Exposures::new(),
+            files: io::Files::new(iodir),
             hold_timeout: Duration::from_secs(1),
             threaded,
             types: HashMap::new(),
@@ -660,6 +673,7 @@ impl<'o> Replayer<'o> {
                 Ok(0.0)
             }
             op if op.family() == Family::OneSided => self.one_sided(e),
+            op if op.family() == Family::Io => self.io(e),
             Op::Send | Op::Ssend | Op::Bsend | Op::Rsend => self.send(e),
             Op::Recv => self.recv(e),
             Op::Sendrecv => self.sendrecv(e),
@@ -786,6 +800,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     // SAFETY: reading initialised mpi-sys constants.
     let (world, selfc) = unsafe { (RSMPI_COMM_WORLD, RSMPI_COMM_SELF) };
     let comms = Comms::new(world, selfc);
+    let mut scratch = io::Scratch::new(opts, file, rank)?;
     let rt = trace
         .rank_trace(rank as u32)
         .map_err(|e| anyhow!("rank {rank}: {e}"))?;
@@ -797,7 +812,9 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     if opts.timeout > 0.0 {
         threads::watchdog(rank, opts.timeout, current.clone(), finished.clone());
     }
-    let new_replayer = |slot: usize| Replayer::new(opts, rank, slot, comms.clone(), threaded);
+    let iodir = scratch.dir();
+    let new_replayer =
+        |slot: usize| Replayer::new(opts, rank, slot, comms.clone(), threaded, iodir.clone());
     let gates = causal_gates(opts, file, &rt, (world, rank), threaded)?;
     let mut r = new_replayer(0);
     if threaded {
@@ -823,7 +840,7 @@ fn run_inner(opts: &Opts, file: &TraceFile) -> Result<i32> {
     if let Ok(mut cur) = current.lock() {
         *cur = format!("the end barrier, after all its {n_events} events");
     }
-    r.conclude(file, rank, world, mine, &finished)?;
+    r.conclude(file, rank, world, mine, &finished, &mut scratch)?;
     Ok(0)
 }
 
@@ -936,8 +953,9 @@ fn hold_timeout(opts: &Opts, file: &TraceFile) -> Duration {
 impl Replayer<'_> {
     /// After this rank's replay (`mine` seconds): completes the causal
     /// gates' tokens, sums the report's totals on rank 0 over the end
-    /// barrier, stops the watchdog (`finished`), prints the report on rank
-    /// 0, frees the replay's datatypes and ends MPI.
+    /// barrier, removes the MPI-IO scratch directory made for the replay
+    /// (`scratch`), stops the watchdog (`finished`), prints the report on
+    /// rank 0, frees the replay's datatypes and ends MPI.
     fn conclude(
         &mut self,
         file: &TraceFile,
@@ -945,6 +963,7 @@ impl Replayer<'_> {
         world: MPI_Comm,
         mine: f64,
         finished: &AtomicBool,
+        scratch: &mut io::Scratch,
     ) -> Result<()> {
         let mut gates = self.gates.take();
         let mut given_up = self.latency;
@@ -956,10 +975,12 @@ impl Replayer<'_> {
         if let Some(g) = gates {
             g.finish()?;
         }
+        scratch.finish()?;
         finished.store(true, Ordering::SeqCst);
         let sites = report::gather_sites(&self.sites, rank, world)?;
         if rank == 0 {
-            report::report(self.opts, file, total, &sums, counts, &sites);
+            let io = scratch.describe();
+            report::report(self.opts, file, total, &sums, counts, &sites, io);
         }
         self.free_types();
         // SAFETY: every request of the trace has completed; MPI ends once.

@@ -20,6 +20,9 @@ pub(super) struct Summary {
     latency: u64,
     early_partitions: u64,
     drawn_ns: f64,
+    /// Bytes written and read by MPI-IO, and the accesses whose
+    /// individual file pointer was moved (see `io`).
+    io: [f64; 3],
 }
 
 /// The counts over all ranks that the report gives beside the operations.
@@ -33,6 +36,12 @@ pub(super) struct Counts {
     /// Computation drawn from the trace's histograms, ns (what a benchmark
     /// of `rankscale codegen` with the same seed draws too).
     drawn_ns: f64,
+    /// Bytes MPI-IO was asked to write and to read.
+    io_written: f64,
+    io_read: f64,
+    /// Accesses through an individual file pointer that was not where the
+    /// application's was, moved there first.
+    io_repositioned: f64,
 }
 
 /// Per-operation totals for the report: calls, bytes, seconds.
@@ -55,6 +64,7 @@ impl Replayer<'_> {
             latency: self.latency,
             early_partitions: self.early_partitions,
             drawn_ns: self.drawn_ns,
+            io: [self.files.written, self.files.read, self.files.repositioned],
         }
     }
 
@@ -75,14 +85,17 @@ impl Replayer<'_> {
         self.latency += other.latency;
         self.early_partitions += other.early_partitions;
         self.drawn_ns += other.drawn_ns;
+        self.files.written += other.io[0];
+        self.files.read += other.io[1];
+        self.files.repositioned += other.io[2];
     }
 
     /// After the replay, on every rank (collective, outside the traced
     /// API): the end barrier, then on rank 0 the longest replay time
     /// (`mine` on this rank), the per-operation sums (calls, bytes,
     /// seconds of each) and the counts of divergences, of latency races
-    /// (`given_up` on this rank) and of early partitions, and the
-    /// computation drawn.
+    /// (`given_up` on this rank) and of early partitions, the
+    /// computation drawn, and the bytes of MPI-IO.
     pub(super) fn reduce_totals(
         &self,
         mine: f64,
@@ -115,12 +128,15 @@ impl Replayer<'_> {
                 given_up as f64,
                 self.early_partitions as f64,
                 self.drawn_ns,
+                self.files.written,
+                self.files.read,
+                self.files.repositioned,
             ])
             .collect();
         let mut sums = vec![0f64; flat.len()];
         // SAFETY: `flat` and `sums` hold `flat.len()` doubles each and live
         // across the call; every rank passes the same length (one triple
-        // per operation, then four counts).
+        // per operation, then seven counts).
         unsafe {
             PMPI_Reduce(
                 flat.as_ptr().cast(),
@@ -132,6 +148,9 @@ impl Replayer<'_> {
                 world,
             )
         };
+        let io_repositioned = sums.pop().unwrap_or(0.0);
+        let io_read = sums.pop().unwrap_or(0.0);
+        let io_written = sums.pop().unwrap_or(0.0);
         let drawn_ns = sums.pop().unwrap_or(0.0);
         let early_partitions = sums.pop().unwrap_or(0.0);
         let given_up = sums.pop().unwrap_or(0.0);
@@ -141,6 +160,9 @@ impl Replayer<'_> {
             given_up,
             early_partitions,
             drawn_ns,
+            io_written,
+            io_read,
+            io_repositioned,
         };
         (total, sums, counts)
     }
@@ -194,8 +216,10 @@ pub(super) fn gather_sites(
 /// Prints the report on rank 0: replay and application times, the racy
 /// outcomes that differed or could not be forced, the totals per
 /// operation (`sums`, three per operation of `Op::ALL`) and the 20 call
-/// sites with the most time in MPI; with `--json`, all of it as one JSON
-/// object.
+/// sites with the most time in MPI, and for a trace with MPI-IO the
+/// scratch directory (`iodir`, with whether it was made for the replay and
+/// removed) and the bytes written and read;
+/// with `--json`, all of it as one JSON object.
 pub(super) fn report(
     opts: &Opts,
     file: &TraceFile,
@@ -203,12 +227,16 @@ pub(super) fn report(
     sums: &[f64],
     counts: Counts,
     sites: &[((Op, u64), OpStats)],
+    iodir: Option<(String, bool)>,
 ) {
     let Counts {
         diverged,
         given_up,
         early_partitions,
         drawn_ns,
+        io_written,
+        io_read,
+        io_repositioned,
     } = counts;
     let labels = file.meta.site_labels();
     let label = |site: u64| trace::file::site_text(&labels, site);
@@ -229,6 +257,11 @@ pub(super) fn report(
             "latency_races": given_up,
             "early_partitions": early_partitions,
             "computation_drawn_ns": drawn_ns,
+            "io_dir": iodir.as_ref().map(|d| &d.0),
+            "io_dir_removed": iodir.as_ref().is_some_and(|d| d.1),
+            "io_bytes_written": io_written,
+            "io_bytes_read": io_read,
+            "io_repositioned_accesses": io_repositioned,
             "operations": rows.iter().map(|(op, calls, bytes, secs)| serde_json::json!({
                 "op": op.name(), "calls": calls, "bytes_sent": bytes, "seconds_in_mpi": secs,
             })).collect::<Vec<_>>(),
@@ -252,6 +285,21 @@ pub(super) fn report(
         },
         file.meta.wall_ns as f64 / 1e9
     );
+    if let Some((d, made)) = &iodir {
+        let what = if *made {
+            "made for the replay, removed"
+        } else {
+            "given, kept"
+        };
+        println!(
+            "MPI-IO in {d} ({what}): {io_written} bytes written, {io_read} bytes read (as asked of MPI)"
+        );
+    }
+    if io_repositioned > 0.0 {
+        println!(
+            "{io_repositioned} accesses through an individual file pointer found it elsewhere than the application's (a read found fewer bytes: the replay's file was shorter) and moved it to the recorded offset first"
+        );
+    }
     if given_up > 0.0 {
         println!(
             "{given_up} latency races not forced: in the application a message was still in flight when a racy call missed it, although its send came first (a hold would deadlock the replay), or a send request completed later than in the replay; no order of calls reproduces these"

@@ -23,7 +23,7 @@
  * With C = floor(ITERS / EVERY) checkpoints, per-rank calls:
  *   every rank:
  *     detailed: Init 1, Finalize 1, Allreduce ITERS, Barrier 1;
- *     MPI-IO (no detail yet): File_open C, File_write_at_all C,
+ *     MPI-IO: File_open C, File_write_at_all C,
  *       File_close C;
  *     without detail: Comm_rank 1, Comm_size 1, Get_count C;
  *   rank 0 in addition, if C >= 1 (its verification):

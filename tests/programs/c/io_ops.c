@@ -63,7 +63,7 @@
  * SPMD apart from rank 0's MPI_File_delete. Per-rank calls:
  *   detailed: Init 1, Finalize 1, Barrier 5, Allgather 1, Wait 6,
  *     Waitall 2;
- *   MPI-IO (no detail yet): File_open 2 (1 world, 1 self),
+ *   MPI-IO: File_open 2 (1 world, 1 self),
  *     File_close 2, File_set_size 2, File_preallocate 1, File_get_size 3,
  *     File_set_view 6, File_seek 6, File_seek_shared 8, File_sync 2,
  *     File_delete [1, 0, ...], and 1 each of File_write, File_read,

@@ -19,7 +19,10 @@ C       Dist_graph_create_adjacent 1, Comm_free 8 (+1 on even ranks),
 C       Win_create 1, Win_fence 2, Put 1, Win_post 1, Win_start 1,
 C       Accumulate 1, Win_complete 1, Win_wait 1, Win_lock 1, Get 1,
 C       Win_unlock 1, Win_free 1 (and the window groups' Comm_group 1,
-C       Group_incl 2, Group_free 3, recorded without detail).
+C       Group_incl 2, Group_free 3, recorded without detail),
+C       File_open 1, File_write_at 1, File_read_at 1, File_close 1,
+C       File_delete 1 on rank 0 (coverage_f77.dat in the working
+C       directory).
       program covf77
       implicit none
       include 'mpif.h'
@@ -58,6 +61,8 @@ C       Group_incl 2, Group_free 3, recorded without detail).
       common /rma/ win, wput, wacc, wget
       integer wh, glft, grgt
       integer(kind=MPI_ADDRESS_KIND) wsize, tdisp
+      integer fio, iob(4), iob2(4)
+      integer(kind=MPI_OFFSET_KIND) ioff
 
       call MPI_INIT(ierr)
       call MPI_COMM_RANK(MPI_COMM_WORLD, me, ierr)
@@ -519,6 +524,31 @@ C     Passive target: Get back what this rank put in the fence epoch
       call chk(wget .eq. dble(me + 1), 'get/lock')
       call MPI_WIN_FREE(wh, ierr)
       call chk(wh .eq. MPI_WIN_NULL, 'win_free handle')
+
+C     ---------------- MPI-IO ----------------
+C     Each rank writes 4 integers at byte 16*rank of one file, reads
+C     them back and closes it; rank 0 deletes it. The write is
+C     independent: after MPI_FILE_WRITE_AT_ALL, Open MPI 4.1's ompio
+C     returns on ranks whose data its aggregator has not written yet.
+      call MPI_FILE_OPEN(MPI_COMM_WORLD, 'coverage_f77.dat',
+     &                   MPI_MODE_CREATE + MPI_MODE_RDWR,
+     &                   MPI_INFO_NULL, fio, ierr)
+      do i = 1, 4
+         iob(i) = me + i - 1
+         iob2(i) = -1
+      end do
+      ioff = 16 * me
+      call MPI_FILE_WRITE_AT(fio, ioff, iob, 4, MPI_INTEGER,
+     &                       MPI_STATUS_IGNORE, ierr)
+      call MPI_FILE_READ_AT(fio, ioff, iob2, 4, MPI_INTEGER,
+     &                      MPI_STATUS_IGNORE, ierr)
+      do i = 1, 4
+         call chk(iob2(i) .eq. iob(i), 'file write/read')
+      end do
+      call MPI_FILE_CLOSE(fio, ierr)
+      if (me .eq. 0) then
+         call MPI_FILE_DELETE('coverage_f77.dat', MPI_INFO_NULL, ierr)
+      end if
 
       call MPI_BUFFER_DETACH(bbuf, n, ierr)
       hsum = 0

@@ -20,7 +20,9 @@
 !   Win_create 1, Win_fence 2, Put 1, Win_post 1, Win_start 1, Accumulate 1,
 !   Win_complete 1, Win_wait 1, Win_lock 1, Get 1, Win_unlock 1, Win_free 1
 !   (and the window groups' Comm_group 1, Group_incl 2, Group_free 3,
-!   recorded without detail).
+!   recorded without detail), File_open 1, File_write_at 1,
+!   File_read_at 1, File_close 1, File_delete 1 on rank 0 (it writes and
+!   deletes coverage_usempi.dat in the working directory).
 module cov_state
   use mpi
   implicit none
@@ -425,6 +427,8 @@ program coverage_usempi
   logical :: weighted
   integer :: wh, glft, grgt
   integer(kind=MPI_ADDRESS_KIND) :: wsize, tdisp
+  integer :: fio, iob(4), iob2(4)
+  integer(kind=MPI_OFFSET_KIND) :: ioff
 
   call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
@@ -787,6 +791,23 @@ program coverage_usempi
   call chk(wget == dble(me + 1), 'get/lock')
   call MPI_Win_free(wh, ierr)
   call chk(wh == MPI_WIN_NULL, 'win_free handle')
+
+  ! ---------------- MPI-IO ----------------
+  ! Each rank writes 4 integers at byte 16*rank of one file, reads them
+  ! back and closes it; rank 0 deletes the file. The write is independent:
+  ! after MPI_File_write_at_all, Open MPI 4.1's ompio returns on ranks
+  ! whose data its aggregator has not written yet, and their own
+  ! MPI_File_read_at then reads nothing.
+  call MPI_File_open(MPI_COMM_WORLD, 'coverage_usempi.dat', MPI_MODE_CREATE + MPI_MODE_RDWR, &
+                     MPI_INFO_NULL, fio, ierr)
+  iob = [me, me + 1, me + 2, me + 3]
+  iob2 = -1
+  ioff = 16 * me
+  call MPI_File_write_at(fio, ioff, iob, 4, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+  call MPI_File_read_at(fio, ioff, iob2, 4, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+  call chk(all(iob2 == iob), 'file write/read')
+  call MPI_File_close(fio, ierr)
+  if (me == 0) call MPI_File_delete('coverage_usempi.dat', MPI_INFO_NULL, ierr)
 
   call MPI_Buffer_detach(bbuf, n, ierr)
   hsum = 0
