@@ -94,6 +94,12 @@
 #     MPI_Win_flush in a passive-target epoch): ns per call traced against
 #     untraced, 2 ranks, alternating pairs; and instructions per call under
 #     callgrind on one rank, untraced and traced (the ratio).
+# 19. io (`scripts/bench.sh io`, not part of `all`): the tracer's cost per
+#     MPI-IO call on benches/mpi/ioloop (8-byte MPI_File_write_at, and
+#     MPI_File_write through the individual file pointer, each rank at its
+#     own block of one file): ns per call traced against untraced, 2
+#     ranks, alternating pairs; and instructions per call under callgrind
+#     on one rank, untraced and traced (the ratio).
 # Absolute figures are printed beside the ratios.
 # The compressor's own speed (events/s) is a criterion benchmark:
 #   cargo bench -p compress
@@ -181,6 +187,21 @@ ir() {
     awk '/Collected/ { print $4 }'
 }
 
+# ir_table PROGRAM: untraced and traced instructions per call of PROGRAM
+# (ITERS REPEATS=1) on one rank, (11,000 - 1,000 iterations) / 20,000
+# calls, for both MPIs, and their ratio.
+ir_table() {
+  local prog=$1 imp none this
+  ir_per_call() { echo $(( ($(ir "$1" "$2" "$prog" 11000 1) - $(ir "$1" "$2" "$prog" 1000 1)) / 20000 )); }
+  printf '%-8s %10s %10s %10s %10s\n' MPI untraced traced added ratio
+  for imp in mpich openmpi; do
+    none=$(ir_per_call "$imp" "")
+    this=$(ir_per_call "$imp" "$root/target/$imp/release/libpmpi_shim.so")
+    printf '%-8s %10s %10s %10s %10s\n' "$imp" "$none" "$this" "$((this - none))" \
+      "$(awk -v a="$this" -v u="$none" 'BEGIN { printf "%.2f", a / u }')"
+  done
+}
+
 if [[ $part == onesided ]]; then
   # The tracer's cost per one-sided call (issue 36): benches/mpi/rmaloop
   # (MPI_Put of 8 bytes and MPI_Win_flush, two calls an iteration, in one
@@ -196,15 +217,32 @@ if [[ $part == onesided ]]; then
       awk '{ print $1, $2, ($2 - $1) / 2 }' | pairs_report "$imp"
   done
   if command -v valgrind >/dev/null; then
-    rma_per_call() { echo $(( ($(ir "$1" "$2" rmaloop 11000 1) - $(ir "$1" "$2" rmaloop 1000 1)) / 20000 )); }
     echo "one-sided instructions per call: rmaloop on one rank under callgrind, (11,000 - 1,000 iterations) / 20,000 calls"
-    printf '%-8s %10s %10s %10s %10s\n' MPI untraced traced added ratio
+    ir_table rmaloop
+  fi
+  exit 0
+fi
+
+if [[ $part == io ]]; then
+  # The tracer's cost per MPI-IO call (issue 36): benches/mpi/ioloop
+  # (MPI_File_write_at of 8 bytes at the rank's block; MPI_File_write
+  # through the individual pointer, whose position the tracer asks MPI
+  # for, with a seek every 64 writes), 2 ranks, untraced and traced in
+  # alternating pairs; and instructions per call under callgrind, one rank.
+  io_iters="${IO_ITERS:-20000}"
+  ioloop_ns() { launch "$1" 2 "$2" ioloop "$io_iters" 3 2>/dev/null | awk -v k="$3" '$1 == k {print $2}'; }
+  for kind in write_at_ns write_ns; do
+    echo "MPI-IO: ioloop ${kind%_ns} (8 bytes, 2 ranks); added ns per call = traced - untraced"
+    printf '%-8s %14s %14s %12s %16s\n' MPI "untraced(ns)" "traced(ns)" "ns/call" "quartiles"
     for imp in mpich openmpi; do
-      none=$(rma_per_call "$imp" "")
-      this=$(rma_per_call "$imp" "$root/target/$imp/release/libpmpi_shim.so")
-      printf '%-8s %10s %10s %10s %10s\n' "$imp" "$none" "$this" "$((this - none))" \
-        "$(awk -v a="$this" -v u="$none" 'BEGIN { printf "%.2f", a / u }')"
+      each() { ioloop_ns "$1" "$2" "$kind"; }
+      for ((r = 0; r < ${PINGPONG_PAIRS:-9}; r++)); do pair "$r" each "$imp"; done |
+        awk '{ print $1, $2, $2 - $1 }' | pairs_report "$imp"
     done
+  done
+  if command -v valgrind >/dev/null; then
+    echo "MPI-IO instructions per call: ioloop on one rank under callgrind, (11,000 - 1,000 iterations) / 20,000 writes (and 157 seeks)"
+    ir_table ioloop
   fi
   exit 0
 fi

@@ -372,6 +372,37 @@ fn one_sided_halo_extrapolates_exactly() {
     }
 }
 
+/// `io_checkpoint`: a checkpoint writer with MPI-IO (issue 36). Every 4th
+/// of 12 iterations each rank writes its block of 256 ints with
+/// `MPI_File_write_at_all` at byte `rank * 1024` of one file; at the end
+/// rank 0 reads the whole file back (`P * 256` ints) and deletes it. The
+/// offsets continue as "rank r writes block r" (stored relative to the
+/// rank's block), the read's count as a law of P; traced at 4, 8 and 16
+/// ranks, extrapolated to 32 and compared with a real 32-rank run, rank by
+/// rank. The file lives in the test's scratch directory, under one path
+/// for every size (its hash is part of each `File_open`).
+#[test]
+fn checkpoint_writer_extrapolates_exactly() {
+    for imp in mpis() {
+        let file = scratch(&format!("{imp}-io_checkpoint-file")).join("ckpt.dat");
+        let a = |_: &str| {
+            ["12", "4", "256", &file.display().to_string()]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        };
+        exact(
+            imp,
+            "io_checkpoint",
+            "io_checkpoint",
+            &a,
+            &["4", "8", "16"],
+            "32",
+        );
+        assert!(!file.exists(), "{imp}: the program deletes its file");
+    }
+}
+
 /// The collectives program: every blocking and nonblocking collective,
 /// roots that rotate (rank `it` is the root in iteration `it`, with
 /// `MPI_IN_PLACE` there), counts of `rank % 2`, `rank % 3` and `rank % 4`

@@ -518,7 +518,7 @@ fn fortran_calls_without_detail_are_recorded_as_c_calls_are() {
                     line("File_write_at_all"),
                     Some(
                         format!(
-                            "File_write_at_all comm=3 send=8/4:integer offset={}",
+                            "File_write_at_all comm=3 send=8/4:integer offset={}/1",
                             32 * rank
                         )
                         .as_str()
@@ -580,7 +580,12 @@ fn calls_without_detail_carry_communicator_bytes_and_requests() {
             // rank's own byte offset (etypes of the default byte view).
             let w = line("File_write_at_all");
             assert_eq!(field(&w, "send="), "8/4:int", "{imp}: {w}");
-            assert_eq!(field(&w, "offset="), (32 * rank).to_string(), "{imp}: {w}");
+            // In etypes of the default view (bytes): offset/etype bytes.
+            assert_eq!(
+                field(&w, "offset="),
+                format!("{}/1", 32 * rank),
+                "{imp}: {w}"
+            );
             assert!(!w.contains("value="), "{imp}: in detail: {w}");
             let n = line("Neighbor_alltoall");
             assert_eq!(field(&n, "comm="), "2", "{imp}: {n}");

@@ -42,7 +42,7 @@ use common::*;
 
 /// The directories of MPICH's test suite that issues 39 and 36 cover.
 const DIRS: &[&str] = &[
-    "pt2pt", "coll", "comm", "group", "topo", "datatype", "part", "init", "rma",
+    "pt2pt", "coll", "comm", "group", "topo", "datatype", "part", "init", "rma", "io",
 ];
 
 /// The CI slice: testlist lines by label (`DIR/NAME NP` and the line's
@@ -113,6 +113,13 @@ const SLICE: &[&str] = &[
     "rma/strided_getacc_indexed 4",
     "rma/win_shared 4",
     "rma/compare_and_swap 4",
+    "io/rdwrord 4",
+    "io/setviewcur 4",
+    "io/async 4",
+    "io/resized 1",
+    "io/i_hindexed_io 1",
+    "io/i_aggregation1 4",
+    "io/i_noncontig_coll 2",
 ];
 
 /// Programs of the slice that fail a stage today: open tracer gaps of

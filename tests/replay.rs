@@ -533,3 +533,89 @@ fn large_count_calls_record_the_events_of_their_int_twins() {
         }
     }
 }
+
+/// Replay of the checkpoint writer (issue 36) writes as many bytes as the
+/// application, in its scratch directory only: the application's own file
+/// (kept with `keep`) is byte for byte what it was, replay's temporary
+/// directory is gone afterwards, and a given `--iodir` holds only
+/// replay's `rankscale-<hash>` file. The truth for the bytes is the
+/// application's raw log: the sum of its writes' count times datatype size.
+#[test]
+fn checkpoint_replay_writes_the_same_bytes_in_its_scratch_directory_only() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-replay-io"));
+        let trace = dir.join("ck.trace");
+        let data = dir.join("ck.dat");
+        trace_of(
+            imp,
+            4,
+            &program(imp, "io_checkpoint"),
+            &["10", "5", "256", &data.display().to_string(), "keep"],
+            &trace,
+        );
+        let before = std::fs::read(&data).unwrap();
+        assert_eq!(before.len(), 4 * 256 * 4, "{imp}: the application's file");
+        // The application's bytes written, from its raw log.
+        let mut written = 0i64;
+        for r in 0..4 {
+            for l in raw_text(&trace.with_extension("raw"), r).lines() {
+                if l.starts_with("File_write") || l.starts_with("File_iwrite") {
+                    let send = l.split(' ').find_map(|f| f.strip_prefix("send=")).unwrap();
+                    let mut p = send.split(['/', ':']);
+                    let n: i64 = p.next().unwrap().parse().unwrap();
+                    let d: i64 = p.next().unwrap().parse().unwrap();
+                    written += n * d;
+                }
+            }
+        }
+        assert_eq!(
+            written,
+            2 * 4 * 256 * 4,
+            "{imp}: two checkpoints of 4 blocks"
+        );
+        // The default: a temporary directory in TMPDIR, removed after.
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut l = untraced();
+        l.env.push(("TMPDIR", tmp.display().to_string()));
+        let t = trace.display().to_string();
+        let job = mpirun(imp, 4, &replay_bin(imp), &["--json".into(), t.clone()], &l);
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let json = &job.stdout[job.stdout.find('{').unwrap()..];
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            v["io_bytes_written"].as_f64(),
+            Some(written as f64),
+            "{imp}: {json}"
+        );
+        assert_eq!(
+            std::fs::read(&data).unwrap(),
+            before,
+            "{imp}: the application's file"
+        );
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(left.is_empty(), "{imp}: replay left {left:?} in TMPDIR");
+        // A given directory: kept, with replay's file alone in it.
+        let io = dir.join("io");
+        std::fs::create_dir_all(&io).unwrap();
+        let a = vec!["--iodir".to_string(), io.display().to_string(), t];
+        let job = mpirun(imp, 4, &replay_bin(imp), &a, &untraced());
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let names: Vec<String> = std::fs::read_dir(&io)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        // Rank 0's read-back deletes the file in the application only
+        // when it is not kept: here it is, so the replay's stays too.
+        assert!(
+            names.len() == 1 && names[0].starts_with("rankscale-"),
+            "{imp}: {names:?}"
+        );
+        assert_eq!(
+            std::fs::read(&data).unwrap(),
+            before,
+            "{imp}: the application's file"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -26,17 +26,31 @@ use crate::config::Config;
 use crate::handles::HandleMap;
 use crate::warn::warn;
 
-/// What the tracer knows about one communicator.
+/// What a handle in the communicators' id space is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A communicator.
+    Comm,
+    /// A window.
+    Window,
+    /// A window made by `MPI_Win_create_dynamic`: its target displacements
+    /// are addresses on the target, which the trace does not keep (see
+    /// [`crate::ffi::onesided`]).
+    DynamicWindow,
+    /// A file: requests of its nonblocking accesses are ROMIO's or ompio's
+    /// own, which yield mode waits for with the blocking call.
+    File,
+}
+
+/// What the tracer knows about one communicator, window or file.
 #[derive(Debug)]
 pub(crate) struct CommInfo {
     /// Stable id (creation order on this rank).
     pub id: CommId,
     /// Local rank → world rank; `None` for `MPI_COMM_WORLD` itself.
     pub to_world: Option<Box<[i32]>>,
-    /// A window made by `MPI_Win_create_dynamic`: its target displacements
-    /// are addresses on the target, which the trace does not keep (see
-    /// [`crate::ffi::onesided`]).
-    pub dynamic_window: bool,
+    /// What the handle is.
+    pub kind: Kind,
 }
 
 impl CommInfo {
@@ -417,7 +431,7 @@ impl Tracer {
             CommInfo {
                 id,
                 to_world,
-                dynamic_window: false,
+                kind: Kind::Comm,
             },
         );
     }

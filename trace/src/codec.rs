@@ -96,10 +96,13 @@ const IO_VIEW: u32 = 1 << 22;
 const IO_ACCESS: u32 = 1 << 23;
 const IO_SEEK: u32 = 1 << 24;
 const IO_HANDLE: u32 = 1 << 25;
+/// A data access's offset is stored relative to the caller's block: minus
+/// its rank in the file times the access's etypes (see [`encode`]).
+const IO_REL: u32 = 1 << 26;
 /// Any MPI-IO variant.
 const IO_VARIANTS: u32 = IO_OPEN | IO_VIEW | IO_ACCESS | IO_SEEK | IO_HANDLE;
 /// Every flag a shape may carry.
-const ALL_FLAGS: u32 = (1 << 26) - 1;
+const ALL_FLAGS: u32 = (1 << 27) - 1;
 
 /// Items per entry of each list parameter, in encoding order:
 /// scounts, rcounts, sdsizes, rdsizes, reqs, done, match (req?, req, src, tag).
@@ -284,12 +287,12 @@ impl Shape {
 
     /// The number of MPI-IO fixed parameters (see [`encode`]).
     fn io_params(&self) -> usize {
-        if self.has(IO_OPEN) || self.has(IO_SEEK) {
+        if self.has(IO_OPEN) || self.has(IO_SEEK) || self.has(IO_ACCESS) {
             2
         } else if self.has(IO_VIEW) {
-            4
+            5
         } else {
-            usize::from(self.has(IO_ACCESS))
+            0
         }
     }
 
@@ -372,9 +375,15 @@ impl Shape {
         if self.has(IO_OPEN) {
             v.extend(["file.amode", "file.path"]);
         } else if self.has(IO_VIEW) {
-            v.extend(["view.disp", "view.etype", "view.filetype", "view.extent"]);
+            v.extend([
+                "view.disp",
+                "view.etype",
+                "view.filetype",
+                "view.lb",
+                "view.extent",
+            ]);
         } else if self.has(IO_ACCESS) {
-            v.push("offset");
+            v.extend(["offset", "offset.etype"]);
         } else if self.has(IO_SEEK) {
             v.extend(["seek.offset", "seek.whence"]);
         }
@@ -465,6 +474,7 @@ impl Shape {
             || (flags & RMA_EXCL != 0 && flags & RMA_LOCK == 0)
             || (flags & IO_VARIANTS).count_ones() > 1
             || (flags & IO_VARIANTS != 0 && flags & RMA_VARIANTS != 0)
+            || (flags & IO_REL != 0 && flags & IO_ACCESS == 0)
         {
             return None;
         }
@@ -572,7 +582,10 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
     match ev.io.as_deref() {
         Some(Io::Open { .. }) => set(true, IO_OPEN),
         Some(Io::View { .. }) => set(true, IO_VIEW),
-        Some(Io::Access { .. }) => set(true, IO_ACCESS),
+        Some(Io::Access { offset, etype }) => {
+            set(true, IO_ACCESS);
+            set(relative(ev, *offset, *etype).is_some(), IO_REL);
+        }
         Some(Io::Seek { .. }) => set(true, IO_SEEK),
         Some(Io::Handle) => set(true, IO_HANDLE),
         None => {}
@@ -647,9 +660,14 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
             disp,
             etype,
             filetype,
+            lb,
             extent,
-        }) => out.extend([*disp, *etype, *filetype, *extent]),
-        Some(Io::Access { offset }) => out.push(*offset),
+        }) => out.extend([*disp, *etype, *filetype, *lb, *extent]),
+        Some(Io::Access { offset, etype }) => {
+            let block = relative(ev, *offset, *etype).unwrap_or(0);
+            let me = i64::from(ev.comm_rank.max(0));
+            out.extend([offset.wrapping_sub(me.wrapping_mul(block)), *etype]);
+        }
         Some(Io::Seek { offset, whence }) => out.extend([*offset, i64::from(*whence)]),
         Some(Io::Handle) | None => {}
     }
@@ -689,6 +707,27 @@ pub fn encode(ev: &Event, rank: i32, out: &mut Vec<i64>) -> Shape {
         rtype: ev.recv.map_or(Datatype::UNKNOWN, |t| t.dtype),
         site: ev.site,
     }
+}
+
+/// The etypes of one block of a data access (etypes of `etype` bytes):
+/// its bytes in etypes, when they are whole. Only the transfer's count and
+/// datatype size are read, which `decode` has read before the detail.
+fn block_of(ev: &Event, etype: i64) -> Option<i64> {
+    let t = ev.send.or(ev.recv)?;
+    let bytes = t.count.checked_mul(t.dsize)?;
+    (etype > 0 && bytes % etype == 0).then_some(bytes / etype)
+}
+
+/// The block a data access's offset is stored relative to ([`IO_REL`]):
+/// [`block_of`], but not for the shared file pointer. "Rank r accesses
+/// block r" (`offset = r * block + c`) then stores `c`, the same on every
+/// rank of an SPMD program and at every rank count: the pattern merges
+/// into one parameter and extrapolates, as relative peers do.
+fn relative(ev: &Event, offset: i64, etype: i64) -> Option<i64> {
+    if offset == Io::SHARED {
+        return None;
+    }
+    block_of(ev, etype)
 }
 
 /// A checked reader over a parameter list.
@@ -874,10 +913,19 @@ pub fn decode(shape: &Shape, params: &[i64], rank: i32) -> Option<Event> {
             disp: r.next()?,
             etype: r.next()?,
             filetype: r.next()?,
+            lb: r.next()?,
             extent: r.next()?,
         })
     } else if s.has(IO_ACCESS) {
-        Some(Io::Access { offset: r.next()? })
+        let stored = r.next()?;
+        let etype = r.next()?;
+        let offset = if s.has(IO_REL) {
+            let block = block_of(&ev, etype)?;
+            stored.checked_add(i64::from(cr.max(0)).checked_mul(block)?)?
+        } else {
+            stored
+        };
+        Some(Io::Access { offset, etype })
     } else if s.has(IO_SEEK) {
         Some(Io::Seek {
             offset: r.next()?,
@@ -1085,21 +1133,32 @@ mod tests {
                 assert_eq!(Shape::from_words(shape.to_words()), Some(shape));
             }
         }
-        let write = |offset| {
+        // "Rank r writes block r" (1024 ints of 4 bytes, a view of 4-byte
+        // etypes, 8 etypes past the start): the same shape and parameters
+        // at world and file ranks 3 and 6.
+        let write = |rank: i32, offset: i64, etype: i64| {
             let mut e = crate::fixtures::io_events()[2].clone();
-            e.io = Some(Box::new(Io::Access { offset }));
+            e.comm_rank = rank;
+            e.io = Some(Box::new(Io::Access { offset, etype }));
             let mut p = Vec::new();
-            (encode(&e, 3, &mut p), p)
+            let shape = encode(&e, rank, &mut p);
+            assert_eq!(decode(&shape, &p, rank).unwrap().io, e.io);
+            (shape, p)
         };
-        let ((s1, p1), (s2, p2)) = (write(0), write(4096));
-        assert_eq!(s1, s2);
-        let at = s1
-            .param_names()
-            .iter()
-            .position(|n| *n == "offset")
-            .unwrap();
-        assert_eq!((p1[at], p2[at]), (0, 4096));
-        assert_eq!(p1[..at], p2[..at]);
+        assert_eq!(write(3, 3 * 1024 + 8, 4), write(6, 6 * 1024 + 8, 4));
+        let (s, p) = write(6, 6 * 1024 + 8, 4);
+        let at = s.param_names().iter().position(|n| *n == "offset").unwrap();
+        assert_eq!(p[at], 8);
+        // Etypes that do not divide the access (4096 bytes in 3-byte
+        // etypes), and the shared file pointer: stored as they are.
+        let (s, p) = write(6, 6 * 1024 + 8, 3);
+        assert_eq!(p[at], 6 * 1024 + 8);
+        assert_ne!(s, write(6, 8, 4).0, "no relative flag");
+        let (_, p) = write(6, Io::SHARED, 4);
+        assert_eq!(p[at], Io::SHARED);
+        // A relative offset that happens to be the shared pointer's mark.
+        let (_, p) = write(6, 6 * 1024 - 1, 4);
+        assert_eq!(p[at], -1);
     }
 
     /// A shape word with two MPI-IO variants, or with an MPI-IO and a
@@ -1249,7 +1308,7 @@ mod tests {
         bad[1] = i64::MAX; // list length
         assert!(decode(&shape, &bad, 5).is_none());
         assert!(Shape::from_words([999, 0, 0, 0, 0]).is_none());
-        assert!(Shape::from_words([0, 0, 1 << 26, 0, 0]).is_none());
+        assert!(Shape::from_words([0, 0, 1 << 27, 0, 0]).is_none());
         let mut pos = 0;
         assert!(read_binary(&[0xff; 3], &mut pos, &mut params).is_none());
     }

@@ -993,8 +993,9 @@ pub enum Io {
         path: u64,
     },
     /// `File_set_view`: the displacement in bytes, and the bytes of data
-    /// of one etype, of one filetype, and the filetype's extent (a
-    /// filetype with holes, a strided view, has more extent than data).
+    /// of one etype, of one filetype, and the filetype's lower bound and
+    /// extent (a filetype with holes, a strided view, has more extent than
+    /// data; its bounds say how far into the file its data reaches).
     View {
         /// The view's displacement in bytes.
         disp: i64,
@@ -1002,6 +1003,8 @@ pub enum Io {
         etype: i64,
         /// Bytes of data of one filetype (`MPI_Type_size`).
         filetype: i64,
+        /// The filetype's lower bound in bytes.
+        lb: i64,
         /// The filetype's extent in bytes.
         extent: i64,
     },
@@ -1009,10 +1012,15 @@ pub enum Io {
     /// explicit offset of the `_at` forms, the individual file pointer's
     /// position before the call for the others, and [`Io::SHARED`] for the
     /// shared file pointer's accesses (`_shared`, `_ordered`), whose
-    /// position another rank's access decides.
+    /// position another rank's access decides; and the bytes of the view's
+    /// etype, with which a trace file stores the offset relative to the
+    /// caller's block (see `codec`): "rank r accesses block r" is then the
+    /// same parameter on every rank, which merges and extrapolates.
     Access {
         /// The offset in etypes, or [`Io::SHARED`].
         offset: i64,
+        /// The bytes of the view's etype (1 for the default view).
+        etype: i64,
     },
     /// A call on the file with nothing more to record: `File_close`,
     /// `File_sync`, a split collective's `_end` (its data is its

@@ -209,25 +209,38 @@ pub fn io_events() -> Vec<Event> {
             disp: 4096,
             etype: 4,
             filetype: 32,
+            lb: 8,
             extent: 256,
         }))
     });
     push(FileWriteAtAll, &|e| {
         e.send = Some(data(1024));
-        e.io = Some(Box::new(Io::Access { offset: 2048 }));
+        e.io = Some(Box::new(Io::Access {
+            offset: 2048,
+            etype: 4,
+        }));
     });
     push(FileWrite, &|e| {
         e.send = Some(data(8));
-        e.io = Some(Box::new(Io::Access { offset: 0 }));
+        e.io = Some(Box::new(Io::Access {
+            offset: 0,
+            etype: 1,
+        }));
     });
     push(FileIreadAt, &|e| {
         e.recv = Some(data(8));
         e.req = Some(ReqId(12));
-        e.io = Some(Box::new(Io::Access { offset: 16 }));
+        e.io = Some(Box::new(Io::Access {
+            offset: 16,
+            etype: 4,
+        }));
     });
     push(FileReadOrdered, &|e| {
         e.recv = Some(data(8));
-        e.io = Some(Box::new(Io::Access { offset: Io::SHARED }));
+        e.io = Some(Box::new(Io::Access {
+            offset: Io::SHARED,
+            etype: 4,
+        }));
     });
     push(FileSeek, &|e| {
         e.io = Some(Box::new(Io::Seek {

@@ -18,8 +18,8 @@
 //!          | "reorder=" 0|1 | "win=" SIZE "/" DISP_UNIT
 //!          | "target=" DISP "/" COUNT "/" DSIZE [":" TYPE] | "assert=" N
 //!          | "group=" list | "lock=" peer "/" ("shared"|"exclusive"|"none") "/" N
-//!          | "file=" AMODE "/" PATH_HASH_HEX | "view=" DISP "/" ETYPE "/" FILETYPE "/" EXTENT
-//!          | "offset=" (N | "shared") | "seek=" OFFSET "/" WHENCE | "file"
+//!          | "file=" AMODE "/" PATH_HASH_HEX | "view=" DISP "/" ETYPE "/" FILETYPE "/" LB "/" EXTENT
+//!          | "offset=" (N | "shared") "/" ETYPE | "seek=" OFFSET "/" WHENCE | "file"
 //!          | "value=" N | "error=" CLASS
 //! xfer     = peer "/" tag "/" COUNT "/" DSIZE [":" TYPE]  (point-to-point, probes)
 //!          | COUNT "/" DSIZE [":" TYPE]           (collectives, MPI-IO: no peer, no tag)
@@ -244,7 +244,8 @@ fn write_rma(out: &mut String, r: &Rma) {
 
 /// The MPI-IO fields ([`Io`]): `file=` of an open (the access mode in the
 /// trace's bits and the path's hash in hex), `view=` of a view, `offset=`
-/// of a data access (`shared` for the shared file pointer), `seek=` of a
+/// and etype bytes of a data access (`shared` for the shared file
+/// pointer), `seek=` of a
 /// seek or a size, a bare `file` for a call on the file with nothing more.
 fn write_io(out: &mut String, io: &Io) {
     let _ = match io {
@@ -253,10 +254,13 @@ fn write_io(out: &mut String, io: &Io) {
             disp,
             etype,
             filetype,
+            lb,
             extent,
-        } => write!(out, " view={disp}/{etype}/{filetype}/{extent}"),
-        Io::Access { offset } if *offset == Io::SHARED => write!(out, " offset=shared"),
-        Io::Access { offset } => write!(out, " offset={offset}"),
+        } => write!(out, " view={disp}/{etype}/{filetype}/{lb}/{extent}"),
+        Io::Access { offset, etype } if *offset == Io::SHARED => {
+            write!(out, " offset=shared/{etype}")
+        }
+        Io::Access { offset, etype } => write!(out, " offset={offset}/{etype}"),
         Io::Seek { offset, whence } => write!(out, " seek={offset}/{whence}"),
         Io::Handle => write!(out, " file"),
     };
@@ -482,23 +486,30 @@ pub fn parse_line(text: &str, line_no: usize) -> Result<Event, Error> {
             }
             "view" => {
                 let parts: Vec<&str> = v.split('/').collect();
-                let [disp, etype, filetype, extent] = parts[..] else {
-                    return Err(bad(l, "field `view` needs disp/etype/filetype/extent"));
+                let [disp, etype, filetype, lb, extent] = parts[..] else {
+                    return Err(bad(l, "field `view` needs disp/etype/filetype/lb/extent"));
                 };
                 ev.io = Some(Box::new(Io::View {
                     disp: num(l, k, disp)?,
                     etype: num(l, k, etype)?,
                     filetype: num(l, k, filetype)?,
+                    lb: num(l, k, lb)?,
                     extent: num(l, k, extent)?,
                 }));
             }
             "offset" => {
-                let offset = if v == "shared" {
+                let (offset, etype) = v
+                    .split_once('/')
+                    .ok_or_else(|| bad(l, "field `offset` needs offset/etype"))?;
+                let offset = if offset == "shared" {
                     Io::SHARED
                 } else {
-                    num(l, k, v)?
+                    num(l, k, offset)?
                 };
-                ev.io = Some(Box::new(Io::Access { offset }));
+                ev.io = Some(Box::new(Io::Access {
+                    offset,
+                    etype: num(l, k, etype)?,
+                }));
             }
             "seek" => {
                 let (offset, whence) = v
@@ -709,16 +720,23 @@ mod tests {
             assert_eq!(back.io, ev.io);
         }
         assert!(lines[0].contains(" file=10/"), "{}", lines[0]);
-        assert!(lines[1].ends_with(" view=4096/4/32/256"), "{}", lines[1]);
+        assert!(lines[1].ends_with(" view=4096/4/32/8/256"), "{}", lines[1]);
         assert!(
-            lines[2].contains(" send=1024/4:int") && lines[2].ends_with(" offset=2048"),
+            lines[2].contains(" send=1024/4:int") && lines[2].ends_with(" offset=2048/4"),
             "{}",
             lines[2]
         );
-        assert!(lines[5].ends_with(" offset=shared"), "{}", lines[5]);
+        assert!(lines[5].ends_with(" offset=shared/4"), "{}", lines[5]);
         assert!(lines[6].ends_with(" seek=-8/1"), "{}", lines[6]);
         assert!(lines[7].ends_with(" file"), "{}", lines[7]);
-        for bad in ["file=1", "file=1/xyz", "view=1/2/3", "seek=4", "offset=x"] {
+        for bad in [
+            "file=1",
+            "file=1/xyz",
+            "view=1/2/3/4",
+            "seek=4",
+            "offset=x/1",
+            "offset=3",
+        ] {
             let line = format!("File_seek site=none comm=9 {bad}");
             assert!(parse_line(&line, 1).is_err(), "{line}");
         }

@@ -25,7 +25,7 @@ use super::{
     group_members, ints, is_inter, is_wildcard, nap, new_comm, redop, world_map, xfer,
 };
 use crate::return_address;
-use crate::tracer::{self, CommInfo, Keys, PendingComm, ReqInfo, Scope, Tracer};
+use crate::tracer::{self, CommInfo, Keys, Kind, PendingComm, ReqInfo, Scope, Tracer};
 
 // ---------------------------------------------------------------- helpers
 
@@ -198,6 +198,16 @@ fn bind_pending(t: &Tracer, p: &PendingComm) {
 /// needs a readable status).
 pub(crate) fn any_wildcard(infos: &[Option<ReqInfo>]) -> bool {
     infos.iter().flatten().any(|r| r.wildcard)
+}
+
+/// Whether yield mode may wait for these requests by test-and-sleep: not
+/// when one of them is a nonblocking MPI-IO access's. MPICH's ROMIO
+/// progresses its nonblocking collective file accesses in the blocking
+/// wait; tested one at a time, `io/i_aggregation1` (four `iwrite_at_all`
+/// in one `MPI_Waitall`) never completed. The file's own progress does not
+/// busy-poll against the other ranks as message waits do.
+fn may_yield(t: &Tracer, infos: &[Option<ReqInfo>]) -> bool {
+    t.config.yield_wait && !infos.iter().flatten().any(|r| r.comm.kind == Kind::File)
 }
 
 // ------------------------------------------------------------ init / exit
@@ -737,7 +747,7 @@ entry!(MPI_Wait, PMPI_Wait, (request: *mut MPI_Request, status: *mut MPI_Status)
     let infos = t.reqs(&keys);
     let mut local = zero_status();
     let st = status_for(status, any_wildcard(&infos), &mut local);
-    let rc = if t.config.yield_wait { wait_yield(t, request, st) } else { PMPI_Wait(request, st) };
+    let rc = if may_yield(t, &infos) { wait_yield(t, request, st) } else { PMPI_Wait(request, st) };
     s.record(Op::Wait, rc, |t, ev| {
         if rc == 0 {
             completion(t, ev, &keys, &infos, &[0], |_| Some(*st));
@@ -770,7 +780,7 @@ entry!(MPI_Waitall, PMPI_Waitall, (count: c_int, requests: *mut MPI_Request, sta
     let infos = t.reqs(&keys);
     let mut local = Vec::new();
     let sts = statuses_for(statuses, any_wildcard(&infos), keys.len(), &mut local);
-    let rc = if t.config.yield_wait { yield_all(t, count, requests, sts) } else { PMPI_Waitall(count, requests, sts) };
+    let rc = if may_yield(t, &infos) { yield_all(t, count, requests, sts) } else { PMPI_Waitall(count, requests, sts) };
     s.record(Op::Waitall, rc, |t, ev| {
         let all: Vec<usize> = if rc == 0 { (0..keys.len()).collect() } else { Vec::new() };
         completion(t, ev, &keys, &infos, &all, |k| Some(*sts.add(all[k])));
@@ -800,7 +810,7 @@ entry!(MPI_Waitany, PMPI_Waitany, (count: c_int, requests: *mut MPI_Request, ind
     let infos = t.reqs(&keys);
     let mut local = zero_status();
     let st = status_for(status, any_wildcard(&infos), &mut local);
-    let rc = if t.config.yield_wait {
+    let rc = if may_yield(t, &infos) {
         loop {
             let mut flag: c_int = 0;
             let rc = PMPI_Testany(count, requests, index, &mut flag, st);
@@ -843,7 +853,7 @@ macro_rules! some_completion {
             let infos = t.reqs(&keys);
             let mut local = Vec::new();
             let sts = statuses_for(statuses, any_wildcard(&infos), keys.len(), &mut local);
-            let rc = if $yield && t.config.yield_wait {
+            let rc = if $yield && may_yield(t, &infos) {
                 loop {
                     let rc = PMPI_Testsome(incount, requests, outcount, indices, sts);
                     if rc != 0 || *outcount != 0 {

@@ -22,8 +22,9 @@
 // The entry points have the MPI bindings' names and argument lists.
 #![allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 
+use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use mpi_helpers::{amode_to_trace, whence_to_trace};
 use mpi_sys::*;
@@ -31,7 +32,7 @@ use trace::{Event, Io, Op, Transfer};
 
 use super::{Count, Key, bind_made_over, consts, dsize, dtype, handle_info, take_group_map};
 use crate::return_address;
-use crate::tracer::{CommInfo, Scope, Tracer};
+use crate::tracer::{CommInfo, Kind, Scope, Tracer};
 
 /// An `MPI_Aint` in the event model's 64 bits (see `onesided::wide`).
 #[allow(clippy::unnecessary_cast)]
@@ -42,7 +43,7 @@ fn wide(a: MPI_Aint) -> i64 {
 /// The tracer's view of a file handle: registered at `File_open`, or on
 /// first use for a file opened before tracing started (from its group).
 fn file(t: &Tracer, f: MPI_File) -> Arc<CommInfo> {
-    handle_info(t, f.key(), || {
+    handle_info(t, f.key(), Kind::File, || {
         let mut me: c_int = -1;
         // SAFETY: `f` is a file the application passed to an MPI call that
         // accepted it; the group MPI returns is freed by `take_group_map`.
@@ -54,6 +55,33 @@ fn file(t: &Tracer, f: MPI_File) -> Arc<CommInfo> {
         };
         (take_group_map(group), me)
     })
+}
+
+/// The etype bytes of each open file's view, by file key: what a data
+/// access records beside its offset ([`Io::Access`]). A file opened before
+/// tracing, or with the default view, has 1.
+fn etypes() -> &'static Mutex<HashMap<usize, i64>> {
+    static ETYPES: OnceLock<Mutex<HashMap<usize, i64>>> = OnceLock::new();
+    ETYPES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The etype bytes of the file `key`'s view.
+fn etype_of(key: usize) -> i64 {
+    etypes()
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&key).copied())
+        .unwrap_or(1)
+}
+
+/// Sets (`Some`) or forgets (`None`) the etype bytes of the file `key`.
+fn set_etype(key: usize, bytes: Option<i64>) {
+    if let Ok(mut m) = etypes().lock() {
+        match bytes {
+            Some(b) => m.insert(key, b),
+            None => m.remove(&key),
+        };
+    }
 }
 
 /// The path's hash; 0 for a null pointer (which MPI would refuse).
@@ -80,7 +108,8 @@ pub(crate) fn fill_open(
     path: u64,
     f: MPI_File,
 ) {
-    bind_made_over(t, ev, comm_h, f.key(), false);
+    bind_made_over(t, ev, comm_h, f.key(), Kind::File);
+    set_etype(f.key(), None);
     ev.io = Some(Box::new(Io::Open {
         amode: amode_to_trace(amode),
         path,
@@ -95,6 +124,7 @@ pub(crate) fn fill_close(t: &Tracer, ev: &mut Event, key: usize) {
     }
     ev.io = Some(Box::new(Io::Handle));
     t.remove_comm(key);
+    set_etype(key, None);
 }
 
 /// Fills a call on the file with nothing more to record (`File_sync`, a
@@ -105,7 +135,7 @@ pub(crate) fn fill_handle(t: &Tracer, ev: &mut Event, f: MPI_File) {
 }
 
 /// Fills `File_set_view`: the displacement, the etype's size and the
-/// filetype's size and extent.
+/// filetype's size, lower bound and extent.
 pub(crate) fn fill_view(
     t: &Tracer,
     ev: &mut Event,
@@ -119,10 +149,13 @@ pub(crate) fn fill_view(
     // SAFETY: `filetype` is the datatype MPI accepted for the view; the
     // call writes only its two out-parameters.
     unsafe { PMPI_Type_get_extent(filetype, &mut lb, &mut extent) };
+    let bytes = dsize(etype);
+    set_etype(f.key(), Some(bytes));
     ev.io = Some(Box::new(Io::View {
         disp,
-        etype: dsize(etype),
+        etype: bytes,
         filetype: dsize(filetype),
+        lb: wide(lb),
         extent: wide(extent),
     }));
 }
@@ -136,7 +169,9 @@ pub(crate) fn fill_seek(t: &Tracer, ev: &mut Event, f: MPI_File, offset: MPI_Off
 
 /// The individual file pointer's position, in etypes, before a data
 /// access through it; 0 where MPI refuses to say (a file it would refuse
-/// the access on too).
+/// the access on too) or says less than 0: MPICH 4.0.2 reports -1 at the
+/// start of a view whose filetype has a positive lower bound
+/// (`io/resized`), where the access goes to the view's first byte.
 ///
 /// # Safety
 /// `f` must be the file handle the application passes to the access.
@@ -146,7 +181,7 @@ pub(crate) unsafe fn position(f: MPI_File) -> i64 {
     if unsafe { PMPI_File_get_position(f, &mut off) } != 0 {
         return 0;
     }
-    off
+    off.max(0)
 }
 
 /// Fills a data access: the data as a transfer to no peer (`send` for a
@@ -170,7 +205,10 @@ pub(crate) fn fill_access<C: Count>(
     } else {
         ev.recv = Some(x);
     }
-    ev.io = Some(Box::new(Io::Access { offset }));
+    ev.io = Some(Box::new(Io::Access {
+        offset,
+        etype: etype_of(f.key()),
+    }));
     if let Some(r) = request.filter(|r| r.key() != consts().request_null) {
         ev.req = Some(t.add_req(r.key(), false, false, info));
     }

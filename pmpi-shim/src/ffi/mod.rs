@@ -64,7 +64,7 @@ use std::sync::{Arc, OnceLock};
 use mpi_sys::*;
 use trace::{CommCreate, CommId, MpiLibrary, ReduceOp, Tag, Transfer};
 
-use crate::tracer::{self, CommInfo, Tracer};
+use crate::tracer::{self, CommInfo, Kind, Tracer};
 
 pub(crate) use mpi_helpers::{
     library_version, rs_bottom, rs_f_status_size, rs_in_place, rs_op_maxloc, rs_op_minloc,
@@ -278,6 +278,7 @@ pub(crate) fn take_group_map(mut group: MPI_Group) -> Box<[i32]> {
 pub(crate) fn handle_info(
     t: &Tracer,
     key: usize,
+    kind: Kind,
     group: impl FnOnce() -> (Box<[i32]>, i32),
 ) -> Arc<CommInfo> {
     if let Some(info) = t.comm(key) {
@@ -291,14 +292,14 @@ pub(crate) fn handle_info(
         CommInfo {
             id,
             to_world: Some(map),
-            dynamic_window: false,
+            kind,
         },
     );
     t.comm(key).unwrap_or_else(|| {
         Arc::new(CommInfo {
             id: CommId(u32::MAX),
             to_world: None,
-            dynamic_window: false,
+            kind,
         })
     })
 }
@@ -311,7 +312,7 @@ pub(crate) fn bind_made_over(
     ev: &mut trace::Event,
     comm_h: MPI_Comm,
     key: usize,
-    dynamic_window: bool,
+    kind: Kind,
 ) {
     let info = comm(t, comm_h);
     ev.comm = info.id;
@@ -324,7 +325,7 @@ pub(crate) fn bind_made_over(
         CommInfo {
             id,
             to_world: info.to_world.clone(),
-            dynamic_window,
+            kind,
         },
     );
     ev.create = Some(Box::new(CommCreate::new(Some(id), n)));
@@ -343,7 +344,7 @@ pub(crate) fn comm(t: &Tracer, comm: MPI_Comm) -> Arc<CommInfo> {
         Arc::new(CommInfo {
             id: CommId(u32::MAX),
             to_world: None,
-            dynamic_window: false,
+            kind: Kind::Comm,
         })
     })
 }
@@ -590,12 +591,12 @@ pub(crate) fn start_tracer() {
         CommInfo {
             id: CommId::WORLD,
             to_world: None,
-            dynamic_window: false,
+            kind: Kind::Comm,
         },
         CommInfo {
             id: CommId::SELF,
             to_world: self_map,
-            dynamic_window: false,
+            kind: Kind::Comm,
         },
         [world().key(), c.comm_self],
         error_class,

@@ -31,7 +31,7 @@ use super::{
     xfer,
 };
 use crate::return_address;
-use crate::tracer::{CommInfo, Scope, Tracer};
+use crate::tracer::{CommInfo, Kind, Scope, Tracer};
 
 /// An `MPI_Aint` in the event model's 64 bits (`ptrdiff_t` in Open MPI,
 /// `long` in MPICH: the same width on the platforms the shim builds for).
@@ -44,7 +44,7 @@ fn wide(a: MPI_Aint) -> i64 {
 /// or on first use for a window made before tracing started (from its
 /// group).
 pub(crate) fn win(t: &Tracer, w: MPI_Win) -> Arc<CommInfo> {
-    handle_info(t, w.key(), || win_group(w))
+    handle_info(t, w.key(), Kind::Window, || win_group(w))
 }
 
 /// A window's group as world ranks in rank order, and this process's rank
@@ -75,7 +75,12 @@ pub(crate) fn fill_win_new(
     disp_unit: impl Count,
     dynamic: bool,
 ) {
-    bind_made_over(t, ev, comm_h, w.key(), dynamic);
+    let kind = if dynamic {
+        Kind::DynamicWindow
+    } else {
+        Kind::Window
+    };
+    bind_made_over(t, ev, comm_h, w.key(), kind);
     ev.rma = Some(Box::new(Rma::Window {
         size: size.wide(),
         disp_unit: i32::try_from(disp_unit.wide()).unwrap_or(i32::MAX),
@@ -145,7 +150,11 @@ pub(crate) fn fill_rma<C: Count>(
     }
     ev.redop = op.map(redop);
     ev.rma = Some(Box::new(Rma::Target {
-        disp: if info.dynamic_window { 0 } else { target.disp },
+        disp: if info.kind == Kind::DynamicWindow {
+            0
+        } else {
+            target.disp
+        },
         count: target.count.wide(),
         dsize: dsize(target.datatype),
         dtype: dtype(target.datatype),

@@ -45,11 +45,11 @@
 //! - the files' names: the path hash a tracer preloaded into the replay
 //!   records for its `File_open` (and `File_delete`) is that of the
 //!   scratch file, not the application's;
-//! - a view's datatypes are stand-ins with the recorded sizes and extent:
+//! - a view's datatypes are stand-ins with the recorded sizes and bounds:
 //!   an etype of that many bytes, and a filetype of that many bytes of
-//!   data at the start of an extent of the recorded length (the
-//!   application's holes may lie elsewhere in the extent, so the bytes a
-//!   strided view reaches differ; how many it moves does not), the data
+//!   data at the end of the recorded bounds (the application's holes may
+//!   lie elsewhere in them, so the bytes a strided view reaches differ;
+//!   how many it moves, and how far into the file, do not), the data
 //!   representation `native`, and no info hints;
 //! - an individual file pointer that is not where the application's was
 //!   before an access (a read that found fewer bytes than the
@@ -98,8 +98,8 @@ pub(super) struct Files {
     open: HashMap<u32, File>,
     dir: Option<Arc<PathBuf>>,
     /// Etype and filetype stand-ins by (etype bytes, filetype bytes,
-    /// extent); freed with the replayer's other datatypes.
-    views: HashMap<(i64, i64, i64), (MPI_Datatype, MPI_Datatype)>,
+    /// lower bound, extent); freed with the replayer's other datatypes.
+    views: HashMap<(i64, i64, i64, i64), (MPI_Datatype, MPI_Datatype)>,
     /// Bytes the data accesses asked MPI to write.
     pub(super) written: f64,
     /// Bytes the data accesses asked MPI to read.
@@ -458,10 +458,11 @@ impl Replayer<'_> {
                     disp,
                     etype,
                     filetype,
+                    lb,
                     extent,
                 },
-            ) => self.set_view(e, disp, (etype, filetype, extent))?,
-            (_, &Io::Access { offset }) => return self.access(e, offset),
+            ) => self.set_view(e, disp, (etype, filetype, lb, extent))?,
+            (_, &Io::Access { offset, .. }) => return self.access(e, offset),
             (Op::FileClose, Io::Handle) => self.file_close(e)?,
             (Op::FileSync, Io::Handle) => {
                 let fh = self.file(e)?.handle;
@@ -601,12 +602,18 @@ impl Replayer<'_> {
     }
 
     /// The etype and filetype stand-ins of a view: `etype` bytes, and
-    /// `filetype` bytes of data in an extent of `extent` bytes.
+    /// `filetype` bytes of data at the end of the bounds `lb` to `lb +
+    /// extent` (so that the data reaches as far into the file as the
+    /// application's did: a read of the file's whole length then finds it
+    /// all, and Open MPI 4.1's nonblocking read past the end of a file,
+    /// which never completes, is not made where the application made
+    /// none).
     fn view_types(
         &mut self,
-        (etype, filetype, extent): (i64, i64, i64),
+        (etype, filetype, lb, extent): (i64, i64, i64, i64),
     ) -> Result<(MPI_Datatype, MPI_Datatype)> {
-        if let Some(&t) = self.files.views.get(&(etype, filetype, extent)) {
+        let key = (etype, filetype, lb, extent);
+        if let Some(&t) = self.files.views.get(&key) {
             return Ok(t);
         }
         let byte = byte_type()?;
@@ -626,13 +633,23 @@ impl Replayer<'_> {
         // SAFETY: `et` was just made.
         check(unsafe { PMPI_Type_commit(&mut et) }, "MPI_Type_commit")?;
         self.owned_types.push(et);
-        let mut data = contiguous(filetype)?;
+        let n = c_int::try_from(filetype).context("a view's filetype size")?;
         let ext = MPI_Aint::try_from(extent).context("a view's filetype extent")?;
+        let low = MPI_Aint::try_from(lb).context("a view's filetype lower bound")?;
+        let at: MPI_Aint = low + (ext - filetype as MPI_Aint).max(0);
+        // SAFETY: reading an initialised mpi-sys constant.
+        let mut data = unsafe { RSMPI_DATATYPE_NULL };
+        check(
+            // SAFETY: one block of `n` bytes at `at`; `data` is a valid
+            // out-parameter.
+            unsafe { PMPI_Type_create_hindexed_block(1, n, &at, byte, &mut data) },
+            "MPI_Type_create_hindexed_block",
+        )?;
         // SAFETY: reading an initialised mpi-sys constant.
         let mut ft = unsafe { RSMPI_DATATYPE_NULL };
         let rc = {
             // SAFETY: `data` was just made; `ft` is a valid out-parameter.
-            unsafe { PMPI_Type_create_resized(data, 0, ext, &mut ft) }
+            unsafe { PMPI_Type_create_resized(data, low, ext, &mut ft) }
         };
         // SAFETY: `data` was made above; `ft` (if made) keeps what it
         // needs of it.
@@ -641,12 +658,12 @@ impl Replayer<'_> {
         // SAFETY: `ft` was just made.
         check(unsafe { PMPI_Type_commit(&mut ft) }, "MPI_Type_commit")?;
         self.owned_types.push(ft);
-        self.files.views.insert((etype, filetype, extent), (et, ft));
+        self.files.views.insert(key, (et, ft));
         Ok((et, ft))
     }
 
     /// `File_set_view` with stand-ins of the recorded sizes and extent.
-    fn set_view(&mut self, e: &Event, disp: i64, sizes: (i64, i64, i64)) -> Result<()> {
+    fn set_view(&mut self, e: &Event, disp: i64, sizes: (i64, i64, i64, i64)) -> Result<()> {
         let fh = self.file(e)?.handle;
         let (et, ft) = self.view_types(sizes)?;
         let off: MPI_Offset = disp;
