@@ -554,14 +554,22 @@ fn an_injected_delay_is_found_as_late_sender_or_late_receiver_at_its_rank() {
         }
         // Without a delay: nothing near the injected 60 ms is slow. What
         // the modified z-score still flags on a shared 2-core machine is
-        // either the warm-up instance or carries its (small) cause.
+        // either the warm-up instance or carries its (small) cause. The
+        // warm-up (MPICH's first exchanges connect its 9 ranks, on 2
+        // cores) took 29 ms once on CI (2026-12-06), and is labelled so:
+        // it is bounded apart, still well below the delay.
         let t = dir.join("none.trace");
         trace(imp, 9, "latestencil", &["-m", "none"], &t);
         let r = analyze(&t, &[]);
         for s in slow_of(&r) {
             let d = s["duration_ns"].as_i64().unwrap();
+            let bound = if s["warm_up"] == true {
+                45_000_000
+            } else {
+                20_000_000
+            };
             assert!(
-                d < 20_000_000,
+                d < bound,
                 "{imp}: a slow instance without injection: {s:#?}"
             );
             assert!(
