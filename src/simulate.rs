@@ -59,6 +59,18 @@ pub struct Args {
     /// default every rank has a core of its own.
     #[arg(long, value_name = "N")]
     cores: Option<u32>,
+    /// The file system's aggregate bandwidth, GB/s, for MPI-IO calls:
+    /// each file's collective calls move all their ranks' bytes at it,
+    /// independent accesses an equal share of it (docs/SIMULATE.md). By
+    /// default MPI-IO is free and the output counts the calls.
+    #[arg(long, value_name = "GB_PER_S",
+          value_parser = crate::args::finite_in(1e-6, 1e6))]
+    io_bandwidth: Option<f64>,
+    /// The file system's latency per MPI-IO call, ns (with
+    /// --io-bandwidth; default 0).
+    #[arg(long, value_name = "NS", requires = "io_bandwidth",
+          value_parser = crate::args::finite_in(0.0, crate::args::MAX_NS))]
+    io_latency: Option<f64>,
     /// Draw the computation from the histograms even where the trace has a
     /// recorded timeline.
     #[arg(long)]
@@ -130,6 +142,10 @@ pub fn run(args: &Args) -> Result<()> {
             ModeArg::Classes => simulate::Mode::Classes,
             ModeArg::Ranks => simulate::Mode::Ranks,
         },
+        io: args.io_bandwidth.map(|bandwidth| simulate::IoModel {
+            bandwidth,
+            latency: args.io_latency.unwrap_or(0.0),
+        }),
     };
     let pred = simulate::simulate_seeds(&file, &p, &opts, args.seeds)
         .with_context(|| format!("cannot simulate {}", args.file.display()))?;

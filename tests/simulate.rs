@@ -621,6 +621,16 @@ fn every_floating_point_option_refuses_non_finite_and_out_of_range_values() {
             "'1e10' for '--O <NS>'",
             "out of range",
         ),
+        (
+            &["simulate", t, "--io-bandwidth", "0"],
+            "'0' for '--io-bandwidth <GB_PER_S>'",
+            "out of range (expected a finite number from 0.000001 to 1e6)",
+        ),
+        (
+            &["simulate", t, "--io-bandwidth", "1", "--io-latency", "NaN"],
+            "'NaN' for '--io-latency <NS>'",
+            "not a finite number",
+        ),
     ];
     for (args, option, message) in cases {
         let out = rankscale(args);
@@ -633,6 +643,52 @@ fn every_floating_point_option_refuses_non_finite_and_out_of_range_values() {
     }
     assert!(!dir.join("out").exists());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// MPI-IO on a file system of a given bandwidth, against the value
+/// computed by hand from the program's own description: io_checkpoint 20 5
+/// 262144 on 4 ranks writes 4 checkpoints of 1 MiB per rank with
+/// `File_write_at_all`, then rank 0 reads the 4 MiB file alone with
+/// `File_read_at` (on `MPI_COMM_SELF`). At 0.01 GB/s (0.01 bytes per ns)
+/// and 1 ms a call, rank 0's run must grow by 4 × 4 MiB / 0.01 (the
+/// collectives move every member's bytes) + 4 MiB / 0.01 (its read, alone
+/// on its file) + 16 ms (its 16 MPI-IO calls: 5 opens, 4 writes, 5 closes,
+/// the read and the delete): 2,113.2 ms. Without the option MPI-IO is free,
+/// and the output says so.
+#[test]
+fn mpi_io_costs_its_bytes_at_the_given_bandwidth() {
+    let _jobs = one_at_a_time();
+    for imp in mpis() {
+        let dir = scratch(&format!("sim-io-{imp}"));
+        let trace = dir.join("ck.trace");
+        let ck = dir.join("ck.dat");
+        let args = ["20", "5", "262144", ck.to_str().unwrap()];
+        trace_program(imp, 4, "io_checkpoint", &args, &trace, &[]);
+        let free = simulated(&trace, &["--json"]);
+        let free_ns = json(&free)["rank0_ns"].as_f64().unwrap();
+        assert!(json(&free)["io_model"].is_null());
+        let text_free = text(&simulated(&trace, &[]).stdout);
+        assert!(
+            text_free.contains("MPI-IO: 52 calls taken as local calls of no cost"),
+            "{imp}: {text_free}"
+        );
+        let io = ["--io-bandwidth", "0.01", "--io-latency", "1e6"];
+        let fs = simulated(&trace, &[&io[..], &["--json"]].concat());
+        let fs_ns = json(&fs)["rank0_ns"].as_f64().unwrap();
+        let mib4 = 4.0 * 1048576.0;
+        let expected_ms = (4.0 * mib4 / 0.01 + mib4 / 0.01 + 16.0 * 1e6) / 1e6;
+        let grew_ms = (fs_ns - free_ns) / 1e6;
+        assert!(
+            (grew_ms - expected_ms).abs() < 0.005 * expected_ms,
+            "{imp}: rank 0 grew by {grew_ms:.1} ms, by hand {expected_ms:.1} ms"
+        );
+        let text_fs = text(&simulated(&trace, &io).stdout);
+        assert!(
+            text_fs.contains("MPI-IO: 52 calls on a file system of 0.010 GB/s"),
+            "{imp}: {text_fs}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// A `--bytes-scale` within the bound that would still make one of the

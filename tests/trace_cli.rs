@@ -87,6 +87,33 @@ fn checkpoint_trace_structure_is_flat_in_ranks_and_iterations() {
             .unwrap_or_else(|| panic!("no structure line: {t}"))
             .to_string()
     };
+    // `stats`' MPI-IO section against the program's own description: 20
+    // checkpoints of 256 ints by each of 4 ranks, then rank 0 reads the
+    // 4 KiB file once; the bandwidth is the bytes over the ranks' mean
+    // time in the calls, whose sum is the section's time.
+    let st = text(&rankscale(&["stats", &a.display().to_string()]).stdout);
+    let row = |call: &str| -> Vec<String> {
+        st.lines()
+            .skip_while(|l| !l.starts_with("MPI-IO per call site"))
+            .find(|l| l.starts_with(call))
+            .unwrap_or_else(|| panic!("no {call} row: {st}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let w = row("MPI_File_write_at_all ");
+    assert_eq!(&w[3..5], ["80", "4"], "{w:?}");
+    assert_eq!(&w[6..8], ["81920", "0"], "{w:?}");
+    let (ms, mbps): (f64, f64) = (w[5].parse().unwrap(), w[8].parse().unwrap());
+    let want = 81920.0 * 4.0 / (ms * 1e6) * 1e3;
+    assert!((mbps - want).abs() <= 0.05 + 1e-3 * want, "{w:?}: {want}");
+    let r = row("MPI_File_read_at ");
+    assert_eq!(&r[3..5], ["1", "1"], "{r:?}");
+    assert_eq!(&r[6..8], ["0", "4096"], "{r:?}");
+    assert!(
+        st.contains("MPI-IO in all: 81920 bytes written, 4096 bytes read"),
+        "{st}"
+    );
     assert_eq!(structure(&a), structure(&b), "100 vs 1000 iterations");
     assert_eq!(structure(&a), structure(&c), "4 vs 64 ranks");
     let s = |p: &PathBuf| size(p) as f64;

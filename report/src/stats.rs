@@ -70,6 +70,8 @@ fn site_times(nodes: &[MNode], out: &mut HashMap<(Op, u64), (f64, u64)>) {
 /// would have.
 struct Expanded {
     total: Profile,
+    /// Per (operation, call site): how many ranks made such calls.
+    site_ranks: HashMap<(Op, u64), u32>,
     matrix: Vec<BTreeMap<i32, u64>>,
     raw_bytes: u64,
 }
@@ -79,6 +81,7 @@ struct Expanded {
 /// communication matrix.
 fn expand_ranks(t: &trace::MergedTrace, ranks: &[u32], p: usize) -> Result<Expanded, Error> {
     let mut total = Profile::new();
+    let mut site_ranks = HashMap::new();
     let mut matrix = vec![BTreeMap::<i32, u64>::new(); p];
     let mut raw_bytes = 0u64;
     let mut line = String::new();
@@ -97,9 +100,13 @@ fn expand_ranks(t: &trace::MergedTrace, ranks: &[u32], p: usize) -> Result<Expan
             return Err(Error::Broken { rank: r });
         }
         matrix[r as usize] = prof.sent_to().clone();
+        for (op, site, _) in prof.sites() {
+            *site_ranks.entry((op, site)).or_default() += 1;
+        }
     }
     Ok(Expanded {
         total,
+        site_ranks,
         matrix,
         raw_bytes,
     })
@@ -121,6 +128,7 @@ pub fn write_trace_stats(
     write_recorded_extras(file, out)?;
     crate::structure::write_lost(t, out)?;
     write_site_profile(file, &x.total, ranks.len(), out)?;
+    write_io_profile(file, &x, out)?;
     print_matrix(&x.matrix, out)?;
     Ok(())
 }
@@ -211,16 +219,23 @@ fn write_site_profile(
         .collect();
     rows.sort_by(|a, b| b.4.total_cmp(&a.4).then(b.2.cmp(&a.2)));
     writeln!(out, "\nper call site (all ranks; time is time inside MPI):")?;
+    // As wide as the longest name (MPI-IO's run to 25).
+    let w = rows
+        .iter()
+        .map(|r| r.0.name().len())
+        .max()
+        .unwrap_or(0)
+        .max(16);
     writeln!(
         out,
-        "{:<16} {:<32} {:>10} {:>12} {:>10} {:>10} {:>6} {:>6} {:>14}",
+        "{:<w$} {:<32} {:>10} {:>12} {:>10} {:>10} {:>6} {:>6} {:>14}",
         "call", "site", "count", "time ms", "mean us", "max us", "app%", "mpi%", "bytes sent"
     )?;
     for (op, site, calls, bytes, time, max) in rows {
         let label = site_text(&labels, site);
         writeln!(
             out,
-            "{:<16} {:<32} {:>10} {:>12.3} {:>10.2} {:>10.2} {:>6.2} {:>6.2} {:>14}",
+            "{:<w$} {:<32} {:>10} {:>12.3} {:>10.2} {:>10.2} {:>6.2} {:>6.2} {:>14}",
             op.name(),
             label,
             calls,
@@ -240,6 +255,82 @@ fn write_site_profile(
             bytes
         )?;
     }
+    Ok(())
+}
+
+/// MPI-IO per call site: the bytes written and read, the time inside the
+/// calls (summed over the ranks, from the merged timing) and the bandwidth
+/// the calling ranks saw together (their bytes over their mean time in the
+/// calls, as Darshan estimates a job's), the busiest site first. Nothing is
+/// printed for a trace without MPI-IO data.
+fn write_io_profile(file: &TraceFile, x: &Expanded, out: &mut impl Write) -> Result<(), Error> {
+    let mut times = HashMap::new();
+    site_times(file.trace.nodes(), &mut times);
+    let labels = site_labels(file);
+    let mut rows: Vec<_> = x
+        .total
+        .sites()
+        .filter(|(op, _, st)| {
+            op.family() == trace::Family::Io && st.bytes_sent + st.bytes_received > 0
+        })
+        .map(|(op, site, st)| {
+            let time = times.get(&(op, site)).map_or(0.0, |t| t.0);
+            let ranks = x.site_ranks.get(&(op, site)).copied().unwrap_or(1);
+            (op, site, st, time, ranks)
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    rows.sort_by(|a, b| {
+        let bytes = |r: &(Op, u64, &trace::profile::SiteStats, f64, u32)| {
+            r.2.bytes_sent + r.2.bytes_received
+        };
+        bytes(b).cmp(&bytes(a)).then(b.3.total_cmp(&a.3))
+    });
+    // Bytes per ns are GB/s; MB/s as I/O tools print it.
+    let mbps = |bytes: u64, time: f64, ranks: u32| {
+        if time > 0.0 {
+            format!("{:.1}", bytes as f64 * f64::from(ranks) / time * 1e3)
+        } else {
+            "-".to_string()
+        }
+    };
+    writeln!(
+        out,
+        "
+MPI-IO per call site (all ranks; MB/s: the calling ranks' bytes over their mean time \
+         in the calls; a nonblocking or split call's time is its start's only):"
+    )?;
+    writeln!(
+        out,
+        "{:<24} {:<32} {:>8} {:>6} {:>12} {:>14} {:>14} {:>10}",
+        "call", "site", "count", "ranks", "time ms", "bytes written", "bytes read", "MB/s"
+    )?;
+    let (mut written, mut read, mut time_all) = (0u64, 0u64, 0f64);
+    for (op, site, st, time, ranks) in rows {
+        written += st.bytes_sent;
+        read += st.bytes_received;
+        time_all += time;
+        writeln!(
+            out,
+            "{:<24} {:<32} {:>8} {:>6} {:>12.3} {:>14} {:>14} {:>10}",
+            format!("MPI_{}", op.name()),
+            site_text(&labels, site),
+            st.calls,
+            ranks,
+            time / 1e6,
+            st.bytes_sent,
+            st.bytes_received,
+            mbps(st.bytes_sent + st.bytes_received, time, ranks)
+        )?;
+    }
+    writeln!(
+        out,
+        "MPI-IO in all: {written} bytes written, {read} bytes read, {:.3} ms inside the data \
+         accesses (all ranks)",
+        time_all / 1e6
+    )?;
     Ok(())
 }
 

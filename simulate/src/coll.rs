@@ -392,6 +392,9 @@ pub(crate) fn complete(op: Op, root: usize, m: &[Member], net: &Params) -> Vec<f
         }
         // The window's barrier (its operations arrived before it).
         WinFence | WinFree => s.bruck(|_| 0.0),
+        // A file's collectives meet as a barrier; the engine adds the file
+        // system's part (`engine::io`).
+        op if op.is_file_collective() => s.bruck(|_| 0.0),
         _ => {}
     }
     s.t

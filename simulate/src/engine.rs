@@ -18,6 +18,7 @@
 //! whose call was held up by another takes that rank's split at the moment
 //! it sent (or entered the collective), plus the transfer.
 
+mod io;
 mod rma;
 
 use std::cmp::{Ordering, Reverse};
@@ -230,6 +231,10 @@ struct RankState<'a> {
     /// When the one-sided operations this rank has issued since its last
     /// closing synchronisation have all completed (see `rma.rs`).
     rma_done: Time,
+    /// When the rank's last independent file access ends (see `io.rs`).
+    io_free: Time,
+    /// Per file: the cell of the open split collective's `_begin`.
+    split_io: FxHashMap<u32, CellId>,
     /// Per window: the targets of the open `Win_start` epoch and the
     /// origins of the open `Win_post` epoch (world ranks).
     accessing: FxHashMap<u32, Vec<u32>>,
@@ -422,6 +427,8 @@ impl<'a> Engine<'a> {
                 templates: FxHashMap::default(),
                 coll_templates: FxHashMap::default(),
                 rma_done: 0.0,
+                io_free: 0.0,
+                split_io: FxHashMap::default(),
                 accessing: FxHashMap::default(),
                 exposed: FxHashMap::default(),
                 comms: Comms::new(layout.world[r], i64::from(p)),
@@ -1019,9 +1026,7 @@ impl<'a> Engine<'a> {
                 return;
             }
             Family::OneSided => self.one_sided(r, &ev, enter, &mut cur),
-            // No file system is modelled yet: the prediction says how many
-            // MPI-IO calls it took as free.
-            Family::Io => self.io += self.layout.weight[r as usize],
+            Family::Io => self.file_call(r, &ev, enter, &mut cur),
             Family::Collective
             | Family::NonblockingCollective
             | Family::Neighborhood
@@ -1412,12 +1417,16 @@ impl<'a> Engine<'a> {
             .map(|(i, m)| (i, m.1.at))
             .unwrap_or((0, 0.0));
         let last_split = present.get(last).map(|m| m.3.clone());
-        let times = if self.layout.classes {
+        let mut times = if self.layout.classes {
             self.complete_classes(inst.op, inst.root, &present, last_at)
         } else {
             let members: Vec<Member> = present.iter().map(|m| m.1.clone()).collect();
             coll::complete(inst.op, inst.root, &members, &self.net)
         };
+        if inst.op.family() == Family::Io {
+            let bytes = present.iter().map(|m| (m.2, m.1.send + m.1.recv));
+            self.file_collective_times(bytes, &mut times);
+        }
         for (i, (_, m, cell, _)) in present.into_iter().enumerate() {
             let done = times.get(i).copied().unwrap_or(m.at);
             let via = (last_at > m.at && done >= last_at)

@@ -160,6 +160,23 @@ pub struct Options {
     pub timeline: bool,
     /// By class or rank by rank.
     pub mode: Mode,
+    /// The file system, for MPI-IO calls; `None`: no file system is
+    /// modelled and the calls are free (the prediction says so).
+    pub io: Option<IoModel>,
+}
+
+/// The file system MPI-IO calls meet (`simulate --io-bandwidth`,
+/// `--io-latency`). A deliberately small model, because a trace records
+/// what the application asked of the file system and nothing of how the
+/// file system served it: one aggregate bandwidth that every rank of a
+/// file shares, and one latency per call. What it takes and leaves out is
+/// in the module `engine::io` and docs/SIMULATE.md.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct IoModel {
+    /// The file system's aggregate bandwidth, bytes per ns (= GB/s).
+    pub bandwidth: f64,
+    /// The time of one call at the file system before any byte moves, ns.
+    pub latency: f64,
 }
 
 impl Default for Options {
@@ -172,6 +189,7 @@ impl Default for Options {
             cores: None,
             timeline: true,
             mode: Mode::Auto,
+            io: None,
         }
     }
 }
@@ -270,9 +288,11 @@ pub struct Prediction {
     /// One-sided calls modelled (see the approximations in
     /// [`Prediction::to_text`] and docs/SIMULATE.md).
     pub one_sided: u64,
-    /// MPI-IO calls, taken as local calls of no cost: no file system is
-    /// modelled yet.
+    /// MPI-IO calls: modelled with [`Prediction::io_model`], else taken as
+    /// local calls of no cost.
     pub io: u64,
+    /// The file system the MPI-IO calls met, when one was given.
+    pub io_model: Option<IoModel>,
     /// The simulation's own wall time, s.
     pub elapsed_s: f64,
     /// Per rank.
@@ -559,6 +579,7 @@ pub fn simulate(file: &TraceFile, net: &Params, opts: &Options) -> Result<Predic
         collectives: out.collectives,
         one_sided: out.one_sided,
         io: out.io,
+        io_model: opts.io,
         elapsed_s,
         per_rank,
         sites,
@@ -754,13 +775,26 @@ impl Prediction {
                 self.one_sided
             );
         }
-        if self.io > 0 {
-            let _ = writeln!(
-                s,
-                "MPI-IO: {} calls taken as local calls of no cost (no file system is modelled: \
-                 their time is not in the prediction)",
-                self.io
-            );
+        match (self.io, self.io_model) {
+            (0, _) => {}
+            (n, Some(m)) => {
+                let _ = writeln!(
+                    s,
+                    "MPI-IO: {n} calls on a file system of {:.3} GB/s shared by each file's ranks \
+                     and {} per call (collective calls meet as a barrier, then move all \
+                     members' bytes; independent accesses get an equal share of the bandwidth; \
+                     no caching, striping or contention between files is modelled)",
+                    m.bandwidth,
+                    secs(m.latency)
+                );
+            }
+            (n, None) => {
+                let _ = writeln!(
+                    s,
+                    "MPI-IO: {n} calls taken as local calls of no cost (no file system is \
+                     modelled: their time is not in the prediction; give --io-bandwidth)"
+                );
+            }
         }
         let c = &self.critical;
         let share = |x: f64| 100.0 * x / c.length_ns.max(1e-9);
@@ -773,15 +807,24 @@ impl Prediction {
             secs(c.mpi_ns),
             share(c.mpi_ns)
         );
+        // As wide as the longest name listed (MPI-IO's run to 29).
+        let w = self
+            .sites
+            .iter()
+            .take(top)
+            .map(|x| x.op.len() + 4)
+            .max()
+            .unwrap_or(0)
+            .max(16);
         let _ = writeln!(
             s,
-            "\n{:<16} {:>10} {:>12} {:>12} {:>8}  location",
+            "\n{:<w$} {:>10} {:>12} {:>12} {:>8}  location",
             "call", "calls", "time/rank", "on path", "path %"
         );
         for x in self.sites.iter().take(top) {
             let _ = writeln!(
                 s,
-                "{:<16} {:>10} {:>12} {:>12} {:>7.1}%  {}",
+                "{:<w$} {:>10} {:>12} {:>12} {:>7.1}%  {}",
                 format!("MPI_{}", x.op),
                 x.calls,
                 secs(x.time_ns / f64::from(self.ranks)),

@@ -15,8 +15,11 @@ use crate::event::{Event, EventSink, Op, Peer};
 pub struct SiteStats {
     /// Number of calls.
     pub calls: u64,
-    /// Bytes handed to MPI to send.
+    /// Bytes handed to MPI to send (for MPI-IO: to write).
     pub bytes_sent: u64,
+    /// Bytes of the receive buffers handed to MPI (for MPI-IO: the bytes
+    /// asked to be read).
+    pub bytes_received: u64,
     /// Total time inside MPI, ns.
     pub time_ns: u64,
     /// Longest single call, ns.
@@ -43,6 +46,7 @@ impl Profile {
         let bytes = u64::try_from(ev.bytes_sent()).unwrap_or(0);
         s.calls += 1;
         s.bytes_sent += bytes;
+        s.bytes_received += u64::try_from(ev.recv.map_or(0, |t| t.bytes())).unwrap_or(0);
         s.time_ns += ev.time.dur_ns;
         s.max_ns = s.max_ns.max(ev.time.dur_ns);
         if !ev.op.is_collective()
