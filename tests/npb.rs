@@ -516,6 +516,51 @@ fn bt_is_exact_through_the_plugin_and_replays() {
     assert_same_run("bt", "A", &out, &real100, 100);
 }
 
+/// A class A NPB BT binary run on a 56-point grid (`inputbt.data`): BT sizes
+/// its solve buffers from the compiled class, `30*(64/p + 1)^2`, and its
+/// faces from the grid it runs. Given both (`n=64`, `grid_n=56`), 9, 25 and
+/// 36 ranks extrapolate to 64 equal to the real run on every rank. Given
+/// the run's grid as `n`, the solve buffers fit no pattern and two block
+/// laws fit their values, `30*floor(66/y)^2` and `30*(floor(64/y) + 1)^2`,
+/// which part at 8 (1,920 against the binary's 2,430): refused, no file.
+/// (Until 2026-12-07 the simpler law was taken as verified: every rank
+/// wrong, unmarked.)
+#[test]
+fn bt_class_a_on_another_grid_is_exact_or_refused() {
+    let plugin = plugin_arg("npb-bt.toml");
+    let both = [
+        plugin.as_str(),
+        "--plugin-param",
+        "n=64",
+        "--plugin-param",
+        "grid_n=56",
+    ];
+    let grid = |_| "5\n0.0008\n56 56 56\n".to_string();
+    let Some((dir, _, _)) = exact(
+        IMP,
+        "bt",
+        "A",
+        &[9, 25, 36],
+        64,
+        &both,
+        Some(("inputbt.data", &grid)),
+    ) else {
+        return;
+    };
+    let files: Vec<PathBuf> = [9, 25, 36]
+        .iter()
+        .map(|n| dir.join(format!("bt.A.{n}.trace")))
+        .collect();
+    let wrong = [plugin.as_str(), "--plugin-param", "n=56"];
+    let err = extrap(&dir.join("bt.n56.trace"), 64, &files, &wrong).unwrap_err();
+    assert!(
+        err.contains(
+            "ambiguous: 30*floor(66/y)^2 gives 1920 and 30*(floor(64/y) + 1)^2 gives 2430"
+        ),
+        "{err}"
+    );
+}
+
 /// `--plugin=` the shipped spec `file`.
 fn plugin_arg(file: &str) -> String {
     format!(
@@ -733,6 +778,8 @@ fn is_extrapolates_in_lossy_mode() {
 
 /// The shipped CG plugin, relative to the project root (the tests run there).
 const CG_PLUGIN: &str = "--plugin=extrap/specs/npb-cg.toml";
+const BT_PLUGIN: &str = "--plugin=extrap/specs/npb-bt.toml";
+const SP_PLUGIN: &str = "--plugin=extrap/specs/npb-sp.toml";
 
 /// One refusal case: benchmark, class, input sizes, target, extra options
 /// and a word the message must contain.
@@ -749,7 +796,7 @@ type Refusal = (
 /// a message that names what does not fit, exit code 1, and no file.
 #[test]
 fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
-    let cases: [Refusal; 8] = [
+    let cases: [Refusal; 12] = [
         // Data-dependent Alltoallv counts, without --lossy.
         ("is", "S", &[4, 8, 16], 32, &[], "Alltoallv"),
         // Row and transpose partners that no grid position decides.
@@ -763,6 +810,37 @@ fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
             32,
             &[CG_PLUGIN],
             "cannot tell them apart",
+        ),
+        // Class W at every size up to 64 (strong scaling): the coarse
+        // levels of the 16-rank run exchange two planes away in its 4-wide
+        // dimension, and the refusal says so, on which grid and input.
+        (
+            "mg",
+            "W",
+            &[8, 16, 32, 64],
+            128,
+            &[],
+            "peers 2 positions away along a dimension 4 ranks wide",
+        ),
+        // BT and SP class W at their own sizes through their plugins: the
+        // grid's 24 (BT) and 36 (SP) points divide evenly over 2, 3 and 4
+        // cells, so every face buffer is equal there and no input but the
+        // 25-rank one decides which side a buffer is.
+        (
+            "bt",
+            "W",
+            &[4, 9, 16, 25],
+            36,
+            &[BT_PLUGIN, "--plugin-param", "n=24"],
+            "its pattern's step",
+        ),
+        (
+            "sp",
+            "W",
+            &[4, 9, 16, 25],
+            36,
+            &[SP_PLUGIN, "--plugin-param", "n=36"],
+            "its pattern's step",
         ),
         // Its coarse levels exchange two planes away on some ranks.
         ("mg", "S", &[4, 8, 16], 32, &[], "no row-major grid"),
@@ -783,8 +861,30 @@ fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
         ("sp", "S", &[4, 9, 16], 25, &[], "same position"),
         // Two grid widths only (2 and 4): an edge's count, 5*(floor(33/x)
         // - 1), follows a law with an offset that needs three widths, and
-        // the lines through 75 and 35 go negative at x = 8.
-        ("lu", "W", &[4, 8, 16], 32, &["--dims", "4x8"], "no model"),
+        // the lines through 75 and 35 go negative at x = 8. The heights
+        // (y) show 2 and 4 too, so no other dimension lends a third size.
+        (
+            "lu",
+            "W",
+            &[4, 8, 16],
+            32,
+            &["--dims", "4x8"],
+            "the values follow the grid's x size alone (75 at x=2, 35 at x=4), and the \
+             inputs show 2 sizes of it",
+        ),
+        // Pooled with the heights, the widths' edge counts verify (75, 35
+        // and 15 at 2, 4 and 8), but exchange_3's 330*(floor(32/t) + 1)
+        // has three unknowns over those three sizes, and exchange_4's
+        // widths (18, 10) and heights (22, 20) differ: refused as
+        // unverified, each field named.
+        (
+            "lu",
+            "W",
+            &[8, 16, 32],
+            64,
+            &[],
+            "fit the inputs but cannot be verified",
+        ),
     ];
     for (bench, class, inputs, target, extra, why) in cases {
         let Some(bins) = build(IMP, bench, class, inputs) else {

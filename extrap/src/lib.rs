@@ -76,10 +76,17 @@ pub enum Error {
     /// No grid explains the communication.
     #[error(
         "no row-major grid of 1 to 3 dimensions explains the communication: ranks in the same \
-         position of a candidate grid talk to different peers (extrapolation handles SPMD \
-         stencil and collective codes, as ScalaExtrap; use a plugin for other patterns)"
+         position of a candidate grid talk to different peers; on {grid} (the most balanced \
+         grid, or the Cartesian communicator's): {reason} (extrapolation handles SPMD stencil \
+         and collective codes, as ScalaExtrap; use a plugin for other patterns, or --lossy to \
+         leave out what few ranks do)"
     )]
-    NoTopology,
+    NoTopology {
+        /// The grid the reason is given for, slowest dimension first.
+        grid: String,
+        /// Why that grid does not explain the peers.
+        reason: String,
+    },
     /// Fewer input traces than the topology needs.
     #[error(
         "{got} trace(s) given, but a {dims}D topology needs at least {need} at different sizes \

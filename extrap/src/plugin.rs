@@ -118,6 +118,18 @@ struct ParamSpec {
     name: String,
     /// What the value is, for the message that asks for it.
     about: String,
+    /// The value when none is given: an expression of the parameters
+    /// declared before it (NPB BT's run grid is its compiled class's
+    /// unless `inputbt.data` says otherwise).
+    default: Option<String>,
+}
+
+/// A declared parameter of a spec, with its value once given.
+struct Param {
+    name: String,
+    about: String,
+    value: Option<i64>,
+    default: Option<Expr>,
 }
 
 #[derive(Deserialize)]
@@ -190,8 +202,8 @@ pub struct SpecPlugin {
     lets: Vec<(String, Expr)>,
     patterns: Vec<Pattern>,
     fields: Vec<FieldPattern>,
-    /// The declared parameters: name, description and value once given.
-    params: Vec<(String, String, Option<i64>)>,
+    /// The declared parameters.
+    params: Vec<Param>,
 }
 
 impl std::str::FromStr for SpecPlugin {
@@ -237,17 +249,25 @@ impl std::str::FromStr for SpecPlugin {
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
+        let params = f
+            .params
+            .into_iter()
+            .map(|p| {
+                Ok(Param {
+                    name: p.name,
+                    about: p.about,
+                    value: None,
+                    default: p.default.map(|d| d.parse()).transpose()?,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
         Ok(SpecPlugin {
             name: f.name,
             grid: f.grid,
             lets,
             patterns,
             fields,
-            params: f
-                .params
-                .into_iter()
-                .map(|p| (p.name, p.about, None))
-                .collect(),
+            params,
         })
     }
 }
@@ -256,11 +276,11 @@ impl SpecPlugin {
     /// Gives the spec's parameter `name` (declared in a `[[param]]` table)
     /// its value for this run.
     pub fn set_param(&mut self, name: &str, value: i64) -> Result<(), String> {
-        if let Some(p) = self.params.iter_mut().find(|p| p.0 == name) {
-            p.2 = Some(value);
+        if let Some(p) = self.params.iter_mut().find(|p| p.name == name) {
+            p.value = Some(value);
             return Ok(());
         }
-        let declared: Vec<&str> = self.params.iter().map(|p| p.0.as_str()).collect();
+        let declared: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
         if declared.is_empty() {
             Err(format!(
                 "the spec declares no parameters, so {name:?} cannot be set"
@@ -282,10 +302,20 @@ impl SpecPlugin {
         env.insert("rank".into(), int(rank)?);
         env.insert("P".into(), int(size)?);
         env.insert("k".into(), k);
-        for (name, about, v) in &self.params {
-            let v =
-                v.ok_or_else(|| format!("the spec needs --plugin-param {name}=VALUE: {about}"))?;
-            env.insert(name.clone(), v);
+        for p in &self.params {
+            let v = match (p.value, &p.default) {
+                (Some(v), _) => v,
+                (None, Some(d)) => d
+                    .eval(&env)
+                    .map_err(|err| format!("parameter {}'s default: {err}", p.name))?,
+                (None, None) => {
+                    return Err(format!(
+                        "the spec needs --plugin-param {}=VALUE: {}",
+                        p.name, p.about
+                    ));
+                }
+            };
+            env.insert(p.name.clone(), v);
         }
         for (name, e) in &self.lets {
             let v = e.eval(&env).map_err(|err| format!("let {name}: {err}"))?;
@@ -497,6 +527,15 @@ mod tests {
                 assert_eq!(tags.len() as i64, side, "rank {r} of {size}");
             }
         }
+        // A class A binary (n = 64) on a 56-point grid: the solve buffers
+        // keep the compiled class's largest cell, 30 * (64/3 + 1)^2, the
+        // faces follow the run's cells (56 over 3: 19, 19, 18), as
+        // header.h's MAX_CELL_DIM and make_set.f have them: rank 4's two
+        // cells off the west boundary sit at (y, z) = (1, 0) and (0, 1),
+        // both 19 x 19.
+        p.set_param("grid_n", 56).unwrap();
+        assert_eq!(p.concrete_field(1, 9, 6, 0), Some(30 * 22 * 22));
+        assert_eq!(p.concrete_field(4, 9, 8, 1), Some(10 * (19 * 19 + 19 * 19)));
         assert!(
             "name = \"x\"\n[[peer]]\nname = \"a\"\nexpr = \"rank\"\n[[field]]\nname = \"f\"\n\
              param = \"peer\"\nexpr = \"1\"\n"

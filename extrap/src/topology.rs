@@ -430,10 +430,23 @@ pub(crate) fn detect_with(
         return Err(Error::MissingRank(0));
     }
     let mut best: Option<((u64, usize, usize, bool), Topology)> = None;
+    // Why the grid a reader would expect fails: the Cartesian
+    // communicator's, else the most balanced of the most dimensions.
+    let mut why: Option<(Vec<u64>, String)> = None;
+    let mut why_key = (true, usize::MAX, u64::MAX);
     for d in 1..=3usize {
         for dims in factorizations(p, d) {
-            let Some((t, directions)) = explain(infos, &dims, min_share) else {
-                continue;
+            let (t, directions) = match explain(infos, &dims, min_share) {
+                Ok(x) => x,
+                Err(reason) => {
+                    let spread = dims.iter().max().unwrap_or(&1) / dims.iter().min().unwrap_or(&1);
+                    let key = (cart.as_ref() != Some(&dims), 3 - d, spread);
+                    if why.is_none() || key < why_key {
+                        why_key = key;
+                        why = Some((dims, reason));
+                    }
+                    continue;
+                }
             };
             let score = t.reach.iter().map(|&b| u64::from(b)).sum::<u64>();
             let not_cart = cart.as_ref() != Some(&dims);
@@ -443,7 +456,16 @@ pub(crate) fn detect_with(
             }
         }
     }
-    let (_, mut t) = best.ok_or(Error::NoTopology)?;
+    let (_, mut t) = best.ok_or_else(|| {
+        let (grid, reason) = why.map_or_else(
+            || ("-".to_string(), "no factorisation".to_string()),
+            |(dims, r)| {
+                let g: Vec<String> = dims.iter().map(u64::to_string).collect();
+                (g.join("x"), r)
+            },
+        );
+        Error::NoTopology { grid, reason }
+    })?;
     t.cart = cart;
     Ok(t)
 }
@@ -458,7 +480,11 @@ pub(crate) fn detect_with(
 /// grid read in the wrong order turns one step into several (12 ranks
 /// numbered x fastest over 3x2x2, read as row-major 3x2x2 instead of
 /// 2x2x3).
-fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Option<(Topology, usize)> {
+///
+/// When `dims` does not explain them, why not, in words: the first pair of
+/// ranks of one position class that talk to different peers, or a reach
+/// as wide as the grid.
+fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Result<(Topology, usize), String> {
     let d = dims.len();
     let mut reach = vec![0u32; d];
     let mut wraps = vec![false; d];
@@ -467,7 +493,8 @@ fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Option<(Topology
     for (r, info) in infos.iter().enumerate() {
         let mut v = Vec::with_capacity(info.peers.len());
         for &o in &info.peers {
-            let dw = displacement(r as u64, o, dims)?;
+            let dw = displacement(r as u64, o, dims)
+                .ok_or_else(|| format!("rank {r}'s peer {} is no rank", r as i64 + o))?;
             *share.entry(dw.0.clone()).or_default() += 1;
             v.push(dw);
         }
@@ -491,18 +518,42 @@ fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Option<(Topology
     }
     // A stencil that reaches as far as the grid is wide has no interior:
     // nothing to extrapolate from.
-    if dims
-        .iter()
-        .zip(&reach)
-        .any(|(&n, &b)| b > 0 && 2 * u64::from(b) >= n && n > 2)
-    {
-        return None;
+    if let Some(i) = (0..d).find(|&i| {
+        let (n, b) = (dims[i], reach[i]);
+        b > 0 && 2 * u64::from(b) >= n && n > 2
+    }) {
+        return Err(format!(
+            "peers {} positions away along a dimension {} ranks wide (dimension {i}, slowest \
+             first), so that no rank lies inside it",
+            reach[i], dims[i]
+        ));
     }
+    let text = |pat: &[(Vec<i64>, bool)]| {
+        let v: Vec<String> = pat
+            .iter()
+            .map(|(disp, _)| {
+                let c: Vec<String> = disp.iter().map(|x| format!("{x:+}")).collect();
+                format!("({})", c.join(","))
+            })
+            .collect();
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(" ")
+        }
+    };
     let mut by_class: BTreeMap<Vec<Pos>, usize> = BTreeMap::new();
     for (r, pat) in patterns.iter().enumerate() {
         let class = Layout::from_reach(&reach).class_of(r as u64, dims);
         match by_class.get(&class) {
-            Some(&first) if patterns[first] != *pat => return None,
+            Some(&first) if patterns[first] != *pat => {
+                return Err(format!(
+                    "ranks {first} and {r} hold one position but talk to different peers \
+                     (displacements per dimension, slowest first: rank {first} {}, rank {r} {})",
+                    text(&patterns[first]),
+                    text(pat)
+                ));
+            }
             Some(_) => {}
             None => {
                 by_class.insert(class, r);
@@ -532,7 +583,7 @@ fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Option<(Topology
         .filter(|_| reach.iter().any(|&b| b > 0))
         .collect();
     let directions = share.values().filter(|&&n| n as f64 >= least).count();
-    Some((
+    Ok((
         Topology {
             dims: dims.to_vec(),
             wraps,

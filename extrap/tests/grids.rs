@@ -85,37 +85,57 @@ fn stencil(p: u32, how: Numbering, torus: bool) -> TraceFile {
                     }
                 }
             }
-            let mut events = vec![Event::new(Op::Init)];
-            let with = |op: Op, site: u64| {
-                let mut e = Event::new(op);
-                e.site = site;
-                e.comm_rank = r as i32;
-                e
-            };
             let part = |q: u32, tag: usize, a: usize| Transfer {
                 count: face[a],
                 ..transfer(q, tag as i32)
             };
-            for _ in 0..3 {
-                for &(a, s, q) in &nb {
-                    let mut e = with(Op::Send, 1);
-                    e.send = Some(part(q, 2 * a + s, a));
-                    events.push(e);
-                }
-                for &(a, s, q) in &nb {
-                    let mut e = with(Op::Recv, 2);
-                    e.recv = Some(part(q, 2 * a + 1 - s, a));
-                    events.push(e);
-                }
-                let mut e = with(Op::Allreduce, 3);
-                e.send = Some(Transfer::collective(1, 8));
-                events.push(e);
-            }
-            events.push(Event::new(Op::Finalize));
-            events
+            let sends: Vec<_> = nb
+                .iter()
+                .map(|&(a, s, q)| (1, part(q, 2 * a + s, a)))
+                .collect();
+            let recvs: Vec<_> = nb
+                .iter()
+                .map(|&(a, s, q)| (2, part(q, 2 * a + 1 - s, a)))
+                .collect();
+            exchange(r, &sends, &recvs, 3)
         })
         .collect();
     compress::from_rank_events(ranks).expect("a stencil trace")
+}
+
+/// Rank `r`'s events of a halo exchange: 3 iterations of a Send per
+/// `sends` entry (call site, transfer), a Recv per `recvs` entry, then an
+/// Allreduce from site `reduce`.
+fn exchange(
+    r: u32,
+    sends: &[(u64, Transfer)],
+    recvs: &[(u64, Transfer)],
+    reduce: u64,
+) -> Vec<Event> {
+    let with = |op: Op, site: u64| {
+        let mut e = Event::new(op);
+        e.site = site;
+        e.comm_rank = r as i32;
+        e
+    };
+    let mut events = vec![Event::new(Op::Init)];
+    for _ in 0..3 {
+        for &(site, t) in sends {
+            let mut e = with(Op::Send, site);
+            e.send = Some(t);
+            events.push(e);
+        }
+        for &(site, t) in recvs {
+            let mut e = with(Op::Recv, site);
+            e.recv = Some(t);
+            events.push(e);
+        }
+        let mut e = with(Op::Allreduce, reduce);
+        e.send = Some(Transfer::collective(1, 8));
+        events.push(e);
+    }
+    events.push(Event::new(Op::Finalize));
+    events
 }
 
 fn inputs(sizes: &[u32], how: Numbering, torus: bool) -> Vec<Input> {
@@ -216,4 +236,100 @@ fn cubes_extrapolate_from_three_inputs() {
         e.contains("st.18 2x3x3 mesh, st.24 2x3x4 mesh, st.36 3x3x4 mesh"),
         "{e}"
     );
+}
+
+/// NPB LU's grid as `(y, x)` for its rank counts: x doubles first.
+fn lu_dims(p: u32) -> [u32; 2] {
+    match p {
+        4 => [2, 2],
+        8 => [2, 4],
+        16 => [4, 4],
+        32 => [4, 8],
+        64 => [8, 8],
+        _ => panic!("no grid for {p}"),
+    }
+}
+
+/// A 2D exchange shaped as NPB LU's on a 33 x 33 problem (row-major, x
+/// fastest, a mesh): 3 iterations of a Send to every existing neighbour
+/// and a Recv from each, whose count across an edge normal to an axis of
+/// `n` ranks is `5 * (floor(33 / n) - 1)` (LU W's measured 75, 35 and 15
+/// at 2, 4 and 8 ranks), then an Allreduce.
+fn lu_like(p: u32) -> TraceFile {
+    let n = lu_dims(p);
+    let count = |a: usize| 5 * (33 / i64::from(n[a]) - 1);
+    let ranks = (0..p)
+        .map(|r| {
+            let at = [i64::from(r / n[1]), i64::from(r % n[1])];
+            let mut nb = Vec::new();
+            for a in 0..2 {
+                for s in [-1i64, 1] {
+                    let mut c = at;
+                    c[a] += s;
+                    if (0..i64::from(n[a])).contains(&c[a]) {
+                        nb.push((a, s, (c[0] * i64::from(n[1]) + c[1]) as u32));
+                    }
+                }
+            }
+            let part = |q: u32, a: usize, tag: i32| Transfer {
+                count: count(a),
+                ..transfer(q, tag)
+            };
+            let sends: Vec<_> = nb
+                .iter()
+                .map(|&(a, s, q)| (1 + a as u64, part(q, a, (2 * a) as i32 + i32::from(s > 0))))
+                .collect();
+            let recvs: Vec<_> = nb
+                .iter()
+                .map(|&(a, s, q)| (3 + a as u64, part(q, a, (2 * a) as i32 + i32::from(s < 0))))
+                .collect();
+            exchange(r, &sends, &recvs, 5)
+        })
+        .collect();
+    compress::from_rank_events(ranks).expect("an LU-like trace")
+}
+
+/// From 8, 16 and 32 ranks (2x4, 4x4, 4x8) the edge counts normal to y
+/// show two sizes of y (75 at 2, 35 at 4), and those normal to x two of x
+/// (35 at 4, 15 at 8): alone, neither verifies a law with an offset, and
+/// the y counts are refused, naming the reason. Pooled, the two agree at
+/// 4 and verify `floor(160/t) - 5` on 2, 4 and 8, which gives 64 ranks
+/// (8x8) equal to the generator there. From 4, 8 and 16 ranks to 32 the x
+/// counts show 2 and 4 only, as do the y counts: refused, with the reason.
+#[test]
+fn counts_of_one_dimension_verify_with_anothers_sizes() {
+    let ins = |sizes: &[u32]| -> Vec<Input> {
+        sizes
+            .iter()
+            .map(|&p| Input {
+                name: format!("lu.{p}"),
+                file: lu_like(p),
+            })
+            .collect()
+    };
+    let x = extrap::extrapolate(&ins(&[8, 16, 32]), &Options::new(64)).unwrap();
+    assert_eq!(x.report.dims, vec![8, 8]);
+    same_as(&x.file, &lu_like(64));
+    let pooled: Vec<&extrap::FieldFit> = x
+        .report
+        .fields
+        .iter()
+        .filter(|f| f.model.contains("verified on the sizes of"))
+        .collect();
+    assert!(
+        !pooled.is_empty() && pooled.iter().all(|f| f.verified && f.target == 15),
+        "{:#?}",
+        x.report.fields
+    );
+    let e = extrap::extrapolate(&ins(&[4, 8, 16]), &Options::new(32))
+        .err()
+        .unwrap()
+        .to_string();
+    for part in [
+        "the values follow the grid's x size alone (75 at x=2, 35 at x=4)",
+        "the inputs show 2 sizes of it",
+        "none has the target's x=8",
+    ] {
+        assert!(e.contains(part), "{part:?} not in: {e}");
+    }
 }

@@ -325,6 +325,8 @@ pub(super) struct Fitter<'a> {
     /// input alone has borrows them, and recording every constant field
     /// of every class costs time where none does.
     constants: bool,
+    /// Fields of too few sizes, pooled across dimensions.
+    pool: Option<&'a mut Pool>,
 }
 
 /// Laws verified per call site and field, with the class that verified
@@ -332,6 +334,37 @@ pub(super) struct Fitter<'a> {
 /// rows exist at two grid widths only) may take the law its call site
 /// follows in a class with more, where that law reproduces its own values.
 pub(super) type Laws = HashMap<(u64, String), Vec<(fit::Model, String)>>;
+
+/// Fields whose values follow one dimension's size alone, shown at too
+/// few sizes to verify a law, pooled across dimensions. A problem of equal
+/// extent along its dimensions (NPB LU's 33^3 grid) sends the same count
+/// for a block `y` ranks deep in y as for one `x` ranks wide in x: where
+/// two such fields of one call (different classes, different dimensions)
+/// agree on every size they share, their sizes together may be enough to
+/// verify the law that each alone cannot. An extrapolation that meets such
+/// a field collects them in a first pass (`collecting`), then fits each
+/// from the pool ([`Fitter::pooled`]).
+#[derive(Default)]
+pub(super) struct Pool {
+    /// Whether this pass collects (and fits nothing from) the pool.
+    pub(super) collecting: bool,
+    /// Whether a field met too few sizes and the pool might supply them.
+    pub(super) short: bool,
+    /// By call and field (without the site: a code sends along x and along
+    /// y from two statements).
+    pub(super) entries: HashMap<String, Vec<PoolEntry>>,
+}
+
+/// One field of a [`Pool`].
+#[derive(PartialEq)]
+pub(super) struct PoolEntry {
+    /// The class that has it.
+    class: String,
+    /// The dimension whose size alone decides it.
+    dim: usize,
+    /// That dimension's sizes with the field's values.
+    seen: fit::SizeValues,
+}
 
 /// The key of a field's laws: its call site, operation and field name.
 fn law_key(ev: &Ev, field: &str) -> (u64, String) {
@@ -364,7 +397,80 @@ impl<'a> Fitter<'a> {
             laws: None,
             reach: None,
             constants: false,
+            pool: None,
         }
+    }
+
+    /// Pools the fields that show too few sizes of their dimension
+    /// ([`Pool`]).
+    pub(super) fn pooling(mut self, pool: &'a mut Pool) -> Fitter<'a> {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// The value at the target of a field that follows dimension `dim`'s
+    /// size alone (`seen`: its values by size) from the fields of the same
+    /// call that follow another dimension's: each partner must agree with
+    /// it on every size both have (at least one), and the law fitted on
+    /// their sizes together must be verified (more sizes than unknowns).
+    /// Every partner that qualifies must give the same value; `None`
+    /// otherwise. The law, with the partner it rests on, names the fit.
+    fn pooled(
+        &self,
+        key: &str,
+        dim: usize,
+        seen: &[(u64, i64)],
+    ) -> Option<(i64, String, fit::Model)> {
+        let pool = self.pool.as_deref()?;
+        let d = self.dims.len();
+        let mut found: Option<(i64, String, fit::Model)> = None;
+        for PoolEntry {
+            class,
+            dim: dim2,
+            seen: seen2,
+        } in pool.entries.get(key)?
+        {
+            if *dim2 == dim {
+                continue;
+            }
+            let shared: Vec<_> = seen
+                .iter()
+                .filter_map(|(s, v)| seen2.iter().find(|(s2, _)| s2 == s).map(|(_, v2)| (v, v2)))
+                .collect();
+            if shared.is_empty() || shared.iter().any(|(v, v2)| v != v2) {
+                continue;
+            }
+            let mut union: Vec<(u64, i64)> = seen.iter().chain(seen2).copied().collect();
+            union.sort_unstable();
+            union.dedup();
+            let sizes: Vec<[u64; 1]> = union.iter().map(|&(s, _)| [s]).collect();
+            let points: Vec<(&[u64], i64)> = sizes
+                .iter()
+                .zip(&union)
+                .map(|(g, &(_, v))| (g.as_slice(), v))
+                .collect();
+            let Ok(f) = fit::fit(&points, &[self.dims[dim]], fit::Kind::Count) else {
+                continue;
+            };
+            if !f.verified || matches!(f.model, fit::Model::Const(_)) {
+                continue;
+            }
+            let Some(law) = f.model.on_dim(dim) else {
+                continue;
+            };
+            let (a, b) = (super::axis(dim, d), super::axis(*dim2, d));
+            let text = format!(
+                "{} (a law of one dimension's size, verified on the sizes of {a} here and of \
+                 {b} in {class}, which agree where both have a size)",
+                law.describe(d)
+            );
+            match &found {
+                Some((v, _, _)) if *v != f.value => return None,
+                Some(_) => {}
+                None => found = Some((f.value, text, law)),
+            }
+        }
+        found
     }
 
     /// Bounds peer laws by the stencil's widest reach (see
@@ -597,7 +703,44 @@ impl<'a> Fitter<'a> {
             let base = v0 & !STEP_MASK;
             if vals.iter().all(|&v| v & !STEP_MASK == base) {
                 let steps: Vec<i64> = vals.iter().map(|v| v - base).collect();
-                return Ok(base + self.value_on(i, ev, field, fit::Kind::Other, &steps, grids)?);
+                // A pattern's step is a stage or a side, not a size: one
+                // that no law continues is one an input could not decide.
+                return self
+                    .value_on(i, ev, field, fit::Kind::Other, &steps, grids)
+                    .map(|k| base + k)
+                    .map_err(|e| {
+                        let Error::Field(f) = e else {
+                            return e;
+                        };
+                        let site = self
+                            .labels
+                            .get(&ev.shape.site())
+                            .map_or_else(String::new, |l| format!(" at {l}"));
+                        let step = format!(
+                            "the plugin's pattern for the call{site} matches at a step that \
+                             changes from input to input"
+                        );
+                        let why = if f.why.starts_with("no model") {
+                            format!(
+                                "{step}, which no law of the size reproduces: an input where \
+                                 several of the pattern's steps give every rank the same value \
+                                 cannot decide the step (NPB BT's and SP's face buffers where p \
+                                 divides the grid's n points, so that every cell is equal); use \
+                                 inputs where the steps differ (for BT and SP, p*p ranks with \
+                                 n % p != 0), as the spec's notes say"
+                            )
+                        } else {
+                            format!("{step}; as a law of the size it is {}", f.why)
+                        };
+                        self.failure_on(
+                            i,
+                            ev,
+                            &format!("{field} (its pattern's step)"),
+                            &steps,
+                            grids,
+                            why,
+                        )
+                    });
             }
         }
         let key = (kind, vals.to_vec());
@@ -618,6 +761,39 @@ impl<'a> Fitter<'a> {
             self.cache.insert(key, (v, None));
             return Ok(v);
         }
+        // A field that follows one dimension's size alone, at too few sizes
+        // to verify its law (refused, or fitted unverified): the pool may
+        // verify it with another dimension's sizes.
+        let short = match &fitted {
+            Err(FitFailure::TooFewSizes { dim, seen, .. }) => Some((*dim, seen.clone())),
+            Ok(f) if !f.verified => fit::one_size_short(&points, self.dims),
+            _ => None,
+        };
+        if let Some((dim, seen)) = short
+            && let Some(pool) = self.pool.as_deref_mut()
+        {
+            let pkey = format!("{} {field}", event_text(ev));
+            if pool.collecting {
+                let entries = pool.entries.entry(pkey).or_default();
+                let entry = PoolEntry {
+                    class: self.class.to_string(),
+                    dim,
+                    seen,
+                };
+                if !entries.contains(&entry) {
+                    entries.push(entry);
+                }
+                // A stand-in value: this pass only collects.
+                return Ok(vals.last().copied().unwrap_or(0));
+            }
+            pool.short = true;
+            if let Some((v, model, law)) = self.pooled(&pkey, dim, &seen) {
+                self.verified_law(ev, field, law.clone());
+                self.record(ev, field, vals, model, v, true);
+                self.cache.insert(key, (v, Some(law)));
+                return Ok(v);
+            }
+        }
         let f = fitted.map_err(|why| {
             let why = match why {
                 FitFailure::NoModel => format!(
@@ -629,6 +805,9 @@ impl<'a> Fitter<'a> {
                      cannot tell them apart; add an input of another shape or give --dims)"
                 ),
                 FitFailure::NotInteger(m, v) => format!("{m} predicts {v}, not an integer"),
+                FitFailure::TooFewSizes { dim, seen, target } => {
+                    too_few_sizes_text(dim, &seen, target, self.dims.len())
+                }
             };
             self.failure_on(i, ev, field, vals, grids, why)
         })?;
@@ -747,6 +926,28 @@ impl<'a> Fitter<'a> {
             why,
         }))
     }
+}
+
+/// The reason for [`FitFailure::TooFewSizes`], in the grid's axis names.
+fn too_few_sizes_text(dim: usize, seen: &[(u64, i64)], target: u64, d: usize) -> String {
+    let a = super::axis(dim, d);
+    let values: Vec<String> = seen
+        .iter()
+        .map(|(s, v)| format!("{v} at {a}={s}"))
+        .collect();
+    let at_target = if seen.iter().any(|&(s, _)| s == target) {
+        format!("the target's {a}={target} is one input's alone, and one value verifies nothing")
+    } else {
+        format!("none has the target's {a}={target}")
+    };
+    format!(
+        "the values follow the grid's {a} size alone ({}), and the inputs show {} sizes of it: \
+         too few to verify a law that reaches {a}={target} (a count of blocks of the problem, \
+         c*floor(K/{a}) + a, has three unknowns), and {at_target}; add inputs with more {a} \
+         sizes, or one with {a}={target} beside another",
+        values.join(", "),
+        seen.len()
+    )
 }
 
 /// Index of the first event where two streams differ in call (the lists'

@@ -423,7 +423,7 @@ fn stream(file: &TraceFile, rank: u64, ignore_sites: bool) -> Result<Stream, Err
 }
 
 /// Axis names, x fastest.
-fn axis(i: usize, d: usize) -> String {
+pub(super) fn axis(i: usize, d: usize) -> String {
     const AXES: [&str; 3] = ["z", "y", "x"];
     if d <= 3 {
         AXES[3 - d + i].into()
@@ -763,7 +763,7 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         .map(|&s| s as f64)
         .chain([target_size as f64])
         .collect();
-    let mut fitting = ClassFitting {
+    let make = |pool: align::Pool, class_streams: Vec<PerClass>, dropped: Vec<u64>| ClassFitting {
         inputs,
         opts,
         lossy,
@@ -771,21 +771,42 @@ pub fn extrapolate(inputs: &[Input], opts: &Options) -> Result<Extrapolated, Err
         layout: &layout,
         dims: &dims,
         reach: reach.iter().copied().max().unwrap_or(1),
-        ps,
+        ps: ps.clone(),
         labels: site_labels(inputs),
         class_streams,
         dropped,
-        report: Report::new(observed.tops.clone(), dims.clone(), wraps),
+        report: Report::new(observed.tops.clone(), dims.clone(), wraps.clone()),
         tally: HashMap::new(),
         field_seen: BTreeSet::new(),
         laws: align::Laws::new(),
         one_input: BTreeMap::new(),
         share_constants: false,
         merged: None,
+        pool,
     };
-    for class in fitting.order() {
-        fitting.add_class(&class).map_err(on_grids)?;
+    let spare_dropped = dropped.clone();
+    let mut fitting = make(align::Pool::default(), class_streams, dropped);
+    let mut fitted = fitting.add_classes();
+    // Fields that show too few sizes of their dimension: a pass that
+    // collects them all, then one that fits each from the pool (lossy mode
+    // consumes its per-class sequences, and does not pool).
+    let unverified = fitting.report.fields.iter().any(|f| !f.verified);
+    if (fitted.is_err() || unverified) && fitting.pool.short && !lossy {
+        let collecting = align::Pool {
+            collecting: true,
+            ..align::Pool::default()
+        };
+        let mut collect = make(collecting, Vec::new(), spare_dropped.clone());
+        if collect.add_classes().is_ok() {
+            let pool = align::Pool {
+                entries: std::mem::take(&mut collect.pool.entries),
+                ..align::Pool::default()
+            };
+            fitting = make(pool, Vec::new(), spare_dropped);
+            fitted = fitting.add_classes();
+        }
     }
+    fitted.map_err(on_grids)?;
     fitting.note_one_input_classes();
     let ClassFitting {
         mut report,
@@ -930,7 +951,8 @@ impl Observed {
         if inf.len() as u64 != u64::from(i.file.meta.world_size) {
             return Err(Error::MissingRank(inf.len() as u32));
         }
-        self.tops.push(topology::detect_from(&inf, cart)?);
+        self.tops
+            .push(topology::detect_from(&inf, cart).map_err(|e| in_input(e, i))?);
         self.infos.push(inf);
         Ok(())
     }
@@ -963,11 +985,22 @@ impl Observed {
         drop_rare_sites(&mut streams);
         let inf: Vec<RankInfo> = streams.iter().map(stream_info).collect();
         self.tops
-            .push(topology::detect_with(&inf, None, LOSSY_MIN_SHARE)?);
+            .push(topology::detect_with(&inf, None, LOSSY_MIN_SHARE).map_err(|e| in_input(e, i))?);
         self.infos.push(inf);
         self.rank_streams.push(streams);
         self.rank_lens.push(lens);
         Ok(())
+    }
+}
+
+/// A topology refusal that names the input it was read in.
+fn in_input(e: Error, i: &Input) -> Error {
+    match e {
+        Error::NoTopology { grid, reason } => Error::NoTopology {
+            grid: format!("{grid} in {}", i.name),
+            reason,
+        },
+        e => e,
     }
 }
 
@@ -1113,6 +1146,8 @@ struct ClassFitting<'a> {
     share_constants: bool,
     /// The classes' traces merged so far.
     merged: Option<MergedTrace>,
+    /// Fields of too few sizes, pooled across dimensions.
+    pool: align::Pool,
 }
 
 impl ClassFitting<'_> {
@@ -1147,6 +1182,14 @@ impl ClassFitting<'_> {
         order.sort_by_key(|c| std::cmp::Reverse(inputs_with(c)));
         self.share_constants = order.iter().any(|c| inputs_with(c) == 1);
         order
+    }
+
+    /// Every class of the target, in [`ClassFitting::order`].
+    fn add_classes(&mut self) -> Result<(), Error> {
+        for class in self.order() {
+            self.add_class(&class)?;
+        }
+        Ok(())
     }
 
     /// Aligns, fits and synthesizes one class, and merges the trace of
@@ -1342,6 +1385,7 @@ impl ClassFitting<'_> {
             &self.labels,
         )
         .borrowing(&mut self.laws)
+        .pooling(&mut self.pool)
         .sharing_constants(self.share_constants)
         .within(self.reach);
         fit_items(
