@@ -91,26 +91,8 @@ fn check(imp: &str, run: &Run) -> Result<(u64, u64), String> {
                 ));
             }
         }
-    } else {
-        for rank in 0..run.np as i32 {
-            let (a, b) = (
-                by_thread(&without(
-                    &issued(&raw_text(&dir.join("orig"), rank)),
-                    &["site="],
-                )),
-                by_thread(&without(&issued(&raw_text(&raw, rank)), &["site="])),
-            );
-            if a != b {
-                let at = a.lines().zip(b.lines()).position(|(x, y)| x != y);
-                return Err(format!(
-                    "the benchmark's calls differ: rank {rank} ({} vs {} events, first \
-                     difference {:?})",
-                    a.lines().count(),
-                    b.lines().count(),
-                    at.map(|i| (a.lines().nth(i), b.lines().nth(i)))
-                ));
-            }
-        }
+    } else if let Some(d) = first_raw_difference(&dir.join("orig"), &raw, run.np, &["site="]) {
+        return Err(format!("the benchmark's calls differ: {d}"));
     }
     let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
     let sizes = (size(&dir.join("bench.c")), size(&trace));
@@ -359,6 +341,79 @@ fn checkpoint_benchmark_writes_the_same_bytes_in_its_scratch_directory_only() {
             before,
             "{imp}: the application's file"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The MPI-IO cases a benchmark handles apart, as replay does
+/// (`tests/programs/c/io_inputs.c`): an input the application found is
+/// made empty in the scratch directory (its reads find nothing, and the
+/// individual file pointer is moved to where the application's was), an
+/// exclusive open's leftover from an earlier run in the same directory is
+/// removed first, and a file the application deleted without opening it
+/// is made empty before its `MPI_File_delete`. Run twice in one given
+/// directory from the application's own directory, the benchmark issues
+/// the application's calls each time (its raw logs against the
+/// application's, path hashes aside), keeps only its two `rankscale-`
+/// files there, and leaves the application's files as they were.
+#[test]
+fn a_benchmark_makes_the_files_the_application_found_and_removes_leftovers() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-codegen-io-inputs"));
+        let app = dir.join("app");
+        std::fs::create_dir_all(&app).unwrap();
+        let input: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(app.join("io_inputs.in"), &input).unwrap();
+        std::fs::write(app.join("io_inputs.gone"), b"x").unwrap();
+        let trace = dir.join("in.trace");
+        let mut o = traced_raw(imp, &dir.join("orig"));
+        o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+        o.cwd = Some(app.clone());
+        let job = mpirun(imp, 4, &program(imp, "io_inputs"), &[], &o);
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let output = std::fs::read(app.join("io_inputs.out")).unwrap();
+        assert_eq!(output.len(), 4 * 16 * 4, "{imp}: the application's output");
+        let bin = codegen_build(imp, &trace, &dir).unwrap_or_else(|e| panic!("{imp}: {e}"));
+        let io = dir.join("io");
+        std::fs::create_dir_all(&io).unwrap();
+        for run in 0..2 {
+            let raw = dir.join(format!("bench-raw-{run}"));
+            let mut l = traced_raw(imp, &raw);
+            l.env.push(("RANKSCALE_TRACE", "0".into()));
+            l.cwd = Some(app.clone());
+            let a = vec!["--iodir".to_string(), io.display().to_string()];
+            let job = mpirun(imp, 4, &bin, &a, &l);
+            assert_eq!(job.code, Some(0), "{imp} (run {run}): {}", job.stderr);
+            if let Some(d) = first_raw_difference(&dir.join("orig"), &raw, 4, &["site="]) {
+                panic!("{imp} (run {run}): the benchmark's calls differ: {d}");
+            }
+            // The input, made empty, and the output; the deleted file is
+            // gone.
+            let mut sizes: Vec<(String, u64)> = std::fs::read_dir(&io)
+                .unwrap()
+                .map(|e| {
+                    let e = e.unwrap();
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    (name, e.metadata().unwrap().len())
+                })
+                .collect();
+            sizes.sort_by_key(|(_, len)| *len);
+            assert!(
+                sizes.len() == 2
+                    && sizes.iter().all(|(n, _)| n.starts_with("rankscale-"))
+                    && sizes[0].1 == 0
+                    && sizes[1].1 == output.len() as u64,
+                "{imp} (run {run}): {sizes:?}"
+            );
+        }
+        let mut names: Vec<String> = std::fs::read_dir(&app)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["io_inputs.in", "io_inputs.out"], "{imp}");
+        assert_eq!(std::fs::read(app.join("io_inputs.in")).unwrap(), input);
+        assert_eq!(std::fs::read(app.join("io_inputs.out")).unwrap(), output);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
