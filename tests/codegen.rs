@@ -417,3 +417,45 @@ fn a_benchmark_makes_the_files_the_application_found_and_removes_leftovers() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// A benchmark of an extrapolated trace writes where the real run at that
+/// size writes: the checkpoint writer traced at 4, 8 and 16 ranks and
+/// extrapolated to 32 keeps each access's offset relative to the caller's
+/// block, and the 32-rank benchmark makes it absolute again, so that its
+/// raw logs equal a real 32-rank run's on every rank (call sites and path
+/// hashes aside): rank 31 writes its 1 KiB at byte 31,744.
+#[test]
+fn an_extrapolated_checkpoint_benchmark_writes_where_the_real_run_writes() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-codegen-io-extrap"));
+        let data = dir.join("ck.dat");
+        let args: Vec<String> = ["12", "4", "256", &data.display().to_string()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut inputs = Vec::new();
+        for np in [4, 8, 16, 32] {
+            let trace = dir.join(format!("ck{np}.trace"));
+            let mut o = traced_raw(imp, &dir.join(format!("raw{np}")));
+            o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+            let job = mpirun(imp, np, &program(imp, "io_checkpoint"), &args, &o);
+            assert_eq!(job.code, Some(0), "{imp} at {np}: {}", job.stderr);
+            inputs.push(trace.display().to_string());
+        }
+        let out = dir.join("ck.x32.trace").display().to_string();
+        let mut a = vec!["extrap", "-o", &out, "--ranks", "32"];
+        a.extend(inputs[..3].iter().map(String::as_str));
+        let o = rankscale(&a);
+        assert!(o.status.success(), "{imp}: {}", text(&o.stderr));
+        let raw = codegen_run(imp, std::path::Path::new(&out), 32, &dir, &["--no-compute"])
+            .unwrap_or_else(|e| panic!("{imp}: {e}"));
+        if let Some(d) = first_raw_difference(&dir.join("raw32"), &raw, 32, &["site="]) {
+            panic!("{imp}: the extrapolated benchmark's calls differ from the real run's: {d}");
+        }
+        assert!(
+            raw_text(&raw, 31).contains(" send=256/4:int offset=31744/1"),
+            "{imp}: rank 31's writes"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
