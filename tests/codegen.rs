@@ -3,7 +3,8 @@
 //! MPI implementations, the original run is traced (with raw logs), its
 //! trace becomes a C file, `mpicc -Wall -Werror` builds it, and the
 //! benchmark's own raw logs, traced, must equal the original's, call sites
-//! aside (they name the benchmark's code).
+//! aside (they name the benchmark's code), and the path hashes of its files
+//! (it makes its own in a scratch directory).
 //!
 //! Programs whose calls race (wildcard receives and probes, `Test*`,
 //! `Waitany`, `Waitsome`, `Parrived`) may complete other requests than in the trace,
@@ -69,9 +70,10 @@ fn check(imp: &str, run: &Run) -> Result<(u64, u64), String> {
         return Err(format!("the original run failed: {}", job.stderr));
     }
     let raw = codegen_run(imp, &trace, run.np, &dir, &[])?;
-    // The benchmark does not issue MPI-IO yet (issue 36): the comparison
-    // passes over it, and over the requests it made.
-    let issued = |text: &str| detailed_but(text, |e| e.op.family() == trace::Family::Io);
+    // The benchmark makes its files in a scratch directory under names of
+    // its own: the path hashes its tracer records are not the
+    // application's.
+    let issued = |text: &str| unnamed(&detailed(text));
     if RACY.contains(&run.name.as_str()) {
         for rank in 0..run.np as i32 {
             let (a, b) = (
@@ -89,26 +91,8 @@ fn check(imp: &str, run: &Run) -> Result<(u64, u64), String> {
                 ));
             }
         }
-    } else {
-        for rank in 0..run.np as i32 {
-            let (a, b) = (
-                by_thread(&without(
-                    &issued(&raw_text(&dir.join("orig"), rank)),
-                    &["site="],
-                )),
-                by_thread(&without(&issued(&raw_text(&raw, rank)), &["site="])),
-            );
-            if a != b {
-                let at = a.lines().zip(b.lines()).position(|(x, y)| x != y);
-                return Err(format!(
-                    "the benchmark's calls differ: rank {rank} ({} vs {} events, first \
-                     difference {:?})",
-                    a.lines().count(),
-                    b.lines().count(),
-                    at.map(|i| (a.lines().nth(i), b.lines().nth(i)))
-                ));
-            }
-        }
+    } else if let Some(d) = first_raw_difference(&dir.join("orig"), &raw, run.np, &["site="]) {
+        return Err(format!("the benchmark's calls differ: {d}"));
     }
     let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
     let sizes = (size(&dir.join("bench.c")), size(&trace));
@@ -239,5 +223,239 @@ fn a_benchmark_draws_the_computation_that_replay_draws() {
         // second in all, equal to the nanosecond.
         assert!(benched > 1e8, "{imp}: {benched} ns drawn");
         assert_eq!(benched, replayed, "{imp}: benchmark against replay");
+    }
+}
+
+/// The bytes the writes of a run's raw logs (in `raw`, ranks `0..np`)
+/// asked MPI to write: each `File_write*` or `File_iwrite*` event's count
+/// times its datatype size.
+fn bytes_written(raw: &std::path::Path, np: usize) -> i64 {
+    let mut written = 0;
+    for r in 0..np as i32 {
+        for l in raw_text(raw, r).lines() {
+            if l.starts_with("File_write") || l.starts_with("File_iwrite") {
+                let send = l.split(' ').find_map(|f| f.strip_prefix("send=")).unwrap();
+                let mut p = send.split(['/', ':']);
+                let n: i64 = p.next().unwrap().parse().unwrap();
+                let d: i64 = p.next().unwrap().parse().unwrap();
+                written += n * d;
+            }
+        }
+    }
+    written
+}
+
+/// The benchmark's MPI-IO writes what the application wrote, into files
+/// of its own in a scratch directory and nowhere else: a checkpoint
+/// writer's benchmark (two checkpoints of 4 blocks of 256 ints, the file
+/// kept by the application) writes the same bytes as the application
+/// (from both runs' raw logs, and as the benchmark reports them), leaves
+/// the application's file byte for byte as it was, removes the temporary
+/// directory it made by default, and keeps a given directory with its one
+/// `rankscale-<hash>` file in it.
+#[test]
+fn checkpoint_benchmark_writes_the_same_bytes_in_its_scratch_directory_only() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-codegen-io"));
+        let trace = dir.join("ck.trace");
+        let data = dir.join("ck.dat");
+        let mut o = traced_raw(imp, &dir.join("orig"));
+        o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+        let args: Vec<String> = ["10", "5", "256", &data.display().to_string(), "keep"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let job = mpirun(imp, 4, &program(imp, "io_checkpoint"), &args, &o);
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let before = std::fs::read(&data).unwrap();
+        assert_eq!(before.len(), 4 * 256 * 4, "{imp}: the application's file");
+        let written = bytes_written(&dir.join("orig"), 4);
+        assert_eq!(
+            written,
+            2 * 4 * 256 * 4,
+            "{imp}: two checkpoints of 4 blocks"
+        );
+        let bin = codegen_build(imp, &trace, &dir).unwrap_or_else(|e| panic!("{imp}: {e}"));
+        // The default: a temporary directory in TMPDIR, removed after.
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut l = traced_raw(imp, &dir.join("bench-raw"));
+        l.env.push(("RANKSCALE_TRACE", "0".into()));
+        l.env.push(("TMPDIR", tmp.display().to_string()));
+        let job = mpirun(imp, 4, &bin, &[], &l);
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        assert_eq!(
+            bytes_written(&dir.join("bench-raw"), 4),
+            written,
+            "{imp}: the benchmark's writes"
+        );
+        assert!(
+            job.stdout
+                .contains(&format!("bench: MPI-IO: {written} bytes written")),
+            "{imp}: {}",
+            job.stdout
+        );
+        assert_eq!(
+            std::fs::read(&data).unwrap(),
+            before,
+            "{imp}: the application's file"
+        );
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(
+            left.is_empty(),
+            "{imp}: the benchmark left {left:?} in TMPDIR"
+        );
+        // A given directory (the option, or the environment variable replay
+        // reads too): kept, with the benchmark's file alone in it.
+        for (k, given) in ["option", "environment"].iter().enumerate() {
+            let io = dir.join(format!("io{k}"));
+            std::fs::create_dir_all(&io).unwrap();
+            let mut l = untraced();
+            let a = if k == 0 {
+                vec!["--iodir".to_string(), io.display().to_string()]
+            } else {
+                l.env
+                    .push(("RANKSCALE_REPLAY_IODIR", io.display().to_string()));
+                Vec::new()
+            };
+            let job = mpirun(imp, 4, &bin, &a, &l);
+            assert_eq!(job.code, Some(0), "{imp} ({given}): {}", job.stderr);
+            let names: Vec<String> = std::fs::read_dir(&io)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            // Rank 0's read-back deletes the file in the application only
+            // when it is not kept: here it is, so the benchmark's stays too.
+            assert!(
+                names.len() == 1 && names[0].starts_with("rankscale-"),
+                "{imp} ({given}): {names:?}"
+            );
+            assert_eq!(
+                std::fs::metadata(io.join(&names[0])).unwrap().len(),
+                before.len() as u64,
+                "{imp} ({given}): the benchmark's file"
+            );
+        }
+        assert_eq!(
+            std::fs::read(&data).unwrap(),
+            before,
+            "{imp}: the application's file"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The MPI-IO cases a benchmark handles apart, as replay does
+/// (`tests/programs/c/io_inputs.c`): an input the application found is
+/// made empty in the scratch directory (its reads find nothing, and the
+/// individual file pointer is moved to where the application's was), an
+/// exclusive open's leftover from an earlier run in the same directory is
+/// removed first, and a file the application deleted without opening it
+/// is made empty before its `MPI_File_delete`. Run twice in one given
+/// directory from the application's own directory, the benchmark issues
+/// the application's calls each time (its raw logs against the
+/// application's, path hashes aside), keeps only its two `rankscale-`
+/// files there, and leaves the application's files as they were.
+#[test]
+fn a_benchmark_makes_the_files_the_application_found_and_removes_leftovers() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-codegen-io-inputs"));
+        let app = dir.join("app");
+        std::fs::create_dir_all(&app).unwrap();
+        let input: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(app.join("io_inputs.in"), &input).unwrap();
+        std::fs::write(app.join("io_inputs.gone"), b"x").unwrap();
+        let trace = dir.join("in.trace");
+        let mut o = traced_raw(imp, &dir.join("orig"));
+        o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+        o.cwd = Some(app.clone());
+        let job = mpirun(imp, 4, &program(imp, "io_inputs"), &[], &o);
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let output = std::fs::read(app.join("io_inputs.out")).unwrap();
+        assert_eq!(output.len(), 4 * 16 * 4, "{imp}: the application's output");
+        let bin = codegen_build(imp, &trace, &dir).unwrap_or_else(|e| panic!("{imp}: {e}"));
+        let io = dir.join("io");
+        std::fs::create_dir_all(&io).unwrap();
+        for run in 0..2 {
+            let raw = dir.join(format!("bench-raw-{run}"));
+            let mut l = traced_raw(imp, &raw);
+            l.env.push(("RANKSCALE_TRACE", "0".into()));
+            l.cwd = Some(app.clone());
+            let a = vec!["--iodir".to_string(), io.display().to_string()];
+            let job = mpirun(imp, 4, &bin, &a, &l);
+            assert_eq!(job.code, Some(0), "{imp} (run {run}): {}", job.stderr);
+            if let Some(d) = first_raw_difference(&dir.join("orig"), &raw, 4, &["site="]) {
+                panic!("{imp} (run {run}): the benchmark's calls differ: {d}");
+            }
+            // The input, made empty, and the output; the deleted file is
+            // gone.
+            let mut sizes: Vec<(String, u64)> = std::fs::read_dir(&io)
+                .unwrap()
+                .map(|e| {
+                    let e = e.unwrap();
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    (name, e.metadata().unwrap().len())
+                })
+                .collect();
+            sizes.sort_by_key(|(_, len)| *len);
+            assert!(
+                sizes.len() == 2
+                    && sizes.iter().all(|(n, _)| n.starts_with("rankscale-"))
+                    && sizes[0].1 == 0
+                    && sizes[1].1 == output.len() as u64,
+                "{imp} (run {run}): {sizes:?}"
+            );
+        }
+        let mut names: Vec<String> = std::fs::read_dir(&app)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["io_inputs.in", "io_inputs.out"], "{imp}");
+        assert_eq!(std::fs::read(app.join("io_inputs.in")).unwrap(), input);
+        assert_eq!(std::fs::read(app.join("io_inputs.out")).unwrap(), output);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A benchmark of an extrapolated trace writes where the real run at that
+/// size writes: the checkpoint writer traced at 4, 8 and 16 ranks and
+/// extrapolated to 32 keeps each access's offset relative to the caller's
+/// block, and the 32-rank benchmark makes it absolute again, so that its
+/// raw logs equal a real 32-rank run's on every rank (call sites and path
+/// hashes aside): rank 31 writes its 1 KiB at byte 31,744.
+#[test]
+fn an_extrapolated_checkpoint_benchmark_writes_where_the_real_run_writes() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-codegen-io-extrap"));
+        let data = dir.join("ck.dat");
+        let args: Vec<String> = ["12", "4", "256", &data.display().to_string()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut inputs = Vec::new();
+        for np in [4, 8, 16, 32] {
+            let trace = dir.join(format!("ck{np}.trace"));
+            let mut o = traced_raw(imp, &dir.join(format!("raw{np}")));
+            o.env.push(("RANKSCALE_TRACE", trace.display().to_string()));
+            let job = mpirun(imp, np, &program(imp, "io_checkpoint"), &args, &o);
+            assert_eq!(job.code, Some(0), "{imp} at {np}: {}", job.stderr);
+            inputs.push(trace.display().to_string());
+        }
+        let out = dir.join("ck.x32.trace").display().to_string();
+        let mut a = vec!["extrap", "-o", &out, "--ranks", "32"];
+        a.extend(inputs[..3].iter().map(String::as_str));
+        let o = rankscale(&a);
+        assert!(o.status.success(), "{imp}: {}", text(&o.stderr));
+        let raw = codegen_run(imp, std::path::Path::new(&out), 32, &dir, &["--no-compute"])
+            .unwrap_or_else(|e| panic!("{imp}: {e}"));
+        if let Some(d) = first_raw_difference(&dir.join("raw32"), &raw, 32, &["site="]) {
+            panic!("{imp}: the extrapolated benchmark's calls differ from the real run's: {d}");
+        }
+        assert!(
+            raw_text(&raw, 31).contains(" send=256/4:int offset=31744/1"),
+            "{imp}: rank 31's writes"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -37,6 +37,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) types: BTreeSet<u8>,
     /// Whether the trace has buffered sends (the program attaches a buffer).
     pub(crate) buffered: bool,
+    /// Whether the program issues MPI-IO (it sets up a scratch directory).
+    pub(crate) io: bool,
     /// Event nodes emitted.
     pub(crate) events: usize,
     /// The seed of the computation draws.
@@ -76,6 +78,7 @@ impl<'a> Emitter<'a> {
             seed,
             types: BTreeSet::new(),
             buffered: false,
+            io: false,
             events: 0,
         }
     }
@@ -193,6 +196,20 @@ impl<'a> Emitter<'a> {
     /// none and `MPI_BYTE` where the call has no such side (the receive
     /// side of a gather off its root, say).
     fn side(&mut self, e: &EventNode, p: &str, code: Datatype) -> Result<Side, Error> {
+        self.side_as(e, p, code, false)
+    }
+
+    /// [`Emitter::side`]; with `raw`, the recorded count and datatype size
+    /// are declared too (`{p}_c`, `{p}_ds`, before `--bytes-scale`): an
+    /// MPI-IO access's offset is kept relative to the caller's block of
+    /// that many bytes.
+    fn side_as(
+        &mut self,
+        e: &EventNode,
+        p: &str,
+        code: Datatype,
+        raw: bool,
+    ) -> Result<Side, Error> {
         let dir = if p == "s" { "send" } else { "recv" };
         match (
             self.field(e, &format!("{dir}.count")),
@@ -201,12 +218,22 @@ impl<'a> Emitter<'a> {
             (Some(count), Some(dsize)) => {
                 let code = if code.is_known() { code.0 } else { 0 };
                 self.types.insert(code);
+                let (count, dsize) = if raw {
+                    self.line(&format!("const int64_t {p}_c = {count};"));
+                    self.line(&format!("const int64_t {p}_ds = {dsize};"));
+                    (format!("{p}_c"), format!("{p}_ds"))
+                } else {
+                    (count, dsize)
+                };
                 self.line(&format!("const int {p}_n = rs_count({count});"));
                 self.line(&format!(
                     "const MPI_Datatype {p}_t = rs_dt(RS_T{code}, {dsize});"
                 ));
             }
             _ => {
+                if raw {
+                    self.line(&format!("const int64_t {p}_c = 0, {p}_ds = 1;"));
+                }
                 self.line(&format!("const int {p}_n = 0;"));
                 self.line(&format!("const MPI_Datatype {p}_t = MPI_BYTE;"));
             }
@@ -348,6 +375,7 @@ impl<'a> Emitter<'a> {
             }
             // Before the sends: `Put` and its kin send too.
             op if op.family() == Family::OneSided => self.one_sided(e, op)?,
+            op if op.family() == Family::Io => self.io(e, op)?,
             // Before the sends: `Psend_init` is one too.
             op if op.family() == Family::Partitioned => self.partitioned(e, op)?,
             op if op.is_send() || matches!(op, Op::Recv | Op::Irecv | Op::RecvInit) => {
@@ -389,12 +417,6 @@ impl<'a> Emitter<'a> {
                 self.line(&format!(
                     "/* MPI_{name}: recorded without detail, not issued */"
                 ));
-            }
-            // Not emitted yet: the benchmark writes no files (a request
-            // such a call made is MPI_REQUEST_NULL to the completion
-            // calls, as a call without detail's).
-            op if op.family() == Family::Io => {
-                self.line(&format!("/* MPI_{name}: MPI-IO, not issued yet */"));
             }
             _ => {
                 return Err(Error::Unsupported {
@@ -1067,6 +1089,148 @@ impl<'a> Emitter<'a> {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// MPI-IO (see the runtime's MPI-IO part), as replay issues it: files
+    /// by their trace id, opened over the recorded communicator with the
+    /// recorded access mode in the scratch directory under the recorded
+    /// path hash; views of stand-in datatypes of the recorded sizes and
+    /// bounds; seeks, sizes and syncs as recorded; every data access with
+    /// the recorded count and datatype at the recorded offset. A call
+    /// recorded without its detail (from Fortran on Open MPI) is not
+    /// issued, but for `File_delete`, which names its path's hash alone.
+    fn io(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let name = op.name();
+        let names = e.shape().param_names();
+        let detailed = match op {
+            Op::FileOpen => names.contains(&"file.amode") && names.contains(&"new_comm"),
+            Op::FileDelete => names.contains(&"value"),
+            _ => e.shape().names_comm(),
+        };
+        if !detailed {
+            self.line(&format!(
+                "/* MPI_{name}: recorded without detail, not issued */"
+            ));
+            return Ok(());
+        }
+        self.io = true;
+        match op {
+            Op::FileOpen => {
+                self.comm(e, false)?;
+                let id = self.need(e, "new_comm")?;
+                let amode = self.need(e, "file.amode")?;
+                let path = self.need(e, "file.path")?;
+                self.line(&format!("rs_file_open({id}, c, {amode}, {path});"));
+                return Ok(());
+            }
+            Op::FileDelete => {
+                let path = self.need(e, "value")?;
+                self.line(&format!("rs_file_delete({path});"));
+                return Ok(());
+            }
+            _ => {}
+        }
+        let id = self.need(e, "comm")?;
+        self.line(&format!("const int64_t fid = {id};"));
+        if op == Op::FileClose {
+            self.line("rs_file_close(fid);");
+            return Ok(());
+        }
+        self.line("rs_fileh *f = rs_file(fid);");
+        if names.contains(&"offset") {
+            return self.io_access(e, op);
+        }
+        if let Some(offset) = self.field(e, "seek.offset") {
+            self.line(&format!("const MPI_Offset o = (MPI_Offset)({offset});"));
+            let args = match op {
+                Op::FileSeek | Op::FileSeekShared => {
+                    format!("o, rs_whence({})", self.need(e, "seek.whence")?)
+                }
+                _ => "o".to_string(),
+            };
+            self.line(&format!(
+                "rs_io(\"MPI_{name}\", MPI_{name}(f->fh, {args}));"
+            ));
+        } else if names.contains(&"view.disp") {
+            let v: Vec<String> = ["disp", "etype", "filetype", "lb", "extent"]
+                .iter()
+                .map(|k| self.need(e, &format!("view.{k}")))
+                .collect::<Result<_, _>>()?;
+            self.line(&format!("rs_file_view(f, {});", v.join(", ")));
+        } else if op == Op::FileSync {
+            self.line("rs_io(\"MPI_File_sync\", MPI_File_sync(f->fh));");
+        } else if name.ends_with("_end") {
+            self.line("void *b = rs_split_take(f);");
+            self.line(&format!(
+                "rs_io(\"MPI_{name}\", MPI_{name}(f->fh, b, MPI_STATUS_IGNORE));"
+            ));
+            self.line("free(b);");
+        } else {
+            return Err(Error::Malformed {
+                op: name,
+                what: "an MPI-IO call without the detail of its kind".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// An MPI-IO data access in any form, on file `f`: the recorded count
+    /// and datatype (the application's predefined type or a stand-in of
+    /// its size), at the recorded offset (the explicit-offset forms; the
+    /// individual pointer's forms move the pointer there first if it is
+    /// elsewhere, outside the traced API), on the blocking buffers, the
+    /// request's own (nonblocking forms: the trace's completion calls
+    /// complete them) or one kept with the file until the split
+    /// collective's `_end`.
+    fn io_access(&mut self, e: &EventNode, op: Op) -> Result<(), Error> {
+        let name = op.name();
+        let write = name.starts_with("File_write") || name.starts_with("File_iwrite");
+        let (p, ty) = if write {
+            ("s", e.shape().send_type())
+        } else {
+            ("r", e.shape().recv_type())
+        };
+        let shared = name.contains("_shared") || name.contains("_ordered");
+        let explicit = name.contains("_at");
+        let x = self.side_as(e, p, ty, true)?;
+        let (n, t) = (x.count, x.dtype);
+        if !shared {
+            let off = self.need(e, "comm_rank")?;
+            let stored = self.need(e, "offset")?;
+            let etype = self.need(e, "offset.etype")?;
+            self.line(&format!(
+                "const MPI_Offset o = rs_io_offset({stored}, rs_rank + {off}, {p}_c, {p}_ds, \
+                 {etype});"
+            ));
+            if !explicit {
+                self.line("rs_reposition(f, o);");
+            }
+        }
+        let at = if explicit { "o, " } else { "" };
+        let call = |tail: &str| {
+            format!("rs_io(\"MPI_{name}\", MPI_{name}(f->fh, {at}b, {n}, {t}{tail}));")
+        };
+        // The blocking calls' buffers: slot 0 writes, slot 1 reads.
+        let blocking = format!("void *b = rs_buf({}, {n}, {t});", u8::from(!write));
+        if name.ends_with("_begin") {
+            self.line(&format!("void *b = rs_split_buf(f, {n}, {t});"));
+            self.line(&call(""));
+        } else if !name.starts_with("File_i") {
+            self.line(&blocking);
+            self.line(&call(", MPI_STATUS_IGNORE"));
+        } else if e.shape().param_names().contains(&"req") {
+            self.new_request(e)?;
+            self.line(&format!("void *b = rs_rqbuf(rq, {n}, {t});"));
+            self.line(&call(", rs_req(rq)"));
+        } else {
+            // A request the trace does not name completes at once.
+            self.line(&blocking);
+            self.line("MPI_Request h = MPI_REQUEST_NULL;");
+            self.line(&call(", &h"));
+            self.line("PMPI_Wait(&h, MPI_STATUS_IGNORE);");
+        }
+        self.line(&format!("rs_io_count({}, {n}, {t});", u8::from(write)));
         Ok(())
     }
 

@@ -574,6 +574,339 @@ static inline MPI_Group rs_group(const int *members, int64_t n)
     return g;
 }
 
+/* ------------------------------------------------------------------------
+ * MPI-IO, as replay issues it (replay/src/exec/io.rs): files by their
+ * trace id (in the communicators' id space), made only in a scratch
+ * directory and only under the names `rankscale-<16 hex digits of the
+ * recorded path hash>`. The directory: --iodir DIR or
+ * RANKSCALE_REPLAY_IODIR, an existing directory that is kept; else, when
+ * the benchmark has MPI-IO (RS_IO), rank 0 makes a fresh
+ * rankscale-bench-io-XXXXXX in $TMPDIR (else /tmp), sends its path to
+ * every rank on a duplicate of MPI_COMM_WORLD, and removes it with
+ * everything in it once every rank has finished. The housekeeping goes
+ * through PMPI_ and plain C, so a traced benchmark records only the
+ * application's calls.
+ * ------------------------------------------------------------------------ */
+static const char *rs_iodir_opt; /* --iodir */
+static char rs_iodir[4096];
+static int rs_iomade;            /* rank 0 made rs_iodir, removed at the end */
+static MPI_Comm rs_iodup;        /* the duplicate its path went out on */
+static double rs_io_bytes[2];    /* read, written (count times datatype size) */
+static long long rs_io_moved;    /* individual pointers moved to the recorded place */
+
+typedef struct {
+    MPI_File fh;
+    void *split; /* the buffer of the split collective under way, to its _end */
+} rs_fileh;
+static rs_fileh **rs_files;
+static int64_t rs_nfiles;
+
+/* Stops the job when an MPI-IO call fails (files return errors by
+ * default rather than abort), with MPI's own message. */
+static inline void rs_io(const char *call, int rc)
+{
+    if (rc == MPI_SUCCESS)
+        return;
+    char msg[MPI_MAX_ERROR_STRING + 1];
+    int len = 0;
+    msg[0] = 0;
+    PMPI_Error_string(rc, msg, &len);
+    fprintf(stderr, "bench: rank %d: %s failed: %s\n", rs_rank, call, msg);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+/* The scratch directory, on every rank (collective over the world when it
+ * is made here). */
+static inline void rs_io_setup(void)
+{
+    const char *given = rs_iodir_opt;
+    if (!given || !*given)
+        given = getenv("RANKSCALE_REPLAY_IODIR");
+    struct stat st;
+    if (given && *given) {
+        if (stat(given, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(given) >= sizeof rs_iodir) {
+            fprintf(stderr, "bench: rank %d: the MPI-IO scratch directory %s (--iodir or "
+                            "RANKSCALE_REPLAY_IODIR) is not a directory\n", rs_rank, given);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        snprintf(rs_iodir, sizeof rs_iodir, "%s", given);
+        return;
+    }
+    PMPI_Comm_dup(MPI_COMM_WORLD, &rs_iodup);
+    rs_iomade = 1;
+    int len = -1;
+    if (rs_rank == 0) {
+        const char *tmp = getenv("TMPDIR");
+        if (!tmp || !*tmp)
+            tmp = "/tmp";
+        int n = snprintf(rs_iodir, sizeof rs_iodir, "%s/rankscale-bench-io-XXXXXX", tmp);
+        if (n > 0 && (size_t)n < sizeof rs_iodir && mkdtemp(rs_iodir))
+            len = (int)strlen(rs_iodir);
+        else
+            fprintf(stderr, "bench: could not make a scratch directory for MPI-IO in %s: %s\n",
+                    tmp, strerror(errno));
+    }
+    PMPI_Bcast(&len, 1, MPI_INT, 0, rs_iodup);
+    if (len < 0)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    PMPI_Bcast(rs_iodir, len + 1, MPI_CHAR, 0, rs_iodup);
+    if (stat(rs_iodir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "bench: rank %d: the scratch directory %s that rank 0 made for MPI-IO is "
+                        "not there on this rank's node (the temporary directory is local to a "
+                        "node): give --iodir (or RANKSCALE_REPLAY_IODIR) a directory on a file "
+                        "system every node shares\n", rs_rank, rs_iodir);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+/* Removes `path` and, if it is a directory, everything in it. */
+static int rs_rmtree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        size_t n = strlen(path) + strlen(de->d_name) + 2;
+        char *p = malloc(n);
+        if (!p) {
+            rc = -1;
+            break;
+        }
+        snprintf(p, n, "%s/%s", path, de->d_name);
+        if (rs_rmtree(p) != 0)
+            rc = -1;
+        free(p);
+    }
+    closedir(d);
+    return rmdir(path) != 0 ? -1 : rc;
+}
+
+/* After every rank's last call (collective over the world): the bytes the
+ * accesses moved, and the removal of a scratch directory made here. */
+static inline void rs_io_finish(void)
+{
+    double all[2] = {0, 0};
+    PMPI_Reduce(rs_io_bytes, all, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rs_rank == 0)
+        printf("bench: MPI-IO: %.0f bytes written, %.0f bytes read (all ranks) in %s%s\n", all[1],
+               all[0], rs_iodir, rs_iomade ? " (removed)" : "");
+    if (rs_io_moved > 0)
+        fprintf(stderr, "bench: rank %d: %lld accesses found the individual file pointer "
+                        "elsewhere than the application's and moved it there\n", rs_rank,
+                rs_io_moved);
+    if (!rs_iomade)
+        return;
+    PMPI_Barrier(rs_iodup);
+    if (rs_rank == 0 && rs_rmtree(rs_iodir) != 0)
+        fprintf(stderr, "bench: warning: could not remove the MPI-IO scratch directory %s: %s\n",
+                rs_iodir, strerror(errno));
+    PMPI_Comm_free(&rs_iodup);
+    rs_iomade = 0;
+}
+
+/* The scratch file of path hash `hash`. */
+static inline void rs_iopath(char *p, size_t n, int64_t hash)
+{
+    if (!rs_iodir[0])
+        rs_fail("an MPI-IO call, but no scratch directory was set up for it", hash, 0);
+    snprintf(p, n, "%s/rankscale-%016llx", rs_iodir, (unsigned long long)(uint64_t)hash);
+}
+
+/* Makes the scratch file p empty if it is not there (not truncating one
+ * that is): the application found its file there. */
+static inline void rs_touch(const char *p)
+{
+    FILE *f = fopen(p, "a");
+    if (!f) {
+        fprintf(stderr, "bench: rank %d: making the empty scratch file %s: %s\n", rs_rank, p,
+                strerror(errno));
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    fclose(f);
+}
+
+/* The trace's access-mode bits (trace::Io::MODE_*) as this library's. */
+static inline int rs_amode(int64_t bits)
+{
+    return (bits & 1 ? MPI_MODE_RDONLY : 0) | (bits & 2 ? MPI_MODE_WRONLY : 0) |
+           (bits & 4 ? MPI_MODE_RDWR : 0) | (bits & 8 ? MPI_MODE_CREATE : 0) |
+           (bits & 16 ? MPI_MODE_EXCL : 0) | (bits & 32 ? MPI_MODE_DELETE_ON_CLOSE : 0) |
+           (bits & 64 ? MPI_MODE_UNIQUE_OPEN : 0) | (bits & 128 ? MPI_MODE_SEQUENTIAL : 0) |
+           (bits & 256 ? MPI_MODE_APPEND : 0);
+}
+
+/* The trace's whence (trace::Io::SEEK_*) as this library's. */
+static inline int rs_whence(int64_t w)
+{
+    return w == 0 ? MPI_SEEK_SET : w == 1 ? MPI_SEEK_CUR : w == 2 ? MPI_SEEK_END : (int)w;
+}
+
+static inline rs_fileh *rs_file(int64_t id)
+{
+    if (id < 0 || id >= rs_nfiles || !rs_files[id])
+        rs_fail("a file that is not open at this point", id, rs_nfiles);
+    return rs_files[id];
+}
+
+/* File_open of the scratch file of path hash `hash` over c, with the
+ * recorded access mode, as file `id`. An exclusive open's leftover (of an
+ * earlier run in a given directory) goes first, on c's rank 0; a file the
+ * application opened without MPI_MODE_CREATE is made empty if this run
+ * has not made it. */
+static inline void rs_file_open(int64_t id, MPI_Comm c, int64_t amode, int64_t hash)
+{
+    char p[sizeof rs_iodir + 32];
+    rs_iopath(p, sizeof p, hash);
+    if (amode & 16) {
+        int me = 0;
+        PMPI_Comm_rank(c, &me);
+        if (me == 0 && access(p, F_OK) == 0 && unlink(p) != 0)
+            rs_fail("could not remove a scratch file before an exclusive open", hash, errno);
+        PMPI_Barrier(c);
+    } else if (!(amode & 8)) {
+        rs_touch(p);
+    }
+    if (id < 2)
+        rs_fail("a file with a reserved id", id, 0);
+    if (id >= rs_nfiles) {
+        int64_t n = id + 16;
+        rs_files = realloc(rs_files, sizeof(rs_fileh *) * (size_t)n);
+        if (!rs_files)
+            rs_fail("out of memory for files", id, 0);
+        for (int64_t i = rs_nfiles; i < n; i++)
+            rs_files[i] = NULL;
+        rs_nfiles = n;
+    }
+    rs_fileh *f = calloc(1, sizeof *f);
+    if (!f)
+        rs_fail("out of memory for a file", id, 0);
+    rs_io("MPI_File_open", MPI_File_open(c, p, rs_amode(amode), MPI_INFO_NULL, &f->fh));
+    rs_files[id] = f;
+}
+
+static inline void rs_file_close(int64_t id)
+{
+    rs_fileh *f = rs_file(id);
+    rs_io("MPI_File_close", MPI_File_close(&f->fh));
+    free(f->split);
+    free(f);
+    rs_files[id] = NULL;
+}
+
+/* File_delete of the scratch file of path hash `hash`, made empty first
+ * if this run has not made it (the application's was there). */
+static inline void rs_file_delete(int64_t hash)
+{
+    char p[sizeof rs_iodir + 32];
+    rs_iopath(p, sizeof p, hash);
+    rs_touch(p);
+    rs_io("MPI_File_delete", MPI_File_delete(p, MPI_INFO_NULL));
+}
+
+/* File_set_view with stand-ins of the recorded sizes and bounds: an etype
+ * of `etype` bytes, and a filetype of `filetype` bytes of data at the end
+ * of lb .. lb + extent (so that the data reaches as far into the file as
+ * the application's), made once per shape. */
+typedef struct {
+    int64_t key[4];
+    MPI_Datatype et, ft;
+} rs_viewt;
+static rs_viewt *rs_views;
+static int64_t rs_nviews;
+static inline void rs_file_view(rs_fileh *f, int64_t disp, int64_t etype, int64_t filetype,
+                                int64_t lb, int64_t extent)
+{
+    int64_t i = 0;
+    while (i < rs_nviews && !(rs_views[i].key[0] == etype && rs_views[i].key[1] == filetype &&
+                              rs_views[i].key[2] == lb && rs_views[i].key[3] == extent))
+        i++;
+    if (i == rs_nviews) {
+        rs_views = realloc(rs_views, sizeof(rs_viewt) * (size_t)(rs_nviews + 1));
+        if (!rs_views)
+            rs_fail("out of memory for views", rs_nviews, 0);
+        rs_viewt *v = &rs_views[rs_nviews++];
+        v->key[0] = etype;
+        v->key[1] = filetype;
+        v->key[2] = lb;
+        v->key[3] = extent;
+        MPI_Datatype data;
+        MPI_Aint at = (MPI_Aint)(lb + (extent > filetype ? extent - filetype : 0));
+        PMPI_Type_contiguous((int)etype, MPI_BYTE, &v->et);
+        PMPI_Type_commit(&v->et);
+        PMPI_Type_create_hindexed_block(1, (int)filetype, &at, MPI_BYTE, &data);
+        PMPI_Type_create_resized(data, (MPI_Aint)lb, (MPI_Aint)extent, &v->ft);
+        PMPI_Type_free(&data);
+        PMPI_Type_commit(&v->ft);
+    }
+    rs_io("MPI_File_set_view", MPI_File_set_view(f->fh, (MPI_Offset)disp, rs_views[i].et,
+                                                 rs_views[i].ft, "native", MPI_INFO_NULL));
+}
+
+/* A data access's offset in etypes: the recorded one, which the trace
+ * keeps relative to the caller's block (minus its rank in the file times
+ * the access's etypes, where the etypes divide its bytes; trace's codec),
+ * made absolute again from the recorded count and datatype size. */
+static inline MPI_Offset rs_io_offset(int64_t stored, int64_t cr, int64_t count, int64_t dsize,
+                                      int64_t etype)
+{
+    int64_t bytes = count * dsize;
+    if (etype > 0 && bytes % etype == 0)
+        return (MPI_Offset)(stored + (cr > 0 ? cr : 0) * (bytes / etype));
+    return (MPI_Offset)stored;
+}
+
+/* Before an access through the individual file pointer: a pointer that is
+ * not where the application's was (a read that found fewer bytes moved it
+ * less) moves there, outside the traced API, and counts. */
+static inline void rs_reposition(rs_fileh *f, MPI_Offset o)
+{
+    MPI_Offset at = 0;
+    if (PMPI_File_get_position(f->fh, &at) != MPI_SUCCESS || at == o)
+        return;
+    rs_io("MPI_File_seek (to the application's position)", PMPI_File_seek(f->fh, o, MPI_SEEK_SET));
+    rs_io_moved++;
+}
+
+/* Counts the bytes an access asked MPI to move (write: 1). */
+static inline void rs_io_count(int write, int n, MPI_Datatype t)
+{
+    int s = 0;
+    PMPI_Type_size(t, &s);
+    rs_io_bytes[write != 0] += (double)n * (double)s;
+}
+
+/* A split collective's buffer, kept with the file from _begin to _end. */
+static inline void *rs_split_buf(rs_fileh *f, int64_t count, MPI_Datatype t)
+{
+    if (f->split)
+        rs_fail("a split collective while another is under way on the file", count, 0);
+    f->split = calloc((size_t)(count < 1 ? 1 : count), rs_span(t));
+    if (!f->split)
+        rs_fail("out of memory for a split collective's buffer", count, 0);
+    return f->split;
+}
+
+/* The buffer of the split collective an _end completes (the caller frees
+ * it after the call). */
+static inline void *rs_split_take(rs_fileh *f)
+{
+    void *b = f->split;
+    if (!b)
+        rs_fail("a split collective's _end without its _begin", 0, 0);
+    f->split = NULL;
+    return b;
+}
+
 /* Before MPI_Finalize: rank 0's time since MPI_Init beside the
  * application's, and how many racy completions differed. */
 static double rs_t0;
@@ -594,6 +927,8 @@ static inline void rs_finish(void)
                 "bench: rank %d: %lld requests of racy completions (Waitany, Waitsome, Test*) "
                 "completed otherwise than in the trace\n",
                 rs_rank, rs_drift);
+    if (RS_IO)
+        rs_io_finish();
 }
 
 /* Communicators by their trace id: 0 is MPI_COMM_WORLD, 1 MPI_COMM_SELF.
@@ -849,8 +1184,9 @@ static inline void rs_compute(int node, int cls)
 }
 #define RS_CLS(i, n) ((i) == 0 ? 0 : (i) == (n) - 1 ? 2 : 1)
 
-/* After MPI_Init: this rank, the rank count the trace was recorded at, and
- * the options (--no-compute, --compute-scale X, --bytes-scale X). */
+/* After MPI_Init: this rank, the rank count the trace was recorded at, the
+ * options (--no-compute, --compute-scale X, --bytes-scale X,
+ * --report-compute, --iodir DIR) and, with MPI-IO, the scratch directory. */
 static inline void rs_setup(int argc, char **argv)
 {
     MPI_Comm_rank(MPI_COMM_WORLD, &rs_rank);
@@ -864,10 +1200,12 @@ static inline void rs_setup(int argc, char **argv)
             rs_bytes_scale = atof(argv[++i]);
         else if (!strcmp(argv[i], "--report-compute"))
             rs_report_compute = 1;
+        else if (!strcmp(argv[i], "--iodir") && i + 1 < argc)
+            rs_iodir_opt = argv[++i];
         else {
             if (rs_rank == 0)
                 fprintf(stderr, "bench: unknown option %s (--no-compute, --compute-scale X, "
-                                "--bytes-scale X, --report-compute)\n", argv[i]);
+                                "--bytes-scale X, --report-compute, --iodir DIR)\n", argv[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -895,6 +1233,8 @@ static inline void rs_setup(int argc, char **argv)
     for (int i = 0; i < RS_MSGS; i++)
         rs_msgs[i] = MPI_MESSAGE_NULL;
     MPI_Op_create(rs_keep_op, 1, &rs_user_op);
+    if (RS_IO)
+        rs_io_setup();
     /* Every rank starts the clock together, as replay does. */
     PMPI_Barrier(MPI_COMM_WORLD);
     rs_t0 = MPI_Wtime();

@@ -458,14 +458,8 @@ pub fn expansion(file: &trace::TraceFile, rank: u32) -> Vec<String> {
 /// that returned an error (`error=`) are left out too: replay passes over
 /// them (they made no request).
 pub fn detailed(text: &str) -> String {
-    detailed_but(text, |_| false)
-}
-
-/// [`detailed`], passing over the calls `also` names as well (with the
-/// requests they made): codegen's benchmarks do not issue MPI-IO yet.
-pub fn detailed_but(text: &str, also: impl Fn(&Event) -> bool) -> String {
     let generic = |l: &str| {
-        trace::raw::parse_line(l, 1).is_ok_and(|e| e.without_detail() || also(&e))
+        trace::raw::parse_line(l, 1).is_ok_and(|e| e.without_detail())
             || l.split(' ').any(|f| f.starts_with("error="))
     };
     // Ids the passed-over calls took; every other id moves down by the
