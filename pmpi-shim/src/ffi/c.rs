@@ -206,7 +206,7 @@ pub(crate) fn any_wildcard(infos: &[Option<ReqInfo>]) -> bool {
 /// wait; tested one at a time, `io/i_aggregation1` (four `iwrite_at_all`
 /// in one `MPI_Waitall`) never completed. The file's own progress does not
 /// busy-poll against the other ranks as message waits do.
-fn may_yield(t: &Tracer, infos: &[Option<ReqInfo>]) -> bool {
+pub(crate) fn may_yield(t: &Tracer, infos: &[Option<ReqInfo>]) -> bool {
     t.config.yield_wait && !infos.iter().flatten().any(|r| r.comm.kind == Kind::File)
 }
 

@@ -67,9 +67,9 @@ use super::c::{
     fill_reduce, fill_reduce_scatter, fill_reduce_scatter_block, fill_request_free, fill_scatter,
     fill_scatterv, fill_send, fill_sendrecv, fill_start, list_lens, new_req, yield_all,
 };
-use super::c::{fill_comm_create_group, fill_comm_idup};
+use super::c::{fill_comm_create_group, fill_comm_idup, may_yield};
 use super::{Key, consts, generic, is_wildcard, nap};
-use crate::tracer::{self, Scope, Tracer};
+use crate::tracer::{self, ReqInfo, Scope, Tracer};
 
 /// Every Fortran argument is a pointer.
 type P = *mut c_void;
@@ -533,6 +533,13 @@ impl<const N: usize> FCall<N> {
     /// Whether blocking calls wait by test-and-sleep (`RANKSCALE_YIELD`).
     fn yielding(&self) -> bool {
         self.tracer.config.yield_wait
+    }
+
+    /// Whether a wait for these requests yields: not for MPI-IO requests,
+    /// which ROMIO completes only in a blocking wait (the C wrappers'
+    /// [`may_yield`]).
+    fn yielding_on(&self, infos: &[Option<ReqInfo>]) -> bool {
+        may_yield(self.tracer, infos)
     }
 
     /// Calls another routine of this interface family with a local
@@ -1293,7 +1300,7 @@ fortran!(wait, "MPI_WAIT", plain, (request, status, ierror), |c| {
     let mut local = zero_status();
     let st = status_arg(c.iface, status, any_wildcard(&infos), &mut local);
     c.args[1] = st;
-    let rc = if c.yielding() {
+    let rc = if c.yielding_on(&infos) {
         let r = c.wait_req(&mut *request.cast::<c_int>(), st);
         c.set_ierror(r)
     } else {
@@ -1344,7 +1351,7 @@ fortran!(
             &mut local,
         );
         c.args[2] = sts;
-        let rc = if c.yielding() {
+        let rc = if c.yielding_on(&infos) {
             c.waitall_yield(requests, n, sts)
         } else {
             c.forward()
@@ -1409,9 +1416,13 @@ fortran!(
         let mut local = zero_status();
         let st = status_arg(c.iface, status, any_wildcard(&infos), &mut local);
         c.args[3] = st;
-        let rc = c.forward_or_poll(&testany::FWD, |flag| {
-            [count, requests, index, flag, st, std::ptr::null_mut()]
-        });
+        let rc = if c.yielding_on(&infos) {
+            c.forward_or_poll(&testany::FWD, |flag| {
+                [count, requests, index, flag, st, std::ptr::null_mut()]
+            })
+        } else {
+            c.forward()
+        };
         let done = if rc == 0 {
             completed(c.iface, &before, &fints(requests, n), &[int(index)])
         } else {
@@ -1471,7 +1482,7 @@ macro_rules! some_completion {
                     &mut local,
                 );
                 c.args[4] = sts;
-                let rc = if $yield && c.yielding() {
+                let rc = if $yield && c.yielding_on(&infos) {
                     let r = c.poll(
                         &testsome::FWD,
                         &mut [
