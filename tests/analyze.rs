@@ -496,11 +496,16 @@ fn an_injected_delay_is_found_as_late_sender_or_late_receiver_at_its_rank() {
             "{imp}: {at:#?}"
         );
         // The delay travels on: any later instance as slow names a rank
-        // that itself waited in the instance before (an idle wave).
+        // that itself waited in the instance before (an idle wave). The
+        // instances before it are not its doing: MPICH's first iteration
+        // (connection set-up, 9 ranks on 2 cores) once took 37 ms there.
         for s in &slow {
-            if s["iterations"] != serde_json::json!([10])
-                && s["duration_ns"].as_i64() > Some(30_000_000)
-            {
+            let later = s["iterations"]
+                .as_array()
+                .and_then(|v| v.first())
+                .and_then(Value::as_i64)
+                .is_some_and(|i| i > 10);
+            if later && s["duration_ns"].as_i64() > Some(30_000_000) {
                 assert!(
                     s["culprit_waited_before_ns"].as_i64() > Some(30_000_000),
                     "{imp}: a slow instance neither injected nor propagated: {s:#?}"

@@ -764,7 +764,10 @@ impl<'a> Fitter<'a> {
         // A field that follows one dimension's size alone, at too few sizes
         // to verify its law (refused, or fitted unverified): the pool may
         // verify it with another dimension's sizes.
+        // Counts only: a peer's displacement is no function that two
+        // dimensions share.
         let short = match &fitted {
+            _ if kind != fit::Kind::Count => None,
             Err(FitFailure::TooFewSizes { dim, seen, .. }) => Some((*dim, seen.clone())),
             Ok(f) if !f.verified => fit::one_size_short(&points, self.dims),
             _ => None,
