@@ -31,7 +31,8 @@ impl Engine<'_> {
     /// Models one MPI-IO call of rank `r` entered at `enter`.
     pub(super) fn file_call(&mut self, r: u32, ev: &Event, enter: Time, cur: &mut Current) {
         self.io += self.layout.weight[r as usize];
-        let Some(model) = self.opts.io else {
+        // A call recorded without its detail names no file to meet on.
+        let Some(model) = self.opts.io.filter(|_| !ev.without_detail()) else {
             return;
         };
         let net = self.net;
