@@ -226,25 +226,6 @@ fn a_benchmark_draws_the_computation_that_replay_draws() {
     }
 }
 
-/// The bytes the writes of a run's raw logs (in `raw`, ranks `0..np`)
-/// asked MPI to write: each `File_write*` or `File_iwrite*` event's count
-/// times its datatype size.
-fn bytes_written(raw: &std::path::Path, np: usize) -> i64 {
-    let mut written = 0;
-    for r in 0..np as i32 {
-        for l in raw_text(raw, r).lines() {
-            if l.starts_with("File_write") || l.starts_with("File_iwrite") {
-                let send = l.split(' ').find_map(|f| f.strip_prefix("send=")).unwrap();
-                let mut p = send.split(['/', ':']);
-                let n: i64 = p.next().unwrap().parse().unwrap();
-                let d: i64 = p.next().unwrap().parse().unwrap();
-                written += n * d;
-            }
-        }
-    }
-    written
-}
-
 /// The benchmark's MPI-IO writes what the application wrote, into files
 /// of its own in a scratch directory and nowhere else: a checkpoint
 /// writer's benchmark (two checkpoints of 4 blocks of 256 ints, the file
@@ -320,10 +301,7 @@ fn checkpoint_benchmark_writes_the_same_bytes_in_its_scratch_directory_only() {
             };
             let job = mpirun(imp, 4, &bin, &a, &l);
             assert_eq!(job.code, Some(0), "{imp} ({given}): {}", job.stderr);
-            let names: Vec<String> = std::fs::read_dir(&io)
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
+            let names = file_names(&io);
             // Rank 0's read-back deletes the file in the application only
             // when it is not kept: here it is, so the benchmark's stays too.
             assert!(
@@ -406,12 +384,7 @@ fn a_benchmark_makes_the_files_the_application_found_and_removes_leftovers() {
                 "{imp} (run {run}): {sizes:?}"
             );
         }
-        let mut names: Vec<String> = std::fs::read_dir(&app)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["io_inputs.in", "io_inputs.out"], "{imp}");
+        assert_eq!(file_names(&app), ["io_inputs.in", "io_inputs.out"], "{imp}");
         assert_eq!(std::fs::read(app.join("io_inputs.in")).unwrap(), input);
         assert_eq!(std::fs::read(app.join("io_inputs.out")).unwrap(), output);
         let _ = std::fs::remove_dir_all(&dir);

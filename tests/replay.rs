@@ -556,18 +556,7 @@ fn checkpoint_replay_writes_the_same_bytes_in_its_scratch_directory_only() {
         let before = std::fs::read(&data).unwrap();
         assert_eq!(before.len(), 4 * 256 * 4, "{imp}: the application's file");
         // The application's bytes written, from its raw log.
-        let mut written = 0i64;
-        for r in 0..4 {
-            for l in raw_text(&trace.with_extension("raw"), r).lines() {
-                if l.starts_with("File_write") || l.starts_with("File_iwrite") {
-                    let send = l.split(' ').find_map(|f| f.strip_prefix("send=")).unwrap();
-                    let mut p = send.split(['/', ':']);
-                    let n: i64 = p.next().unwrap().parse().unwrap();
-                    let d: i64 = p.next().unwrap().parse().unwrap();
-                    written += n * d;
-                }
-            }
-        }
+        let written = bytes_written(&trace.with_extension("raw"), 4);
         assert_eq!(
             written,
             2 * 4 * 256 * 4,
@@ -601,10 +590,7 @@ fn checkpoint_replay_writes_the_same_bytes_in_its_scratch_directory_only() {
         let a = vec!["--iodir".to_string(), io.display().to_string(), t];
         let job = mpirun(imp, 4, &replay_bin(imp), &a, &untraced());
         assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
-        let names: Vec<String> = std::fs::read_dir(&io)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let names = file_names(&io);
         // Rank 0's read-back deletes the file in the application only
         // when it is not kept: here it is, so the replay's stays too.
         assert!(

@@ -1160,7 +1160,7 @@ impl<'a> Emitter<'a> {
             self.line(&format!("rs_file_view(f, {});", v.join(", ")));
         } else if op == Op::FileSync {
             self.line("rs_io(\"MPI_File_sync\", MPI_File_sync(f->fh));");
-        } else if name.ends_with("_end") {
+        } else if op.is_split_end() {
             self.line("void *b = rs_split_take(f);");
             self.line(&format!(
                 "rs_io(\"MPI_{name}\", MPI_{name}(f->fh, b, MPI_STATUS_IGNORE));"
@@ -1213,7 +1213,7 @@ impl<'a> Emitter<'a> {
         };
         // The blocking calls' buffers: slot 0 writes, slot 1 reads.
         let blocking = format!("void *b = rs_buf({}, {n}, {t});", u8::from(!write));
-        if name.ends_with("_begin") {
+        if op.is_split_begin() {
             self.line(&format!("void *b = rs_split_buf(f, {n}, {t});"));
             self.line(&call(""));
         } else if !name.starts_with("File_i") {

@@ -598,6 +598,25 @@ typedef struct {
     MPI_File fh;
     void *split; /* the buffer of the split collective under way, to its _end */
 } rs_fileh;
+/* Makes room for index `id` in `t`, a table of `n` pointers kept by
+ * trace id (communicators, files, windows), the new slots NULL; `one`
+ * and `many` name its items in the messages. Ids 0 and 1 are the
+ * predefined ones, never created. */
+#define RS_SLOT(t, n, id, one, many)                                       \
+    do {                                                                   \
+        if ((id) < 2)                                                      \
+            rs_fail(one " with a reserved id", (id), 0);                   \
+        if ((id) >= (n)) {                                                 \
+            int64_t rs_n_ = (id) + 16;                                     \
+            (t) = realloc((t), sizeof *(t) * (size_t)rs_n_);               \
+            if (!(t))                                                      \
+                rs_fail("out of memory for " many, (id), 0);               \
+            for (int64_t rs_i_ = (n); rs_i_ < rs_n_; rs_i_++)              \
+                (t)[rs_i_] = NULL;                                         \
+            (n) = rs_n_;                                                   \
+        }                                                                  \
+    } while (0)
+
 static rs_fileh **rs_files;
 static int64_t rs_nfiles;
 
@@ -776,17 +795,7 @@ static inline void rs_file_open(int64_t id, MPI_Comm c, int64_t amode, int64_t h
     } else if (!(amode & 8)) {
         rs_touch(p);
     }
-    if (id < 2)
-        rs_fail("a file with a reserved id", id, 0);
-    if (id >= rs_nfiles) {
-        int64_t n = id + 16;
-        rs_files = realloc(rs_files, sizeof(rs_fileh *) * (size_t)n);
-        if (!rs_files)
-            rs_fail("out of memory for files", id, 0);
-        for (int64_t i = rs_nfiles; i < n; i++)
-            rs_files[i] = NULL;
-        rs_nfiles = n;
-    }
+    RS_SLOT(rs_files, rs_nfiles, id, "a file", "files");
     rs_fileh *f = calloc(1, sizeof *f);
     if (!f)
         rs_fail("out of memory for a file", id, 0);
@@ -948,17 +957,7 @@ static inline MPI_Comm rs_comm(int64_t id)
 }
 static inline MPI_Comm *rs_newcomm(int64_t id)
 {
-    if (id < 2)
-        rs_fail("a created communicator with a reserved id", id, 0);
-    if (id >= rs_ncomms) {
-        int64_t n = id + 16;
-        rs_comms = realloc(rs_comms, sizeof(MPI_Comm *) * (size_t)n);
-        if (!rs_comms)
-            rs_fail("out of memory for communicators", id, 0);
-        for (int64_t i = rs_ncomms; i < n; i++)
-            rs_comms[i] = NULL;
-        rs_ncomms = n;
-    }
+    RS_SLOT(rs_comms, rs_ncomms, id, "a created communicator", "communicators");
     if (!rs_comms[id]) {
         rs_comms[id] = malloc(sizeof(MPI_Comm));
         if (!rs_comms[id])
@@ -1298,17 +1297,7 @@ static inline int rs_assert(int64_t bits)
  * Win_allocate_shared, 3 Win_create_dynamic) of `size` bytes. */
 static inline void rs_win_create(int kind, int64_t id, int64_t size, int disp_unit, MPI_Comm c)
 {
-    if (id < 2)
-        rs_fail("a window with a reserved id", id, 0);
-    if (id >= rs_nwins) {
-        int64_t n = id + 16;
-        rs_wins = realloc(rs_wins, sizeof(rs_window *) * (size_t)n);
-        if (!rs_wins)
-            rs_fail("out of memory for windows", id, 0);
-        for (int64_t i = rs_nwins; i < n; i++)
-            rs_wins[i] = NULL;
-        rs_nwins = n;
-    }
+    RS_SLOT(rs_wins, rs_nwins, id, "a window", "windows");
     rs_window *w = calloc(1, sizeof *w);
     if (!w)
         rs_fail("out of memory for a window", id, 0);

@@ -354,6 +354,37 @@ pub fn raw_text(dir: &Path, rank: i32) -> String {
     std::fs::read_to_string(dir.join(trace::raw::rank_file_name(rank))).unwrap()
 }
 
+/// The bytes the writes of a run's raw logs (in `raw`, ranks `0..np`)
+/// asked MPI to write: each `File_write*` or `File_iwrite*` event's count
+/// times its datatype size. The truth replay's and a benchmark's MPI-IO
+/// are held to.
+pub fn bytes_written(raw: &Path, np: usize) -> i64 {
+    let mut written = 0;
+    for r in 0..np as i32 {
+        for l in raw_text(raw, r).lines() {
+            if l.starts_with("File_write") || l.starts_with("File_iwrite") {
+                let send = l.split(' ').find_map(|f| f.strip_prefix("send=")).unwrap();
+                let mut p = send.split(['/', ':']);
+                let n: i64 = p.next().unwrap().parse().unwrap();
+                let d: i64 = p.next().unwrap().parse().unwrap();
+                written += n * d;
+            }
+        }
+    }
+    written
+}
+
+/// The names of the files in `dir`, sorted: what a scratch or application
+/// directory holds after a run.
+pub fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// The launch options for a traced run writing raw logs into `dir`.
 /// MPICH busy-polls, so its traced runs use the shim's yielding waits
 /// (which record the same events, see `yield_mode.rs`).

@@ -464,6 +464,38 @@ impl Op {
         )
     }
 
+    /// Whether the call begins a split collective data access
+    /// (`File_read_all_begin` and its kin): its buffer is MPI's until the
+    /// file's matching `_end`, which every tool that issues or models the
+    /// call pairs with it.
+    pub const fn is_split_begin(self) -> bool {
+        use Op::*;
+        matches!(
+            self,
+            FileReadAllBegin
+                | FileWriteAllBegin
+                | FileReadAtAllBegin
+                | FileWriteAtAllBegin
+                | FileReadOrderedBegin
+                | FileWriteOrderedBegin
+        )
+    }
+
+    /// Whether the call ends a split collective data access
+    /// (`File_read_all_end` and its kin; see [`Op::is_split_begin`]).
+    pub const fn is_split_end(self) -> bool {
+        use Op::*;
+        matches!(
+            self,
+            FileReadAllEnd
+                | FileWriteAllEnd
+                | FileReadAtAllEnd
+                | FileWriteAtAllEnd
+                | FileReadOrderedEnd
+                | FileWriteOrderedEnd
+        )
+    }
+
     /// Whether the call acts on one partition of a live partitioned
     /// request (`Pready`, `Pready_range`, `Pready_list`, `Parrived`): it
     /// names the request in [`Event::reqs`] and no communicator.

@@ -407,20 +407,6 @@ fn individual(op: Op) -> bool {
     )
 }
 
-/// Whether a data access is a split collective's `_begin`.
-fn begins(op: Op) -> bool {
-    use Op::*;
-    matches!(
-        op,
-        FileReadAllBegin
-            | FileWriteAllBegin
-            | FileReadAtAllBegin
-            | FileWriteAtAllBegin
-            | FileReadOrderedBegin
-            | FileWriteOrderedBegin
-    )
-}
-
 /// The code of `MPI_BYTE` in the trace's datatype table.
 fn byte_type() -> Result<MPI_Datatype> {
     let code = Datatype::NAMES
@@ -792,7 +778,7 @@ impl Replayer<'_> {
         } else {
             self.files.read += bytes;
         }
-        if begins(e.op) {
+        if e.op.is_split_begin() {
             let f = self.file(e)?;
             if f.split.is_some() {
                 bail!(

@@ -43,7 +43,7 @@ impl Engine<'_> {
             if let Some(req) = ev.req {
                 st.reqs.insert(req, cell);
                 cur.floor += net.overhead;
-            } else if ev.op.name().ends_with("_begin") {
+            } else if ev.op.is_split_begin() {
                 st.split_io.insert(file, cell);
                 cur.floor += net.overhead;
             } else {
@@ -51,7 +51,7 @@ impl Engine<'_> {
             }
             return;
         }
-        if ev.op.name().ends_with("_end") {
+        if ev.op.is_split_end() {
             if let Some(cell) = self.ranks[r as usize].split_io.remove(&file) {
                 cur.cells.push(cell);
             }
