@@ -78,15 +78,26 @@ fn identity(path: &Path) -> Option<(u64, u64, i64, i64)> {
     Some((m.dev(), m.ino(), m.mtime(), m.mtime_nsec()))
 }
 
+/// The tracer's switches that `rankscale trace` passes on, each as its
+/// `RANKSCALE_*` variable (docs/TRACING.md).
+pub struct Switches {
+    /// `RANKSCALE_YIELD`: blocking calls wait by test-and-sleep.
+    pub yield_wait: bool,
+    /// `RANKSCALE_TIMELINE`: every event's enter and leave time.
+    pub timeline: bool,
+    /// `RANKSCALE_STEPS`: each rank's MPI time along its events.
+    pub steps: bool,
+    /// `RANKSCALE_IO_PATHS`: the paths of the files the run opens.
+    pub io_paths: bool,
+}
+
 /// Runs the traced command and reports where the output went.
 pub fn trace(
     command: &[String],
     output: Option<&Path>,
     raw: Option<&Path>,
     mpi: Option<&str>,
-    yield_wait: bool,
-    timeline: bool,
-    steps: bool,
+    switches: Switches,
 ) -> Result<()> {
     let Some((launcher, args)) = command.split_first() else {
         bail!("no command given after `--`");
@@ -140,14 +151,15 @@ pub fn trace(
             None
         }
     };
-    if yield_wait {
-        env.push(("RANKSCALE_YIELD".into(), "1".into()));
-    }
-    if timeline {
-        env.push(("RANKSCALE_TIMELINE".into(), "1".into()));
-    }
-    if steps {
-        env.push(("RANKSCALE_STEPS".into(), "1".into()));
+    for (on, name) in [
+        (switches.yield_wait, "RANKSCALE_YIELD"),
+        (switches.timeline, "RANKSCALE_TIMELINE"),
+        (switches.steps, "RANKSCALE_STEPS"),
+        (switches.io_paths, "RANKSCALE_IO_PATHS"),
+    ] {
+        if on {
+            env.push((name.into(), "1".into()));
+        }
     }
     let mut cmd = Command::new(launcher);
     match guessed {

@@ -84,6 +84,11 @@ enum Cmd {
         /// plots without the timeline's size.
         #[arg(long)]
         steps: bool,
+        /// Also keep the path of every file the run opens through MPI-IO
+        /// (RANKSCALE_IO_PATHS=1), for `show` and `stats`; by default the
+        /// trace holds only a hash of each, since paths can be private.
+        #[arg(long)]
+        io_paths: bool,
         /// The launch command, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -232,6 +237,7 @@ fn main() {
             yield_wait,
             timeline,
             steps,
+            io_paths,
             command,
         } => {
             let output = match (output, &raw) {
@@ -244,9 +250,12 @@ fn main() {
                 output.as_deref(),
                 raw.as_deref(),
                 mpi.as_deref(),
-                yield_wait,
-                timeline,
-                steps,
+                launch::Switches {
+                    yield_wait,
+                    timeline,
+                    steps,
+                    io_paths,
+                },
             )
         }
         Cmd::Merge { dir, output } => merge::merge(&dir, &output),

@@ -24,10 +24,22 @@ fn trace_stencil_k(np: usize, args: &str, out: &Path, k: Option<usize>) -> Outpu
 /// `rankscale trace` of the test program `name` on Open MPI, with
 /// `RANKSCALE_SLOW_K` set to `k` when given.
 fn trace_program_k(np: usize, name: &str, args: &str, out: &Path, k: Option<usize>) -> Output {
+    let k = k.map(|k| k.to_string());
+    let env: Vec<(&str, &str)> = k.iter().map(|k| ("RANKSCALE_SLOW_K", k.as_str())).collect();
+    trace_program_env(np, name, args, out, &env)
+}
+
+/// `rankscale trace` of the test program `name` on Open MPI, with the
+/// tracer's variables `env`.
+fn trace_program_env(
+    np: usize,
+    name: &str,
+    args: &str,
+    out: &Path,
+    env: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankscale"));
-    if let Some(k) = k {
-        cmd.env("RANKSCALE_SLOW_K", k.to_string());
-    }
+    cmd.envs(env.iter().copied());
     cmd.args(["trace", "-o", &out.display().to_string(), "--"]);
     cmd.args(launcher("openmpi", np));
     cmd.arg(program("openmpi", name));
@@ -129,6 +141,63 @@ fn checkpoint_trace_structure_is_flat_in_ranks_and_iterations() {
         !dir.join("ckpt.dat").exists(),
         "the program deletes its file"
     );
+}
+
+/// A file's path is private unless the run says otherwise: without
+/// `RANKSCALE_IO_PATHS` neither `show` nor `stats` can name it, and with
+/// `RANKSCALE_IO_PATHS=1` (`rankscale trace --io-paths`) both do, under the hash the events record, which
+/// the test computes itself (FNV-1a, 64 bits) from the path it gave.
+#[test]
+fn file_paths_are_kept_only_when_the_run_asks() {
+    if !mpis().contains(&"openmpi") {
+        return;
+    }
+    let dir = scratch("io-paths");
+    let data = dir.join("private-ckpt.dat").display().to_string();
+    let fnv = data.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let (plain, kept) = (dir.join("plain.trace"), dir.join("kept.trace"));
+    let args = format!("10 5 64 {data}");
+    trace_program_env(4, "io_checkpoint", &args, &plain, &[]);
+    trace_program_env(
+        4,
+        "io_checkpoint",
+        &args,
+        &kept,
+        &[("RANKSCALE_IO_PATHS", "1")],
+    );
+    // The command line names the file too here, as the user typed it; the
+    // question is whether the trace adds it anywhere else.
+    let out = |cmd: &str, p: &Path| {
+        text(&rankscale(&[cmd, &p.display().to_string()]).stdout)
+            .lines()
+            .filter(|l| !l.starts_with("command:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let line = format!("file {fnv:x}: {data}");
+    for cmd in ["show", "stats"] {
+        let (without, with) = (out(cmd, &plain), out(cmd, &kept));
+        assert!(
+            !without.contains("private-ckpt"),
+            "{cmd} without: {without}"
+        );
+        assert!(with.contains(&line), "{cmd} with: no {line:?} in {with}");
+    }
+    assert!(out("stats", &plain).contains("their paths were not kept"));
+    // The events name the file by the same hash in both runs.
+    let expand =
+        |p: &Path| text(&rankscale(&["show", "--expand", "3", &p.display().to_string()]).stdout);
+    let open = format!("/{fnv:x}");
+    for p in [&plain, &kept] {
+        let x = expand(p);
+        assert!(
+            x.lines()
+                .any(|l| l.contains("File_open") && l.contains(&open)),
+            "{x}"
+        );
+    }
 }
 
 #[test]

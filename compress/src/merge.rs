@@ -539,13 +539,18 @@ pub fn traces(one: MergedTrace, other: MergedTrace) -> MergedTrace {
 }
 
 /// Merges the trace files of two disjoint sets of ranks (see [`traces`]);
-/// call sites and partial ranks are united, the rest of the metadata is
-/// `one`'s.
+/// call sites, file paths and partial ranks are united, the rest of the
+/// metadata is `one`'s.
 pub fn files(one: TraceFile, other: TraceFile) -> TraceFile {
     let mut meta = one.meta;
-    meta.sites.extend(other.meta.sites);
-    meta.sites.sort_unstable();
-    meta.sites.dedup_by_key(|s| s.0);
+    for (mine, theirs) in [
+        (&mut meta.sites, other.meta.sites),
+        (&mut meta.paths, other.meta.paths),
+    ] {
+        mine.extend(theirs);
+        mine.sort_unstable();
+        mine.dedup_by_key(|s| s.0);
+    }
     meta.partial.extend(other.meta.partial);
     meta.partial.sort_by_key(|p| p.rank);
     let mut timelines = one.timelines;

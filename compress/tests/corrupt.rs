@@ -131,8 +131,8 @@ fn deep_nesting_is_refused_without_overflowing_the_stack() {
     // empty metadata, an empty ranklist, then per level: variant 1 (Loop),
     // an empty ranklist, empty counts, and a body of one node.
     // meta: seven fields, the unverified list, the origin (0: traced), the
-    // partial ranks and the assumptions.
-    let mut p = vec![0u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    // partial ranks, the assumptions and the paths.
+    let mut p = vec![0u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
     p.extend([1, 0]); // trace.ranks: the empty ranklist (no sections)
     p.push(1); // one top-level node
     for _ in 0..100_000 {

@@ -36,6 +36,12 @@ pub(crate) struct Config {
     /// oversubscribed busy-polling MPI libraries make progress. The recorded
     /// events are the same with and without it.
     pub yield_wait: bool,
+    /// `RANKSCALE_IO_PATHS=1` (a switch): the trace file also keeps the
+    /// path of every file the run opens or deletes through MPI-IO. Off by
+    /// default, since a path can name a user, a project or a data set; the
+    /// events record only a hash of it, which says which opens name one
+    /// file.
+    pub io_paths: bool,
     /// `RANKSCALE_YIELD_US` (default 20): the sleep between two tests.
     pub yield_us: u64,
     /// `RANKSCALE_FLUSH_S` (default 60, 0 = never): seconds between two
@@ -75,7 +81,7 @@ trait Lookup: Fn(&str) -> Option<OsString> {}
 impl<F: Fn(&str) -> Option<OsString>> Lookup for F {}
 
 /// The values a switch (`RANKSCALE_TIMELINE`, `RANKSCALE_STEPS`,
-/// `RANKSCALE_YIELD`) takes, in any case; an empty value is off too.
+/// `RANKSCALE_YIELD`, `RANKSCALE_IO_PATHS`) takes, in any case; an empty value is off too.
 const ON: [&str; 4] = ["1", "true", "yes", "on"];
 /// See [`ON`].
 const OFF: [&str; 4] = ["0", "false", "no", "off"];
@@ -246,6 +252,7 @@ impl Config {
             ),
             depth: r.number("RANKSCALE_DEPTH", 1usize, |d| (1..=64).contains(d)),
             yield_wait: r.switch("RANKSCALE_YIELD"),
+            io_paths: r.switch("RANKSCALE_IO_PATHS"),
             yield_us: r.number("RANKSCALE_YIELD_US", 20u64, |d| *d <= 1_000_000),
             flush_s: r.number("RANKSCALE_FLUSH_S", 60.0f64, |s| (0.0..=1e9).contains(s)),
             merge_timeout_s: r.number("RANKSCALE_MERGE_TIMEOUT_S", 120.0f64, |s| {
@@ -286,10 +293,16 @@ mod tests {
 
     #[test]
     fn switches_take_exactly_the_documented_words_and_warn_otherwise() {
-        for name in ["RANKSCALE_TIMELINE", "RANKSCALE_STEPS", "RANKSCALE_YIELD"] {
+        for name in [
+            "RANKSCALE_TIMELINE",
+            "RANKSCALE_STEPS",
+            "RANKSCALE_YIELD",
+            "RANKSCALE_IO_PATHS",
+        ] {
             let get = |c: &Config| match name {
                 "RANKSCALE_TIMELINE" => c.timeline,
                 "RANKSCALE_STEPS" => c.steps,
+                "RANKSCALE_IO_PATHS" => c.io_paths,
                 _ => c.yield_wait,
             };
             let (c, w) = read(&[]);

@@ -36,6 +36,7 @@ mod config;
 pub mod ffi;
 mod handles;
 mod os;
+mod paths;
 mod reduce;
 mod snapshot;
 mod tracer;

@@ -772,6 +772,7 @@ impl Tracer {
             at_ns,
         );
         part.meta.sites = crate::callsite::sites();
+        part.meta.paths = crate::paths::all();
         if let Some(cause) = cause {
             part.meta.partial = vec![PartialRank {
                 rank: u32::try_from(self.rank).unwrap_or(0),

@@ -331,6 +331,15 @@ MPI-IO per call site (all ranks; MB/s: the calling ranks' bytes over their mean 
          accesses (all ranks)",
         time_all / 1e6
     )?;
+    if file.meta.paths.is_empty() {
+        writeln!(
+            out,
+            "files: their paths were not kept (a run with RANKSCALE_IO_PATHS=1 keeps them)"
+        )?;
+    }
+    for (hash, path) in &file.meta.paths {
+        writeln!(out, "file {hash:x}: {path}")?;
+    }
     Ok(())
 }
 

@@ -294,6 +294,10 @@ pub fn write_text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result
     for a in &m.assumptions {
         writeln!(out, "assumes: {a}")?;
     }
+    // The hash is the one the MPI-IO events print (`file=MODE/HASH`).
+    for (hash, path) in &m.paths {
+        writeln!(out, "file {hash:x}: {path}")?;
+    }
     writeln!(
         out,
         "wall {:.3} s (rank 0), merge {:.1} ms",

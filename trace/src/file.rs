@@ -7,7 +7,7 @@
 //! | 8     | magic `RANKSCAL` |
 //! | 4     | format version, little-endian `u32` ([`VERSION`]) |
 //! | 4     | reserved, zero |
-//! | rest  | zlib stream (flate2) of the postcard (serde, varint) encoding of [`TraceFile`]'s wire type (`TraceFileV10`) |
+//! | rest  | zlib stream (flate2) of the postcard (serde, varint) encoding of [`TraceFile`]'s wire type (`TraceFileV13`) |
 //!
 //! postcard writes integers as LEB128 varints and structs without field
 //! names, so the payload is small before compression; zlib adds a checksum,
@@ -69,8 +69,9 @@ pub const MAGIC: [u8; 8] = *b"RANKSCAL";
 /// one-sided calls ([`crate::Rma`]: shape flags above the sixteenth bit, so
 /// that a reader of version 10 refuses such a file by its version), version
 /// 12 the details of MPI-IO calls ([`crate::Io`]: shape flags above the
-/// twentieth bit, likewise).
-pub const VERSION: u32 = 12;
+/// twentieth bit, likewise), version 13 the paths of the files a run
+/// opened, where it asked to keep them ([`Meta::paths`]).
+pub const VERSION: u32 = 13;
 /// The largest payload the reader inflates (a guard against decompression
 /// bombs; real traces are far smaller).
 const MAX_PAYLOAD: u64 = 16 << 30;
@@ -157,6 +158,13 @@ pub struct Meta {
     /// alone must see them. Empty for every other trace (format version
     /// 10 on).
     pub assumptions: Vec<String>,
+    /// The paths of the files the run opened or deleted through MPI-IO,
+    /// by the hash its events record ([`crate::Io::Open`]), kept only
+    /// when the run set `RANKSCALE_IO_PATHS=1`: a path can name a user, a
+    /// project or a data set that the trace's reader must not learn, so by
+    /// default a trace says only which opens name one file. Sorted by
+    /// hash; empty by default (format version 13 on).
+    pub paths: Vec<(u64, String)>,
 }
 
 /// One rank's part of a trace that ends before the rank's `MPI_Finalize`
@@ -208,6 +216,7 @@ impl From<MetaV5> for Meta {
             origin: m.origin,
             partial: Vec::new(),
             assumptions: Vec::new(),
+            paths: Vec::new(),
         }
     }
 }
@@ -227,6 +236,23 @@ impl From<MetaV9> for Meta {
         Meta {
             partial: m.partial,
             ..m.v5.into()
+        }
+    }
+}
+
+/// The metadata of format versions 10 to 12 (no [`Meta::paths`]):
+/// version 9's, then the assumptions.
+#[derive(Deserialize)]
+struct MetaV12 {
+    v9: MetaV9,
+    assumptions: Vec<String>,
+}
+
+impl From<MetaV12> for Meta {
+    fn from(m: MetaV12) -> Meta {
+        Meta {
+            assumptions: m.assumptions,
+            ..m.v9.into()
         }
     }
 }
@@ -375,7 +401,7 @@ pub enum Packing {
 /// A trace file: metadata, the merged trace, and the optional timelines.
 ///
 /// Not serialized itself: a file is written and read through the wire type
-/// of its format version (`TraceFileV10` for the current one), so that a
+/// of its format version (`TraceFileV13` for the current one), so that a
 /// change to this type cannot change the format unnoticed.
 #[derive(Clone, Debug, Default)]
 pub struct TraceFile {
@@ -451,33 +477,41 @@ struct TraceFileV9 {
     series: Vec<MpiSeries>,
 }
 
-/// A file of version 10 to 12, the current layout ([`VERSION`]; versions
-/// 11 and 12 only let shapes carry the one-sided and MPI-IO flags), as
-/// read. The
+/// A file of versions 10 to 12: no paths in the metadata (versions 11 and
+/// 12 only let shapes carry the one-sided and MPI-IO flags).
+#[derive(Deserialize)]
+struct TraceFileV12 {
+    meta: MetaV12,
+    trace: MergedTrace,
+    timelines: Vec<Timeline>,
+    series: Vec<MpiSeries>,
+}
+
+/// A file of version 13, the current layout ([`VERSION`]), as read. The
 /// current version's wire type is written out like the older ones', so
 /// that the format changes only where this type (or one of the types it
 /// holds) does, never because [`TraceFile`] gained a field.
 #[derive(Deserialize)]
-struct TraceFileV10 {
+struct TraceFileV13 {
     meta: Meta,
     trace: MergedTrace,
     timelines: Vec<Timeline>,
     series: Vec<MpiSeries>,
 }
 
-/// [`TraceFileV10`] as written: the same fields in the same order,
+/// [`TraceFileV13`] as written: the same fields in the same order,
 /// borrowed from the file in memory (postcard encodes a slice as it does a
 /// `Vec`).
 #[derive(Serialize)]
-struct TraceFileV10Ref<'a> {
+struct TraceFileV13Ref<'a> {
     meta: &'a Meta,
     trace: &'a MergedTrace,
     timelines: &'a [Timeline],
     series: &'a [MpiSeries],
 }
 
-impl From<TraceFileV10> for TraceFile {
-    fn from(v: TraceFileV10) -> TraceFile {
+impl From<TraceFileV13> for TraceFile {
+    fn from(v: TraceFileV13) -> TraceFile {
         TraceFile {
             meta: v.meta,
             trace: v.trace,
@@ -487,9 +521,9 @@ impl From<TraceFileV10> for TraceFile {
     }
 }
 
-impl<'a> From<&'a TraceFile> for TraceFileV10Ref<'a> {
-    fn from(f: &'a TraceFile) -> TraceFileV10Ref<'a> {
-        TraceFileV10Ref {
+impl<'a> From<&'a TraceFile> for TraceFileV13Ref<'a> {
+    fn from(f: &'a TraceFile) -> TraceFileV13Ref<'a> {
+        TraceFileV13Ref {
             meta: &f.meta,
             trace: &f.trace,
             timelines: &f.timelines,
@@ -544,7 +578,7 @@ impl TraceFile {
     /// payload of the file without header and zlib: cheaper to produce, and
     /// the network does not need the checksum).
     pub fn to_wire(&self) -> Result<Vec<u8>, Error> {
-        postcard::to_stdvec(&TraceFileV10Ref::from(self)).map_err(|e| Error::Corrupt(e.to_string()))
+        postcard::to_stdvec(&TraceFileV13Ref::from(self)).map_err(|e| Error::Corrupt(e.to_string()))
     }
 
     /// Inverse of [`TraceFile::to_wire`], checked like a file.
@@ -598,7 +632,13 @@ impl TraceFile {
                 timelines: v.timelines,
                 series: v.series,
             }),
-            _ => whole::<TraceFileV10>(bytes).map(TraceFile::from),
+            10..=12 => whole::<TraceFileV12>(bytes).map(|v| TraceFile {
+                meta: v.meta.into(),
+                trace: v.trace,
+                timelines: v.timelines,
+                series: v.series,
+            }),
+            _ => whole::<TraceFileV13>(bytes).map(TraceFile::from),
         };
         let f: TraceFile = decoded.map_err(|e| {
             Error::Corrupt(match e {

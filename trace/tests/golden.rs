@@ -88,6 +88,20 @@ fn every_format_version_reads_as_its_writer_wrote_it() {
             f.meta.assumptions.is_empty(),
             "version {v}: not extrapolated"
         );
+        let paths: &[(u64, &str)] = if v >= 13 {
+            &[(0x5eed, "/scratch/golden/checkpoint.dat")]
+        } else {
+            &[]
+        };
+        assert_eq!(
+            f.meta
+                .paths
+                .iter()
+                .map(|(h, p)| (*h, p.as_str()))
+                .collect::<Vec<_>>(),
+            paths,
+            "version {v}: paths"
+        );
         let (c, m, n) = timing_totals(&f);
         assert_eq!(n, count, "version {v}: timed executions");
         // The file keeps each bin's average on an 8-bit log scale: within

@@ -1584,6 +1584,17 @@ fn target_meta(
         },
         partial: Vec::new(),
         assumptions: Vec::new(),
+        // Every input's: a file the target opens is one some input opened
+        // too, or its path was never seen.
+        paths: {
+            let mut p: Vec<_> = inputs
+                .iter()
+                .flat_map(|i| i.file.meta.paths.clone())
+                .collect();
+            p.sort_unstable();
+            p.dedup_by_key(|x| x.0);
+            p
+        },
     };
     (meta, wall)
 }

@@ -325,10 +325,12 @@ pub(crate) fn merge_and_write(
     }
 }
 
-/// This rank's trace with the call sites it knows, for the merge.
+/// This rank's trace with the call sites and file paths it knows, for
+/// the merge.
 fn with_sites(trace: Option<TraceFile>) -> Option<TraceFile> {
     trace.map(|mut part| {
         part.meta.sites = crate::callsite::sites();
+        part.meta.paths = crate::paths::all();
         part
     })
 }

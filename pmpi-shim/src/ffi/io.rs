@@ -13,7 +13,9 @@
 //!
 //! What the record leaves out:
 //! - the path: `File_open` and `File_delete` keep a hash of it
-//!   ([`Io::path_hash`]), which says which opens name one file;
+//!   ([`Io::path_hash`]), which says which opens name one file, and the
+//!   path itself only in the trace file's path table, where the run asks
+//!   for it (`RANKSCALE_IO_PATHS=1`);
 //! - the view's datatypes beyond their sizes and the filetype's extent;
 //! - the data representation and the info hints.
 //!
@@ -84,17 +86,52 @@ fn set_etype(key: usize, bytes: Option<i64>) {
     }
 }
 
-/// The path's hash; 0 for a null pointer (which MPI would refuse).
+/// A path argument of `File_open` or `File_delete`, while the call lasts:
+/// the hash the event records, and the bytes for the path table of a run
+/// that keeps its paths (`RANKSCALE_IO_PATHS=1`).
+pub(crate) struct PathArg<'a> {
+    /// FNV-1a of the path ([`Io::path_hash`]); 0 for a null pointer
+    /// (which MPI would refuse).
+    hash: u64,
+    /// The path, without a C terminator or Fortran's padding blanks.
+    bytes: &'a [u8],
+}
+
+impl<'a> PathArg<'a> {
+    /// The path `bytes`.
+    pub(crate) fn new(bytes: &'a [u8]) -> PathArg<'a> {
+        PathArg {
+            hash: Io::path_hash(bytes),
+            bytes,
+        }
+    }
+
+    /// A null path (which MPI would refuse): hash 0.
+    pub(crate) const NULL: PathArg<'static> = PathArg {
+        hash: 0,
+        bytes: &[],
+    };
+
+    /// The hash to record, noting the path where the run keeps paths.
+    pub(crate) fn recorded(&self, t: &Tracer) -> u64 {
+        if t.config.io_paths && self.hash != 0 {
+            crate::paths::note(self.hash, self.bytes);
+        }
+        self.hash
+    }
+}
+
+/// A C path argument.
 ///
 /// # Safety
 /// `path` must be null or a NUL-terminated string, as `File_open` and
-/// `File_delete` require.
-unsafe fn path_hash(path: *const c_char) -> u64 {
+/// `File_delete` require, that outlives the returned value (the call).
+unsafe fn path_arg<'a>(path: *const c_char) -> PathArg<'a> {
     if path.is_null() {
-        return 0;
+        return PathArg::NULL;
     }
     // SAFETY: guaranteed by the caller.
-    Io::path_hash(unsafe { CStr::from_ptr(path) }.to_bytes())
+    PathArg::new(unsafe { CStr::from_ptr(path) }.to_bytes())
 }
 
 /// Fills `File_open`: the communicator, the new file's id and size
@@ -105,14 +142,14 @@ pub(crate) fn fill_open(
     ev: &mut Event,
     comm_h: MPI_Comm,
     amode: c_int,
-    path: u64,
+    path: &PathArg,
     f: MPI_File,
 ) {
     bind_made_over(t, ev, comm_h, f.key(), Kind::File);
     set_etype(f.key(), None);
     ev.io = Some(Box::new(Io::Open {
         amode: amode_to_trace(amode),
-        path,
+        path: path.recorded(t),
     }));
 }
 
@@ -221,9 +258,9 @@ pub(crate) fn fill_access<C: Count>(
 type Cnt = c_int;
 
 entry!(MPI_File_open, PMPI_File_open, (comm_h: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_Info, fh: *mut MPI_File), |s| {
-    let path = path_hash(filename);
+    let path = path_arg(filename);
     let rc = PMPI_File_open(comm_h, filename, amode, info, fh);
-    s.record(Op::FileOpen, rc, |t, ev| fill_open(t, ev, comm_h, amode, path, *fh));
+    s.record(Op::FileOpen, rc, |t, ev| fill_open(t, ev, comm_h, amode, &path, *fh));
     rc
 });
 
@@ -235,10 +272,10 @@ entry!(MPI_File_close, PMPI_File_close, (fh: *mut MPI_File), |s| {
 });
 
 entry!(MPI_File_delete, PMPI_File_delete, (filename: *const c_char, info: MPI_Info), |s| {
-    let path = path_hash(filename);
+    let path = path_arg(filename);
     let rc = PMPI_File_delete(filename, info);
     // The path's hash as the call's value: the call names no open file.
-    s.record(Op::FileDelete, rc, |_, ev| ev.value = Some(path as i64));
+    s.record(Op::FileDelete, rc, |t, ev| ev.value = Some(path.recorded(t) as i64));
     rc
 });
 

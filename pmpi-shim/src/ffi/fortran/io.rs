@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::ffi::io::{
-    fill_access, fill_close, fill_handle, fill_open, fill_seek, fill_view, position,
+    PathArg, fill_access, fill_close, fill_handle, fill_open, fill_seek, fill_view, position,
 };
 use mpi_helpers::whence_to_trace;
 use trace::Io;
@@ -29,19 +29,20 @@ unsafe fn offset(p: P) -> i64 {
     unsafe { *p.cast::<i64>() }
 }
 
-/// The hash of a Fortran path argument of hidden length `len`, without
-/// the blanks Fortran pads it with.
+/// A Fortran path argument of hidden length `len`, without the blanks
+/// Fortran pads it with.
 ///
 /// # Safety
-/// `p` must be NULL or point to `len` bytes.
-unsafe fn f_path(p: P, len: P) -> u64 {
+/// `p` must be NULL or point to `len` bytes that outlive the returned
+/// value (the call).
+unsafe fn f_path<'a>(p: P, len: P) -> PathArg<'a> {
     if p.is_null() {
-        return 0;
+        return PathArg::NULL;
     }
     // SAFETY: guaranteed by the caller.
     let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>().cast_const(), len as usize) };
     let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
-    Io::path_hash(&bytes[..end])
+    PathArg::new(&bytes[..end])
 }
 
 fortran!(
@@ -55,7 +56,7 @@ fortran!(
         let rc = c.forward();
         let f = f_file(fh);
         c.record(Op::FileOpen, rc, |t, ev| {
-            fill_open(t, ev, cm, mode, path, f)
+            fill_open(t, ev, cm, mode, &path, f)
         });
     }
 );
@@ -75,7 +76,9 @@ fortran!(
     |c| {
         let path = f_path(filename, namelen);
         let rc = c.forward();
-        c.record(Op::FileDelete, rc, |_, ev| ev.value = Some(path as i64));
+        c.record(Op::FileDelete, rc, |t, ev| {
+            ev.value = Some(path.recorded(t) as i64)
+        });
     }
 );
 
