@@ -29,7 +29,7 @@ pub(super) fn assumptions(r: &Report, sizes: &[u64], target: u64) -> Vec<String>
         list(sizes)
     )];
     let grid = |d: &[u64]| d.iter().map(u64::to_string).collect::<Vec<_>>().join("x");
-    let grids: Vec<String> = r.topologies.iter().map(|t| grid(&t.dims)).collect();
+    let grids: Vec<String> = r.grids.iter().map(|d| grid(d)).collect();
     out.push(if r.dims.len() > 1 {
         format!(
             "it keeps the decomposition of the inputs: their grids {} (slowest dimension \

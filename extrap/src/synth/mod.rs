@@ -250,6 +250,10 @@ pub struct TimingChoice {
 pub struct Report {
     /// Each input's detected topology.
     pub topologies: Vec<Topology>,
+    /// Each input's process grid as the extrapolation reads it, slowest
+    /// dimension first: the detected topology's, or the plugin's grid
+    /// (NPB BT's 3x3 where the ranks' peers alone show a 1D ring of 9).
+    pub grids: Vec<Vec<u64>>,
     /// The target grid.
     pub dims: Vec<u64>,
     /// Whether each dimension wraps.
@@ -317,6 +321,7 @@ impl WallPrediction {
 impl Report {
     fn new(topologies: Vec<Topology>, dims: Vec<u64>, wraps: Vec<bool>) -> Report {
         Report {
+            grids: topologies.iter().map(|t| t.dims.clone()).collect(),
             topologies,
             dims,
             wraps,

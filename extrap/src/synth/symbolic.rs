@@ -509,6 +509,7 @@ fn fit_symbolic(
     let dims = grid(n);
     let wraps = vec![false; dims.len()];
     let mut report = Report::new(tops, dims.clone(), wraps);
+    report.grids = grids.clone();
     report
         .classes
         .push((plugin_class(plugin), RankList::range(0, n as u32)));
