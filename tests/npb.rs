@@ -796,7 +796,7 @@ type Refusal = (
 /// a message that names what does not fit, exit code 1, and no file.
 #[test]
 fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
-    let cases: [Refusal; 12] = [
+    let cases: [Refusal; 13] = [
         // Data-dependent Alltoallv counts, without --lossy.
         ("is", "S", &[4, 8, 16], 32, &[], "Alltoallv"),
         // Row and transpose partners that no grid position decides.
@@ -872,6 +872,11 @@ fn npb_codes_not_yet_extrapolated_are_refused_clearly() {
             "the values follow the grid's x size alone (75 at x=2, 35 at x=4), and the \
              inputs show 2 sizes of it",
         ),
+        // A 2-rank run of a 2D code is a 1x2 grid (its x exchange's call
+        // sites say which dimension it has), not another program; its
+        // ranks lack the y neighbours, so its classes are left out, and
+        // two shapes (2x2, 2x4) cannot tell a law in x from one in P.
+        ("lu", "S", &[2, 4, 8], 16, &[], "1x2 mesh"),
         // Pooled with the heights, the widths' edge counts verify (75, 35
         // and 15 at 2, 4 and 8), but exchange_3's 330*(floor(32/t) + 1)
         // has three unknowns over those three sizes, and exchange_4's

@@ -136,6 +136,10 @@ impl Layout {
 pub(crate) struct RankInfo {
     /// World-rank offsets of its point-to-point peers.
     pub peers: BTreeSet<i64>,
+    /// The same offsets with the call site that names each: which calls
+    /// exchange along which dimension, so that a smaller grid of fewer
+    /// dimensions can be placed among a larger one's ([`lift`]).
+    pub site_peers: BTreeSet<(u64, i64)>,
     /// Hash of its whole event sequence in location-independent form.
     pub stream: u64,
 }
@@ -167,7 +171,9 @@ pub(crate) fn rank_infos(trace: &MergedTrace) -> Result<(Vec<RankInfo>, Option<V
                 .flatten()
             {
                 if let Peer::Rank { world, .. } = peer {
-                    info.peers.insert(i64::from(world) - i64::from(r));
+                    let offset = i64::from(world) - i64::from(r);
+                    info.peers.insert(offset);
+                    info.site_peers.insert((ev.site, offset));
                 }
             }
             if ev.op == Op::CartCreate
@@ -407,6 +413,83 @@ fn displacement(rank: u64, offset: i64, dims: &[u64]) -> Option<(Vec<i64>, Vec<b
     Some((disp, wrap))
 }
 
+/// Which dimensions of `dims` each call site's exchanges move along, over
+/// every rank of `infos`.
+fn site_dims(infos: &[RankInfo], dims: &[u64]) -> BTreeMap<u64, BTreeSet<usize>> {
+    let mut out: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
+    for (r, info) in infos.iter().enumerate() {
+        for &(site, offset) in &info.site_peers {
+            if let Some((disp, _)) = displacement(r as u64, offset, dims) {
+                let along = out.entry(site).or_default();
+                along.extend(
+                    disp.iter()
+                        .enumerate()
+                        .filter(|(_, d)| **d != 0)
+                        .map(|(i, _)| i),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A grid of fewer dimensions than `like`'s, read as `like`'s number of
+/// dimensions with the missing ones of size 1: NPB LU's 2 ranks are a 1x2
+/// grid among 2x2 and 2x4, whose peers alone show a ring of 2. Where the
+/// size-1 dimensions go is read from the call sites: each of `low`'s sites
+/// must exchange along the same dimensions as in `like` (the x exchange
+/// stays the x exchange). Rank numbers are unchanged (size-1 dimensions
+/// do not move a row-major order). `None` unless exactly one placement
+/// agrees with `like` on at least one shared site.
+pub(crate) fn lift(
+    low: &Topology,
+    low_infos: &[RankInfo],
+    like: &Topology,
+    like_infos: &[RankInfo],
+) -> Option<Topology> {
+    let d = like.dims.len();
+    let k = low.dims.len();
+    if k >= d || low.cart.is_some() {
+        return None;
+    }
+    let want = site_dims(like_infos, &like.dims);
+    let mut found: Option<Vec<usize>> = None;
+    // Every order-keeping placement of low's k dimensions among d.
+    for mask in 0u32..(1 << d) {
+        if mask.count_ones() as usize != k {
+            continue;
+        }
+        let at: Vec<usize> = (0..d).filter(|i| mask & (1 << i) != 0).collect();
+        let mut dims = vec![1u64; d];
+        for (j, &i) in at.iter().enumerate() {
+            dims[i] = low.dims[j];
+        }
+        let have = site_dims(low_infos, &dims);
+        let shared: Vec<_> = have.keys().filter(|s| want.contains_key(s)).collect();
+        if !shared.is_empty() && shared.iter().all(|s| have[*s] == want[*s]) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(at);
+        }
+    }
+    let at = found?;
+    let mut t = Topology {
+        dims: vec![1; d],
+        wraps: vec![false; d],
+        reach: vec![0; d],
+        groups: low.groups.clone(),
+        critical: low.critical.clone(),
+        cart: None,
+    };
+    for (j, &i) in at.iter().enumerate() {
+        t.dims[i] = low.dims[j];
+        t.wraps[i] = low.wraps[j];
+        t.reach[i] = low.reach[j];
+    }
+    Some(t)
+}
+
 /// Detects the topology of a trace from its ranks' peers.
 pub fn detect(trace: &MergedTrace) -> Result<Topology, Error> {
     let (infos, cart) = rank_infos(trace)?;
@@ -600,13 +683,22 @@ fn explain(infos: &[RankInfo], dims: &[u64], min_share: f64) -> Result<(Topology
 mod tests {
     use super::*;
 
-    /// Rank infos of a row-major stencil with nearest neighbours.
+    /// Rank infos of a row-major stencil with nearest neighbours, the
+    /// exchange along dimension `i` made at call site `100 + i`.
     fn stencil(dims: &[u64], torus: bool) -> Vec<RankInfo> {
+        let sites: Vec<u64> = (0..dims.len() as u64).map(|i| 100 + i).collect();
+        stencil_at(dims, torus, &sites)
+    }
+
+    /// [`stencil`] with the exchange along dimension `i` made at call
+    /// site `sites[i]`.
+    fn stencil_at(dims: &[u64], torus: bool, sites: &[u64]) -> Vec<RankInfo> {
         let p: u64 = dims.iter().product();
         (0..p)
             .map(|r| {
                 let c = coords(r, dims);
                 let mut peers = BTreeSet::new();
+                let mut site_peers = BTreeSet::new();
                 for i in 0..dims.len() {
                     for s in [-1i64, 1] {
                         let mut q = c.clone();
@@ -619,12 +711,44 @@ mod tests {
                         let o = rank_at(&q, dims) as i64 - r as i64;
                         if o != 0 {
                             peers.insert(o);
+                            site_peers.insert((sites[i], o));
                         }
                     }
                 }
-                RankInfo { peers, stream: 0 }
+                RankInfo {
+                    peers,
+                    site_peers,
+                    stream: 0,
+                }
             })
             .collect()
+    }
+
+    /// A 2-rank input of a 2D code is read as 1x2 or 2x1 by which call
+    /// site it exchanges at: the x exchange (site 101 in the 2D grids,
+    /// the fastest dimension) makes it 1x2, the y exchange 2x1. Without a
+    /// site in common, or where a placement cannot be told, it is not
+    /// lifted (and the inputs are refused as different grids).
+    #[test]
+    fn a_smaller_grid_of_fewer_dimensions_is_placed_by_its_call_sites() {
+        let like_infos = stencil(&[2, 2], false);
+        let like = detect_from(&like_infos, None).unwrap();
+        let lifted = |site: u64| {
+            let infos = stencil_at(&[2], false, &[site]);
+            let low = detect_from(&infos, None).unwrap();
+            assert_eq!(low.dims, [2]);
+            lift(&low, &infos, &like, &like_infos).map(|t| t.dims)
+        };
+        assert_eq!(lifted(101), Some(vec![1, 2]));
+        assert_eq!(lifted(100), Some(vec![2, 1]));
+        assert_eq!(lifted(7), None, "no call site in common");
+        // A 2x2x2 grid read by a 4-rank input exchanging along y and x.
+        let cube = stencil(&[2, 2, 2], false);
+        let like3 = detect_from(&cube, None).unwrap();
+        let infos = stencil_at(&[2, 2], false, &[101, 102]);
+        let low = detect_from(&infos, None).unwrap();
+        let t = lift(&low, &infos, &like3, &cube).unwrap();
+        assert_eq!((t.dims, t.reach), (vec![1, 2, 2], vec![0, 1, 1]));
     }
 
     #[test]

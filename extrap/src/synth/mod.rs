@@ -945,7 +945,31 @@ impl Observed {
                 seen.add(i)?;
             }
         }
+        seen.lift_small_grids();
         Ok(seen)
+    }
+
+    /// Reads an input's grid of fewer dimensions than the others' as one
+    /// of theirs with dimensions of size 1 ([`topology::lift`]), placed by
+    /// the smallest input of the most dimensions: a 2-rank input of a 2D
+    /// code is a 1x2 (or 2x1) grid, not another program.
+    fn lift_small_grids(&mut self) {
+        let d = self.tops.iter().map(|t| t.dims.len()).max().unwrap_or(0);
+        let Some(like) = self.tops.iter().position(|t| t.dims.len() == d) else {
+            return;
+        };
+        for k in 0..self.tops.len() {
+            if self.tops[k].dims.len() < d
+                && let Some(t) = topology::lift(
+                    &self.tops[k],
+                    &self.infos[k],
+                    &self.tops[like],
+                    &self.infos[like],
+                )
+            {
+                self.tops[k] = t;
+            }
+        }
     }
 
     /// One input as traced: its ranks' summaries and topology. An input
@@ -1650,6 +1674,7 @@ fn stream_info(st: &Stream) -> RankInfo {
                 && v < SYMBOL
             {
                 info.peers.insert(v);
+                info.site_peers.insert((e.shape.site(), v));
             }
         }
     }
