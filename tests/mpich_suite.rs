@@ -109,6 +109,7 @@ const SLICE: &[&str] = &[
     "rma/lockopts 2",
     "rma/fetchandadd 7",
     "rma/win_dynamic_acc 4",
+    "rma/win_dynamic_rma_flush_get 2 -count=9216 -op=put",
     "rma/linked_list_fop 4",
     "rma/strided_getacc_indexed 4",
     "rma/win_shared 4",
@@ -122,10 +123,16 @@ const SLICE: &[&str] = &[
     "io/i_noncontig_coll 2",
 ];
 
-/// Programs of the slice that fail a stage today: open tracer gaps of
-/// issue 39, by MPI (`*`: both), label and reason. Each must still fail.
+/// Programs of the slice that fail a stage today, by MPI (`*`: both),
+/// label and reason: open tracer gaps, or a library's own failure of a
+/// program the slice keeps for the other library. Each must still fail.
 /// (On Open MPI 4.1 the MPI-4 programs do not build and are not run.)
-const KNOWN: &[(&str, &str, &str)] = &[];
+const KNOWN: &[(&str, &str, &str)] = &[(
+    "openmpi",
+    "rma/win_dynamic_rma_flush_get 2 -count=9216 -op=put",
+    "Open MPI 4.1 refuses, untraced, a put across two adjacent attached regions; on MPICH \
+     it is the regression test of replay's adjacent regions",
+)];
 
 /// Seconds a run may take unless its testlist line says `timeLimit=`.
 const TIMEOUT_S: u64 = 60;

@@ -378,8 +378,9 @@ impl Replayer<'_> {
 
     /// The target rank, displacement, count and datatype of an operation
     /// whose origin transfer is `t`: a dynamic window's displacement is
-    /// the start of the memory the target attached last (or of its landing
-    /// region, [`LANDING`]) plus the recorded offset.
+    /// the start of the attached memory that the target's last region
+    /// continues (or of its landing region, [`LANDING`]) plus the recorded
+    /// offset.
     fn target(
         &mut self,
         e: &Event,
@@ -845,6 +846,17 @@ impl Replayer<'_> {
         let bytes = usize::try_from(scaled.max(1)).context("attached size")?;
         let w = self.win(e)?;
         let mem = attach_memory(w, bytes);
+        // The origins aim at the start of the attached memory that this
+        // region continues: an access that spans adjacent regions (one
+        // array attached in halves) then stays inside attached memory.
+        let mut start = mem as usize;
+        while let Some(&(a, _)) = w
+            .attached
+            .iter()
+            .find(|&&(a, n)| a + (n.max(1) as usize).div_ceil(16) * 16 == start)
+        {
+            start = a;
+        }
         check(
             // SAFETY: `mem` points to `bytes` bytes of the window's arena,
             // which stays in the window's table (its heap blocks in place)
@@ -863,7 +875,7 @@ impl Replayer<'_> {
             // window of replay's own; the store happens inside it.
             unsafe {
                 check(PMPI_Win_lock(LOCK_EXCLUSIVE, me, 0, *board), "MPI_Win_lock")?;
-                **slot = mem as MPI_Aint;
+                **slot = start as MPI_Aint;
                 check(PMPI_Win_unlock(me, *board), "MPI_Win_unlock")?;
             }
         }
@@ -1048,23 +1060,22 @@ const LANDING: usize = 1 << 16;
 const ARENA_BLOCK: usize = 1 << 16;
 
 /// Memory of `bytes` bytes to attach to dynamic window `w`: carved, 16-byte
-/// aligned, from the window's current block when it is small, so that
-/// consecutive small regions share pages as the application's `malloc`
-/// gave them. Open MPI merges attached regions that share a page and
-/// allows 64 regions; a linked list of 16-byte elements, each in a heap
-/// block of its own, failed in `MPI_Win_attach` (MPICH's test suite,
-/// rma/linked_list_bench_lock_all).
+/// aligned, from the window's current block, so that regions attached one
+/// after the other lie one after the other, as an application's adjacent
+/// regions do. Applications rely on that: MPICH's
+/// `rma/win_dynamic_rma_flush_get` attaches the two halves of one array
+/// and puts 9,216 ints across both, which in regions of their own ran past
+/// the first one's heap block and corrupted replay's heap. Open MPI merges
+/// attached regions that share a page and allows 64 regions; a linked list
+/// of 16-byte elements, each in a heap block of its own, failed in
+/// `MPI_Win_attach` (rma/linked_list_bench_lock_all). A new block holds
+/// [`ARENA_BLOCK`] bytes or twice the region, whichever is more: room for
+/// the next region of the same size beside it.
 fn attach_memory(w: &mut Window, bytes: usize) -> *mut u8 {
     let need = bytes.div_ceil(16) * 16;
-    if need > ARENA_BLOCK / 4 {
-        w.arena.push(vec![0u8; bytes]);
-        let last = w.arena.len() - 1;
-        // A block of its own; the carving goes on in a fresh block.
-        w.arena_used = ARENA_BLOCK;
-        return w.arena[last].as_mut_ptr();
-    }
-    if w.arena.is_empty() || w.arena_used + need > ARENA_BLOCK {
-        w.arena.push(vec![0u8; ARENA_BLOCK]);
+    let room = w.arena.last().map_or(0, Vec::len);
+    if w.arena.is_empty() || w.arena_used + need > room {
+        w.arena.push(vec![0u8; ARENA_BLOCK.max(2 * need)]);
         w.arena_used = 0;
     }
     let last = w.arena.len() - 1;
