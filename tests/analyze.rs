@@ -1047,7 +1047,19 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
                 assert_eq!(1 + at, 10 + r.abs_diff(4), "{imp} rank {r}: {row:?}");
                 assert!(max > 70e6, "{imp} rank {r}: {row:?}");
             } else {
-                assert!(max < 40e6, "{imp} rank {r} waited: {row:?}");
+                // No wait of the wave's size anywhere (the delay is 100 ms),
+                // and none at all where the wave would reach the rank. A
+                // noise peak of the oversubscribed machine elsewhere is not
+                // the wave: 63.6 ms once on the delaying rank 4 in its
+                // second iteration (Open MPI, 16 ranks on 2 cores, CI).
+                assert!(max < 70e6, "{imp} rank {r} waited: {row:?}");
+                let wave = 10 + r.abs_diff(4);
+                if let Some(&t) = row.get(wave - 1) {
+                    assert!(
+                        t < 40e6,
+                        "{imp} rank {r} waited in iteration {wave}: {row:?}"
+                    );
+                }
             }
         }
         let d = desync::analyze(&warm, &desync::Options::for_reports()).unwrap();
