@@ -337,10 +337,7 @@ MPI-IO per call site (all ranks; MB/s: the calling ranks' bytes over their mean 
             "files: their paths were not kept (a run with RANKSCALE_IO_PATHS=1 keeps them)"
         )?;
     }
-    for (hash, path) in &file.meta.paths {
-        writeln!(out, "file {hash:x}: {path}")?;
-    }
-    Ok(())
+    crate::structure::write_paths(&file.meta, out)
 }
 
 /// The point-to-point matrix in bytes: in full up to 32 ranks, else the

@@ -258,6 +258,16 @@ pub(crate) fn write_lost(t: &trace::MergedTrace, out: &mut impl Write) -> Result
     Ok(())
 }
 
+/// Writes the file paths a run kept (`RANKSCALE_IO_PATHS=1`), one line
+/// each, under the hash the MPI-IO events print (`file=MODE/HASH`):
+/// `show` and `stats` name the files alike.
+pub(crate) fn write_paths(m: &trace::Meta, out: &mut impl Write) -> Result<(), Error> {
+    for (hash, path) in &m.paths {
+        writeln!(out, "file {hash:x}: {path}")?;
+    }
+    Ok(())
+}
+
 /// Writes the text form: the file's metadata, then the loop tree, one node
 /// per line with its ranks, parameters and timing.
 pub fn write_text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result<(), Error> {
@@ -294,10 +304,7 @@ pub fn write_text(file: &TraceFile, path: &Path, out: &mut impl Write) -> Result
     for a in &m.assumptions {
         writeln!(out, "assumes: {a}")?;
     }
-    // The hash is the one the MPI-IO events print (`file=MODE/HASH`).
-    for (hash, path) in &m.paths {
-        writeln!(out, "file {hash:x}: {path}")?;
-    }
+    write_paths(m, out)?;
     writeln!(
         out,
         "wall {:.3} s (rank 0), merge {:.1} ms",

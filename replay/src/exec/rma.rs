@@ -849,12 +849,16 @@ impl Replayer<'_> {
         // The origins aim at the start of the attached memory that this
         // region continues: an access that spans adjacent regions (one
         // array attached in halves) then stays inside attached memory.
-        let mut start = mem as usize;
-        while let Some(&(a, _)) = w
+        // One map of the regions by where their carving ends, so that the
+        // walk back costs one lookup per region, not a scan of all of them
+        // (a linked list attaches thousands of 16-byte elements).
+        let by_end: HashMap<usize, usize> = w
             .attached
             .iter()
-            .find(|&&(a, n)| a + (n.max(1) as usize).div_ceil(16) * 16 == start)
-        {
+            .map(|&(a, n)| (a + carved(n.max(1) as usize), a))
+            .collect();
+        let mut start = mem as usize;
+        while let Some(&a) = by_end.get(&start) {
             start = a;
         }
         check(
@@ -1072,7 +1076,7 @@ const ARENA_BLOCK: usize = 1 << 16;
 /// [`ARENA_BLOCK`] bytes or twice the region, whichever is more: room for
 /// the next region of the same size beside it.
 fn attach_memory(w: &mut Window, bytes: usize) -> *mut u8 {
-    let need = bytes.div_ceil(16) * 16;
+    let need = carved(bytes);
     let room = w.arena.last().map_or(0, Vec::len);
     if w.arena.is_empty() || w.arena_used + need > room {
         w.arena.push(vec![0u8; ARENA_BLOCK.max(2 * need)]);
@@ -1082,6 +1086,12 @@ fn attach_memory(w: &mut Window, bytes: usize) -> *mut u8 {
     let at = w.arena_used;
     w.arena_used += need;
     w.arena[last][at..].as_mut_ptr()
+}
+
+/// The bytes [`attach_memory`] carves for a region of `bytes` bytes: the
+/// next region starts this far after it.
+fn carved(bytes: usize) -> usize {
+    bytes.div_ceil(16) * 16
 }
 
 /// The address of the memory rank `t` attached to a dynamic window, from
