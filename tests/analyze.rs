@@ -1038,21 +1038,29 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
         // first message.
         let warm: Vec<Vec<f64>> = steps.t.iter().map(|row| row[1..].to_vec()).collect();
         for (r, row) in warm.iter().enumerate() {
-            let (at, &max) = row
-                .iter()
-                .enumerate()
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .unwrap();
             if waited(r) {
+                let (at, &max) = row
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| a.1.total_cmp(b.1))
+                    .unwrap();
                 assert_eq!(1 + at, 10 + r.abs_diff(4), "{imp} rank {r}: {row:?}");
                 assert!(max > 70e6, "{imp} rank {r}: {row:?}");
             } else {
-                // No wait of the wave's size anywhere (the delay is 100 ms),
-                // and none at all where the wave would reach the rank. A
-                // noise peak of the oversubscribed machine elsewhere is not
-                // the wave: 63.6 ms once on the delaying rank 4 in its
-                // second iteration (Open MPI, 16 ranks on 2 cores, CI).
-                assert!(max < 70e6, "{imp} rank {r} waited: {row:?}");
+                // No wait of the wave's size (the delay is 100 ms) once the
+                // wave has started, and none at all where the wave would
+                // reach the rank. The iterations before it are start-up,
+                // not the wave: a noise peak of the oversubscribed machine
+                // stood there twice in CI, in the second iteration (Open
+                // MPI, 16 ranks on 2 cores): 63.6 ms on the delaying rank
+                // 4, and 73.8 ms on rank 15.
+                for (j, &t) in row.iter().enumerate().skip(9) {
+                    assert!(
+                        t < 70e6,
+                        "{imp} rank {r} waited in iteration {}: {row:?}",
+                        j + 1
+                    );
+                }
                 let wave = 10 + r.abs_diff(4);
                 if let Some(&t) = row.get(wave - 1) {
                     assert!(
