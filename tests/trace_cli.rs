@@ -190,6 +190,7 @@ fn file_paths_are_kept_only_when_the_run_asks() {
     let expand =
         |p: &Path| text(&rankscale(&["show", "--expand", "3", &p.display().to_string()]).stdout);
     let open = format!("/{fnv:x}");
+    let param = format!("file.path={fnv:x}");
     for p in [&plain, &kept] {
         let x = expand(p);
         assert!(
@@ -197,6 +198,16 @@ fn file_paths_are_kept_only_when_the_run_asks() {
                 .any(|l| l.contains("File_open") && l.contains(&open)),
             "{x}"
         );
+        // `show` names it in the same hex, in the opens and the delete.
+        let shown = out("show", p);
+        for op in ["File_open", "File_delete"] {
+            assert!(
+                shown
+                    .lines()
+                    .any(|l| l.trim_start().starts_with(op) && l.contains(&param)),
+                "no {op} with {param} in {shown}"
+            );
+        }
     }
 }
 

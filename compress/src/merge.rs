@@ -543,14 +543,8 @@ pub fn traces(one: MergedTrace, other: MergedTrace) -> MergedTrace {
 /// metadata is `one`'s.
 pub fn files(one: TraceFile, other: TraceFile) -> TraceFile {
     let mut meta = one.meta;
-    for (mine, theirs) in [
-        (&mut meta.sites, other.meta.sites),
-        (&mut meta.paths, other.meta.paths),
-    ] {
-        mine.extend(theirs);
-        mine.sort_unstable();
-        mine.dedup_by_key(|s| s.0);
-    }
+    trace::file::unite_labels(&mut meta.sites, other.meta.sites);
+    trace::file::unite_labels(&mut meta.paths, other.meta.paths);
     meta.partial.extend(other.meta.partial);
     meta.partial.sort_by_key(|p| p.rank);
     let mut timelines = one.timelines;

@@ -50,6 +50,11 @@ fn value_text(name: &str, v: i64) -> String {
     if matches!(name, "color" | "key") && v == RANK_SELF {
         return "rank".into();
     }
+    if name == "file.path" {
+        // The hash in hex, as the path table and the expanded events
+        // print it, so that a reader finds the one from the other.
+        return format!("{:x}", v as u64);
+    }
     v.to_string()
 }
 
@@ -350,6 +355,11 @@ fn node_text(
                 // A local peer equal to the world peer (MPI_COMM_WORLD).
                 let same_as_peer =
                     name.ends_with(".local") && i > 0 && same_param(p, &e.params()[i - 1]);
+                // `File_delete` records its path's hash as its value.
+                let name = match (s.op(), *name) {
+                    (trace::Op::FileDelete, "value") => "file.path",
+                    (_, name) => name,
+                };
                 if !is_quiet(s.op(), name, p) && !same_as_peer {
                     parts.push(format!("{name}={}", param_text(name, p, e.ranks())));
                 }

@@ -963,9 +963,9 @@ pub enum Rma {
     /// window the data lands, and the target datatype.
     Target {
         /// The target displacement, in the window's displacement units
-        /// (of a dynamic window: an address on the target, made relative to
-        /// the first address attached there, so that it is the same number
-        /// from run to run).
+        /// (of a dynamic window 0: its displacements are addresses on the
+        /// target, which differ from run to run and mean nothing to
+        /// replay).
         disp: i64,
         /// The target count.
         count: i64,

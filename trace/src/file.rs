@@ -383,6 +383,16 @@ pub fn site_text(labels: &std::collections::HashMap<u64, &str>, site: u64) -> St
     }
 }
 
+/// Adds `more` to a table of labels by hash ([`Meta::sites`],
+/// [`Meta::paths`]), keeping it sorted with one label per hash: merging
+/// ranks and extrapolating from inputs unite their tables alike. Hashes
+/// are of the labels themselves, so two labels of one hash are the same.
+pub fn unite_labels(table: &mut Vec<(u64, String)>, more: impl IntoIterator<Item = (u64, String)>) {
+    table.extend(more);
+    table.sort_unstable();
+    table.dedup_by_key(|s| s.0);
+}
+
 /// What [`site_text`] says for a call whose trace has no call site.
 pub const NO_SITE: &str = "(no call site in the trace)";
 

@@ -1616,12 +1616,10 @@ fn target_meta(
         // Every input's: a file the target opens is one some input opened
         // too, or its path was never seen.
         paths: {
-            let mut p: Vec<_> = inputs
-                .iter()
-                .flat_map(|i| i.file.meta.paths.clone())
-                .collect();
-            p.sort_unstable();
-            p.dedup_by_key(|x| x.0);
+            let mut p = Vec::new();
+            for i in inputs {
+                trace::file::unite_labels(&mut p, i.file.meta.paths.iter().cloned());
+            }
             p
         },
     };

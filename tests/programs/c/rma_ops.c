@@ -60,12 +60,15 @@
  *     (MPICH with MPIR_CVAR_NOLOCAL=1, the launch setting of these tests,
  *     puts every rank on a node of its own; Open MPI puts all on one.)
  *  E. Dynamic: MPI_Win_create_dynamic; MPI_Win_attach of 4 ints
- *     d[i] = 100 rank + i; MPI_Get_address of them, MPI_Allgather of the
- *     addresses (MPI_AINT); MPI_Win_fence(0); MPI_Put of 10 rank + 9 to
- *     right's d[1] and MPI_Get of left's d[2] (target displacement
- *     address + offset); MPI_Win_fence(MPI_MODE_NOSUCCEED);
- *     checked d[1] = 10 left + 9, the get 100 left + 2; MPI_Win_detach;
- *     MPI_Win_free.
+ *     d[i] = 100 rank + i, and of BIG ints (128 KiB: more than replay's
+ *     64 KiB landing region, so replay aims at the attached memory);
+ *     MPI_Get_address of both, MPI_Allgather of the addresses (2
+ *     MPI_AINT per rank); MPI_Win_fence(0); MPI_Put of 10 rank + 9 to
+ *     right's d[1], MPI_Get of left's d[2], and MPI_Put of PUT_BIG ints
+ *     7 rank + i to right's big[4 + i] (target displacement address +
+ *     offset); MPI_Win_fence(MPI_MODE_NOSUCCEED); checked d[1] =
+ *     10 left + 9, the get 100 left + 2, big[4 + i] = 7 left + i;
+ *     MPI_Win_detach of both; MPI_Win_free.
  *
  * SPMD: every rank makes the same calls.
  * Per-rank calls:
@@ -74,15 +77,15 @@
  *     Waitall 1;
  *   one-sided: Win_create 1, Win_allocate 1,
  *     Win_allocate_shared 1, Win_create_dynamic 1, Win_free 4,
- *     Win_shared_query 1, Win_attach 1, Win_detach 1, Win_fence 4,
+ *     Win_shared_query 1, Win_attach 2, Win_detach 2, Win_fence 4,
  *     Win_post 2, Win_start 2, Win_complete 2, Win_wait 1, Win_test >= 1,
  *     Win_lock 3, Win_unlock 3, Win_lock_all 2, Win_unlock_all 2,
  *     Win_flush 2, Win_flush_all 1, Win_flush_local 1,
- *     Win_flush_local_all 1, Win_sync 3, Put 4, Get 6, Accumulate 3,
+ *     Win_flush_local_all 1, Win_sync 3, Put 5, Get 6, Accumulate 3,
  *     Get_accumulate 1, Fetch_and_op 1, Compare_and_swap 1, Rput 1,
  *     Rget 1, Raccumulate 1, Rget_accumulate 1;
  *   without detail: Comm_rank 2, Comm_size 2, Comm_group 1, Group_incl 2,
- *     Group_free 3, Get_address 1.
+ *     Group_free 3, Get_address 2.
  *
  * Open MPI 4.1.4 passes with Debian's default one-sided components (osc =
  * ^ucx,pt2pt in openmpi-mca-params.conf, leaving osc rdma, and osc sm for
@@ -258,32 +261,45 @@ int main(int argc, char **argv)
     MPI_Comm_free(&node);
 
     /* ---- E. MPI_Win_create_dynamic, attach ---- */
+    enum { BIG = 32768, PUT_BIG = 24576 };
     int *d = malloc(4 * sizeof *d);
-    MPI_Aint *addr = malloc((size_t)np * sizeof *addr);
-    CHECK(d && addr, "out of memory");
+    int *big = calloc(BIG, sizeof *big);
+    int *src = malloc(PUT_BIG * sizeof *src);
+    MPI_Aint *addr = malloc(2 * (size_t)np * sizeof *addr);
+    CHECK(d && big && src && addr, "out of memory");
     for (int i = 0; i < 4; i++) d[i] = 100 * rank + i;
+    for (int i = 0; i < PUT_BIG; i++) src[i] = 7 * rank + i;
     MPI_Win_create_dynamic(MPI_INFO_NULL, world, &win);
     MPI_Win_attach(win, d, 4 * (MPI_Aint)sizeof(int));
-    MPI_Aint mine_addr;
-    MPI_Get_address(d, &mine_addr);
-    MPI_Allgather(&mine_addr, 1, MPI_AINT, addr, 1, MPI_AINT, world);
+    MPI_Win_attach(win, big, BIG * (MPI_Aint)sizeof(int));
+    MPI_Aint mine_addr[2];
+    MPI_Get_address(d, &mine_addr[0]);
+    MPI_Get_address(big, &mine_addr[1]);
+    MPI_Allgather(mine_addr, 2, MPI_AINT, addr, 2, MPI_AINT, world);
     put = 10 * rank + 9;
     got = -1;
     MPI_Win_fence(0, win);
     /* (Plain sums, not MPI_Aint_add: a macro in Open MPI's mpi.h, a call
      * in MPICH's, and the calls should be the same on both.) */
-    MPI_Put(&put, 1, MPI_INT, right, addr[right] + (MPI_Aint)sizeof(int), 1, MPI_INT, win);
-    MPI_Get(&got, 1, MPI_INT, left, addr[left] + 2 * (MPI_Aint)sizeof(int), 1, MPI_INT, win);
+    MPI_Put(&put, 1, MPI_INT, right, addr[2 * right] + (MPI_Aint)sizeof(int), 1, MPI_INT, win);
+    MPI_Get(&got, 1, MPI_INT, left, addr[2 * left] + 2 * (MPI_Aint)sizeof(int), 1, MPI_INT, win);
+    MPI_Put(src, PUT_BIG, MPI_INT, right, addr[2 * right + 1] + 4 * (MPI_Aint)sizeof(int),
+            PUT_BIG, MPI_INT, win);
     MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
     CHECK(d[1] == 10 * left + 9, "dynamic: put delivered %d", d[1]);
     CHECK(got == 100 * left + 2, "dynamic: get read %d", got);
+    for (int i = 0; i < PUT_BIG; i++)
+        CHECK(big[4 + i] == 7 * left + i, "dynamic: big put delivered %d at %d", big[4 + i], i);
     MPI_Win_detach(win, d);
+    MPI_Win_detach(win, big);
     MPI_Win_free(&win);
 
     if (rank == 0) printf("rma_ops: %d ranks: ok\n", np);
     free(tickets);
     free(seen);
     free(d);
+    free(big);
+    free(src);
     free(addr);
     MPI_Finalize();
     return 0;
