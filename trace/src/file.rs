@@ -385,8 +385,9 @@ pub fn site_text(labels: &std::collections::HashMap<u64, &str>, site: u64) -> St
 
 /// Adds `more` to a table of labels by hash ([`Meta::sites`],
 /// [`Meta::paths`]), keeping it sorted with one label per hash: merging
-/// ranks and extrapolating from inputs unite their tables alike. Hashes
-/// are of the labels themselves, so two labels of one hash are the same.
+/// ranks and extrapolating from inputs unite their tables alike. A hash
+/// names one label in every run of a program (a call site's signature, a
+/// path's FNV-1a hash), so the first entry of a hash stands for all.
 pub fn unite_labels(table: &mut Vec<(u64, String)>, more: impl IntoIterator<Item = (u64, String)>) {
     table.extend(more);
     table.sort_unstable();
