@@ -1617,9 +1617,10 @@ fn target_meta(
         // too, or its path was never seen.
         paths: {
             let mut p = Vec::new();
-            for i in inputs {
-                trace::file::unite_labels(&mut p, i.file.meta.paths.iter().cloned());
-            }
+            let all = inputs
+                .iter()
+                .flat_map(|i| i.file.meta.paths.iter().cloned());
+            trace::file::unite_labels(&mut p, all);
             p
         },
     };
