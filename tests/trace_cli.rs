@@ -66,12 +66,16 @@ fn size(p: &Path) -> u64 {
 /// structure whatever the ranks and iterations: the same call nodes, loops
 /// and parameter variants at 4 and 64 ranks and at 100 and 1,000
 /// iterations, since a block's offset is stored relative to the rank's
-/// block. What grows is timing. Measured (2026-12-06, reservoirs off):
-/// 1,562 to 1,639 bytes (+4.9 %) from 100 to 1,000 iterations, 1,558 to
-/// 1,801 bytes (+15.6 %) from 4 to 64 ranks, nearly all of it the start-up
-/// gap before the first call, which differs by rank on a shared machine
-/// (timing by ranks, as for the stencil below). The bounds leave room for
-/// that noise; the structure must not move at all.
+/// block; and its size (the median of three runs) grows at most 5 % from
+/// 100 to 1,000 iterations and 10 % from 4 to 64 ranks (issue 36's
+/// bounds). What grows is timing: the
+/// start-up gap before the first calls, which differs by rank on a shared
+/// machine (timing by ranks, as for the stencil below), and the bins of
+/// the distributions that hold the run's time (the others are one bin in
+/// a file, `trace::timing::NEGLIGIBLE_SHARE`). Measured (2026-12-07, Open
+/// MPI, reservoirs off, six runs at each size): 1,405 to 1,458 bytes at 4
+/// ranks, 1,460 to 1,558 at 64 (+0.1 to +7.7 % run by run); 1,431 and
+/// 1,466 at 1,000 iterations. The structure must not move at all.
 #[test]
 fn checkpoint_trace_structure_is_flat_in_ranks_and_iterations() {
     if !mpis().contains(&"openmpi") {
@@ -79,8 +83,8 @@ fn checkpoint_trace_structure_is_flat_in_ranks_and_iterations() {
     }
     let dir = scratch("io-size");
     let data = dir.join("ckpt.dat").display().to_string();
-    let file = |np: usize, it: u32| -> PathBuf {
-        let f = dir.join(format!("ckpt.{np}.{it}.trace"));
+    let file = |np: usize, it: u32, run: u32| -> PathBuf {
+        let f = dir.join(format!("ckpt.{np}.{it}.{run}.trace"));
         trace_program_k(
             np,
             "io_checkpoint",
@@ -90,7 +94,20 @@ fn checkpoint_trace_structure_is_flat_in_ranks_and_iterations() {
         );
         f
     };
-    let (a, b, c) = (file(4, 100), file(4, 1000), file(64, 100));
+    // Three runs of each: a size is a sample of the timing's noise, and
+    // the bounds are on the median run.
+    let median = |np: usize, it: u32| -> (PathBuf, f64) {
+        let mut runs: Vec<(u64, PathBuf)> = (0..3)
+            .map(|run| {
+                let f = file(np, it, run);
+                (size(&f), f)
+            })
+            .collect();
+        runs.sort();
+        let (bytes, f) = runs.swap_remove(1);
+        (f, bytes as f64)
+    };
+    let ((a, sa), (b, sb), (c, sc)) = (median(4, 100), median(4, 1000), median(64, 100));
     let structure = |p: &Path| {
         let out = rankscale(&["stats", &p.display().to_string()]);
         let t = text(&out.stdout);
@@ -128,15 +145,11 @@ fn checkpoint_trace_structure_is_flat_in_ranks_and_iterations() {
     );
     assert_eq!(structure(&a), structure(&b), "100 vs 1000 iterations");
     assert_eq!(structure(&a), structure(&c), "4 vs 64 ranks");
-    let s = |p: &PathBuf| size(p) as f64;
     eprintln!(
-        "checkpoint writer: 4 ranks 100 iterations {} B, 1000 iterations {} B, 64 ranks {} B",
-        s(&a),
-        s(&b),
-        s(&c)
+        "checkpoint writer, median of 3: 4 ranks 100 iterations {sa} B, 1000 iterations {sb} B, 64 ranks {sc} B"
     );
-    assert!(s(&b) <= 1.1 * s(&a), "iterations: {} vs {}", s(&b), s(&a));
-    assert!(s(&c) <= 1.3 * s(&a), "ranks: {} vs {}", s(&c), s(&a));
+    assert!(sb <= 1.05 * sa, "iterations: {sb} vs {sa}");
+    assert!(sc <= 1.10 * sa, "ranks: {sc} vs {sa}");
     assert!(
         !dir.join("ckpt.dat").exists(),
         "the program deletes its file"

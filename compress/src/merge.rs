@@ -1221,6 +1221,19 @@ mod tests {
         m
     }
 
+    /// `m` as the file of a run of `world` ranks.
+    fn file_of(m: &MergedTrace, world: u32) -> TraceFile {
+        TraceFile {
+            meta: trace::Meta {
+                world_size: world,
+                ..trace::Meta::default()
+            },
+            trace: m.clone(),
+            timelines: Vec::new(),
+            series: Vec::new(),
+        }
+    }
+
     /// The mean computation before each of `rank`'s events, as its
     /// projection gives them (what replay and the simulator draw from).
     fn rank_means(m: &MergedTrace, rank: u32) -> Vec<f64> {
@@ -1294,15 +1307,7 @@ mod tests {
         };
         assert_eq!(groups(&m), groups(&other));
         // The file keeps them.
-        let file = trace::TraceFile {
-            meta: trace::Meta {
-                world_size: 4,
-                ..trace::Meta::default()
-            },
-            trace: m.clone(),
-            timelines: Vec::new(),
-            series: Vec::new(),
-        };
+        let file = file_of(&m, 4);
         let back = trace::TraceFile::from_bytes(&file.to_bytes().unwrap()).unwrap();
         assert_eq!(groups(&back.trace), groups(&m));
         // (The file stores statistics quantised, to 0.1 % here.)
@@ -1311,6 +1316,64 @@ mod tests {
                 assert!((a - b).abs() <= 0.002 * b, "rank {r}: {a} against {b}");
             }
         }
+    }
+
+    /// A trace file keeps a distribution of negligible time as one bin and
+    /// the ones that hold the run's time whole: twelve ranks spend 0.1 to
+    /// 3.2 us before each of 50 Barriers (four bins in memory, under a
+    /// thousandth of the run) and 1 to 1.55 s before Finalize.
+    #[test]
+    fn a_file_keeps_negligible_timing_as_one_bin_and_the_rest_whole() {
+        let all: Vec<i32> = (0..12).collect();
+        let m = timed_ranks(
+            12,
+            &all,
+            |r| 100 << (r % 6),
+            |r| 1_000_000_000 + 50_000_000 * r as u64,
+        );
+        let tf = file_of(&m, 12);
+        let back = trace::TraceFile::from_bytes(&tf.to_bytes().unwrap()).unwrap();
+        let wire = trace::TraceFile::from_wire(&tf.to_wire().unwrap()).unwrap();
+        let node = |t: &MergedTrace, op: Op| -> trace::PathTiming {
+            let mut found = None;
+            fn walk(ns: &[MNode], op: Op, found: &mut Option<trace::PathTiming>) {
+                for n in ns {
+                    match n {
+                        MNode::Event(e) if e.shape().op() == op => {
+                            *found = Some(e.timing().clone());
+                        }
+                        MNode::Loop(l) => walk(l.body(), op, found),
+                        _ => {}
+                    }
+                }
+            }
+            walk(t.nodes(), op, &mut found);
+            found.expect("the event is in the trace")
+        };
+        let (mem, file) = (node(&m, Op::Barrier), node(&back.trace, Op::Barrier));
+        let (mem, file) = (mem.steady().compute(), file.steady().compute());
+        assert_eq!(mem.histogram().bins().len(), 4, "{:?}", mem.histogram());
+        // The merge between ranks keeps every bin, and so does a rank's
+        // part of a job that `rankscale merge` merges later.
+        let part =
+            trace::TraceFile::from_bytes(&tf.to_bytes_with(trace::Packing::Part).unwrap()).unwrap();
+        for t in [&wire.trace, &part.trace] {
+            let kept = node(t, Op::Barrier);
+            assert_eq!(kept.steady().compute().histogram().bins().len(), 4);
+        }
+        assert_eq!(file.histogram().bins().len(), 1, "{:?}", file.histogram());
+        assert_eq!(file.stats().count(), mem.stats().count());
+        for (a, b) in [
+            (file.stats().mean(), mem.stats().mean()),
+            (file.stats().min() as f64, mem.stats().min() as f64),
+            (file.stats().max() as f64, mem.stats().max() as f64),
+        ] {
+            assert!((a - b).abs() <= 0.03 * b, "{a} against {b}");
+        }
+        let (mem, file) = (node(&m, Op::Finalize), node(&back.trace, Op::Finalize));
+        let (mem, file) = (mem.first().compute(), file.first().compute());
+        assert_eq!(mem.histogram().bins().len(), 2);
+        assert_eq!(file.histogram().bins().len(), 2);
     }
 
     /// Within a factor of two (after the floor) ranks are alike and the

@@ -783,11 +783,12 @@ impl Tracer {
         }
         part.trace.normalize();
         // A snapshot is written while the application runs (or is being
-        // killed): packed quickly, not as small as zlib can.
+        // killed): packed quickly, not as small as zlib can. Either kind of
+        // part keeps its timing whole for the merge that follows.
         let packing = if cause.is_some() {
             Packing::Fast
         } else {
-            Packing::Smallest
+            Packing::Part
         };
         part.write_with(&path, packing).map_err(|e| e.to_string())?;
         Ok(path)

@@ -13,6 +13,11 @@
 //! names, so the payload is small before compression; zlib adds a checksum,
 //! so a corrupted file is detected rather than misread.
 //!
+//! The timing distributions are the only lossy part. Their minimum, mean
+//! and maximum per bin are quantised ([`crate::timing::Dist`]), and a
+//! distribution that holds under a thousandth of the trace's computation
+//! or MPI time is kept as one bin ([`crate::timing::NEGLIGIBLE_SHARE`]).
+//!
 //! # Reading
 //!
 //! [`TraceFile::read`] (or [`TraceFile::from_bytes`]) checks everything it
@@ -401,12 +406,19 @@ pub const NO_SITE: &str = "(no call site in the trace)";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Packing {
-    /// As small as zlib makes it (level 9): the file a run leaves.
+    /// As small as zlib makes it (level 9): the file a run leaves, with
+    /// the distributions of negligible time kept as one bin each
+    /// ([`crate::timing::NEGLIGIBLE_SHARE`]).
     Smallest,
-    /// Quickly (level 1): snapshots a rank writes while the application
-    /// runs, or when it is being killed, where time matters more than
-    /// size.
+    /// Quickly (level 1), every distribution whole: snapshots a rank
+    /// writes while the application runs, or when it is being killed,
+    /// where time matters more than size, and which `rankscale merge`
+    /// merges later.
     Fast,
+    /// Level 9, every distribution whole: a rank's part of a job that
+    /// could not merge, which `rankscale merge` merges later. What is
+    /// negligible is only known of the whole job.
+    Part,
 }
 
 /// A trace file: metadata, the merged trace, and the optional timelines.
@@ -568,9 +580,21 @@ impl TraceFile {
     }
 
     /// The file's bytes, packed as `packing` says (the format is the same:
-    /// a reader cannot tell them apart).
+    /// a reader cannot tell them apart). [`Packing::Smallest`] keeps the
+    /// timing distributions of negligible time as one bin each (see
+    /// [`crate::timing::NEGLIGIBLE_SHARE`]); the other packings and the
+    /// merge's [`TraceFile::to_wire`] keep them whole.
     pub fn to_bytes_with(&self, packing: Packing) -> Result<Vec<u8>, Error> {
-        let payload = self.to_wire()?;
+        let payload = if packing == Packing::Smallest {
+            let trace = self.trace.condensed();
+            postcard::to_stdvec(&TraceFileV13Ref {
+                trace: &trace,
+                ..TraceFileV13Ref::from(self)
+            })
+            .map_err(|e| Error::Corrupt(e.to_string()))?
+        } else {
+            self.to_wire()?
+        };
         let mut out = Vec::with_capacity(16 + payload.len() / 4);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
@@ -578,6 +602,7 @@ impl TraceFile {
         let level = match packing {
             Packing::Smallest => flate2::Compression::best(),
             Packing::Fast => flate2::Compression::fast(),
+            Packing::Part => flate2::Compression::best(),
         };
         let mut z = flate2::write::ZlibEncoder::new(out, level);
         z.write_all(&payload)

@@ -402,6 +402,29 @@ impl MNode {
         }
     }
 
+    /// Adds the computation and MPI time of the node's events to `sum`
+    /// (the variants' executions are among their node's).
+    fn add_totals(&self, sum: &mut [f64; 2]) {
+        match self {
+            MNode::Event(e) => {
+                let t = e.timing.totals();
+                sum[0] += t[0];
+                sum[1] += t[1];
+            }
+            MNode::Loop(l) => l.body.iter().for_each(|n| n.add_totals(sum)),
+        }
+    }
+
+    fn condense(&mut self, floor: f64) {
+        match self {
+            MNode::Event(e) => {
+                e.timing.condense(floor);
+                e.variants.iter_mut().for_each(|v| v.timing.condense(floor));
+            }
+            MNode::Loop(l) => l.body.iter_mut().for_each(|n| n.condense(floor)),
+        }
+    }
+
     fn normalize(&mut self) {
         match self {
             MNode::Event(e) => {
@@ -662,6 +685,21 @@ impl MergedTrace {
     /// [`crate::TraceFile::quantised`]).
     pub(crate) fn quantise(&mut self) {
         self.nodes.iter_mut().for_each(MNode::quantise);
+    }
+
+    /// The trace with the timing a file keeps: each distribution whose
+    /// time is under [`crate::timing::NEGLIGIBLE_SHARE`] of the trace's
+    /// time (computation and MPI, over all events and ranks) reduced to one
+    /// bin. The trace's own structure is unchanged; only a
+    /// file written from it is condensed, so that a merge between ranks
+    /// still works on the full histograms.
+    pub(crate) fn condensed(&self) -> MergedTrace {
+        let mut sum = [0.0; 2];
+        self.nodes.iter().for_each(|n| n.add_totals(&mut sum));
+        let floor = (sum[0] + sum[1]) * crate::timing::NEGLIGIBLE_SHARE;
+        let mut out = self.clone();
+        out.nodes.iter_mut().for_each(|n| n.condense(floor));
+        out
     }
 
     /// Whether every node has the parameter layout of its shape and every
