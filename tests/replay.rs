@@ -26,7 +26,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
@@ -232,20 +232,32 @@ fn replaying_a_replay_is_a_fixed_point() {
 fn replay_time_matches_the_application_within_five_percent() {
     for imp in mpis() {
         let dir = scratch(&format!("{imp}-fidelity"));
-        let t = dir.join("t.trace");
         // 2 ranks (one per core), 150 iterations of 4 ms sleep, an
         // Allreduce and a ring Sendrecv: about 0.6 s. Traced without the
         // yielding waits (one rank per core needs none), so that the
-        // application's time is not stretched by their naps.
-        let mut l = untraced();
-        l.traced = true;
-        l.env.push(("RANKSCALE_TRACE", t.display().to_string()));
+        // application's time is not stretched by their naps. Three runs,
+        // and the trace of the median one is replayed: one run on a shared
+        // machine can lose tens of milliseconds to another process (0.712
+        // s against 0.62 s quiet, in one CI run), which is the
+        // application's noise, not the replay's.
         let a: Vec<String> = ["const", "150", "4000"]
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let job = mpirun(imp, 2, &program(imp, "sleeplaw"), &a, &l);
-        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let mut traced: Vec<(u64, PathBuf)> = (0..3)
+            .map(|i| {
+                let t = dir.join(format!("t{i}.trace"));
+                let mut l = untraced();
+                l.traced = true;
+                l.env.push(("RANKSCALE_TRACE", t.display().to_string()));
+                let job = mpirun(imp, 2, &program(imp, "sleeplaw"), &a, &l);
+                assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+                let wall = trace::TraceFile::read(&t).expect("a trace").meta.wall_ns;
+                (wall, t)
+            })
+            .collect();
+        traced.sort();
+        let t = traced.swap_remove(1).1;
         // The median of three replays: one replay on a shared machine can
         // lose tens of milliseconds to another process, which says nothing
         // about the replay's emulation of the computation.
