@@ -61,8 +61,7 @@
  *     puts every rank on a node of its own; Open MPI puts all on one.)
  *  E. Dynamic: MPI_Win_create_dynamic; MPI_Win_attach of 4 ints
  *     d[i] = 100 rank + i, and of BIG ints (128 KiB: more than replay's
- *     64 KiB blocks of attached memory, so that replay must aim the put
- *     at the start of the right region);
+ *     64 KiB landing region, so replay aims at the attached memory);
  *     MPI_Get_address of both, MPI_Allgather of the addresses (2
  *     MPI_AINT per rank); MPI_Win_fence(0); MPI_Put of 10 rank + 9 to
  *     right's d[1], MPI_Get of left's d[2], and MPI_Put of PUT_BIG ints
