@@ -15,8 +15,9 @@
 //!
 //! The timing distributions are the only lossy part. Their minimum, mean
 //! and maximum per bin are quantised ([`crate::timing::Dist`]), and a
-//! distribution that holds under a thousandth of the trace's computation
-//! or MPI time is kept as one bin ([`crate::timing::NEGLIGIBLE_SHARE`]).
+//! distribution that holds under a thousandth of the trace's time
+//! (computation and MPI) is kept as one bin
+//! ([`crate::timing::NEGLIGIBLE_SHARE`]).
 //!
 //! # Reading
 //!

@@ -402,16 +402,12 @@ impl MNode {
         }
     }
 
-    /// Adds the computation and MPI time of the node's events to `sum`
-    /// (the variants' executions are among their node's).
-    fn add_totals(&self, sum: &mut [f64; 2]) {
+    /// The computation and MPI time of the node's events, in ns (the
+    /// variants' executions are among their node's).
+    fn total_ns(&self) -> f64 {
         match self {
-            MNode::Event(e) => {
-                let t = e.timing.totals();
-                sum[0] += t[0];
-                sum[1] += t[1];
-            }
-            MNode::Loop(l) => l.body.iter().for_each(|n| n.add_totals(sum)),
+            MNode::Event(e) => e.timing.total_ns(),
+            MNode::Loop(l) => l.body.iter().map(MNode::total_ns).sum(),
         }
     }
 
@@ -690,13 +686,12 @@ impl MergedTrace {
     /// The trace with the timing a file keeps: each distribution whose
     /// time is under [`crate::timing::NEGLIGIBLE_SHARE`] of the trace's
     /// time (computation and MPI, over all events and ranks) reduced to one
-    /// bin. The trace's own structure is unchanged; only a
-    /// file written from it is condensed, so that a merge between ranks
-    /// still works on the full histograms.
+    /// bin. The trace itself is unchanged; only a file written from it is
+    /// condensed, so that a merge between ranks still works on the full
+    /// histograms.
     pub(crate) fn condensed(&self) -> MergedTrace {
-        let mut sum = [0.0; 2];
-        self.nodes.iter().for_each(|n| n.add_totals(&mut sum));
-        let floor = (sum[0] + sum[1]) * crate::timing::NEGLIGIBLE_SHARE;
+        let total: f64 = self.nodes.iter().map(MNode::total_ns).sum();
+        let floor = total * crate::timing::NEGLIGIBLE_SHARE;
         let mut out = self.clone();
         out.nodes.iter_mut().for_each(|n| n.condense(floor));
         out
