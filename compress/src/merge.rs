@@ -1249,14 +1249,16 @@ mod tests {
     }
 
     fn finalize_node(m: &MergedTrace) -> &EventNode {
-        m.nodes()
-            .iter()
-            .rev()
-            .find_map(|n| match n {
-                MNode::Event(e) if e.shape().op() == Op::Finalize => Some(&**e),
-                _ => None,
-            })
-            .unwrap()
+        event_node(m.nodes(), Op::Finalize).unwrap()
+    }
+
+    /// The first event node of `op` among `nodes`, loops' bodies included.
+    fn event_node(nodes: &[MNode], op: Op) -> Option<&EventNode> {
+        nodes.iter().find_map(|n| match n {
+            MNode::Event(e) if e.shape().op() == op => Some(&**e),
+            MNode::Loop(l) => event_node(l.body(), op),
+            _ => None,
+        })
     }
 
     /// Rank 0 verifying a result for 20 ms before Finalize while the others
@@ -1335,20 +1337,8 @@ mod tests {
         let back = trace::TraceFile::from_bytes(&tf.to_bytes().unwrap()).unwrap();
         let wire = trace::TraceFile::from_wire(&tf.to_wire().unwrap()).unwrap();
         let node = |t: &MergedTrace, op: Op| -> trace::PathTiming {
-            let mut found = None;
-            fn walk(ns: &[MNode], op: Op, found: &mut Option<trace::PathTiming>) {
-                for n in ns {
-                    match n {
-                        MNode::Event(e) if e.shape().op() == op => {
-                            *found = Some(e.timing().clone());
-                        }
-                        MNode::Loop(l) => walk(l.body(), op, found),
-                        _ => {}
-                    }
-                }
-            }
-            walk(t.nodes(), op, &mut found);
-            found.expect("the event is in the trace")
+            let e = event_node(t.nodes(), op).expect("the event is in the trace");
+            e.timing().clone()
         };
         let (mem, file) = (node(&m, Op::Barrier), node(&back.trace, Op::Barrier));
         let (mem, file) = (mem.steady().compute(), file.steady().compute());

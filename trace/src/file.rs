@@ -587,12 +587,7 @@ impl TraceFile {
     /// merge's [`TraceFile::to_wire`] keep them whole.
     pub fn to_bytes_with(&self, packing: Packing) -> Result<Vec<u8>, Error> {
         let payload = if packing == Packing::Smallest {
-            let trace = self.trace.condensed();
-            postcard::to_stdvec(&TraceFileV13Ref {
-                trace: &trace,
-                ..TraceFileV13Ref::from(self)
-            })
-            .map_err(|e| Error::Corrupt(e.to_string()))?
+            self.encode(&self.trace.condensed())?
         } else {
             self.to_wire()?
         };
@@ -615,7 +610,16 @@ impl TraceFile {
     /// payload of the file without header and zlib: cheaper to produce, and
     /// the network does not need the checksum).
     pub fn to_wire(&self) -> Result<Vec<u8>, Error> {
-        postcard::to_stdvec(&TraceFileV13Ref::from(self)).map_err(|e| Error::Corrupt(e.to_string()))
+        self.encode(&self.trace)
+    }
+
+    /// The payload of this file with `trace` as its merged trace.
+    fn encode(&self, trace: &MergedTrace) -> Result<Vec<u8>, Error> {
+        postcard::to_stdvec(&TraceFileV13Ref {
+            trace,
+            ..TraceFileV13Ref::from(self)
+        })
+        .map_err(|e| Error::Corrupt(e.to_string()))
     }
 
     /// Inverse of [`TraceFile::to_wire`], checked like a file.
