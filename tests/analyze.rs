@@ -521,8 +521,14 @@ fn an_injected_delay_is_found_as_late_sender_or_late_receiver_at_its_rank() {
         assert_eq!(at["cause"], "late_receiver", "{imp}: {at:#?}");
         assert_eq!(at["culprit"], 4, "{imp}: {at:#?}");
         assert_eq!(at["last_start"]["rank"], 4, "{imp}: {at:#?}");
-        // It is the slowest instance.
-        assert_eq!(slow[0]["iterations"], serde_json::json!([10]), "{imp}");
+        // It is the slowest instance, apart from the warm-up: on CI
+        // (2026-12-07, Open MPI, 9 ranks on 2 busy cores) the first
+        // iteration's connection set-up once came out slower still.
+        let slowest = slow
+            .iter()
+            .find(|s| s["warm_up"] != true)
+            .unwrap_or_else(|| panic!("{imp}: only warm-up instances: {slow:#?}"));
+        assert_eq!(slowest["iterations"], serde_json::json!([10]), "{imp}");
         // Without the timeline the reservoirs alone locate both delays. A
         // call waiting 40 ms or more first happens in iteration 10, where
         // exactly the neighbours of rank 4 (1, 3, 5 and 7 on the 3×3 torus)
