@@ -149,11 +149,6 @@ pub(super) struct Window {
     /// [`Replayer::attach_memory`]), and the bytes used of the last one.
     arena: Vec<Vec<u8>>,
     arena_used: usize,
-    /// Of a dynamic window: replay's landing region (see [`LANDING`]),
-    /// held only so that its memory lives, attached, until after the
-    /// window's `Win_free`; the ranks reach it through [`Board::landings`].
-    #[expect(dead_code, reason = "owns attached memory; MPI reaches it")]
-    landing: Vec<u8>,
     /// Of a dynamic window: where operations on each rank's memory land.
     board: Option<Board>,
     /// A duplicate of the parent communicator for the `Win_complete`
@@ -184,6 +179,12 @@ pub(super) struct Windows(HashMap<u32, Window>);
 /// else at the start of the attached memory that the rank's last region
 /// continues.
 struct Board {
+    /// This rank's landing region (see [`LANDING`]), held only so that its
+    /// memory lives, attached, until after the window's `Win_free` (the
+    /// board is dropped after it); the ranks reach it through
+    /// [`Board::landings`].
+    #[expect(dead_code, reason = "owns attached memory; MPI reaches it")]
+    region: Vec<u8>,
     /// A window of one `MPI_Aint` per rank, outside the traced API,
     /// through which each rank publishes the address of the attached
     /// memory that its last region continues (at first its landing
@@ -329,23 +330,20 @@ impl Replayer<'_> {
                 check(rc, name)?;
             }
         }
-        let mut landing = Vec::new();
         let board = if e.op == Op::WinCreateDynamic {
             // The landing region: replay's own memory, attached outside
             // the traced API before anything else, where operations on this
             // rank's memory land until it attaches memory of its own (see
             // [`LANDING`]).
-            landing = vec![0u8; LANDING];
+            let mut region = vec![0u8; LANDING];
             check(
-                // SAFETY: `landing` lives in the window table (its heap
-                // block in place) until after the window's Win_free;
-                // `handle` is the dynamic window just made.
-                unsafe {
-                    PMPI_Win_attach(handle, landing.as_mut_ptr().cast(), LANDING as MPI_Aint)
-                },
+                // SAFETY: `region` moves into the window's board (its heap
+                // block in place), which lives until after the window's
+                // Win_free; `handle` is the dynamic window just made.
+                unsafe { PMPI_Win_attach(handle, region.as_mut_ptr().cast(), LANDING as MPI_Aint) },
                 "MPI_Win_attach (replay's landing region)",
             )?;
-            let mut slot = Box::new(landing.as_ptr() as MPI_Aint);
+            let mut slot = Box::new(region.as_ptr() as MPI_Aint);
             let mut b = win_null();
             let unit = std::mem::size_of::<MPI_Aint>();
             // SAFETY: `slot` is one MPI_Aint that lives in the window table
@@ -388,6 +386,7 @@ impl Replayer<'_> {
                 "MPI_Allgather (replay's landing regions)",
             )?;
             Some(Board {
+                region,
                 win: b,
                 slot,
                 landings,
@@ -407,7 +406,6 @@ impl Replayer<'_> {
             Window {
                 handle,
                 _mem: mem,
-                landing,
                 attached: Vec::new(),
                 arena: Vec::new(),
                 arena_used: 0,
@@ -972,7 +970,7 @@ impl Replayer<'_> {
             .remove(&e.comm.0)
             .ok_or_else(|| anyhow!("window {} is not known at this point", e.comm.0))?;
         // The landing region stays attached through `MPI_Win_free`, and is
-        // dropped with `w` after it. Detached before it, as replay once
+        // dropped with the board after it. Detached before it, as replay once
         // did, it raced with origins still reading it: the ranks of MPICH's
         // `rma/linked_list` that reached `Win_free` detached their regions
         // while rank 0 still walked the list through them, and Open MPI
