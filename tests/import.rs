@@ -376,38 +376,110 @@ fn skeleton(nodes: &[trace::Node], out: &mut Vec<String>) {
     }
 }
 
-/// One call of a merged trace: its ranks, operation and MPI time
-/// statistics (count, sum, min, max).
-#[derive(Debug, PartialEq)]
+/// One call of a merged trace on one path (its first, steady or last
+/// iterations): its ranks, operation, MPI time statistics (count, sum,
+/// min, max), and how its histogram was stored (bins and bin width).
+#[derive(Debug)]
 struct CallStats {
     ranks: String,
     op: &'static str,
+    path: &'static str,
     mpi: (u64, u64, u64, u64),
+    bins: usize,
+    width: u32,
 }
 
-/// The MPI time statistics (count, sum, min, max) of every call of the
-/// merged trace but `Pcontrol` and the calls recorded without detail, by
-/// its ranks and operation. The merge
-/// joins ranks' calls by call site, which the format does not carry, so
-/// only calls that join the same ranks on both sides compare.
-fn mpi_stats(nodes: &[trace::MNode], out: &mut Vec<CallStats>) {
+/// The MPI time statistics of every call of the merged trace but
+/// `Pcontrol` and the calls recorded without detail, by its ranks,
+/// operation and path. The merge joins ranks' calls by call site, which
+/// the format does not carry, so only calls that join the same ranks on
+/// both sides compare. Also returns the trace's time (computation and
+/// MPI over every call), which decides what a file keeps as one bin.
+fn mpi_stats(nodes: &[trace::MNode], out: &mut Vec<CallStats>) -> f64 {
+    let mut total = 0.0;
     for n in nodes {
         match n {
-            trace::MNode::Loop(l) => mpi_stats(l.body(), out),
-            trace::MNode::Event(e)
-                if e.shape().op() != Op::Pcontrol && !e.shape().op().is_generic() =>
-            {
-                let s = *e.timing().total().mpi().stats();
-                let sum = (s.mean() * s.count() as f64).round() as u64;
-                out.push(CallStats {
-                    ranks: e.ranks().to_string(),
-                    op: e.shape().op().name(),
-                    mpi: (s.count(), sum, s.min(), s.max()),
-                });
+            trace::MNode::Loop(l) => total += mpi_stats(l.body(), out),
+            trace::MNode::Event(e) => {
+                let t = e.timing();
+                for (path, s) in [
+                    ("first", t.first()),
+                    ("steady", t.steady()),
+                    ("last", t.last()),
+                ] {
+                    let sum = |d: &trace::timing::Dist| d.stats().mean() * d.stats().count() as f64;
+                    total += sum(s.compute()) + sum(s.mpi());
+                    let op = e.shape().op();
+                    if op == Op::Pcontrol || op.is_generic() || s.mpi().stats().count() == 0 {
+                        continue;
+                    }
+                    let d = s.mpi();
+                    out.push(CallStats {
+                        ranks: e.ranks().to_string(),
+                        op: op.name(),
+                        path,
+                        mpi: (
+                            d.stats().count(),
+                            sum(d).round() as u64,
+                            d.stats().min(),
+                            d.stats().max(),
+                        ),
+                        bins: d.histogram().bins().len(),
+                        width: d.histogram().width(),
+                    });
+                }
             }
             _ => {}
         }
     }
+    total
+}
+
+/// Compares the MPI time of the calls that join the same ranks in two
+/// files of one run, path by path, and returns how many compared. The
+/// statistics must be equal, except where one file kept a distribution
+/// as one bin and the other did not: a file keeps as one bin each
+/// distribution under [`trace::timing::NEGLIGIBLE_SHARE`] of its own time,
+/// and the two files' times differ by what only one carries (`Init`,
+/// `Finalize`). Such a difference must be explained: the distribution is
+/// negligible in the file that collapsed it, the counts are equal, and
+/// the sum, minimum and maximum agree within the two files' quantisation
+/// (8 bits on the log scale of each bin's span).
+fn assert_same_mpi_time(a: &[CallStats], a_total: f64, b: &[CallStats], b_total: f64) -> usize {
+    let mut compared = 0;
+    for c in a {
+        let Some(w) = b
+            .iter()
+            .find(|w| (&w.ranks, w.op, w.path) == (&c.ranks, c.op, c.path))
+        else {
+            continue;
+        };
+        compared += 1;
+        if (c.bins == 1) == (w.bins == 1) {
+            assert_eq!(c.mpi, w.mpi, "MPI time statistics of {c:?} against {w:?}");
+            continue;
+        }
+        let (one, total) = if c.bins == 1 {
+            (c, a_total)
+        } else {
+            (w, b_total)
+        };
+        let floor = total * trace::timing::NEGLIGIBLE_SHARE;
+        assert!(
+            one.mpi.1 as f64 <= floor * 1.01,
+            "{one:?} is one bin but not negligible in its file (under {floor} ns)"
+        );
+        assert_eq!(c.mpi.0, w.mpi.0, "the counts of {c:?} and {w:?}");
+        let tol = (f64::from(c.width + w.width) / 510.0).exp2() - 1.0;
+        for (x, y) in [(c.mpi.1, w.mpi.1), (c.mpi.2, w.mpi.2), (c.mpi.3, w.mpi.3)] {
+            let (x, y) = (x as f64, y as f64);
+            assert!(
+                (x - y).abs() <= tol * x.max(y) + c.mpi.0 as f64,
+                "{c:?} against {w:?}: beyond the quantisation ({tol})"
+            );
+        }
+    }
+    compared
 }
 
 /// The importer against the tracer: a real traced run (Open MPI, the ring
@@ -417,7 +489,8 @@ fn mpi_stats(nodes: &[trace::MNode], out: &mut Vec<CallStats>) {
 /// can carry: every rank's events (sites aside, counts in bytes), every
 /// event's enter and leave time to the nanosecond, every rank's loop
 /// structure with its iteration counts, the MPI time statistics of each
-/// call that joins the same ranks, and the world size. What the format cannot carry is left out and
+/// call that joins the same ranks (path by path; see
+/// [`assert_same_mpi_time`] for the one-bin rule), and the world size. What the format cannot carry is left out and
 /// named: `Init`/`Finalize`, call sites, datatypes (bytes only), and the
 /// time and level of a `MPI_Pcontrol` (a `DEL<n>` takes no time, and its
 /// `n` is a running count).
@@ -514,15 +587,9 @@ fn an_imported_rendering_of_a_traced_run_equals_the_trace() {
     }
     // The merged timing statistics of the calls that join the same ranks.
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    mpi_stats(imported.trace.nodes(), &mut a);
-    mpi_stats(traced.trace.nodes(), &mut b);
-    let mut compared = 0;
-    for c in &a {
-        if let Some(want) = b.iter().find(|w| w.ranks == c.ranks && w.op == c.op) {
-            assert_eq!(c, want, "MPI time statistics");
-            compared += 1;
-        }
-    }
+    let a_total = mpi_stats(imported.trace.nodes(), &mut a);
+    let b_total = mpi_stats(traced.trace.nodes(), &mut b);
+    let compared = assert_same_mpi_time(&a, a_total, &b, b_total);
     assert!(
         compared >= 1,
         "no call joins the same ranks: {a:?} against {b:?}"
