@@ -10,7 +10,13 @@
 //! `Waitany`, `Waitsome`, `Parrived`) may complete other requests than in the trace,
 //! as the application itself may from run to run: there the benchmark
 //! must issue the same calls, and only their outcomes (`reqs=`, `done=`,
-//! `match=`, `flag=`, `msg=`) may differ. What codegen cannot write yet
+//! `match=`, `flag=`, `msg=`) may differ. So may they, and the number of
+//! `Win_test` calls in a row until one comes back true, where the
+//! benchmark reports that completions came out otherwise than in the
+//! trace: it forces `Win_test`'s outcomes by holding origins'
+//! `Win_complete`, which a ring of exposure epochs that all had tests that
+//! came back false cannot keep (each hold waits on the next). What codegen
+//! cannot write yet
 //! (calls from several threads) is refused with a clear message and no
 //! file.
 //!
@@ -69,16 +75,26 @@ fn check(imp: &str, run: &Run) -> Result<(u64, u64), String> {
     if job.code != Some(0) {
         return Err(format!("the original run failed: {}", job.stderr));
     }
-    let raw = codegen_run(imp, &trace, run.np, &dir, &[])?;
+    let bench = codegen_run(imp, &trace, run.np, &dir, &[])?;
+    let raw = bench.raw;
     // The benchmark makes its files in a scratch directory under names of
     // its own: the path hashes its tracer records are not the
     // application's.
     let issued = |text: &str| unnamed(&detailed(text));
-    if RACY.contains(&run.name.as_str()) {
+    if RACY.contains(&run.name.as_str()) || bench.drifted {
+        // A benchmark that reported drift may also have seen an exposure
+        // epoch end at an earlier `Win_test` than the application did, and
+        // cannot issue the tests after it.
+        let squeeze = |mut l: Vec<String>| {
+            if bench.drifted {
+                l.dedup_by(|x, y| x.starts_with("Win_test ") && x == y);
+            }
+            l
+        };
         for rank in 0..run.np as i32 {
             let (a, b) = (
-                racy(&issued(&raw_text(&dir.join("orig"), rank))),
-                racy(&issued(&raw_text(&raw, rank))),
+                squeeze(racy(&issued(&raw_text(&dir.join("orig"), rank)))),
+                squeeze(racy(&issued(&raw_text(&raw, rank)))),
             );
             if a != b {
                 let at = a.iter().zip(&b).position(|(x, y)| x != y);
@@ -421,7 +437,8 @@ fn an_extrapolated_checkpoint_benchmark_writes_where_the_real_run_writes() {
         let o = rankscale(&a);
         assert!(o.status.success(), "{imp}: {}", text(&o.stderr));
         let raw = codegen_run(imp, std::path::Path::new(&out), 32, &dir, &["--no-compute"])
-            .unwrap_or_else(|e| panic!("{imp}: {e}"));
+            .unwrap_or_else(|e| panic!("{imp}: {e}"))
+            .raw;
         if let Some(d) = first_raw_difference(&dir.join("raw32"), &raw, 32, &["site="]) {
             panic!("{imp}: the extrapolated benchmark's calls differ from the real run's: {d}");
         }

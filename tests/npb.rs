@@ -312,7 +312,8 @@ fn codegen_equals(trace: &Path, n: usize, dir: &Path, real_raw: &Path) {
     let d = dir.join("codegen");
     std::fs::create_dir_all(&d).unwrap();
     let raw = codegen_run(IMP, trace, n, &d, &["--no-compute"])
-        .unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
+        .unwrap_or_else(|e| panic!("{}: {e}", trace.display()))
+        .raw;
     if let Some(diff) = first_raw_difference(real_raw, &raw, n, &["site="]) {
         panic!("the benchmark of {}: {diff}", trace.display());
     }

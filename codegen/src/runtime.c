@@ -933,7 +933,7 @@ static inline void rs_finish(void)
                rs_drawn_ns, rs_draws);
     if (rs_drift > 0)
         fprintf(stderr,
-                "bench: rank %d: %lld requests of racy completions (Waitany, Waitsome, Test*) "
+                "bench: rank %d: %lld racy completions (Waitany, Waitsome, Test*, Win_test) "
                 "completed otherwise than in the trace\n",
                 rs_rank, rs_drift);
     if (RS_IO)

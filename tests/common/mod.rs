@@ -677,16 +677,26 @@ pub fn codegen_build_with(
     Ok(bin)
 }
 
+/// A generated benchmark's traced run.
+pub struct BenchRun {
+    /// The directory of its raw logs.
+    pub raw: PathBuf,
+    /// Whether it reported calls with racy outcomes (`Waitany`, `Test*`,
+    /// `Win_test`) that completed otherwise than in the trace, as replay
+    /// reports latency races.
+    pub drifted: bool,
+}
+
 /// [`codegen_build`], then the benchmark run traced on `np` ranks with
-/// `args`, writing its raw logs into `dir/bench-raw`. Returns that
-/// directory, or what failed.
+/// `args`, writing its raw logs into `dir/bench-raw`. Returns that run, or
+/// what failed.
 pub fn codegen_run(
     imp: &str,
     trace: &Path,
     np: usize,
     dir: &Path,
     args: &[&str],
-) -> Result<PathBuf, String> {
+) -> Result<BenchRun, String> {
     let bin = codegen_build(imp, trace, dir)?;
     let raw = dir.join("bench-raw");
     let mut o = traced_raw(imp, &raw);
@@ -699,7 +709,8 @@ pub fn codegen_run(
             job.code, job.stderr
         ));
     }
-    Ok(raw)
+    let drifted = job.stderr.contains("completed otherwise than in the trace");
+    Ok(BenchRun { raw, drifted })
 }
 
 /// What the raw-log comparison of a replay with its application ignores:
