@@ -492,7 +492,8 @@ fn assert_same_mpi_time(a: &[CallStats], a_total: f64, b: &[CallStats], b_total:
 /// event's enter and leave time to the nanosecond, every rank's loop
 /// structure with its iteration counts, the MPI time statistics of each
 /// call that joins the same ranks (path by path; see
-/// [`assert_same_mpi_time`] for the one-bin rule), and the world size. What the format cannot carry is left out and
+/// [`assert_same_mpi_time`] for the one-bin rule), and the world size.
+/// What the format cannot carry is left out and
 /// named: `Init`/`Finalize`, call sites, datatypes (bytes only), and the
 /// time and level of a `MPI_Pcontrol` (a `DEL<n>` takes no time, and its
 /// `n` is a running count).
