@@ -1045,9 +1045,13 @@ fn an_idle_wave_shows_in_the_desynchronisation_views_and_the_report_renders() {
         let warm: Vec<Vec<f64>> = steps.t.iter().map(|row| row[1..].to_vec()).collect();
         for (r, row) in warm.iter().enumerate() {
             if waited(r) {
+                // The slowest step after the start-up (see below: noise
+                // peaks stood in the second iteration, and once, Open MPI,
+                // 100.3 ms on rank 5, beside its 100.2 ms wave) is the wave.
                 let (at, &max) = row
                     .iter()
                     .enumerate()
+                    .skip(1)
                     .max_by(|a, b| a.1.total_cmp(b.1))
                     .unwrap();
                 assert_eq!(1 + at, 10 + r.abs_diff(4), "{imp} rank {r}: {row:?}");
