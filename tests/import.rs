@@ -396,20 +396,20 @@ struct CallStats {
 /// both sides compare. Also returns the trace's time (computation and
 /// MPI over every call), which decides what a file keeps as one bin.
 fn mpi_stats(nodes: &[trace::MNode], out: &mut Vec<CallStats>) -> f64 {
+    let sum = |d: &trace::timing::Dist| d.stats().mean() * d.stats().count() as f64;
     let mut total = 0.0;
     for n in nodes {
         match n {
             trace::MNode::Loop(l) => total += mpi_stats(l.body(), out),
             trace::MNode::Event(e) => {
                 let t = e.timing();
+                let op = e.shape().op();
                 for (path, s) in [
                     ("first", t.first()),
                     ("steady", t.steady()),
                     ("last", t.last()),
                 ] {
-                    let sum = |d: &trace::timing::Dist| d.stats().mean() * d.stats().count() as f64;
                     total += sum(s.compute()) + sum(s.mpi());
-                    let op = e.shape().op();
                     if op == Op::Pcontrol || op.is_generic() || s.mpi().stats().count() == 0 {
                         continue;
                     }
