@@ -1156,8 +1156,13 @@ static inline double rs_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
+/* What the computation's waits overran so far, ns, still to be taken off
+ * later ones (replay's `pace` module: the recorded computation already holds
+ * the application's own lateness, so the benchmark's must not add to it). */
+static double rs_late_ns = 0;
 /* The computation before event node `node` in path class `cls` (0 first
- * iteration, 1 steady, 2 last): a sleep, then a spin for the last 100 us. */
+ * iteration, 1 steady, 2 last): a sleep, then a spin for the last 100 us,
+ * less what the earlier waits overran. */
 static inline void rs_compute(int node, int cls)
 {
     if (rs_no_compute)
@@ -1170,6 +1175,9 @@ static inline void rs_compute(int node, int cls)
     rs_drawn_ns += drawn;
     rs_draws++;
     double ns = drawn * rs_compute_scale;
+    double paid = ns < rs_late_ns ? ns : rs_late_ns;
+    ns -= paid;
+    rs_late_ns -= paid;
     if (ns <= 0)
         return;
     double until = rs_now() + ns;
@@ -1178,8 +1186,10 @@ static inline void rs_compute(int node, int cls)
         struct timespec ts = {(time_t)(s / 1e9), (long)fmod(s, 1e9)};
         nanosleep(&ts, NULL);
     }
-    while (rs_now() < until) {
+    double now;
+    while ((now = rs_now()) < until) {
     }
+    rs_late_ns += now - until;
 }
 #define RS_CLS(i, n) ((i) == 0 ? 0 : (i) == (n) - 1 ? 2 : 1)
 

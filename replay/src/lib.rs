@@ -7,11 +7,12 @@
 //! simulator and codegen's benchmarks draw it: [`compress::ComputeDraws`]).
 //! This library holds the parts that need no MPI, so that they are tested
 //! as pure code: the causal gates that force the outcomes of racy calls
-//! ([`gates`]).
+//! ([`gates`]) and the emulated computation's clock ([`pace`]).
 
 #![warn(missing_docs)]
 
 pub mod gates;
+pub mod pace;
 
 /// Replay's generator: reproducible draws per rank from one seed
 /// ([`trace::SplitMix64::for_rank`]), not cryptographic ones.

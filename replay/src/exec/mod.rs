@@ -78,6 +78,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use mpi_helpers::{library_version, rs_type_of_code};
 use mpi_sys::*;
 use replay::Rng;
+use replay::pace::Pacer;
 use trace::{CommId, Datatype, Event, Family, MpiLibrary, Op, Peer, Tag, TraceFile, Transfer};
 
 use self::comm::Comms;
@@ -348,6 +349,8 @@ struct Replayer<'o> {
     early_partitions: u64,
     /// The computation drawn so far, ns (before `--compute-scale`).
     drawn_ns: f64,
+    /// The emulated computation's clock.
+    pacer: Pacer,
 }
 
 /// `MPI_REQUEST_NULL`: what a request handle holds before MPI sets it, and
@@ -413,6 +416,7 @@ impl<'o> Replayer<'o> {
             latency: 0,
             early_partitions: 0,
             drawn_ns: 0.0,
+            pacer: Pacer::new(),
         }
     }
 
@@ -634,25 +638,17 @@ impl<'o> Replayer<'o> {
     }
 
     /// Emulates `ns` nanoseconds of the application's computation (scaled
-    /// by `--compute-scale`): a sleep, then a spin for the last 100 µs so
-    /// that the next call starts on time, or only a sleep in yield mode.
+    /// by `--compute-scale`) on the thread's [`Pacer`]: a sleep and a spin
+    /// for its last 100 µs, or only a sleep in yield mode, less what the
+    /// earlier waits overran.
     fn sleep(&mut self, ns: u64) {
         if self.opts.emulation.no_compute || ns == 0 {
             return;
         }
         let d = Duration::from_nanos((ns as f64 * self.opts.emulation.compute_scale) as u64);
-        if self.opts.yield_wait {
-            // Oversubscribed: never spin, the other ranks need the core.
-            std::thread::sleep(d);
-            return;
-        }
-        let until = Instant::now() + d;
-        if d > Duration::from_micros(200) {
-            std::thread::sleep(d - Duration::from_micros(100));
-        }
-        while Instant::now() < until {
-            std::hint::spin_loop();
-        }
+        // Oversubscribed (yield mode): never spin, the other ranks need
+        // the core.
+        self.pacer.wait(d, !self.opts.yield_wait);
     }
 
     /// Issues one event as its MPI call(s), handing it to its concern.
