@@ -4,14 +4,16 @@
 //! The recorded computation between two calls already holds the lateness
 //! of the application's own waits (a `usleep(4000)` that took 4.14 ms is
 //! recorded as 4.14 ms). A replay that sleeps 4.14 ms adds its own
-//! lateness on top, once per emulated computation: 50 µs a call on a quiet
-//! machine, several hundred on a shared one, where a 150-step loop then
-//! ran 6 % longer than the application (the timing-fidelity test, in one
-//! CI run). So the pacer keeps what its waits overran and takes it off the
-//! next computations: the replay's computation then adds up to the drawn
-//! one, give or take the last wait's overrun. Only its own waits count:
-//! time spent in MPI (waiting for a peer) is the replay's behaviour, not a
-//! debt.
+//! lateness on top, once per emulated computation, where a wake-up comes
+//! later than the spin that ends each wait can absorb: a 150-step loop of
+//! 4 ms sleeps on 2 ranks replayed 1.4 % long on a quiet machine (about
+//! 60 µs a step), 0.0 to 1.0 % paced. So the pacer keeps what its waits
+//! overran and takes it off the next computations: the replay's
+//! computation then adds up to the drawn one, give or take the last
+//! wait's overrun. Only its own waits count: time spent in MPI (waiting
+//! for a peer) is the replay's behaviour, not a debt. (In a tightly
+//! coupled step, a rank that pays back arrives early and waits for the
+//! others: the lateness of a loaded machine is only partly recovered.)
 //!
 //! `rankscale codegen`'s runtime (`rs_compute`) paces the same way, so
 //! that the benchmark and the replay sleep the same times.
