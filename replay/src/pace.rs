@@ -6,8 +6,8 @@
 //! recorded as 4.14 ms). A replay that sleeps 4.14 ms adds its own
 //! lateness on top, once per emulated computation, where a wake-up comes
 //! later than the spin that ends each wait can absorb: a 150-step loop of
-//! 4 ms sleeps on 2 ranks replayed 1.4 % long on a quiet machine (about
-//! 60 µs a step), 0.0 to 1.0 % paced. So the pacer keeps what its waits
+//! 4 ms sleeps on 2 ranks replayed 0.6 to 1.6 % long on a quiet machine
+//! (up to 60 µs a step), 0.0 to 1.0 % paced. So the pacer keeps what its waits
 //! overran and takes it off the next computations: the replay's
 //! computation then adds up to the drawn one, give or take the last
 //! wait's overrun. Only its own waits count: time spent in MPI (waiting
