@@ -268,7 +268,7 @@ fn replay_time_matches_the_application_within_five_percent() {
             })
             .collect();
         traced.sort();
-        let spread = (traced[4].0 - traced[0].0) as f64 / traced[0].0 as f64;
+        let spread = (traced[traced.len() - 1].0 - traced[0].0) as f64 / traced[0].0 as f64;
         let t = traced.swap_remove(0).1;
         let mut runs: Vec<(f64, f64, String)> = (0..5)
             .map(|_| {

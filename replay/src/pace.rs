@@ -48,7 +48,7 @@ impl Pacer {
 
     /// [`Pacer::wait`] with the sleep it calls: the tests give a sleep
     /// that oversleeps by a known amount.
-    pub fn wait_with(&mut self, d: Duration, spin: bool, sleep: impl Fn(Duration)) {
+    fn wait_with(&mut self, d: Duration, spin: bool, sleep: impl Fn(Duration)) {
         let paid = d.min(self.late);
         self.late -= paid;
         let d = d - paid;
