@@ -309,37 +309,6 @@ fn replay_time_matches_the_application_within_five_percent() {
     }
 }
 
-/// A two-rank trace of `calls(rank)` after Init, written to `file`.
-fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<trace::Event>) {
-    use compress::{Compressor, Config};
-    use trace::{Event, MergedTrace, Meta, Op, TraceFile};
-    let mut merged: Option<MergedTrace> = None;
-    for rank in 0..2 {
-        let mut c = Compressor::new(rank, Config::default());
-        c.push(&Event::new(Op::Init)).unwrap();
-        for e in calls(rank) {
-            c.push(&e).unwrap();
-        }
-        c.push(&Event::new(Op::Finalize)).unwrap();
-        let t = compress::merge::from_rank(&c.into_trace().unwrap());
-        merged = Some(match merged {
-            Some(m) => compress::merge::traces(m, t),
-            None => t,
-        });
-    }
-    TraceFile {
-        meta: Meta {
-            world_size: 2,
-            ..Meta::default()
-        },
-        trace: merged.unwrap(),
-        timelines: Vec::new(),
-        series: Vec::new(),
-    }
-    .write(file)
-    .unwrap();
-}
-
 /// A point-to-point call of `rank` with `peer` on the world.
 fn p2p_event(op: trace::Op, rank: i32, peer: i32, send: bool) -> trace::Event {
     use trace::{CommId, Event, Peer, Tag, Transfer};

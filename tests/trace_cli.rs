@@ -442,3 +442,121 @@ fn bad_files_get_clear_errors() {
     assert_eq!(text(&out.stdout).lines().count(), 100);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `show --json` names MPI's sentinels as `show` does ("ANY", "NULL"),
+/// writes a file's path hash in hex, lists the values of a sequence that has
+/// no short form, and writes no number that a reader holding numbers as
+/// doubles (JavaScript) would round: the encoding's sentinels sit at
+/// -2^63, where all three would read as one. The truth is the events the
+/// trace was made of.
+#[test]
+fn show_json_is_exact_for_every_reader() {
+    use trace::{CommId, Event, Op, Peer, Tag, Transfer};
+    let dir = scratch("cli-json");
+    let file = dir.join("sentinels.trace");
+    let path_hash = 0x9abc_def0_1234_5678_u64 as i64;
+    // Allreduce counts without a short form: a hash of the iteration.
+    let counts: Vec<i64> = (0..50u64)
+        .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as i64 + 1)
+        .collect();
+    let xfer = |peer: Peer, tag: Tag, count: i64| {
+        Some(Transfer {
+            peer,
+            tag,
+            count,
+            dsize: 8,
+            dtype: trace::Datatype::UNKNOWN,
+        })
+    };
+    two_rank_trace(&file, |rank| {
+        let mut out = Vec::new();
+        for &c in &counts {
+            let mut e = Event::new(Op::Allreduce);
+            e.comm = CommId::WORLD;
+            e.comm_rank = rank;
+            e.send = xfer(Peer::Null, Tag::Value(0), c);
+            e.recv = xfer(Peer::Null, Tag::Value(0), c);
+            out.push(e);
+        }
+        let mut recv = Event::new(Op::Recv);
+        recv.comm = CommId::WORLD;
+        recv.comm_rank = rank;
+        recv.recv = xfer(Peer::Any, Tag::Any, 1);
+        out.push(recv);
+        let mut send = Event::new(Op::Send);
+        send.comm = CommId::WORLD;
+        send.comm_rank = rank;
+        send.send = xfer(Peer::Null, Tag::Value(3), 1);
+        out.push(send);
+        let mut delete = Event::new(Op::FileDelete);
+        delete.value = Some(path_hash);
+        out.push(delete);
+        out
+    });
+    let out = rankscale(&["show", "--json", &file.display().to_string()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+
+    // No number beyond 2^53 in magnitude outside the exact encodings.
+    fn walk(v: &serde_json::Value, at: &str, bad: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Number(n) => {
+                let big = n.as_i64().map(|i| i.unsigned_abs() > 1 << 53);
+                if big.unwrap_or_else(|| n.as_u64().is_some_and(|u| u > 1 << 53)) {
+                    bad.push(format!("{at} = {n}"));
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    walk(x, &format!("{at}[{i}]"), bad);
+                }
+            }
+            serde_json::Value::Object(o) => {
+                for (k, x) in o.iter().filter(|(k, _)| k.as_str() != "encoded") {
+                    walk(x, &format!("{at}.{k}"), bad);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut bad = Vec::new();
+    walk(&v, "", &mut bad);
+    assert!(bad.is_empty(), "numbers a double rounds: {bad:?}");
+
+    // Each call's parameters, by its operation.
+    let nodes = v["nodes"].as_array().unwrap();
+    let mut calls: Vec<&serde_json::Value> = Vec::new();
+    fn events<'a>(n: &'a serde_json::Value, out: &mut Vec<&'a serde_json::Value>) {
+        if n["kind"] == "loop" {
+            for b in n["body"].as_array().unwrap() {
+                events(b, out);
+            }
+        } else {
+            out.push(n);
+        }
+    }
+    for n in nodes {
+        events(n, &mut calls);
+    }
+    let param = |op: &str, name: &str| -> serde_json::Value {
+        let e = calls
+            .iter()
+            .find(|e| e["call"]["op"] == op)
+            .unwrap_or_else(|| panic!("no {op} in {v}"));
+        let p = e["params"][name].as_array().expect(name);
+        assert_eq!(p.len(), 1, "{op} {name}: one variant for both ranks: {p:?}");
+        p[0]["values"].clone()
+    };
+    assert_eq!(param("Recv", "recv.peer")["value"], "ANY");
+    assert_eq!(param("Recv", "recv.tag")["value"], "ANY");
+    assert_eq!(param("Send", "send.peer")["value"], "NULL");
+    assert_eq!(
+        param("File_delete", "file.path")["value"],
+        format!("{path_hash:x}")
+    );
+    let c = param("Allreduce", "send.count");
+    assert_eq!(c["form"], "blocks", "{c}");
+    assert_eq!(c["len"], counts.len());
+    assert_eq!(c["values"], serde_json::json!(counts));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -32,23 +32,43 @@ pub fn expand(file: &TraceFile, rank: u32, out: &mut impl Write) -> Result<(), E
     Ok(())
 }
 
-/// A value of a parameter, with MPI's sentinels named.
-fn value_text(name: &str, v: i64) -> String {
+/// MPI's sentinel that value `v` of parameter `name` stands for, as `show`
+/// names it: the encoding keeps `MPI_ANY_SOURCE`, `MPI_PROC_NULL`,
+/// `MPI_ANY_TAG` and a split's colour or key equal to the caller's rank as
+/// values no real one can take, which mean nothing to a reader as numbers.
+fn sentinel(name: &str, v: i64) -> Option<&'static str> {
     if name.ends_with(".peer") || name.ends_with(".local") {
         match v {
-            PEER_ANY => return "ANY".into(),
-            PEER_NULL => return "NULL".into(),
+            PEER_ANY => return Some("ANY"),
+            PEER_NULL => return Some("NULL"),
             _ => {}
         }
     }
     if name.ends_with(".tag") && v == TAG_ANY {
-        return "ANY".into();
+        return Some("ANY");
+    }
+    if matches!(name, "color" | "key") && v == RANK_SELF {
+        return Some("rank");
+    }
+    None
+}
+
+/// The name `show` gives parameter `name` of a call to `op`: `File_delete`
+/// records its path's hash as its value.
+fn shown_name(op: trace::Op, name: &'static str) -> &'static str {
+    match (op, name) {
+        (trace::Op::FileDelete, "value") => "file.path",
+        (_, name) => name,
+    }
+}
+
+/// A value of a parameter, with MPI's sentinels named.
+fn value_text(name: &str, v: i64) -> String {
+    if let Some(s) = sentinel(name, v) {
+        return s.into();
     }
     if name.ends_with(".peer") && v > 0 {
         return format!("+{v}");
-    }
-    if matches!(name, "color" | "key") && v == RANK_SELF {
-        return "rank".into();
     }
     if name == "file.path" {
         // The hash in hex, as the path table and the expanded events
@@ -355,11 +375,7 @@ fn node_text(
                 // A local peer equal to the world peer (MPI_COMM_WORLD).
                 let same_as_peer =
                     name.ends_with(".local") && i > 0 && same_param(p, &e.params()[i - 1]);
-                // `File_delete` records its path's hash as its value.
-                let name = match (s.op(), *name) {
-                    (trace::Op::FileDelete, "value") => "file.path",
-                    (_, name) => name,
-                };
+                let name = shown_name(s.op(), name);
                 if !is_quiet(s.op(), name, p) && !same_as_peer {
                     parts.push(format!("{name}={}", param_text(name, p, e.ranks())));
                 }
@@ -406,20 +422,62 @@ fn node_text(
 
 // ----- JSON ----------------------------------------------------------------
 
-fn seq_json(s: &ValueSeq) -> Value {
+/// The largest magnitude a JSON number keeps exactly in every reader:
+/// JavaScript and many others hold numbers as doubles, which round integers
+/// beyond 2^53 (the three sentinels of [`sentinel`] would all read as
+/// -9223372036854775808).
+const JSON_EXACT: i64 = 1 << 53;
+
+/// How many values of a sequence without a short form `show --json` lists
+/// (`values`; its `len` says how many there are).
+const JSON_VALUES: usize = 1000;
+
+/// A value of parameter `name` as JSON: MPI's sentinels by name ("ANY",
+/// "NULL", "rank"), a file's path hash in hex as the text output and the
+/// path table write it, and any other value beyond 2^53 in magnitude as a
+/// decimal string, so that every reader reads it exactly; else a number.
+fn value_json(name: &str, v: i64) -> Value {
+    if let Some(s) = sentinel(name, v) {
+        return s.into();
+    }
+    if name == "file.path" {
+        return format!("{:x}", v as u64).into();
+    }
+    if v.unsigned_abs() > JSON_EXACT as u64 {
+        return v.to_string().into();
+    }
+    v.into()
+}
+
+/// A value sequence of parameter `name` as JSON: its short form (a
+/// constant, or a start and a stride), else its first [`JSON_VALUES`]
+/// values, with its exact encoding beside them for readers that decode the
+/// whole sequence (docs/FORMAT.md).
+fn seq_json(name: &str, s: &ValueSeq) -> Value {
     match s.form() {
         SeqForm::Empty => json!({"form": "empty"}),
-        SeqForm::Const { value, len } => json!({"form": "const", "value": value, "len": len}),
-        SeqForm::Strided { start, stride, len } => {
-            json!({"form": "strided", "start": start, "stride": stride, "len": len})
+        SeqForm::Const { value, len } => {
+            json!({"form": "const", "value": value_json(name, value), "len": len})
         }
-        SeqForm::Blocks { blocks, len } => {
-            json!({"form": "blocks", "blocks": blocks, "len": len, "encoded": s})
-        }
+        SeqForm::Strided { start, stride, len } => json!({
+            "form": "strided",
+            "start": value_json(name, start),
+            "stride": value_json("", stride),
+            "len": len,
+        }),
+        SeqForm::Blocks { blocks, len } => json!({
+            "form": "blocks",
+            "blocks": blocks,
+            "len": len,
+            "values": s.iter().take(JSON_VALUES).map(|v| value_json(name, v)).collect::<Vec<_>>(),
+            "encoded": s,
+        }),
     }
 }
 
-fn param_json(p: &Param) -> Value {
+/// Parameter `name` as JSON: each variant with its ranks and values, and
+/// each rotation with its phases.
+fn param_json(name: &str, p: &Param) -> Value {
     let mut out: Vec<Value> = p
         .variants()
         .iter()
@@ -427,14 +485,14 @@ fn param_json(p: &Param) -> Value {
             json!({
                 "ranks": v.ranks().to_string(),
                 "absolute": v.is_absolute(),
-                "values": seq_json(v.values()),
+                "values": seq_json(name, v.values()),
             })
         })
         .collect();
     out.extend(p.phased().iter().map(|g| {
         json!({
             "ranks": g.ranks().to_string(),
-            "phases": g.phases().iter().map(param_json).collect::<Vec<_>>(),
+            "phases": g.phases().iter().map(|ph| param_json(name, ph)).collect::<Vec<_>>(),
         })
     }));
     Value::Array(out)
@@ -471,7 +529,7 @@ fn node_json(n: &MNode, labels: &HashMap<u64, &str>) -> Value {
         MNode::Loop(l) => json!({
             "kind": "loop",
             "ranks": l.ranks().to_string(),
-            "iterations": param_json(l.counts()),
+            "iterations": param_json("iterations", l.counts()),
             "body": l.body().iter().map(|b| node_json(b, labels)).collect::<Vec<_>>(),
         }),
         MNode::Event(e) => {
@@ -480,7 +538,10 @@ fn node_json(n: &MNode, labels: &HashMap<u64, &str>) -> Value {
                 .param_names()
                 .into_iter()
                 .zip(e.params())
-                .map(|(k, p)| (k.to_string(), param_json(p)))
+                .map(|(k, p)| {
+                    let k = shown_name(s.op(), k);
+                    (k.to_string(), param_json(k, p))
+                })
                 .collect();
             let lists: serde_json::Map<String, Value> = s
                 .list_names()
@@ -491,8 +552,8 @@ fn node_json(n: &MNode, labels: &HashMap<u64, &str>) -> Value {
                         k.to_string(),
                         json!({
                             "width": l.width(),
-                            "lengths": param_json(l.lens()),
-                            "columns": l.columns().iter().map(param_json).collect::<Vec<_>>(),
+                            "lengths": param_json("len", l.lens()),
+                            "columns": l.columns().iter().map(|c| param_json("", c)).collect::<Vec<_>>(),
                         }),
                     )
                 })

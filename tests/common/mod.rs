@@ -942,3 +942,34 @@ pub fn within_real_runs(
         real.push(again());
     }
 }
+
+/// A two-rank trace of `calls(rank)` after Init, written to `file`.
+pub fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<trace::Event>) {
+    use compress::{Compressor, Config};
+    use trace::{Event, MergedTrace, Meta, Op, TraceFile};
+    let mut merged: Option<MergedTrace> = None;
+    for rank in 0..2 {
+        let mut c = Compressor::new(rank, Config::default());
+        c.push(&Event::new(Op::Init)).unwrap();
+        for e in calls(rank) {
+            c.push(&e).unwrap();
+        }
+        c.push(&Event::new(Op::Finalize)).unwrap();
+        let t = compress::merge::from_rank(&c.into_trace().unwrap());
+        merged = Some(match merged {
+            Some(m) => compress::merge::traces(m, t),
+            None => t,
+        });
+    }
+    TraceFile {
+        meta: Meta {
+            world_size: 2,
+            ..Meta::default()
+        },
+        trace: merged.unwrap(),
+        timelines: Vec::new(),
+        series: Vec::new(),
+    }
+    .write(file)
+    .unwrap();
+}
