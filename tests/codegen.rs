@@ -242,6 +242,47 @@ fn a_benchmark_draws_the_computation_that_replay_draws() {
     }
 }
 
+/// The benchmark's holds on `Win_complete` form a cycle in every iteration
+/// of a ring of PSCW epochs whose every `Win_test` loop missed its origin's
+/// `Win_complete` once (`pscw_ring`, 3 ranks, 20 iterations, rewritten so by
+/// `every_test_missed_once`): probes find each cycle and its lowest rank
+/// gives up at once, so the benchmark runs in about the application's time
+/// and reports the drift. Before, every hold waited 1 s plus twice the
+/// application's time per iteration: over 20 s.
+#[test]
+fn a_benchmark_breaks_a_cycle_of_win_test_holds_without_waiting() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-codegen-hold-cycle"));
+        let traced = dir.join("ring.trace");
+        let mut o = untraced();
+        o.traced = true;
+        o.env
+            .push(("RANKSCALE_TRACE", traced.display().to_string()));
+        let args = ["20", "1000"].map(String::from);
+        let job = mpirun(imp, 3, &program(imp, "pscw_ring"), &args, &o);
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let forced = dir.join("forced.trace");
+        every_test_missed_once(&traced, &forced);
+        let app = trace::TraceFile::read(&forced).unwrap().meta.wall_ns as f64 / 1e9;
+        let bin = codegen_build(imp, &forced, &dir).unwrap_or_else(|e| panic!("{imp}: {e}"));
+        let mut l = untraced();
+        l.timeout_s = 120;
+        let bench = mpirun(imp, 3, &bin, &[], &l);
+        assert_eq!(bench.code, Some(0), "{imp}: {}", bench.stderr);
+        let secs = bench.elapsed.as_secs_f64();
+        eprintln!("{imp}: benchmark {secs:.2} s (launch included), application {app:.3} s");
+        assert!(
+            bench
+                .stderr
+                .contains("completed otherwise than in the trace"),
+            "{imp}: no drift reported: {}",
+            bench.stderr
+        );
+        assert!(secs < app + 5.0, "{imp}: {secs} s: the holds waited");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// The benchmark's MPI-IO writes what the application wrote, into files
 /// of its own in a scratch directory and nowhere else: a checkpoint
 /// writer's benchmark (two checkpoints of 4 blocks of 256 ints, the file

@@ -309,6 +309,47 @@ fn replay_time_matches_the_application_within_five_percent() {
     }
 }
 
+/// A ring of PSCW epochs (`pscw_ring`, 3 ranks, 20 iterations) whose
+/// every `Win_test` loop missed its origin's `Win_complete` once, after the
+/// rank's own: the holds that force those outcomes form a cycle in every
+/// iteration, which no order of calls keeps. Probes along the holds find
+/// each cycle and the lowest rank on it gives its hold up at once: the
+/// replay takes a fraction of a second (bound: 5 s, against the 25 s the
+/// 20 cycles' timeouts took) and reports at least one latency race
+/// and at most two per rank and iteration (measured: three per iteration,
+/// the given-up hold, the test its target then finds true early and the
+/// test after it, which cannot be issued). Before, every hold waited for
+/// its timeout, 1 s plus twice the application's time, in every iteration.
+#[test]
+fn a_cycle_of_win_test_holds_is_broken_without_waiting() {
+    for imp in mpis() {
+        let dir = scratch(&format!("{imp}-hold-cycle"));
+        let traced = dir.join("ring.trace");
+        trace_of(imp, 3, &program(imp, "pscw_ring"), &["20", "1000"], &traced);
+        let forced = dir.join("forced.trace");
+        every_test_missed_once(&traced, &forced);
+        let mut l = untraced();
+        l.timeout_s = 120;
+        let job = mpirun(
+            imp,
+            3,
+            &replay_bin(imp),
+            &["--json".into(), forced.display().to_string()],
+            &l,
+        );
+        assert_eq!(job.code, Some(0), "{imp}: {}", job.stderr);
+        let json = job.stdout.find('{').map(|i| &job.stdout[i..]);
+        let v: serde_json::Value = serde_json::from_str(json.unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{imp}: {e}: {}\n{}", job.stdout, job.stderr));
+        let secs = v["replay_seconds"].as_f64().unwrap();
+        let races = v["latency_races"].as_f64().unwrap() as u64;
+        eprintln!("{imp}: replay {secs:.3} s, {races} latency races");
+        assert!(secs < 5.0, "{imp}: {secs} s: the holds waited");
+        assert!((1..=2 * 3 * 20).contains(&races), "{imp}: {races} races");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// A point-to-point call of `rank` with `peer` on the world.
 fn p2p_event(op: trace::Op, rank: i32, peer: i32, send: bool) -> trace::Event {
     use trace::{CommId, Event, Peer, Tag, Transfer};

@@ -1257,13 +1257,24 @@ static inline void rs_setup(int argc, char **argv)
  * (replay/src/exec/rma.rs): at Win_post a target tells each origin whether
  * its epoch has tests that came back false (RS_PSCW, from the trace); an
  * origin told so holds its Win_complete until the target has issued the
- * last of them (giving up after 1 s plus twice the application's time: a
- * cycle of holds cannot be kept); after its Win_complete an origin sends
+ * last of them. Holds can form a cycle, which no order of calls keeps: a
+ * waiting origin sends its target a probe (initiator, ordinal of the wait,
+ * lowest rank on the path), every waiting origin passes the probes it
+ * receives on to its own target, and an origin whose probe comes back is on
+ * a cycle; the lowest rank on it gives its hold up at once (Chandy, Misra
+ * and Haas's edge chasing, as replay does), and a hold no probe frees gives
+ * up after 1 s plus twice the application's time. After its Win_complete an
+ * origin sends
  * each target a token, which the target awaits before the test that came
  * back true. A test that still comes out otherwise is counted in
  * rs_drift; tests after one that ended the epoch early are not issued.
  * ------------------------------------------------------------------------ */
-enum { RS_TOKEN = 36, RS_NOTICE = 37, RS_RELEASE = 38 };
+enum { RS_TOKEN = 36, RS_NOTICE = 37, RS_RELEASE = 38, RS_PROBE = 39 };
+typedef struct rs_probe {
+    struct rs_probe *next;
+    MPI_Request req;
+    int p[3];
+} rs_probe;
 typedef struct rs_pend {
     struct rs_pend *next;
     int target;
@@ -1281,6 +1292,9 @@ typedef struct {
     int *access, naccess;
     int *exposure, nexposure, open, false_tests;
     int *owed; /* releases of given-up holds still to come, by rank */
+    int me, waits;        /* rank in the window; holds waited on so far */
+    int *sent, *got;      /* probes sent to and received from each rank */
+    rs_probe *probes;     /* probes sent, until Win_free */
     rs_pend *pending;
 } rs_window;
 static rs_window **rs_wins;
@@ -1337,8 +1351,11 @@ static inline void rs_win_create(int kind, int64_t id, int64_t size, int disp_un
     int n = 0;
     PMPI_Comm_size(c, &n);
     w->owed = calloc((size_t)(n < 1 ? 1 : n), sizeof(int));
-    if (!w->owed)
+    w->sent = calloc((size_t)(n < 1 ? 1 : n), sizeof(int));
+    w->got = calloc((size_t)(n < 1 ? 1 : n), sizeof(int));
+    if (!w->owed || !w->sent || !w->got)
         rs_fail("out of memory for a window", id, n);
+    PMPI_Comm_rank(w->tokens, &w->me);
     rs_wins[id] = w;
 }
 
@@ -1456,6 +1473,96 @@ static inline int rs_await(MPI_Request *r, double until)
     }
 }
 
+/* Sends probe (from, wait, lowest) to t. */
+static inline void rs_probe_send(rs_window *w, int t, int from, int wait, int lowest)
+{
+    rs_probe *p = calloc(1, sizeof *p);
+    if (!p)
+        rs_fail("out of memory for a probe", t, 0);
+    p->p[0] = from;
+    p->p[1] = wait;
+    p->p[2] = lowest;
+    PMPI_Isend(p->p, 3, MPI_INT, t, RS_PROBE, w->tokens, &p->req);
+    p->next = w->probes;
+    w->probes = p;
+    w->sent[t]++;
+}
+
+/* During wait `wait` on a hold by t: receives the probes that arrived,
+ * passes the others' on to t, and returns 1 if this wait's own probe came
+ * back with this rank the lowest on its cycle. */
+static inline int rs_probe_serve(rs_window *w, int t, int wait)
+{
+    int give_up = 0;
+    for (;;) {
+        int f = 0, p[3];
+        MPI_Status st;
+        PMPI_Iprobe(MPI_ANY_SOURCE, RS_PROBE, w->tokens, &f, &st);
+        if (!f)
+            return give_up;
+        PMPI_Recv(p, 3, MPI_INT, st.MPI_SOURCE, RS_PROBE, w->tokens, MPI_STATUS_IGNORE);
+        w->got[st.MPI_SOURCE]++;
+        if (p[0] == w->me)
+            give_up |= p[1] == wait && p[2] == w->me;
+        else
+            rs_probe_send(w, t, p[0], p[1], p[2] < w->me ? p[2] : w->me);
+    }
+}
+
+/* Polls the release r of a hold by t, serving probes: 1 once released, 0
+ * to give the hold up (the deadline passed, or this rank is the lowest on
+ * a cycle of holds). */
+static inline int rs_await_hold(rs_window *w, int t, MPI_Request *r, double until)
+{
+    for (rs_probe **pp = &w->probes; *pp;) { /* forget the probes sent */
+        rs_probe *p = *pp;
+        int f = 0;
+        PMPI_Test(&p->req, &f, MPI_STATUS_IGNORE);
+        if (f) {
+            *pp = p->next;
+            free(p);
+        } else {
+            pp = &p->next;
+        }
+    }
+    int wait = ++w->waits;
+    rs_probe_send(w, t, w->me, wait, w->me);
+    for (;;) {
+        int f = 0;
+        PMPI_Test(r, &f, MPI_STATUS_IGNORE);
+        if (f)
+            return 1;
+        if (rs_probe_serve(w, t, wait) || MPI_Wtime() >= until)
+            return 0;
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* At Win_free (collective): the probes still addressed to this rank, as
+ * the others' counts say, are received, and its own sends complete. */
+static inline void rs_probe_settle(rs_window *w)
+{
+    int n = 0;
+    PMPI_Comm_size(w->tokens, &n);
+    int *due = calloc((size_t)(n < 1 ? 1 : n), sizeof(int));
+    if (!due)
+        rs_fail("out of memory for a window", n, 0);
+    PMPI_Alltoall(w->sent, 1, MPI_INT, due, 1, MPI_INT, w->tokens);
+    for (int src = 0; src < n; src++)
+        for (int k = w->got[src]; k < due[src]; k++) {
+            int p[3];
+            PMPI_Recv(p, 3, MPI_INT, src, RS_PROBE, w->tokens, MPI_STATUS_IGNORE);
+        }
+    free(due);
+    while (w->probes) {
+        rs_probe *p = w->probes;
+        w->probes = p->next;
+        PMPI_Wait(&p->req, MPI_STATUS_IGNORE);
+        free(p);
+    }
+}
+
 static inline void rs_complete(rs_window *w)
 {
     for (int i = 0; i < w->naccess; i++) {
@@ -1469,7 +1576,7 @@ static inline void rs_complete(rs_window *w)
         w->owed[t] = 0;
         for (int k = 0; k <= owed; k++) {
             PMPI_Irecv(NULL, 0, MPI_INT, t, RS_RELEASE, w->tokens, &r);
-            if (!rs_await(&r, MPI_Wtime() + 1.0 + 2.0 * RS_APP_S * rs_compute_scale)) {
+            if (!rs_await_hold(w, t, &r, MPI_Wtime() + 1.0 + 2.0 * RS_APP_S * rs_compute_scale)) {
                 PMPI_Cancel(&r);
                 PMPI_Wait(&r, MPI_STATUS_IGNORE);
                 w->owed[t]++;
@@ -1591,6 +1698,13 @@ static inline void rs_win_free(int64_t id)
     MPI_Win_free(&w->win);
     if (w->slot)
         PMPI_Win_free(&w->board);
+    rs_probe_settle(w);
+    /* The releases of holds given up: sent before the collective settle. */
+    int n = 0;
+    PMPI_Comm_size(w->tokens, &n);
+    for (int t = 0; t < n; t++)
+        for (int k = 0; k < w->owed[t]; k++)
+            PMPI_Recv(NULL, 0, MPI_INT, t, RS_RELEASE, w->tokens, MPI_STATUS_IGNORE);
     PMPI_Comm_free(&w->tokens);
     rs_wdone(w, -1);
     for (int i = 0; i < w->natt; i++)
@@ -1600,6 +1714,8 @@ static inline void rs_win_free(int64_t id)
     free(w->access);
     free(w->exposure);
     free(w->owed);
+    free(w->sent);
+    free(w->got);
     free(w);
     rs_wins[id] = NULL;
 }

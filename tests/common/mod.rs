@@ -973,3 +973,49 @@ pub fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<trace::Event>) {
     .write(file)
     .unwrap();
 }
+
+/// Rewrites the trace `src` of a ring of PSCW epochs (`pscw_ring`) into
+/// `dst` as if every exposure epoch's `Win_test` loop had come back false
+/// once, then true: each rank's tests then come after its own
+/// `Win_complete` and miss its origin's, in every iteration, which the
+/// application's latency allows (rarely) and no order of calls reproduces
+/// (replay's and codegen's holds form a cycle). Everything else is the
+/// traced run's.
+pub fn every_test_missed_once(src: &Path, dst: &Path) {
+    use compress::{Compressor, Config};
+    use trace::TraceFile;
+    let file = TraceFile::read(src).expect("a trace");
+    let mut merged: Option<trace::MergedTrace> = None;
+    for rank in file.trace.ranks().iter() {
+        let mut c = Compressor::new(rank as i32, Config::default());
+        let mut in_tests = false;
+        for e in file.trace.rank_trace(rank).expect("a rank").expand() {
+            if e.op != Op::WinTest {
+                in_tests = false;
+                c.push(&e).unwrap();
+                continue;
+            }
+            if std::mem::replace(&mut in_tests, true) {
+                continue;
+            }
+            for flag in [false, true] {
+                let mut t = e.clone();
+                t.flag = Some(flag);
+                c.push(&t).unwrap();
+            }
+        }
+        let t = compress::merge::from_rank(&c.into_trace().unwrap());
+        merged = Some(match merged {
+            Some(m) => compress::merge::traces(m, t),
+            None => t,
+        });
+    }
+    TraceFile {
+        meta: file.meta.clone(),
+        trace: merged.expect("ranks"),
+        timelines: Vec::new(),
+        series: Vec::new(),
+    }
+    .write(dst)
+    .unwrap();
+}

@@ -376,13 +376,7 @@ impl Replayer<'_> {
     pub(super) fn await_until(&self, r: &mut MPI_Request, until: Option<Instant>) -> Result<bool> {
         let mut backoff = self.backoff();
         loop {
-            let mut f: c_int = 0;
-            check(
-                // SAFETY: `r` is a live request made by this replay.
-                unsafe { PMPI_Test(r, &mut f, RSMPI_STATUS_IGNORE) },
-                "MPI_Test",
-            )?;
-            if f != 0 {
+            if tested(r)? {
                 return Ok(true);
             }
             if until.is_some_and(|u| Instant::now() >= u) {
@@ -552,4 +546,16 @@ unsafe extern "C" fn greq_free(_extra: *mut c_void) -> c_int {
 /// Nothing to cancel: a replayed generalized request has no work.
 unsafe extern "C" fn greq_cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
     0
+}
+
+/// Whether request `r` of replay's own (outside the traced API) has
+/// completed: one `MPI_Test`.
+pub(super) fn tested(r: &mut MPI_Request) -> Result<bool> {
+    let mut f: c_int = 0;
+    check(
+        // SAFETY: `r` is a live request made by this replay.
+        unsafe { PMPI_Test(r, &mut f, RSMPI_STATUS_IGNORE) },
+        "MPI_Test",
+    )?;
+    Ok(f != 0)
 }

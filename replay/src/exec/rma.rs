@@ -26,8 +26,18 @@
 //! other, every one of whose tests missed its origin at first in the
 //! application: every `Win_complete` would then wait for a test that
 //! comes after its own rank's `Win_complete`), which no order of calls
-//! resolves; an origin therefore gives a hold up after the causal gates'
-//! timeout and counts a latency race. Once its `Win_complete` returned, an
+//! resolves. An origin that waits on a hold sends its target a probe
+//! (Chandy, Misra and Haas's edge-chasing deadlock detection: initiator,
+//! its wait's ordinal, the lowest rank on the path so far); an origin that
+//! waits on a hold passes every probe it receives on to its own target, and
+//! an origin whose own probe comes back has found the cycle. The lowest
+//! rank on it gives its hold up at once and counts a latency race; its
+//! `Win_complete` then goes ahead, its tests release its origin, whose tests
+//! release the next: the cycle unwinds with one epoch drifted, nobody
+//! waiting. (Before, every hold of a cycle waited for its timeout: 1 s plus
+//! twice the application's time, for each occurrence.) A hold still gives
+//! up after the causal gates' timeout, for a wait no probe sees (a cycle
+//! through another window). Once its `Win_complete` returned, an
 //! origin sends each target of its access epoch a token, and a target
 //! awaits the tokens of its exposure group before the `Win_test` the trace
 //! says returned true: every origin has then completed, and that test
@@ -49,8 +59,8 @@ use mpi_sys::*;
 use trace::{Datatype, Event, Op, Peer, ReduceOp, Rma, Tag, Transfer};
 
 use super::coll::{builtin_op, pair_type};
-use super::requests::Keep;
-use super::{Buf, Replayer, check, elements, request_null, span};
+use super::requests::{Keep, tested};
+use super::{Buf, Replayer, blank_status, check, elements, request_null, span};
 
 /// The tag of the tokens that say an origin's `Win_complete` returned.
 const TOKEN_TAG: c_int = 36;
@@ -59,6 +69,9 @@ const TOKEN_TAG: c_int = 36;
 const NOTICE_TAG: c_int = 37;
 /// The tag of a target's release of a held `Win_complete`.
 const RELEASE_TAG: c_int = 38;
+/// The tag of the probes along the holds: three `int`s, the initiator, the
+/// ordinal of its wait, the lowest rank on the path (see [`Probes`]).
+const PROBE_TAG: c_int = 39;
 /// The payloads of the notices (statics: MPI reads them after the
 /// nonblocking send returned).
 static HOLD: c_int = 1;
@@ -164,6 +177,8 @@ pub(super) struct Window {
     false_tests: u32,
     /// Releases of given-up holds still to arrive, by target.
     owed: HashMap<c_int, u32>,
+    /// The cycle detection along the holds on `tokens`.
+    probes: Probes,
     /// Origin buffers of operations without a request, by target, until
     /// a synchronisation completes them.
     pending: Vec<(c_int, Buf)>,
@@ -415,6 +430,7 @@ impl Replayer<'_> {
                 exposure: None,
                 false_tests: 0,
                 owed: HashMap::new(),
+                probes: Probes::new(tokens)?,
                 pending: Vec::new(),
             },
         );
@@ -762,7 +778,7 @@ impl Replayer<'_> {
             let owed = self.win(e)?.owed.remove(&t).unwrap_or(0);
             for _ in 0..=owed {
                 let mut r = receive(tokens, t, RELEASE_TAG, std::ptr::null_mut(), 0)?;
-                if !self.await_until(&mut r, Some(Instant::now() + timeout))? {
+                if !self.await_hold(e, t, &mut r, Instant::now() + timeout)? {
                     // SAFETY: `r` is the pending receive just made; it is
                     // cancelled and completed before this scope ends.
                     unsafe {
@@ -776,6 +792,32 @@ impl Replayer<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Polls the release `r` of a hold by target `t`, serving the probes
+    /// along the holds meanwhile (see [`Probes`]): true once released,
+    /// false if the hold is to be given up, because `until` passed or
+    /// because this rank is the lowest on a cycle of holds.
+    fn await_hold(
+        &mut self,
+        e: &Event,
+        t: c_int,
+        r: &mut MPI_Request,
+        until: Instant,
+    ) -> Result<bool> {
+        let mut backoff = self.backoff();
+        let w = self.win(e)?;
+        let wait = w.probes.start(w.tokens, t)?;
+        loop {
+            if tested(r)? {
+                return Ok(true);
+            }
+            let w = self.win(e)?;
+            if w.probes.serve(w.tokens, t, wait)? || Instant::now() >= until {
+                return Ok(false);
+            }
+            backoff.pause();
+        }
     }
 
     /// After a `Win_test` the trace says came back false: once the
@@ -985,11 +1027,219 @@ impl Replayer<'_> {
             // the locks of `board_address` and `win_attach`.
             check(unsafe { PMPI_Win_free(&mut b) }, "MPI_Win_free")?;
         }
+        w.probes.settle(w.tokens)?;
+        // The releases of holds given up: every target sent them before
+        // the collective `settle` (at its epoch's last false test, or when
+        // the epoch ended), so they are here or on their way.
+        for (&t, &n) in &w.owed {
+            for _ in 0..n {
+                let mut r = receive(w.tokens, t, RELEASE_TAG, std::ptr::null_mut(), 0)?;
+                check(
+                    // SAFETY: `r` is the pending receive just made.
+                    unsafe { PMPI_Wait(&mut r, RSMPI_STATUS_IGNORE) },
+                    "MPI_Wait",
+                )?;
+            }
+        }
         // SAFETY: replay's own communicator; every token sent on it was
-        // received (each exposure epoch awaited its origins').
+        // received (each exposure epoch awaited its origins'), every probe
+        // (`settle`) and every release.
         check(unsafe { PMPI_Comm_free(&mut w.tokens) }, "MPI_Comm_free")?;
         Ok(())
     }
+}
+
+/// Chandy, Misra and Haas's edge-chasing deadlock detection along the
+/// holds of one window (see the module documentation). A rank that waits
+/// on a hold sends its target a probe: itself, the ordinal of this wait,
+/// and itself as the lowest rank on the path. A rank that waits on a hold
+/// passes each probe it receives on to its own target, with the lowest rank
+/// updated. A probe that comes back to its initiator during the wait it was
+/// sent for has gone round a cycle of waits. (A wait ends only when its
+/// target releases it, so the cycle stands, unless a wait on the probe's
+/// path ended while the probe was on its way: then a hold is given up that
+/// would have been released, one latency race counted, as a timeout would.)
+/// The ordinal tells a probe of an earlier wait apart. Probes that arrive
+/// while a rank does not wait are passed on at its next wait.
+struct Probes {
+    /// This rank in the window's group.
+    me: c_int,
+    /// Waits begun so far (the ordinal of the current one).
+    waits: c_int,
+    /// Probes sent to each rank, and received from each.
+    sent: Vec<c_int>,
+    got: Vec<c_int>,
+    /// The probes sent, with their buffers (boxed: they stay in place),
+    /// until the window is freed ([`Probes::settle`]).
+    out: Vec<(Box<[c_int; 3]>, MPI_Request)>,
+}
+
+impl Probes {
+    /// No probes yet, on `comm` (the window's token communicator).
+    fn new(comm: MPI_Comm) -> Result<Probes> {
+        let (mut me, mut n): (c_int, c_int) = (0, 0);
+        check(
+            // SAFETY: `comm` is replay's own communicator; `me` and `n`
+            // are valid out-parameters.
+            unsafe { PMPI_Comm_rank(comm, &mut me) },
+            "MPI_Comm_rank",
+        )?;
+        // SAFETY: as above.
+        check(unsafe { PMPI_Comm_size(comm, &mut n) }, "MPI_Comm_size")?;
+        let n = usize::try_from(n).unwrap_or(0);
+        Ok(Probes {
+            me,
+            waits: 0,
+            sent: vec![0; n],
+            got: vec![0; n],
+            out: Vec::new(),
+        })
+    }
+
+    /// Begins a wait on a hold by `t`: its probe goes to `t`. Returns the
+    /// wait's ordinal.
+    fn start(&mut self, comm: MPI_Comm, t: c_int) -> Result<c_int> {
+        self.reap()?;
+        self.waits = self.waits.wrapping_add(1);
+        self.send(comm, t, [self.me, self.waits, self.me])?;
+        Ok(self.waits)
+    }
+
+    /// Forgets the probes whose sends completed, so that a window alive
+    /// for a long run holds only those in flight.
+    fn reap(&mut self) -> Result<()> {
+        let mut left = Vec::with_capacity(self.out.len());
+        for (buf, mut r) in self.out.drain(..) {
+            if !tested(&mut r)? {
+                left.push((buf, r));
+            }
+        }
+        self.out = left;
+        Ok(())
+    }
+
+    /// Sends probe `p` to `t`.
+    fn send(&mut self, comm: MPI_Comm, t: c_int, p: [c_int; 3]) -> Result<()> {
+        let buf = Box::new(p);
+        let mut r = request_null();
+        check(
+            // SAFETY: `buf` moves into `self.out` (its heap block in
+            // place) and lives there until the request completed (`reap`,
+            // `settle`); `comm` is replay's own.
+            unsafe {
+                PMPI_Isend(
+                    buf.as_ptr().cast(),
+                    3,
+                    RSMPI_INT32_T,
+                    t,
+                    PROBE_TAG,
+                    comm,
+                    &mut r,
+                )
+            },
+            "MPI_Isend",
+        )?;
+        if let Some(n) = usize::try_from(t).ok().and_then(|t| self.sent.get_mut(t)) {
+            *n += 1;
+        }
+        self.out.push((buf, r));
+        Ok(())
+    }
+
+    /// During wait `wait` on a hold by `t`, receives the probes that have
+    /// arrived: passes the others' on to `t`, and returns true if this
+    /// wait's own probe came back with this rank the lowest on its cycle
+    /// (its hold is the one to give up).
+    fn serve(&mut self, comm: MPI_Comm, t: c_int, wait: c_int) -> Result<bool> {
+        let mut give_up = false;
+        loop {
+            let mut flag: c_int = 0;
+            let mut st = blank_status();
+            check(
+                // SAFETY: `comm` is replay's own; `flag` and `st` are
+                // valid out-parameters.
+                unsafe { PMPI_Iprobe(RSMPI_ANY_SOURCE, PROBE_TAG, comm, &mut flag, &mut st) },
+                "MPI_Iprobe",
+            )?;
+            if flag == 0 {
+                return Ok(give_up);
+            }
+            let src = st.MPI_SOURCE;
+            let p = receive_probe(comm, src)?;
+            if let Some(n) = usize::try_from(src).ok().and_then(|s| self.got.get_mut(s)) {
+                *n += 1;
+            }
+            let [from, ordinal, lowest] = p;
+            if from == self.me {
+                give_up |= ordinal == wait && lowest == self.me;
+            } else {
+                self.send(comm, t, [from, ordinal, lowest.min(self.me)])?;
+            }
+        }
+    }
+
+    /// At `Win_free` (collective over the window's group): every rank
+    /// receives the probes still addressed to it, which the others' counts
+    /// say, and its own sends complete, so that the token communicator is
+    /// freed with nothing in flight.
+    fn settle(&mut self, comm: MPI_Comm) -> Result<()> {
+        let mut due = vec![0 as c_int; self.sent.len()];
+        check(
+            // SAFETY: collective over replay's own communicator, of which
+            // `sent` and `due` hold one int per rank.
+            unsafe {
+                PMPI_Alltoall(
+                    self.sent.as_ptr().cast(),
+                    1,
+                    RSMPI_INT32_T,
+                    due.as_mut_ptr().cast(),
+                    1,
+                    RSMPI_INT32_T,
+                    comm,
+                )
+            },
+            "MPI_Alltoall",
+        )?;
+        for (src, (&due, &got)) in (0..).zip(due.iter().zip(&self.got)) {
+            for _ in got..due {
+                receive_probe(comm, src)?;
+            }
+        }
+        for (buf, mut r) in self.out.drain(..) {
+            check(
+                // SAFETY: a send of this window's probes; its receiver has
+                // received it or will in its own `settle`.
+                unsafe { PMPI_Wait(&mut r, RSMPI_STATUS_IGNORE) },
+                "MPI_Wait",
+            )?;
+            drop(buf);
+        }
+        self.got.iter_mut().for_each(|n| *n = 0);
+        self.sent.iter_mut().for_each(|n| *n = 0);
+        Ok(())
+    }
+}
+
+/// Receives a probe (three ints) from `src` on `comm`.
+fn receive_probe(comm: MPI_Comm, src: c_int) -> Result<[c_int; 3]> {
+    let mut p: [c_int; 3] = [0; 3];
+    check(
+        // SAFETY: every message with the probe tag is three ints, for which
+        // `p` has room; `comm` is replay's own.
+        unsafe {
+            PMPI_Recv(
+                p.as_mut_ptr().cast(),
+                3,
+                RSMPI_INT32_T,
+                src,
+                PROBE_TAG,
+                comm,
+                RSMPI_STATUS_IGNORE,
+            )
+        },
+        "MPI_Recv",
+    )?;
+    Ok(p)
 }
 
 /// The group of `ranks` of window `win`'s group, for `Win_post` and
