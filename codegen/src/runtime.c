@@ -1263,10 +1263,9 @@ static inline void rs_setup(int argc, char **argv)
  * receives on to its own target, and an origin whose probe comes back is on
  * a cycle; the lowest rank on it gives its hold up at once (Chandy, Misra
  * and Haas's edge chasing, as replay does), and a hold no probe frees gives
- * up after 1 s plus twice the application's time. After its Win_complete an
- * origin sends
- * each target a token, which the target awaits before the test that came
- * back true. A test that still comes out otherwise is counted in
+ * up after 1 s plus twice the application's time. After its Win_complete
+ * an origin sends each target a token, which the target awaits before the
+ * test that came back true. A test that still comes out otherwise is counted in
  * rs_drift; tests after one that ended the epoch early are not issued.
  * ------------------------------------------------------------------------ */
 enum { RS_TOKEN = 36, RS_NOTICE = 37, RS_RELEASE = 38, RS_PROBE = 39 };
