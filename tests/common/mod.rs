@@ -943,35 +943,52 @@ pub fn within_real_runs(
     }
 }
 
-/// A two-rank trace of `calls(rank)` after Init, written to `file`.
-pub fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<trace::Event>) {
+/// A trace of `ranks` (each rank with its events), compressed and merged
+/// as the tracer does, written to `file` with `meta`.
+pub fn write_trace(
+    file: &Path,
+    meta: trace::Meta,
+    ranks: impl IntoIterator<Item = (i32, Vec<Event>)>,
+) {
     use compress::{Compressor, Config};
-    use trace::{Event, MergedTrace, Meta, Op, TraceFile};
-    let mut merged: Option<MergedTrace> = None;
-    for rank in 0..2 {
+    let mut merged: Option<trace::MergedTrace> = None;
+    for (rank, events) in ranks {
         let mut c = Compressor::new(rank, Config::default());
-        c.push(&Event::new(Op::Init)).unwrap();
-        for e in calls(rank) {
-            c.push(&e).unwrap();
+        for e in &events {
+            c.push(e).unwrap();
         }
-        c.push(&Event::new(Op::Finalize)).unwrap();
         let t = compress::merge::from_rank(&c.into_trace().unwrap());
         merged = Some(match merged {
             Some(m) => compress::merge::traces(m, t),
             None => t,
         });
     }
-    TraceFile {
-        meta: Meta {
-            world_size: 2,
-            ..Meta::default()
-        },
-        trace: merged.unwrap(),
+    trace::TraceFile {
+        meta,
+        trace: merged.expect("ranks"),
         timelines: Vec::new(),
         series: Vec::new(),
     }
     .write(file)
     .unwrap();
+}
+
+/// A two-rank trace of `calls(rank)` after Init, written to `file`.
+pub fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<Event>) {
+    let meta = trace::Meta {
+        world_size: 2,
+        ..trace::Meta::default()
+    };
+    write_trace(
+        file,
+        meta,
+        (0..2).map(|rank| {
+            let mut events = vec![Event::new(Op::Init)];
+            events.extend(calls(rank));
+            events.push(Event::new(Op::Finalize));
+            (rank, events)
+        }),
+    );
 }
 
 /// Rewrites the trace `src` of a ring of PSCW epochs (`pscw_ring`) into
@@ -982,17 +999,14 @@ pub fn two_rank_trace(file: &Path, calls: impl Fn(i32) -> Vec<trace::Event>) {
 /// (replay's and codegen's holds form a cycle). Everything else is the
 /// traced run's.
 pub fn every_test_missed_once(src: &Path, dst: &Path) {
-    use compress::{Compressor, Config};
-    use trace::TraceFile;
-    let file = TraceFile::read(src).expect("a trace");
-    let mut merged: Option<trace::MergedTrace> = None;
-    for rank in file.trace.ranks().iter() {
-        let mut c = Compressor::new(rank as i32, Config::default());
+    let file = trace::TraceFile::read(src).expect("a trace");
+    let ranks = file.trace.ranks().iter().map(|rank| {
+        let mut events = Vec::new();
         let mut in_tests = false;
         for e in file.trace.rank_trace(rank).expect("a rank").expand() {
             if e.op != Op::WinTest {
                 in_tests = false;
-                c.push(&e).unwrap();
+                events.push(e);
                 continue;
             }
             if std::mem::replace(&mut in_tests, true) {
@@ -1001,21 +1015,10 @@ pub fn every_test_missed_once(src: &Path, dst: &Path) {
             for flag in [false, true] {
                 let mut t = e.clone();
                 t.flag = Some(flag);
-                c.push(&t).unwrap();
+                events.push(t);
             }
         }
-        let t = compress::merge::from_rank(&c.into_trace().unwrap());
-        merged = Some(match merged {
-            Some(m) => compress::merge::traces(m, t),
-            None => t,
-        });
-    }
-    TraceFile {
-        meta: file.meta.clone(),
-        trace: merged.expect("ranks"),
-        timelines: Vec::new(),
-        series: Vec::new(),
-    }
-    .write(dst)
-    .unwrap();
+        (rank as i32, events)
+    });
+    write_trace(dst, file.meta.clone(), ranks);
 }

@@ -1214,8 +1214,6 @@ impl Probes {
             )?;
             drop(buf);
         }
-        self.got.iter_mut().for_each(|n| *n = 0);
-        self.sent.iter_mut().for_each(|n| *n = 0);
         Ok(())
     }
 }
